@@ -1,0 +1,66 @@
+// EASY backfilling (Lifka 1995; the Argonne SP queuing algorithm, seed 004
+// section 2.7), exactly as the spec words it: the head gets a reservation at
+// the shadow time; a later job may start now if it ends by then or fits in
+// the extra processors the head will not need.
+
+import type { QueueEntry, SchedulerState } from '../state.js';
+import type { Seconds } from '../types.js';
+import { predictedEnd } from '../types.js';
+import { startFromHead } from './fcfs.js';
+import type { Policy } from './policy.js';
+import { QueueProjection } from './projection.js';
+
+/** The head's shadow time and the extra processors, from running jobs sorted by predicted end. */
+export function shadowOf(state: SchedulerState, headSize: number): { shadowTime: Seconds; extra: number } {
+  let available = state.freeProcessors;
+  let index = 0;
+  let shadowTime = 0;
+  const running = state.running;
+  while (available < headSize) {
+    available += running[index].job.size;
+    shadowTime = predictedEnd(running[index]);
+    index++;
+  }
+  // Every job ending at the shadow time counts, not just those walked so far.
+  while (index < running.length && predictedEnd(running[index]) <= shadowTime) {
+    available += running[index].job.size;
+    index++;
+  }
+  return { shadowTime, extra: available - headSize };
+}
+
+export function easyPolicy(): Policy {
+  const projection = new QueueProjection(false);
+  return {
+    name: 'easy',
+    schedule(state, now) {
+      const started: QueueEntry[] = [];
+      const headIndex = startFromHead(state, now, started, projection);
+      const queue = state.queue;
+      if (headIndex >= queue.length - 1 || state.freeProcessors === 0) {
+        if (headIndex > 0) state.queue = queue.slice(headIndex);
+        return started;
+      }
+      let { shadowTime, extra } = shadowOf(state, queue[headIndex].job.size);
+      const backfilled = new Set<QueueEntry>();
+      for (let index = headIndex + 1; index < queue.length && state.freeProcessors > 0; index++) {
+        const entry = queue[index];
+        const { size, estimate } = entry.job;
+        if (size > state.freeProcessors) continue;
+        const endsByShadow = now + estimate <= shadowTime;
+        if (!endsByShadow && size > extra) continue;
+        projection.noteStart(entry, now);
+        state.startJob(entry, now);
+        started.push(entry);
+        backfilled.add(entry);
+        if (!endsByShadow) extra -= size;
+      }
+      state.queue = queue.slice(headIndex);
+      state.dropStarted(backfilled);
+      return started;
+    },
+    plan: (state, now) => projection.plan(state, now),
+    onEnd: (run, at) => projection.noteEnd(run, at),
+    onCancel: () => projection.invalidate(),
+  };
+}

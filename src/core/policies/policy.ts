@@ -1,0 +1,19 @@
+// The policy interface: one scheduling pass over the state at an instant.
+// A policy starts jobs through `state.startJob` and says when every queued job
+// is planned to start. Planning policies keep their own availability profile
+// and learn about ends and cancellations through the optional hooks.
+
+import type { QueueEntry, SchedulerState } from '../state.js';
+import type { RunningJob, Seconds } from '../types.js';
+
+export interface Policy {
+  readonly name: string;
+  /** Runs one pass at `now`; returns the entries it started, in start order. */
+  schedule(state: SchedulerState, now: Seconds): QueueEntry[];
+  /** Sets every queued entry's `reservation` to its planned start after the pass. */
+  plan(state: SchedulerState, now: Seconds): void;
+  /** A running job ended at `at` (possibly before its predicted end). */
+  onEnd?(run: RunningJob, at: Seconds): void;
+  /** A queued job left the queue without starting. */
+  onCancel?(entry: QueueEntry): void;
+}

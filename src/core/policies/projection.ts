@@ -1,0 +1,86 @@
+// The queue projection (spec "Predictions"): every queued job, in queue order,
+// reserved at its earliest start against a profile that holds only the running
+// jobs. EASY and FCFS report it as their planned starts.
+//
+// The projection is kept between passes and extended with each arrival. It
+// stays exactly what a rebuild would give as long as the running jobs' holds
+// are unchanged from now on and the queue only grew at the back: every job that
+// started did so at its planned start (its reservation becomes an identical
+// running hold), none ended before its predicted end, none was cancelled, and
+// no queued job's planned start has passed. Anything else forces a rebuild.
+
+import { AvailabilityProfile } from '../profile.js';
+import type { QueueEntry, SchedulerState } from '../state.js';
+import type { RunningJob, Seconds } from '../types.js';
+import { predictedEnd } from '../types.js';
+
+/** Free processors over time given only the running jobs, from `now` on. */
+export function runningProfile(state: SchedulerState, now: Seconds): AvailabilityProfile {
+  const steps: Array<[Seconds, number]> = [[now, state.freeProcessors]];
+  for (const run of state.running) {
+    // A job past its predicted end (possible only in a live system) is taken to end next second.
+    const end = Math.max(predictedEnd(run), now + 1);
+    const last = steps[steps.length - 1];
+    if (last[0] === end) last[1] += run.job.size;
+    else steps.push([end, last[1] + run.job.size]);
+  }
+  return AvailabilityProfile.fromSteps(state.processors, steps);
+}
+
+export class QueueProjection {
+  private profile: AvailabilityProfile | null = null;
+  /** Arrival sequence number of the last entry the projection covers; later ones are new. */
+  private lastCoveredSeq = -1;
+
+  /**
+   * @param inOrder no job is planned before the job ahead of it (FCFS): each is
+   * reserved at its earliest start not before that.
+   */
+  constructor(private readonly inOrder: boolean) {}
+
+  invalidate(): void {
+    this.profile = null;
+  }
+
+  /** A queued entry starts now: the projection survives only if this was its plan. */
+  noteStart(entry: QueueEntry, now: Seconds): void {
+    if (entry.reservation !== now) this.profile = null;
+  }
+
+  noteEnd(run: RunningJob, at: Seconds): void {
+    if (at < predictedEnd(run)) this.profile = null;
+  }
+
+  /** Sets `reservation` of every queued entry to its planned start. */
+  plan(state: SchedulerState, now: Seconds): void {
+    const queue = state.queue;
+    // A running job past its predicted end (live systems only) changes the holds.
+    const overrun = state.running.length > 0 && predictedEnd(state.running[0]) <= now;
+    let from = this.profile && !overrun ? this.firstUncovered(queue, now) : -1;
+    let profile = this.profile;
+    if (profile === null || from < 0) {
+      profile = this.profile = runningProfile(state, now);
+      from = 0;
+    } else {
+      profile.advance(now);
+    }
+    let previous = from > 0 ? queue[from - 1].reservation : now;
+    for (let index = from; index < queue.length; index++) {
+      const entry = queue[index];
+      const { size, estimate } = entry.job;
+      const start = profile.earliestStart(size, estimate, this.inOrder && previous > now ? previous : now);
+      profile.reserve(start, estimate, size);
+      entry.reservation = start;
+      previous = start;
+    }
+    if (queue.length > 0) this.lastCoveredSeq = queue[queue.length - 1].seq;
+  }
+
+  /** Index of the first entry to project, or -1 if the cached projection cannot be kept. */
+  private firstUncovered(queue: readonly QueueEntry[], now: Seconds): number {
+    let from = queue.length;
+    while (from > 0 && queue[from - 1].seq > this.lastCoveredSeq) from--;
+    for (let index = 0; index < from; index++) if (!(queue[index].reservation >= now)) return -1;
+    return from;
+  }
+}

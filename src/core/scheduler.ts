@@ -1,0 +1,100 @@
+// The scheduler: the core's one entry point for shells. Feed it events
+// (submit, end, cancel) and call `pass(now)` at each instant; it returns the
+// jobs to start and keeps the planned start of every queued job.
+// Pure: no I/O, no clock; time comes in as arguments.
+
+import { ConservativePolicy } from './policies/conservative.js';
+import { easyPolicy } from './policies/easy.js';
+import { fcfsPolicy } from './policies/fcfs.js';
+import type { Policy } from './policies/policy.js';
+import { SchedulerState } from './state.js';
+import type { JobId, JobRequest, Machine, RunningJob, Seconds } from './types.js';
+
+export const policyNames = ['fcfs', 'easy', 'conservative'] as const;
+export type PolicyName = (typeof policyNames)[number];
+
+export function isPolicyName(name: string): name is PolicyName {
+  return (policyNames as readonly string[]).includes(name);
+}
+
+export function createPolicy(name: PolicyName, machine: Machine, origin: Seconds): Policy {
+  switch (name) {
+    case 'fcfs':
+      return fcfsPolicy();
+    case 'easy':
+      return easyPolicy();
+    case 'conservative':
+      return new ConservativePolicy(machine.processors, origin);
+  }
+}
+
+export interface PassOptions {
+  /** Compute planned starts for every queued job (always available for conservative). */
+  readonly predictions?: boolean;
+}
+
+export class Scheduler {
+  readonly state: SchedulerState;
+  private readonly policy: Policy;
+  private startedInLastPass = new Map<JobId, Seconds>();
+
+  constructor(
+    readonly policyName: PolicyName,
+    readonly machine: Machine,
+    origin: Seconds = 0,
+  ) {
+    this.state = new SchedulerState(machine.processors);
+    this.policy = createPolicy(policyName, machine, origin);
+  }
+
+  /** A job joins the back of the queue. Rejects jobs that can never run here. */
+  submit(job: JobRequest): void {
+    if (!(job.size >= 1 && job.size <= this.machine.processors)) {
+      throw new RangeError(`job ${job.id} asks for ${job.size} processors; the machine has ${this.machine.processors}`);
+    }
+    if (!(job.estimate > 0)) throw new RangeError(`job ${job.id} has estimate ${job.estimate}; it must be > 0`);
+    this.state.enqueue(job);
+  }
+
+  /** A running job ended at `at`. */
+  end(id: JobId, at: Seconds): RunningJob {
+    const run = this.state.removeRunning(id);
+    this.policy.onEnd?.(run, at);
+    return run;
+  }
+
+  /** A queued job leaves without starting. Returns false if it is not queued. */
+  cancel(id: JobId): boolean {
+    const entry = this.state.removeQueued(id);
+    if (!entry) return false;
+    this.policy.onCancel?.(entry);
+    return true;
+  }
+
+  /** One scheduling pass at `now`: starts jobs and returns them in start order. */
+  pass(now: Seconds, options: PassOptions = {}): JobRequest[] {
+    const started = this.policy.schedule(this.state, now);
+    if (options.predictions) this.policy.plan(this.state, now);
+    this.startedInLastPass = new Map(started.map((e) => [e.job.id, now]));
+    return started.map((e) => e.job);
+  }
+
+  /**
+   * Planned start of a job after the last pass (its actual start if it started
+   * then). For fcfs and easy, as of the last pass that asked for predictions.
+   */
+  plannedStart(id: JobId): Seconds | undefined {
+    const reservation = this.startedInLastPass.get(id) ?? this.state.getQueued(id)?.reservation;
+    return reservation === undefined || Number.isNaN(reservation) ? undefined : reservation;
+  }
+
+  /** Planned starts of every queued job, computed now. */
+  plannedStarts(now: Seconds): Map<JobId, Seconds> {
+    this.policy.plan(this.state, now);
+    return new Map(this.state.queue.map((e) => [e.job.id, e.reservation]));
+  }
+
+  get queueLength(): number {
+    return this.state.queue.length;
+  }
+}

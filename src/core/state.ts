@@ -1,0 +1,103 @@
+// The scheduler's in-memory model at an instant: the queue in queue order and
+// the running jobs sorted by (predicted end, job id). Policies read it and
+// decide; `startJob` is the one place a queued job becomes a running one.
+
+import type { JobId, JobRequest, RunningJob, Seconds } from './types.js';
+import { predictedEnd } from './types.js';
+
+/** A queued job with the bookkeeping planning policies keep on it. */
+export interface QueueEntry {
+  readonly job: JobRequest;
+  /** Arrival sequence number: increases with every enqueue. */
+  readonly seq: number;
+  /** Reserved (promised) start, NaN when the job holds no reservation. */
+  reservation: Seconds;
+  /** Earliest capacity gain seen since the reservation was made (see conservative.ts). */
+  gainSincePlaced: Seconds;
+  /** Earliest capacity this entry freed in the current pass, Infinity if none. */
+  gainThisPass: Seconds;
+}
+
+const byEndThenId = (a: RunningJob, b: RunningJob): number =>
+  predictedEnd(a) - predictedEnd(b) || a.job.id - b.job.id;
+
+export class SchedulerState {
+  /** Queue order: arrival order (submit time, then id) unless a policy reorders it. */
+  queue: QueueEntry[] = [];
+  /** Running jobs sorted by (predicted end, job id), as EASY's shadow walk needs them. */
+  readonly running: RunningJob[] = [];
+  private readonly runningById = new Map<JobId, RunningJob>();
+  private readonly queuedById = new Map<JobId, QueueEntry>();
+  freeProcessors: number;
+  private arrivals = 0;
+
+  constructor(readonly processors: number) {
+    this.freeProcessors = processors;
+  }
+
+  enqueue(job: JobRequest, reservation: Seconds = NaN): QueueEntry {
+    const entry: QueueEntry = { job, seq: this.arrivals++, reservation, gainSincePlaced: Infinity, gainThisPass: Infinity };
+    if (this.queuedById.has(job.id) || this.runningById.has(job.id)) throw new Error(`job ${job.id} is already known`);
+    this.queue.push(entry);
+    this.queuedById.set(job.id, entry);
+    return entry;
+  }
+
+  addRunning(run: RunningJob): void {
+    if (this.runningById.has(run.job.id)) throw new Error(`job ${run.job.id} is already running`);
+    this.runningById.set(run.job.id, run);
+    this.freeProcessors -= run.job.size;
+    const at = this.insertionPoint(run);
+    this.running.splice(at, 0, run);
+  }
+
+  removeRunning(id: JobId): RunningJob {
+    const run = this.runningById.get(id);
+    if (!run) throw new Error(`job ${id} is not running`);
+    this.runningById.delete(id);
+    this.freeProcessors += run.job.size;
+    const at = this.insertionPoint(run);
+    this.running.splice(at, 1);
+    return run;
+  }
+
+  getRunning(id: JobId): RunningJob | undefined {
+    return this.runningById.get(id);
+  }
+
+  getQueued(id: JobId): QueueEntry | undefined {
+    return this.queuedById.get(id);
+  }
+
+  /** Removes a queued entry that leaves without starting. */
+  removeQueued(id: JobId): QueueEntry | undefined {
+    const entry = this.queuedById.get(id);
+    if (!entry) return undefined;
+    this.queuedById.delete(id);
+    this.queue.splice(this.queue.indexOf(entry), 1);
+    return entry;
+  }
+
+  /** Starts a queued entry now; the caller drops started entries from the queue. */
+  startJob(entry: QueueEntry, now: Seconds): void {
+    this.addRunning({ job: entry.job, start: now });
+    this.queuedById.delete(entry.job.id);
+    entry.reservation = now;
+  }
+
+  /** Removes the given started entries from the queue, keeping the order of the rest. */
+  dropStarted(started: ReadonlySet<QueueEntry>): void {
+    if (started.size > 0) this.queue = this.queue.filter((e) => !started.has(e));
+  }
+
+  private insertionPoint(run: RunningJob): number {
+    let lo = 0;
+    let hi = this.running.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (byEndThenId(this.running[mid], run) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+}

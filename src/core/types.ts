@@ -1,0 +1,48 @@
+// Domain types of the scheduling core. Everything here is plain data: the
+// shells (simulator, controller) build these values and hand them in.
+
+declare const jobIdBrand: unique symbol;
+/** A job's identifier. Numeric (SWF job numbers, controller sequence numbers). */
+export type JobId = number & { readonly [jobIdBrand]: true };
+export const jobId = (n: number): JobId => n as JobId;
+
+/** Time in integer seconds on the shell's clock (SWF: seconds since trace start). */
+export type Seconds = number;
+
+/** What a user asked for: the core's view of a job before it runs. */
+export interface JobRequest {
+  readonly id: JobId;
+  readonly submitTime: Seconds;
+  /** Processors requested (the machine is homogeneous for now; see core README). */
+  readonly size: number;
+  /** The user's runtime estimate (wall-clock limit), > 0. */
+  readonly estimate: Seconds;
+  readonly user: number;
+  readonly queue: number;
+  readonly partition: number;
+}
+
+/** A job holding processors from `start` until it ends (predicted: start + estimate). */
+export interface RunningJob {
+  readonly job: JobRequest;
+  readonly start: Seconds;
+}
+
+export const predictedEnd = (r: RunningJob): Seconds => r.start + r.job.estimate;
+
+/** The machine the core schedules: P identical processors. */
+export interface Machine {
+  readonly processors: number;
+}
+
+/** What one scheduling pass decides. */
+export interface PassResult {
+  /** Jobs to start now, in the order the policy chose them. */
+  readonly started: readonly JobId[];
+  /**
+   * Planned start of queued jobs after the pass (jobs started now map to now).
+   * Complete for conservative; for fcfs/easy present only when predictions were
+   * asked for (the queue projection costs one profile query per queued job).
+   */
+  readonly plannedStart: ReadonlyMap<JobId, Seconds>;
+}

@@ -1,0 +1,130 @@
+// The trace simulator: replays a workload through the core scheduler with the
+// event order of the spec (ends, then arrivals, then one pass per instant) and
+// records each job's start and its prediction at submission.
+
+import { Scheduler } from '../core/scheduler.js';
+import type { PolicyName } from '../core/scheduler.js';
+import type { Seconds } from '../core/types.js';
+import type { SimJob, Workload } from './swf.js';
+
+export interface JobOutcome {
+  readonly job: SimJob;
+  readonly start: Seconds;
+  /** Planned start after the pass of the job's submit instant. */
+  readonly predictedStart: Seconds;
+}
+
+export interface SimulationResult {
+  readonly policy: PolicyName;
+  readonly processors: number;
+  /** Outcomes in the workload's (submit time, id) order. */
+  readonly outcomes: readonly JobOutcome[];
+  readonly skipped: number;
+  readonly passes: number;
+}
+
+export interface SimulationOptions {
+  /** Called now and then with the number of jobs started so far. */
+  readonly onProgress?: (started: number, total: number) => void;
+}
+
+/** Binary min-heap of running jobs keyed by actual end time. */
+class EndHeap {
+  private readonly ends: number[] = [];
+  private readonly items: number[] = [];
+  get size(): number {
+    return this.ends.length;
+  }
+  peek(): number {
+    return this.ends[0];
+  }
+  push(end: number, item: number): void {
+    const ends = this.ends;
+    const items = this.items;
+    let i = ends.length;
+    ends.push(end);
+    items.push(item);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (ends[parent] <= end) break;
+      ends[i] = ends[parent];
+      items[i] = items[parent];
+      i = parent;
+    }
+    ends[i] = end;
+    items[i] = item;
+  }
+  pop(): number {
+    const ends = this.ends;
+    const items = this.items;
+    const top = items[0];
+    const lastEnd = ends.pop()!;
+    const lastItem = items.pop()!;
+    const n = ends.length;
+    if (n > 0) {
+      let i = 0;
+      for (;;) {
+        let child = 2 * i + 1;
+        if (child >= n) break;
+        if (child + 1 < n && ends[child + 1] < ends[child]) child++;
+        if (ends[child] >= lastEnd) break;
+        ends[i] = ends[child];
+        items[i] = items[child];
+        i = child;
+      }
+      ends[i] = lastEnd;
+      items[i] = lastItem;
+    }
+    return top;
+  }
+}
+
+export function simulate(workload: Workload, policy: PolicyName, options: SimulationOptions = {}): SimulationResult {
+  const jobs = workload.jobs;
+  const total = jobs.length;
+  const indexById = new Map<number, number>();
+  jobs.forEach((job, index) => indexById.set(job.request.id, index));
+  const starts = new Float64Array(total).fill(NaN);
+  const predictions = new Float64Array(total).fill(NaN);
+  const scheduler = new Scheduler(policy, { processors: workload.processors }, total > 0 ? jobs[0].request.submitTime : 0);
+  const ends = new EndHeap();
+  let nextArrival = 0;
+  let started = 0;
+  let passes = 0;
+  const progressEvery = Math.max(1000, Math.floor(total / 200));
+  let nextProgress = progressEvery;
+
+  while (nextArrival < total || ends.size > 0) {
+    const now = Math.min(
+      nextArrival < total ? jobs[nextArrival].request.submitTime : Infinity,
+      ends.size > 0 ? ends.peek() : Infinity,
+    );
+    // 1. Ends at this instant.
+    while (ends.size > 0 && ends.peek() === now) scheduler.end(jobs[ends.pop()].request.id, now);
+    // 2. Arrivals at this instant, already in (submit time, id) order.
+    const firstArrival = nextArrival;
+    while (nextArrival < total && jobs[nextArrival].request.submitTime === now) {
+      scheduler.submit(jobs[nextArrival].request);
+      nextArrival++;
+    }
+    // 3. One pass; predictions are needed only for this instant's arrivals.
+    const arrivals = nextArrival > firstArrival;
+    for (const request of scheduler.pass(now, { predictions: arrivals })) {
+      const index = indexById.get(request.id)!;
+      starts[index] = now;
+      ends.push(now + jobs[index].runtime, index);
+      started++;
+    }
+    passes++;
+    for (let index = firstArrival; index < nextArrival; index++) {
+      predictions[index] = scheduler.plannedStart(jobs[index].request.id)!;
+    }
+    if (options.onProgress && started >= nextProgress) {
+      options.onProgress(started, total);
+      nextProgress = started + progressEvery;
+    }
+  }
+  options.onProgress?.(started, total);
+  const outcomes = jobs.map((job, index) => ({ job, start: starts[index], predictedStart: predictions[index] }));
+  return { policy, processors: workload.processors, outcomes, skipped: workload.skipped, passes };
+}
