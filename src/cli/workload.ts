@@ -7,13 +7,11 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Command, Option } from 'commander';
 import { generateWorkload, type WorkloadOptions } from '../sim/workload.js';
+import { badFlag, parseIntegerFlag, USAGE_EXIT_CODE, type FlagResult } from './flags.js';
 
-const USAGE_EXIT_CODE = 2;
 const IO_EXIT_CODE = 1;
 /** Lines per chunk written: one write per line would be slow, the whole file at once would be big. */
 const LINES_PER_CHUNK = 512;
-
-type FlagResult<T> = { ok: true; value: T } | { ok: false; message: string };
 
 interface RawWorkloadFlags {
   jobs: string | number;
@@ -21,23 +19,6 @@ interface RawWorkloadFlags {
   load: string | number;
   seed: string | number;
   output?: string;
-}
-
-function badFlag(flag: string, raw: string | number, expected: string): FlagResult<never> {
-  return { ok: false, message: `error: option '${flag}' got '${raw}': expected ${expected}` };
-}
-
-function parseIntegerFlag(
-  flag: string,
-  raw: string | number,
-  min: number,
-  max: number,
-  expected: string,
-): FlagResult<number> {
-  const text = String(raw).trim();
-  const value = /^\+?\d+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(value) || value < min || value > max) return badFlag(flag, raw, expected);
-  return { ok: true, value };
 }
 
 /** The generator's options from the flags as commander hands them over, or the first error. */

@@ -3,6 +3,7 @@
 // jobs to start and keeps the planned start of every queued job.
 // Pure: no I/O, no clock; time comes in as arguments.
 
+import { BatchPolicy, batchPackers } from './policies/batch.js';
 import { ConservativePolicy } from './policies/conservative.js';
 import { easyPolicy } from './policies/easy.js';
 import { fcfsPolicy } from './policies/fcfs.js';
@@ -10,7 +11,7 @@ import type { Policy } from './policies/policy.js';
 import { SchedulerState } from './state.js';
 import type { JobId, JobRequest, Machine, RunningJob, Seconds } from './types.js';
 
-export const policyNames = ['fcfs', 'easy', 'conservative'] as const;
+export const policyNames = ['fcfs', 'easy', 'conservative', ...(Object.keys(batchPackers) as (keyof typeof batchPackers)[])] as const;
 export type PolicyName = (typeof policyNames)[number];
 
 export function isPolicyName(name: string): name is PolicyName {
@@ -25,6 +26,8 @@ export function createPolicy(name: PolicyName, machine: Machine, origin: Seconds
       return easyPolicy();
     case 'conservative':
       return new ConservativePolicy(machine.processors, origin);
+    default:
+      return new BatchPolicy(name);
   }
 }
 
@@ -92,6 +95,11 @@ export class Scheduler {
   plannedStarts(now: Seconds): Map<JobId, Seconds> {
     this.policy.plan(this.state, now);
     return new Map(this.state.queue.map((e) => [e.job.id, e.reservation]));
+  }
+
+  /** The next instant after `now` at which a pass is due though no job ends or arrives. */
+  nextWakeup(now: Seconds): Seconds | undefined {
+    return this.policy.nextWakeup?.(now);
   }
 
   get queueLength(): number {

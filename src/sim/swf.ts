@@ -20,7 +20,7 @@ export class SwfError extends Error {
     readonly field: number | undefined,
     detail: string,
   ) {
-    super(`${file}:${line}: ${field === undefined ? '' : `field ${field} (${SWF_FIELDS[field - 1]}): `}${detail}`);
+    super(`${file}${line > 0 ? `:${line}` : ''}: ${field === undefined ? '' : `field ${field} (${SWF_FIELDS[field - 1]}): `}${detail}`);
     this.name = 'SwfError';
   }
 }

@@ -16,4 +16,6 @@ export interface Policy {
   onEnd?(run: RunningJob, at: Seconds): void;
   /** A queued job left the queue without starting. */
   onCancel?(entry: QueueEntry): void;
+  /** The next instant after `now` at which the policy needs a pass though nothing else happens. */
+  nextWakeup?(now: Seconds): Seconds | undefined;
 }
