@@ -117,6 +117,38 @@ function withoutLeftmost(n: StepNode): StepNode | null {
   return n;
 }
 
+/** First step key > after whose free count (with `acc` added) is >= size. */
+function firstAtLeast(n: StepNode | null, acc: number, after: Seconds, size: number): Seconds | undefined {
+  while (n) {
+    if (n.max + acc < size) return undefined;
+    const below = acc + n.lazy;
+    if (n.key > after) {
+      const inLeft = firstAtLeast(n.left, below, after, size);
+      if (inLeft !== undefined) return inLeft;
+      if (n.free + acc >= size) return n.key;
+    }
+    n = n.right;
+    acc = below;
+  }
+  return undefined;
+}
+
+/** First step key > after whose free count (with `acc` added) is < size. */
+function firstBelow(n: StepNode | null, acc: number, after: Seconds, size: number): Seconds | undefined {
+  while (n) {
+    if (n.min + acc >= size) return undefined;
+    const below = acc + n.lazy;
+    if (n.key > after) {
+      const inLeft = firstBelow(n.left, below, after, size);
+      if (inLeft !== undefined) return inLeft;
+      if (n.free + acc < size) return n.key;
+    }
+    n = n.right;
+    acc = below;
+  }
+  return undefined;
+}
+
 export class AvailabilityProfile {
   private root: StepNode | null;
   private seed = 0x9e3779b9;
@@ -233,35 +265,24 @@ export class AvailabilityProfile {
   /**
    * Earliest t >= notBefore at which `size` processors are free throughout
    * [t, t + duration). Infinity if size exceeds the machine.
+   *
+   * With a `horizon`, only starts t < horizon count, and the window is cut at
+   * the horizon: [t, min(t + duration, horizon)). Compression uses this to ask
+   * "could this job start before its reservation?" without lifting it first.
    */
-  earliestStart(size: number, duration: Seconds, notBefore: Seconds): Seconds {
+  earliestStart(size: number, duration: Seconds, notBefore: Seconds, horizon: Seconds = Infinity): Seconds {
     if (size > this.capacity) return Infinity;
     let t = notBefore < this.originTime ? this.originTime : notBefore;
-    for (;;) {
-      const candidate = this.freeAt(t) >= size ? t : this.firstKeyAfter(t, size, true);
+    while (t < horizon) {
+      const candidate = this.freeAt(t) >= size ? t : firstAtLeast(this.root, 0, t, size);
       // The last step is always the whole machine, so a candidate exists.
-      if (candidate === undefined) return Infinity;
-      const blocked = this.firstKeyAfter(candidate, size, false);
-      if (blocked === undefined || blocked >= candidate + duration) return candidate;
+      if (candidate === undefined || candidate >= horizon) return Infinity;
+      const blocked = firstBelow(this.root, 0, candidate, size);
+      const windowEnd = candidate + duration < horizon ? candidate + duration : horizon;
+      if (blocked === undefined || blocked >= windowEnd) return candidate;
       t = blocked;
     }
-  }
-
-  /** First step key > after whose free count is >= size (atLeast) or < size (otherwise). */
-  private firstKeyAfter(after: Seconds, size: number, atLeast: boolean): Seconds | undefined {
-    const visit = (n: StepNode | null, acc: number): Seconds | undefined => {
-      if (!n) return undefined;
-      if (atLeast ? n.max + acc < size : n.min + acc >= size) return undefined;
-      const below = acc + n.lazy;
-      if (n.key > after) {
-        const inLeft = visit(n.left, below);
-        if (inLeft !== undefined) return inLeft;
-        const value = n.free + acc;
-        if (atLeast ? value >= size : value < size) return n.key;
-      }
-      return visit(n.right, below);
-    };
-    return visit(this.root, 0);
+    return Infinity;
   }
 
   /** The canonical steps `[time, free]` in time order (for tests and displays). */

@@ -56,7 +56,8 @@ export class Scheduler {
       throw new RangeError(`job ${job.id} asks for ${job.size} processors; the machine has ${this.machine.processors}`);
     }
     if (!(job.estimate > 0)) throw new RangeError(`job ${job.id} has estimate ${job.estimate}; it must be > 0`);
-    this.state.enqueue(job);
+    const entry = this.state.enqueue(job);
+    this.policy.onSubmit?.(entry);
   }
 
   /** A running job ended at `at`. */

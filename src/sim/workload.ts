@@ -40,6 +40,8 @@ const SIZE_MODEL = {
   serialShare: 0.2,
   /** Among parallel jobs, the share rounded to a power of two. */
   powerOfTwoShare: 0.7,
+  /** Exponent of the log2-size draw: 1 is log-uniform, larger favours small jobs. */
+  smallBias: 1.5,
 };
 
 const RUNTIME_MODEL = {
@@ -47,7 +49,7 @@ const RUNTIME_MODEL = {
   shortMedianSeconds: 30,
   shortSigma: 1.0,
   longMedianSeconds: 1800,
-  longSigma: 1.6,
+  longSigma: 1.4,
   minSeconds: 1,
   maxSeconds: 36 * 3600,
 };
@@ -63,8 +65,8 @@ const USER_ACTIVITY = new WeightedChoice(Array.from({ length: USER_COUNT }, (_, 
 
 /** Relative submission rate per hour of the day, hour 0 starting at midnight. */
 const HOURLY_SUBMIT_RATE: readonly number[] = [
-  0.35, 0.3, 0.25, 0.25, 0.25, 0.3, 0.45, 0.7, 1.2, 1.7, 1.9, 1.9,
-  1.5, 1.8, 1.9, 1.9, 1.7, 1.3, 0.9, 0.75, 0.65, 0.6, 0.5, 0.4,
+  0.6, 0.55, 0.5, 0.5, 0.5, 0.55, 0.65, 0.85, 1.15, 1.4, 1.5, 1.5,
+  1.35, 1.45, 1.5, 1.5, 1.4, 1.2, 1.0, 0.9, 0.8, 0.75, 0.7, 0.65,
 ];
 
 // Independent streams, so the arrival draws do not depend on the job draws.
@@ -120,7 +122,8 @@ function largestPowerOfTwoAtMost(n: number): number {
 
 function drawSize(rng: SeededRandom, procs: number): number {
   if (procs === 1 || rng.chance(SIZE_MODEL.serialShare)) return 1;
-  const exponent = rng.uniform(1, Math.log2(procs));
+  // Biased to small jobs: wide jobs are rarer, as in production logs.
+  const exponent = 1 + (Math.log2(procs) - 1) * rng.next() ** SIZE_MODEL.smallBias;
   if (rng.chance(SIZE_MODEL.powerOfTwoShare)) {
     return Math.min(2 ** Math.round(exponent), largestPowerOfTwoAtMost(procs));
   }

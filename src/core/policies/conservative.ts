@@ -23,6 +23,12 @@ export class ConservativePolicy implements Policy {
   private profile: AvailabilityProfile;
   /** Earliest capacity gain since the last pass (early ends, cancellations). */
   private pendingGain: Seconds = Infinity;
+  /** Entries queued since the last pass, in queue order: they have no reservation yet. */
+  private arrivals: QueueEntry[] = [];
+  /** Some entry carries a gain from before its reservation (it may move at the next pass). */
+  private carriedDirty = false;
+  /** No queued reservation is earlier than this (a lower bound). */
+  private earliestReservation: Seconds = Infinity;
 
   constructor(processors: number, origin: Seconds) {
     this.profile = new AvailabilityProfile(processors, origin);
@@ -31,11 +37,17 @@ export class ConservativePolicy implements Policy {
   /** Takes over a state rebuilt elsewhere: running holds, then reservations in queue order. */
   adopt(state: SchedulerState, now: Seconds): void {
     this.profile = new AvailabilityProfile(state.processors, now);
+    this.arrivals = [];
     for (const run of state.running) this.profile.add(now, Math.max(predictedEnd(run), now + 1), -run.job.size);
     for (const entry of state.queue) {
-      if (!Number.isNaN(entry.reservation)) this.profile.reserve(entry.reservation, entry.job.estimate, entry.job.size);
+      if (Number.isNaN(entry.reservation)) this.arrivals.push(entry);
+      else this.profile.reserve(entry.reservation, entry.job.estimate, entry.job.size);
     }
     this.pendingGain = -Infinity; // compress everything at the next pass
+  }
+
+  onSubmit(entry: QueueEntry): void {
+    this.arrivals.push(entry);
   }
 
   onEnd(run: RunningJob, at: Seconds): void {
@@ -47,7 +59,10 @@ export class ConservativePolicy implements Policy {
   }
 
   onCancel(entry: QueueEntry): void {
-    if (Number.isNaN(entry.reservation)) return;
+    if (Number.isNaN(entry.reservation)) {
+      this.arrivals = this.arrivals.filter((e) => e !== entry);
+      return;
+    }
     this.profile.release(entry.reservation, entry.job.estimate, entry.job.size);
     if (entry.reservation < this.pendingGain) this.pendingGain = entry.reservation;
   }
@@ -55,23 +70,76 @@ export class ConservativePolicy implements Policy {
   schedule(state: SchedulerState, now: Seconds): QueueEntry[] {
     const profile = this.profile;
     profile.advance(now);
-    let gainFloor = this.pendingGain;
+    const gainFloor = this.pendingGain;
     this.pendingGain = Infinity;
     const queue = state.queue;
-    let arrivals = false;
 
-    // 1. Compression, in queue order.
-    for (const entry of queue) {
-      const old = entry.reservation;
-      if (Number.isNaN(old)) {
-        arrivals = true;
+    // 1. Compression, in queue order (only if some capacity appeared since).
+    const compressed = gainFloor < Infinity || this.carriedDirty;
+    if (compressed) this.compress(queue, now, gainFloor);
+
+    // 2. Arrivals of this instant, in queue order.
+    for (const entry of this.arrivals) {
+      const { size, estimate } = entry.job;
+      entry.reservation = profile.earliestStart(size, estimate, now);
+      profile.reserve(entry.reservation, estimate, size);
+      if (entry.reservation < this.earliestReservation) this.earliestReservation = entry.reservation;
+    }
+    this.arrivals.length = 0;
+    if (!compressed && this.earliestReservation > now) return [];
+
+    // 3. Start what is due; after a compression, hand each remaining entry the
+    //    gains made after it in this pass.
+    const started: QueueEntry[] = [];
+    let laterGain = Infinity;
+    let earliest = Infinity;
+    let dirty = false;
+    for (let index = queue.length - 1; index >= 0; index--) {
+      const entry = queue[index];
+      if (compressed) {
+        entry.gainSincePlaced = laterGain;
+        if (entry.gainThisPass < laterGain) laterGain = entry.gainThisPass;
+        entry.gainThisPass = Infinity;
+      }
+      if (entry.reservation === now) {
+        started.push(entry);
         continue;
       }
+      if (entry.reservation < earliest) earliest = entry.reservation;
+      if (entry.gainSincePlaced < entry.reservation) dirty = true;
+    }
+    this.earliestReservation = earliest;
+    this.carriedDirty = dirty;
+    started.reverse();
+    for (const entry of started) state.startJob(entry, now);
+    state.dropStarted(new Set(started));
+    return started;
+  }
+
+  /**
+   * Moves each reserved entry to its earliest start, in queue order. A start
+   * before the reservation needs no lifting of the job: on [t, reservation)
+   * it holds nothing, and from its reservation on its own hold makes room.
+   */
+  private compress(queue: readonly QueueEntry[], now: Seconds, gainFloor: Seconds): void {
+    const profile = this.profile;
+    for (const entry of queue) {
+      const old = entry.reservation;
+      if (Number.isNaN(old)) continue;
       const gain = entry.gainSincePlaced < gainFloor ? entry.gainSincePlaced : gainFloor;
+      entry.gainSincePlaced = Infinity;
       if (gain >= old && old >= now) continue;
       const { size, estimate } = entry.job;
-      profile.release(old, estimate, size);
-      const start = profile.earliestStart(size, estimate, now);
+      let start: Seconds;
+      if (old >= now) {
+        start = profile.earliestStart(size, estimate, now, old);
+        if (start === Infinity) continue;
+        profile.release(old, estimate, size);
+      } else {
+        // A reservation in the past (never with the spec's events): lift and re-reserve.
+        profile.release(old, estimate, size);
+        start = profile.earliestStart(size, estimate, now);
+      }
       profile.reserve(start, estimate, size);
       entry.reservation = start;
       if (start < old) {
@@ -80,33 +148,7 @@ export class ConservativePolicy implements Policy {
         if (freedFrom < gainFloor) gainFloor = freedFrom;
       }
     }
-
-    // 2. Arrivals of this instant, in queue order.
-    if (arrivals) {
-      for (const entry of queue) {
-        if (!Number.isNaN(entry.reservation)) continue;
-        const { size, estimate } = entry.job;
-        entry.reservation = profile.earliestStart(size, estimate, now);
-        profile.reserve(entry.reservation, estimate, size);
-      }
-    }
-
-    // 3. Start what is due; hand each remaining entry the gains made after it this pass.
-    const started: QueueEntry[] = [];
-    let laterGain = Infinity;
-    for (let index = queue.length - 1; index >= 0; index--) {
-      const entry = queue[index];
-      entry.gainSincePlaced = laterGain;
-      if (entry.gainThisPass < laterGain) laterGain = entry.gainThisPass;
-      entry.gainThisPass = Infinity;
-      if (entry.reservation === now) started.push(entry);
-    }
-    started.reverse();
-    for (const entry of started) state.startJob(entry, now);
-    state.dropStarted(new Set(started));
-    return started;
   }
-
   /** Reservations are the plan: nothing to do. */
   plan(): void {}
 
