@@ -133,17 +133,18 @@ function firstAtLeast(n: StepNode | null, acc: number, after: Seconds, size: num
   return undefined;
 }
 
-/** First step key > after whose free count (with `acc` added) is < size. */
-function firstBelow(n: StepNode | null, acc: number, after: Seconds, size: number): Seconds | undefined {
+/** Last step key in (after, before) whose free count (with `acc` added) is < size. */
+function lastBelow(n: StepNode | null, acc: number, after: Seconds, before: Seconds, size: number): Seconds | undefined {
   while (n) {
     if (n.min + acc >= size) return undefined;
     const below = acc + n.lazy;
-    if (n.key > after) {
-      const inLeft = firstBelow(n.left, below, after, size);
-      if (inLeft !== undefined) return inLeft;
+    if (n.key < before) {
+      const inRight = lastBelow(n.right, below, after, before, size);
+      if (inRight !== undefined) return inRight;
+      if (n.key <= after) return undefined;
       if (n.free + acc < size) return n.key;
     }
-    n = n.right;
+    n = n.left;
     acc = below;
   }
   return undefined;
@@ -273,14 +274,18 @@ export class AvailabilityProfile {
   earliestStart(size: number, duration: Seconds, notBefore: Seconds, horizon: Seconds = Infinity): Seconds {
     if (size > this.capacity) return Infinity;
     let t = notBefore < this.originTime ? this.originTime : notBefore;
+    let fromBlocked = false; // t is a step known to have fewer than `size` free
     while (t < horizon) {
-      const candidate = this.freeAt(t) >= size ? t : firstAtLeast(this.root, 0, t, size);
+      const candidate = !fromBlocked && this.freeAt(t) >= size ? t : firstAtLeast(this.root, 0, t, size);
       // The last step is always the whole machine, so a candidate exists.
       if (candidate === undefined || candidate >= horizon) return Infinity;
-      const blocked = firstBelow(this.root, 0, candidate, size);
+      // Jump past the last blocked step of the window, not the first: every
+      // start before it fails too, so short gaps are skipped in one descent.
       const windowEnd = candidate + duration < horizon ? candidate + duration : horizon;
-      if (blocked === undefined || blocked >= windowEnd) return candidate;
+      const blocked = lastBelow(this.root, 0, candidate, windowEnd, size);
+      if (blocked === undefined) return candidate;
       t = blocked;
+      fromBlocked = true;
     }
     return Infinity;
   }
