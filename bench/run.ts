@@ -19,9 +19,9 @@ interface Row {
   extra?: string;
 }
 
-function timeSimulation(workload: Workload, policy: PolicyName): { seconds: number; jobs: number } {
+function timeSimulation(workload: Workload, policy: PolicyName, predictions = true): { seconds: number; jobs: number } {
   const began = performance.now();
-  const result = simulate(workload, policy);
+  const result = simulate(workload, policy, { predictions });
   return { seconds: (performance.now() - began) / 1000, jobs: result.outcomes.length };
 }
 
@@ -75,6 +75,10 @@ async function main(): Promise<void> {
     const { seconds, jobs } = timeSimulation(generated, policy);
     rows.push({ what: `${policy}: generated 100,000 jobs`, measured: seconds, unit: 's', target, extra: `${round(jobs / seconds, 0)} jobs/s` });
   }
+
+  say('simulating it with easy, without predictions...');
+  const bare = timeSimulation(generated, 'easy', false);
+  rows.push({ what: 'easy: same, without predictions', measured: bare.seconds, unit: 's', target: Infinity, extra: `${round(bare.jobs / bare.seconds, 0)} jobs/s` });
 
   const lublinPath = resolve(tracesFolder(), 'lublin-256.swf');
   say(`simulating ${lublinPath} with conservative...`);

@@ -26,6 +26,8 @@ export interface SimulationResult {
 export interface SimulationOptions {
   /** Called now and then with the number of jobs started so far. */
   readonly onProgress?: (started: number, total: number) => void;
+  /** Record predictions at submission (default true; off only to measure their cost). */
+  readonly predictions?: boolean;
 }
 
 /** Binary min-heap of running jobs keyed by actual end time. */
@@ -111,7 +113,7 @@ export function simulate(workload: Workload, policy: PolicyName, options: Simula
     }
     // 3. One pass; predictions are needed only for this instant's arrivals.
     //    (Only the batch policies ask for wake-ups; the spec's three never do.)
-    const arrivals = nextArrival > firstArrival;
+    const arrivals = nextArrival > firstArrival && options.predictions !== false;
     for (const request of scheduler.pass(now, { predictions: arrivals })) {
       const index = indexById.get(request.id)!;
       starts[index] = now;
