@@ -74,8 +74,9 @@ export class ConservativePolicy implements Policy {
     this.pendingGain = Infinity;
     const queue = state.queue;
 
-    // 1. Compression, in queue order (only if some capacity appeared since).
-    const compressed = gainFloor < Infinity || this.carriedDirty;
+    // 1. Compression, in queue order (only if some capacity appeared since, or
+    //    a reservation fell into the past, which the spec's events never cause).
+    const compressed = gainFloor < Infinity || this.carriedDirty || this.earliestReservation < now;
     if (compressed) this.compress(queue, now, gainFloor);
 
     // 2. Arrivals of this instant, in queue order.
