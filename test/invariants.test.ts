@@ -142,11 +142,12 @@ function assertArrivalOrder(r: Replay): void {
 }
 
 describe('replay invariants', () => {
-  const traces = Promise.all(TRACES.map((file) => traceWorkload(file)));
-  const random = [...randomWorkloads(RANDOM_WORKLOADS, RANDOM_SEED), ...tinyWorkloads(TINY_WORKLOADS, TINY_SEED)];
+  let traces: Promise<NamedWorkload[]> | undefined;
+  const loadTraces = (): Promise<NamedWorkload[]> => (traces ??= Promise.all(TRACES.map((file) => traceWorkload(file))));
+  const generated = [...randomWorkloads(RANDOM_WORKLOADS, RANDOM_SEED), ...tinyWorkloads(TINY_WORKLOADS, TINY_SEED)];
   const replays = new Map<PolicyName, Promise<Replay[]>>();
   const replaysOf = (policy: PolicyName): Promise<Replay[]> => {
-    if (!replays.has(policy)) replays.set(policy, traces.then((t) => [...t, ...random].map((named) => replay(named, policy))));
+    if (!replays.has(policy)) replays.set(policy, loadTraces().then((t) => [...t, ...generated].map((named) => replay(named, policy))));
     return replays.get(policy)!;
   };
   const on = `on the shared traces, ${RANDOM_WORKLOADS} random and ${TINY_WORKLOADS} tiny workloads`;

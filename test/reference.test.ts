@@ -18,24 +18,34 @@ const TINY_WORKLOADS = 3000;
 const TINY_SEED = 99;
 const SHOWN_MISMATCHES = 5;
 
-/** One line per job whose start or prediction differs: policy, workload, job, expected (reference) and actual. */
+/**
+ * One line per job whose start or prediction differs: policy, workload, job,
+ * expected (reference) and actual; earliest divergence first, as later ones
+ * usually follow from it.
+ */
 function mismatches(policy: ReferencePolicy, { name, workload }: NamedWorkload): string[] {
   const actual = simulate(workload, policy).outcomes;
   const expected = referenceSimulate(referenceJobs(workload), workload.processors, policy);
   assert.equal(actual.length, expected.length, `${policy} on ${name}: ${actual.length} outcomes, reference has ${expected.length}`);
-  const found: string[] = [];
+  const found: Array<{ time: number; line: string }> = [];
   actual.forEach((outcome, index) => {
     const reference = expected[index];
     const id = outcome.job.request.id;
     assert.equal(id, reference.id, `${policy} on ${name}: outcome ${index} is job ${id}, reference has job ${reference.id}`);
     if (outcome.start !== reference.start) {
-      found.push(`${policy} on ${name}: job ${id} start expected ${reference.start}, actual ${outcome.start}`);
+      found.push({
+        time: Math.min(outcome.start, reference.start),
+        line: `${policy} on ${name}: job ${id} start expected ${reference.start}, actual ${outcome.start}`,
+      });
     }
     if (outcome.predictedStart !== reference.prediction) {
-      found.push(`${policy} on ${name}: job ${id} prediction at submission expected ${reference.prediction}, actual ${outcome.predictedStart}`);
+      found.push({
+        time: outcome.job.request.submitTime,
+        line: `${policy} on ${name}: job ${id} prediction at submission expected ${reference.prediction}, actual ${outcome.predictedStart}`,
+      });
     }
   });
-  return found;
+  return found.sort((a, b) => a.time - b.time).map((m) => m.line);
 }
 
 function assertNone(found: readonly string[]): void {
@@ -107,11 +117,10 @@ const TRACE_CASES: ReadonlyArray<{ file: string; records?: number; policies: rea
 
 describe('the simulator matches the reference job by job, start and prediction at submission', () => {
   for (const { file, records, policies } of TRACE_CASES) {
-    const loading = traceWorkload(file, records);
     for (const policy of policies) {
       const label = records === undefined ? file : `the first ${records} records of ${file}`;
       it(`${policy} on ${label}`, async () => {
-        assertNone(mismatches(policy, await loading));
+        assertNone(mismatches(policy, await traceWorkload(file, records)));
       });
     }
   }
