@@ -16,6 +16,7 @@ import { AvailabilityProfile } from '../profile.js';
 import type { QueueEntry, SchedulerState } from '../state.js';
 import type { RunningJob, Seconds } from '../types.js';
 import { predictedEnd } from '../types.js';
+import { reserveEarliest, StartBounds } from '../start-bounds.js';
 import type { Policy } from './policy.js';
 
 export class ConservativePolicy implements Policy {
@@ -29,6 +30,8 @@ export class ConservativePolicy implements Policy {
   private carriedDirty = false;
   /** No queued reservation is earlier than this (a lower bound). */
   private earliestReservation: Seconds = Infinity;
+  /** Earliest-start bounds for arrivals, valid while the profile only loses capacity. */
+  private readonly bounds = new StartBounds();
 
   constructor(processors: number, origin: Seconds) {
     this.profile = new AvailabilityProfile(processors, origin);
@@ -43,6 +46,7 @@ export class ConservativePolicy implements Policy {
       if (Number.isNaN(entry.reservation)) this.arrivals.push(entry);
       else this.profile.reserve(entry.reservation, entry.job.estimate, entry.job.size);
     }
+    this.bounds.clear();
     this.pendingGain = -Infinity; // compress everything at the next pass
   }
 
@@ -54,6 +58,7 @@ export class ConservativePolicy implements Policy {
     const end = predictedEnd(run);
     if (at < end) {
       this.profile.add(at, end, run.job.size);
+      this.bounds.clear();
       if (at < this.pendingGain) this.pendingGain = at;
     }
   }
@@ -64,6 +69,7 @@ export class ConservativePolicy implements Policy {
       return;
     }
     this.profile.release(entry.reservation, entry.job.estimate, entry.job.size);
+    this.bounds.clear();
     if (entry.reservation < this.pendingGain) this.pendingGain = entry.reservation;
   }
 
@@ -81,9 +87,7 @@ export class ConservativePolicy implements Policy {
 
     // 2. Arrivals of this instant, in queue order.
     for (const entry of this.arrivals) {
-      const { size, estimate } = entry.job;
-      entry.reservation = profile.earliestStart(size, estimate, now);
-      profile.reserve(entry.reservation, estimate, size);
+      entry.reservation = reserveEarliest(profile, this.bounds, entry.job.size, entry.job.estimate, now);
       if (entry.reservation < this.earliestReservation) this.earliestReservation = entry.reservation;
     }
     this.arrivals.length = 0;
@@ -143,6 +147,7 @@ export class ConservativePolicy implements Policy {
       }
       profile.reserve(start, estimate, size);
       entry.reservation = start;
+      this.bounds.clear();
       if (start < old) {
         const freedFrom = Math.max(old, start + estimate);
         entry.gainThisPass = freedFrom;

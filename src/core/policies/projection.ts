@@ -10,6 +10,7 @@
 // no queued job's planned start has passed. Anything else forces a rebuild.
 
 import { AvailabilityProfile } from '../profile.js';
+import { reserveEarliest, StartBounds } from '../start-bounds.js';
 import type { QueueEntry, SchedulerState } from '../state.js';
 import type { RunningJob, Seconds } from '../types.js';
 import { predictedEnd } from '../types.js';
@@ -27,8 +28,13 @@ export function runningProfile(state: SchedulerState, now: Seconds): Availabilit
   return AvailabilityProfile.fromSteps(state.processors, steps);
 }
 
+/** Reservations in one go from which remembering earliest-start bounds is worth its cost. */
+const LONG_RUN = 256;
+
 export class QueueProjection {
   private profile: AvailabilityProfile | null = null;
+  /** Earliest-start bounds: the projection's profile only loses capacity until rebuilt. */
+  private readonly bounds = new StartBounds();
   /** Arrival sequence number of the last entry the projection covers; later ones are new. */
   private lastCoveredSeq = -1;
 
@@ -60,18 +66,24 @@ export class QueueProjection {
     let profile = this.profile;
     if (profile === null || from < 0) {
       profile = this.profile = runningProfile(state, now);
+      this.bounds.clear();
       from = 0;
     } else {
       profile.advance(now);
     }
     let previous = from > 0 ? queue[from - 1].reservation : now;
+    // Remembered bounds pay off only over long runs of reservations.
+    const useBounds = queue.length - from >= LONG_RUN;
     for (let index = from; index < queue.length; index++) {
-      const entry = queue[index];
-      const { size, estimate } = entry.job;
-      const start = profile.earliestStart(size, estimate, this.inOrder && previous > now ? previous : now);
-      profile.reserve(start, estimate, size);
-      entry.reservation = start;
-      previous = start;
+      const { size, estimate } = queue[index].job;
+      const notBefore = this.inOrder && previous > now ? previous : now;
+      if (useBounds) {
+        previous = reserveEarliest(profile, this.bounds, size, estimate, notBefore);
+      } else {
+        previous = profile.earliestStart(size, estimate, notBefore);
+        profile.reserve(previous, estimate, size); // bounds stay valid: capacity only shrank
+      }
+      queue[index].reservation = previous;
     }
     if (queue.length > 0) this.lastCoveredSeq = queue[queue.length - 1].seq;
   }
