@@ -1,0 +1,180 @@
+// Submission-time acceptance (seed 000, 2.2.1): the reasons a cluster could
+// never run a job, whatever else is queued. Every reason found is returned, so
+// a user fixes them together. Takes only the shape of the cluster that it
+// reads; the real configuration (src/config) has these fields.
+
+import { closest } from './options.js';
+import type { JobSpec, TimeLimit } from './types.js';
+import { formatHumanTime, formatMemory, formatSbatchTime } from './values.js';
+
+export interface ClusterPartitionShape {
+  readonly name: string;
+  readonly nodes: readonly string[];
+  readonly isDefault: boolean;
+  /** Absent or null: no limit (src/config uses null). */
+  readonly maxTimeSeconds?: number | null;
+  readonly maxNodes?: number | null;
+}
+
+export interface ClusterNodeShape {
+  readonly name: string;
+  readonly cpus: number;
+  readonly memoryMiB: number;
+  readonly features: readonly string[];
+}
+
+export interface ClusterShape {
+  readonly partitions: readonly ClusterPartitionShape[];
+  readonly nodes: readonly ClusterNodeShape[];
+}
+
+/** Why a job is refused. `partition` is absent when the reason holds for the whole cluster. */
+export type Rejection = { readonly message: string } & (
+  | { readonly kind: 'no-such-partition'; readonly partition: string; readonly suggestion?: string }
+  | { readonly kind: 'no-default-partition' }
+  | { readonly kind: 'larger-than-any-partition'; readonly requestedNodes: number; readonly largestNodes: number }
+  | { readonly kind: 'larger-than-partition'; readonly partition: string; readonly requestedNodes: number; readonly partitionNodes: number; readonly fitsIn?: string }
+  | { readonly kind: 'over-time-limit'; readonly partition: string; readonly requested: TimeLimit; readonly maxTimeSeconds: number }
+  | { readonly kind: 'no-node-has-feature'; readonly features: readonly string[]; readonly partition?: string }
+  | { readonly kind: 'memory-per-node'; readonly requestedMiB: number; readonly largestMiB: number; readonly partition?: string }
+  | { readonly kind: 'cpus-per-node'; readonly requested: number; readonly largest: number; readonly partition?: string }
+  | { readonly kind: 'too-few-suitable-nodes'; readonly partition: string; readonly requestedNodes: number; readonly suitableNodes: number }
+  | { readonly kind: 'too-many-tasks'; readonly partition: string; readonly requestedTasks: number; readonly maxTasks: number }
+);
+
+/** Nodes a partition gives one job: its nodes, capped by its MaxNodes. */
+function partitionCapacity(partition: ClusterPartitionShape, nodeNames: ReadonlySet<string>): number {
+  const count = partition.nodes.filter((name) => nodeNames.has(name)).length;
+  return Math.min(count, partition.maxNodes ?? Infinity);
+}
+
+/** The features of the constraint that none of `nodes` has, when no alternative can be met for that reason. */
+function missingFeatures(spec: JobSpec, nodes: readonly ClusterNodeShape[]): string[] {
+  if (spec.constraint === undefined) return [];
+  const present = new Set(nodes.flatMap((node) => node.features));
+  const missingPerAlternative = spec.constraint.anyOf.map((features) => features.filter((f) => !present.has(f)));
+  if (missingPerAlternative.some((missing) => missing.length === 0)) return [];
+  return [...new Set(missingPerAlternative.flat())];
+}
+
+const hasFeatures = (spec: JobSpec, node: ClusterNodeShape) =>
+  spec.constraint === undefined || spec.constraint.anyOf.some((features) => features.every((f) => node.features.includes(f)));
+
+const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
+const featureWords = (features: readonly string[]) => `the feature${features.length === 1 ? '' : 's'} ${features.join(', ')}`;
+const timeText = (limit: TimeLimit) => `${formatHumanTime(limit)} (${formatSbatchTime(limit)})`;
+
+/** Per-node reasons (features, memory, CPUs) against `nodes`; `partition` absent means the whole cluster. */
+function perNodeRejections(spec: JobSpec, nodes: readonly ClusterNodeShape[], partition?: string): Rejection[] {
+  const rejections: Rejection[] = [];
+  const scope = partition === undefined ? 'any node' : `any node of partition ${partition}`;
+  const features = missingFeatures(spec, nodes);
+  if (features.length > 0) {
+    const where = partition === undefined ? 'no node' : `no node of partition ${partition}`;
+    rejections.push({ kind: 'no-node-has-feature', features, partition, message: `${where} has ${featureWords(features)}` });
+  }
+  const largestMiB = Math.max(0, ...nodes.map((node) => node.memoryMiB));
+  if (spec.memoryMiB !== undefined && spec.memoryMiB > largestMiB) {
+    rejections.push({
+      kind: 'memory-per-node', requestedMiB: spec.memoryMiB, largestMiB, partition,
+      message: `more memory per node than ${scope} has: the job asks for ${formatMemory(spec.memoryMiB)}, the largest has ${formatMemory(largestMiB)}`,
+    });
+  }
+  const largestCpus = Math.max(0, ...nodes.map((node) => node.cpus));
+  if (spec.cpusPerTask > largestCpus) {
+    rejections.push({
+      kind: 'cpus-per-node', requested: spec.cpusPerTask, largest: largestCpus, partition,
+      message: `more CPUs per node than ${scope} has: the job asks for ${spec.cpusPerTask} per task, the largest has ${largestCpus}`,
+    });
+  }
+  return rejections;
+}
+
+/** Reasons the partition the job would run in can never run it (the job fits the cluster's nodes). */
+function partitionRejections(spec: JobSpec, cluster: ClusterShape, partition: ClusterPartitionShape, reported: readonly Rejection[]): Rejection[] {
+  const rejections: Rejection[] = [];
+  const nodeNames = new Set(cluster.nodes.map((node) => node.name));
+  const members = new Set(partition.nodes);
+  const nodes = cluster.nodes.filter((node) => members.has(node.name));
+
+  const maxTimeSeconds = partition.maxTimeSeconds ?? undefined;
+  if (maxTimeSeconds !== undefined && (spec.timeLimitSeconds === 'UNLIMITED' || spec.timeLimitSeconds > maxTimeSeconds)) {
+    rejections.push({
+      kind: 'over-time-limit', partition: partition.name, requested: spec.timeLimitSeconds, maxTimeSeconds,
+      message: `over the time limit of partition ${partition.name}: the job asks for ${timeText(spec.timeLimitSeconds)}, ${partition.name} allows ${timeText(maxTimeSeconds)}`,
+    });
+  }
+  const capacity = partitionCapacity(partition, nodeNames);
+  if (spec.nodes.min > capacity && !reported.some((r) => r.kind === 'larger-than-any-partition')) {
+    const fitsIn = cluster.partitions.find((p) => partitionCapacity(p, nodeNames) >= spec.nodes.min)?.name;
+    const limit = capacity < nodes.length ? `takes at most ${capacity} per job` : `has ${plural(capacity, 'node')}`;
+    rejections.push({
+      kind: 'larger-than-partition', partition: partition.name, requestedNodes: spec.nodes.min, partitionNodes: capacity, fitsIn,
+      message: `larger than partition ${partition.name}: the job needs at least ${plural(spec.nodes.min, 'node')}, ${partition.name} ${limit}`
+        + (fitsIn === undefined ? '' : `; partition ${fitsIn} is large enough (--partition ${fitsIn})`),
+    });
+  }
+  const clusterWide = new Set(reported.map((r) => r.kind));
+  rejections.push(...perNodeRejections(spec, nodes, partition.name).filter((r) => !clusterWide.has(r.kind)));
+  if (rejections.length > 0 || reported.length > 0) return rejections;
+
+  // Each reason alone passed; together they may still leave too few nodes.
+  const suitable = nodes.filter((node) => hasFeatures(spec, node) && node.cpus >= spec.cpusPerTask && node.memoryMiB >= (spec.memoryMiB ?? 0));
+  if (suitable.length < spec.nodes.min) {
+    const memory = spec.memoryMiB ? `, ${formatMemory(spec.memoryMiB)} of memory` : '';
+    const features = spec.constraint ? ` and ${spec.constraint.text}` : '';
+    rejections.push({
+      kind: 'too-few-suitable-nodes', partition: partition.name, requestedNodes: spec.nodes.min, suitableNodes: suitable.length,
+      message: `partition ${partition.name} has ${plural(suitable.length, 'node')} with ${plural(spec.cpusPerTask, 'CPU')}${memory}${features}; the job needs ${spec.nodes.min}`,
+    });
+  } else if (spec.ntasks !== undefined) {
+    const usable = Math.min(spec.nodes.max ?? spec.nodes.min, capacity, suitable.length);
+    const perNode = suitable.map((node) => Math.floor(node.cpus / spec.cpusPerTask)).sort((a, b) => b - a);
+    const maxTasks = perNode.slice(0, usable).reduce((sum, tasks) => sum + tasks, 0);
+    if (maxTasks < spec.ntasks) {
+      rejections.push({
+        kind: 'too-many-tasks', partition: partition.name, requestedTasks: spec.ntasks, maxTasks,
+        message: `more tasks than partition ${partition.name} can hold: ${plural(spec.ntasks, 'task')} of ${plural(spec.cpusPerTask, 'CPU')} on at most ${plural(usable, 'node')}, which hold ${maxTasks}`,
+      });
+    }
+  }
+  return rejections;
+}
+
+/** Every reason the cluster could never run the job; empty when it is acceptable. */
+export function validateAgainstCluster(spec: JobSpec, cluster: ClusterShape): Rejection[] {
+  const rejections: Rejection[] = [];
+  const names = cluster.partitions.map((p) => p.name);
+  let partition: ClusterPartitionShape | undefined;
+  if (spec.partition !== undefined) {
+    partition = cluster.partitions.find((p) => p.name === spec.partition);
+    if (partition === undefined) {
+      const suggestion = closest(spec.partition, names);
+      rejections.push({
+        kind: 'no-such-partition', partition: spec.partition, suggestion,
+        message: `no such partition ${spec.partition}${suggestion === undefined ? '' : `; did you mean ${suggestion}?`} (partitions: ${names.join(', ') || 'none'})`,
+      });
+    }
+  } else {
+    partition = cluster.partitions.find((p) => p.isDefault);
+    if (partition === undefined) {
+      rejections.push({
+        kind: 'no-default-partition',
+        message: `no partition given and the cluster has no default partition: choose one with --partition (${names.join(', ') || 'none configured'})`,
+      });
+    }
+  }
+
+  const nodeNames = new Set(cluster.nodes.map((node) => node.name));
+  const largestNodes = Math.max(0, ...cluster.partitions.map((p) => partitionCapacity(p, nodeNames)));
+  if (spec.nodes.min > largestNodes) {
+    const largest = cluster.partitions.find((p) => partitionCapacity(p, nodeNames) === largestNodes)?.name;
+    rejections.push({
+      kind: 'larger-than-any-partition', requestedNodes: spec.nodes.min, largestNodes,
+      message: `larger than any partition: the job needs at least ${plural(spec.nodes.min, 'node')}, the largest partition${largest === undefined ? '' : ` (${largest})`} takes ${largestNodes}`,
+    });
+  }
+  rejections.push(...perNodeRejections(spec, cluster.nodes));
+  if (partition !== undefined) rejections.push(...partitionRejections(spec, cluster, partition, rejections));
+  return rejections;
+}

@@ -1,0 +1,167 @@
+// Combines the sources of a job request and completes it. Precedence, lowest
+// first: job file, #TARAS directives, command-line flags, prompt answers. The
+// job file holds what stays the same across submissions (seed 000 3.1.1), the
+// script what belongs to that script, the flags what is special to this
+// submission; prompt answers only fill items nothing else gave.
+
+import { posix } from 'node:path';
+import { formatOrigin } from './types.js';
+import { optionForKey } from './options.js';
+import { LayerBuilder } from './layer.js';
+import type {
+  ItemKey, JobSpec, JobSpecDraft, JobSpecError, JobValues, NodeRange, Origin, Parsed, ResolvedJobSpec, SpecLayer,
+} from './types.js';
+import type { ValueResult } from './values.js';
+
+export interface MergedJobSpec {
+  readonly values: JobSpecDraft;
+  readonly origins: { readonly [K in ItemKey]?: Origin };
+}
+
+/** Later arguments override earlier ones item by item; each value keeps its origin. */
+export function mergeJobSpec(
+  file: SpecLayer | undefined,
+  directives: SpecLayer | undefined,
+  flags: SpecLayer | undefined,
+  prompted?: SpecLayer,
+): MergedJobSpec {
+  const values: Record<string, unknown> = {};
+  const origins: Record<string, Origin> = {};
+  for (const layer of [file, directives, flags, prompted]) {
+    if (layer === undefined) continue;
+    for (const [key, value] of Object.entries(layer.values)) {
+      if (value === undefined) continue;
+      values[key] = value;
+      const origin = layer.origins[key as ItemKey];
+      if (origin !== undefined) origins[key] = origin;
+    }
+  }
+  return { values: values as JobSpecDraft, origins: origins as MergedJobSpec['origins'] };
+}
+
+/** Items a submission needs from the user: the script and its time limit (seed 000 3.1.1, Argonne spsubmit). */
+export const REQUIRED_ITEMS: readonly ItemKey[] = ['script', 'timeLimitSeconds'];
+
+export interface MissingItem {
+  readonly key: ItemKey;
+  /** For the prompt: `Time limit`. */
+  readonly label: string;
+  /** How to give it without a prompt: `--time`, or `SCRIPT` for the operand. */
+  readonly flag: string;
+  /** The job.toml key. */
+  readonly tomlKey: string;
+  /** The value's form: `TIME`. */
+  readonly valueName: string;
+}
+
+const SCRIPT_ITEMS: { readonly [K in ItemKey]?: MissingItem } = {
+  script: { key: 'script', label: 'Script', flag: 'SCRIPT', tomlKey: 'script', valueName: 'PATH' },
+  scriptArgs: { key: 'scriptArgs', label: 'Arguments', flag: 'ARGS', tomlKey: 'arguments', valueName: 'ARGS' },
+};
+
+export function describeItem(key: ItemKey): MissingItem {
+  const option = optionForKey(key);
+  if (option === undefined) return SCRIPT_ITEMS[key]!;
+  return { key, label: option.label, flag: `--${option.long}`, tomlKey: option.tomlKey, valueName: option.valueName ?? '' };
+}
+
+/** The required items that no source gave, in the order given. */
+export function missingItems(spec: MergedJobSpec | JobSpecDraft, requiredKeys: readonly ItemKey[] = REQUIRED_ITEMS): MissingItem[] {
+  const values: JobSpecDraft = 'values' in spec && 'origins' in spec ? (spec as MergedJobSpec).values : (spec as JobSpecDraft);
+  return requiredKeys.filter((key) => values[key] === undefined).map(describeItem);
+}
+
+/** Parses one prompt answer with the same value forms as the flags (`yes`/`no` for requeue). */
+export function parseAnswer(key: ItemKey, answer: string): ValueResult<JobValues[ItemKey]> {
+  const text = answer.trim();
+  switch (key) {
+    case 'script':
+      return text === '' ? { ok: false, message: 'expected the path of the batch script' } : { ok: true, value: text };
+    case 'scriptArgs':
+      return { ok: true, value: text === '' ? [] : text.split(/\s+/) };
+    case 'requeue':
+      if (/^(y|yes|true)$/i.test(text)) return { ok: true, value: true };
+      if (/^(n|no|false)$/i.test(text)) return { ok: true, value: false };
+      return { ok: false, message: `got '${answer}': expected yes or no` };
+    default:
+      return optionForKey(key)!.parse(text);
+  }
+}
+
+/** The layer of prompt answers (raw text by item), for the last argument of mergeJobSpec. */
+export function promptLayer(answers: { readonly [K in ItemKey]?: string }): Parsed<SpecLayer> {
+  const builder = new LayerBuilder('prompt');
+  for (const [key, answer] of Object.entries(answers) as [ItemKey, string | undefined][]) {
+    if (answer === undefined) continue;
+    const parsed = parseAnswer(key, answer);
+    const option = describeItem(key).flag;
+    if (parsed.ok) builder.set(key, parsed.value as JobValues[typeof key], { source: 'prompt', option });
+    else builder.error({ option }, parsed.message);
+  }
+  return builder.result();
+}
+
+export const DEFAULT_OUTPUT = 'taras-%j.out';
+
+export interface BuildContext {
+  /** The batch script's text (read by the shell from the merged `script` path). */
+  readonly scriptText: string;
+  /** Absolute directory `taras submit` ran in: the default working directory, and the base of a relative --chdir. */
+  readonly submitDir: string;
+}
+
+const where = (origin: Origin | undefined) => (origin === undefined ? '' : ` (${formatOrigin(origin)})`);
+
+/**
+ * Fills sbatch's defaults (1 node, or 1 to ntasks nodes when --ntasks is given; 1 CPU
+ * per task; the script's name; the submit directory; taras-%j.out; export ALL; no
+ * requeue) and checks the request on its own: the script and the time limit present
+ * (a JobSpec always has both), at least one task per node. A --nodes maximum above --ntasks is lowered to it.
+ */
+export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Parsed<ResolvedJobSpec> {
+  const { values } = merged;
+  const origins: { [K in ItemKey]?: Origin } = { ...merged.origins };
+  const errors: JobSpecError[] = missingItems(merged, REQUIRED_ITEMS).map((item) => ({
+    source: 'request',
+    option: item.flag,
+    message: `missing ${item.label.toLowerCase()}: give ${item.flag}${item.valueName === '' ? '' : ` ${item.valueName}`}, a #TARAS line or ${item.tomlKey} in the job file`,
+  }));
+  const defaulted = <K extends ItemKey>(key: K, fallback: JobValues[K]): JobValues[K] => {
+    const given = values[key] as JobValues[K] | undefined;
+    if (given !== undefined) return given;
+    origins[key] = { source: 'default' };
+    return fallback;
+  };
+
+  let nodes: NodeRange = defaulted('nodes', values.ntasks === undefined || values.ntasks === 1 ? { min: 1 } : { min: 1, max: values.ntasks });
+  if (values.ntasks !== undefined && values.ntasks < nodes.min) {
+    errors.push({
+      source: 'request',
+      option: '--ntasks',
+      message: `${values.ntasks} task(s)${where(origins.ntasks)} cannot cover ${nodes.min} nodes${where(origins.nodes)}: every node runs at least one task; raise --ntasks or lower --nodes`,
+    });
+  } else if (values.ntasks !== undefined && nodes.max !== undefined && nodes.max > values.ntasks) {
+    nodes = values.ntasks === nodes.min ? { min: nodes.min } : { min: nodes.min, max: values.ntasks };
+  }
+  if (errors.length > 0) return { ok: false, errors, warnings: [] };
+
+  const script = values.script!;
+  const chdir = values.workingDir;
+  const spec: JobSpec = {
+    script: { path: script, text: context.scriptText, args: values.scriptArgs ?? [] },
+    nodes,
+    ...(values.ntasks === undefined ? {} : { ntasks: values.ntasks }),
+    cpusPerTask: defaulted('cpusPerTask', 1),
+    ...(values.memoryMiB === undefined ? {} : { memoryMiB: values.memoryMiB }),
+    timeLimitSeconds: values.timeLimitSeconds!,
+    ...(values.partition === undefined ? {} : { partition: values.partition }),
+    name: defaulted('name', posix.basename(script)),
+    workingDir: chdir === undefined ? defaulted('workingDir', context.submitDir) : posix.resolve(context.submitDir, chdir),
+    output: defaulted('output', DEFAULT_OUTPUT),
+    ...(values.error === undefined ? {} : { error: values.error }),
+    export: defaulted('export', { all: true, variables: [] }),
+    ...(values.constraint === undefined ? {} : { constraint: values.constraint }),
+    requeue: defaulted('requeue', false),
+  };
+  return { ok: true, value: { spec, origins }, warnings: [] };
+}

@@ -1,0 +1,123 @@
+// The one table of job options: sbatch's long and short names, the job.toml
+// key, the label shown in summaries and prompts, and the value parser. The
+// directive, flag, job-file and prompt parsers all read from it, so a name or
+// value form is defined once.
+
+import { checkPattern } from './pattern.js';
+import type { ItemKey, JobValues } from './types.js';
+import {
+  parseConstraint, parseCount, parseExport, parseMemory, parseNodes, parsePartition, parseText, parseTime,
+  type ValueResult,
+} from './values.js';
+
+export interface JobOption<K extends ItemKey = ItemKey> {
+  readonly key: K;
+  /** sbatch's long name without dashes: `cpus-per-task`. */
+  readonly long: string;
+  /** sbatch's short letter: `c`. */
+  readonly short?: string;
+  /** The job.toml key: `cpus_per_task`. */
+  readonly tomlKey: string;
+  /** For summaries, prompts and `--help`. */
+  readonly label: string;
+  /** What the value looks like, for `--help` and prompts; absent for switches. */
+  readonly valueName?: string;
+  /** Switches (`--requeue`) take no value and set this. */
+  readonly switchValue?: JobValues[K];
+  readonly parse: (raw: string) => ValueResult<JobValues[K]>;
+}
+
+function pattern(raw: string): ValueResult<string> {
+  const problem = checkPattern(raw);
+  return problem === undefined ? { ok: true, value: raw.trim() } : { ok: false, message: problem };
+}
+
+const noValue = (raw: string): ValueResult<never> => ({ ok: false, message: `got '${raw}': this option takes no value` });
+
+function option<K extends ItemKey>(definition: JobOption<K>): JobOption {
+  return definition as unknown as JobOption;
+}
+
+/** The job options Taras takes from #TARAS lines and the command line, in `--help` order. */
+export const JOB_OPTIONS: readonly JobOption[] = [
+  option({ key: 'nodes', long: 'nodes', short: 'N', tomlKey: 'nodes', label: 'Nodes', valueName: 'N[-M]', parse: parseNodes }),
+  option({ key: 'ntasks', long: 'ntasks', short: 'n', tomlKey: 'ntasks', label: 'Tasks', valueName: 'N', parse: parseCount }),
+  option({ key: 'cpusPerTask', long: 'cpus-per-task', short: 'c', tomlKey: 'cpus_per_task', label: 'CPUs per task', valueName: 'N', parse: parseCount }),
+  option({ key: 'memoryMiB', long: 'mem', tomlKey: 'mem', label: 'Memory per node', valueName: 'SIZE[K|M|G|T]', parse: parseMemory }),
+  option({ key: 'timeLimitSeconds', long: 'time', short: 't', tomlKey: 'time', label: 'Time limit', valueName: 'TIME', parse: parseTime }),
+  option({ key: 'partition', long: 'partition', short: 'p', tomlKey: 'partition', label: 'Partition', valueName: 'NAME', parse: parsePartition }),
+  option({ key: 'name', long: 'job-name', short: 'J', tomlKey: 'job_name', label: 'Job name', valueName: 'NAME', parse: parseText }),
+  option({ key: 'workingDir', long: 'chdir', short: 'D', tomlKey: 'chdir', label: 'Working directory', valueName: 'DIR', parse: parseText }),
+  option({ key: 'output', long: 'output', short: 'o', tomlKey: 'output', label: 'Output', valueName: 'PATTERN', parse: pattern }),
+  option({ key: 'error', long: 'error', short: 'e', tomlKey: 'error', label: 'Error', valueName: 'PATTERN', parse: pattern }),
+  option({ key: 'export', long: 'export', tomlKey: 'export', label: 'Export', valueName: 'ALL|NONE|[ALL,]VAR[=value],...', parse: parseExport }),
+  option({ key: 'constraint', long: 'constraint', short: 'C', tomlKey: 'constraint', label: 'Constraint', valueName: 'FEATURES', parse: parseConstraint }),
+  option({ key: 'requeue', long: 'requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: true, parse: noValue }),
+  option({ key: 'requeue', long: 'no-requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: false, parse: noValue }),
+];
+
+/** Items that only job.toml and the command line give (the script is the command's operand). */
+export const SCRIPT_KEYS = { script: 'script', scriptArgs: 'arguments' } as const;
+
+export function optionByLong(name: string): JobOption | undefined {
+  return JOB_OPTIONS.find((o) => o.long === name);
+}
+
+export function optionByShort(letter: string): JobOption | undefined {
+  return JOB_OPTIONS.find((o) => o.short === letter);
+}
+
+/** The option that sets an item (for requeue, `--requeue`). */
+export function optionForKey(key: ItemKey): JobOption | undefined {
+  return JOB_OPTIONS.find((o) => o.key === key);
+}
+
+/**
+ * sbatch options Taras does not take (yet), so a Slurm script gets "not supported"
+ * rather than "unknown". Long names, then short letters.
+ */
+const UNSUPPORTED_LONG = [
+  'account', 'array', 'begin', 'comment', 'deadline', 'dependency', 'exclude', 'exclusive', 'get-user-env', 'gpus',
+  'gres', 'hold', 'input', 'licenses', 'mail-type', 'mail-user', 'mem-per-cpu', 'mem-per-gpu', 'nice', 'nodelist',
+  'ntasks-per-node', 'open-mode', 'oversubscribe', 'priority', 'qos', 'reservation', 'signal', 'time-min', 'wait', 'wrap',
+];
+const UNSUPPORTED_SHORT = ['A', 'a', 'd', 'x', 'w', 'G', 'H', 'i', 'L', 'q', 's', 'W'];
+
+/** Levenshtein distance, for did-you-mean. */
+function distance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length];
+}
+
+/** The closest candidate within a few edits (or one that starts with the word), if any. */
+export function closest(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of candidates) {
+    const d = candidate.startsWith(word) && word.length >= 3 ? 1 : distance(word, candidate);
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined;
+}
+
+/** The message (shown after the option) for one not in the table: an unsupported sbatch option, or unknown with a did-you-mean. */
+export function unknownOptionMessage(written: string): string {
+  const long = written.startsWith('--');
+  const name = written.replace(/^--?/, '');
+  if (long ? UNSUPPORTED_LONG.includes(name) : UNSUPPORTED_SHORT.includes(name)) {
+    return 'an sbatch option that Taras does not support';
+  }
+  // A single letter is one edit from every other, so short options only suggest a case slip (-j for -J).
+  const suggestion = long
+    ? closest(name, JOB_OPTIONS.map((o) => o.long))
+    : JOB_OPTIONS.find((o) => o.short !== undefined && o.short.toLowerCase() === name.toLowerCase())?.short;
+  const hint = suggestion === undefined ? '' : `; did you mean ${long ? '--' : '-'}${suggestion}?`;
+  return `unknown option${hint}`;
+}

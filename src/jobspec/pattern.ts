@@ -1,0 +1,45 @@
+// Output and error file name patterns as sbatch writes them: %j job id,
+// %u user, %x job name, %% a literal %, an optional zero-padding width
+// (%4j -> 0042), and a pattern with a backslash taken literally (backslashes
+// removed, nothing replaced). Checked when parsed, expanded by the shell that
+// starts the job.
+
+export interface PatternValues {
+  readonly jobId: number | string;
+  readonly user: string;
+  readonly name: string;
+}
+
+const SPECIFIER = /%(\d*)(.?)/g;
+const SUPPORTED = 'j (job id), u (user), x (job name) and %% (a literal %)';
+
+/** Undefined when the pattern is usable; otherwise what is wrong. */
+export function checkPattern(pattern: string): string | undefined {
+  if (pattern.trim() === '') return 'expected a file name pattern, e.g. taras-%j.out';
+  if (pattern.includes('\\')) return undefined;
+  for (const match of pattern.matchAll(SPECIFIER)) {
+    const letter = match[2];
+    if (letter === '') return `'${pattern}' ends in a lone %: write %% for a literal %`;
+    if (!'jux%'.includes(letter)) return `'%${match[1]}${letter}' in '${pattern}' is not supported: Taras expands %${SUPPORTED}`;
+  }
+  return undefined;
+}
+
+/** Replaces %j, %u, %x and %% in a pattern that checkPattern accepted. */
+export function expandPattern(pattern: string, values: PatternValues): string {
+  if (pattern.includes('\\')) return pattern.replaceAll('\\', '');
+  return pattern.replace(SPECIFIER, (whole, width: string, letter: string) => {
+    switch (letter) {
+      case 'j':
+        return String(values.jobId).padStart(width === '' ? 0 : Number(width), '0');
+      case 'u':
+        return values.user;
+      case 'x':
+        return values.name;
+      case '%':
+        return '%';
+      default:
+        return whole;
+    }
+  });
+}

@@ -1,0 +1,148 @@
+// The vocabulary of a job request: what each source (job.toml, #TARAS lines,
+// command-line flags, prompt answers) contributes, where each value came from,
+// and the complete JobSpec the CLI sends to the controller. Plain data only.
+
+/** Nodes as in `--nodes 2-4`: at least `min`, at most `max` (absent: exactly `min`). */
+export interface NodeRange {
+  readonly min: number;
+  readonly max?: number;
+}
+
+/** Wall-clock limit in seconds, or no limit (sbatch `UNLIMITED`, `INFINITE`, `-1`, `0`). */
+export type TimeLimit = number | 'UNLIMITED';
+
+/** One variable of `--export`: `NAME` (take its value from the submitting shell) or `NAME=value`. */
+export interface ExportVariable {
+  readonly name: string;
+  readonly value?: string;
+}
+
+/**
+ * `--export`: `ALL` is { all: true, variables: [] }; `NONE` is { all: false, variables: [] };
+ * `ALL,A=1,B` adds to the whole environment; `A=1,B` exports only those (as sbatch does).
+ */
+export interface ExportSpec {
+  readonly all: boolean;
+  readonly variables: readonly ExportVariable[];
+}
+
+/**
+ * `--constraint` in disjunctive form: a node qualifies when it has every feature of at
+ * least one alternative. `gpu&ib` is [[gpu, ib]]; `a|b&c` is [[a], [b, c]] (& binds
+ * tighter, as in Slurm's feature sets). `text` keeps what the user wrote.
+ */
+export interface Constraint {
+  readonly text: string;
+  readonly anyOf: readonly (readonly string[])[];
+}
+
+/** Every item a source can set, by the name the code uses. */
+export interface JobValues {
+  readonly nodes: NodeRange;
+  readonly ntasks: number;
+  readonly cpusPerTask: number;
+  /** Per node; 0 means all of each node's memory (sbatch `--mem=0`). */
+  readonly memoryMiB: number;
+  readonly timeLimitSeconds: TimeLimit;
+  readonly partition: string;
+  readonly name: string;
+  readonly workingDir: string;
+  /** Patterns with %j, %u, %x, %% (see pattern.ts). */
+  readonly output: string;
+  readonly error: string;
+  readonly export: ExportSpec;
+  readonly constraint: Constraint;
+  readonly requeue: boolean;
+  /** The batch script's path as given (command operand or job.toml `script`). */
+  readonly script: string;
+  readonly scriptArgs: readonly string[];
+}
+
+export type ItemKey = keyof JobValues;
+
+/** What one source said: any subset of the items. */
+export type JobSpecDraft = { readonly [K in ItemKey]?: JobValues[K] };
+
+export type Source = 'file' | 'directive' | 'flag' | 'prompt' | 'default';
+
+/** Where a value (or an error) came from: `run.sh:3 --time`, `job.toml:4 time`, `--time`. */
+export interface Origin {
+  readonly source: Source;
+  readonly file?: string;
+  readonly line?: number;
+  /** The option or key as the user wrote it: `--time`, `-t`, `time`. */
+  readonly option?: string;
+}
+
+/** One source's values with the origin of each. Later layers override earlier ones. */
+export interface SpecLayer {
+  readonly source: Source;
+  readonly values: JobSpecDraft;
+  readonly origins: { readonly [K in ItemKey]?: Origin };
+}
+
+/** A parse or validation problem: the place, the option or key, and what is wrong and how to fix it. */
+export interface JobSpecError {
+  readonly source: Source | 'request';
+  readonly file?: string;
+  readonly line?: number;
+  readonly option?: string;
+  readonly message: string;
+}
+
+export type Parsed<T> =
+  | { readonly ok: true; readonly value: T; readonly warnings: readonly JobSpecError[] }
+  | { readonly ok: false; readonly errors: readonly JobSpecError[]; readonly warnings: readonly JobSpecError[] };
+
+/** A complete, checked job request: what the CLI sends to the controller. */
+export interface JobSpec {
+  readonly script: { readonly path: string; readonly text: string; readonly args: readonly string[] };
+  readonly nodes: NodeRange;
+  /** Absent: one task per node (sbatch's default). */
+  readonly ntasks?: number;
+  readonly cpusPerTask: number;
+  /** Absent: no memory request (the node's share as the controller decides); 0: all of it. */
+  readonly memoryMiB?: number;
+  readonly timeLimitSeconds: TimeLimit;
+  /** Absent: the cluster's default partition. */
+  readonly partition?: string;
+  readonly name: string;
+  /** Absolute. */
+  readonly workingDir: string;
+  readonly output: string;
+  /** Absent: standard error goes to the output file (sbatch's default). */
+  readonly error?: string;
+  readonly export: ExportSpec;
+  readonly constraint?: Constraint;
+  readonly requeue: boolean;
+}
+
+/** A JobSpec with the origin of every value, for the summary. */
+export interface ResolvedJobSpec {
+  readonly spec: JobSpec;
+  readonly origins: { readonly [K in ItemKey]?: Origin };
+}
+
+/** Renders an error as one line: `run.sh:3: --time: expected ...`. */
+export function formatError(error: JobSpecError): string {
+  const place = error.file !== undefined
+    ? (error.line !== undefined ? `${error.file}:${error.line}` : error.file)
+    : error.line !== undefined ? `line ${error.line}` : '';
+  const head = [place, error.option].filter((part) => part !== undefined && part !== '').join(': ');
+  return head === '' ? error.message : `${head}: ${error.message}`;
+}
+
+/** Renders an origin for the summary: `run.sh:3`, `job.toml:4`, `--time`, `default`. */
+export function formatOrigin(origin: Origin): string {
+  switch (origin.source) {
+    case 'directive':
+    case 'file':
+      return origin.line !== undefined ? `${origin.file ?? ''}:${origin.line}` : origin.file ?? origin.source;
+    case 'flag':
+      return origin.option?.startsWith('-') ? origin.option : 'command line';
+    case 'prompt':
+      return 'answered';
+    case 'default':
+      return 'default';
+  }
+}

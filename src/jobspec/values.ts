@@ -1,0 +1,179 @@
+// Value forms of the job options, exactly as sbatch writes them (--time,
+// --mem, --nodes, --export, --constraint), and their display forms. Each
+// parser returns the value or a message saying what was expected.
+
+import type { Constraint, ExportSpec, ExportVariable, NodeRange, TimeLimit } from './types.js';
+
+export type ValueResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly message: string };
+
+const ok = <T>(value: T): ValueResult<T> => ({ ok: true, value });
+const bad = (raw: string, expected: string): ValueResult<never> => ({ ok: false, message: `got '${raw}': expected ${expected}` });
+
+export const TIME_FORMS = 'minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED';
+
+function wholeNumber(text: string): number | undefined {
+  if (!/^\d+$/.test(text)) return undefined;
+  const value = Number(text);
+  return Number.isSafeInteger(value) ? value : undefined;
+}
+
+/**
+ * sbatch --time: `minutes`, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM`, `D-HH:MM:SS`,
+ * `UNLIMITED`/`INFINITE`/`-1`. Like sbatch, fields after the first are not range-checked
+ * (`90:00` is 90 minutes) and a limit of zero means no limit. Unlike sbatch, which rounds
+ * up to whole minutes, seconds are kept: the core schedules in seconds.
+ */
+export function parseTime(raw: string): ValueResult<TimeLimit> {
+  const text = raw.trim();
+  if (/^(unlimited|infinite|-1)$/i.test(text)) return ok('UNLIMITED');
+  const match = /^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$/.exec(text);
+  if (match === null) return bad(raw, TIME_FORMS);
+  const [, daysText, first, second, third] = match;
+  const fields = [first, second, third].filter((field): field is string => field !== undefined).map(wholeNumber);
+  const days = daysText === undefined ? 0 : wholeNumber(daysText);
+  if (days === undefined || fields.some((field) => field === undefined)) return bad(raw, TIME_FORMS);
+  const [a, b = 0, c = 0] = fields as number[];
+  let seconds: number;
+  if (daysText !== undefined) seconds = days * 86400 + a * 3600 + b * 60 + c; // D-HH[:MM[:SS]]
+  else if (third !== undefined) seconds = a * 3600 + b * 60 + c; // HH:MM:SS
+  else seconds = a * 60 + b; // minutes[:seconds]
+  if (!Number.isSafeInteger(seconds)) return bad(raw, TIME_FORMS);
+  return ok(seconds === 0 ? 'UNLIMITED' : seconds);
+}
+
+const MEBIBYTES_PER_UNIT: Record<string, number> = { M: 1, G: 1024, T: 1024 * 1024 };
+
+/** sbatch --mem: a whole number with an optional K, M, G or T suffix (default M, binary units); K rounds up. */
+export function parseMemory(raw: string): ValueResult<number> {
+  const match = /^(\d+)([kmgt])?$/i.exec(raw.trim());
+  const expected = 'a whole number with an optional K, M, G or T suffix (default M): 4096, 4G';
+  if (match === null) return bad(raw, expected);
+  const amount = wholeNumber(match[1]);
+  const unit = (match[2] ?? 'M').toUpperCase();
+  if (amount === undefined) return bad(raw, expected);
+  const mebibytes = unit === 'K' ? Math.ceil(amount / 1024) : amount * MEBIBYTES_PER_UNIT[unit];
+  return Number.isSafeInteger(mebibytes) ? ok(mebibytes) : bad(raw, expected);
+}
+
+/** sbatch --nodes: `N` or `N-M`, N >= 1, M >= N. */
+export function parseNodes(raw: string): ValueResult<NodeRange> {
+  const match = /^(\d+)(?:-(\d+))?$/.exec(raw.trim());
+  const expected = 'a node count N or a range N-M (e.g. 4 or 2-4)';
+  if (match === null) return bad(raw, expected);
+  const min = wholeNumber(match[1]);
+  const max = match[2] === undefined ? undefined : wholeNumber(match[2]);
+  if (min === undefined || min < 1 || (match[2] !== undefined && max === undefined)) return bad(raw, `${expected}, at least 1`);
+  if (max !== undefined && max < min) return bad(raw, `${expected} with N <= M`);
+  return ok(max === undefined || max === min ? { min } : { min, max });
+}
+
+/** A count such as --ntasks or --cpus-per-task: a whole number >= 1. */
+export function parseCount(raw: string): ValueResult<number> {
+  const value = wholeNumber(raw.trim());
+  return value !== undefined && value >= 1 ? ok(value) : bad(raw, 'a whole number, at least 1');
+}
+
+/** A non-empty word with no spaces (partition). Slurm's partition lists are not supported. */
+export function parsePartition(raw: string): ValueResult<string> {
+  const text = raw.trim();
+  if (text.includes(',')) return bad(raw, 'one partition name (Taras does not take a list of partitions)');
+  return /^[A-Za-z0-9_.-]+$/.test(text) ? ok(text) : bad(raw, 'a partition name (letters, digits, _ . -)');
+}
+
+/** Any non-empty text (job name, directory). */
+export function parseText(raw: string): ValueResult<string> {
+  return raw.trim() === '' ? bad(raw, 'a non-empty value') : ok(raw.trim());
+}
+
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * sbatch --export: `ALL`, `NONE`, `ALL,VAR=value,VAR2` or `VAR=value,VAR2` (only those).
+ * ALL and NONE are case-insensitive as in sbatch. Values cannot contain commas.
+ */
+export function parseExport(raw: string): ValueResult<ExportSpec> {
+  const items = raw.trim().split(',').map((item) => item.trim());
+  const expected = 'ALL, NONE, or a list such as ALL,VAR=value,VAR2';
+  if (items.some((item) => item === '')) return bad(raw, `${expected} (no empty items)`);
+  let all = false;
+  const variables: ExportVariable[] = [];
+  for (const [index, item] of items.entries()) {
+    const upper = item.toUpperCase();
+    if (upper === 'NONE') {
+      if (items.length > 1) return bad(raw, `${expected}: NONE stands alone (list the variables alone to export only those)`);
+      return ok({ all: false, variables: [] });
+    }
+    if (upper === 'ALL') {
+      if (index !== 0) return bad(raw, `${expected}: ALL comes first`);
+      all = true;
+      continue;
+    }
+    const equals = item.indexOf('=');
+    const name = equals < 0 ? item : item.slice(0, equals);
+    if (!VARIABLE_NAME.test(name)) return bad(raw, `${expected}: '${name}' is not a variable name`);
+    variables.push(equals < 0 ? { name } : { name, value: item.slice(equals + 1) });
+  }
+  return ok({ all, variables });
+}
+
+/** Shows an ExportSpec the way --export takes it. */
+export function formatExport(spec: ExportSpec): string {
+  const variables = spec.variables.map((v) => (v.value === undefined ? v.name : `${v.name}=${v.value}`));
+  if (spec.all) return ['ALL', ...variables].join(',');
+  return variables.length === 0 ? 'NONE' : variables.join(',');
+}
+
+const FEATURE = /^[A-Za-z0-9_.:=+-]+$/;
+
+/**
+ * sbatch --constraint with features joined by `&` (AND) and `|` (OR), & binding tighter.
+ * Not supported yet (an error names them): counts `gpu*2`, matching OR `[a|b]`,
+ * parentheses, and `!`. A comma is an error in Slurm too.
+ */
+export function parseConstraint(raw: string): ValueResult<Constraint> {
+  const text = raw.trim();
+  if (text === '') return bad(raw, 'features joined by & (and) or | (or), e.g. gpu&ib');
+  if (text.includes(',')) return bad(raw, "features joined by & (and) or | (or): ',' is not an operator (Slurm rejects it too); write a&b or a|b");
+  const unsupported = /[*[\]()!]/.exec(text);
+  if (unsupported !== null) {
+    return bad(raw, `features joined by & and |: '${unsupported[0]}' (counts, brackets, parentheses, negation) is not supported by Taras yet`);
+  }
+  const anyOf = text.split('|').map((alternative) => alternative.split('&').map((feature) => feature.trim()));
+  for (const feature of anyOf.flat()) {
+    if (!FEATURE.test(feature)) return bad(raw, `features joined by & (and) or | (or): '${feature}' is not a feature name`);
+  }
+  return ok({ text, anyOf });
+}
+
+/** sbatch's display form: `HH:MM:SS`, or `D-HH:MM:SS` from one day on; `UNLIMITED`. */
+export function formatSbatchTime(limit: TimeLimit): string {
+  if (limit === 'UNLIMITED') return 'UNLIMITED';
+  const two = (n: number) => String(n).padStart(2, '0');
+  const days = Math.floor(limit / 86400);
+  const clock = `${two(Math.floor((limit % 86400) / 3600))}:${two(Math.floor((limit % 3600) / 60))}:${two(limit % 60)}`;
+  return days > 0 ? `${days}-${clock}` : clock;
+}
+
+/** Human form: `1 day 2 hours 30 minutes`, `45 seconds`, `unlimited`. */
+export function formatHumanTime(limit: TimeLimit): string {
+  if (limit === 'UNLIMITED') return 'unlimited';
+  const parts: string[] = [];
+  let rest = limit;
+  for (const [unit, size] of [['day', 86400], ['hour', 3600], ['minute', 60], ['second', 1]] as const) {
+    const count = Math.floor(rest / size);
+    rest -= count * size;
+    if (count > 0) parts.push(`${count} ${unit}${count === 1 ? '' : 's'}`);
+  }
+  return parts.length === 0 ? '0 seconds' : parts.join(' ');
+}
+
+/** `512 MiB`, `4 GiB`, `2 TiB`: the largest binary unit that divides exactly. */
+export function formatMemory(mebibytes: number): string {
+  if (mebibytes >= 1024 * 1024 && mebibytes % (1024 * 1024) === 0) return `${mebibytes / (1024 * 1024)} TiB`;
+  if (mebibytes >= 1024 && mebibytes % 1024 === 0) return `${mebibytes / 1024} GiB`;
+  return `${mebibytes} MiB`;
+}
+
+export function formatNodes(nodes: NodeRange): string {
+  return nodes.max === undefined ? String(nodes.min) : `${nodes.min}-${nodes.max}`;
+}
