@@ -1,0 +1,218 @@
+// The cluster description (cluster.toml): scheduling policy, placement, the
+// controller's addresses and timers, nodes and partitions. parseClusterConfig
+// turns the text into a checked ClusterConfig or into every error found, each
+// naming file, line, key and fix. It never throws for a user's mistake, so
+// `taras admin reconfigure` can refuse a bad file and keep the one in force.
+
+import { dirname, resolve } from 'node:path';
+import { parse, TomlError } from 'smol-toml';
+import type { PolicyName } from '../core/scheduler.js';
+import { type ConfigError, ErrorList } from './errors.js';
+import { NAME_HINT, NAME_PATTERN, type Table, TableReader } from './fields.js';
+import { expandHostlist } from './hostlist.js';
+import { SourceIndex } from './locate.js';
+import { readNodes, readPartitions } from './topology.js';
+
+export const schedulingPolicies = ['fcfs', 'easy', 'conservative'] as const satisfies readonly PolicyName[];
+export type SchedulingPolicy = (typeof schedulingPolicies)[number];
+
+export const placements = ['first-fit', 'best-fit', 'least-loaded'] as const;
+export type Placement = (typeof placements)[number];
+
+export interface ListenAddress {
+  /** IPv4/IPv6 literal (without brackets) or host name. */
+  readonly host: string;
+  /** 0 lets the system pick a free port (tests). */
+  readonly port: number;
+}
+
+/** One node, as [[nodes]] describes it after range expansion. */
+export interface NodeSpec {
+  readonly name: string;
+  readonly cpus: number;
+  readonly memoryMiB: number;
+  readonly features: readonly string[];
+}
+
+export interface PartitionSpec {
+  readonly name: string;
+  /** Node names in hostlist order, each defined by a NodeSpec. */
+  readonly nodes: readonly string[];
+  /** Jobs without --partition go here; exactly one partition has it. */
+  readonly isDefault: boolean;
+  /** null: no limit. */
+  readonly maxTimeSeconds: number | null;
+  /** Most nodes one job may have; null: no limit. */
+  readonly maxNodes: number | null;
+  /** Higher first where partitions share nodes (Slurm's partition priority). */
+  readonly priority: number;
+}
+
+export interface ClusterConfig {
+  readonly name: string;
+  readonly policy: SchedulingPolicy;
+  readonly placement: Placement;
+  readonly listen: ListenAddress;
+  /** Absolute; a relative data_dir is taken from the config file's folder. */
+  readonly dataDir: string;
+  /** Absolute; a relative socket is taken from dataDir. */
+  readonly socketPath: string;
+  /** An agent silent this long marks its node DOWN. */
+  readonly nodeTimeoutSeconds: number;
+  /** Finished jobs stay in the queue listing this long. */
+  readonly keepFinishedSeconds: number;
+  /** The warning signal comes this long before the time limit (0: none). */
+  readonly warnBeforeLimitSeconds: number;
+  /** SIGKILL follows SIGTERM at the limit after this long. */
+  readonly killGraceSeconds: number;
+  /** Every node, in file order. */
+  readonly nodes: readonly NodeSpec[];
+  readonly partitions: readonly PartitionSpec[];
+  /** Name of the partition with isDefault. */
+  readonly defaultPartition: string;
+}
+
+export type ClusterConfigResult =
+  | { readonly ok: true; readonly config: ClusterConfig }
+  | { readonly ok: false; readonly errors: readonly ConfigError[] };
+
+export const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 6817 };
+
+/** What [cluster] keys default to when left out (durations in seconds). */
+export const CLUSTER_DEFAULTS = {
+  name: 'taras',
+  policy: 'easy',
+  placement: 'first-fit',
+  socket: 'taras.sock',
+  dataDir: 'taras-data',
+  nodeTimeoutSeconds: 60,
+  keepFinishedSeconds: 3600,
+  warnBeforeLimitSeconds: 60,
+  killGraceSeconds: 30,
+} as const;
+
+/** Linux limits a Unix socket path to 108 bytes with the terminating NUL. */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions'] };
+
+const CLUSTER_KEYS = {
+  known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_before_limit', 'kill_grace'],
+  aliases: {
+    clustername: 'name',
+    schedulertype: 'policy',
+    selecttype: 'placement',
+    address: 'listen',
+    port: 'listen',
+    statesavelocation: 'data_dir',
+    slurmdtimeout: 'node_timeout',
+    minjobage: 'keep_finished',
+    killwait: 'kill_grace',
+  },
+};
+
+/** Parses and checks a cluster.toml text; `file` is used in errors and to resolve data_dir. */
+export function parseClusterConfig(text: string, file: string): ClusterConfigResult {
+  const index = new SourceIndex(text);
+  let document: Table;
+  try {
+    document = parse(text);
+  } catch (error) {
+    if (error instanceof TomlError) return { ok: false, errors: [syntaxError(error, file, index)] };
+    throw error;
+  }
+  const errors = new ErrorList(file, (key) => index.lineOf(key));
+  const root = new TableReader('', document, errors);
+  root.rejectUnknownKeys(ROOT_KEYS);
+  const clusterTable = root.subTable('cluster');
+  const settings = clusterTable === undefined ? undefined : readSettings(new TableReader('cluster', clusterTable, errors), file);
+  const nodes = readNodes(root, errors, index);
+  const partitions = readPartitions(root, nodes, errors, index);
+  if (errors.size > 0 || settings === undefined || partitions.defaultName === undefined) {
+    return { ok: false, errors: errors.sorted() };
+  }
+  return {
+    ok: true,
+    config: { ...settings, nodes: nodes.specs, partitions: partitions.specs, defaultPartition: partitions.defaultName },
+  };
+}
+
+type Settings = Omit<ClusterConfig, 'nodes' | 'partitions' | 'defaultPartition'>;
+
+function readSettings(reader: TableReader, file: string): Settings {
+  reader.rejectUnknownKeys(CLUSTER_KEYS);
+  const listenText = reader.string('listen', { example: '"127.0.0.1:6817"' });
+  const listen = listenText === undefined ? DEFAULT_LISTEN : parseListen(listenText);
+  if (listen === undefined) {
+    reader.error('listen', `${JSON.stringify(listenText)} is not HOST:PORT with a port from 0 to 65535`, 'write listen = "127.0.0.1:6817"');
+  }
+  const nonEmpty = { pattern: /\S/, patternHint: 'it is empty' };
+  const dataDir = resolve(dirname(file), reader.string('data_dir', { example: '"taras-data"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.dataDir);
+  const socketPath = resolve(dataDir, reader.string('socket', { example: '"taras.sock"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.socket);
+  if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
+    reader.error(
+      reader.has('socket') ? 'socket' : 'data_dir',
+      `the socket path ${socketPath} is longer than the ${MAX_SOCKET_PATH_BYTES} bytes a Unix socket allows`,
+      'use a shorter data_dir, or an absolute socket path such as "/tmp/taras.sock"',
+    );
+  }
+  const timer = (key: string, example: string, min: number, fallback: number): number =>
+    reader.duration(key, { example, minutesIfBare: false, unlimited: false, min }) ?? fallback;
+  return {
+    name: reader.string('name', { example: '"demo"', pattern: NAME_PATTERN, patternHint: NAME_HINT }) ?? CLUSTER_DEFAULTS.name,
+    policy: reader.choice('policy', schedulingPolicies) ?? CLUSTER_DEFAULTS.policy,
+    placement: reader.choice('placement', placements) ?? CLUSTER_DEFAULTS.placement,
+    listen: listen ?? DEFAULT_LISTEN,
+    dataDir,
+    socketPath,
+    nodeTimeoutSeconds: timer('node_timeout', '"60s"', 1, CLUSTER_DEFAULTS.nodeTimeoutSeconds),
+    keepFinishedSeconds: timer('keep_finished', '"1h"', 0, CLUSTER_DEFAULTS.keepFinishedSeconds),
+    warnBeforeLimitSeconds: timer('warn_before_limit', '"60s"', 0, CLUSTER_DEFAULTS.warnBeforeLimitSeconds),
+    killGraceSeconds: timer('kill_grace', '"30s"', 0, CLUSTER_DEFAULTS.killGraceSeconds),
+  };
+}
+
+/** "127.0.0.1:6817", "localhost:80", "[::1]:6817". */
+export function parseListen(text: string): ListenAddress | undefined {
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(text.trim());
+  if (!match) return undefined;
+  const port = Number(match[3]);
+  return port <= 65535 ? { host: match[1] ?? match[2], port } : undefined;
+}
+
+const SYNTAX_FIXES: readonly [RegExp, string][] = [
+  [/redefine/, 'each key and [table] may appear once: remove the repeat, or write [[name]] for a list of tables'],
+  [/unfinished|unterminated|control characters|newlines are not allowed/, 'close the string, array or table that starts here'],
+  [/invalid value|unexpected/, 'quote text values ("easy", "16G"); numbers and true/false stay bare'],
+];
+
+function syntaxError(error: TomlError, file: string, index: SourceIndex): ConfigError {
+  const summary = error.message.replace(/^Invalid TOML document:\s*/, '').split('\n')[0];
+  const fix = SYNTAX_FIXES.find(([pattern]) => pattern.test(summary))?.[1] ?? 'see docs/cluster.example.toml for the form of each key';
+  return { file, line: error.line, key: index.pathAt(error.line), message: `TOML syntax: ${summary} (column ${error.column})`, fix };
+}
+
+/**
+ * The configuration `npm start` runs without a cluster.toml: one partition
+ * "batch" over node01..node16 (8 CPUs, 16 GiB each), easy backfilling,
+ * first-fit placement, the API on 127.0.0.1:6817.
+ */
+export function defaultClusterConfig(dataDir: string): ClusterConfig {
+  const names = expandHostlist('node[01-16]');
+  const absoluteDataDir = resolve(dataDir);
+  return {
+    name: CLUSTER_DEFAULTS.name,
+    policy: CLUSTER_DEFAULTS.policy,
+    placement: CLUSTER_DEFAULTS.placement,
+    listen: DEFAULT_LISTEN,
+    dataDir: absoluteDataDir,
+    socketPath: resolve(absoluteDataDir, CLUSTER_DEFAULTS.socket),
+    nodeTimeoutSeconds: CLUSTER_DEFAULTS.nodeTimeoutSeconds,
+    keepFinishedSeconds: CLUSTER_DEFAULTS.keepFinishedSeconds,
+    warnBeforeLimitSeconds: CLUSTER_DEFAULTS.warnBeforeLimitSeconds,
+    killGraceSeconds: CLUSTER_DEFAULTS.killGraceSeconds,
+    nodes: names.map((name) => ({ name, cpus: 8, memoryMiB: 16 * 1024, features: [] })),
+    partitions: [{ name: 'batch', nodes: names, isDefault: true, maxTimeSeconds: null, maxNodes: null, priority: 1 }],
+    defaultPartition: 'batch',
+  };
+}

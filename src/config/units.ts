@@ -1,0 +1,74 @@
+// Durations and memory sizes as administrators and sbatch users write them.
+// One parser for cluster.toml, `--time`/`--mem` flags and #TARAS directives, so
+// "30:00" or "16G" means the same thing everywhere.
+
+export type UnitResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly message: string; readonly fix: string };
+
+export const DURATION_FORMS =
+  'minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, "UNLIMITED", or a number with a unit: 90s, 5m, 2h, 1d, 1h30m';
+
+export const MEMORY_FORMS = 'MiB as a plain number (512), or with a K, M, G or T suffix (512M, 16G, 1T)';
+
+const MINUTE = 60;
+const HOUR = 3600;
+const DAY = 86400;
+
+/**
+ * Seconds from a duration, or `null` for no limit. Accepts sbatch's --time
+ * forms (a plain number is minutes; "UNLIMITED", "INFINITE", "-1" and, as in
+ * sbatch, a total of zero mean no limit) and unit forms "90s", "5m", "2h", "1d",
+ * "1h30m" (where "0s" is zero seconds).
+ */
+export function parseDuration(text: string): UnitResult<number | null> {
+  const trimmed = text.trim();
+  const bad = (why: string): UnitResult<never> => ({ ok: false, message: `"${text}" is not a duration: ${why}`, fix: `write ${DURATION_FORMS}` });
+  if (trimmed === '') return bad('it is empty');
+  if (/^(unlimited|infinite|-1)$/i.test(trimmed)) return { ok: true, value: null };
+
+  const withUnits = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/i.exec(trimmed);
+  if (withUnits && /[a-z]$/i.test(trimmed)) {
+    const [, days = '0', hours = '0', minutes = '0', secs = '0'] = withUnits;
+    const seconds = Number(days) * DAY + Number(hours) * HOUR + Number(minutes) * MINUTE + Number(secs);
+    return Number.isSafeInteger(seconds) ? { ok: true, value: seconds } : bad('too long');
+  }
+
+  // sbatch: [days-]hours[:minutes[:seconds]] with a day part, else minutes[:seconds] or
+  // hours:minutes:seconds. As in sbatch, fields after the first are not range-checked ("90:00").
+  const sbatch = /^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$/.exec(trimmed);
+  if (!sbatch) {
+    if (/^\d+(\.\d+)?[a-z]+$/i.test(trimmed)) return bad('the unit must be d, h, m or s, in that order, with whole numbers');
+    return bad('unrecognised form');
+  }
+  const [, daysText, first, second, third] = sbatch;
+  const [a, b = 0, c = 0] = [first, second, third].filter((part): part is string => part !== undefined).map(Number);
+  let seconds: number;
+  if (daysText !== undefined) seconds = Number(daysText) * DAY + a * HOUR + b * MINUTE + c;
+  else if (third !== undefined) seconds = a * HOUR + b * MINUTE + c;
+  else seconds = a * MINUTE + b;
+  if (!Number.isSafeInteger(seconds)) return bad('too long');
+  return { ok: true, value: seconds === 0 ? null : seconds };
+}
+
+/** True for the text forms that carry their own unit ("90s", "1:30", "1-0"): not a bare number. */
+export function hasExplicitUnit(text: string): boolean {
+  return !/^\s*\d+\s*$/.test(text);
+}
+
+const MEMORY_UNIT_MIB: Record<string, number> = { k: 1 / 1024, m: 1, g: 1024, t: 1024 * 1024 };
+
+/**
+ * MiB from a memory size: a plain number is MiB (Slurm's default unit); K, M,
+ * G and T are binary (a trailing "B" or "iB" is allowed). Kilobytes round up
+ * to a whole MiB.
+ */
+export function parseMemoryMiB(text: string): UnitResult<number> {
+  const match = /^(\d+)\s*(?:([kmgt])(?:i?b)?)?$/i.exec(text.trim());
+  if (!match) {
+    const why = /^\d+\.\d+/.test(text.trim()) ? 'use a whole number with a smaller unit (1536M, not 1.5G)' : 'unrecognised form';
+    return { ok: false, message: `"${text}" is not a memory size: ${why}`, fix: `write ${MEMORY_FORMS}` };
+  }
+  const [, amount, unit = 'm'] = match;
+  const mib = Math.ceil(Number(amount) * MEMORY_UNIT_MIB[unit.toLowerCase()]);
+  if (!Number.isSafeInteger(mib)) return { ok: false, message: `"${text}" is too large`, fix: `write ${MEMORY_FORMS}` };
+  return { ok: true, value: mib };
+}
