@@ -1,0 +1,196 @@
+// A job's life as a log of facts (Flux's eventlog): the event types, the job
+// record derived from them, and `replay`, the pure fold from one to the other.
+// The store checks every append against this same fold, so a log that was
+// accepted always replays, and the jobs table is only a cache of `replay`.
+
+import type { JobId } from '../core/types.js';
+
+/** Wall-clock time in milliseconds since the Unix epoch (the controller's clock). */
+export type EpochMs = number;
+
+export type JsonValue = string | number | boolean | null | readonly JsonValue[] | { readonly [key: string]: JsonValue };
+export type JsonObject = { readonly [key: string]: JsonValue };
+
+/** How a job left the system; the last state it ever has (unless requeued). */
+export const END_STATES = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY'] as const;
+export type EndState = (typeof END_STATES)[number];
+export const JOB_STATES = ['PENDING', 'RUNNING', 'COMPLETING', ...END_STATES] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+export const isEndState = (state: JobState): state is EndState => (END_STATES as readonly string[]).includes(state);
+
+/** What a submission records: who, what, where, plus the full request as the controller parsed it. */
+export interface NewJob {
+  readonly user: string;
+  readonly name: string;
+  readonly partition: string;
+  /** Where the script came from on the submitting host, when it came from a file. */
+  readonly scriptPath: string | null;
+  /** The script's contents at submission (the file may change or vanish later). */
+  readonly script: string;
+  /** Every option of the request (nodes, limits, output patterns, ...); opaque to the store. */
+  readonly request: JsonObject;
+}
+
+export type JobEvent =
+  | ({ readonly type: 'submitted' } & NewJob)
+  /** A promise: the job will start by `plannedStartMs` (on `nodes`, when the policy reserves nodes). */
+  | { readonly type: 'planned'; readonly plannedStartMs: EpochMs; readonly nodes: readonly string[] }
+  | { readonly type: 'started'; readonly nodes: readonly string[] }
+  | { readonly type: 'signalled'; readonly signal: string; readonly reason?: string }
+  /** The job's processes are gone or going; its nodes are being cleaned up. */
+  | { readonly type: 'completing' }
+  | { readonly type: 'ended'; readonly state: EndState; readonly exitCode: number | null; readonly reason?: string }
+  /** Back to the queue with its original submit time (node failure with --requeue, admin requeue). */
+  | { readonly type: 'requeued'; readonly reason?: string }
+  | { readonly type: 'held'; readonly reason?: string }
+  | { readonly type: 'released' };
+
+export type JobEventType = JobEvent['type'];
+/** Every event but the first: what happens to a job that exists. */
+export type TransitionEvent = Exclude<JobEvent, { readonly type: 'submitted' }>;
+
+export const JOB_EVENT_TYPES: readonly JobEventType[] = [
+  'submitted', 'planned', 'started', 'signalled', 'completing', 'ended', 'requeued', 'held', 'released',
+];
+
+/** An event as stored: which job, its position in that job's log (1, 2, ...), and when. */
+export interface StoredJobEvent {
+  readonly jobId: JobId;
+  readonly seq: number;
+  readonly timeMs: EpochMs;
+  readonly event: JobEvent;
+}
+
+/** A job's current state: exactly what `replay` derives from its events. */
+export interface JobRecord extends NewJob {
+  readonly id: JobId;
+  readonly state: JobState;
+  /** A held job stays PENDING but is not considered for starting. */
+  readonly held: boolean;
+  /** Why it is held, was requeued, or ended (when the event said). */
+  readonly reason: string | null;
+  readonly submitTimeMs: EpochMs;
+  readonly startTimeMs: EpochMs | null;
+  readonly endTimeMs: EpochMs | null;
+  readonly exitCode: number | null;
+  /** Nodes it runs or ran on; empty while pending. */
+  readonly nodes: readonly string[];
+  /** The latest promise (planned event); kept after the start so prediction can be compared with reality. */
+  readonly plannedStartMs: EpochMs | null;
+  readonly reservedNodes: readonly string[];
+  readonly requeueCount: number;
+  /** Seq of the last event applied: the next append is lastSeq + 1. */
+  readonly lastSeq: number;
+}
+
+/** An event that does not fit the job's state: a caller's bug or a race (cancel after end). */
+export class TransitionError extends Error {
+  constructor(
+    readonly jobId: JobId,
+    readonly from: JobState | 'nothing',
+    readonly eventType: JobEventType,
+    detail: string,
+  ) {
+    super(`job ${jobId}: cannot apply '${eventType}' to ${from === 'nothing' ? 'a job with no events' : `a ${from} job`}: ${detail}`);
+    this.name = 'TransitionError';
+  }
+}
+
+const RUNNING_STATES: readonly JobState[] = ['RUNNING', 'COMPLETING'];
+
+/** Which states each event may follow, and why not otherwise (the message names the fix). */
+function refuse(record: JobRecord, event: TransitionEvent): string | undefined {
+  const { state, held } = record;
+  switch (event.type) {
+    case 'planned':
+      return state === 'PENDING' ? undefined : 'only pending jobs get a planned start';
+    case 'started':
+      if (state !== 'PENDING') return 'only pending jobs start';
+      if (held) return 'release the job before starting it';
+      return event.nodes.length > 0 ? undefined : 'a start needs at least one node';
+    case 'signalled':
+      return RUNNING_STATES.includes(state) ? undefined : 'only running or completing jobs have processes to signal';
+    case 'completing':
+      return state === 'RUNNING' ? undefined : 'only running jobs go to COMPLETING';
+    case 'ended':
+      if (RUNNING_STATES.includes(state)) return undefined;
+      if (state === 'PENDING') {
+        return event.state === 'CANCELLED' || event.state === 'FAILED' ? undefined : 'a job that never started can only end CANCELLED or FAILED';
+      }
+      return 'the job has already ended';
+    case 'requeued':
+      return state === 'PENDING' ? 'the job is already pending' : undefined;
+    case 'held':
+      if (state !== 'PENDING') return 'only pending jobs can be held';
+      return held ? 'the job is already held' : undefined;
+    case 'released':
+      return state === 'PENDING' && held ? undefined : 'only held pending jobs can be released';
+  }
+}
+
+/** The first event of a job: exactly the NewJob fields, whatever else the caller's object carries. */
+export function submittedEvent(job: NewJob): JobEvent {
+  const { user, name, partition, scriptPath, script, request } = job;
+  return { type: 'submitted', user, name, partition, scriptPath, script, request };
+}
+
+/** The fields of a job that has not run (yet, or again after a requeue). */
+const NOT_RUN = {
+  startTimeMs: null,
+  endTimeMs: null,
+  exitCode: null,
+  nodes: [],
+  plannedStartMs: null,
+  reservedNodes: [],
+} as const satisfies Partial<JobRecord>;
+
+/** The record after one more event; throws TransitionError when the event does not fit. */
+export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent): JobRecord {
+  const { event, jobId, seq, timeMs } = stored;
+  if (record === undefined) {
+    if (event.type !== 'submitted') throw new TransitionError(jobId, 'nothing', event.type, "a job's log starts with 'submitted'");
+    if (seq !== 1) throw new TransitionError(jobId, 'nothing', event.type, `the first event has seq 1, not ${seq}`);
+    const { user, name, partition, scriptPath, script, request } = event; // only known fields, whatever the log held
+    return {
+      id: jobId, user, name, partition, scriptPath, script, request,
+      state: 'PENDING', held: false, reason: null, submitTimeMs: timeMs, ...NOT_RUN, requeueCount: 0, lastSeq: 1,
+    };
+  }
+  if (event.type === 'submitted') throw new TransitionError(jobId, record.state, event.type, 'a job is submitted once');
+  if (jobId !== record.id) throw new TransitionError(jobId, record.state, event.type, `the event belongs to job ${jobId}, not ${record.id}`);
+  if (seq !== record.lastSeq + 1) {
+    throw new TransitionError(jobId, record.state, event.type, `expected seq ${record.lastSeq + 1}, got ${seq}`);
+  }
+  const why = refuse(record, event);
+  if (why !== undefined) throw new TransitionError(jobId, record.state, event.type, why);
+
+  const next = { ...record, lastSeq: seq };
+  switch (event.type) {
+    case 'planned':
+      return { ...next, plannedStartMs: event.plannedStartMs, reservedNodes: event.nodes };
+    case 'started':
+      return { ...next, state: 'RUNNING', reason: null, startTimeMs: timeMs, nodes: event.nodes };
+    case 'signalled':
+      return next;
+    case 'completing':
+      return { ...next, state: 'COMPLETING' };
+    case 'ended':
+      return { ...next, state: event.state, reason: event.reason ?? null, endTimeMs: timeMs, exitCode: event.exitCode };
+    case 'requeued':
+      // Keeps submit time (and so its place in the queue) and the hold flag; forgets the run.
+      return { ...next, ...NOT_RUN, state: 'PENDING', reason: event.reason ?? null, requeueCount: record.requeueCount + 1 };
+    case 'held':
+      return { ...next, held: true, reason: event.reason ?? null };
+    case 'released':
+      return { ...next, held: false, reason: null };
+  }
+}
+
+/** A job's state from its whole log, in seq order. Pure: the same log always gives the same record. */
+export function replay(events: readonly StoredJobEvent[]): JobRecord {
+  let record: JobRecord | undefined;
+  for (const stored of events) record = applyEvent(record, stored);
+  if (record === undefined) throw new Error('replay: a job needs at least its submitted event');
+  return record;
+}

@@ -1,0 +1,106 @@
+// The database schema as an ordered list of migrations. The file's version is
+// `PRAGMA user_version`; opening runs every later migration in one transaction.
+// The jobs table is a cache of the event log, so a migration that changes its
+// shape asks for a rebuild from the events instead of converting rows.
+
+import type { Database } from 'better-sqlite3';
+
+export interface Migration {
+  /** 1, 2, ...: the file's user_version after this migration. */
+  readonly version: number;
+  readonly description: string;
+  readonly up: (db: Database) => void;
+  /** Recompute every jobs row from job_events after this migration (store.ts does it). */
+  readonly rebuildRows?: boolean;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'event log, job rows, settings',
+    up: (db) => {
+      db.exec(`
+        -- The source of truth: one row per fact, never updated or deleted.
+        CREATE TABLE job_events (
+          job_id  INTEGER NOT NULL,
+          seq     INTEGER NOT NULL,
+          time_ms INTEGER NOT NULL,
+          type    TEXT    NOT NULL,
+          payload TEXT    NOT NULL,  -- JSON: the event without its type
+          PRIMARY KEY (job_id, seq)
+        ) WITHOUT ROWID;
+        CREATE TRIGGER job_events_no_update BEFORE UPDATE ON job_events
+          BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END;
+        CREATE TRIGGER job_events_no_delete BEFORE DELETE ON job_events
+          BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END;
+
+        -- The job id sequence and a cache of replay(events) per job.
+        -- AUTOINCREMENT: ids are never reused, even if rows are wiped for a rebuild.
+        CREATE TABLE jobs (
+          id               INTEGER PRIMARY KEY AUTOINCREMENT,
+          user_name        TEXT    NOT NULL,
+          job_name         TEXT    NOT NULL,
+          partition_name   TEXT    NOT NULL,
+          script_path      TEXT,
+          script           TEXT    NOT NULL,
+          request          TEXT    NOT NULL,  -- JSON object
+          state            TEXT    NOT NULL,
+          submit_time_ms   INTEGER NOT NULL,
+          start_time_ms    INTEGER,
+          end_time_ms      INTEGER,
+          exit_code        INTEGER,
+          nodes            TEXT    NOT NULL,  -- JSON array of node names
+          planned_start_ms INTEGER,
+          reserved_nodes   TEXT    NOT NULL,  -- JSON array of node names
+          last_seq         INTEGER NOT NULL
+        );
+
+        CREATE TABLE settings (
+          key   TEXT PRIMARY KEY,
+          value TEXT NOT NULL  -- JSON
+        ) WITHOUT ROWID;
+      `);
+    },
+  },
+  {
+    version: 2,
+    description: 'hold, reason and requeue count on job rows; indexes for the queue queries',
+    up: (db) => {
+      db.exec(`
+        ALTER TABLE jobs ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE jobs ADD COLUMN reason TEXT;
+        ALTER TABLE jobs ADD COLUMN requeue_count INTEGER NOT NULL DEFAULT 0;
+        -- Pending queue order and running lists; per-user listings; retention scans.
+        CREATE INDEX jobs_by_state ON jobs (state, submit_time_ms, id);
+        CREATE INDEX jobs_by_user ON jobs (user_name, id);
+        CREATE INDEX jobs_by_end ON jobs (end_time_ms) WHERE end_time_ms IS NOT NULL;
+      `);
+    },
+    // The new columns are derived from the log (held/released, requeued events).
+    rebuildRows: true,
+  },
+];
+
+export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;
+
+export const schemaVersionOf = (db: Database): number => db.pragma('user_version', { simple: true }) as number;
+
+/**
+ * Runs the migrations after the file's version, inside the caller's transaction
+ * (the version bump commits with the schema change or not at all).
+ * Returns whether any of them asks for a rebuild of the jobs rows.
+ */
+export function migrate(db: Database, migrations: readonly Migration[] = MIGRATIONS): { from: number; to: number; rebuildRows: boolean } {
+  const from = schemaVersionOf(db);
+  let rebuildRows = false;
+  let to = from;
+  for (const migration of migrations) {
+    if (migration.version <= from) continue;
+    if (migration.version !== to + 1) throw new Error(`migrations must be numbered 1, 2, ... without gaps: ${to} is followed by ${migration.version}`);
+    migration.up(db);
+    db.pragma(`user_version = ${migration.version}`);
+    rebuildRows ||= migration.rebuildRows === true;
+    to = migration.version;
+  }
+  return { from, to, rebuildRows };
+}

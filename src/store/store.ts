@@ -1,0 +1,274 @@
+// The controller's durable state in one SQLite file (better-sqlite3, WAL).
+// Every change is an event appended to a job's log, with the job's row (the
+// cache of replay(log)) updated in the same transaction; a method returns only
+// after its transaction has committed, so a caller may acknowledge then.
+
+import Database from 'better-sqlite3';
+import type { Database as Connection, Statement } from 'better-sqlite3';
+import type { JobId } from '../core/types.js';
+import {
+  applyEvent, replay, submittedEvent,
+  type EpochMs, type JobRecord, type JobState, type JsonValue, type NewJob, type StoredJobEvent, type TransitionEvent,
+} from './events.js';
+import { eventPayload, JOB_COLUMNS, recordToRow, rowToEvent, rowToRecord, type EventRow, type JobRow } from './rows.js';
+import { migrate, MIGRATIONS, SCHEMA_VERSION, schemaVersionOf } from './schema.js';
+
+/** A problem with the database file itself; the message names the file and the fix. */
+export class StoreError extends Error {
+  constructor(readonly path: string, detail: string) {
+    super(`${path}: ${detail}`);
+    this.name = 'StoreError';
+  }
+}
+
+export interface StoreOptions {
+  /**
+   * FULL (default) fsyncs the WAL at every commit: an acknowledged submission
+   * survives power loss. NORMAL survives a crash of the process (kill -9) but
+   * may lose the last commits on power loss; for benchmarks and tests only.
+   */
+  readonly synchronous?: 'FULL' | 'NORMAL';
+}
+
+export interface JobFilter {
+  readonly user?: string;
+  readonly states?: readonly JobState[];
+  /** Hide jobs that ended before this time (retention); jobs that have not ended are always shown. */
+  readonly endedSinceMs?: EpochMs;
+}
+
+export interface JobTransition {
+  readonly jobId: JobId;
+  readonly event: TransitionEvent;
+}
+
+const INSERT_JOB = `INSERT INTO jobs (${JOB_COLUMNS.join(', ')}) VALUES (${JOB_COLUMNS.map((c) => `@${c}`).join(', ')})`;
+const UPDATE_JOB = `UPDATE jobs SET ${JOB_COLUMNS.filter((c) => c !== 'id').map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`;
+const INSERT_EVENT = 'INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (?, ?, ?, ?, ?)';
+
+/** Recomputes every jobs row from job_events; runs inside the caller's transaction. */
+function rebuildRows(db: Connection): number {
+  db.prepare('DELETE FROM jobs').run();
+  const insert = db.prepare(INSERT_JOB);
+  // better-sqlite3 cannot write while a read is open, so the log is read in slices of job ids.
+  const slice = db.prepare('SELECT job_id, seq, time_ms, type, payload FROM job_events WHERE job_id >= ? AND job_id < ? ORDER BY job_id, seq');
+  const highest = (db.prepare('SELECT max(job_id) AS id FROM job_events').get() as { id: number | null }).id ?? 0;
+  const jobsPerSlice = 1000;
+  let rows = 0;
+  for (let low = 0; low <= highest; low += jobsPerSlice) {
+    let log: StoredJobEvent[] = [];
+    const flush = (): void => {
+      if (log.length === 0) return;
+      insert.run(recordToRow(replay(log)));
+      rows++;
+      log = [];
+    };
+    for (const row of slice.all(low, low + jobsPerSlice) as EventRow[]) {
+      if (log.length > 0 && log[0].jobId !== row.job_id) flush();
+      log.push(rowToEvent(row));
+    }
+    flush();
+  }
+  return rows;
+}
+
+function checkTime(path: string, atMs: EpochMs): void {
+  if (!Number.isSafeInteger(atMs) || atMs < 0) throw new StoreError(path, `time ${atMs} is not a whole number of milliseconds since the epoch`);
+}
+
+export class Store {
+  private readonly insertJob: Statement;
+  private readonly updateJob: Statement;
+  private readonly insertEvent: Statement;
+  private readonly selectJob: Statement;
+  private readonly selectEvents: Statement;
+  private readonly selectPending: Statement;
+  private readonly selectRunning: Statement;
+  private readonly selectFinishedBefore: Statement;
+  private readonly filterStatements = new Map<string, Statement>();
+
+  /** Use openStore. */
+  constructor(readonly path: string, private readonly db: Connection) {
+    this.insertJob = db.prepare(INSERT_JOB);
+    this.updateJob = db.prepare(UPDATE_JOB);
+    this.insertEvent = db.prepare(INSERT_EVENT);
+    this.selectJob = db.prepare('SELECT * FROM jobs WHERE id = ?');
+    this.selectEvents = db.prepare('SELECT job_id, seq, time_ms, type, payload FROM job_events WHERE job_id = ? ORDER BY seq');
+    this.selectPending = db.prepare("SELECT * FROM jobs WHERE state = 'PENDING' ORDER BY submit_time_ms, id");
+    this.selectRunning = db.prepare("SELECT * FROM jobs WHERE state IN ('RUNNING', 'COMPLETING') ORDER BY start_time_ms, id");
+    this.selectFinishedBefore = db.prepare('SELECT * FROM jobs WHERE end_time_ms < ? ORDER BY end_time_ms, id');
+  }
+
+  get schemaVersion(): number {
+    return schemaVersionOf(this.db);
+  }
+
+  /** The connection's fsync policy, as SQLite reports it. */
+  get synchronous(): 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA' {
+    return (['OFF', 'NORMAL', 'FULL', 'EXTRA'] as const)[this.db.pragma('synchronous', { simple: true }) as number];
+  }
+
+  /**
+   * Submits a batch in one transaction (one fsync for all: group commit) and
+   * returns their new ids in order. All or none are stored.
+   */
+  submitMany(jobs: readonly NewJob[], atMs: EpochMs): JobId[] {
+    checkTime(this.path, atMs);
+    return this.db.transaction(() =>
+      jobs.map((job) => {
+        // The row is built by the same fold as replay, so row == replay(log) by construction;
+        // the id is SQLite's next one, so the fold runs with a placeholder.
+        const event = submittedEvent(job);
+        const provisional = applyEvent(undefined, { jobId: 0 as JobId, seq: 1, timeMs: atMs, event });
+        const id = Number(this.insertJob.run({ ...recordToRow(provisional), id: null }).lastInsertRowid) as JobId;
+        this.insertEvent.run(id, 1, atMs, event.type, eventPayload(event));
+        return id;
+      }),
+    ).immediate();
+  }
+
+  submit(job: NewJob, atMs: EpochMs): JobId {
+    return this.submitMany([job], atMs)[0];
+  }
+
+  /**
+   * Appends events to existing jobs in one transaction and returns each job's
+   * record after its event. An event that does not fit its job's state throws
+   * a TransitionError and nothing of the batch is stored.
+   */
+  appendMany(transitions: readonly JobTransition[], atMs: EpochMs): JobRecord[] {
+    checkTime(this.path, atMs);
+    return this.db.transaction(() => {
+      const latest = new Map<JobId, JobRecord>();
+      return transitions.map(({ jobId, event }) => {
+        const current = latest.get(jobId) ?? this.job(jobId);
+        if (current === undefined) throw new StoreError(this.path, `job ${jobId} does not exist`);
+        const next = applyEvent(current, { jobId, seq: current.lastSeq + 1, timeMs: atMs, event });
+        this.insertEvent.run(jobId, next.lastSeq, atMs, event.type, eventPayload(event));
+        this.updateJob.run(recordToRow(next));
+        latest.set(jobId, next);
+        return next;
+      });
+    }).immediate();
+  }
+
+  append(jobId: JobId, event: TransitionEvent, atMs: EpochMs): JobRecord {
+    return this.appendMany([{ jobId, event }], atMs)[0];
+  }
+
+  job(id: JobId): JobRecord | undefined {
+    const row = this.selectJob.get(id) as JobRow | undefined;
+    return row === undefined ? undefined : rowToRecord(row);
+  }
+
+  /** A job's log in order (empty for an unknown id). */
+  events(id: JobId): StoredJobEvent[] {
+    return (this.selectEvents.all(id) as EventRow[]).map(rowToEvent);
+  }
+
+  jobWithEvents(id: JobId): { job: JobRecord; events: StoredJobEvent[] } | undefined {
+    return this.db.transaction(() => {
+      const job = this.job(id);
+      return job === undefined ? undefined : { job, events: this.events(id) };
+    })();
+  }
+
+  /** PENDING jobs (held ones included, flagged) in queue order: submit time, then id. */
+  pendingJobs(): JobRecord[] {
+    return (this.selectPending.all() as JobRow[]).map(rowToRecord);
+  }
+
+  /** Jobs holding nodes: RUNNING and COMPLETING, by start time. */
+  runningJobs(): JobRecord[] {
+    return (this.selectRunning.all() as JobRow[]).map(rowToRecord);
+  }
+
+  /** Jobs matching every given condition, by id. */
+  jobs(filter: JobFilter = {}): JobRecord[] {
+    const conditions: string[] = [];
+    const params: (string | number)[] = [];
+    if (filter.user !== undefined) {
+      conditions.push('user_name = ?');
+      params.push(filter.user);
+    }
+    if (filter.states !== undefined) {
+      conditions.push(`state IN (${filter.states.map(() => '?').join(', ') || 'NULL'})`);
+      params.push(...filter.states);
+    }
+    if (filter.endedSinceMs !== undefined) {
+      conditions.push('(end_time_ms IS NULL OR end_time_ms >= ?)');
+      params.push(filter.endedSinceMs);
+    }
+    const sql = `SELECT * FROM jobs${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ORDER BY id`;
+    let statement = this.filterStatements.get(sql);
+    if (statement === undefined) {
+      statement = this.db.prepare(sql);
+      this.filterStatements.set(sql, statement);
+    }
+    return (statement.all(...params) as JobRow[]).map(rowToRecord);
+  }
+
+  /** Finished jobs that ended before `cutoffMs`: past retention, kept here but hidden from the queue. */
+  finishedBefore(cutoffMs: EpochMs): JobRecord[] {
+    return (this.selectFinishedBefore.all(cutoffMs) as JobRow[]).map(rowToRecord);
+  }
+
+  /** Recomputes every jobs row from the event log; returns the number of jobs. */
+  rebuild(): number {
+    return this.db.transaction(() => rebuildRows(this.db)).immediate();
+  }
+
+  setting(key: string): JsonValue | undefined {
+    const row = this.db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as { value: string } | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.value) as JsonValue);
+  }
+
+  setSetting(key: string, value: JsonValue): void {
+    this.db.prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
+      .run(key, JSON.stringify(value));
+  }
+
+  deleteSetting(key: string): void {
+    this.db.prepare('DELETE FROM settings WHERE key = ?').run(key);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
+
+/**
+ * Opens (or creates) the database at `path`: WAL, synchronous FULL by default,
+ * and every pending migration applied in one transaction. A file written by a
+ * newer Taras is refused rather than guessed at.
+ */
+export function openStore(path: string, options: StoreOptions = {}): Store {
+  let db: Connection;
+  try {
+    db = new Database(path);
+  } catch (error) {
+    throw new StoreError(path, `cannot open the database (${(error as Error).message}); check that the directory exists and is writable`);
+  }
+  try {
+    db.pragma('busy_timeout = 5000');
+    const mode = db.pragma('journal_mode = WAL', { simple: true });
+    if (mode !== 'wal' && path !== ':memory:') {
+      throw new StoreError(path, `cannot switch to WAL mode (journal_mode is '${String(mode)}'); use a local filesystem`);
+    }
+    db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+    const version = schemaVersionOf(db);
+    if (version > SCHEMA_VERSION) {
+      throw new StoreError(path, `schema version ${version} is newer than this Taras understands (${SCHEMA_VERSION}); run a newer Taras or restore a backup`);
+    }
+    if (version < SCHEMA_VERSION) {
+      db.transaction(() => {
+        if (migrate(db, MIGRATIONS).rebuildRows) rebuildRows(db);
+      }).immediate();
+    }
+  } catch (error) {
+    db.close();
+    if (error instanceof StoreError) throw error;
+    throw new StoreError(path, `cannot use the database (${(error as Error).message}); is it a Taras database?`);
+  }
+  return new Store(path, db);
+}

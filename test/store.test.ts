@@ -1,0 +1,432 @@
+// The controller's store (src/store): ids, the event log and its replay,
+// rebuild, migrations, the CLI's queries, and crash safety with a real writer
+// process killed with SIGKILL. Run as a child with TARAS_STORE_CRASH_CHILD set,
+// this file is that writer instead of a test.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import { SeededRandom } from '../src/core/random.js';
+import { jobId, type JobId } from '../src/core/types.js';
+import { replay, TransitionError, type JobRecord, type NewJob, type TransitionEvent } from '../src/store/events.js';
+import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../src/store/schema.js';
+import { openStore, StoreError, type Store } from '../src/store/store.js';
+
+const CHILD_ENV = 'TARAS_STORE_CRASH_CHILD';
+const T0 = 1_767_225_600_000; // 2026-01-01T00:00:00Z, in ms
+
+function newJob(name: string, user = 'ada'): NewJob {
+  return {
+    user,
+    name,
+    partition: 'batch',
+    scriptPath: `/home/${user}/${name}.sh`,
+    script: `#!/bin/sh\n#TARAS --nodes=2\nsrun ./${name}\n`,
+    request: { nodes: 2, cpusPerTask: 4, memoryMiB: 2048, timeLimitMinutes: 30, output: 'out-%j.txt', features: ['ib'] },
+  };
+}
+
+/** The row the store keeps must be exactly what its log replays to. */
+function assertRowIsReplay(store: Store, id: JobId): JobRecord {
+  const row = store.job(id);
+  assert.ok(row, `job ${id} has a row`);
+  assert.deepEqual(row, replay(store.events(id)), `job ${id}: row equals replay(events)`);
+  return row;
+}
+
+/**
+ * The crash test's writer: submits batches in a loop and prints "id name" for
+ * each job only after submitMany returned (committed). Also starts and ends
+ * some of its jobs, so kills land inside event appends too. Never returns.
+ */
+function runCrashChild(path: string, seed: number): never {
+  const store = openStore(path);
+  const random = new SeededRandom(seed);
+  const submitted: JobId[] = [];
+  const running: JobId[] = [];
+  for (let n = 0; ; ) {
+    const batch = Array.from({ length: random.int(1, 8) }, () => newJob(`crash-${seed}-${n++}`, `user${random.int(1, 3)}`));
+    const ids = store.submitMany(batch, Date.now());
+    // fs.writeSync: the line is in the pipe before the next commit starts.
+    writeSync(1, ids.map((id, i) => `${id} ${batch[i].name}\n`).join(''));
+    submitted.push(...ids);
+    if (random.chance(0.5) && submitted.length > 0) {
+      const id = submitted.shift()!;
+      store.append(id, { type: 'started', nodes: [`node${random.int(1, 16)}`] }, Date.now());
+      running.push(id);
+    }
+    if (random.chance(0.4) && running.length > 0) {
+      store.append(running.shift()!, { type: 'ended', state: 'COMPLETED', exitCode: 0 }, Date.now());
+    }
+  }
+}
+
+/** Spawns the writer on `path`, kills it with SIGKILL `killAfterMs` after its first acknowledgement (or after spawn). */
+async function killWriter(path: string, seed: number, killAfterMs: number, fromSpawn: boolean): Promise<Array<[number, string]>> {
+  const env: NodeJS.ProcessEnv = { ...process.env, [CHILD_ENV]: path, TARAS_STORE_CRASH_SEED: String(seed) };
+  delete env.NODE_TEST_CONTEXT; // the child is a plain script, not a test-runner subprocess
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  let errors = '';
+  let timer: NodeJS.Timeout | undefined;
+  const arm = (): void => {
+    timer ??= setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+  };
+  if (fromSpawn) arm();
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    output += chunk;
+    arm();
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (errors += chunk));
+  const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, sig) => resolve(sig)));
+  clearTimeout(timer);
+  assert.equal(signal, 'SIGKILL', `the writer ended on its own: ${errors}`);
+  // Only complete lines are acknowledgements; a half-written last line is not.
+  return output.split('\n').slice(0, -1).map((line) => {
+    const [id, name] = line.split(' ');
+    return [Number(id), name];
+  });
+}
+
+if (process.env[CHILD_ENV] !== undefined) {
+  runCrashChild(process.env[CHILD_ENV], Number(process.env.TARAS_STORE_CRASH_SEED));
+} else {
+  let dir = '';
+  let files = 0;
+  const freshPath = (): string => join(dir, `store-${++files}.db`);
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'taras-store-test-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  describe('store: ids and durability settings', () => {
+    it('job ids are unique and increase across close and reopen', () => {
+      const path = freshPath();
+      let store = openStore(path);
+      assert.deepEqual(store.submitMany([newJob('a'), newJob('b'), newJob('c')], T0), [1, 2, 3]);
+      store.close();
+      store = openStore(path);
+      assert.deepEqual(store.submitMany([newJob('d'), newJob('e')], T0 + 1), [4, 5]);
+      assert.equal(store.submit(newJob('f'), T0 + 2), 6);
+      assert.deepEqual(store.jobs().map((job) => [job.id, job.name]), [[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd'], [5, 'e'], [6, 'f']]);
+      store.close();
+    });
+
+    it('a batch is stored whole or not at all, and a failed batch uses up no ids', () => {
+      const store = openStore(freshPath());
+      assert.deepEqual(store.submitMany([newJob('a')], T0), [1]);
+      const broken = { ...newJob('b'), user: null } as unknown as NewJob; // violates NOT NULL
+      assert.throws(() => store.submitMany([newJob('ok'), broken], T0 + 1), /NOT NULL/);
+      assert.deepEqual(store.jobs().map((job) => job.name), ['a']);
+      assert.deepEqual(store.events(jobId(2)), []);
+      assert.deepEqual(store.submitMany([newJob('c')], T0 + 2), [2]);
+      store.close();
+    });
+
+    it('the file is in WAL mode and commits with synchronous FULL unless NORMAL is asked for', () => {
+      const path = freshPath();
+      const store = openStore(path);
+      assert.equal(store.synchronous, 'FULL');
+      store.close();
+      const raw = new Database(path);
+      assert.equal(raw.pragma('journal_mode', { simple: true }), 'wal');
+      raw.close();
+      const normal = openStore(path, { synchronous: 'NORMAL' });
+      assert.equal(normal.synchronous, 'NORMAL');
+      normal.close();
+    });
+
+    it('settings such as the message of the day survive a reopen; deleting one forgets it', () => {
+      const path = freshPath();
+      let store = openStore(path);
+      assert.equal(store.setting('motd'), undefined);
+      store.setSetting('motd', 'maintenance on Friday');
+      store.setSetting('motd', 'maintenance on Saturday');
+      store.setSetting('limits', { maxJobsPerUser: 500 });
+      store.close();
+      store = openStore(path);
+      assert.equal(store.setting('motd'), 'maintenance on Saturday');
+      assert.deepEqual(store.setting('limits'), { maxJobsPerUser: 500 });
+      store.deleteSetting('motd');
+      assert.equal(store.setting('motd'), undefined);
+      store.close();
+    });
+  });
+
+  describe('store: the event log and its replay', () => {
+    // Each step: the event, then what the job's row must say afterwards.
+    type Step = [TransitionEvent, Partial<JobRecord>];
+    const lives: Record<string, Step[]> = {
+      'planned, held, released, started, signalled, completing, completed': [
+        [{ type: 'planned', plannedStartMs: T0 + 60_000, nodes: ['node01', 'node02'] }, { state: 'PENDING', plannedStartMs: T0 + 60_000, reservedNodes: ['node01', 'node02'] }],
+        [{ type: 'held', reason: 'user hold' }, { state: 'PENDING', held: true, reason: 'user hold' }],
+        [{ type: 'released' }, { state: 'PENDING', held: false, reason: null }],
+        [{ type: 'started', nodes: ['node01', 'node02'] }, { state: 'RUNNING', nodes: ['node01', 'node02'], plannedStartMs: T0 + 60_000 }],
+        [{ type: 'signalled', signal: 'SIGUSR1', reason: 'time limit warning' }, { state: 'RUNNING' }],
+        [{ type: 'completing' }, { state: 'COMPLETING' }],
+        [{ type: 'ended', state: 'COMPLETED', exitCode: 0 }, { state: 'COMPLETED', exitCode: 0, nodes: ['node01', 'node02'] }],
+      ],
+      'node failure, requeue, second run times out': [
+        [{ type: 'started', nodes: ['node03'] }, { state: 'RUNNING', nodes: ['node03'] }],
+        [{ type: 'ended', state: 'NODE_FAIL', exitCode: null, reason: 'node03 silent for 60 s' }, { state: 'NODE_FAIL', reason: 'node03 silent for 60 s' }],
+        [{ type: 'requeued', reason: 'node failure' }, { state: 'PENDING', requeueCount: 1, nodes: [], startTimeMs: null, endTimeMs: null, exitCode: null }],
+        [{ type: 'started', nodes: ['node04'] }, { state: 'RUNNING', nodes: ['node04'], requeueCount: 1 }],
+        [{ type: 'signalled', signal: 'SIGTERM', reason: 'time limit' }, { state: 'RUNNING' }],
+        [{ type: 'ended', state: 'TIMEOUT', exitCode: null }, { state: 'TIMEOUT' }],
+      ],
+      'cancelled while pending': [[{ type: 'ended', state: 'CANCELLED', exitCode: null, reason: 'by ada' }, { state: 'CANCELLED', startTimeMs: null, nodes: [] }]],
+      'fails with its exit code': [
+        [{ type: 'started', nodes: ['node05'] }, { state: 'RUNNING' }],
+        [{ type: 'ended', state: 'FAILED', exitCode: 3 }, { state: 'FAILED', exitCode: 3 }],
+      ],
+      'out of memory': [
+        [{ type: 'started', nodes: ['node06'] }, { state: 'RUNNING' }],
+        [{ type: 'ended', state: 'OUT_OF_MEMORY', exitCode: 137 }, { state: 'OUT_OF_MEMORY', exitCode: 137 }],
+      ],
+      'requeued while running, held, released': [
+        [{ type: 'started', nodes: ['node07'] }, { state: 'RUNNING' }],
+        [{ type: 'requeued' }, { state: 'PENDING', requeueCount: 1, reason: null }],
+        [{ type: 'held' }, { held: true }],
+        [{ type: 'released' }, { held: false }],
+      ],
+    };
+
+    for (const [life, steps] of Object.entries(lives)) {
+      it(`a job's row equals the replay of its log after every event: ${life}`, () => {
+        const store = openStore(freshPath());
+        const id = store.submit(newJob('life'), T0);
+        const first = assertRowIsReplay(store, id);
+        assert.equal(first.state, 'PENDING');
+        assert.equal(first.submitTimeMs, T0);
+        for (const [index, [event, expected]] of steps.entries()) {
+          const at = T0 + 1000 * (index + 1);
+          const returned = store.append(id, event, at);
+          const row = assertRowIsReplay(store, id);
+          assert.deepEqual(returned, row, 'append returns the committed record');
+          assert.deepEqual({ ...row, ...expected }, row, `after '${event.type}'`);
+          assert.equal(row.lastSeq, index + 2);
+          if (event.type === 'started') assert.equal(row.startTimeMs, at);
+          if (event.type === 'ended') assert.equal(row.endTimeMs, at);
+        }
+        assert.equal(store.job(id)!.submitTimeMs, T0, 'submit time never changes, requeue included');
+        assert.deepEqual(store.events(id).map((stored) => stored.seq), [1, ...steps.map((_, i) => i + 2)]);
+        store.close();
+      });
+    }
+
+    it('an event that does not fit the state is refused, and nothing of its batch is stored', () => {
+      const store = openStore(freshPath());
+      const [done, waiting] = store.submitMany([newJob('done'), newJob('waiting')], T0);
+      store.append(done, { type: 'started', nodes: ['node01'] }, T0 + 1);
+      store.append(done, { type: 'ended', state: 'COMPLETED', exitCode: 0 }, T0 + 2);
+      const before = { done: store.jobWithEvents(done), waiting: store.jobWithEvents(waiting) };
+      assert.throws(
+        () => store.appendMany([{ jobId: waiting, event: { type: 'started', nodes: ['node02'] } }, { jobId: done, event: { type: 'started', nodes: ['node02'] } }], T0 + 3),
+        (error: unknown) => error instanceof TransitionError && /job 1: cannot apply 'started' to a COMPLETED job: only pending jobs start/.test(error.message),
+      );
+      assert.deepEqual({ done: store.jobWithEvents(done), waiting: store.jobWithEvents(waiting) }, before);
+      assert.throws(() => store.append(waiting, { type: 'ended', state: 'TIMEOUT', exitCode: null }, T0 + 4), /never started can only end CANCELLED or FAILED/);
+      assert.throws(() => store.append(waiting, { type: 'released' }, T0 + 4), /only held pending jobs/);
+      store.append(waiting, { type: 'held' }, T0 + 5);
+      assert.throws(() => store.append(waiting, { type: 'started', nodes: ['node02'] }, T0 + 6), /release the job before starting it/);
+      assert.throws(() => store.append(jobId(99), { type: 'held' }, T0 + 7), (error: unknown) => error instanceof StoreError && /job 99 does not exist/.test(error.message));
+      store.close();
+    });
+
+    it('several events for one job in one batch apply in order', () => {
+      const store = openStore(freshPath());
+      const id = store.submit(newJob('quick'), T0);
+      const records = store.appendMany([
+        { jobId: id, event: { type: 'started', nodes: ['node01'] } },
+        { jobId: id, event: { type: 'completing' } },
+        { jobId: id, event: { type: 'ended', state: 'COMPLETED', exitCode: 0 } },
+      ], T0 + 5);
+      assert.deepEqual(records.map((record) => [record.state, record.lastSeq]), [['RUNNING', 2], ['COMPLETING', 3], ['COMPLETED', 4]]);
+      assertRowIsReplay(store, id);
+      store.close();
+    });
+
+    it('replay refuses a log that does not begin with the submission', () => {
+      assert.throws(
+        () => replay([{ jobId: jobId(7), seq: 1, timeMs: T0, event: { type: 'started', nodes: ['node01'] } }]),
+        /job 7: cannot apply 'started' to a job with no events: a job's log starts with 'submitted'/,
+      );
+    });
+
+    it('rebuild() restores every row from the log after the jobs table is wiped; ids are not reused', () => {
+      const path = freshPath();
+      const store = openStore(path);
+      const [a, b, c, d] = store.submitMany([newJob('a'), newJob('b', 'bob'), newJob('c'), newJob('d', 'bob')], T0);
+      store.append(a, { type: 'started', nodes: ['node01'] }, T0 + 1);
+      store.append(b, { type: 'held', reason: 'admin' }, T0 + 2);
+      store.append(c, { type: 'planned', plannedStartMs: T0 + 500, nodes: ['node02'] }, T0 + 3);
+      store.append(d, { type: 'started', nodes: ['node03', 'node04'] }, T0 + 4);
+      store.append(d, { type: 'ended', state: 'FAILED', exitCode: 1 }, T0 + 5);
+      store.append(d, { type: 'requeued' }, T0 + 6);
+      const rows = store.jobs();
+      const raw = new Database(path);
+      raw.exec('DELETE FROM jobs');
+      assert.throws(() => raw.exec('DELETE FROM job_events'), /job_events is append-only/);
+      assert.throws(() => raw.exec("UPDATE job_events SET type = 'ended'"), /job_events is append-only/);
+      raw.close();
+      assert.deepEqual(store.jobs(), []);
+      assert.equal(store.rebuild(), 4);
+      assert.deepEqual(store.jobs(), rows);
+      for (const id of [a, b, c, d]) assertRowIsReplay(store, id);
+      assert.equal(store.submit(newJob('e'), T0 + 7), 5);
+      store.close();
+    });
+  });
+
+  describe('store: schema versions', () => {
+    it(`opening a version ${SCHEMA_VERSION - 1} file migrates it to ${SCHEMA_VERSION} and derives the new columns from the log`, () => {
+      const path = freshPath();
+      const old = new Database(path);
+      old.pragma('journal_mode = WAL');
+      old.transaction(() => migrate(old, MIGRATIONS.slice(0, -1)))();
+      assert.equal(old.pragma('user_version', { simple: true }), SCHEMA_VERSION - 1);
+      // Two jobs as the version-1 code wrote them: a held one and a requeued one.
+      const submitted = (name: string): string => JSON.stringify(newJob(name)); // payload: the event without its type
+      const insertEvent = old.prepare('INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (?, ?, ?, ?, ?)');
+      const insertRow = old.prepare(`INSERT INTO jobs (id, user_name, job_name, partition_name, script_path, script, request, state,
+        submit_time_ms, nodes, reserved_nodes, last_seq) VALUES (?, 'ada', ?, 'batch', NULL, '', '{}', 'PENDING', ?, '[]', '[]', ?)`);
+      insertEvent.run(1, 1, T0, 'submitted', submitted('held-one'));
+      insertEvent.run(1, 2, T0 + 1, 'held', JSON.stringify({ reason: 'maintenance' }));
+      insertRow.run(1, 'held-one', T0, 2);
+      insertEvent.run(2, 1, T0, 'submitted', submitted('requeued-one'));
+      insertEvent.run(2, 2, T0 + 2, 'started', JSON.stringify({ nodes: ['node01'] }));
+      insertEvent.run(2, 3, T0 + 3, 'requeued', JSON.stringify({ reason: 'node failure' }));
+      insertRow.run(2, 'requeued-one', T0, 3);
+      old.close();
+
+      const store = openStore(path);
+      assert.equal(store.schemaVersion, SCHEMA_VERSION);
+      const held = assertRowIsReplay(store, jobId(1));
+      assert.deepEqual([held.held, held.reason, held.script], [true, 'maintenance', newJob('held-one').script]);
+      const requeued = assertRowIsReplay(store, jobId(2));
+      assert.deepEqual([requeued.state, requeued.requeueCount, requeued.reason], ['PENDING', 1, 'node failure']);
+      assert.equal(store.submit(newJob('next'), T0 + 4), 3);
+      store.close();
+      const reopened = openStore(path);
+      assert.equal(reopened.schemaVersion, SCHEMA_VERSION);
+      assert.equal(reopened.jobs().length, 3);
+      reopened.close();
+    });
+
+    it('a file from a newer Taras is refused with both versions and the fix', () => {
+      const path = freshPath();
+      openStore(path).close();
+      const raw = new Database(path);
+      raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+      raw.close();
+      assert.throws(() => openStore(path), (error: unknown) =>
+        error instanceof StoreError &&
+        error.message === `${path}: schema version ${SCHEMA_VERSION + 1} is newer than this Taras understands (${SCHEMA_VERSION}); run a newer Taras or restore a backup`);
+    });
+
+    it('a file that is not a database, or a missing folder, is refused naming the path', () => {
+      const path = join(dir, 'notes.txt');
+      writeFileSync(path, 'this is not sqlite\n'.repeat(100));
+      assert.throws(() => openStore(path), (error: unknown) => error instanceof StoreError && error.message.startsWith(`${path}: cannot use the database`) && /is it a Taras database\?/.test(error.message));
+      const missing = join(dir, 'no-such-folder', 'taras.db');
+      assert.throws(() => openStore(missing), (error: unknown) => error instanceof StoreError && /check that the directory exists/.test(error.message));
+    });
+  });
+
+  describe('store: queries for the CLI', () => {
+    let store: Store;
+    const ids: Record<string, JobId> = {};
+    before(() => {
+      store = openStore(freshPath());
+      const names = ['first', 'second', 'third', 'fourth', 'old-done', 'new-done', 'bob-runs', 'bob-waits'];
+      const jobs = names.map((name) => newJob(name, name.startsWith('bob') ? 'bob' : 'ada'));
+      store.submitMany(jobs.slice(0, 4), T0).forEach((id, i) => (ids[names[i]] = id));
+      store.submitMany(jobs.slice(4), T0 + 10).forEach((id, i) => (ids[names[i + 4]] = id));
+      const start = (name: string, at: number): void => void store.append(ids[name], { type: 'started', nodes: [`node-${name}`] }, at);
+      start('first', T0 + 20);
+      start('bob-runs', T0 + 30);
+      start('old-done', T0 + 40);
+      start('new-done', T0 + 41);
+      start('fourth', T0 + 50);
+      store.append(ids['fourth'], { type: 'completing' }, T0 + 60);
+      store.append(ids['old-done'], { type: 'ended', state: 'COMPLETED', exitCode: 0 }, T0 + 100);
+      store.append(ids['new-done'], { type: 'ended', state: 'FAILED', exitCode: 2 }, T0 + 5000);
+      store.append(ids['first'], { type: 'requeued' }, T0 + 70); // back in the queue with its original submit time
+      store.append(ids['second'], { type: 'held', reason: 'user hold' }, T0 + 80);
+    });
+    after(() => store.close());
+    const names = (jobs: readonly JobRecord[]): string[] => jobs.map((job) => job.name);
+
+    it('pending jobs come in queue order (submit time, then id), held ones included and flagged', () => {
+      const pending = store.pendingJobs();
+      assert.deepEqual(names(pending), ['first', 'second', 'third', 'bob-waits']);
+      assert.deepEqual(pending.map((job) => job.held), [false, true, false, false]);
+    });
+
+    it('running jobs are RUNNING and COMPLETING ones, by start time', () => {
+      assert.deepEqual(store.runningJobs().map((job) => [job.name, job.state]), [['bob-runs', 'RUNNING'], ['fourth', 'COMPLETING']]);
+    });
+
+    it('a job comes with its whole event history', () => {
+      const shown = store.jobWithEvents(ids['first'])!;
+      assert.equal(shown.job.state, 'PENDING');
+      assert.deepEqual(shown.events.map((stored) => [stored.seq, stored.event.type, stored.timeMs]), [[1, 'submitted', T0], [2, 'started', T0 + 20], [3, 'requeued', T0 + 70]]);
+      assert.equal(store.jobWithEvents(jobId(999)), undefined);
+    });
+
+    it('jobs filter by user and by states, in id order', () => {
+      assert.deepEqual(names(store.jobs({ user: 'bob' })), ['bob-runs', 'bob-waits']);
+      assert.deepEqual(names(store.jobs({ states: ['COMPLETED', 'FAILED'] })), ['old-done', 'new-done']);
+      assert.deepEqual(names(store.jobs({ user: 'ada', states: ['PENDING'] })), ['first', 'second', 'third']);
+      assert.deepEqual(names(store.jobs({ states: [] })), []);
+    });
+
+    it('finished jobs past retention leave the visible list but stay in the database', () => {
+      const retentionMs = 1000;
+      const now = T0 + 2000;
+      assert.deepEqual(names(store.finishedBefore(now - retentionMs)), ['old-done']);
+      const visible = names(store.jobs({ endedSinceMs: now - retentionMs }));
+      assert.ok(!visible.includes('old-done'));
+      assert.deepEqual(visible, ['first', 'second', 'third', 'fourth', 'new-done', 'bob-runs', 'bob-waits']);
+      assert.equal(store.job(ids['old-done'])!.state, 'COMPLETED');
+    });
+  });
+
+  describe('store: crash safety', () => {
+    it('every acknowledged submission survives kill -9 of the writer, exactly once, and ids never repeat', async () => {
+      const path = freshPath();
+      const random = new SeededRandom(2026);
+      const acknowledged = new Map<number, string>();
+      let highestBefore = 0;
+      const rounds = 8;
+      for (let round = 0; round < rounds; round++) {
+        // The first rounds are killed counting from spawn (the first commit comes about 150 ms
+        // after it here), so kills also land in start-up, file creation and migration.
+        const fromSpawn = round < 3;
+        const lines = await killWriter(path, round, fromSpawn ? random.int(80, 400) : random.int(0, 250), fromSpawn);
+        for (const [id, name] of lines) {
+          assert.ok(!acknowledged.has(id), `id ${id} acknowledged twice`);
+          assert.ok(id > highestBefore, `round ${round}: id ${id} reuses an id from before the kill (highest was ${highestBefore})`);
+          acknowledged.set(id, name);
+        }
+        const store = openStore(path);
+        const all = store.jobs();
+        const perName = new Map<string, number>();
+        for (const job of all) perName.set(job.name, (perName.get(job.name) ?? 0) + 1);
+        for (const [id, name] of acknowledged) {
+          assert.equal(store.job(jobId(id))?.name, name, `round ${round}: acknowledged job ${id} (${name}) is stored`);
+          assert.equal(perName.get(name), 1, `round ${round}: ${name} is stored once`);
+        }
+        for (const job of all) assert.deepEqual(job, replay(store.events(job.id)), `round ${round}: job ${job.id} row equals replay`);
+        highestBefore = Math.max(highestBefore, ...all.map((job) => job.id));
+        store.close();
+      }
+      assert.ok(acknowledged.size >= 50, `only ${acknowledged.size} submissions were acknowledged before the kills`);
+    });
+  });
+}
