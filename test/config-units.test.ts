@@ -182,6 +182,25 @@ describe('durations', () => {
   }
 });
 
+describe('durations, sbatch forms only (job options)', () => {
+  it('takes the sbatch forms as the default mode does', () => {
+    for (const [text, seconds] of [['30', 1800], ['1:30', 90], ['1-12', 36 * 3600], ['0', null], ['UNLIMITED', null]] as const) {
+      assert.deepEqual(parseDuration(text, { sbatchOnly: true }), { ok: true, value: seconds }, text);
+    }
+  });
+
+  it('refuses the unit forms, and the fix names only sbatch forms', () => {
+    for (const text of ['90s', '1h30m', '0s']) {
+      assert.deepEqual(parseDuration(text, { sbatchOnly: true }), {
+        ok: false,
+        message: `"${text}" is not a duration: sbatch takes no units here`,
+        fix: 'write minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or "UNLIMITED"',
+      });
+    }
+    assert.equal(parseDuration('1.5h', { sbatchOnly: true }).ok, false);
+  });
+});
+
 describe('memory sizes', () => {
   const forms: [text: string, mib: number][] = [
     ['512', 512],
@@ -206,5 +225,17 @@ describe('memory sizes', () => {
       fix: 'write MiB as a plain number (512), or with a K, M, G or T suffix (512M, 16G, 1T)',
     });
     for (const text of ['16Q', 'lots', '', '-1G']) assert.equal(parseMemoryMiB(text).ok, false, text);
+  });
+
+  it('sbatch forms only (job options): "GB" as sbatch allows, but no "GiB" and no space before the unit', () => {
+    assert.deepEqual(parseMemoryMiB('16GB', { sbatchOnly: true }), { ok: true, value: 16384 });
+    assert.deepEqual(parseMemoryMiB('1500k', { sbatchOnly: true }), { ok: true, value: 2 });
+    for (const text of ['16GiB', '16 G', '16B']) assert.equal(parseMemoryMiB(text, { sbatchOnly: true }).ok, false, text);
+    assert.deepEqual(parseMemoryMiB('16 G'), { ok: true, value: 16384 });
+  });
+
+  it('refuses an amount too large to read exactly, whatever the unit', () => {
+    assert.equal(parseMemoryMiB('9007199254740993K').ok, false);
+    assert.equal(parseMemoryMiB('9007199254740992T').ok, false);
   });
 });

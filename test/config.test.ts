@@ -11,6 +11,7 @@ import { type ClusterConfig, defaultClusterConfig, parseClusterConfig } from '..
 import { type ConfigError, formatConfigError } from '../src/config/errors.js';
 import { expandHostlist } from '../src/config/hostlist.js';
 import { readClusterConfig } from '../src/config/load.js';
+import { closestWord } from '../src/config/suggest.js';
 
 const FILE = '/etc/taras/cluster.toml';
 const toml = (...lines: string[]): string => `${lines.join('\n')}\n`;
@@ -411,5 +412,20 @@ describe('cluster.toml: each mistake names file, line, key and fix', () => {
     } finally {
       await rm(folder, { recursive: true, force: true });
     }
+  });
+});
+
+describe('did-you-mean suggestions', () => {
+  it('suggest the closest word within a few edits, ignoring case and - versus _, and nothing when none is close', () => {
+    assert.equal(closestWord('polcy', ['name', 'policy']), 'policy');
+    assert.equal(closestWord('job_nmae', ['job_name', 'time']), 'job_name');
+    assert.equal(closestWord('CPUS-per-task', ['cpus_per_task']), 'cpus_per_task');
+    assert.equal(closestWord('colour', ['name', 'nodes']), undefined);
+  });
+
+  it('take an abbreviation of three letters or more as one edit only when asked (getopt-style option names)', () => {
+    assert.equal(closestWord('part', ['partition', 'time']), undefined);
+    assert.equal(closestWord('part', ['partition', 'time'], { acceptPrefix: true }), 'partition');
+    assert.equal(closestWord('pa', ['partition'], { acceptPrefix: true }), undefined);
   });
 });

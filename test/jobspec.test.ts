@@ -32,13 +32,18 @@ describe('sbatch value forms', () => {
       ['UNLIMITED', 'UNLIMITED'], ['infinite', 'UNLIMITED'], ['-1', 'UNLIMITED'], ['0', 'UNLIMITED'],
     ];
     for (const [text, seconds] of cases) assert.deepEqual(parseTime(text), { ok: true, value: seconds }, text);
-    for (const text of ['', '1h', '1:2:3:4', '1-2-3', '-5', '1.5', 'ten']) assert.equal(parseTime(text).ok, false, text);
+    // cluster.toml's unit forms ("90s", "1h") are not sbatch's
+    for (const text of ['', '1h', '90s', '0s', '1:2:3:4', '1-2-3', '-5', '1.5', 'ten']) assert.equal(parseTime(text).ok, false, text);
   });
 
-  it('--mem defaults to MiB and takes K (rounded up), M, G and T in either case', () => {
-    const cases: [string, number][] = [['4096', 4096], ['1500K', 2], ['1024k', 1], ['512M', 512], ['4G', 4096], ['4g', 4096], ['2T', 2 * 1024 * 1024], ['0', 0]];
+  it('--mem defaults to MiB and takes K (rounded up), M, G and T in either case, with a B as sbatch allows', () => {
+    const cases: [string, number][] = [
+      ['4096', 4096], ['1500K', 2], ['1024k', 1], ['512M', 512], ['4G', 4096], ['4g', 4096], ['2T', 2 * 1024 * 1024], ['0', 0],
+      ['4GB', 4096], ['512mb', 512],
+    ];
     for (const [text, mebibytes] of cases) assert.deepEqual(parseMemory(text), { ok: true, value: mebibytes }, text);
-    for (const text of ['4GB', '1.5G', '-1', 'lots', '4P']) assert.equal(parseMemory(text).ok, false, text);
+    // sbatch refuses "GiB" and a space before the unit, which cluster.toml allows
+    for (const text of ['4GiB', '4 G', '1.5G', '-1', 'lots', '4P', '4B']) assert.equal(parseMemory(text).ok, false, text);
   });
 
   it('--nodes takes N or N-M with 1 <= N <= M', () => {
@@ -137,6 +142,8 @@ describe('#TARAS directives', () => {
       [3, '--cpu-per-task', 'unknown option; did you mean --cpus-per-task?'],
       [4, '--partiton', 'unknown option; did you mean --partition?'],
     ]);
+    const abbreviated = errorsOf(parseDirectives(script('#TARAS --part=batch'), 'run.sh'));
+    assert.equal(abbreviated[0].message, 'unknown option; did you mean --partition?');
     assert.equal(formatError(errors[0]), 'run.sh:3: --cpu-per-task: unknown option; did you mean --cpus-per-task?');
   });
 

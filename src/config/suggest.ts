@@ -3,13 +3,20 @@
 
 const normalise = (word: string): string => word.toLowerCase().replace(/-/g, '_');
 
+export interface SuggestOptions {
+  /** A candidate that starts with the word (three letters or more) counts as one edit: getopt-style abbreviations (`--part`). */
+  readonly acceptPrefix?: boolean;
+}
+
 /** The closest candidate if it is close enough to be a likely typo, else undefined. */
-export function closestWord(word: string, candidates: readonly string[]): string | undefined {
+export function closestWord(word: string, candidates: readonly string[], options: SuggestOptions = {}): string | undefined {
   const target = normalise(word);
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const candidate of candidates) {
-    const distance = editDistance(target, normalise(candidate));
+    const normalised = normalise(candidate);
+    const abbreviates = options.acceptPrefix === true && target.length >= 3 && normalised.startsWith(target);
+    const distance = Math.min(editDistance(target, normalised), abbreviates ? 1 : Infinity);
     if (distance < bestDistance) {
       best = candidate;
       bestDistance = distance;

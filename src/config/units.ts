@@ -1,13 +1,25 @@
 // Durations and memory sizes as administrators and sbatch users write them.
 // One parser for cluster.toml, `--time`/`--mem` flags and #TARAS directives, so
-// "30:00" or "16G" means the same thing everywhere.
+// "30:00" or "16G" means the same thing everywhere; job options take only the
+// forms sbatch itself takes (`sbatchOnly`).
 
 export type UnitResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly message: string; readonly fix: string };
 
-export const DURATION_FORMS =
-  'minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, "UNLIMITED", or a number with a unit: 90s, 5m, 2h, 1d, 1h30m';
+/** The --time forms sbatch itself takes, without its words for no limit. */
+export const SBATCH_DURATION_FORMS = 'minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS';
+
+export const DURATION_FORMS = `${SBATCH_DURATION_FORMS}, "UNLIMITED", or a number with a unit: 90s, 5m, 2h, 1d, 1h30m`;
 
 export const MEMORY_FORMS = 'MiB as a plain number (512), or with a K, M, G or T suffix (512M, 16G, 1T)';
+
+export interface UnitOptions {
+  /**
+   * Only what sbatch itself takes for --time and --mem: no unit forms such as
+   * "90s", no "GiB" (sbatch allows "GB"), no space before the unit. Job options
+   * use this, so a script that Taras accepts also runs under Slurm.
+   */
+  readonly sbatchOnly?: boolean;
+}
 
 const MINUTE = 60;
 const HOUR = 3600;
@@ -16,17 +28,19 @@ const DAY = 86400;
 /**
  * Seconds from a duration, or `null` for no limit. Accepts sbatch's --time
  * forms (a plain number is minutes; "UNLIMITED", "INFINITE", "-1" and, as in
- * sbatch, a total of zero mean no limit) and unit forms "90s", "5m", "2h", "1d",
- * "1h30m" (where "0s" is zero seconds).
+ * sbatch, a total of zero mean no limit) and, unless `sbatchOnly`, unit forms
+ * "90s", "5m", "2h", "1d", "1h30m" (where "0s" is zero seconds).
  */
-export function parseDuration(text: string): UnitResult<number | null> {
+export function parseDuration(text: string, options: UnitOptions = {}): UnitResult<number | null> {
   const trimmed = text.trim();
-  const bad = (why: string): UnitResult<never> => ({ ok: false, message: `"${text}" is not a duration: ${why}`, fix: `write ${DURATION_FORMS}` });
+  const forms = options.sbatchOnly ? `${SBATCH_DURATION_FORMS} or "UNLIMITED"` : DURATION_FORMS;
+  const bad = (why: string): UnitResult<never> => ({ ok: false, message: `"${text}" is not a duration: ${why}`, fix: `write ${forms}` });
   if (trimmed === '') return bad('it is empty');
   if (/^(unlimited|infinite|-1)$/i.test(trimmed)) return { ok: true, value: null };
 
   const withUnits = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/i.exec(trimmed);
   if (withUnits && /[a-z]$/i.test(trimmed)) {
+    if (options.sbatchOnly) return bad('sbatch takes no units here');
     const [, days = '0', hours = '0', minutes = '0', secs = '0'] = withUnits;
     const seconds = Number(days) * DAY + Number(hours) * HOUR + Number(minutes) * MINUTE + Number(secs);
     return Number.isSafeInteger(seconds) ? { ok: true, value: seconds } : bad('too long');
@@ -36,7 +50,7 @@ export function parseDuration(text: string): UnitResult<number | null> {
   // hours:minutes:seconds. As in sbatch, fields after the first are not range-checked ("90:00").
   const sbatch = /^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$/.exec(trimmed);
   if (!sbatch) {
-    if (/^\d+(\.\d+)?[a-z]+$/i.test(trimmed)) return bad('the unit must be d, h, m or s, in that order, with whole numbers');
+    if (!options.sbatchOnly && /^\d+(\.\d+)?[a-z]+$/i.test(trimmed)) return bad('the unit must be d, h, m or s, in that order, with whole numbers');
     return bad('unrecognised form');
   }
   const [, daysText, first, second, third] = sbatch;
@@ -58,17 +72,18 @@ const MEMORY_UNIT_MIB: Record<string, number> = { k: 1 / 1024, m: 1, g: 1024, t:
 
 /**
  * MiB from a memory size: a plain number is MiB (Slurm's default unit); K, M,
- * G and T are binary (a trailing "B" or "iB" is allowed). Kilobytes round up
- * to a whole MiB.
+ * G and T are binary (a trailing "B", or unless `sbatchOnly` "iB", is allowed).
+ * Kilobytes round up to a whole MiB.
  */
-export function parseMemoryMiB(text: string): UnitResult<number> {
-  const match = /^(\d+)\s*(?:([kmgt])(?:i?b)?)?$/i.exec(text.trim());
+export function parseMemoryMiB(text: string, options: UnitOptions = {}): UnitResult<number> {
+  const form = options.sbatchOnly ? /^(\d+)(?:([kmgt])b?)?$/i : /^(\d+)\s*(?:([kmgt])(?:i?b)?)?$/i;
+  const match = form.exec(text.trim());
   if (!match) {
     const why = /^\d+\.\d+/.test(text.trim()) ? 'use a whole number with a smaller unit (1536M, not 1.5G)' : 'unrecognised form';
     return { ok: false, message: `"${text}" is not a memory size: ${why}`, fix: `write ${MEMORY_FORMS}` };
   }
   const [, amount, unit = 'm'] = match;
   const mib = Math.ceil(Number(amount) * MEMORY_UNIT_MIB[unit.toLowerCase()]);
-  if (!Number.isSafeInteger(mib)) return { ok: false, message: `"${text}" is too large`, fix: `write ${MEMORY_FORMS}` };
+  if (!Number.isSafeInteger(Number(amount)) || !Number.isSafeInteger(mib)) return { ok: false, message: `"${text}" is too large`, fix: `write ${MEMORY_FORMS}` };
   return { ok: true, value: mib };
 }

@@ -1,27 +1,17 @@
 // Submission-time acceptance (seed 000, 2.2.1): the reasons a cluster could
 // never run a job, whatever else is queued. Every reason found is returned, so
-// a user fixes them together. Takes only the shape of the cluster that it
-// reads; the real configuration (src/config) has these fields.
+// a user fixes them together. Takes only the parts of src/config's cluster
+// description that it reads.
 
-import { closest } from './options.js';
+import type { NodeSpec, PartitionSpec } from '../config/cluster.js';
+import { closestWord } from '../config/suggest.js';
 import type { JobSpec, TimeLimit } from './types.js';
 import { formatHumanTime, formatMemory, formatSbatchTime } from './values.js';
 
-export interface ClusterPartitionShape {
-  readonly name: string;
-  readonly nodes: readonly string[];
-  readonly isDefault: boolean;
-  /** Absent or null: no limit (src/config uses null). */
-  readonly maxTimeSeconds?: number | null;
-  readonly maxNodes?: number | null;
-}
+/** A partition as src/config describes it; the limits may also be absent (no limit). */
+export type ClusterPartitionShape = Pick<PartitionSpec, 'name' | 'nodes' | 'isDefault'> & Partial<Pick<PartitionSpec, 'maxTimeSeconds' | 'maxNodes'>>;
 
-export interface ClusterNodeShape {
-  readonly name: string;
-  readonly cpus: number;
-  readonly memoryMiB: number;
-  readonly features: readonly string[];
-}
+export type ClusterNodeShape = NodeSpec;
 
 export interface ClusterShape {
   readonly partitions: readonly ClusterPartitionShape[];
@@ -149,7 +139,7 @@ export function validateAgainstCluster(spec: JobSpec, cluster: ClusterShape): Re
   if (spec.partition !== undefined) {
     partition = cluster.partitions.find((p) => p.name === spec.partition);
     if (partition === undefined) {
-      const suggestion = closest(spec.partition, names);
+      const suggestion = closestWord(spec.partition, names, { acceptPrefix: true });
       rejections.push({
         kind: 'no-such-partition', partition: spec.partition, suggestion,
         message: `no such partition ${spec.partition}${suggestion === undefined ? '' : `; did you mean ${suggestion}?`} (partitions: ${names.join(', ') || 'none'})`,

@@ -4,8 +4,9 @@
 // (MiB) and `time` (minutes) may also be TOML integers. Errors name file:line and key.
 
 import { parse as parseTomlText, TomlError } from 'smol-toml';
+import { closestWord } from '../config/suggest.js';
 import { LayerBuilder } from './layer.js';
-import { closest, JOB_OPTIONS, SCRIPT_KEYS, type JobOption } from './options.js';
+import { JOB_OPTIONS, SCRIPT_KEYS, type JobOption } from './options.js';
 import type { Parsed, SpecLayer } from './types.js';
 
 /** Parses TOML text to a plain object; throws on syntax errors (smol-toml's TomlError carries line and column). */
@@ -79,7 +80,7 @@ export function parseJobFile(tomlText: string, file: string, parseToml: TomlPars
     }
     const option = JOB_OPTIONS.find((o) => o.tomlKey === key);
     if (option === undefined) {
-      const suggestion = closest(key.replace(/-/g, '_'), ALL_KEYS);
+      const suggestion = closestWord(key, ALL_KEYS, { acceptPrefix: true }); // ignores case and - versus _
       const table = value !== null && typeof value === 'object' && !Array.isArray(value);
       const hint = table ? '; job.toml is flat: no [tables] or dotted keys' : suggestion === undefined ? '' : `; did you mean ${suggestion}?`;
       builder.error(where, `unknown key${hint}`);

@@ -3,6 +3,7 @@
 // directive, flag, job-file and prompt parsers all read from it, so a name or
 // value form is defined once.
 
+import { closestWord } from '../config/suggest.js';
 import { checkPattern } from './pattern.js';
 import type { ItemKey, JobValues } from './types.js';
 import {
@@ -83,30 +84,6 @@ const UNSUPPORTED_LONG = [
 ];
 const UNSUPPORTED_SHORT = ['A', 'a', 'd', 'x', 'w', 'G', 'H', 'i', 'L', 'q', 's', 'W'];
 
-/** Levenshtein distance, for did-you-mean. */
-function distance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length];
-}
-
-/** The closest candidate within a few edits (or one that starts with the word), if any. */
-export function closest(word: string, candidates: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const candidate of candidates) {
-    const d = candidate.startsWith(word) && word.length >= 3 ? 1 : distance(word, candidate);
-    if (d < bestDistance) [best, bestDistance] = [candidate, d];
-  }
-  return bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined;
-}
-
 /** The message (shown after the option) for one not in the table: an unsupported sbatch option, or unknown with a did-you-mean. */
 export function unknownOptionMessage(written: string): string {
   const long = written.startsWith('--');
@@ -116,7 +93,7 @@ export function unknownOptionMessage(written: string): string {
   }
   // A single letter is one edit from every other, so short options only suggest a case slip (-j for -J).
   const suggestion = long
-    ? closest(name, JOB_OPTIONS.map((o) => o.long))
+    ? closestWord(name, JOB_OPTIONS.map((o) => o.long), { acceptPrefix: true })
     : JOB_OPTIONS.find((o) => o.short !== undefined && o.short.toLowerCase() === name.toLowerCase())?.short;
   const hint = suggestion === undefined ? '' : `; did you mean ${long ? '--' : '-'}${suggestion}?`;
   return `unknown option${hint}`;

@@ -2,6 +2,7 @@
 // --mem, --nodes, --export, --constraint), and their display forms. Each
 // parser returns the value or a message saying what was expected.
 
+import { parseDuration, parseMemoryMiB, SBATCH_DURATION_FORMS } from '../config/units.js';
 import type { Constraint, ExportSpec, ExportVariable, NodeRange, TimeLimit } from './types.js';
 
 export type ValueResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly message: string };
@@ -9,7 +10,8 @@ export type ValueResult<T> = { readonly ok: true; readonly value: T } | { readon
 const ok = <T>(value: T): ValueResult<T> => ({ ok: true, value });
 const bad = (raw: string, expected: string): ValueResult<never> => ({ ok: false, message: `got '${raw}': expected ${expected}` });
 
-export const TIME_FORMS = 'minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS or UNLIMITED';
+export const TIME_FORMS = `${SBATCH_DURATION_FORMS} or UNLIMITED`;
+const MEMORY_EXPECTED = 'a whole number with an optional K, M, G or T suffix (default M): 4096, 4G';
 
 function wholeNumber(text: string): number | undefined {
   if (!/^\d+$/.test(text)) return undefined;
@@ -19,40 +21,24 @@ function wholeNumber(text: string): number | undefined {
 
 /**
  * sbatch --time: `minutes`, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM`, `D-HH:MM:SS`,
- * `UNLIMITED`/`INFINITE`/`-1`. Like sbatch, fields after the first are not range-checked
- * (`90:00` is 90 minutes) and a limit of zero means no limit. Unlike sbatch, which rounds
- * up to whole minutes, seconds are kept: the core schedules in seconds.
+ * `UNLIMITED`/`INFINITE`/`-1`, read by src/config's parseDuration in its sbatch-only mode
+ * (no "90s"). Like sbatch, fields after the first are not range-checked (`90:00` is 90
+ * minutes) and a limit of zero means no limit. Unlike sbatch, which rounds up to whole
+ * minutes, seconds are kept: the core schedules in seconds.
  */
 export function parseTime(raw: string): ValueResult<TimeLimit> {
-  const text = raw.trim();
-  if (/^(unlimited|infinite|-1)$/i.test(text)) return ok('UNLIMITED');
-  const match = /^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$/.exec(text);
-  if (match === null) return bad(raw, TIME_FORMS);
-  const [, daysText, first, second, third] = match;
-  const fields = [first, second, third].filter((field): field is string => field !== undefined).map(wholeNumber);
-  const days = daysText === undefined ? 0 : wholeNumber(daysText);
-  if (days === undefined || fields.some((field) => field === undefined)) return bad(raw, TIME_FORMS);
-  const [a, b = 0, c = 0] = fields as number[];
-  let seconds: number;
-  if (daysText !== undefined) seconds = days * 86400 + a * 3600 + b * 60 + c; // D-HH[:MM[:SS]]
-  else if (third !== undefined) seconds = a * 3600 + b * 60 + c; // HH:MM:SS
-  else seconds = a * 60 + b; // minutes[:seconds]
-  if (!Number.isSafeInteger(seconds)) return bad(raw, TIME_FORMS);
-  return ok(seconds === 0 ? 'UNLIMITED' : seconds);
+  const parsed = parseDuration(raw, { sbatchOnly: true });
+  if (!parsed.ok) return bad(raw, TIME_FORMS);
+  return ok(parsed.value ?? 'UNLIMITED');
 }
 
-const MEBIBYTES_PER_UNIT: Record<string, number> = { M: 1, G: 1024, T: 1024 * 1024 };
-
-/** sbatch --mem: a whole number with an optional K, M, G or T suffix (default M, binary units); K rounds up. */
+/**
+ * sbatch --mem: a whole number with an optional K, M, G or T suffix (default M, binary
+ * units, any case, a trailing B allowed as in sbatch: `4GB`); K rounds up.
+ */
 export function parseMemory(raw: string): ValueResult<number> {
-  const match = /^(\d+)([kmgt])?$/i.exec(raw.trim());
-  const expected = 'a whole number with an optional K, M, G or T suffix (default M): 4096, 4G';
-  if (match === null) return bad(raw, expected);
-  const amount = wholeNumber(match[1]);
-  const unit = (match[2] ?? 'M').toUpperCase();
-  if (amount === undefined) return bad(raw, expected);
-  const mebibytes = unit === 'K' ? Math.ceil(amount / 1024) : amount * MEBIBYTES_PER_UNIT[unit];
-  return Number.isSafeInteger(mebibytes) ? ok(mebibytes) : bad(raw, expected);
+  const parsed = parseMemoryMiB(raw, { sbatchOnly: true });
+  return parsed.ok ? ok(parsed.value) : bad(raw, MEMORY_EXPECTED);
 }
 
 /** sbatch --nodes: `N` or `N-M`, N >= 1, M >= N. */
