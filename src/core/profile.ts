@@ -267,21 +267,27 @@ export class AvailabilityProfile {
    * Earliest t >= notBefore at which `size` processors are free throughout
    * [t, t + duration). Infinity if size exceeds the machine.
    *
-   * With a `horizon`, only starts t < horizon count, and the window is cut at
-   * the horizon: [t, min(t + duration, horizon)). Compression uses this to ask
-   * "could this job start before its reservation?" without lifting it first.
+   * Only starts t < startBefore count, and the window is cut at `cut`:
+   * [t, min(t + duration, cut)). Compression uses them to ask "could this job
+   * start before its reservation?" without lifting it first.
    */
-  earliestStart(size: number, duration: Seconds, notBefore: Seconds, horizon: Seconds = Infinity): Seconds {
+  earliestStart(
+    size: number,
+    duration: Seconds,
+    notBefore: Seconds,
+    startBefore: Seconds = Infinity,
+    cut: Seconds = Infinity,
+  ): Seconds {
     if (size > this.capacity) return Infinity;
     let t = notBefore < this.originTime ? this.originTime : notBefore;
     let fromBlocked = false; // t is a step known to have fewer than `size` free
-    while (t < horizon) {
+    while (t < startBefore) {
       const candidate = !fromBlocked && this.freeAt(t) >= size ? t : firstAtLeast(this.root, 0, t, size);
       // The last step is always the whole machine, so a candidate exists.
-      if (candidate === undefined || candidate >= horizon) return Infinity;
+      if (candidate === undefined || candidate >= startBefore) return Infinity;
       // Jump past the last blocked step of the window, not the first: every
       // start before it fails too, so short gaps are skipped in one descent.
-      const windowEnd = candidate + duration < horizon ? candidate + duration : horizon;
+      const windowEnd = candidate + duration < cut ? candidate + duration : cut;
       const blocked = lastBelow(this.root, 0, candidate, windowEnd, size);
       if (blocked === undefined) return candidate;
       t = blocked;

@@ -12,10 +12,15 @@ export interface QueueEntry {
   readonly seq: number;
   /** Reserved (promised) start, NaN when the job holds no reservation. */
   reservation: Seconds;
-  /** Earliest capacity gain seen since the reservation was made (see conservative.ts). */
-  gainSincePlaced: Seconds;
-  /** Earliest capacity this entry freed in the current pass, Infinity if none. */
-  gainThisPass: Seconds;
+  /**
+   * Span of the capacity gains seen since the reservation was made: earliest
+   * start, latest end (Infinity, -Infinity when none; see conservative.ts).
+   */
+  gainFrom: Seconds;
+  gainTo: Seconds;
+  /** Span of the capacity this entry freed in the current pass (Infinity, -Infinity if none). */
+  freedFrom: Seconds;
+  freedTo: Seconds;
 }
 
 const byEndThenId = (a: RunningJob, b: RunningJob): number =>
@@ -36,7 +41,8 @@ export class SchedulerState {
   }
 
   enqueue(job: JobRequest, reservation: Seconds = NaN): QueueEntry {
-    const entry: QueueEntry = { job, seq: this.arrivals++, reservation, gainSincePlaced: Infinity, gainThisPass: Infinity };
+    const entry: QueueEntry = { job, seq: this.arrivals++, reservation,
+      gainFrom: Infinity, gainTo: -Infinity, freedFrom: Infinity, freedTo: -Infinity };
     if (this.queuedById.has(job.id) || this.runningById.has(job.id)) throw new Error(`job ${job.id} is already known`);
     this.queue.push(entry);
     this.queuedById.set(job.id, entry);

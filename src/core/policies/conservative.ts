@@ -3,14 +3,17 @@
 // them in queue order at their earliest start, and no job ever starts later
 // than its first promise.
 //
-// Compression skips jobs that provably cannot move. A job reserved at t could
-// only move earlier if capacity grew somewhere before t since it was placed
-// (its earlier windows failed at a point before t, as it fitted from t on).
-// Capacity grows only when a job ends early, a queued job leaves, or another
-// job moves earlier (freeing [max(old, new + estimate), old + estimate)). So
-// each entry tracks the earliest such gain since it was placed; if that is not
-// before its reservation, re-reserving it would give the same start. The
-// result is identical to compressing every job, at a fraction of the cost.
+// Compression skips jobs that provably cannot move, and bounds the search of
+// those that might. A job reserved at t could only move to an earlier t' if
+// capacity grew since it was placed at some point p < t inside [t', t' + its
+// estimate) (the earlier windows failed at a point before t, as it fitted from
+// t on). Capacity grows only when a job ends early, a queued job leaves, or
+// another job moves earlier (freeing [max(old, new + estimate), old +
+// estimate)). Each entry keeps the span of such gains since it was placed
+// (earliest start, latest end): if the span starts at or after its
+// reservation, it stays; otherwise t' lies in [gain start - estimate,
+// min(reservation, gain end)). The result is identical to compressing every
+// job from scratch (test/reference compares them job by job).
 
 import { AvailabilityProfile } from '../profile.js';
 import type { QueueEntry, SchedulerState } from '../state.js';
@@ -22,8 +25,9 @@ import type { Policy } from './policy.js';
 export class ConservativePolicy implements Policy {
   readonly name = 'conservative';
   private profile: AvailabilityProfile;
-  /** Earliest capacity gain since the last pass (early ends, cancellations). */
-  private pendingGain: Seconds = Infinity;
+  /** Span of the capacity gains since the last pass (early ends, cancellations). */
+  private pendingGainFrom: Seconds = Infinity;
+  private pendingGainTo: Seconds = -Infinity;
   /** Entries queued since the last pass, in queue order: they have no reservation yet. */
   private arrivals: QueueEntry[] = [];
   /** Some entry carries a gain from before its reservation (it may move at the next pass). */
@@ -47,7 +51,7 @@ export class ConservativePolicy implements Policy {
       else this.profile.reserve(entry.reservation, entry.job.estimate, entry.job.size);
     }
     this.bounds.clear();
-    this.pendingGain = -Infinity; // compress everything at the next pass
+    this.noteGain(-Infinity, Infinity); // compress everything at the next pass
   }
 
   onSubmit(entry: QueueEntry): void {
@@ -58,9 +62,14 @@ export class ConservativePolicy implements Policy {
     const end = predictedEnd(run);
     if (at < end) {
       this.profile.add(at, end, run.job.size);
-      this.bounds.clear();
-      if (at < this.pendingGain) this.pendingGain = at;
+      this.noteGain(at, end);
     }
+  }
+
+  private noteGain(from: Seconds, to: Seconds): void {
+    this.bounds.clear();
+    if (from < this.pendingGainFrom) this.pendingGainFrom = from;
+    if (to > this.pendingGainTo) this.pendingGainTo = to;
   }
 
   onCancel(entry: QueueEntry): void {
@@ -69,21 +78,22 @@ export class ConservativePolicy implements Policy {
       return;
     }
     this.profile.release(entry.reservation, entry.job.estimate, entry.job.size);
-    this.bounds.clear();
-    if (entry.reservation < this.pendingGain) this.pendingGain = entry.reservation;
+    this.noteGain(entry.reservation, entry.reservation + entry.job.estimate);
   }
 
   schedule(state: SchedulerState, now: Seconds): QueueEntry[] {
     const profile = this.profile;
     profile.advance(now);
-    const gainFloor = this.pendingGain;
-    this.pendingGain = Infinity;
+    const gainFrom = this.pendingGainFrom;
+    const gainTo = this.pendingGainTo;
+    this.pendingGainFrom = Infinity;
+    this.pendingGainTo = -Infinity;
     const queue = state.queue;
 
     // 1. Compression, in queue order (only if some capacity appeared since, or
     //    a reservation fell into the past, which the spec's events never cause).
-    const compressed = gainFloor < Infinity || this.carriedDirty || this.earliestReservation < now;
-    if (compressed) this.compress(queue, now, gainFloor);
+    const compressed = gainFrom < Infinity || this.carriedDirty || this.earliestReservation < now;
+    if (compressed) this.compress(queue, now, gainFrom, gainTo);
 
     // 2. Arrivals of this instant, in queue order.
     for (const entry of this.arrivals) {
@@ -96,22 +106,26 @@ export class ConservativePolicy implements Policy {
     // 3. Start what is due; after a compression, hand each remaining entry the
     //    gains made after it in this pass.
     const started: QueueEntry[] = [];
-    let laterGain = Infinity;
+    let laterFrom = Infinity;
+    let laterTo = -Infinity;
     let earliest = Infinity;
     let dirty = false;
     for (let index = queue.length - 1; index >= 0; index--) {
       const entry = queue[index];
       if (compressed) {
-        entry.gainSincePlaced = laterGain;
-        if (entry.gainThisPass < laterGain) laterGain = entry.gainThisPass;
-        entry.gainThisPass = Infinity;
+        entry.gainFrom = laterFrom;
+        entry.gainTo = laterTo;
+        if (entry.freedFrom < laterFrom) laterFrom = entry.freedFrom;
+        if (entry.freedTo > laterTo) laterTo = entry.freedTo;
+        entry.freedFrom = Infinity;
+        entry.freedTo = -Infinity;
       }
       if (entry.reservation === now) {
         started.push(entry);
         continue;
       }
       if (entry.reservation < earliest) earliest = entry.reservation;
-      if (entry.gainSincePlaced < entry.reservation) dirty = true;
+      if (entry.gainFrom < entry.reservation) dirty = true;
     }
     this.earliestReservation = earliest;
     this.carriedDirty = dirty;
@@ -126,18 +140,20 @@ export class ConservativePolicy implements Policy {
    * before the reservation needs no lifting of the job: on [t, reservation)
    * it holds nothing, and from its reservation on its own hold makes room.
    */
-  private compress(queue: readonly QueueEntry[], now: Seconds, gainFloor: Seconds): void {
+  private compress(queue: readonly QueueEntry[], now: Seconds, gainFrom: Seconds, gainTo: Seconds): void {
     const profile = this.profile;
     for (const entry of queue) {
       const old = entry.reservation;
       if (Number.isNaN(old)) continue;
-      const gain = entry.gainSincePlaced < gainFloor ? entry.gainSincePlaced : gainFloor;
-      entry.gainSincePlaced = Infinity;
-      if (gain >= old && old >= now) continue;
+      const from = entry.gainFrom < gainFrom ? entry.gainFrom : gainFrom;
+      const to = entry.gainTo > gainTo ? entry.gainTo : gainTo;
+      entry.gainFrom = Infinity;
+      entry.gainTo = -Infinity;
+      if (from >= old && old >= now) continue;
       const { size, estimate } = entry.job;
       let start: Seconds;
       if (old >= now) {
-        start = profile.earliestStart(size, estimate, now, old);
+        start = profile.earliestStart(size, estimate, Math.max(now, from - estimate), Math.min(old, to), old);
         if (start === Infinity) continue;
         profile.release(old, estimate, size);
       } else {
@@ -149,12 +165,14 @@ export class ConservativePolicy implements Policy {
       entry.reservation = start;
       this.bounds.clear();
       if (start < old) {
-        const freedFrom = Math.max(old, start + estimate);
-        entry.gainThisPass = freedFrom;
-        if (freedFrom < gainFloor) gainFloor = freedFrom;
+        entry.freedFrom = Math.max(old, start + estimate);
+        entry.freedTo = old + estimate;
+        if (entry.freedFrom < gainFrom) gainFrom = entry.freedFrom;
+        if (entry.freedTo > gainTo) gainTo = entry.freedTo;
       }
     }
   }
+
   /** Reservations are the plan: nothing to do. */
   plan(): void {}
 
