@@ -12,12 +12,13 @@
 
 import type { Seconds } from './types.js';
 
-const SIZE_BUCKETS = 32;
-const DURATION_BUCKETS = 128;
+// Eight buckets per doubling of size or duration.
+const SIZE_BUCKETS = 256;
+const DURATION_BUCKETS = 256;
 
-const sizeBucket = (size: number): number => Math.min(SIZE_BUCKETS - 1, Math.floor(Math.log2(size)));
+const sizeBucket = (size: number): number => Math.min(SIZE_BUCKETS - 1, Math.floor(Math.log2(size) * 8));
 const durationBucket = (duration: Seconds): number =>
-  Math.min(DURATION_BUCKETS - 1, Math.max(0, Math.floor(Math.log2(duration) * 4)));
+  Math.min(DURATION_BUCKETS - 1, Math.max(0, Math.floor(Math.log2(duration) * 8)));
 
 /**
  * Fenwick tree for prefix maxima over [0, i) of values that only grow. It
@@ -48,7 +49,7 @@ class PrefixMax {
 export class StartBounds {
   private generation = 0;
   /** A 2-D Fenwick tree: rows over size buckets, each a prefix maximum over duration buckets. */
-  private readonly grid: PrefixMax[] = Array.from({ length: SIZE_BUCKETS + 1 }, () => new PrefixMax(-1));
+  private readonly grid: (PrefixMax | undefined)[] = [];
   private readonly exact = new Map<number, PrefixMax>();
 
   /** The profile gained capacity: every remembered answer is void. */
@@ -64,7 +65,7 @@ export class StartBounds {
     let best = this.exact.get(size)?.below(generation, db) ?? -Infinity;
     // Prefix maximum over size buckets < sb, duration buckets < db.
     for (let i = sb; i > 0; i -= i & -i) {
-      const value = this.grid[i].below(generation, db);
+      const value = this.grid[i]?.below(generation, db) ?? -Infinity;
       if (value > best) best = value;
     }
     return best;
@@ -78,7 +79,7 @@ export class StartBounds {
     let exact = this.exact.get(size);
     if (!exact) this.exact.set(size, (exact = new PrefixMax(generation)));
     exact.raise(generation, db, start);
-    for (let i = sb + 1; i <= SIZE_BUCKETS; i += i & -i) this.grid[i].raise(generation, db, start);
+    for (let i = sb + 1; i <= SIZE_BUCKETS; i += i & -i) (this.grid[i] ??= new PrefixMax(generation)).raise(generation, db, start);
   }
 }
 
