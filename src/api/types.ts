@@ -1,0 +1,108 @@
+// The JSON vocabulary of the controller's API and of every `--json` output:
+// one shape per thing (job, node, cluster status), used by the controller,
+// the CLI and the web view alike. Times are ISO 8601 strings in UTC (null when
+// unknown); durations are seconds; memory is MiB.
+
+export type JobState =
+  | 'PENDING'
+  | 'RUNNING'
+  | 'COMPLETING'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'CANCELLED'
+  | 'TIMEOUT'
+  | 'NODE_FAIL'
+  | 'OUT_OF_MEMORY';
+
+export const finishedStates: readonly JobState[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY'];
+
+export interface ApiJob {
+  id: number;
+  name: string;
+  user: string;
+  state: JobState;
+  /** Why a pending job waits, or why a job ended as it did (human text). */
+  reason: string | null;
+  partition: string;
+  /** Allocated nodes (running or finished), else []. */
+  nodes: string[];
+  nodeCount: number;
+  ntasks: number;
+  cpusPerTask: number;
+  memoryMiB: number | null;
+  timeLimitSeconds: number | null;
+  submitTime: string;
+  startTime: string | null;
+  /** Planned start of a pending job: the scheduler's prediction. */
+  plannedStart: string | null;
+  /** Start + time limit for running jobs, planned start + limit for pending ones. */
+  predictedEnd: string | null;
+  endTime: string | null;
+  exitCode: number | null;
+  workingDir: string;
+  stdoutPath: string;
+  stderrPath: string;
+  requeue: boolean;
+}
+
+export interface ApiJobEvent {
+  time: string;
+  type: string;
+  /** Event-specific details (nodes, signal, exit code, state...). */
+  detail: Record<string, unknown>;
+}
+
+export interface ApiJobWithEvents extends ApiJob {
+  events: ApiJobEvent[];
+}
+
+export type NodeState = 'idle' | 'allocated' | 'mixed' | 'down' | 'drained' | 'draining';
+
+export interface ApiNode {
+  name: string;
+  state: NodeState;
+  /** Why it is down or drained (admin text or "no heartbeat for 60 s"). */
+  reason: string | null;
+  cpus: number;
+  cpusAllocated: number;
+  memoryMiB: number;
+  memoryAllocatedMiB: number;
+  features: string[];
+  partitions: string[];
+  /** Jobs on this node with their users. */
+  jobs: { id: number; user: string }[];
+  lastHeartbeat: string | null;
+}
+
+export interface ApiClusterStatus {
+  up: boolean;
+  version: string;
+  cluster: string;
+  policy: string;
+  placement: string;
+  /** The controller's clock, so clients show "now" as the scheduler sees it. */
+  now: string;
+  nodes: { total: number; idle: number; allocated: number; mixed: number; down: number; drained: number };
+  jobs: { pending: number; running: number };
+  motd: string | null;
+}
+
+/** "When will it start?" (spwhen): the plan and why the job waits. */
+export interface ApiWhen {
+  job: ApiJob;
+  plannedStart: string | null;
+  predictedEnd: string | null;
+  /** Position among pending jobs in scheduling order (1 = next). */
+  position: number | null;
+  /** Jobs whose resources it waits for (running jobs ending before its planned start). */
+  waitsFor: { id: number; user: string; predictedEnd: string | null }[];
+  /** Human explanation. */
+  explanation: string;
+}
+
+/** Errors: every non-2xx response body. */
+export interface ApiError {
+  error: string;
+  /** What the caller can do about it. */
+  fix?: string;
+}
