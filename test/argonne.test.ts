@@ -57,9 +57,9 @@ describe('Argonne queuing example (seed 004, 2.7)', () => {
   // shadow time = 3600, extra = 8 + 64 - 32 = 40
   it('parts 1-3: A, B and C leave 8 nodes free; D (32 nodes) waits for B: shadow 1 h, extra 40', () => {
     const state = new SchedulerState(NODES);
-    state.addRunning({ job: request('A', 32, 2 * HOUR), start: 0 });
-    state.addRunning({ job: request('B', 64, 1 * HOUR), start: 0 });
-    state.addRunning({ job: request('C', 24, 3 * HOUR), start: 0 });
+    state.addRunning({ job: request('A', 32, 2 * HOUR), start: 0, nodes: [] });
+    state.addRunning({ job: request('B', 64, 1 * HOUR), start: 0, nodes: [] });
+    state.addRunning({ job: request('C', 24, 3 * HOUR), start: 0, nodes: [] });
     assert.equal(state.freeProcessors, 8);
     assert.deepEqual(shadowOf(state, 32), { shadowTime: 3600, extra: 40 });
   });
@@ -120,9 +120,9 @@ describe('Argonne queuing example (seed 004, 2.7)', () => {
   it('part 4b variant: had B released only 24 nodes, extra is 0 and F waits (G still backfills)', () => {
     const spec: Spec = { ...PART_4B, A: { nodes: 72, seconds: 2 * HOUR }, B: { nodes: 24, seconds: 1 * HOUR } };
     const state = new SchedulerState(NODES);
-    state.addRunning({ job: request('A', 72, 2 * HOUR), start: 0 });
-    state.addRunning({ job: request('B', 24, 1 * HOUR), start: 0 });
-    state.addRunning({ job: request('C', 24, 3 * HOUR), start: 0 });
+    state.addRunning({ job: request('A', 72, 2 * HOUR), start: 0, nodes: [] });
+    state.addRunning({ job: request('B', 24, 1 * HOUR), start: 0, nodes: [] });
+    state.addRunning({ job: request('C', 24, 3 * HOUR), start: 0, nodes: [] });
     assert.deepEqual(shadowOf(state, 32), { shadowTime: 3600, extra: 0 });
 
     const { scheduler, startedAtZero } = runExample(spec);

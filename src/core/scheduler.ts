@@ -8,6 +8,7 @@ import { ConservativePolicy } from './policies/conservative.js';
 import { easyPolicy } from './policies/easy.js';
 import { fcfsPolicy } from './policies/fcfs.js';
 import type { Policy } from './policies/policy.js';
+import type { NodePool } from './placement.js';
 import { SchedulerState } from './state.js';
 import type { JobId, JobRequest, Machine, RunningJob, Seconds } from './types.js';
 
@@ -41,12 +42,21 @@ export class Scheduler {
   private readonly policy: Policy;
   private startedInLastPass = new Map<JobId, Seconds>();
 
+  /**
+   * @param pool concrete nodes for jobs with `resources` (the live cluster);
+   * the machine's processors are then the pool's CPUs, the capacity the time
+   * profile plans with, and every start is placed on nodes.
+   */
   constructor(
     readonly policyName: PolicyName,
     readonly machine: Machine,
     origin: Seconds = 0,
+    pool?: NodePool,
   ) {
-    this.state = new SchedulerState(machine.processors);
+    if (pool && pool.totalCpus !== machine.processors) {
+      throw new RangeError(`the machine has ${machine.processors} processors but its nodes have ${pool.totalCpus} CPUs`);
+    }
+    this.state = new SchedulerState(machine.processors, pool);
     this.policy = createPolicy(policyName, machine, origin);
   }
 
@@ -56,6 +66,9 @@ export class Scheduler {
       throw new RangeError(`job ${job.id} asks for ${job.size} processors; the machine has ${this.machine.processors}`);
     }
     if (!(job.estimate > 0)) throw new RangeError(`job ${job.id} has estimate ${job.estimate}; it must be > 0`);
+    if (job.resources && this.state.pool && !this.state.pool.couldEverPlace(job.resources)) {
+      throw new RangeError(`job ${job.id} fits on no set of nodes of this cluster, even when all are idle`);
+    }
     const entry = this.state.enqueue(job);
     this.policy.onSubmit?.(entry);
   }
@@ -65,6 +78,24 @@ export class Scheduler {
     const run = this.state.removeRunning(id);
     this.policy.onEnd?.(run, at);
     return run;
+  }
+
+  /**
+   * The shell could not carry out a start the core decided (its verify step
+   * failed: a node went away, say). The job goes back to its place in the
+   * queue and is planned again at the next pass.
+   */
+  unstart(id: JobId, now: Seconds): void {
+    const run = this.state.removeRunning(id);
+    this.policy.onEnd?.(run, now);
+    const entry = this.state.reinsert(run.job);
+    this.policy.onSubmit?.(entry);
+    this.startedInLastPass.delete(id);
+  }
+
+  /** The nodes a running job was placed on (empty without a node pool). */
+  nodesOf(id: JobId): readonly string[] | undefined {
+    return this.state.getRunning(id)?.nodes;
   }
 
   /** A queued job leaves without starting. Returns false if it is not queued. */

@@ -2,6 +2,7 @@
 // the running jobs sorted by (predicted end, job id). Policies read it and
 // decide; `startJob` is the one place a queued job becomes a running one.
 
+import type { NodePool } from './placement.js';
 import type { JobId, JobRequest, RunningJob, Seconds } from './types.js';
 import { predictedEnd } from './types.js';
 
@@ -23,6 +24,8 @@ export interface QueueEntry {
   freedTo: Seconds;
 }
 
+const NO_NODES: readonly string[] = [];
+
 const byEndThenId = (a: RunningJob, b: RunningJob): number =>
   predictedEnd(a) - predictedEnd(b) || a.job.id - b.job.id;
 
@@ -36,7 +39,14 @@ export class SchedulerState {
   freeProcessors: number;
   private arrivals = 0;
 
-  constructor(readonly processors: number) {
+  /**
+   * @param pool the cluster's nodes, when jobs need concrete nodes; without
+   * one a job needs only `size` of the machine's processors (trace replay).
+   */
+  constructor(
+    readonly processors: number,
+    readonly pool?: NodePool,
+  ) {
     this.freeProcessors = processors;
   }
 
@@ -53,6 +63,7 @@ export class SchedulerState {
     if (this.runningById.has(run.job.id)) throw new Error(`job ${run.job.id} is already running`);
     this.runningById.set(run.job.id, run);
     this.freeProcessors -= run.job.size;
+    if (this.pool && run.job.resources) this.pool.allocate(run.job.id, run.nodes, run.job.resources);
     const at = this.insertionPoint(run);
     this.running.splice(at, 0, run);
   }
@@ -62,6 +73,7 @@ export class SchedulerState {
     if (!run) throw new Error(`job ${id} is not running`);
     this.runningById.delete(id);
     this.freeProcessors += run.job.size;
+    this.pool?.release(id);
     const at = this.insertionPoint(run);
     this.running.splice(at, 1);
     return run;
@@ -69,6 +81,20 @@ export class SchedulerState {
 
   getRunning(id: JobId): RunningJob | undefined {
     return this.runningById.get(id);
+  }
+
+  /** Puts a job back at its arrival place in the queue (submit time, then id). */
+  reinsert(job: JobRequest): QueueEntry {
+    const entry = this.enqueue(job);
+    this.queue.pop();
+    let at = this.queue.length;
+    while (at > 0) {
+      const ahead = this.queue[at - 1].job;
+      if (ahead.submitTime < job.submitTime || (ahead.submitTime === job.submitTime && ahead.id < job.id)) break;
+      at--;
+    }
+    this.queue.splice(at, 0, entry);
+    return entry;
   }
 
   getQueued(id: JobId): QueueEntry | undefined {
@@ -84,9 +110,19 @@ export class SchedulerState {
     return entry;
   }
 
-  /** Starts a queued entry now; the caller drops started entries from the queue. */
-  startJob(entry: QueueEntry, now: Seconds): void {
-    this.addRunning({ job: entry.job, start: now });
+  /**
+   * The nodes a job would get if it started now, or null if it cannot start
+   * now (not enough processors, or no set of nodes fits it). Takes nothing.
+   */
+  tryPlace(job: JobRequest): readonly string[] | null {
+    if (job.size > this.freeProcessors) return null;
+    if (!this.pool || !job.resources) return NO_NODES;
+    return this.pool.place(job.resources);
+  }
+
+  /** Starts a queued entry now on `nodes` (from tryPlace); the caller drops started entries from the queue. */
+  startJob(entry: QueueEntry, now: Seconds, nodes: readonly string[]): void {
+    this.addRunning({ job: entry.job, start: now, nodes });
     this.queuedById.delete(entry.job.id);
     entry.reservation = now;
   }

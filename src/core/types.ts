@@ -9,6 +9,21 @@ export const jobId = (n: number): JobId => n as JobId;
 /** Time in integer seconds on the shell's clock (SWF: seconds since trace start). */
 export type Seconds = number;
 
+/**
+ * Concrete resources a job needs on a cluster of nodes. Absent for trace
+ * replay, where a job is just `size` processors of a homogeneous machine.
+ */
+export interface ResourceRequest {
+  readonly nodes: number;
+  readonly cpusPerNode: number;
+  /** Memory per node; 0 asks for none in particular. */
+  readonly memoryMiBPerNode: number;
+  /** Features every allocated node must have. */
+  readonly features: readonly string[];
+  /** Nodes the job may use (its partition's); absent = every node. */
+  readonly eligibleNodes?: ReadonlySet<string>;
+}
+
 /** What a user asked for: the core's view of a job before it runs. */
 export interface JobRequest {
   readonly id: JobId;
@@ -20,12 +35,16 @@ export interface JobRequest {
   readonly user: number;
   readonly queue: number;
   readonly partition: number;
+  /** Node-level needs; `size` is then nodes x cpusPerNode. */
+  readonly resources?: ResourceRequest;
 }
 
 /** A job holding processors from `start` until it ends (predicted: start + estimate). */
 export interface RunningJob {
   readonly job: JobRequest;
   readonly start: Seconds;
+  /** The nodes placement chose (empty without a node pool). */
+  readonly nodes: readonly string[];
 }
 
 export const predictedEnd = (r: RunningJob): Seconds => r.start + r.job.estimate;

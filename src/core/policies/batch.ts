@@ -43,7 +43,15 @@ export class BatchPolicy implements Policy {
     const started: QueueEntry[] = [];
     for (const entry of this.batch) {
       if (entry.reservation === now) {
-        state.startJob(entry, now);
+        // Batch policies plan processors only; on a node pool an unplaceable
+        // job waits for the next batch.
+        const nodes = state.tryPlace(entry.job);
+        if (nodes === null) {
+          entry.reservation = NaN;
+          this.batch.delete(entry);
+          continue;
+        }
+        state.startJob(entry, now, nodes);
         started.push(entry);
         this.batch.delete(entry);
       }

@@ -130,9 +130,18 @@ export class ConservativePolicy implements Policy {
     this.earliestReservation = earliest;
     this.carriedDirty = dirty;
     started.reverse();
-    for (const entry of started) state.startJob(entry, now);
-    state.dropStarted(new Set(started));
-    return started;
+    const begun: QueueEntry[] = [];
+    for (const entry of started) {
+      const nodes = state.tryPlace(entry.job);
+      if (nodes === null) {
+        this.unplaceable(entry, now);
+        continue;
+      }
+      state.startJob(entry, now, nodes);
+      begun.push(entry);
+    }
+    state.dropStarted(new Set(begun));
+    return begun;
   }
 
   /**
@@ -171,6 +180,21 @@ export class ConservativePolicy implements Policy {
         if (entry.freedTo > gainTo) gainTo = entry.freedTo;
       }
     }
+  }
+
+  /**
+   * Due now, but no set of nodes fits it (fragmentation, memory, features:
+   * things the processor profile cannot see). It keeps the earliest later
+   * start the profile allows; placement will be tried again then. Only node
+   * pools can cause this, never trace replay.
+   */
+  private unplaceable(entry: QueueEntry, now: Seconds): void {
+    const { size, estimate } = entry.job;
+    this.profile.release(now, estimate, size);
+    this.noteGain(now, now + estimate);
+    entry.reservation = this.profile.earliestStart(size, estimate, now + 1);
+    this.profile.reserve(entry.reservation, estimate, size);
+    if (entry.reservation < this.earliestReservation) this.earliestReservation = entry.reservation;
   }
 
   /** Reservations are the plan: nothing to do. */

@@ -49,8 +49,10 @@ export function easyPolicy(): Policy {
         if (size > state.freeProcessors) continue;
         const endsByShadow = now + estimate <= shadowTime;
         if (!endsByShadow && size > extra) continue;
+        const nodes = state.tryPlace(entry.job);
+        if (nodes === null) continue;
         projection.noteStart(entry, now);
-        state.startJob(entry, now);
+        state.startJob(entry, now, nodes);
         started.push(entry);
         backfilled.add(entry);
         if (!endsByShadow) extra -= size;

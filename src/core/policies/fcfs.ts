@@ -9,11 +9,12 @@ import { QueueProjection } from './projection.js';
 export function startFromHead(state: SchedulerState, now: Seconds, started: QueueEntry[], projection: QueueProjection): number {
   const queue = state.queue;
   let index = 0;
-  while (index < queue.length && queue[index].job.size <= state.freeProcessors) {
+  for (; index < queue.length; index++) {
+    const nodes = state.tryPlace(queue[index].job);
+    if (nodes === null) break;
     projection.noteStart(queue[index], now);
-    state.startJob(queue[index], now);
+    state.startJob(queue[index], now, nodes);
     started.push(queue[index]);
-    index++;
   }
   return index;
 }

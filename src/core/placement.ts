@@ -1,0 +1,121 @@
+// Placement: which concrete nodes a job gets, decided in the core (never in a
+// daemon) so it can be tested on its own. The pool tracks free CPUs and
+// memory per node; `place` proposes nodes without taking them, the scheduler
+// state allocates them when a start is decided, and the shell verifies the
+// proposal against live node state before it starts anything.
+
+import type { JobId, ResourceRequest } from './types.js';
+
+export const placementStrategies = ['first-fit', 'best-fit', 'least-loaded'] as const;
+export type PlacementStrategy = (typeof placementStrategies)[number];
+
+export interface PoolNode {
+  readonly name: string;
+  readonly cpus: number;
+  readonly memoryMiB: number;
+  readonly features: readonly string[];
+}
+
+interface NodeSlot {
+  readonly node: PoolNode;
+  readonly features: ReadonlySet<string>;
+  readonly order: number;
+  freeCpus: number;
+  freeMemoryMiB: number;
+  /** Down or drained nodes take no new jobs; running ones keep theirs. */
+  accepting: boolean;
+}
+
+export class NodePool {
+  private readonly slots: NodeSlot[];
+  private readonly byName = new Map<string, NodeSlot>();
+  private readonly allocations = new Map<JobId, { nodes: readonly string[]; cpus: number; memoryMiB: number }>();
+
+  constructor(
+    nodes: readonly PoolNode[],
+    readonly strategy: PlacementStrategy = 'first-fit',
+  ) {
+    this.slots = nodes.map((node, order) => ({
+      node, order, features: new Set(node.features), freeCpus: node.cpus, freeMemoryMiB: node.memoryMiB, accepting: true,
+    }));
+    for (const slot of this.slots) {
+      if (this.byName.has(slot.node.name)) throw new Error(`node ${slot.node.name} is listed twice`);
+      this.byName.set(slot.node.name, slot);
+    }
+  }
+
+  /** Total CPUs of the pool: the capacity the time profile plans with. */
+  get totalCpus(): number {
+    return this.slots.reduce((sum, slot) => sum + slot.node.cpus, 0);
+  }
+
+  setAccepting(name: string, accepting: boolean): void {
+    this.slot(name).accepting = accepting;
+  }
+
+  free(name: string): { cpus: number; memoryMiB: number } {
+    const slot = this.slot(name);
+    return { cpus: slot.freeCpus, memoryMiB: slot.freeMemoryMiB };
+  }
+
+  /** Whether any set of nodes could ever hold the request (all nodes idle and accepting or not). */
+  couldEverPlace(request: ResourceRequest): boolean {
+    let fitting = 0;
+    for (const slot of this.slots) if (this.suits(slot, request, slot.node.cpus, slot.node.memoryMiB)) fitting++;
+    return fitting >= request.nodes;
+  }
+
+  /** Nodes for the request now, by the pool's strategy, or null. Takes nothing. */
+  place(request: ResourceRequest): string[] | null {
+    const candidates: NodeSlot[] = [];
+    for (const slot of this.slots) {
+      if (slot.accepting && this.suits(slot, request, slot.freeCpus, slot.freeMemoryMiB)) {
+        candidates.push(slot);
+        if (this.strategy === 'first-fit' && candidates.length === request.nodes) break;
+      }
+    }
+    if (candidates.length < request.nodes) return null;
+    if (this.strategy === 'best-fit') {
+      // Tightest nodes first: least CPU (then memory) left over after the job.
+      candidates.sort((a, b) => a.freeCpus - b.freeCpus || a.freeMemoryMiB - b.freeMemoryMiB || a.order - b.order);
+    } else if (this.strategy === 'least-loaded') {
+      // Most free CPUs first (Libra's least-loaded host selection).
+      candidates.sort((a, b) => b.freeCpus - a.freeCpus || b.freeMemoryMiB - a.freeMemoryMiB || a.order - b.order);
+    }
+    return candidates.slice(0, request.nodes).map((slot) => slot.node.name);
+  }
+
+  allocate(id: JobId, nodes: readonly string[], request: ResourceRequest): void {
+    if (this.allocations.has(id)) throw new Error(`job ${id} already holds nodes`);
+    for (const name of nodes) {
+      const slot = this.slot(name);
+      slot.freeCpus -= request.cpusPerNode;
+      slot.freeMemoryMiB -= request.memoryMiBPerNode;
+    }
+    this.allocations.set(id, { nodes, cpus: request.cpusPerNode, memoryMiB: request.memoryMiBPerNode });
+  }
+
+  release(id: JobId): void {
+    const allocation = this.allocations.get(id);
+    if (!allocation) return;
+    for (const name of allocation.nodes) {
+      const slot = this.slot(name);
+      slot.freeCpus += allocation.cpus;
+      slot.freeMemoryMiB += allocation.memoryMiB;
+    }
+    this.allocations.delete(id);
+  }
+
+  private suits(slot: NodeSlot, request: ResourceRequest, cpus: number, memoryMiB: number): boolean {
+    if (cpus < request.cpusPerNode || memoryMiB < request.memoryMiBPerNode) return false;
+    if (request.eligibleNodes && !request.eligibleNodes.has(slot.node.name)) return false;
+    for (const feature of request.features) if (!slot.features.has(feature)) return false;
+    return true;
+  }
+
+  private slot(name: string): NodeSlot {
+    const slot = this.byName.get(name);
+    if (!slot) throw new Error(`no node named ${name}`);
+    return slot;
+  }
+}

@@ -1,0 +1,127 @@
+// Placement on concrete nodes, on its own and inside the scheduler: the core
+// picks nodes (first-fit, best-fit, least-loaded), respects features, memory
+// and partitions, and a job whose processors are free but which fits on no
+// set of nodes does not start.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { NodePool, type PoolNode } from '../src/core/placement.js';
+import { Scheduler, type PolicyName } from '../src/core/scheduler.js';
+import { jobId, type JobRequest, type ResourceRequest } from '../src/core/types.js';
+
+const node = (name: string, cpus = 8, memoryMiB = 16384, features: string[] = []): PoolNode => ({ name, cpus, memoryMiB, features });
+const need = (nodes: number, cpusPerNode: number, extra: Partial<ResourceRequest> = {}): ResourceRequest => ({
+  nodes, cpusPerNode, memoryMiBPerNode: 0, features: [], ...extra,
+});
+const job = (id: number, resources: ResourceRequest, estimate = 100, submitTime = 0): JobRequest => ({
+  id: jobId(id), submitTime, size: resources.nodes * resources.cpusPerNode, estimate, user: 1, queue: 0, partition: 0, resources,
+});
+
+describe('node pool', () => {
+  it('first-fit takes the first nodes in order that fit', () => {
+    const pool = new NodePool([node('n1'), node('n2'), node('n3')], 'first-fit');
+    pool.allocate(jobId(1), ['n1'], need(1, 6));
+    assert.deepEqual(pool.place(need(1, 4)), ['n2']);
+    assert.deepEqual(pool.place(need(1, 2)), ['n1']);
+    assert.deepEqual(pool.place(need(2, 4)), ['n2', 'n3']);
+    assert.equal(pool.place(need(3, 4)), null);
+  });
+
+  it('best-fit takes the tightest nodes, least-loaded the emptiest', () => {
+    const nodes = [node('n1'), node('n2'), node('n3')];
+    for (const [strategy, expected] of [['best-fit', ['n2']], ['least-loaded', ['n3']]] as const) {
+      const pool = new NodePool(nodes, strategy);
+      pool.allocate(jobId(1), ['n1'], need(1, 7)); // n1: 1 free
+      pool.allocate(jobId(2), ['n2'], need(1, 5)); // n2: 3 free, n3: 8 free
+      assert.deepEqual(pool.place(need(1, 2)), expected, strategy);
+    }
+  });
+
+  it('respects features, memory, partitions and nodes that accept no jobs', () => {
+    const pool = new NodePool([node('n1', 8, 4096), node('n2', 8, 16384, ['gpu']), node('n3', 8, 16384, ['gpu', 'ssd'])]);
+    assert.deepEqual(pool.place(need(1, 1, { features: ['gpu'] })), ['n2']);
+    assert.deepEqual(pool.place(need(1, 1, { features: ['gpu', 'ssd'] })), ['n3']);
+    assert.deepEqual(pool.place(need(1, 1, { memoryMiBPerNode: 8192 })), ['n2']);
+    assert.deepEqual(pool.place(need(1, 1, { eligibleNodes: new Set(['n3']) })), ['n3']);
+    pool.setAccepting('n2', false);
+    assert.deepEqual(pool.place(need(1, 1, { features: ['gpu'] })), ['n3']);
+    assert.equal(pool.couldEverPlace(need(1, 1, { features: ['fpga'] })), false);
+    assert.equal(pool.couldEverPlace(need(2, 1, { features: ['gpu'] })), true);
+  });
+
+  it('release gives back what allocate took', () => {
+    const pool = new NodePool([node('n1')]);
+    pool.allocate(jobId(1), ['n1'], need(1, 3, { memoryMiBPerNode: 1000 }));
+    assert.deepEqual(pool.free('n1'), { cpus: 5, memoryMiB: 15384 });
+    pool.release(jobId(1));
+    assert.deepEqual(pool.free('n1'), { cpus: 8, memoryMiB: 16384 });
+  });
+});
+
+/** Four 8-CPU nodes; four jobs of 5 CPUs leave 3 free on each: 12 CPUs free, but no node with 8. */
+function fragmented(policy: PolicyName) {
+  const pool = new NodePool([node('n1'), node('n2'), node('n3'), node('n4')], 'first-fit');
+  const scheduler = new Scheduler(policy, { processors: 32 }, 0, pool);
+  for (let id = 1; id <= 4; id++) scheduler.submit(job(id, need(1, 5), 1000));
+  const first = scheduler.pass(0).map((j) => j.id);
+  assert.deepEqual(first, [1, 2, 3, 4]);
+  assert.deepEqual([1, 2, 3, 4].map((id) => scheduler.nodesOf(jobId(id))), [['n1'], ['n2'], ['n3'], ['n4']]);
+  return scheduler;
+}
+
+describe('scheduling on nodes', () => {
+  it('fcfs: a whole-node job waits although 12 CPUs are free, and blocks the queue behind it', () => {
+    const scheduler = fragmented('fcfs');
+    scheduler.submit(job(5, need(1, 8), 100, 10));
+    scheduler.submit(job(6, need(1, 2), 100, 10));
+    assert.deepEqual(scheduler.pass(10), []);
+    scheduler.end(jobId(2), 50);
+    assert.deepEqual(scheduler.pass(50).map((j) => j.id), [5, 6]);
+    assert.deepEqual(scheduler.nodesOf(jobId(5)), ['n2']);
+    assert.deepEqual(scheduler.nodesOf(jobId(6)), ['n1']);
+  });
+
+  it('easy: a small job backfills around a head that fits no node', () => {
+    const scheduler = fragmented('easy');
+    scheduler.submit(job(5, need(1, 8), 100, 10));
+    scheduler.submit(job(6, need(1, 2), 100, 10));
+    assert.deepEqual(scheduler.pass(10).map((j) => j.id), [6]);
+    assert.deepEqual(scheduler.nodesOf(jobId(6)), ['n1']);
+  });
+
+  it('conservative: a due job that fits no node keeps a later start and runs when a node frees', () => {
+    const scheduler = fragmented('conservative');
+    scheduler.submit(job(5, need(1, 8), 100, 10));
+    assert.deepEqual(scheduler.pass(10), []);
+    const promised = scheduler.plannedStart(jobId(5))!;
+    assert.ok(promised > 10, `planned ${promised}`);
+    scheduler.end(jobId(3), 40);
+    assert.deepEqual(scheduler.pass(40).map((j) => j.id), [5]);
+    assert.deepEqual(scheduler.nodesOf(jobId(5)), ['n3']);
+  });
+
+  it('a job no set of nodes can ever hold is refused at submission', () => {
+    const pool = new NodePool([node('n1'), node('n2', 8, 16384, ['gpu'])]);
+    const scheduler = new Scheduler('easy', { processors: 16 }, 0, pool);
+    assert.throws(() => scheduler.submit(job(1, need(2, 1, { features: ['gpu'] }))), /fits on no set of nodes/);
+    assert.throws(() => new Scheduler('easy', { processors: 10 }, 0, pool), /16 CPUs/);
+  });
+
+  it('unstart puts a job back in its place; it starts again once a node accepts it', () => {
+    for (const policy of ['fcfs', 'easy', 'conservative'] as const) {
+      const pool = new NodePool([node('n1'), node('n2')]);
+      const scheduler = new Scheduler(policy, { processors: 16 }, 0, pool);
+      scheduler.submit(job(1, need(1, 8)));
+      scheduler.submit(job(2, need(1, 8)));
+      assert.deepEqual(scheduler.pass(0).map((j) => j.id), [1, 2], policy);
+      // The shell's verify step finds n2 gone: the start of job 2 is withdrawn.
+      pool.setAccepting('n2', false);
+      scheduler.unstart(jobId(2), 0);
+      assert.equal(scheduler.queueLength, 1, policy);
+      assert.deepEqual(scheduler.pass(1), [], policy);
+      scheduler.end(jobId(1), 5);
+      assert.deepEqual(scheduler.pass(5).map((j) => j.id), [2], policy);
+      assert.deepEqual(scheduler.nodesOf(jobId(2)), ['n1'], policy);
+    }
+  });
+});
