@@ -41,6 +41,7 @@ export class Scheduler {
   readonly state: SchedulerState;
   private readonly policy: Policy;
   private startedInLastPass = new Map<JobId, Seconds>();
+  private adopted = false;
 
   /**
    * @param pool concrete nodes for jobs with `resources` (the live cluster);
@@ -93,6 +94,15 @@ export class Scheduler {
     this.startedInLastPass.delete(id);
   }
 
+  /**
+   * A job already running when the shell (re)started, with its start and
+   * nodes; call before the next pass. Queued jobs are restored with `submit`.
+   */
+  adoptRunning(job: JobRequest, start: Seconds, nodes: readonly string[]): void {
+    this.state.addRunning({ job, start, nodes });
+    this.adopted = true;
+  }
+
   /** The nodes a running job was placed on (empty without a node pool). */
   nodesOf(id: JobId): readonly string[] | undefined {
     return this.state.getRunning(id)?.nodes;
@@ -108,6 +118,10 @@ export class Scheduler {
 
   /** One scheduling pass at `now`: starts jobs and returns them in start order. */
   pass(now: Seconds, options: PassOptions = {}): JobRequest[] {
+    if (this.adopted) {
+      this.policy.adopt?.(this.state, now);
+      this.adopted = false;
+    }
     const started = this.policy.schedule(this.state, now);
     if (options.predictions) this.policy.plan(this.state, now);
     this.startedInLastPass = new Map(started.map((e) => [e.job.id, now]));

@@ -64,5 +64,6 @@ export function easyPolicy(): Policy {
     plan: (state, now) => projection.plan(state, now),
     onEnd: (run, at) => projection.noteEnd(run, at),
     onCancel: () => projection.invalidate(),
+    adopt: () => projection.invalidate(),
   };
 }

@@ -32,5 +32,6 @@ export function fcfsPolicy(): Policy {
     plan: (state, now) => projection.plan(state, now),
     onEnd: (run, at) => projection.noteEnd(run, at),
     onCancel: () => projection.invalidate(),
+    adopt: () => projection.invalidate(),
   };
 }

@@ -18,6 +18,8 @@ export interface Policy {
   onEnd?(run: RunningJob, at: Seconds): void;
   /** A queued job left the queue without starting. */
   onCancel?(entry: QueueEntry): void;
+  /** The state was rebuilt by the shell (jobs adopted after a restart): drop cached plans. */
+  adopt?(state: SchedulerState, now: Seconds): void;
   /** The next instant after `now` at which the policy needs a pass though nothing else happens. */
   nextWakeup?(now: Seconds): Seconds | undefined;
 }

@@ -1,0 +1,304 @@
+// The controller's engine: owns the queue and the node state, feeds the core
+// scheduler every event, verifies each start the core proposes against live
+// node state (seed 002's verify step), and commits every fact to the store
+// before acting on it. It knows no transport: the daemon wires HTTP and the
+// agents to it, and tests drive it directly.
+
+import type { ClusterConfig, PartitionSpec } from '../config/cluster.js';
+import { NodePool } from '../core/placement.js';
+import { Scheduler } from '../core/scheduler.js';
+import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
+import { validateAgainstCluster } from '../jobspec/cluster.js';
+import type { JobSpec } from '../jobspec/types.js';
+import type { EndState, JobRecord, JsonObject } from '../store/events.js';
+import type { Store } from '../store/store.js';
+
+/** What an agent needs to start a job: the batch script runs on the first node. */
+export interface StartOrder {
+  readonly jobId: JobId;
+  readonly user: string;
+  readonly name: string;
+  readonly nodes: readonly string[];
+  readonly cpusOnNode: number;
+  readonly spec: JobSpec;
+}
+
+/** The controller's side of the agents (HTTP in the daemon, direct calls in tests). */
+export interface AgentLink {
+  start(order: StartOrder): Promise<void>;
+  signal(node: string, jobId: JobId, signal: string, cancel: boolean): Promise<void>;
+}
+
+/** A refused submission: every reason, each naming the problem. */
+export class SubmitRefused extends Error {
+  constructor(readonly reasons: readonly string[]) {
+    super(reasons.join('; '));
+    this.name = 'SubmitRefused';
+  }
+}
+
+export interface NodeStatus {
+  up: boolean;
+  drained: boolean;
+  reason: string | null;
+  lastHeartbeatMs: number | null;
+}
+
+/** What an agent says of a job it ran, when it (re)registers or a job ends. */
+export interface JobReport {
+  readonly jobId: JobId;
+  readonly state: 'RUNNING' | EndState;
+  readonly exitCode: number | null;
+  readonly endTimeMs: number | null;
+  readonly reason?: string;
+}
+
+/** A year stands for "no limit" in the time profile. */
+const UNLIMITED_SECONDS = 365 * 86400;
+
+export class ControllerEngine {
+  readonly pool: NodePool;
+  readonly scheduler: Scheduler;
+  /** Pending and running jobs, as last committed. */
+  readonly active = new Map<JobId, JobRecord>();
+  readonly nodes = new Map<string, NodeStatus>();
+  private readonly partitionNodes = new Map<string, ReadonlySet<string>>();
+  private dirty = true;
+
+  constructor(
+    readonly config: ClusterConfig,
+    private readonly store: Store,
+    private readonly agents: AgentLink,
+    private readonly clockMs: () => number = Date.now,
+    private readonly log: (line: string) => void = () => {},
+  ) {
+    this.pool = new NodePool(config.nodes, config.placement);
+    for (const node of config.nodes) {
+      // A node is down until its agent registers.
+      this.nodes.set(node.name, { up: false, drained: false, reason: 'no agent has registered yet', lastHeartbeatMs: null });
+      this.pool.setAccepting(node.name, false);
+    }
+    for (const partition of config.partitions) this.partitionNodes.set(partition.name, new Set(partition.nodes));
+    this.scheduler = new Scheduler(config.policy, { processors: this.pool.totalCpus }, this.nowSeconds(), this.pool);
+    this.recover();
+  }
+
+  private nowSeconds(): number {
+    return Math.floor(this.clockMs() / 1000);
+  }
+
+  /** Rebuilds the core's state from the store: the queue in order, running jobs on their nodes. */
+  private recover(): void {
+    for (const record of this.store.pendingJobs()) {
+      this.active.set(record.id, record);
+      if (!record.held) this.scheduler.submit(this.coreRequest(record));
+    }
+    for (const record of this.store.runningJobs()) {
+      this.active.set(record.id, record);
+      this.scheduler.adoptRunning(this.coreRequest(record), Math.floor((record.startTimeMs ?? this.clockMs()) / 1000), record.nodes);
+    }
+    if (this.active.size > 0) this.log(`recovered ${this.active.size} pending and running jobs from the store`);
+  }
+
+  specOf(record: JobRecord): JobSpec {
+    return record.request as unknown as JobSpec;
+  }
+
+  private partitionOf(spec: JobSpec): PartitionSpec {
+    const name = spec.partition ?? this.config.defaultPartition;
+    const partition = this.config.partitions.find((p) => p.name === name);
+    if (!partition) throw new SubmitRefused([`no such partition '${name}'`]);
+    return partition;
+  }
+
+  /** The core's view of a job: processors, nodes and limits from its spec. */
+  private coreRequest(record: JobRecord): JobRequest {
+    const spec = this.specOf(record);
+    const partition = this.partitionOf(spec);
+    const nodes = spec.nodes.min;
+    const tasksPerNode = Math.ceil((spec.ntasks ?? nodes) / nodes);
+    const cpusPerNode = tasksPerNode * spec.cpusPerTask;
+    const eligibleNodes = this.partitionNodes.get(partition.name)!;
+    const memoryMiBPerNode = spec.memoryMiB === 0
+      ? Math.min(...this.config.nodes.filter((n) => eligibleNodes.has(n.name)).map((n) => n.memoryMiB))
+      : spec.memoryMiB ?? 0;
+    const resources: ResourceRequest = {
+      nodes, cpusPerNode, memoryMiBPerNode, features: spec.constraint?.anyOf[0] ?? [], eligibleNodes,
+    };
+    const limit = spec.timeLimitSeconds === 'UNLIMITED' ? partition.maxTimeSeconds ?? UNLIMITED_SECONDS : spec.timeLimitSeconds;
+    return {
+      id: record.id, submitTime: Math.floor(record.submitTimeMs / 1000), size: nodes * cpusPerNode, estimate: Math.max(1, limit),
+      user: 0, queue: 0, partition: 0, resources,
+    };
+  }
+
+  /**
+   * Validates and durably records submissions (one transaction for the
+   * batch), then queues them. Returns the ids once committed: only then is a
+   * submission acknowledged.
+   */
+  submit(jobs: readonly { user: string; spec: JobSpec }[]): JobId[] {
+    const reasons: string[] = [];
+    jobs.forEach(({ spec }, index) => {
+      const prefix = jobs.length > 1 ? `job ${index + 1}: ` : '';
+      for (const rejection of validateAgainstCluster(spec, this.config)) reasons.push(prefix + rejection.message);
+      if ((spec.constraint?.anyOf.length ?? 0) > 1) {
+        reasons.push(`${prefix}--constraint '${spec.constraint!.text}': alternatives (|) are not supported yet; ask for one set of features (a&b)`);
+      }
+    });
+    if (reasons.length > 0) throw new SubmitRefused(reasons);
+    const nowMs = this.clockMs();
+    const ids = this.store.submitMany(
+      jobs.map(({ user, spec }) => ({
+        user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
+        script: spec.script.text, request: spec as unknown as JsonObject,
+      })),
+      nowMs,
+    );
+    for (const id of ids) {
+      const record = this.store.job(id)!;
+      this.active.set(id, record);
+      this.scheduler.submit(this.coreRequest(record));
+    }
+    this.dirty = true;
+    return ids;
+  }
+
+  /** One scheduling pass if anything changed: verify and carry out the core's starts. */
+  schedule(): JobId[] {
+    if (!this.dirty) return [];
+    this.dirty = false;
+    const now = this.nowSeconds();
+    const started: JobId[] = [];
+    for (const job of this.scheduler.pass(now, { predictions: true })) {
+      const nodes = this.scheduler.nodesOf(job.id) ?? [];
+      const refused = nodes.find((name) => !this.nodes.get(name)?.up || this.nodes.get(name)?.drained);
+      if (refused !== undefined) {
+        this.log(`verify: job ${job.id} was placed on ${refused}, which is not available; it waits`);
+        this.scheduler.unstart(job.id, now);
+        continue;
+      }
+      const record = this.store.append(job.id, { type: 'started', nodes }, this.clockMs());
+      this.active.set(job.id, record);
+      started.push(job.id);
+      const spec = this.specOf(record);
+      const order: StartOrder = {
+        jobId: job.id, user: record.user, name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
+      };
+      this.agents.start(order).catch((error: unknown) => {
+        this.log(`job ${job.id}: the agent of ${nodes[0]} did not start it (${(error as Error).message})`);
+        this.jobReport({ jobId: job.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `start failed on ${nodes[0]}` });
+      });
+    }
+    return started;
+  }
+
+  /** Whether a pass is due (an event arrived since the last one). */
+  get needsPass(): boolean {
+    return this.dirty;
+  }
+
+  /** A job's fate as its agent reports it: ended (with the real end time and exit code) or still running. */
+  jobReport(report: JobReport): void {
+    const record = this.active.get(report.jobId);
+    if (!record || record.state === 'PENDING' || report.state === 'RUNNING') return;
+    const endMs = report.endTimeMs ?? this.clockMs();
+    const spec = this.specOf(record);
+    if (report.state === 'NODE_FAIL' && spec.requeue) {
+      this.store.append(report.jobId, { type: 'requeued', reason: report.reason ?? 'node failure' }, endMs);
+      this.scheduler.end(report.jobId, Math.floor(endMs / 1000));
+      const requeued = this.store.job(report.jobId)!;
+      this.active.set(report.jobId, requeued);
+      this.scheduler.submit(this.coreRequest(requeued));
+    } else {
+      this.store.append(report.jobId, { type: 'ended', state: report.state, exitCode: report.exitCode, reason: report.reason }, endMs);
+      this.scheduler.end(report.jobId, Math.floor(endMs / 1000));
+      this.active.delete(report.jobId);
+    }
+    this.dirty = true;
+  }
+
+  /** Cancels the user's job: a pending one ends at once, a running one is signalled. */
+  cancel(id: JobId, user: string): JobRecord {
+    const record = this.active.get(id) ?? this.store.job(id);
+    if (!record) throw new SubmitRefused([`no job ${id}`]);
+    if (record.user !== user && user !== 'root') throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or root can cancel it`]);
+    if (record.state === 'PENDING') {
+      const ended = this.store.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason: `cancelled by ${user}` }, this.clockMs());
+      this.scheduler.cancel(id);
+      this.active.delete(id);
+      this.dirty = true;
+      return ended;
+    }
+    if (record.state === 'RUNNING') {
+      const signalled = this.store.append(id, { type: 'signalled', signal: 'SIGTERM', reason: `cancelled by ${user}` }, this.clockMs());
+      this.active.set(id, signalled);
+      this.agents.signal(record.nodes[0], id, 'SIGTERM', true).catch((error: unknown) => {
+        this.log(`job ${id}: could not signal it on ${record.nodes[0]} (${(error as Error).message})`);
+      });
+      return signalled;
+    }
+    return record;
+  }
+
+  /** An agent (re)registered its nodes and reports what it knows of its jobs. */
+  agentRegistered(nodeNames: readonly string[], reports: readonly JobReport[]): void {
+    const nowMs = this.clockMs();
+    for (const name of nodeNames) {
+      const status = this.nodes.get(name);
+      if (!status) throw new SubmitRefused([`node ${name} is not in the cluster configuration`]);
+      status.up = true;
+      status.lastHeartbeatMs = nowMs;
+      if (!status.drained) status.reason = null;
+      this.pool.setAccepting(name, !status.drained);
+    }
+    for (const report of reports) this.jobReport(report);
+    this.dirty = true;
+  }
+
+  heartbeat(nodeNames: readonly string[]): void {
+    const nowMs = this.clockMs();
+    for (const name of nodeNames) {
+      const status = this.nodes.get(name);
+      if (status?.up) status.lastHeartbeatMs = nowMs;
+    }
+  }
+
+  /** Nodes silent past the timeout go down; their jobs end as NODE_FAIL (or are requeued). */
+  checkNodes(): string[] {
+    const cutoff = this.clockMs() - this.config.nodeTimeoutSeconds * 1000;
+    const downed: string[] = [];
+    for (const [name, status] of this.nodes) {
+      if (!status.up || (status.lastHeartbeatMs ?? 0) >= cutoff) continue;
+      status.up = false;
+      status.reason = `no heartbeat for ${this.config.nodeTimeoutSeconds} s`;
+      this.pool.setAccepting(name, false);
+      downed.push(name);
+    }
+    for (const record of [...this.active.values()]) {
+      if (record.state !== 'PENDING' && record.nodes.some((node) => downed.includes(node))) {
+        this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `node ${record.nodes.find((n) => downed.includes(n))} went down` });
+      }
+    }
+    if (downed.length > 0) this.log(`nodes down (no heartbeat): ${downed.join(', ')}`);
+    return downed;
+  }
+
+  /** Drained nodes finish their jobs but take no new ones. */
+  drain(nodeNames: readonly string[], reason: string, drained = true): void {
+    for (const name of nodeNames) {
+      const status = this.nodes.get(name);
+      if (!status) throw new SubmitRefused([`no node named ${name}`]);
+      status.drained = drained;
+      status.reason = drained ? reason : status.up ? null : status.reason;
+      this.pool.setAccepting(name, status.up && !drained);
+    }
+    this.dirty = true;
+  }
+
+  /** Planned start (epoch ms) of a pending job after the last pass. */
+  plannedStartMs(id: JobId): number | null {
+    const seconds = this.scheduler.plannedStart(id);
+    return seconds === undefined ? null : seconds * 1000;
+  }
+}

@@ -1,0 +1,173 @@
+// The controller engine with a real SQLite store and the real core, agents
+// answered in-process: submissions are committed before they are queued,
+// starts land on nodes the core picked, ends, cancels, node failures and a
+// controller restart are all recorded in each job's event history.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.js';
+import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from '../src/controller/engine.js';
+import { jobId } from '../src/core/types.js';
+import type { JobSpec } from '../src/jobspec/types.js';
+import { openStore, type Store } from '../src/store/store.js';
+
+const work = mkdtempSync(join(tmpdir(), 'taras-engine-'));
+after(() => rmSync(work, { recursive: true, force: true }));
+let files = 0;
+
+const spec = (extra: Partial<JobSpec> = {}): JobSpec => ({
+  script: { path: '/tmp/job.sh', text: '#!/bin/sh\necho hi\n', args: [] },
+  nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 600, name: 'job', workingDir: '/tmp', output: 'taras-%j.out',
+  export: { all: true, variables: [] }, requeue: false, ...extra,
+});
+
+class RecordingAgents implements AgentLink {
+  readonly orders: StartOrder[] = [];
+  readonly signals: { node: string; jobId: number; signal: string; cancel: boolean }[] = [];
+  async start(order: StartOrder): Promise<void> {
+    this.orders.push(order);
+  }
+  async signal(node: string, id: number, signal: string, cancel: boolean): Promise<void> {
+    this.signals.push({ node, jobId: id, signal, cancel });
+  }
+}
+
+function setup(config?: ClusterConfig) {
+  const path = join(work, `store-${++files}.db`);
+  const store = openStore(path);
+  const clock = { ms: Date.UTC(2026, 10, 22, 12, 0, 0) };
+  const agents = new RecordingAgents();
+  const engine = new ControllerEngine(config ?? defaultClusterConfig(work), store, agents, () => clock.ms);
+  const allNodes = [...engine.nodes.keys()];
+  return { path, store, clock, agents, engine, allNodes };
+}
+
+const stateOf = (store: Store, id: number) => store.job(jobId(id))!.state;
+
+describe('controller engine', () => {
+  it('queues a job until nodes register, starts it on a node, records its end', () => {
+    const { store, clock, agents, engine, allNodes } = setup();
+    const [id] = engine.submit([{ user: 'alice', spec: spec({ nodes: { min: 2 }, cpusPerTask: 8 }) }]);
+    assert.equal(stateOf(store, id), 'PENDING');
+    assert.deepEqual(engine.schedule(), []); // every node is down until its agent registers
+    engine.agentRegistered(allNodes, []);
+    assert.deepEqual(engine.schedule(), [id]);
+    assert.deepEqual(agents.orders[0].nodes, ['node01', 'node02']);
+    assert.equal(agents.orders[0].cpusOnNode, 8);
+    assert.equal(stateOf(store, id), 'RUNNING');
+    clock.ms += 5000;
+    engine.jobReport({ jobId: id, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+    const done = store.job(id)!;
+    assert.equal(done.state, 'COMPLETED');
+    assert.equal(done.exitCode, 0);
+    assert.equal(done.endTimeMs! - done.startTimeMs!, 5000);
+    assert.deepEqual(store.events(id).map((e) => e.event.type), ['submitted', 'started', 'ended']);
+    assert.equal(engine.active.size, 0);
+  });
+
+  it('refuses what the cluster cannot run, naming why, and stores nothing', () => {
+    const { store, engine } = setup();
+    assert.throws(() => engine.submit([{ user: 'bob', spec: spec({ partition: 'gpu' }) }]), (e: unknown) => e instanceof SubmitRefused && /gpu/.test(e.message));
+    assert.throws(() => engine.submit([{ user: 'bob', spec: spec({ nodes: { min: 17 } }) }]), SubmitRefused);
+    assert.throws(
+      () => engine.submit([{ user: 'bob', spec: spec({ constraint: { text: 'a|b', anyOf: [['a'], ['b']] } }) }]),
+      /alternatives/,
+    );
+    assert.equal(store.jobs().length, 0);
+  });
+
+  it('cancels a pending job at once and signals a running one', () => {
+    const { store, agents, engine, allNodes } = setup();
+    engine.agentRegistered(allNodes, []);
+    const [running, pending] = engine.submit([
+      { user: 'carol', spec: spec({ nodes: { min: 16 }, cpusPerTask: 8 }) },
+      { user: 'carol', spec: spec() },
+    ]);
+    assert.deepEqual(engine.schedule(), [running]);
+    assert.throws(() => engine.cancel(pending, 'mallory'), /belongs to carol/);
+    assert.equal(engine.cancel(pending, 'carol').state, 'CANCELLED');
+    engine.cancel(running, 'carol');
+    assert.deepEqual(agents.signals, [{ node: 'node01', jobId: running, signal: 'SIGTERM', cancel: true }]);
+    engine.jobReport({ jobId: running, state: 'CANCELLED', exitCode: null, endTimeMs: null });
+    assert.equal(stateOf(store, running), 'CANCELLED');
+    assert.deepEqual(store.events(running).map((e) => e.event.type), ['submitted', 'started', 'signalled', 'ended']);
+  });
+
+  it('a silent node goes down: its job ends NODE_FAIL, a --requeue job runs again elsewhere', () => {
+    const { store, clock, engine, allNodes, agents } = setup();
+    engine.agentRegistered(allNodes, []);
+    const [plain, requeue] = engine.submit([
+      { user: 'dan', spec: spec({ cpusPerTask: 8 }) },
+      { user: 'dan', spec: spec({ cpusPerTask: 8, requeue: true }) },
+    ]);
+    engine.schedule();
+    assert.deepEqual(agents.orders.map((o) => o.nodes[0]), ['node01', 'node02']);
+    clock.ms += 30_000;
+    engine.heartbeat(allNodes.filter((n) => n !== 'node01' && n !== 'node02'));
+    clock.ms += 45_000; // node01 and node02 silent for 75 s > 60 s
+    assert.deepEqual(engine.checkNodes(), ['node01', 'node02']);
+    assert.equal(stateOf(store, plain), 'NODE_FAIL');
+    assert.equal(stateOf(store, requeue), 'PENDING');
+    assert.deepEqual(engine.schedule(), [requeue]);
+    assert.equal(agents.orders[2].nodes[0], 'node03');
+    assert.equal(engine.nodes.get('node01')!.reason, 'no heartbeat for 60 s');
+  });
+
+  it('a drained node takes no new jobs', () => {
+    const { engine, allNodes, agents } = setup();
+    engine.agentRegistered(allNodes, []);
+    engine.drain(['node01', 'node02'], 'disk swap');
+    engine.submit([{ user: 'eve', spec: spec() }]);
+    engine.schedule();
+    assert.equal(agents.orders[0].nodes[0], 'node03');
+    assert.equal(engine.nodes.get('node01')!.reason, 'disk swap');
+  });
+
+  it('after a controller restart: the queue is back in order, running jobs keep their nodes, ends while down are recorded', () => {
+    const first = setup();
+    first.engine.agentRegistered(first.allNodes, []);
+    const ids = first.engine.submit([
+      { user: 'fay', spec: spec({ nodes: { min: 16 }, cpusPerTask: 8 }) },
+      { user: 'fay', spec: spec({ name: 'second' }) },
+      { user: 'fay', spec: spec({ name: 'third' }) },
+    ]);
+    assert.deepEqual(first.engine.schedule(), [ids[0]]);
+    first.store.close(); // the controller dies here
+
+    const store = openStore(first.path);
+    const clock = { ms: first.clock.ms + 120_000 };
+    const agents = new RecordingAgents();
+    const engine = new ControllerEngine(defaultClusterConfig(work), store, agents, () => clock.ms);
+    assert.equal(engine.active.size, 3);
+    // The agents come back; the big job ended 100 s after it started, while the controller was down.
+    engine.agentRegistered(first.allNodes, [{ jobId: ids[0], state: 'FAILED', exitCode: 7, endTimeMs: first.clock.ms + 100_000 }]);
+    const ended = store.job(ids[0])!;
+    assert.equal(ended.state, 'FAILED');
+    assert.equal(ended.exitCode, 7);
+    assert.equal(ended.endTimeMs, first.clock.ms + 100_000);
+    assert.deepEqual(engine.schedule(), [ids[1], ids[2]]);
+    assert.equal(store.jobs().length, 3);
+  });
+
+  it('after a restart a job still running keeps its nodes: nothing else is placed there', () => {
+    const first = setup();
+    first.engine.agentRegistered(first.allNodes, []);
+    const [wide] = first.engine.submit([{ user: 'gus', spec: spec({ nodes: { min: 15 }, cpusPerTask: 8 }) }]);
+    first.engine.schedule();
+    first.store.close();
+    const store = openStore(first.path);
+    const agents = new RecordingAgents();
+    const engine = new ControllerEngine(defaultClusterConfig(work), store, agents, () => first.clock.ms + 1000);
+    engine.agentRegistered(first.allNodes, [{ jobId: wide, state: 'RUNNING', exitCode: null, endTimeMs: null }]);
+    const [next] = engine.submit([{ user: 'gus', spec: spec({ nodes: { min: 2 } }) }]);
+    assert.deepEqual(engine.schedule(), []); // only node16 is free
+    // A 1-CPU job fits in the extra CPUs the waiting head will not need: EASY backfills it onto node16.
+    const [small] = engine.submit([{ user: 'gus', spec: spec() }]);
+    assert.deepEqual(engine.schedule(), [small]);
+    assert.deepEqual(agents.orders.map((o) => o.nodes), [['node16']]);
+    assert.equal(store.job(next)!.state, 'PENDING');
+  });
+});
