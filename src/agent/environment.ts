@@ -1,0 +1,62 @@
+// What a job sees when it starts: its environment (the submitting shell's,
+// as --export says, plus the TARAS_* variables), its output files and the
+// node file listing its nodes (like Argonne's SPnodes.<jid>).
+
+import { isAbsolute, join } from 'node:path';
+import { compressHostlist } from '../config/hostlist.js';
+import { expandPattern } from '../jobspec/pattern.js';
+import type { JobSpec } from '../jobspec/types.js';
+
+export interface LaunchInput {
+  readonly jobId: number;
+  readonly user: string;
+  readonly nodes: readonly string[];
+  readonly cpusOnNode: number;
+  readonly spec: JobSpec;
+  /** The environment of the shell that submitted (sent with the submission). */
+  readonly submitEnv: Readonly<Record<string, string>>;
+  /** The directory `taras submit` ran in. */
+  readonly submitDir: string;
+  /** Where the agent writes the node file. */
+  readonly nodefilePath: string;
+}
+
+export interface Launch {
+  readonly env: Record<string, string>;
+  readonly workingDir: string;
+  readonly stdoutPath: string;
+  readonly stderrPath: string;
+  /** Contents of the node file: one allocated node per line. */
+  readonly nodefile: string;
+}
+
+/** Kept even with --export=NONE, so the script can find a shell and its home. */
+const MINIMAL = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG'];
+
+export function jobLaunch(input: LaunchInput): Launch {
+  const { spec, submitEnv } = input;
+  const env: Record<string, string> = {};
+  if (spec.export.all) Object.assign(env, submitEnv);
+  else for (const name of MINIMAL) if (submitEnv[name] !== undefined) env[name] = submitEnv[name];
+  for (const variable of spec.export.variables) {
+    const value = variable.value ?? submitEnv[variable.name];
+    if (value !== undefined) env[variable.name] = value;
+  }
+  const names = { jobId: input.jobId, user: input.user, name: spec.name };
+  const workingDir = spec.workingDir;
+  const inWorkingDir = (path: string) => (isAbsolute(path) ? path : join(workingDir, path));
+  const stdoutPath = inWorkingDir(expandPattern(spec.output, names));
+  const stderrPath = spec.error === undefined ? stdoutPath : inWorkingDir(expandPattern(spec.error, names));
+  Object.assign(env, {
+    TARAS_JOB_ID: String(input.jobId),
+    TARAS_JOB_NAME: spec.name,
+    TARAS_JOB_USER: input.user,
+    TARAS_NODELIST: compressHostlist(input.nodes),
+    TARAS_NNODES: String(input.nodes.length),
+    TARAS_NTASKS: String(spec.ntasks ?? input.nodes.length),
+    TARAS_CPUS_ON_NODE: String(input.cpusOnNode),
+    TARAS_SUBMIT_DIR: input.submitDir,
+    TARAS_NODEFILE: input.nodefilePath,
+  });
+  return { env, workingDir, stdoutPath, stderrPath, nodefile: input.nodes.map((n) => `${n}\n`).join('') };
+}
