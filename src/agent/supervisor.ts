@@ -1,0 +1,658 @@
+// The job supervisor: one small process per job that starts the job's script,
+// enforces its time limit, forwards signal requests arriving on a Unix socket
+// and records how the job ended in status.json. It runs in a session of its
+// own, detached from the agent, so the job keeps running and its exit status
+// is recorded when the agent dies; a restarted agent, which cannot wait on a
+// process it did not start, reads the status file and signals through the
+// socket (slurmstepd's role for slurmd). Library for the agent, and entry
+// point: node dist/src/agent/supervisor.js JOBDIR
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import {
+  chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, statSync,
+  unlinkSync, writeSync,
+} from 'node:fs';
+import { createConnection, createServer, type Server } from 'node:net';
+import { constants as osConstants } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { detectCgroupMode, JobCgroup, probeCgroupV1, probeCgroupV2, type CgroupMode, type CgroupUsage, type ModeDetection } from './cgroup.js';
+
+export type SignalName = NodeJS.Signals;
+export type EndState = 'COMPLETED' | 'FAILED' | 'TIMEOUT' | 'OUT_OF_MEMORY' | 'CANCELLED';
+
+/** JOBDIR/spec.json: what the agent asks the supervisor to run. */
+export interface SupervisorSpec {
+  readonly jobId: number;
+  /** Run directly when executable, else with /bin/sh; relative to workingDir. */
+  readonly script: string;
+  readonly args: readonly string[];
+  readonly workingDir: string;
+  /** The job's whole environment: nothing of the supervisor's is added. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Appended to, created if missing; relative to workingDir. */
+  readonly stdoutPath: string;
+  readonly stderrPath: string;
+  readonly memoryMiB: number | null;
+  readonly timeLimitSeconds: number | null;
+  readonly warnSignal: SignalName;
+  /** The warning signal comes this long before the limit; 0 (or not less than the limit): none. */
+  readonly warnBeforeSeconds: number;
+  /** SIGKILL this long after the limit's (or a cancel's) SIGTERM. */
+  readonly killGraceSeconds: number;
+  /** Cgroup path (as in /proc/self/cgroup) under which job cgroups go; null: the supervisor's own. */
+  readonly cgroupParent: string | null;
+  /** 'auto' detects; a forced v2/v1 that is not available fails the job. */
+  readonly cgroupMode: 'auto' | CgroupMode;
+}
+
+type Defaulted = 'warnSignal' | 'warnBeforeSeconds' | 'killGraceSeconds' | 'cgroupParent' | 'cgroupMode';
+export type SupervisorSpecInput = Omit<SupervisorSpec, Defaulted> & Partial<Pick<SupervisorSpec, Defaulted>>;
+
+export const SPEC_DEFAULTS: Pick<SupervisorSpec, Defaulted> = {
+  warnSignal: 'SIGUSR1', warnBeforeSeconds: 0, killGraceSeconds: 30, cgroupParent: null, cgroupMode: 'auto',
+};
+
+export interface SignalSent {
+  readonly signal: SignalName;
+  readonly time: string;
+  readonly why: 'warning' | 'time limit' | 'kill grace' | 'cancel' | 'request';
+}
+
+interface StatusBase {
+  readonly jobId: number | null;
+  readonly supervisorPid: number;
+  /** With the pid, identifies the supervisor across pid reuse (see isAlive). */
+  readonly supervisorStartTicks: number | null;
+  readonly mode: CgroupMode | null;
+  readonly modeReason: string | null;
+  readonly cgroup: readonly string[];
+}
+
+export interface RunningStatus extends StatusBase {
+  readonly state: 'RUNNING';
+  readonly pid: number;
+  /** The job leads its own session and process group: pgid = pid. */
+  readonly pgid: number;
+  readonly startTime: string;
+  readonly deadline: string | null;
+}
+
+export interface EndedStatus extends StatusBase {
+  readonly state: EndState;
+  readonly pid: number | null;
+  readonly pgid: number | null;
+  readonly startTime: string | null;
+  readonly endTime: string;
+  /** The script's exit code; null when a signal ended it. */
+  readonly exitCode: number | null;
+  readonly signal: SignalName | null;
+  readonly cpuSeconds: number | null;
+  readonly maxRssKiB: number | null;
+  /** Why it ended so (null for COMPLETED): the limit, the cancel's reason, the exit code, a setup failure. */
+  readonly reason: string | null;
+  readonly signalsSent: readonly SignalSent[];
+}
+
+export type SupervisorStatus = RunningStatus | EndedStatus;
+
+export interface ControlRequest {
+  readonly signal: SignalName;
+  readonly cancel?: boolean;
+  readonly reason?: string;
+}
+
+export type ControlReply = { readonly ok: true; readonly pid: number } | { readonly ok: false; readonly error: string };
+export type Result<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
+
+export const jobFiles = (jobDir: string) => ({
+  spec: join(jobDir, 'spec.json'),
+  status: join(jobDir, 'status.json'),
+  socket: join(jobDir, 'control.sock'),
+  log: join(jobDir, 'supervisor.log'),
+  lock: join(jobDir, 'supervisor.lock'),
+});
+
+/** sun_path holds 108 bytes with the terminating NUL. */
+const MAX_SOCKET_PATH_BYTES = 107;
+/** USER_HZ, the unit of /proc times: 100 on every Linux architecture Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+const RSS_SAMPLE_INTERVAL_MS = 500;
+const SUPERVISOR_SCRIPT = fileURLToPath(import.meta.url);
+
+// ---- spec ---------------------------------------------------------------
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isSignalName = (value: unknown): value is SignalName => typeof value === 'string' && value in osConstants.signals;
+const isNonNegative = (value: unknown): boolean => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+const isPositiveOrNull = (value: unknown): boolean => value === null || (isNonNegative(value) && (value as number) > 0);
+const isString = (value: unknown): boolean => typeof value === 'string' && value !== '';
+
+/** Validates spec.json; the error names the file, every bad field and what it should hold. */
+export function parseSpec(text: string, file: string): Result<SupervisorSpec> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, error: `${file}: not valid JSON (${(error as Error).message}); write it with prepareJobDir` };
+  }
+  if (!isRecord(raw)) return { ok: false, error: `${file}: expected a JSON object` };
+  const errors: string[] = [];
+  const take = <T>(name: keyof SupervisorSpec, expected: string, valid: (value: unknown) => boolean): T => {
+    const value = raw[name] === undefined ? (SPEC_DEFAULTS as Record<string, unknown>)[name] : raw[name];
+    if (value === undefined || !valid(value)) errors.push(`field "${name}": expected ${expected}, got ${JSON.stringify(raw[name]) ?? 'nothing'}`);
+    return value as T;
+  };
+  const spec: SupervisorSpec = {
+    jobId: take('jobId', 'a positive integer', (v) => Number.isInteger(v) && (v as number) > 0),
+    script: take('script', 'a path', isString),
+    args: take('args', 'a list of strings', (v) => Array.isArray(v) && v.every((a) => typeof a === 'string')),
+    workingDir: take('workingDir', 'an absolute path', (v) => typeof v === 'string' && isAbsolute(v)),
+    env: take('env', 'an object of strings', (v) => isRecord(v) && Object.values(v).every((e) => typeof e === 'string')),
+    stdoutPath: take('stdoutPath', 'a path', isString),
+    stderrPath: take('stderrPath', 'a path', isString),
+    memoryMiB: take('memoryMiB', 'a positive number of MiB or null', isPositiveOrNull),
+    timeLimitSeconds: take('timeLimitSeconds', 'a positive number of seconds or null', isPositiveOrNull),
+    warnSignal: take('warnSignal', 'a signal name such as "SIGUSR1"', isSignalName),
+    warnBeforeSeconds: take('warnBeforeSeconds', 'seconds, 0 or more', isNonNegative),
+    killGraceSeconds: take('killGraceSeconds', 'seconds, 0 or more', isNonNegative),
+    cgroupParent: take('cgroupParent', 'a cgroup path starting with "/" or null', (v) => v === null || (typeof v === 'string' && v.startsWith('/'))),
+    cgroupMode: take('cgroupMode', '"auto", "v2", "v1" or "rlimit"', (v) => ['auto', 'v2', 'v1', 'rlimit'].includes(v as string)),
+  };
+  if (errors.length > 0) return { ok: false, error: `${file}: ${errors.join('; ')}` };
+  const inWorkingDir = (path: string): string => resolve(spec.workingDir, path);
+  return { ok: true, value: { ...spec, script: inWorkingDir(spec.script), stdoutPath: inWorkingDir(spec.stdoutPath), stderrPath: inWorkingDir(spec.stderrPath) } };
+}
+
+// ---- files and processes ------------------------------------------------
+
+function writeJsonAtomically(file: string, value: unknown, mode = 0o644): void {
+  const temporary = `${file}.${process.pid}.tmp`;
+  const fd = openSync(temporary, 'w', mode);
+  try {
+    writeSync(fd, `${JSON.stringify(value, null, 2)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temporary, file);
+}
+
+/** /proc/PID/stat fields from the 3rd (state) on: the command name may hold spaces and parentheses. */
+function procStat(pid: number | 'self'): string[] | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return text.slice(text.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+
+/** Start time of a process in clock ticks since boot (stat field 22); null when it is gone. */
+export function processStartTicks(pid: number): number | null {
+  const fields = procStat(pid);
+  return fields ? Number(fields[19]) : null;
+}
+
+/** True when pid runs (not a zombie) and, given startTicks, is the same process and not a reuse of its pid. */
+export function isAlive(pid: number, startTicks: number | null = null): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const fields = procStat(pid);
+  if (fields === null) return startTicks === null; // no /proc: trust kill(0)
+  return fields[0] !== 'Z' && (startTicks === null || Number(fields[19]) === startTicks);
+}
+
+/** CPU time of the supervisor's waited-for children: the job and the descendants it waited for. */
+function childrenCpuSeconds(): number | null {
+  const fields = procStat('self');
+  return fields ? (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS_PER_SECOND : null;
+}
+
+/** Processes in the job's session (the job called setsid, so its session id is its pid). */
+function sessionMembers(sessionId: number): number[] {
+  const members: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const fields = procStat(Number(name));
+    if (fields && Number(fields[3]) === sessionId) members.push(Number(name));
+  }
+  return members;
+}
+
+function peakRssKiB(pid: number): number {
+  try {
+    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+const shellQuote = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`;
+
+/** The job starts as this sh, which joins the cgroup or sets the rlimit, then execs the script. */
+function wrapperScript(procsFiles: readonly string[], virtualMemoryKiB: number | null): string {
+  const lines = procsFiles.map((file) => `echo $$ > ${shellQuote(file)} || { echo ${shellQuote(`taras: cannot join the job's cgroup (${file})`)} >&2; exit 125; }`);
+  if (virtualMemoryKiB !== null) lines.push(`ulimit -v ${virtualMemoryKiB} || exit 125`);
+  lines.push('if [ -x "$1" ]; then exec "$@"; else exec /bin/sh "$@"; fi');
+  return lines.join('\n');
+}
+
+function chooseMode(spec: SupervisorSpec): Result<ModeDetection> {
+  if (spec.cgroupMode === 'auto') return { ok: true, value: detectCgroupMode(spec.cgroupParent) };
+  if (spec.cgroupMode === 'rlimit') return { ok: true, value: { mode: 'rlimit', reason: 'rlimit mode requested in spec.json', layout: null } };
+  const probe = spec.cgroupMode === 'v2' ? probeCgroupV2(spec.cgroupParent) : probeCgroupV1(spec.cgroupParent);
+  if (!probe.ok) return { ok: false, error: `cgroup ${spec.cgroupMode} was requested but ${probe.reason}` };
+  return { ok: true, value: { mode: spec.cgroupMode, reason: probe.reason, layout: probe.layout } };
+}
+
+const log = (message: string): void => {
+  process.stderr.write(`${new Date().toISOString()} supervisor ${process.pid}: ${message}\n`);
+};
+
+// ---- the supervisor -----------------------------------------------------
+
+/** One running job: its timers, the control socket and the facts its end status is made of. */
+class Supervision {
+  private readonly signalsSent: SignalSent[] = [];
+  private readonly cancelTimers: Array<() => void> = [];
+  private endCause: { readonly state: 'TIMEOUT' | 'CANCELLED'; readonly reason: string } | null = null;
+  private killArmed = false;
+  /** The main process has exited: later cancels and time limits change nothing. */
+  private exited = false;
+  /** The end status is written. */
+  private ended = false;
+  private sampledPeakRssKiB = 0;
+  private server: Server | null = null;
+  readonly startTime = new Date();
+
+  constructor(
+    private readonly files: ReturnType<typeof jobFiles>,
+    private readonly spec: SupervisorSpec,
+    private readonly base: StatusBase,
+    private readonly cgroup: JobCgroup | null,
+    private readonly child: ChildProcess & { readonly pid: number },
+  ) {}
+
+  async run(exited: Promise<[number | null, SignalName | null]>): Promise<void> {
+    await this.serveControlSocket();
+    const limit = this.spec.timeLimitSeconds;
+    const running: RunningStatus = {
+      ...this.base, state: 'RUNNING', pid: this.child.pid, pgid: this.child.pid, startTime: this.startTime.toISOString(),
+      deadline: limit === null ? null : new Date(this.startTime.getTime() + limit * 1000).toISOString(),
+    };
+    writeJsonAtomically(this.files.status, running);
+    log(`job ${this.spec.jobId} running as pid ${this.child.pid} (${this.base.mode})`);
+    this.armTimeLimit();
+    if (this.cgroup === null) {
+      this.after(0.05, () => this.sampleRss()); // short jobs get at least one sample
+      this.every(RSS_SAMPLE_INTERVAL_MS, () => this.sampleRss());
+    }
+    process.on('SIGTERM', () => this.terminate('CANCELLED', 'the supervisor got SIGTERM (node shutdown?)', 'SIGTERM', 'cancel'));
+    process.on('SIGINT', () => this.terminate('CANCELLED', 'the supervisor got SIGINT', 'SIGTERM', 'cancel'));
+    process.on('SIGHUP', () => undefined);
+    const [exitCode, signal] = await exited;
+    await this.finish(exitCode, signal);
+  }
+
+  /** Ends the job with SIGKILL and records a failure; for the supervisor's own errors. */
+  abort(error: unknown): void {
+    if (this.ended) return;
+    this.sendSignal('SIGKILL', null);
+    this.writeEnd({ state: 'FAILED', exitCode: null, signal: 'SIGKILL', reason: `supervisor error: ${(error as Error)?.message ?? String(error)}`, usage: null });
+  }
+
+  private after(seconds: number, action: () => void): void {
+    const deadline = performance.now() + seconds * 1000;
+    let handle: NodeJS.Timeout;
+    const arm = (): void => {
+      const left = deadline - performance.now();
+      if (left <= 0) action();
+      else handle = setTimeout(arm, Math.min(left, 2 ** 31 - 1)); // setTimeout's longest delay is about 24.8 days
+    };
+    arm();
+    this.cancelTimers.push(() => clearTimeout(handle));
+  }
+
+  private every(intervalMs: number, action: () => void): void {
+    const handle = setInterval(action, intervalMs);
+    this.cancelTimers.push(() => clearInterval(handle));
+  }
+
+  private armTimeLimit(): void {
+    const { timeLimitSeconds: limit, warnBeforeSeconds, warnSignal } = this.spec;
+    if (limit === null) return;
+    if (warnBeforeSeconds > 0 && warnBeforeSeconds < limit) this.after(limit - warnBeforeSeconds, () => this.sendSignal(warnSignal, 'warning'));
+    this.after(limit, () => this.terminate('TIMEOUT', `time limit of ${limit} s reached`, 'SIGTERM', 'time limit'));
+  }
+
+  /** The first of time limit and cancel decides the end state; SIGKILL follows after the grace. */
+  private terminate(state: 'TIMEOUT' | 'CANCELLED', reason: string, signal: SignalName, why: SignalSent['why']): void {
+    if (this.exited) return;
+    this.endCause ??= { state, reason };
+    this.sendSignal('SIGCONT', null); // a stopped job must run to handle the signal, as Slurm does
+    this.sendSignal(signal, why);
+    if (signal !== 'SIGKILL' && !this.killArmed) {
+      this.killArmed = true;
+      this.after(this.spec.killGraceSeconds, () => this.sendSignal('SIGKILL', 'kill grace'));
+    }
+  }
+
+  /** Signals the job's whole process group; SIGKILL also reaches processes that left it but not the cgroup. */
+  private sendSignal(signal: SignalName, why: SignalSent['why'] | null): boolean {
+    let delivered = true;
+    try {
+      process.kill(-this.child.pid, signal);
+    } catch {
+      delivered = false;
+    }
+    if (signal === 'SIGKILL') this.cgroup?.killAll();
+    if (why !== null && delivered) this.signalsSent.push({ signal, time: new Date().toISOString(), why });
+    return delivered;
+  }
+
+  private sampleRss(): void {
+    for (const pid of sessionMembers(this.child.pid)) this.sampledPeakRssKiB = Math.max(this.sampledPeakRssKiB, peakRssKiB(pid));
+  }
+
+  private handleRequest(line: string): ControlReply {
+    let request: unknown;
+    try {
+      request = JSON.parse(line);
+    } catch {
+      return { ok: false, error: 'expected one JSON object per line, such as {"signal":"SIGTERM","cancel":true}' };
+    }
+    if (!isRecord(request) || !isSignalName(request.signal)) return { ok: false, error: `expected {"signal": a signal name such as "SIGTERM"}, got ${line}` };
+    if (this.exited) return { ok: false, error: 'the job has ended' };
+    if (request.cancel === true) {
+      const reason = typeof request.reason === 'string' && request.reason !== '' ? request.reason : 'cancel requested';
+      this.terminate('CANCELLED', reason, request.signal, 'cancel');
+    } else {
+      this.sendSignal(request.signal, 'request');
+    }
+    return { ok: true, pid: this.child.pid };
+  }
+
+  private async serveControlSocket(): Promise<void> {
+    if (existsSync(this.files.socket)) unlinkSync(this.files.socket);
+    const server = createServer((connection) => {
+      let buffer = '';
+      connection.setEncoding('utf8');
+      connection.on('error', () => undefined);
+      connection.on('data', (chunk: string) => {
+        buffer += chunk;
+        for (let newline = buffer.indexOf('\n'); newline >= 0; newline = buffer.indexOf('\n')) {
+          connection.write(`${JSON.stringify(this.handleRequest(buffer.slice(0, newline)))}\n`);
+          buffer = buffer.slice(newline + 1);
+        }
+        if (buffer.length > 4096) connection.destroy();
+      });
+    });
+    await new Promise<void>((resolveListen, rejectListen) => {
+      server.once('error', rejectListen);
+      server.listen(this.files.socket, () => resolveListen());
+    });
+    chmodSync(this.files.socket, 0o600); // only the agent's user may signal jobs
+    this.server = server;
+  }
+
+  private async finish(exitCode: number | null, signal: SignalName | null): Promise<void> {
+    this.exited = true;
+    for (const cancel of this.cancelTimers) cancel();
+    // The job is its main process: what it left running is killed, as Slurm does when a batch script ends.
+    this.sendSignal('SIGKILL', null);
+    for (const pid of this.cgroup === null ? sessionMembers(this.child.pid) : []) {
+      try {
+        process.kill(pid, 'SIGKILL'); // left the process group but not the session
+      } catch {
+        // gone
+      }
+    }
+    let usage: CgroupUsage;
+    if (this.cgroup !== null) {
+      await this.cgroup.drain();
+      usage = this.cgroup.usage();
+      if (!(await this.cgroup.remove())) log(`could not remove the cgroup ${this.cgroup.dirs.join(', ')}`);
+    } else {
+      usage = { cpuSeconds: childrenCpuSeconds(), peakMemoryKiB: this.sampledPeakRssKiB > 0 ? this.sampledPeakRssKiB : null, oomKills: null };
+    }
+    const ending = this.endCause
+      ?? (usage.oomKills !== null && usage.oomKills > 0 ? { state: 'OUT_OF_MEMORY' as const, reason: `memory limit of ${this.spec.memoryMiB} MiB: ${usage.oomKills} process(es) killed by the OOM killer` } : null)
+      ?? (exitCode === 0 ? { state: 'COMPLETED' as const, reason: null } : { state: 'FAILED' as const, reason: exitCode === null ? `killed by ${signal}` : `exit code ${exitCode}` });
+    this.writeEnd({ ...ending, exitCode, signal, usage });
+  }
+
+  private writeEnd(end: { state: EndState; reason: string | null; exitCode: number | null; signal: SignalName | null; usage: CgroupUsage | null }): void {
+    this.ended = true;
+    const status: EndedStatus = {
+      ...this.base, state: end.state, pid: this.child.pid, pgid: this.child.pid, startTime: this.startTime.toISOString(), endTime: new Date().toISOString(),
+      exitCode: end.exitCode, signal: end.signal, cpuSeconds: end.usage?.cpuSeconds ?? null, maxRssKiB: end.usage?.peakMemoryKiB ?? null,
+      reason: end.reason, signalsSent: this.signalsSent,
+    };
+    writeJsonAtomically(this.files.status, status);
+    log(`job ${this.spec.jobId} ended: ${status.state}${status.reason === null ? '' : ` (${status.reason})`}`);
+    this.server?.close();
+    if (existsSync(this.files.socket)) unlinkSync(this.files.socket);
+  }
+}
+
+/** Supervises the job of jobDir to its end; resolves to the supervisor's own exit code. */
+export async function runSupervisor(jobDir: string): Promise<number> {
+  const files = jobFiles(jobDir);
+  try {
+    closeSync(openSync(files.lock, 'wx'));
+  } catch (error) {
+    log(`not starting: ${files.lock} exists (${(error as NodeJS.ErrnoException).code}); a supervisor already ran for ${jobDir}`);
+    return 1;
+  }
+  let base: StatusBase = { jobId: null, supervisorPid: process.pid, supervisorStartTicks: processStartTicks(process.pid), mode: null, modeReason: null, cgroup: [] };
+  const failBeforeStart = (reason: string): number => {
+    const status: EndedStatus = {
+      ...base, state: 'FAILED', pid: null, pgid: null, startTime: null, endTime: new Date().toISOString(),
+      exitCode: null, signal: null, cpuSeconds: null, maxRssKiB: null, reason, signalsSent: [],
+    };
+    writeJsonAtomically(files.status, status);
+    log(`job not started: ${reason}`);
+    return 1;
+  };
+
+  if (Buffer.byteLength(files.socket) > MAX_SOCKET_PATH_BYTES) return failBeforeStart(`${files.socket} is longer than a Unix socket path may be (${MAX_SOCKET_PATH_BYTES} bytes): use a shorter job directory`);
+  if (!existsSync(files.spec)) return failBeforeStart(`${files.spec} is missing: write it with prepareJobDir before launching`);
+  const parsed = parseSpec(readFileSync(files.spec, 'utf8'), files.spec);
+  if (!parsed.ok) return failBeforeStart(parsed.error);
+  const spec = parsed.value;
+  base = { ...base, jobId: spec.jobId };
+  const mode = chooseMode(spec);
+  if (!mode.ok) return failBeforeStart(mode.error);
+  base = { ...base, mode: mode.value.mode, modeReason: mode.value.reason };
+
+  let cgroup: JobCgroup | null = null;
+  if (mode.value.layout !== null) {
+    const created = JobCgroup.create(mode.value.layout, `taras-job-${spec.jobId}-${process.pid}`, spec.memoryMiB);
+    if (!created.ok) return failBeforeStart(created.error);
+    cgroup = created.value;
+    base = { ...base, cgroup: cgroup.dirs };
+  }
+  const started = await startJob(spec, cgroup);
+  if (!started.ok) {
+    await cgroup?.remove();
+    return failBeforeStart(started.error);
+  }
+  const { child, exited } = started.value;
+  const supervision = new Supervision(files, spec, base, cgroup, child);
+  process.on('uncaughtException', (error) => {
+    log(`error: ${error.stack ?? error.message}`);
+    supervision.abort(error);
+    process.exit(1);
+  });
+  try {
+    await supervision.run(exited);
+    return 0;
+  } catch (error) {
+    log(`error: ${(error as Error).stack ?? String(error)}`);
+    supervision.abort(error);
+    return 1;
+  }
+}
+
+type StartedJob = { child: ChildProcess & { readonly pid: number }; exited: Promise<[number | null, SignalName | null]> };
+
+/** Opens the output files and spawns the wrapper as the leader of a new session and process group. */
+async function startJob(spec: SupervisorSpec, cgroup: JobCgroup | null): Promise<Result<StartedJob>> {
+  try {
+    if (!statSync(spec.workingDir).isDirectory()) return { ok: false, error: `working directory ${spec.workingDir} is not a directory` };
+  } catch (error) {
+    return { ok: false, error: `working directory ${spec.workingDir}: ${(error as Error).message}` };
+  }
+  const fds: number[] = [];
+  try {
+    for (const path of [spec.stdoutPath, spec.stderrPath]) fds.push(openSync(path, 'a', 0o644));
+  } catch (error) {
+    fds.forEach((fd) => closeSync(fd));
+    return { ok: false, error: `cannot open the job's output file: ${(error as Error).message}` };
+  }
+  const virtualMemoryKiB = cgroup === null && spec.memoryMiB !== null ? Math.floor(spec.memoryMiB * 1024) : null;
+  const child = spawn('/bin/sh', ['-c', wrapperScript(cgroup?.procsFiles ?? [], virtualMemoryKiB), 'taras-job', spec.script, ...spec.args], {
+    cwd: spec.workingDir, env: { ...spec.env }, detached: true, stdio: ['ignore', fds[0], fds[1]],
+  });
+  fds.forEach((fd) => closeSync(fd));
+  const exited = new Promise<[number | null, SignalName | null]>((resolveExit) => child.once('exit', (code, signal) => resolveExit([code, signal])));
+  const spawned = await new Promise<Error | null>((resolveSpawn) => {
+    child.once('spawn', () => resolveSpawn(null));
+    child.once('error', resolveSpawn);
+  });
+  if (spawned !== null || child.pid === undefined) return { ok: false, error: `cannot start /bin/sh for the job: ${spawned?.message ?? 'no pid'}` };
+  return { ok: true, value: { child: child as ChildProcess & { readonly pid: number }, exited } };
+}
+
+// ---- the agent's side ---------------------------------------------------
+
+/** Creates jobDir and writes spec.json (defaults filled in) after validating it. */
+export function prepareJobDir(jobDir: string, input: SupervisorSpecInput): Result<SupervisorSpec> {
+  const files = jobFiles(jobDir);
+  const text = JSON.stringify({ ...SPEC_DEFAULTS, ...input }, null, 2);
+  const parsed = parseSpec(text, files.spec);
+  if (!parsed.ok) return parsed;
+  if (Buffer.byteLength(files.socket) > MAX_SOCKET_PATH_BYTES) return { ok: false, error: `${files.socket} is longer than a Unix socket path may be (${MAX_SOCKET_PATH_BYTES} bytes): use a shorter job directory` };
+  mkdirSync(jobDir, { recursive: true, mode: 0o700 });
+  writeJsonAtomically(files.spec, JSON.parse(text), 0o600); // the environment may hold secrets
+  return parsed;
+}
+
+/**
+ * Starts the supervisor of jobDir in a new session (setsid), its output in
+ * supervisor.log, not waited for: it outlives the caller and the caller's
+ * process group. Returns its pid; the job's pid appears in status.json.
+ */
+export function launchSupervisor(jobDir: string): Result<number> {
+  const files = jobFiles(jobDir);
+  if (!existsSync(files.spec)) return { ok: false, error: `${files.spec} is missing: call prepareJobDir first` };
+  const logFd = openSync(files.log, 'a', 0o644);
+  try {
+    const child = spawn(process.execPath, [SUPERVISOR_SCRIPT, jobDir], {
+      cwd: jobDir, detached: true, stdio: ['ignore', logFd, logFd], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    });
+    child.on('error', () => undefined); // reported below through the missing pid
+    if (child.pid === undefined) return { ok: false, error: `cannot start ${process.execPath} ${SUPERVISOR_SCRIPT}` };
+    child.unref();
+    return { ok: true, value: child.pid };
+  } finally {
+    closeSync(logFd);
+  }
+}
+
+/** The job's status as the supervisor last wrote it; null before it has written any. */
+export function readStatus(jobDir: string): SupervisorStatus | null {
+  const file = jobFiles(jobDir).status;
+  if (!existsSync(file)) return null;
+  return JSON.parse(readFileSync(file, 'utf8')) as SupervisorStatus;
+}
+
+/** Polls status.json until `accept` holds or timeoutMs passes (then the last status seen, or null). */
+export async function waitForStatus(jobDir: string, accept: (status: SupervisorStatus) => boolean, timeoutMs: number): Promise<SupervisorStatus | null> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = readStatus(jobDir);
+    if ((status !== null && accept(status)) || Date.now() >= deadline) return status;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 25));
+  }
+}
+
+export const hasEnded = (status: SupervisorStatus | null): status is EndedStatus => status !== null && status.state !== 'RUNNING';
+
+/** Why the socket could not be reached, from the status file: ended, not started, or supervisor gone. */
+function unreachable(jobDir: string, error: NodeJS.ErrnoException): string {
+  const status = readStatus(jobDir);
+  if (status === null) return 'the supervisor has not started the job yet';
+  if (hasEnded(status)) return `the job has ended (${status.state})`;
+  if (!isAlive(status.supervisorPid, status.supervisorStartTicks)) return `the supervisor (pid ${status.supervisorPid}) is gone; the job (pid ${status.pid}) is unsupervised`;
+  return `cannot reach ${jobFiles(jobDir).socket}: ${error.code ?? error.message}`;
+}
+
+/**
+ * Asks the job's supervisor to send `signal` to the job's process group. With
+ * cancel, the job ends as CANCELLED (SIGKILL follows after the kill grace).
+ * Works from any process, such as an agent restarted after the job started.
+ */
+export function requestSignal(jobDir: string, signal: SignalName, options: { cancel?: boolean; reason?: string; timeoutMs?: number } = {}): Promise<ControlReply> {
+  const request: ControlRequest = { signal, cancel: options.cancel ?? false, ...(options.reason === undefined ? {} : { reason: options.reason }) };
+  const timeoutMs = options.timeoutMs ?? 2000;
+  return new Promise((resolveReply) => {
+    const socket = createConnection(jobFiles(jobDir).socket);
+    let buffer = '';
+    let settled = false;
+    const settle = (reply: ControlReply): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolveReply(reply);
+    };
+    const timer = setTimeout(() => settle({ ok: false, error: `no answer from the supervisor within ${timeoutMs} ms` }), timeoutMs);
+    socket.setEncoding('utf8');
+    socket.on('connect', () => socket.write(`${JSON.stringify(request)}\n`));
+    socket.on('data', (chunk: string) => {
+      buffer += chunk;
+      const newline = buffer.indexOf('\n');
+      if (newline < 0) return;
+      try {
+        settle(JSON.parse(buffer.slice(0, newline)) as ControlReply);
+      } catch {
+        settle({ ok: false, error: `the supervisor answered something unreadable: ${buffer.slice(0, newline)}` });
+      }
+    });
+    socket.on('error', (error) => settle({ ok: false, error: unreachable(jobDir, error) }));
+    socket.on('close', () => settle({ ok: false, error: 'the supervisor closed the connection without answering' }));
+  });
+}
+
+// ---- entry point --------------------------------------------------------
+
+function isEntryPoint(): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return realpathSync(entry) === realpathSync(SUPERVISOR_SCRIPT);
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  const jobDir = process.argv[2];
+  if (jobDir === undefined || process.argv.length > 3) {
+    process.stderr.write('usage: node supervisor.js JOBDIR   (JOBDIR holds spec.json; see src/agent/README.md)\n');
+    process.exit(2);
+  }
+  runSupervisor(resolve(jobDir)).then(
+    (code) => process.exit(code),
+    (error: Error) => {
+      log(`error: ${error.stack ?? error.message}`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,345 @@
+// The job supervisor (src/agent/supervisor.ts) and cgroup modes
+// (src/agent/cgroup.ts) with real processes: end states and exit codes, the
+// time limit's signals, cancel and signals through the control socket from a
+// process that did not start the job, survival of a kill -9 of the launcher's
+// process group, and memory limits in each cgroup mode this machine has
+// (the others are skipped with the reason the probe gives).
+
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { detectCgroupMode, probeCgroupV1, probeCgroupV2, type CgroupMode, type CgroupSystem } from '../src/agent/cgroup.js';
+import {
+  hasEnded, isAlive, jobFiles, launchSupervisor, prepareJobDir, readStatus, requestSignal, waitForStatus,
+  type EndedStatus, type RunningStatus, type SupervisorSpecInput,
+} from '../src/agent/supervisor.js';
+
+const root = mkdtempSync(join(tmpdir(), 'taras-sv-'));
+const supervisorModule = new URL('../src/agent/supervisor.js', import.meta.url);
+const jobEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
+const launchedDirs: string[] = [];
+const launchedPids: number[] = [];
+const launchers: ChildProcess[] = [];
+let jobCount = 0;
+
+const killQuietly = (pid: number, signal: NodeJS.Signals = 'SIGKILL'): void => {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // already gone
+  }
+};
+
+after(() => {
+  for (const launcher of launchers) if (launcher.pid !== undefined && launcher.exitCode === null) killQuietly(-launcher.pid);
+  for (const dir of launchedDirs) {
+    const status = readStatus(dir);
+    if (status?.state !== 'RUNNING') continue;
+    killQuietly(-status.pgid);
+    killQuietly(status.supervisorPid);
+    for (const cgroup of status.cgroup) {
+      try {
+        rmdirSync(cgroup);
+      } catch {
+        // already removed, or still busy: nothing more to do from here
+      }
+    }
+  }
+  for (const pid of launchedPids) if (isAlive(pid)) killQuietly(pid);
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** A job directory with the script written (executable unless told otherwise) and spec.json prepared. */
+function prepareJob(body: string, spec: Partial<SupervisorSpecInput> = {}, executable = true): { dir: string; workDir: string } {
+  const name = `j${++jobCount}`;
+  const workDir = join(root, name);
+  mkdirSync(workDir);
+  const script = join(workDir, 'job.sh');
+  writeFileSync(script, `#!/bin/sh\n${body}\n`);
+  chmodSync(script, executable ? 0o755 : 0o644);
+  const dir = join(workDir, 'sv');
+  const prepared = prepareJobDir(dir, {
+    jobId: jobCount, script: 'job.sh', args: [], workingDir: workDir, env: jobEnv, stdoutPath: 'out.txt', stderrPath: 'err.txt',
+    memoryMiB: null, timeLimitSeconds: null, killGraceSeconds: 2, ...spec,
+  });
+  assert.ok(prepared.ok, prepared.ok ? '' : prepared.error);
+  return { dir, workDir };
+}
+
+function launch(dir: string): number {
+  const launched = launchSupervisor(dir);
+  assert.ok(launched.ok, launched.ok ? '' : launched.error);
+  launchedDirs.push(dir);
+  launchedPids.push(launched.value);
+  return launched.value;
+}
+
+async function waitForEnd(dir: string, timeoutMs = 10_000): Promise<EndedStatus> {
+  const status = await waitForStatus(dir, (s) => s.state !== 'RUNNING', timeoutMs);
+  assert.ok(hasEnded(status), `the job of ${dir} ended within ${timeoutMs} ms (status: ${JSON.stringify(status)}; log: ${readLog(dir)})`);
+  return status;
+}
+
+async function waitForRunning(dir: string): Promise<RunningStatus> {
+  const status = await waitForStatus(dir, () => true, 5000);
+  assert.equal(status?.state, 'RUNNING', `the job of ${dir} is running (log: ${readLog(dir)})`);
+  return status as RunningStatus;
+}
+
+const readLog = (dir: string): string => (existsSync(jobFiles(dir).log) ? readFileSync(jobFiles(dir).log, 'utf8') : '(no log)');
+
+async function runJob(body: string, spec: Partial<SupervisorSpecInput> = {}, executable = true): Promise<{ status: EndedStatus; workDir: string; dir: string }> {
+  const { dir, workDir } = prepareJob(body, spec, executable);
+  launch(dir);
+  return { status: await waitForEnd(dir), workDir, dir };
+}
+
+/** Like the agent: a process of its own (and its own process group) that launches the supervisor and stays up until killed. */
+function launchFromAnotherProcess(dir: string): ChildProcess {
+  const code = `import { launchSupervisor } from ${JSON.stringify(supervisorModule.href)};
+    const launched = launchSupervisor(${JSON.stringify(dir)});
+    process.stdout.write(JSON.stringify(launched) + '\\n');
+    setInterval(() => undefined, 1000);`;
+  const launcher = spawn(process.execPath, ['--input-type=module', '-e', code], { detached: true, stdio: ['ignore', 'pipe', 'inherit'] });
+  launchers.push(launcher);
+  launchedDirs.push(dir);
+  return launcher;
+}
+
+async function killProcessGroup(launcher: ChildProcess): Promise<void> {
+  const exited = new Promise((resolveExit) => launcher.once('exit', resolveExit));
+  process.kill(-launcher.pid!, 'SIGKILL');
+  await exited;
+}
+
+const signalsOf = (status: EndedStatus): string[] => status.signalsSent.map((s) => `${s.signal} ${s.why}`);
+const seconds = (from: string, to: string): number => (Date.parse(to) - Date.parse(from)) / 1000;
+
+describe('cgroup mode detection', () => {
+  it('detects this machine\'s mode and says why', (t) => {
+    const detection = detectCgroupMode();
+    t.diagnostic(`mode ${detection.mode}: ${detection.reason}`);
+    assert.ok(detection.reason.length > 0);
+    assert.equal(detection.layout === null, detection.mode === 'rlimit');
+  });
+
+  /** A fake /proc/self/mountinfo and /proc/self/cgroup over a directory tree (with a space in its path). */
+  function fakeSystem(mounts: string[], selfCgroup: string): { system: CgroupSystem; base: string } {
+    const base = join(mkdtempSync(join(root, 'fake-')), 'sys fs');
+    mkdirSync(base);
+    for (const mount of mounts) mkdirSync(join(base, mount.split(' ')[0]!));
+    const lines = mounts.map((m, i) => `${40 + i} 31 0:${38 + i} / ${join(base, m.split(' ')[0]!).replace(/ /g, '\\040')} rw - ${m.split(' ')[1]} cgroup rw${m.split(' ')[2] ?? ''}`);
+    writeFileSync(join(base, 'mountinfo'), `${lines.join('\n')}\n`);
+    writeFileSync(join(base, 'cgroup'), selfCgroup);
+    return { system: { mountinfoPath: join(base, 'mountinfo'), selfCgroupPath: join(base, 'cgroup') }, base };
+  }
+
+  it('a hybrid system whose v2 hierarchy has no memory controller is not v2', () => {
+    const { system, base } = fakeSystem(['unified cgroup2'], '0::/\n');
+    writeFileSync(join(base, 'unified', 'cgroup.controllers'), 'hugetlb\n', { flag: 'w' });
+    const probe = probeCgroupV2(null, system);
+    assert.equal(probe.ok, false);
+    assert.match(probe.reason, /memory controller is not available in .*sys fs\/unified \(cgroup.controllers: hugetlb; on a hybrid system it belongs to v1\)/);
+  });
+
+  it('a v2 cgroup without memory in cgroup.subtree_control names that file and the fix', () => {
+    const { system, base } = fakeSystem(['v2 cgroup2'], '0::/agent.service\n');
+    const agent = join(base, 'v2', 'agent.service');
+    mkdirSync(agent, { recursive: true });
+    writeFileSync(join(agent, 'cgroup.controllers'), 'cpu memory pids\n');
+    writeFileSync(join(agent, 'cgroup.subtree_control'), 'cpu\n');
+    const probe = probeCgroupV2(null, system);
+    assert.equal(probe.ok, false);
+    assert.match(probe.reason, /memory is not enabled in .*agent\.service\/cgroup\.subtree_control: delegate .*Delegate=yes.*cgroup_parent/);
+    writeFileSync(join(agent, 'cgroup.subtree_control'), 'cpu memory\n');
+    assert.match(probeCgroupV2(null, system).reason, /is not a cgroup directory \(a new group there has no memory.max\)/, 'a plain directory is no cgroup');
+    assert.match(probeCgroupV2('/elsewhere', system).reason, /cgroup \/elsewhere is not visible under the v2 mount/);
+  });
+
+  it('with no cgroup mounted the mode is rlimit and the reason covers v2 and v1', () => {
+    const { system } = fakeSystem([], '0::/\n');
+    const detection = detectCgroupMode(null, system);
+    assert.equal(detection.mode, 'rlimit');
+    assert.equal(detection.reason, 'no writable cgroup (v2: no cgroup v2 hierarchy is mounted; v1: no cgroup v1 memory hierarchy is mounted); memory is limited with ulimit -v');
+    assert.match(probeCgroupV1(null, fakeSystem(['memory cgroup ,memory'], '4:memory:/\n').system).reason, /sys fs\/memory is not a cgroup directory \(a new group there has no memory\.limit_in_bytes\)$/);
+  });
+});
+
+describe('the job supervisor', { concurrency: true }, () => {
+  it('a script exiting 0 is COMPLETED; output is appended; a non-executable script runs with /bin/sh', async () => {
+    const { dir, workDir } = prepareJob('echo out line\necho err line >&2\nexit 0', {}, false);
+    writeFileSync(join(workDir, 'out.txt'), 'kept\n');
+    launch(dir);
+    const status = await waitForEnd(dir);
+    assert.equal(status.state, 'COMPLETED');
+    assert.equal(status.exitCode, 0);
+    assert.equal(status.signal, null);
+    assert.equal(status.reason, null);
+    assert.equal(readFileSync(join(workDir, 'out.txt'), 'utf8'), 'kept\nout line\n');
+    assert.equal(readFileSync(join(workDir, 'err.txt'), 'utf8'), 'err line\n');
+    assert.ok(Date.parse(status.endTime) >= Date.parse(status.startTime!));
+    assert.ok(!existsSync(jobFiles(dir).socket), 'the control socket is removed at the end');
+  });
+
+  it('a script exiting 3 is FAILED with exit code 3', async () => {
+    const { status } = await runJob('exit 3');
+    assert.equal(status.state, 'FAILED');
+    assert.equal(status.exitCode, 3);
+    assert.equal(status.reason, 'exit code 3');
+  });
+
+  it('the job gets exactly the spec\'s environment, arguments and working directory', async () => {
+    const { status, workDir } = await runJob('echo "$FOO|${HOME-unset}|$1|$2|$(pwd)"', { env: { ...jobEnv, FOO: 'bar baz' }, args: ['a b', 'c'] });
+    assert.equal(status.state, 'COMPLETED');
+    assert.equal(readFileSync(join(workDir, 'out.txt'), 'utf8'), `bar baz|unset|a b|c|${workDir}\n`);
+  });
+
+  it('time limit: the warning signal comes first, SIGTERM at the limit, and the job is TIMEOUT', async () => {
+    const body = `trap 'echo warned >> marker' USR1\ntrap 'echo terminated >> marker; exit 0' TERM\nwhile :; do sleep 0.05; done`;
+    const { status, workDir } = await runJob(body, { timeLimitSeconds: 2, warnBeforeSeconds: 1, killGraceSeconds: 5 });
+    assert.equal(status.state, 'TIMEOUT');
+    assert.equal(status.exitCode, 0, 'the script\'s own exit code is kept');
+    assert.equal(status.reason, 'time limit of 2 s reached');
+    assert.equal(readFileSync(join(workDir, 'marker'), 'utf8'), 'warned\nterminated\n');
+    assert.deepEqual(signalsOf(status), ['SIGUSR1 warning', 'SIGTERM time limit']);
+    const [warning, term] = status.signalsSent;
+    assert.ok(Math.abs(seconds(status.startTime!, warning!.time) - 1) < 0.5, `warning at ${warning!.time}`);
+    assert.ok(Math.abs(seconds(status.startTime!, term!.time) - 2) < 0.5, `SIGTERM at ${term!.time}`);
+  });
+
+  it('time limit: a script ignoring SIGTERM is SIGKILLed after the grace', async () => {
+    const { status } = await runJob(`trap '' TERM\nwhile :; do sleep 0.05; done`, { timeLimitSeconds: 1, killGraceSeconds: 1 });
+    assert.equal(status.state, 'TIMEOUT');
+    assert.equal(status.exitCode, null);
+    assert.equal(status.signal, 'SIGKILL');
+    assert.deepEqual(signalsOf(status), ['SIGTERM time limit', 'SIGKILL kill grace']);
+    const elapsed = seconds(status.startTime!, status.endTime);
+    assert.ok(elapsed >= 1.9 && elapsed < 3.5, `ended ${elapsed} s after the start`);
+  });
+
+  it('a cancel through the control socket ends the job as CANCELLED; later requests say it has ended', async () => {
+    const { dir } = prepareJob('sleep 30');
+    launch(dir);
+    const running = await waitForRunning(dir);
+    assert.deepEqual(await requestSignal(dir, 'SIGTERM', { cancel: true, reason: 'cancelled by ada' }), { ok: true, pid: running.pid });
+    const status = await waitForEnd(dir);
+    assert.equal(status.state, 'CANCELLED');
+    assert.equal(status.reason, 'cancelled by ada');
+    assert.equal(status.signal, 'SIGTERM');
+    assert.deepEqual(signalsOf(status), ['SIGTERM cancel']);
+    assert.deepEqual(await requestSignal(dir, 'SIGTERM', { cancel: true }), { ok: false, error: 'the job has ended (CANCELLED)' });
+  });
+
+  it('SIGTERM to the supervisor (a node shutdown) cancels the job and records it', async () => {
+    const { dir } = prepareJob('sleep 30');
+    launch(dir);
+    const running = await waitForRunning(dir);
+    process.kill(running.supervisorPid, 'SIGTERM');
+    const status = await waitForEnd(dir);
+    assert.equal(status.state, 'CANCELLED');
+    assert.equal(status.reason, 'the supervisor got SIGTERM (node shutdown?)');
+    assert.deepEqual(signalsOf(status), ['SIGTERM cancel']);
+  });
+
+  it('the supervisor survives kill -9 of the launcher\'s process group and records the real exit code and end time', async () => {
+    const { dir, workDir } = prepareJob('sleep 2\necho done\nexit 7');
+    const launcher = launchFromAnotherProcess(dir);
+    const running = await waitForRunning(dir);
+    await killProcessGroup(launcher);
+    const killedAt = Date.now();
+    assert.ok(isAlive(running.supervisorPid, running.supervisorStartTicks), 'the supervisor outlives its launcher');
+    const status = await waitForEnd(dir);
+    assert.equal(status.state, 'FAILED');
+    assert.equal(status.exitCode, 7);
+    assert.ok(Date.parse(status.endTime) >= killedAt, 'the end was recorded after the launcher died');
+    assert.equal(readFileSync(join(workDir, 'out.txt'), 'utf8'), 'done\n');
+  });
+
+  it('a restarted agent reads the status and signals the job through the socket', async () => {
+    const { dir, workDir } = prepareJob(`trap 'echo usr1 > marker; exit 5' USR1\nwhile :; do sleep 0.05; done`);
+    const launcher = launchFromAnotherProcess(dir);
+    await waitForRunning(dir);
+    await killProcessGroup(launcher);
+    // From here on this process plays the restarted agent: it never started the supervisor or the job.
+    const seen = readStatus(dir);
+    assert.equal(seen?.state, 'RUNNING');
+    assert.ok(isAlive(seen.pid) && isAlive(seen.supervisorPid, seen.supervisorStartTicks));
+    assert.deepEqual(await requestSignal(dir, 'SIGUSR1'), { ok: true, pid: seen.pid });
+    const status = await waitForEnd(dir);
+    assert.equal(status.state, 'FAILED', 'a plain signal is no cancel');
+    assert.equal(status.exitCode, 5);
+    assert.deepEqual(signalsOf(status), ['SIGUSR1 request']);
+    assert.equal(readFileSync(join(workDir, 'marker'), 'utf8'), 'usr1\n');
+  });
+
+  it('a second supervisor for the same job directory refuses to start', async () => {
+    const { dir } = await runJob('exit 0');
+    const second = spawn(process.execPath, [fileURLToPath(supervisorModule), dir], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    second.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exitCode = await new Promise((resolveExit) => second.once('exit', resolveExit));
+    assert.equal(exitCode, 1);
+    assert.match(stderr, /supervisor\.lock exists .*a supervisor already ran/);
+    assert.equal(readStatus(dir)?.state, 'COMPLETED');
+  });
+
+  it('a bad spec or a missing working directory is FAILED with a reason naming the field', async () => {
+    const rejected = prepareJobDir(join(root, 'bad'), { jobId: 0, script: 'x', args: [], workingDir: 'relative', env: {}, stdoutPath: 'o', stderrPath: 'e', memoryMiB: -1, timeLimitSeconds: null });
+    assert.equal(rejected.ok, false);
+    assert.match(rejected.ok ? '' : rejected.error, /field "jobId": expected a positive integer, got 0; field "workingDir": expected an absolute path, got "relative"; field "memoryMiB"/);
+    const { dir } = prepareJob('exit 0');
+    writeFileSync(jobFiles(dir).spec, JSON.stringify({ ...JSON.parse(readFileSync(jobFiles(dir).spec, 'utf8')), timeLimitSeconds: 'soon' }));
+    launch(dir);
+    const bad = await waitForEnd(dir);
+    assert.equal(bad.state, 'FAILED');
+    assert.equal(bad.pid, null);
+    assert.match(bad.reason!, /spec\.json: field "timeLimitSeconds": expected a positive number of seconds or null, got "soon"/);
+    const gone = prepareJob('exit 0', { workingDir: join(root, 'no-such-dir') });
+    launch(gone.dir);
+    assert.match((await waitForEnd(gone.dir)).reason!, /working directory .*no-such-dir: ENOENT/);
+  });
+
+  it('rlimit mode: CPU time from the children\'s times, peak RSS sampled, and memory over ulimit -v fails the job (no OOM is detectable)', async () => {
+    const body = 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done\nsleep 30 &\necho $! > background.pid\nx=$(head -c 200000000 /dev/zero | tr "\\0" a)\necho survived ${#x}';
+    const { status, workDir } = await runJob(body, { cgroupMode: 'rlimit', memoryMiB: 64 });
+    assert.equal(status.mode, 'rlimit');
+    assert.equal(status.state, 'FAILED');
+    assert.ok(status.exitCode !== 0, `exit ${status.exitCode} signal ${status.signal}`);
+    assert.equal(readFileSync(join(workDir, 'out.txt'), 'utf8'), '', 'the allocation did not succeed');
+    assert.ok(status.cpuSeconds !== null && status.cpuSeconds > 0.05, `cpuSeconds ${status.cpuSeconds}`);
+    assert.ok(status.maxRssKiB !== null && status.maxRssKiB > 0, `maxRssKiB ${status.maxRssKiB}`);
+    const background = Number(readFileSync(join(workDir, 'background.pid'), 'utf8'));
+    assert.ok(background > 0 && !isAlive(background), `the background sleep (pid ${background}) was killed at the end`);
+  });
+
+  for (const mode of ['v2', 'v1'] as const satisfies readonly CgroupMode[]) {
+    const probe = mode === 'v2' ? probeCgroupV2(null) : probeCgroupV1(null);
+    const skip = probe.ok ? false : `cgroup ${mode} is not available here: ${probe.reason}`;
+
+    it(`cgroup ${mode}: memory over the limit is OUT_OF_MEMORY, and the cgroup is removed`, { skip }, async () => {
+      const allocate = `const kept = []; for (;;) kept.push(Buffer.alloc(1 << 20, 1));`;
+      const { status } = await runJob(`exec ${process.execPath} -e '${allocate}'`, { cgroupMode: mode, memoryMiB: 64 });
+      assert.equal(status.mode, mode);
+      assert.equal(status.state, 'OUT_OF_MEMORY');
+      assert.equal(status.signal, 'SIGKILL');
+      assert.match(status.reason!, /^memory limit of 64 MiB: \d+ process\(es\) killed by the OOM killer$/);
+      assert.ok(status.maxRssKiB !== null && status.maxRssKiB > 32 * 1024 && status.maxRssKiB <= 64 * 1024, `maxRssKiB ${status.maxRssKiB}`);
+      assert.ok(status.cgroup.length > 0 && status.cgroup.every((dir) => !existsSync(dir)), 'the job cgroup is gone');
+    });
+
+    it(`cgroup ${mode}: CPU time and peak memory are measured, and a process that left the session is killed at the end`, { skip }, async () => {
+      const body = 'setsid sleep 30 &\necho $! > escaped.pid\ni=0; while [ $i -lt 200000 ]; do i=$((i+1)); done';
+      const { status, workDir } = await runJob(body, { cgroupMode: mode, memoryMiB: 256 });
+      assert.equal(status.state, 'COMPLETED');
+      assert.ok(status.cpuSeconds !== null && status.cpuSeconds > 0.05, `cpuSeconds ${status.cpuSeconds}`);
+      assert.ok(status.maxRssKiB !== null && status.maxRssKiB > 0, `maxRssKiB ${status.maxRssKiB}`);
+      const escaped = Number(readFileSync(join(workDir, 'escaped.pid'), 'utf8'));
+      assert.ok(escaped > 0 && !isAlive(escaped), `the setsid sleep (pid ${escaped}) is gone`);
+      assert.ok(status.cgroup.every((dir) => !existsSync(dir)), 'the job cgroup is gone');
+    });
+  }
+});
