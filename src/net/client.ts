@@ -1,0 +1,182 @@
+// The controller's API as the CLI and agents call it: JSON over node:http with
+// keep-alive, on TCP or the local Unix socket, each request carrying the
+// caller's identity and, when a cluster key is given, its signature. Errors
+// come back as values with a fix. On `taras submit`'s start-up path: import
+// only node built-ins and small modules here.
+
+import { Agent, request, type IncomingMessage } from 'node:http';
+import { REFUSED_HEADER } from './headers.js';
+import type { ClusterKey, RefusalCode } from './hmac.js';
+import { identityHeaders, type Identity } from './identity.js';
+import type { NetLog } from './log.js';
+
+export type ControllerTarget = { baseUrl: string } | { socketPath: string };
+
+export interface ApiClientOptions {
+  identity: Identity;
+  /** Sign every request (agents; the CLI where the controller requires it). */
+  clusterKey?: ClusterKey;
+  /** Per request; default 30 s. */
+  timeoutMs?: number;
+  /** Where refusals of our signature are logged (agents pass theirs); the error is thrown either way. */
+  log?: NetLog;
+  /** Milliseconds since the epoch, for signatures; tests skew it. */
+  clock?: () => number;
+}
+
+export interface ApiClient {
+  /** `http://127.0.0.1:7070` or `unix:/run/taras/controller.sock`, for messages. */
+  readonly address: string;
+  get<T = unknown>(path: string): Promise<T>;
+  post<T = unknown>(path: string, body?: unknown): Promise<T>;
+  delete<T = unknown>(path: string): Promise<T>;
+  /** Closes kept-alive connections (idle ones never keep the process alive). */
+  close(): void;
+}
+
+/** The controller answered, with an error status: its `{error, fix}`. */
+export class ApiRequestError extends Error {
+  constructor(
+    readonly status: number,
+    readonly error: string,
+    readonly fix: string | undefined,
+    readonly method: string,
+    readonly path: string,
+    /** Set when the controller refused the cluster-key signature. */
+    readonly refusal?: RefusalCode,
+  ) {
+    super(error);
+    this.name = 'ApiRequestError';
+  }
+}
+
+/** No answer: nothing listens, the socket is missing or closed to us, or the controller is too slow. */
+export class ControllerUnreachableError extends Error {
+  constructor(message: string, readonly address: string, readonly code: string, readonly fix: string) {
+    super(message);
+    this.name = 'ControllerUnreachableError';
+  }
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+const START_HINT = 'is it running? start it with `npm start` or set TARAS_CONTROLLER';
+
+function unreachable(error: NodeJS.ErrnoException, address: string, method: string, timeoutMs: number): ControllerUnreachableError {
+  const code = error.code ?? 'UNKNOWN';
+  switch (code) {
+    case 'EACCES':
+    case 'EPERM':
+      return new ControllerUnreachableError(`not allowed to connect to the controller at ${address}`, address, code,
+        'ask the administrator to let your user open the socket (mode 666 on the socket, or your group), or use the TCP address');
+    case 'ETIMEDOUT':
+      return new ControllerUnreachableError(`controller at ${address} did not answer within ${timeoutMs / 1000} s`, address, code,
+        method === 'GET' ? 'try again; if it persists, check the controller\'s log and load'
+          : 'the request may or may not have been carried out: check with `taras queue` before repeating it');
+    case 'ECONNREFUSED':
+    case 'ENOENT':
+    case 'ENOTFOUND':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'EAI_AGAIN':
+      return new ControllerUnreachableError(`controller not reachable at ${address} (${START_HINT})`, address, code,
+        'start the controller with `npm start`, or point TARAS_CONTROLLER (or --controller) at the running one');
+    default:
+      return new ControllerUnreachableError(`lost the connection to the controller at ${address}: ${error.message}`, address, code,
+        method === 'GET' ? 'try again' : 'the request may or may not have been carried out: check with `taras queue` before repeating it');
+  }
+}
+
+/** Signing loads node:crypto; only clients holding the key pay for it (the CLI usually does not). */
+let signing: Promise<typeof import('./hmac.js')> | undefined;
+const loadSigning = (): Promise<typeof import('./hmac.js')> => (signing ??= import('./hmac.js'));
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false };
+  }
+}
+
+function readAll(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (chunk: Buffer) => chunks.push(chunk));
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+  });
+}
+
+export function createApiClient(target: ControllerTarget, options: ApiClientOptions): ApiClient {
+  const agent = new Agent({ keepAlive: true });
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const clock = options.clock ?? Date.now;
+  const fixedHeaders = identityHeaders(options.identity);
+  let connection: { socketPath: string } | { host: string; port: number };
+  let basePath = '';
+  let address: string;
+  if ('socketPath' in target) {
+    connection = { socketPath: target.socketPath };
+    address = `unix:${target.socketPath}`;
+  } else {
+    const url = new URL(target.baseUrl);
+    if (url.protocol !== 'http:') {
+      throw new ControllerUnreachableError(`controller address ${target.baseUrl} is not an http:// URL`, target.baseUrl, 'EINVAL',
+        'give an address like http://127.0.0.1:7070, or a Unix socket path');
+    }
+    connection = { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port === '' ? 80 : Number(url.port) };
+    basePath = url.pathname.replace(/\/+$/, '');
+    address = url.origin;
+  }
+
+  async function send<T>(method: string, path: string, body: unknown, retried: boolean): Promise<T> {
+    const fullPath = basePath + path;
+    const payload = body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(body), 'utf8');
+    const headers: Record<string, string | number> = { ...fixedHeaders, accept: 'application/json' };
+    if (body !== undefined) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = payload.length;
+    }
+    if (options.clusterKey !== undefined) {
+      const { signRequest, freshNonce } = await loadSigning();
+      Object.assign(headers, signRequest(options.clusterKey, { method, path: fullPath, body: payload, timestamp: clock(), nonce: freshNonce() }));
+    }
+    return new Promise<T>((resolve, reject) => {
+      const req = request({ ...connection, agent, method, path: fullPath, headers }, (res) => {
+        readAll(res).then((text) => {
+          const status = res.statusCode ?? 0;
+          const parsed = text === '' ? { ok: true as const, value: undefined } : parseJson(text);
+          if (status >= 200 && status < 300) {
+            if (parsed.ok) resolve(parsed.value as T);
+            else reject(new ApiRequestError(status, `controller at ${address} answered ${method} ${path} with something that is not JSON`, 'check that TARAS_CONTROLLER points at a Taras controller', method, path));
+            return;
+          }
+          const apiError = parsed.ok && typeof (parsed.value as { error?: unknown })?.error === 'string' ? (parsed.value as { error: string; fix?: string }) : undefined;
+          const refusal = res.headers[REFUSED_HEADER] as RefusalCode | undefined;
+          const error = new ApiRequestError(status, apiError?.error ?? `HTTP ${status} ${res.statusMessage ?? ''} from ${address}`.trim(),
+            apiError?.fix, method, path, refusal);
+          if (refusal !== undefined) options.log?.warn(`controller at ${address} refused ${method} ${path}: ${error.error}`);
+          reject(error);
+        }, (error: NodeJS.ErrnoException) => reject(unreachable(error, address, method, timeoutMs)));
+      });
+      req.setTimeout(timeoutMs, () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+      req.on('error', (error: NodeJS.ErrnoException) => {
+        // A kept-alive connection the controller closed just as we reused it: the request never arrived, so sending it again is safe.
+        if (req.reusedSocket && error.code === 'ECONNRESET' && !retried) {
+          send<T>(method, path, body, true).then(resolve, reject);
+          return;
+        }
+        reject(unreachable(error, address, method, timeoutMs));
+      });
+      req.end(payload);
+    });
+  }
+
+  return {
+    address,
+    get: (path) => send('GET', path, undefined, false),
+    post: (path, body) => send('POST', path, body, false),
+    delete: (path) => send('DELETE', path, undefined, false),
+    close: () => agent.destroy(),
+  };
+}

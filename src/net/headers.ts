@@ -1,0 +1,8 @@
+// The x-taras-* header names of the signature scheme, apart from hmac.ts so the
+// CLI's client can name them without loading node:crypto.
+
+export const TIMESTAMP_HEADER = 'x-taras-timestamp';
+export const NONCE_HEADER = 'x-taras-nonce';
+export const SIGNATURE_HEADER = 'x-taras-signature';
+/** On a 401 for a failed key check: the RefusalCode, so a client can tell it from other 401s. */
+export const REFUSED_HEADER = 'x-taras-refused';

@@ -1,0 +1,251 @@
+// Request signing with the shared cluster key: agents and the controller prove
+// they hold the same secret on every request. The signature covers
+// METHOD\nPATH\nTIMESTAMP\nNONCE\nsha256(BODY); the timestamp bounds how long a
+// captured request stays valid and the nonce cache refuses a second use
+// within that window. Pure apart from `loadClusterKey`/`generateClusterKey`.
+
+import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { closeSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+
+import { NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './headers.js';
+
+export { NONCE_HEADER, REFUSED_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './headers.js';
+
+/** The secret bytes shared by the controller and its agents. */
+export type ClusterKey = Buffer;
+
+export interface SignedParts {
+  method: string;
+  /** The request target as sent: path and query string (`/jobs?user=ada`). */
+  path: string;
+  body: Uint8Array | string;
+  /** Milliseconds since the Unix epoch, as the client's clock reads it. */
+  timestamp: number;
+  nonce: string;
+}
+
+export type SignatureHeaders = {
+  [TIMESTAMP_HEADER]: string;
+  [NONCE_HEADER]: string;
+  [SIGNATURE_HEADER]: string;
+};
+
+/** What the server saw: the request target, raw body bytes and its headers. */
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  body: Uint8Array | string;
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+}
+
+export type RefusalCode = 'missing-signature' | 'bad-signature' | 'clock-skew' | 'replayed-nonce';
+
+export type Verification =
+  | { ok: true }
+  | { ok: false; code: RefusalCode; reason: string; fix: string };
+
+export interface VerifyOptions {
+  /** The verifier's clock, milliseconds since the epoch. */
+  now: number;
+  maxSkewSeconds?: number;
+  seenNonces: NonceCache;
+}
+
+const DEFAULT_MAX_SKEW_SECONDS = 300;
+const NONCE_PATTERN = /^[A-Za-z0-9_-]{16,64}$/;
+const TIMESTAMP_PATTERN = /^\d{1,16}$/;
+const EMPTY_BODY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+function canonical(parts: SignedParts): string {
+  const bodyHash = parts.body.length === 0 ? EMPTY_BODY_SHA256 : createHash('sha256').update(parts.body).digest('hex');
+  return `${parts.method.toUpperCase()}\n${parts.path}\n${parts.timestamp}\n${parts.nonce}\n${bodyHash}`;
+}
+
+function hmac(key: ClusterKey, parts: SignedParts): Buffer {
+  return createHmac('sha256', key).update(canonical(parts)).digest();
+}
+
+/** A nonce no earlier request used: 128 random bits. */
+export function freshNonce(): string {
+  return randomUUID();
+}
+
+export function signRequest(key: ClusterKey, parts: SignedParts): SignatureHeaders {
+  return {
+    [TIMESTAMP_HEADER]: String(parts.timestamp),
+    [NONCE_HEADER]: parts.nonce,
+    [SIGNATURE_HEADER]: hmac(key, parts).toString('hex'),
+  };
+}
+
+/** True when the request carries any of the signature headers (so it means to be signed). */
+export function carriesSignature(headers: ReceivedRequest['headers']): boolean {
+  return headers[SIGNATURE_HEADER] !== undefined || headers[TIMESTAMP_HEADER] !== undefined || headers[NONCE_HEADER] !== undefined;
+}
+
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? undefined : value;
+}
+
+export type Refusal = Extract<Verification, { ok: false }>;
+
+function refuse(code: RefusalCode, reason: string, fix: string): Refusal {
+  return { ok: false, code, reason, fix };
+}
+
+/** The answer to a request without the signature headers; a server can give it before reading the body. */
+export const missingSignature: Refusal = refuse('missing-signature', 'missing signature',
+  `sign requests with the cluster key (headers ${TIMESTAMP_HEADER}, ${NONCE_HEADER}, ${SIGNATURE_HEADER}): give this client the controller's key file, mode 600`);
+
+/**
+ * Checks, in order: the headers are there, the signature matches (so nothing
+ * below is reported to a caller without the key), the timestamp is within the
+ * skew window, and the nonce is new. The nonce is remembered only when all
+ * checks pass, so refused requests cannot fill the cache.
+ */
+export function verifyRequest(key: ClusterKey, request: ReceivedRequest, options: VerifyOptions): Verification {
+  const maxSkewSeconds = options.maxSkewSeconds ?? DEFAULT_MAX_SKEW_SECONDS;
+  const timestampText = single(request.headers[TIMESTAMP_HEADER]);
+  const nonce = single(request.headers[NONCE_HEADER]);
+  const signatureHex = single(request.headers[SIGNATURE_HEADER]);
+  if (timestampText === undefined || nonce === undefined || signatureHex === undefined) return missingSignature;
+  const badSignature = refuse('bad-signature', 'bad signature',
+    "the client's cluster key differs from the controller's, or the request was altered in transit: copy the controller's key file to this node (mode 600)");
+  const timestamp = TIMESTAMP_PATTERN.test(timestampText) ? Number(timestampText) : NaN;
+  if (!Number.isSafeInteger(timestamp) || !NONCE_PATTERN.test(nonce) || !/^[0-9a-f]{64}$/i.test(signatureHex)) return badSignature;
+  const expected = hmac(key, { method: request.method, path: request.path, body: request.body, timestamp, nonce });
+  if (!timingSafeEqual(expected, Buffer.from(signatureHex, 'hex'))) return badSignature;
+
+  const skewMs = timestamp - options.now;
+  if (Math.abs(skewMs) > maxSkewSeconds * 1000) {
+    const seconds = Math.round(Math.abs(skewMs) / 1000);
+    return refuse('clock-skew', `clock skew ${seconds} s`,
+      `the client's clock is ${seconds} s ${skewMs > 0 ? 'ahead of' : 'behind'} the controller's (at most ${maxSkewSeconds} s allowed): synchronise both clocks (NTP, e.g. chrony or systemd-timesyncd)`);
+  }
+  const seen = options.seenNonces.remember(nonce, timestamp, options.now, maxSkewSeconds * 1000);
+  if (seen === 'replayed') {
+    return refuse('replayed-nonce', 'replayed nonce',
+      'a request with this nonce was already accepted: a captured request was sent again, or a client reuses nonces (each request needs a fresh one)');
+  }
+  if (seen === 'before-horizon') {
+    const seconds = Math.round(Math.abs(skewMs) / 1000);
+    return refuse('clock-skew', `clock skew ${seconds} s (the replay cache is full: only requests newer than ${options.seenNonces.horizonAgeSeconds(options.now)} s are accepted)`,
+      "synchronise the client's clock with the controller's; under this request rate the accepted window is narrower than usual");
+  }
+  return { ok: true };
+}
+
+export type NonceVerdict = 'fresh' | 'replayed' | 'before-horizon';
+
+/**
+ * Nonces accepted within the skew window. A nonce with timestamp t can be
+ * replayed only while t is within the window, so it is kept until t + skew.
+ * When full, the oldest entries are dropped and the horizon rises to their
+ * timestamp: requests at or before it are refused, since a replay of a
+ * dropped nonce could no longer be recognised. The bound costs only clients
+ * whose clocks lag, never a replay slipping through.
+ */
+export class NonceCache {
+  /** Nonce -> its request's timestamp, in arrival order. */
+  private readonly timestamps = new Map<string, number>();
+  private horizon = -Infinity;
+
+  constructor(readonly capacity = 200_000) {
+    if (!(capacity >= 1)) throw new RangeError(`nonce cache capacity must be at least 1, got ${capacity}`);
+  }
+
+  get size(): number {
+    return this.timestamps.size;
+  }
+
+  /** Seconds between `now` and the horizon; requests older than this are refused. */
+  horizonAgeSeconds(now: number): number {
+    return Math.max(0, Math.round((now - this.horizon) / 1000));
+  }
+
+  remember(nonce: string, timestamp: number, now: number, maxSkewMs: number): NonceVerdict {
+    this.dropExpired(now - maxSkewMs);
+    if (this.timestamps.has(nonce)) return 'replayed';
+    if (timestamp <= this.horizon) return 'before-horizon';
+    for (const [oldest, oldestTimestamp] of this.timestamps) {
+      if (this.timestamps.size < this.capacity) break;
+      this.timestamps.delete(oldest);
+      this.horizon = Math.max(this.horizon, oldestTimestamp);
+    }
+    this.timestamps.set(nonce, timestamp);
+    return 'fresh';
+  }
+
+  /** Arrival order follows timestamps closely; an early entry from a skewed clock only delays the sweep, the capacity still bounds it. */
+  private dropExpired(before: number): void {
+    for (const [nonce, timestamp] of this.timestamps) {
+      if (timestamp >= before) return;
+      this.timestamps.delete(nonce);
+    }
+  }
+}
+
+/** A key-file problem, with the command that fixes it. */
+export class ClusterKeyError extends Error {
+  constructor(message: string, readonly fix: string) {
+    super(message);
+    this.name = 'ClusterKeyError';
+  }
+}
+
+const MIN_KEY_CHARS = 32;
+
+/**
+ * Reads the key file: its trimmed text is the secret. Refuses a file other
+ * users can read or write (the key lets its holder act as any agent).
+ */
+export function loadClusterKey(path: string): ClusterKey {
+  let mode: number;
+  try {
+    mode = statSync(path).mode & 0o777;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
+      throw new ClusterKeyError(`cluster key file ${path} does not exist`,
+        `copy the controller's key file to ${path} (mode 600), or create a new one for the whole cluster with \`openssl rand -hex 32 > ${path} && chmod 600 ${path}\``);
+    }
+    throw new ClusterKeyError(`cannot read cluster key file ${path}: ${(error as Error).message}`, `check that ${path} exists and that this user may read it`);
+  }
+  if ((mode & 0o006) !== 0) {
+    throw new ClusterKeyError(
+      `cluster key file ${path} is ${(mode & 0o004) !== 0 ? 'readable' : 'writable'} by every user (mode ${mode.toString(8).padStart(3, '0')}); refusing to use it`,
+      `chmod 600 ${path}`);
+  }
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8').trim();
+  } catch (error) {
+    throw new ClusterKeyError(`cannot read cluster key file ${path}: ${(error as Error).message}`, `check that this user may read ${path}`);
+  }
+  if (text.length < MIN_KEY_CHARS) {
+    throw new ClusterKeyError(`cluster key in ${path} is ${text.length} characters long; at least ${MIN_KEY_CHARS} are needed`,
+      `write a longer random key: \`openssl rand -hex 32 > ${path} && chmod 600 ${path}\`, and copy it to every node`);
+  }
+  return Buffer.from(text, 'utf8');
+}
+
+/** Writes a new random key (64 hex characters) with mode 600; never overwrites an existing file. */
+export function generateClusterKey(path: string): ClusterKey {
+  const text = randomBytes(32).toString('hex');
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw new ClusterKeyError(`cluster key file ${path} already exists; not overwriting it (agents holding it would be refused)`,
+        `use the existing key, or remove ${path} first and copy the new key to every node`);
+    }
+    throw new ClusterKeyError(`cannot create cluster key file ${path}: ${(error as Error).message}`, `check that the folder of ${path} exists and is writable`);
+  }
+  try {
+    writeSync(fd, `${text}\n`);
+  } finally {
+    closeSync(fd);
+  }
+  return Buffer.from(text, 'utf8');
+}

@@ -1,0 +1,339 @@
+// The controller's HTTP transport on node:http: JSON in and out, route tables
+// with `:params`, the cluster-key check, the caller's identity, and errors as
+// `{error, fix}` (ApiError) whatever goes wrong. It knows nothing about jobs:
+// the controller hands it routes. One handler serves TCP (loopback by
+// default) and a Unix socket at once.
+
+import { randomBytes } from 'node:crypto';
+import { chmodSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ApiError } from '../api/types.js';
+import { carriesSignature, missingSignature, NonceCache, REFUSED_HEADER, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
+import { callerFromHeaders, type Caller, type Transport } from './identity.js';
+import { claimSocketPath, ListenError } from './listen.js';
+import type { NetLog } from './log.js';
+import { RouteTable, type HttpMethod, type RouteSpec } from './routes.js';
+
+export { ListenError } from './listen.js';
+export type { HttpMethod } from './routes.js';
+
+export interface RequestContext {
+  readonly method: HttpMethod;
+  /** The path without the query string. */
+  readonly path: string;
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  /** The parsed JSON body; undefined when the request had none. */
+  readonly body: unknown;
+  /** Who the request says it comes from (see identity.ts for how far to trust it); null if it says nothing. */
+  readonly caller: Caller | null;
+  readonly transport: Transport;
+  /** `127.0.0.1:53422` or `unix:/run/taras.sock`, for logs. */
+  readonly remoteAddress: string;
+  /** True when the request carried a valid cluster-key signature. */
+  readonly signed: boolean;
+  /** The route's declared pattern, e.g. `/jobs/:id`. */
+  readonly route: string;
+}
+
+export interface RouteResult {
+  status: number;
+  /** Serialised as JSON; omitted for 204. */
+  body?: unknown;
+}
+
+export type Handler = (ctx: RequestContext) => RouteResult | Promise<RouteResult>;
+export type Route = RouteSpec<Handler>;
+
+/** Thrown by a handler to answer with an ApiError: `throw new RouteError(404, 'no job 12', 'list jobs with taras queue')`. */
+export class RouteError extends Error {
+  constructor(readonly status: number, message: string, readonly fix?: string) {
+    super(message);
+    this.name = 'RouteError';
+  }
+}
+
+export interface ApiServerOptions {
+  routes: readonly Route[];
+  /** When given, signed requests are verified and routes for which `requireKeyFor` is true (default: all) need a valid signature. */
+  clusterKey?: ClusterKey;
+  requireKeyFor?: (route: Route) => boolean;
+  log: NetLog;
+  /** Largest request body accepted; larger ones get 413. Default 1 MiB. */
+  maxBodyBytes?: number;
+  maxSkewSeconds?: number;
+  /** Milliseconds since the epoch; tests pass a fixed clock. */
+  clock?: () => number;
+  nonceCacheCapacity?: number;
+}
+
+export interface ListenOptions {
+  /** Listen on TCP when given (0: an ephemeral port, for tests). */
+  port?: number;
+  /** Default 127.0.0.1: only this machine. Give 0.0.0.0 or an address for agents on other nodes. */
+  host?: string;
+  /** Listen on this Unix socket too (or only). A stale file is replaced; a live one is refused. */
+  socketPath?: string;
+  /** Mode of the socket file; default 0o666 so every local user's CLI can connect. */
+  socketMode?: number;
+}
+
+export interface BoundAddress {
+  tcp?: { host: string; port: number; url: string };
+  socketPath?: string;
+}
+
+export interface ApiServer {
+  listen(options: ListenOptions): Promise<BoundAddress>;
+  /** Stops accepting, lets requests in flight finish (up to `graceMs`), then closes every connection. */
+  close(graceMs?: number): Promise<void>;
+}
+
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/** Past this much discarded body after a 413, the connection is cut rather than drained. */
+const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
+const KEEP_ALIVE_TIMEOUT_MS = 30_000;
+
+const JSON_FIX = 'send a JSON document with content-type application/json';
+
+function errorBody(error: string, fix?: string): ApiError {
+  return fix === undefined ? { error } : { error, fix };
+}
+
+function send(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  if (status === 204 || body === undefined) {
+    res.writeHead(status, extraHeaders).end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+    ...extraHeaders,
+  });
+  res.end(text);
+}
+
+type BodyRead = { ok: true; bytes: Buffer } | { ok: false };
+
+/** Collects the body up to `limit` bytes; past it, answers 413 and drains (or cuts) the rest. */
+function readBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<BodyRead> {
+  const tooLarge = (): void => {
+    send(res, 413, errorBody(`request body is larger than the limit of ${limit} bytes`,
+      'send less per request (split a large submission into several), or raise the controller\'s body limit'));
+  };
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    tooLarge();
+    drainOrCut(req, 0);
+    return Promise.resolve({ ok: false });
+  }
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const onData = (chunk: Buffer): void => {
+      length += chunk.length;
+      if (length <= limit) {
+        chunks.push(chunk);
+        return;
+      }
+      req.off('data', onData);
+      req.off('end', onEnd);
+      tooLarge();
+      drainOrCut(req, length);
+      resolve({ ok: false });
+    };
+    const onEnd = (): void => resolve({ ok: true, bytes: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length) });
+    req.on('data', onData);
+    req.on('end', onEnd);
+    // A client that goes away mid-body gets no answer; 'close' after 'end' is a no-op.
+    req.on('error', () => resolve({ ok: false }));
+    req.on('close', () => resolve({ ok: false }));
+  });
+}
+
+/** Reading the rest keeps a keep-alive connection usable and lets the client see the 413; a huge body is not worth it. */
+function drainOrCut(req: IncomingMessage, alreadyRead: number): void {
+  let discarded = alreadyRead;
+  req.on('data', (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > DRAIN_LIMIT_BYTES) req.socket.destroy();
+  });
+  req.resume();
+}
+
+export function createApiServer(options: ApiServerOptions): ApiServer {
+  const table = new RouteTable<Handler>(options.routes);
+  const { clusterKey, log } = options;
+  if (options.requireKeyFor !== undefined && clusterKey === undefined) {
+    throw new Error('createApiServer: requireKeyFor is given but no clusterKey: routes meant to need the key would be open to anyone');
+  }
+  const requireKeyFor = options.requireKeyFor ?? (() => true);
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const clock = options.clock ?? Date.now;
+  const seenNonces = new NonceCache(options.nonceCacheCapacity);
+  const servers: { server: Server; transport: Transport; socketPath?: string }[] = [];
+
+  function refuseSignature(req: IncomingMessage, res: ServerResponse, remote: string, refusal: Refusal): void {
+    const claimed = callerFromHeaders(req.headers, 'tcp');
+    log.warn(`refused ${req.method} ${req.url} from ${remote}${claimed ? ` (claims user ${claimed.user})` : ''}: ${refusal.reason}`);
+    send(res, 401, errorBody(`cluster key check failed: ${refusal.reason}`, refusal.fix), { [REFUSED_HEADER]: refusal.code });
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse, transport: Transport, socketPath: string | undefined): Promise<void> {
+    const target = req.url ?? '/';
+    const queryAt = target.indexOf('?');
+    const pathname = queryAt < 0 ? target : target.slice(0, queryAt);
+    const method = req.method ?? 'GET';
+    const remote = transport === 'unix' ? `unix:${socketPath}` : `${req.socket.remoteAddress}:${req.socket.remotePort}`;
+
+    const match = table.match(method, pathname);
+    if (match.kind === 'no-path') {
+      send(res, 404, errorBody(`no such API route: ${method} ${pathname}`, `valid routes: ${match.valid.join(', ')}`));
+      return;
+    }
+    if (match.kind === 'wrong-method') {
+      send(res, 405, errorBody(`${method} is not allowed on ${pathname} (allowed: ${match.allowed.join(', ')})`, `valid routes: ${match.valid.join(', ')}`),
+        { allow: match.allowed.join(', ') });
+      return;
+    }
+    if (match.kind === 'bad-encoding') {
+      send(res, 400, errorBody(`malformed percent-encoding in path segment "${match.segment}"`, 'encode path parameters with encodeURIComponent'));
+      return;
+    }
+    const { route, params } = match;
+    const keyRequired = clusterKey !== undefined && requireKeyFor(route);
+    const signatureClaimed = carriesSignature(req.headers);
+    if (keyRequired && !signatureClaimed) {
+      // Refused before reading the body: no need to receive what will not be used.
+      refuseSignature(req, res, remote, missingSignature);
+      return;
+    }
+
+    const read = await readBody(req, res, maxBodyBytes);
+    if (!read.ok) return;
+    let signed = false;
+    if (clusterKey !== undefined && signatureClaimed) {
+      // A signature that is present is checked even where none is required, so a wrong key is reported at once.
+      const verdict = verifyRequest(clusterKey, { method, path: target, body: read.bytes, headers: req.headers },
+        { now: clock(), maxSkewSeconds: options.maxSkewSeconds, seenNonces });
+      if (!verdict.ok) {
+        refuseSignature(req, res, remote, verdict);
+        return;
+      }
+      signed = true;
+    }
+
+    let body: unknown;
+    if (read.bytes.length > 0) {
+      try {
+        body = JSON.parse(read.bytes.toString('utf8'));
+      } catch (error) {
+        send(res, 400, errorBody(`request body is not valid JSON: ${(error as Error).message}`, JSON_FIX));
+        return;
+      }
+    }
+
+    const ctx: RequestContext = {
+      method: route.method,
+      path: pathname,
+      params,
+      query: new URLSearchParams(queryAt < 0 ? '' : target.slice(queryAt + 1)),
+      body,
+      caller: callerFromHeaders(req.headers, transport),
+      transport,
+      remoteAddress: remote,
+      signed,
+      route: route.path,
+    };
+    try {
+      const result = await route.handler(ctx);
+      send(res, result.status, result.body);
+    } catch (error) {
+      if (error instanceof RouteError) {
+        send(res, error.status, errorBody(error.message, error.fix));
+        return;
+      }
+      const incident = randomBytes(4).toString('hex');
+      log.error(`internal error ${incident} in ${method} ${route.path} (${target}) from ${remote}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+      send(res, 500, errorBody(`internal error in the controller while handling ${method} ${route.path} (incident ${incident})`,
+        `the controller's log has the details under incident ${incident}; report it if it happens again`));
+    }
+  }
+
+  function makeServer(transport: Transport, socketPath?: string): Server {
+    const server = createServer((req, res) => {
+      handle(req, res, transport, socketPath).catch((error: unknown) => {
+        log.error(`request handling failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+        send(res, 500, errorBody('internal error in the controller', "see the controller's log"));
+      });
+    });
+    server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+    servers.push({ server, transport, socketPath });
+    return server;
+  }
+
+  async function listenOn(server: Server, target: { port: number; host: string } | { path: string }, describe: string): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      const onError = (error: NodeJS.ErrnoException): void => reject(ListenError.from(error, describe));
+      server.once('error', onError);
+      server.listen(target, () => {
+        server.off('error', onError);
+        server.on('error', (error) => log.error(`${describe}: ${error.message}`));
+        resolve();
+      });
+    });
+  }
+
+  async function listenAll(o: ListenOptions, bound: BoundAddress): Promise<void> {
+    if (o.socketPath !== undefined) {
+      const path = o.socketPath;
+      await claimSocketPath(path, log);
+      const server = makeServer('unix', path);
+      await listenOn(server, { path }, `Unix socket ${path}`);
+      chmodSync(path, o.socketMode ?? 0o666);
+      bound.socketPath = path;
+    }
+    if (o.port !== undefined) {
+      const host = o.host ?? '127.0.0.1';
+      const server = makeServer('tcp');
+      await listenOn(server, { port: o.port, host }, `${host}:${o.port}`);
+      const address = server.address() as AddressInfo;
+      const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+      bound.tcp = { host: address.address, port: address.port, url: `http://${urlHost}:${address.port}` };
+    }
+  }
+
+  return {
+    async listen(listenOptions: ListenOptions): Promise<BoundAddress> {
+      if (listenOptions.port === undefined && listenOptions.socketPath === undefined) {
+        throw new ListenError('nothing to listen on', 'give a TCP port, a Unix socket path, or both');
+      }
+      const bound: BoundAddress = {};
+      try {
+        await listenAll(listenOptions, bound);
+      } catch (error) {
+        // Leave nothing half-open: a socket bound while the port failed would block a retry.
+        await this.close(0);
+        throw error;
+      }
+      return bound;
+    },
+
+    async close(graceMs = 5_000): Promise<void> {
+      const closing = servers.splice(0).map(({ server }) => new Promise<void>((resolve) => {
+        const force = setTimeout(() => server.closeAllConnections(), graceMs);
+        force.unref();
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
+        server.closeIdleConnections();
+      }));
+      await Promise.all(closing);
+    },
+  };
+}
