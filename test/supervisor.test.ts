@@ -1,9 +1,10 @@
-// The job supervisor (src/agent/supervisor.ts) and cgroup modes
-// (src/agent/cgroup.ts) with real processes: end states and exit codes, the
-// time limit's signals, cancel and signals through the control socket from a
-// process that did not start the job, survival of a kill -9 of the launcher's
-// process group, and memory limits in each cgroup mode this machine has
-// (the others are skipped with the reason the probe gives).
+// The job supervisor (src/agent/supervisor.ts, driven through
+// src/agent/jobdir.ts) and cgroup modes (src/agent/cgroup.ts) with real
+// processes: end states and exit codes, the time limit's signals, cancel and
+// signals through the control socket from a process that did not start the
+// job, survival of a kill -9 of the launcher's process group, and memory
+// limits in each cgroup mode this machine has (the others are skipped with the
+// reason the probe gives).
 
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -16,10 +17,11 @@ import { detectCgroupMode, probeCgroupV1, probeCgroupV2, type CgroupMode, type C
 import {
   hasEnded, isAlive, jobFiles, launchSupervisor, prepareJobDir, readStatus, requestSignal, waitForStatus,
   type EndedStatus, type RunningStatus, type SupervisorSpecInput,
-} from '../src/agent/supervisor.js';
+} from '../src/agent/jobdir.js';
 
 const root = mkdtempSync(join(tmpdir(), 'taras-sv-'));
 const supervisorModule = new URL('../src/agent/supervisor.js', import.meta.url);
+const jobDirModule = new URL('../src/agent/jobdir.js', import.meta.url);
 const jobEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 const launchedDirs: string[] = [];
 const launchedPids: number[] = [];
@@ -100,7 +102,7 @@ async function runJob(body: string, spec: Partial<SupervisorSpecInput> = {}, exe
 
 /** Like the agent: a process of its own (and its own process group) that launches the supervisor and stays up until killed. */
 function launchFromAnotherProcess(dir: string): ChildProcess {
-  const code = `import { launchSupervisor } from ${JSON.stringify(supervisorModule.href)};
+  const code = `import { launchSupervisor } from ${JSON.stringify(jobDirModule.href)};
     const launched = launchSupervisor(${JSON.stringify(dir)});
     process.stdout.write(JSON.stringify(launched) + '\\n');
     setInterval(() => undefined, 1000);`;

@@ -132,20 +132,28 @@ export class ControllerEngine {
     };
   }
 
+  /** Why this cluster cannot take the job (empty: it can). */
+  refusals(spec: JobSpec): string[] {
+    const reasons = validateAgainstCluster(spec, this.config).map((rejection) => rejection.message);
+    if ((spec.constraint?.anyOf.length ?? 0) > 1) {
+      reasons.push(`--constraint '${spec.constraint!.text}': alternatives (|) are not supported yet; ask for one set of features (a&b)`);
+    }
+    return reasons;
+  }
+
+  /** A pass is due even without an event (time moved on: planned starts may have come due). */
+  touch(): void {
+    this.dirty = true;
+  }
+
   /**
    * Validates and durably records submissions (one transaction for the
    * batch), then queues them. Returns the ids once committed: only then is a
    * submission acknowledged.
    */
   submit(jobs: readonly { user: string; spec: JobSpec }[]): JobId[] {
-    const reasons: string[] = [];
-    jobs.forEach(({ spec }, index) => {
-      const prefix = jobs.length > 1 ? `job ${index + 1}: ` : '';
-      for (const rejection of validateAgainstCluster(spec, this.config)) reasons.push(prefix + rejection.message);
-      if ((spec.constraint?.anyOf.length ?? 0) > 1) {
-        reasons.push(`${prefix}--constraint '${spec.constraint!.text}': alternatives (|) are not supported yet; ask for one set of features (a&b)`);
-      }
-    });
+    const reasons = jobs.flatMap(({ spec }, index) =>
+      this.refusals(spec).map((reason) => (jobs.length > 1 ? `job ${index + 1}: ${reason}` : reason)));
     if (reasons.length > 0) throw new SubmitRefused(reasons);
     const nowMs = this.clockMs();
     const ids = this.store.submitMany(

@@ -1,0 +1,299 @@
+// The job directory, the agent's side of a job supervisor (supervisor.ts):
+// spec.json, status.json and control.sock with their types, and what the agent
+// calls to write a spec, launch the supervisor, read how the job is doing and
+// ask for signals. The supervisor imports what it shares from here; importing
+// this module starts nothing.
+
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { constants as osConstants } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CgroupMode } from './cgroup.js';
+
+export type SignalName = NodeJS.Signals;
+export type EndState = 'COMPLETED' | 'FAILED' | 'TIMEOUT' | 'OUT_OF_MEMORY' | 'CANCELLED';
+
+/** JOBDIR/spec.json: what the agent asks the supervisor to run. */
+export interface SupervisorSpec {
+  readonly jobId: number;
+  /** Run directly when executable, else with /bin/sh; relative to workingDir. */
+  readonly script: string;
+  readonly args: readonly string[];
+  readonly workingDir: string;
+  /** The job's whole environment: nothing of the supervisor's is added. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Appended to, created if missing; relative to workingDir. */
+  readonly stdoutPath: string;
+  readonly stderrPath: string;
+  readonly memoryMiB: number | null;
+  readonly timeLimitSeconds: number | null;
+  readonly warnSignal: SignalName;
+  /** The warning signal comes this long before the limit; 0 (or not less than the limit): none. */
+  readonly warnBeforeSeconds: number;
+  /** SIGKILL this long after the limit's (or a cancel's) SIGTERM. */
+  readonly killGraceSeconds: number;
+  /** Cgroup path (as in /proc/self/cgroup) under which job cgroups go; null: the supervisor's own. */
+  readonly cgroupParent: string | null;
+  /** 'auto' detects; a forced v2/v1 that is not available fails the job. */
+  readonly cgroupMode: 'auto' | CgroupMode;
+}
+
+type Defaulted = 'warnSignal' | 'warnBeforeSeconds' | 'killGraceSeconds' | 'cgroupParent' | 'cgroupMode';
+export type SupervisorSpecInput = Omit<SupervisorSpec, Defaulted> & Partial<Pick<SupervisorSpec, Defaulted>>;
+
+export const SPEC_DEFAULTS: Pick<SupervisorSpec, Defaulted> = {
+  warnSignal: 'SIGUSR1', warnBeforeSeconds: 0, killGraceSeconds: 30, cgroupParent: null, cgroupMode: 'auto',
+};
+
+export interface SignalSent {
+  readonly signal: SignalName;
+  readonly time: string;
+  readonly why: 'warning' | 'time limit' | 'kill grace' | 'cancel' | 'request';
+}
+
+export interface StatusBase {
+  readonly jobId: number | null;
+  readonly supervisorPid: number;
+  /** With the pid, identifies the supervisor across pid reuse (see isAlive). */
+  readonly supervisorStartTicks: number | null;
+  readonly mode: CgroupMode | null;
+  readonly modeReason: string | null;
+  readonly cgroup: readonly string[];
+}
+
+export interface RunningStatus extends StatusBase {
+  readonly state: 'RUNNING';
+  readonly pid: number;
+  /** The job leads its own session and process group: pgid = pid. */
+  readonly pgid: number;
+  readonly startTime: string;
+  readonly deadline: string | null;
+}
+
+export interface EndedStatus extends StatusBase {
+  readonly state: EndState;
+  readonly pid: number | null;
+  readonly pgid: number | null;
+  readonly startTime: string | null;
+  readonly endTime: string;
+  /** The script's exit code; null when a signal ended it. */
+  readonly exitCode: number | null;
+  readonly signal: SignalName | null;
+  readonly cpuSeconds: number | null;
+  readonly maxRssKiB: number | null;
+  /** Why it ended so (null for COMPLETED): the limit, the cancel's reason, the exit code, a setup failure. */
+  readonly reason: string | null;
+  readonly signalsSent: readonly SignalSent[];
+}
+
+export type SupervisorStatus = RunningStatus | EndedStatus;
+
+export interface ControlRequest {
+  readonly signal: SignalName;
+  readonly cancel?: boolean;
+  readonly reason?: string;
+}
+
+export type ControlReply = { readonly ok: true; readonly pid: number } | { readonly ok: false; readonly error: string };
+export type Result<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
+
+export const jobFiles = (jobDir: string) => ({
+  spec: join(jobDir, 'spec.json'),
+  status: join(jobDir, 'status.json'),
+  socket: join(jobDir, 'control.sock'),
+  log: join(jobDir, 'supervisor.log'),
+  lock: join(jobDir, 'supervisor.lock'),
+});
+
+/** sun_path holds 108 bytes with the terminating NUL. */
+export const MAX_SOCKET_PATH_BYTES = 107;
+const SUPERVISOR_SCRIPT = fileURLToPath(new URL('./supervisor.js', import.meta.url));
+
+// ---- spec ---------------------------------------------------------------
+
+export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+export const isSignalName = (value: unknown): value is SignalName => typeof value === 'string' && value in osConstants.signals;
+const isNonNegative = (value: unknown): boolean => typeof value === 'number' && Number.isFinite(value) && value >= 0;
+const isPositiveOrNull = (value: unknown): boolean => value === null || (isNonNegative(value) && (value as number) > 0);
+const isString = (value: unknown): boolean => typeof value === 'string' && value !== '';
+
+/** Validates spec.json; the error names the file, every bad field and what it should hold. */
+export function parseSpec(text: string, file: string): Result<SupervisorSpec> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    return { ok: false, error: `${file}: not valid JSON (${(error as Error).message}); write it with prepareJobDir` };
+  }
+  if (!isRecord(raw)) return { ok: false, error: `${file}: expected a JSON object` };
+  const errors: string[] = [];
+  const take = <T>(name: keyof SupervisorSpec, expected: string, valid: (value: unknown) => boolean): T => {
+    const value = raw[name] === undefined ? (SPEC_DEFAULTS as Record<string, unknown>)[name] : raw[name];
+    if (value === undefined || !valid(value)) errors.push(`field "${name}": expected ${expected}, got ${JSON.stringify(raw[name]) ?? 'nothing'}`);
+    return value as T;
+  };
+  const spec: SupervisorSpec = {
+    jobId: take('jobId', 'a positive integer', (v) => Number.isInteger(v) && (v as number) > 0),
+    script: take('script', 'a path', isString),
+    args: take('args', 'a list of strings', (v) => Array.isArray(v) && v.every((a) => typeof a === 'string')),
+    workingDir: take('workingDir', 'an absolute path', (v) => typeof v === 'string' && isAbsolute(v)),
+    env: take('env', 'an object of strings', (v) => isRecord(v) && Object.values(v).every((e) => typeof e === 'string')),
+    stdoutPath: take('stdoutPath', 'a path', isString),
+    stderrPath: take('stderrPath', 'a path', isString),
+    memoryMiB: take('memoryMiB', 'a positive number of MiB or null', isPositiveOrNull),
+    timeLimitSeconds: take('timeLimitSeconds', 'a positive number of seconds or null', isPositiveOrNull),
+    warnSignal: take('warnSignal', 'a signal name such as "SIGUSR1"', isSignalName),
+    warnBeforeSeconds: take('warnBeforeSeconds', 'seconds, 0 or more', isNonNegative),
+    killGraceSeconds: take('killGraceSeconds', 'seconds, 0 or more', isNonNegative),
+    cgroupParent: take('cgroupParent', 'a cgroup path starting with "/" or null', (v) => v === null || (typeof v === 'string' && v.startsWith('/'))),
+    cgroupMode: take('cgroupMode', '"auto", "v2", "v1" or "rlimit"', (v) => ['auto', 'v2', 'v1', 'rlimit'].includes(v as string)),
+  };
+  if (errors.length > 0) return { ok: false, error: `${file}: ${errors.join('; ')}` };
+  const inWorkingDir = (path: string): string => resolve(spec.workingDir, path);
+  return { ok: true, value: { ...spec, script: inWorkingDir(spec.script), stdoutPath: inWorkingDir(spec.stdoutPath), stderrPath: inWorkingDir(spec.stderrPath) } };
+}
+
+// ---- files and processes ------------------------------------------------
+
+export function writeJsonAtomically(file: string, value: unknown, mode = 0o644): void {
+  const temporary = `${file}.${process.pid}.tmp`;
+  const fd = openSync(temporary, 'w', mode);
+  try {
+    writeSync(fd, `${JSON.stringify(value, null, 2)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temporary, file);
+}
+
+/** /proc/PID/stat fields from the 3rd (state) on: the command name may hold spaces and parentheses. */
+export function procStat(pid: number | 'self'): string[] | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return text.slice(text.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+
+/** Start time of a process in clock ticks since boot (stat field 22); null when it is gone. */
+export function processStartTicks(pid: number): number | null {
+  const fields = procStat(pid);
+  return fields ? Number(fields[19]) : null;
+}
+
+/** True when pid runs (not a zombie) and, given startTicks, is the same process and not a reuse of its pid. */
+export function isAlive(pid: number, startTicks: number | null = null): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const fields = procStat(pid);
+  if (fields === null) return startTicks === null; // no /proc: trust kill(0)
+  return fields[0] !== 'Z' && (startTicks === null || Number(fields[19]) === startTicks);
+}
+
+// ---- the agent's side ---------------------------------------------------
+
+/** Creates jobDir and writes spec.json (defaults filled in) after validating it. */
+export function prepareJobDir(jobDir: string, input: SupervisorSpecInput): Result<SupervisorSpec> {
+  const files = jobFiles(jobDir);
+  const text = JSON.stringify({ ...SPEC_DEFAULTS, ...input }, null, 2);
+  const parsed = parseSpec(text, files.spec);
+  if (!parsed.ok) return parsed;
+  if (Buffer.byteLength(files.socket) > MAX_SOCKET_PATH_BYTES) return { ok: false, error: `${files.socket} is longer than a Unix socket path may be (${MAX_SOCKET_PATH_BYTES} bytes): use a shorter job directory` };
+  mkdirSync(jobDir, { recursive: true, mode: 0o700 });
+  writeJsonAtomically(files.spec, JSON.parse(text), 0o600); // the environment may hold secrets
+  return parsed;
+}
+
+/**
+ * Starts the supervisor of jobDir in a new session (setsid), its output in
+ * supervisor.log, not waited for: it outlives the caller and the caller's
+ * process group. Returns its pid; the job's pid appears in status.json.
+ */
+export function launchSupervisor(jobDir: string): Result<number> {
+  const files = jobFiles(jobDir);
+  if (!existsSync(files.spec)) return { ok: false, error: `${files.spec} is missing: call prepareJobDir first` };
+  const logFd = openSync(files.log, 'a', 0o644);
+  try {
+    const child = spawn(process.execPath, [SUPERVISOR_SCRIPT, jobDir], {
+      cwd: jobDir, detached: true, stdio: ['ignore', logFd, logFd], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    });
+    child.on('error', () => undefined); // reported below through the missing pid
+    if (child.pid === undefined) return { ok: false, error: `cannot start ${process.execPath} ${SUPERVISOR_SCRIPT}` };
+    child.unref();
+    return { ok: true, value: child.pid };
+  } finally {
+    closeSync(logFd);
+  }
+}
+
+/** The job's status as the supervisor last wrote it; null before it has written any. */
+export function readStatus(jobDir: string): SupervisorStatus | null {
+  const file = jobFiles(jobDir).status;
+  if (!existsSync(file)) return null;
+  return JSON.parse(readFileSync(file, 'utf8')) as SupervisorStatus;
+}
+
+/** Polls status.json until `accept` holds or timeoutMs passes (then the last status seen, or null). */
+export async function waitForStatus(jobDir: string, accept: (status: SupervisorStatus) => boolean, timeoutMs: number): Promise<SupervisorStatus | null> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = readStatus(jobDir);
+    if ((status !== null && accept(status)) || Date.now() >= deadline) return status;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 25));
+  }
+}
+
+export const hasEnded = (status: SupervisorStatus | null): status is EndedStatus => status !== null && status.state !== 'RUNNING';
+
+/** Why the socket could not be reached, from the status file: ended, not started, or supervisor gone. */
+function unreachable(jobDir: string, error: NodeJS.ErrnoException): string {
+  const status = readStatus(jobDir);
+  if (status === null) return 'the supervisor has not started the job yet';
+  if (hasEnded(status)) return `the job has ended (${status.state})`;
+  if (!isAlive(status.supervisorPid, status.supervisorStartTicks)) return `the supervisor (pid ${status.supervisorPid}) is gone; the job (pid ${status.pid}) is unsupervised`;
+  return `cannot reach ${jobFiles(jobDir).socket}: ${error.code ?? error.message}`;
+}
+
+/**
+ * Asks the job's supervisor to send `signal` to the job's process group. With
+ * cancel, the job ends as CANCELLED (SIGKILL follows after the kill grace).
+ * Works from any process, such as an agent restarted after the job started.
+ */
+export function requestSignal(jobDir: string, signal: SignalName, options: { cancel?: boolean; reason?: string; timeoutMs?: number } = {}): Promise<ControlReply> {
+  const request: ControlRequest = { signal, cancel: options.cancel ?? false, ...(options.reason === undefined ? {} : { reason: options.reason }) };
+  const timeoutMs = options.timeoutMs ?? 2000;
+  return new Promise((resolveReply) => {
+    const socket = createConnection(jobFiles(jobDir).socket);
+    let buffer = '';
+    let settled = false;
+    const settle = (reply: ControlReply): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolveReply(reply);
+    };
+    const timer = setTimeout(() => settle({ ok: false, error: `no answer from the supervisor within ${timeoutMs} ms` }), timeoutMs);
+    socket.setEncoding('utf8');
+    socket.on('connect', () => socket.write(`${JSON.stringify(request)}\n`));
+    socket.on('data', (chunk: string) => {
+      buffer += chunk;
+      const newline = buffer.indexOf('\n');
+      if (newline < 0) return;
+      try {
+        settle(JSON.parse(buffer.slice(0, newline)) as ControlReply);
+      } catch {
+        settle({ ok: false, error: `the supervisor answered something unreadable: ${buffer.slice(0, newline)}` });
+      }
+    });
+    socket.on('error', (error) => settle({ ok: false, error: unreachable(jobDir, error) }));
+    socket.on('close', () => settle({ ok: false, error: 'the supervisor closed the connection without answering' }));
+  });
+}

@@ -1,0 +1,280 @@
+// `taras controller`: the engine behind the JSON API, on loopback TCP and a
+// Unix socket, with the agents reached over HTTP. Submissions arriving in the
+// same tick are committed in one transaction (group commit); a pass runs right
+// after every event and once a second for starts that come due with time.
+
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { finishedStates, type ApiJob, type JobState } from '../api/types.js';
+import type { ClusterConfig } from '../config/cluster.js';
+import { jobId, type JobId } from '../core/types.js';
+import type { JobSpec } from '../jobspec/types.js';
+import { createApiClient, type ApiClient } from '../net/client.js';
+import type { ClusterKey } from '../net/hmac.js';
+import { localIdentity } from '../net/identity.js';
+import type { NetLog } from '../net/log.js';
+import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
+import type { EndState } from '../store/events.js';
+import { openStore } from '../store/store.js';
+import { ControllerEngine, SubmitRefused, type AgentLink, type JobReport, type StartOrder } from './engine.js';
+import { apiJob, apiJobWithEvents, apiNodes, apiStatus, apiWhen } from './views.js';
+
+export interface ControllerOptions {
+  readonly config: ClusterConfig;
+  readonly clusterKey: ClusterKey | null;
+  readonly log: (line: string) => void;
+  /** Listen on this TCP port (0: ephemeral, for tests); default from the config. */
+  readonly port?: number;
+}
+
+export interface RunningController {
+  readonly url: string;
+  readonly socketPath: string;
+  readonly engine: ControllerEngine;
+  close(): Promise<void>;
+}
+
+/** Submission as the CLI sends it: the spec plus what only the submitting shell knows. */
+export interface SubmitBody {
+  readonly spec: JobSpec & { readonly submitEnv?: Record<string, string>; readonly submitDir?: string };
+}
+
+/** Agents by node: where to reach each node's agent. */
+class HttpAgents implements AgentLink {
+  private readonly clients = new Map<string, ApiClient>();
+  private readonly byNode = new Map<string, string>();
+
+  constructor(private readonly clusterKey: ClusterKey | null) {}
+
+  register(url: string, nodes: readonly string[]): void {
+    for (const node of nodes) this.byNode.set(node, url);
+  }
+
+  private client(node: string): ApiClient {
+    const url = this.byNode.get(node);
+    if (!url) throw new Error(`no agent has registered node ${node}`);
+    let client = this.clients.get(url);
+    if (!client) {
+      client = createApiClient({ baseUrl: url }, { identity: localIdentity(), clusterKey: this.clusterKey ?? undefined });
+      this.clients.set(url, client);
+    }
+    return client;
+  }
+
+  async start(order: StartOrder): Promise<void> {
+    await this.client(order.nodes[0]).post('/start', order);
+  }
+
+  async signal(node: string, id: JobId, signal: string, cancel: boolean): Promise<void> {
+    await this.client(node).post('/signal', { jobId: id, signal, cancel });
+  }
+
+  close(): void {
+    for (const client of this.clients.values()) client.close();
+  }
+}
+
+const parseId = (ctx: RequestContext): JobId => {
+  const id = Number(ctx.params.id);
+  if (!Number.isSafeInteger(id) || id <= 0) throw new RouteError(400, `'${ctx.params.id}' is not a job id`, 'job ids are positive integers, as `taras queue` shows them');
+  return jobId(id);
+};
+
+const userOf = (ctx: RequestContext): string => {
+  if (!ctx.caller) throw new RouteError(401, 'the request does not say who sends it', 'use the taras CLI, which sends the x-taras-user header');
+  return ctx.caller.user;
+};
+
+export async function startController(options: ControllerOptions): Promise<RunningController> {
+  const { config, log } = options;
+  mkdirSync(config.dataDir, { recursive: true });
+  const store = openStore(join(config.dataDir, 'taras.db'));
+  const agents = new HttpAgents(options.clusterKey);
+  const engine = new ControllerEngine(config, store, agents, Date.now, log);
+  const netLog: NetLog = { info: log, warn: log, error: log } as unknown as NetLog;
+
+  let scheduled = false;
+  const kick = () => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      try {
+        engine.schedule();
+      } catch (error) {
+        log(`scheduling pass failed: ${(error as Error).stack}`);
+      }
+    });
+  };
+
+  // Group commit: one transaction for every submission of the same tick.
+  let batch: { user: string; spec: JobSpec; resolve: (id: JobId) => void; reject: (e: Error) => void }[] = [];
+  const flush = () => {
+    const jobs = batch;
+    batch = [];
+    try {
+      const ids = engine.submit(jobs.map(({ user, spec }) => ({ user, spec })));
+      jobs.forEach((job, index) => job.resolve(ids[index]));
+      kick();
+    } catch (error) {
+      for (const job of jobs) job.reject(error as Error);
+    }
+  };
+  const submitOne = (user: string, spec: JobSpec) =>
+    new Promise<JobId>((resolve, reject) => {
+      const reasons = engine.refusals(spec);
+      if (reasons.length > 0) return reject(new SubmitRefused(reasons));
+      if (batch.length === 0) setImmediate(flush);
+      batch.push({ user, spec, resolve, reject });
+    });
+
+  const motd = () => (store.setting('motd') as string | undefined) ?? null;
+  const visibleJobs = (filter: { user?: string; states?: JobState[] }): ApiJob[] => {
+    const cutoff = Date.now() - config.keepFinishedSeconds * 1000;
+    const records = [...engine.active.values(), ...store.jobs({ states: [...finishedStates], endedSinceMs: cutoff })];
+    return records
+      .filter((r) => (filter.user === undefined || r.user === filter.user) && (filter.states === undefined || filter.states.includes(r.state)))
+      .map((r) => apiJob(engine, r));
+  };
+  const findJob = (id: JobId) => {
+    const record = engine.active.get(id) ?? store.job(id);
+    if (!record) throw new RouteError(404, `no job ${id}`, 'list jobs with `taras queue`');
+    return record;
+  };
+  const refused = (error: unknown): never => {
+    if (error instanceof SubmitRefused) throw new RouteError(400, error.message, 'change the request (see `taras submit --help`)');
+    throw error;
+  };
+  let closing: (() => Promise<void>) | null = null;
+
+  const routes: Route[] = [
+    {
+      method: 'POST', path: '/jobs',
+      handler: async (ctx) => {
+        const body = ctx.body as SubmitBody | undefined;
+        if (!body?.spec) throw new RouteError(400, 'the body has no spec', 'send {"spec": {...}} as `taras submit` does');
+        const id = await submitOne(userOf(ctx), body.spec).catch(refused);
+        return { status: 201, body: { id } };
+      },
+    },
+    {
+      method: 'GET', path: '/jobs',
+      handler: (ctx) => {
+        const user = ctx.query.get('user') ?? undefined;
+        const states = ctx.query.get('state')?.toUpperCase().split(',') as JobState[] | undefined;
+        return { status: 200, body: visibleJobs({ user, states }) };
+      },
+    },
+    { method: 'GET', path: '/jobs/:id', handler: (ctx) => {
+      const record = findJob(parseId(ctx));
+      return { status: 200, body: apiJobWithEvents(engine, record, store.events(record.id)) };
+    } },
+    { method: 'GET', path: '/jobs/:id/when', handler: (ctx) => ({ status: 200, body: apiWhen(engine, findJob(parseId(ctx))) }) },
+    {
+      method: 'DELETE', path: '/jobs/:id',
+      handler: (ctx) => {
+        const id = parseId(ctx);
+        findJob(id);
+        let record;
+        try {
+          record = engine.cancel(id, userOf(ctx));
+        } catch (error) {
+          if (error instanceof SubmitRefused) throw new RouteError(403, error.message);
+          throw error;
+        }
+        kick();
+        return { status: 200, body: apiJob(engine, record) };
+      },
+    },
+    { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: apiNodes(engine) }) },
+    { method: 'GET', path: '/status', handler: () => ({ status: 200, body: apiStatus(engine, Date.now(), motd()) }) },
+    {
+      method: 'POST', path: '/admin/drain',
+      handler: (ctx) => {
+        const { nodes, reason, resume } = (ctx.body ?? {}) as { nodes?: string[]; reason?: string; resume?: boolean };
+        if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may drain or resume nodes');
+        if (!nodes?.length) throw new RouteError(400, 'no nodes given', 'name nodes, e.g. node[01-04]');
+        if (!resume && !reason) throw new RouteError(400, 'a drain needs a reason', 'add --reason TEXT');
+        try {
+          engine.drain(nodes, reason ?? '', !resume);
+        } catch (error) {
+          refused(error);
+        }
+        kick();
+        return { status: 200, body: apiNodes(engine).filter((n) => nodes.includes(n.name)) };
+      },
+    },
+    {
+      method: 'PUT', path: '/admin/motd',
+      handler: (ctx) => {
+        if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may set the message of the day');
+        const text = (ctx.body as { text?: string } | undefined)?.text ?? '';
+        if (text === '') store.deleteSetting('motd');
+        else store.setSetting('motd', text);
+        return { status: 200, body: { motd: motd() } };
+      },
+    },
+    {
+      method: 'POST', path: '/admin/shutdown',
+      handler: (ctx) => {
+        if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may shut the controller down');
+        setTimeout(() => void closing?.(), 50);
+        return { status: 202, body: { shutdown: true } };
+      },
+    },
+    {
+      method: 'POST', path: '/agent/register',
+      handler: (ctx) => {
+        const { url, nodes, reports } = ctx.body as { url: string; nodes: string[]; reports: JobReport[] };
+        agents.register(url, nodes);
+        try {
+          engine.agentRegistered(nodes, reports ?? []);
+        } catch (error) {
+          refused(error);
+        }
+        log(`agent at ${url} registered ${nodes.length} node(s)`);
+        kick();
+        return { status: 200, body: { ok: true } };
+      },
+    },
+    {
+      method: 'POST', path: '/agent/heartbeat',
+      handler: (ctx) => {
+        engine.heartbeat((ctx.body as { nodes: string[] }).nodes);
+        return { status: 200, body: { ok: true } };
+      },
+    },
+    {
+      method: 'POST', path: '/agent/report',
+      handler: (ctx) => {
+        for (const report of (ctx.body as { reports: JobReport[] }).reports) {
+          engine.jobReport({ ...report, state: report.state as EndState, jobId: jobId(report.jobId) });
+        }
+        kick();
+        return { status: 200, body: { ok: true } };
+      },
+    },
+  ];
+
+  const server = createApiServer({
+    routes,
+    clusterKey: options.clusterKey ?? undefined,
+    requireKeyFor: options.clusterKey ? (route) => route.path.startsWith('/agent/') : undefined,
+    log: netLog,
+  });
+  const bound = await server.listen({ port: options.port ?? config.listen.port, host: config.listen.host, socketPath: config.socketPath });
+  const ticker = setInterval(() => {
+    engine.checkNodes();
+    engine.touch();
+    kick();
+  }, 1000);
+  log(`controller listening on ${bound.tcp?.url} and ${bound.socketPath} (policy ${config.policy}, ${config.nodes.length} nodes)`);
+
+  closing = async () => {
+    clearInterval(ticker);
+    await server.close(1000);
+    agents.close();
+    store.close();
+  };
+  return { url: bound.tcp!.url, socketPath: bound.socketPath!, engine, close: () => closing!() };
+}
