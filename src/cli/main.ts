@@ -2,12 +2,13 @@
 // registered here; each lives in its own module.
 
 import { Command } from 'commander';
+import { registerClusterCommands } from './cluster.js';
 import { registerDemoCommand } from './demo.js';
 import { registerSimulateCommand } from './simulate.js';
 import { registerWorkloadCommand } from './workload.js';
 
 const program = new Command('taras')
-  .description('Taras: a workload manager for clusters. This build: the scheduling core and trace simulator.')
+  .description('Taras: a workload manager for clusters, and a trace simulator for its scheduling core.')
   .version('0.1.0')
   .showHelpAfterError('(run with --help for usage and examples)')
   // Usage errors (missing argument, unknown option...) exit with 2, like bad input.
@@ -27,5 +28,6 @@ Examples:
 registerSimulateCommand(program);
 registerWorkloadCommand(program);
 registerDemoCommand(program);
+registerClusterCommands(program);
 
 await program.parseAsync(process.argv);

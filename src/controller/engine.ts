@@ -21,6 +21,9 @@ export interface StartOrder {
   readonly nodes: readonly string[];
   readonly cpusOnNode: number;
   readonly spec: JobSpec;
+  /** From the cluster configuration: the warning signal this long before the limit; SIGKILL this long after SIGTERM. */
+  readonly warnBeforeSeconds: number;
+  readonly killGraceSeconds: number;
 }
 
 /** The controller's side of the agents (HTTP in the daemon, direct calls in tests). */
@@ -192,6 +195,7 @@ export class ControllerEngine {
       const spec = this.specOf(record);
       const order: StartOrder = {
         jobId: job.id, user: record.user, name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
+        warnBeforeSeconds: this.config.warnBeforeLimitSeconds, killGraceSeconds: this.config.killGraceSeconds,
       };
       this.agents.start(order).catch((error: unknown) => {
         this.log(`job ${job.id}: the agent of ${nodes[0]} did not start it (${(error as Error).message})`);

@@ -29,6 +29,7 @@ export interface ApiClient {
   readonly address: string;
   get<T = unknown>(path: string): Promise<T>;
   post<T = unknown>(path: string, body?: unknown): Promise<T>;
+  put<T = unknown>(path: string, body?: unknown): Promise<T>;
   delete<T = unknown>(path: string): Promise<T>;
   /** Closes kept-alive connections (idle ones never keep the process alive). */
   close(): void;
@@ -176,6 +177,7 @@ export function createApiClient(target: ControllerTarget, options: ApiClientOpti
     address,
     get: (path) => send('GET', path, undefined, false),
     post: (path, body) => send('POST', path, body, false),
+    put: (path, body) => send('PUT', path, body, false),
     delete: (path) => send('DELETE', path, undefined, false),
     close: () => agent.destroy(),
   };

@@ -1,0 +1,190 @@
+// `taras agent`: serves one or more nodes (`--virtual 16x8`: sixteen in one
+// process, each job still a real process). It registers its nodes with the
+// controller and keeps doing so as a heartbeat, starts each job under its own
+// supervisor (which outlives the agent), and reports every end with its real
+// exit status and end time. A restarted agent re-adopts the job directories
+// it finds and reports what happened while it was away.
+
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { StartOrder } from '../controller/engine.js';
+import { createApiClient, type ControllerTarget } from '../net/client.js';
+import type { ClusterKey } from '../net/hmac.js';
+import { localIdentity } from '../net/identity.js';
+import type { NetLog } from '../net/log.js';
+import { createApiServer, RouteError } from '../net/server.js';
+import { jobLaunch } from './environment.js';
+import { hasEnded, isAlive, launchSupervisor, prepareJobDir, readStatus, requestSignal, type SignalName } from './jobdir.js';
+
+export interface AgentOptions {
+  readonly controller: ControllerTarget;
+  readonly nodes: readonly string[];
+  readonly dataDir: string;
+  readonly clusterKey: ClusterKey | null;
+  readonly heartbeatMs?: number;
+  readonly log: (line: string) => void;
+}
+
+export interface RunningAgent {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+interface Report {
+  jobId: number;
+  state: string;
+  exitCode: number | null;
+  endTimeMs: number | null;
+  reason?: string;
+}
+
+const REPORTED = 'reported';
+
+export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
+  const { log } = options;
+  const jobsDir = join(options.dataDir, 'jobs');
+  mkdirSync(jobsDir, { recursive: true });
+  const netLog = { info: log, warn: log, error: log } as unknown as NetLog;
+  const controller = createApiClient(options.controller, { identity: localIdentity(), clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
+  /** Job directories whose end is not yet acknowledged by the controller. */
+  const watched = new Map<number, string>();
+  /** Supervisors this agent launched: until one writes its status, its pid says whether it lives. */
+  const launchedPid = new Map<number, number>();
+
+  const reportOf = (jobId: number, dir: string): Report | null => {
+    const status = readStatus(dir);
+    if (hasEnded(status)) {
+      return { jobId, state: status.state, exitCode: status.exitCode, endTimeMs: Date.parse(status.endTime), reason: status.reason ?? undefined };
+    }
+    if (status && isAlive(status.supervisorPid, status.supervisorStartTicks)) return null;
+    const pid = launchedPid.get(jobId);
+    if (!status && pid !== undefined && isAlive(pid)) return null; // still starting
+    // The supervisor is gone without an end status (it was killed): the job's fate is unknown.
+    return { jobId, state: 'NODE_FAIL', exitCode: null, endTimeMs: Date.now(), reason: 'its supervisor died without recording an end' };
+  };
+
+  // Re-adopt what a previous agent left.
+  for (const name of readdirSync(jobsDir)) {
+    const dir = join(jobsDir, name);
+    if (!existsSync(join(dir, REPORTED)) && Number.isSafeInteger(Number(name))) watched.set(Number(name), dir);
+  }
+
+  const server = createApiServer({
+    clusterKey: options.clusterKey ?? undefined,
+    requireKeyFor: options.clusterKey ? () => true : undefined,
+    log: netLog,
+    routes: [
+      {
+        method: 'POST', path: '/start',
+        handler: (ctx) => {
+          const order = ctx.body as StartOrder & { spec: StartOrder['spec'] & { submitEnv?: Record<string, string>; submitDir?: string } };
+          const dir = join(jobsDir, String(order.jobId));
+          mkdirSync(dir, { recursive: true });
+          const nodefilePath = join(dir, 'nodefile');
+          const scriptPath = join(dir, 'script');
+          const launch = jobLaunch({
+            jobId: order.jobId, user: order.user, nodes: order.nodes, cpusOnNode: order.cpusOnNode, spec: order.spec,
+            submitEnv: order.spec.submitEnv ?? {}, submitDir: order.spec.submitDir ?? order.spec.workingDir, nodefilePath,
+          });
+          writeFileSync(nodefilePath, launch.nodefile);
+          writeFileSync(scriptPath, order.spec.script.text, { mode: 0o700 });
+          const limit = order.spec.timeLimitSeconds;
+          const prepared = prepareJobDir(dir, {
+            jobId: order.jobId, script: scriptPath, args: order.spec.script.args, workingDir: launch.workingDir, env: launch.env,
+            stdoutPath: launch.stdoutPath, stderrPath: launch.stderrPath, memoryMiB: order.spec.memoryMiB ?? null,
+            timeLimitSeconds: limit === 'UNLIMITED' ? null : limit, warnBeforeSeconds: order.warnBeforeSeconds, killGraceSeconds: order.killGraceSeconds,
+          });
+          if (!prepared.ok) throw new RouteError(400, `job ${order.jobId}: ${prepared.error}`);
+          const launched = launchSupervisor(dir);
+          if (!launched.ok) throw new RouteError(500, `job ${order.jobId}: ${launched.error}`);
+          watched.set(order.jobId, dir);
+          launchedPid.set(order.jobId, launched.value);
+          log(`job ${order.jobId} started on ${order.nodes.join(',')} (supervisor ${launched.value})`);
+          return { status: 200, body: { ok: true } };
+        },
+      },
+      {
+        method: 'POST', path: '/signal',
+        handler: async (ctx) => {
+          const { jobId, signal, cancel } = ctx.body as { jobId: number; signal: SignalName; cancel: boolean };
+          const reply = await requestSignal(join(jobsDir, String(jobId)), signal, { cancel });
+          if (!reply.ok) throw new RouteError(409, reply.error);
+          return { status: 200, body: reply };
+        },
+      },
+    ],
+  });
+  const bound = await server.listen({ port: 0, host: '127.0.0.1' });
+  const url = bound.tcp!.url;
+
+  const markReported = (reports: readonly Report[]) => {
+    for (const report of reports) {
+      const dir = watched.get(report.jobId);
+      if (dir) writeFileSync(join(dir, REPORTED), '');
+      watched.delete(report.jobId);
+      launchedPid.delete(report.jobId);
+    }
+  };
+  const endedReports = (): Report[] => {
+    const reports: Report[] = [];
+    for (const [jobId, dir] of watched) {
+      const report = reportOf(jobId, dir);
+      if (report) reports.push(report);
+    }
+    return reports;
+  };
+
+  let registered = false;
+  const register = async () => {
+    const reports = endedReports();
+    const running = [...watched.keys()].filter((id) => !reports.some((r) => r.jobId === id))
+      .map((jobId) => ({ jobId, state: 'RUNNING', exitCode: null, endTimeMs: null }));
+    try {
+      await controller.post('/agent/register', { url, nodes: options.nodes, reports: [...reports, ...running] });
+      markReported(reports);
+      if (!registered) log(`registered ${options.nodes.length} node(s) with the controller`);
+      registered = true;
+    } catch (error) {
+      if (registered) log(`controller not reachable: ${(error as Error).message}`);
+      registered = false;
+    }
+  };
+  const watch = async () => {
+    if (!registered) return;
+    const reports = endedReports();
+    if (reports.length === 0) return;
+    try {
+      await controller.post('/agent/report', { reports });
+      markReported(reports);
+    } catch {
+      registered = false; // re-register (with these reports) at the next heartbeat
+    }
+  };
+
+  let stopped = false;
+  const heartbeatMs = options.heartbeatMs ?? 5000;
+  let lastBeat = 0;
+  const loop = async () => {
+    while (!stopped) {
+      if (!registered || Date.now() - lastBeat >= heartbeatMs) {
+        lastBeat = Date.now();
+        await register();
+      } else {
+        await watch();
+      }
+      await new Promise((resolve) => setTimeout(resolve, registered ? 100 : 500));
+    }
+  };
+  const running = loop();
+  log(`agent for ${options.nodes.length} node(s) listening on ${url}`);
+
+  return {
+    url,
+    close: async () => {
+      stopped = true;
+      await running;
+      await server.close(500);
+      controller.close();
+    },
+  };
+}

@@ -1,0 +1,368 @@
+// The live-system commands: the daemons (`controller`, `agent`) and the
+// user's commands that talk to the controller (`submit`, `queue`, `show`,
+// `cancel`, `when`, `wait`, `nodes`, `status`, `jobid`, `admin`). Heavy
+// modules load inside actions, so each command pays only for what it uses.
+
+import type { Command } from 'commander';
+import type { ApiClient } from '../net/client.js';
+import { fail } from './flags.js';
+
+const DEFAULT_CONTROLLER = 'http://127.0.0.1:6817';
+const DEFAULT_DATA_DIR = 'taras-data';
+
+/** The controller's address: --controller, else $TARAS_CONTROLLER, else the local default. */
+function controllerAddress(flag: string | undefined): string {
+  return flag ?? process.env.TARAS_CONTROLLER ?? DEFAULT_CONTROLLER;
+}
+
+async function client(flag: string | undefined): Promise<ApiClient> {
+  const [{ createApiClient }, { localIdentity }] = await Promise.all([import('../net/client.js'), import('../net/identity.js')]);
+  const address = controllerAddress(flag);
+  const target = address.startsWith('http') ? { baseUrl: address } : { socketPath: address };
+  return createApiClient(target, { identity: localIdentity() });
+}
+
+/** Runs a client command: API errors become one line and exit 1 (2 for a refused request). */
+async function withClient<T>(flag: string | undefined, run: (api: ApiClient) => Promise<T>): Promise<T> {
+  const api = await client(flag);
+  try {
+    return await run(api);
+  } catch (error) {
+    const { ApiRequestError, ControllerUnreachableError } = await import('../net/client.js');
+    if (error instanceof ControllerUnreachableError) fail(`error: ${error.message}`, 1);
+    if (error instanceof ApiRequestError) fail(`error: ${error.error}${error.fix ? ` (${error.fix})` : ''}`, error.status === 400 ? 2 : 1);
+    throw error;
+  } finally {
+    api.close();
+  }
+}
+
+const print = (text: string) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
+
+function parseJobIds(raw: readonly string[]): number[] {
+  return raw.map((text) => {
+    const id = Number(text);
+    if (!Number.isSafeInteger(id) || id <= 0) fail(`error: '${text}' is not a job id: job ids are positive integers, as \`taras queue\` shows them`);
+    return id;
+  });
+}
+
+export function registerClusterCommands(program: Command): void {
+  const controllerOption = ['--controller <address>', `controller URL or socket path (default $TARAS_CONTROLLER or ${DEFAULT_CONTROLLER})`] as const;
+
+  program
+    .command('controller')
+    .description('run the controller: queue, scheduler and JSON API (loopback by default)')
+    .option('--config <file>', 'cluster.toml (default: embedded defaults, 16 nodes of 8 CPUs)')
+    .option('--data <dir>', 'data directory for the embedded defaults', DEFAULT_DATA_DIR)
+    .option('--key <file>', 'cluster key file shared with the agents (default DATA/cluster.key, created if missing)')
+    .addHelpText('after', '\nExamples:\n  taras controller\n  taras controller --config cluster.toml\n')
+    .action(async (flags: { config?: string; data: string; key?: string }) => {
+      const { defaultClusterConfig } = await import('../config/cluster.js');
+      let config = defaultClusterConfig(flags.data);
+      if (flags.config) {
+        const { readClusterConfig } = await import('../config/load.js');
+        const { formatConfigError } = await import('../config/errors.js');
+        const parsed = await readClusterConfig(flags.config);
+        if (!parsed.ok) fail(parsed.errors.map(formatConfigError).join('\n'));
+        config = parsed.config;
+      }
+      const key = await clusterKey(flags.key ?? `${config.dataDir}/cluster.key`, true);
+      const { startController } = await import('../controller/daemon.js');
+      const running = await startController({ config, clusterKey: key, log: (line) => console.error(`${new Date().toISOString()} ${line}`) });
+      const stop = () => void running.close().then(() => process.exit(0));
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+
+  program
+    .command('agent')
+    .description('run a node agent: starts jobs as real processes on its nodes')
+    .option(...controllerOption)
+    .option('--virtual <NxC>', 'serve N virtual nodes of C CPUs in this process (names node01..), e.g. 16x8')
+    .option('--nodes <hostlist>', 'serve these nodes, e.g. node[01-04]')
+    .option('--data <dir>', 'where job directories live', `${DEFAULT_DATA_DIR}/agent`)
+    .option('--key <file>', 'the cluster key file', `${DEFAULT_DATA_DIR}/cluster.key`)
+    .addHelpText('after', '\nExamples:\n  taras agent --virtual 16x8\n  taras agent --controller http://127.0.0.1:6817 --nodes node[01-04]\n')
+    .action(async (flags: { controller?: string; virtual?: string; nodes?: string; data: string; key: string }) => {
+      const { expandHostlist } = await import('../config/hostlist.js');
+      let nodes: string[];
+      if (flags.virtual) {
+        const match = /^(\d+)x(\d+)$/.exec(flags.virtual);
+        if (!match) fail(`error: option '--virtual' got '${flags.virtual}': expected NODESxCPUS, e.g. 16x8`);
+        const count = Number(match[1]);
+        nodes = expandHostlist(`node[${'1'.padStart(count < 100 ? 2 : String(count).length, '0')}-${count}]`);
+      } else if (flags.nodes) {
+        nodes = expandHostlist(flags.nodes);
+      } else {
+        fail('error: say which nodes this agent serves: --virtual 16x8 or --nodes node[01-04]');
+      }
+      const key = await clusterKey(flags.key, false);
+      const address = controllerAddress(flags.controller);
+      const { startAgent } = await import('../agent/agent.js');
+      const agent = await startAgent({
+        controller: address.startsWith('http') ? { baseUrl: address } : { socketPath: address },
+        nodes, dataDir: flags.data, clusterKey: key, log: (line) => console.error(`${new Date().toISOString()} agent: ${line}`),
+      });
+      const stop = () => void agent.close().then(() => process.exit(0));
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+
+  program
+    .command('submit')
+    .description('submit a batch script (#TARAS directives and sbatch-style flags)')
+    .argument('<script>', 'the batch script')
+    .argument('[args...]', 'arguments for the script')
+    .option('-N, --nodes <n>', 'nodes (N or N-M)')
+    .option('-n, --ntasks <n>', 'tasks')
+    .option('-c, --cpus-per-task <n>', 'CPUs per task')
+    .option('--mem <size>', 'memory per node (e.g. 4G)')
+    .option('-t, --time <limit>', 'time limit: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS')
+    .option('-p, --partition <name>', 'partition')
+    .option('-J, --job-name <name>', 'job name')
+    .option('-D, --chdir <dir>', 'working directory')
+    .option('-o, --output <pattern>', 'output file (%j job id, %u user, %x name)')
+    .option('-e, --error <pattern>', 'error file')
+    .option('--export <spec>', 'ALL, NONE or a list of variables')
+    .option('-C, --constraint <features>', 'node features, a&b')
+    .option('--requeue', 'requeue the job if its node fails')
+    .option('--file <job.toml>', 'job description file (flags override it)')
+    .option(...controllerOption)
+    .option('--json', 'print {"id": N}')
+    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n')
+    .action(async (script: string, args: string[], flags: Record<string, string | boolean | undefined>, cmd: Command) => {
+      const { readFileSync } = await import('node:fs');
+      const jobspec = await import('../jobspec/index.js');
+      const given: Record<string, string | boolean | undefined> = {};
+      for (const key of Object.keys(flags)) {
+        if (['file', 'controller', 'json'].includes(key)) continue;
+        if (cmd.getOptionValueSource(key) === 'cli') given[key] = flags[key];
+      }
+      let scriptText: string;
+      try {
+        scriptText = readFileSync(script, 'utf8');
+      } catch {
+        fail(`error: cannot read the script ${script}: give the path of a batch script`);
+      }
+      const errors: string[] = [];
+      const layer = <T>(parsed: { ok: true; value: T } | { ok: false; errors: readonly Parameters<typeof jobspec.formatError>[0][] }) => {
+        if (parsed.ok) return parsed.value;
+        errors.push(...parsed.errors.map(jobspec.formatError));
+        return undefined;
+      };
+      const fileLayer = typeof flags.file === 'string' ? layer(jobspec.parseJobFile(readFileSync(flags.file, 'utf8'), flags.file)) : undefined;
+      const directives = layer(jobspec.parseDirectives(scriptText, script));
+      const flagLayer = layer(jobspec.parseFlagValues(given, { script, args }));
+      if (errors.length > 0) fail(errors.map((e) => `error: ${e}`).join('\n'));
+      const merged = jobspec.mergeJobSpec(fileLayer, directives, flagLayer);
+      const missing = jobspec.missingItems(merged);
+      if (missing.length > 0) {
+        fail(`error: the job needs ${missing.map((m) => `${m.label} (${m.flag ?? m.key})`).join(' and ')}: add it as a flag or a #TARAS line`);
+      }
+      const built = jobspec.buildJobSpec(merged, { scriptText, submitDir: process.cwd() });
+      if (!built.ok) fail(built.errors.map((e) => `error: ${jobspec.formatError(e)}`).join('\n'));
+      const spec = { ...built.value.spec, submitEnv: { ...process.env }, submitDir: process.cwd() };
+      const { id } = await withClient(flags.controller as string | undefined, (api) => api.post<{ id: number }>('/jobs', { spec }));
+      if (flags.json) printJson({ id });
+      else print(`Submitted job ${id}`);
+    });
+
+  program
+    .command('queue')
+    .description('running and pending jobs in predicted order, with planned starts')
+    .option('-l, --long', 'add CPUs, memory, submit time, limit and working directory')
+    .option('-u, --user <name>', 'only this user\'s jobs')
+    .option('-s, --state <states>', 'only these states, e.g. PENDING,RUNNING')
+    .option(...controllerOption)
+    .option('--json', 'print the jobs as JSON')
+    .addHelpText('after', '\nExamples:\n  taras queue\n  taras queue --user alice --state PENDING\n  taras queue --json\n')
+    .action(async (flags: { long?: boolean; user?: string; state?: string; controller?: string; json?: boolean }) => {
+      const query = new URLSearchParams();
+      if (flags.user) query.set('user', flags.user);
+      if (flags.state) query.set('state', flags.state);
+      await withClient(flags.controller, async (api) => {
+        const [status, jobs] = await Promise.all([api.get('/status'), api.get(`/jobs${query.size ? `?${query}` : ''}`)]);
+        if (flags.json) return printJson(jobs);
+        const { renderQueue } = await import('./render/queue.js');
+        const s = status as import('../api/types.js').ApiClusterStatus;
+        print(renderQueue({ status: s, jobs: jobs as import('../api/types.js').ApiJob[], now: s.now, long: flags.long, width: process.stdout.isTTY ? process.stdout.columns : undefined }));
+      });
+    });
+
+  program
+    .command('show')
+    .description('everything about one job, with its event history')
+    .argument('<id>', 'job id')
+    .option(...controllerOption)
+    .option('--json', 'print the job as JSON')
+    .addHelpText('after', '\nExamples:\n  taras show 42\n  taras show 42 --json\n')
+    .action(async (raw: string, flags: { controller?: string; json?: boolean }) => {
+      const [id] = parseJobIds([raw]);
+      await withClient(flags.controller, async (api) => {
+        const job = await api.get<import('../api/types.js').ApiJobWithEvents>(`/jobs/${id}`);
+        if (flags.json) return printJson(job);
+        const { renderShow } = await import('./render/job.js');
+        print(renderShow(job, new Date()));
+      });
+    });
+
+  program
+    .command('when')
+    .description('when a pending job will start, and why it waits (spwhen)')
+    .argument('<id>', 'job id')
+    .option(...controllerOption)
+    .option('--json', 'print as JSON')
+    .addHelpText('after', '\nExamples:\n  taras when 42\n')
+    .action(async (raw: string, flags: { controller?: string; json?: boolean }) => {
+      const [id] = parseJobIds([raw]);
+      await withClient(flags.controller, async (api) => {
+        const when = await api.get<import('../api/types.js').ApiWhen>(`/jobs/${id}/when`);
+        if (flags.json) return printJson(when);
+        const { renderWhen } = await import('./render/job.js');
+        print(renderWhen(when, new Date()));
+      });
+    });
+
+  program
+    .command('cancel')
+    .description('cancel jobs (kill/sprelease); --all cancels all of your own')
+    .argument('[ids...]', 'job ids')
+    .option('--all', 'all of your own pending and running jobs')
+    .option(...controllerOption)
+    .option('--json', 'print the jobs as JSON')
+    .addHelpText('after', '\nExamples:\n  taras cancel 42 43\n  taras cancel --all\n')
+    .action(async (raw: string[], flags: { all?: boolean; controller?: string; json?: boolean }) => {
+      if (!flags.all && raw.length === 0) fail('error: name the jobs to cancel, or --all for all of yours');
+      await withClient(flags.controller, async (api) => {
+        let ids = parseJobIds(raw);
+        if (flags.all) {
+          const { localIdentity } = await import('../net/identity.js');
+          const mine = await api.get<{ id: number; state: string }[]>(`/jobs?user=${encodeURIComponent(localIdentity().user)}&state=PENDING,RUNNING`);
+          ids = mine.map((j) => j.id);
+        }
+        const results = [];
+        for (const id of ids) results.push(await api.delete<{ id: number; state: string }>(`/jobs/${id}`));
+        if (flags.json) return printJson(results);
+        for (const job of results) print(`job ${job.id}: ${job.state === 'CANCELLED' ? 'cancelled' : 'being cancelled (signalled)'}`);
+        if (results.length === 0) print('no jobs to cancel');
+      });
+    });
+
+  program
+    .command('wait')
+    .description('block until the jobs leave the queue; the exit code tells how they ended (spwait)')
+    .argument('<ids...>', 'job ids')
+    .option(...controllerOption)
+    .addHelpText('after', '\nExit code: 0 when every job COMPLETED, 1 otherwise.\n\nExamples:\n  taras wait 42 && echo done\n')
+    .action(async (raw: string[], flags: { controller?: string }) => {
+      const ids = parseJobIds(raw);
+      await withClient(flags.controller, async (api) => {
+        const { finishedStates } = await import('../api/types.js');
+        let allCompleted = true;
+        for (const id of ids) {
+          for (;;) {
+            const job = await api.get<{ state: import('../api/types.js').JobState; exitCode: number | null }>(`/jobs/${id}`);
+            if (finishedStates.includes(job.state)) {
+              print(`job ${id}: ${job.state}${job.exitCode !== null ? ` (exit code ${job.exitCode})` : ''}`);
+              if (job.state !== 'COMPLETED') allCompleted = false;
+              break;
+            }
+            await new Promise((resolve) => setTimeout(resolve, 200));
+          }
+        }
+        process.exitCode = allCompleted ? 0 : 1;
+      });
+    });
+
+  program
+    .command('nodes')
+    .description('nodes, their state and the jobs and users on them (sinfo/spfree)')
+    .option('--free', 'free node and CPU counts per partition')
+    .option(...controllerOption)
+    .option('--json', 'print the nodes as JSON')
+    .addHelpText('after', '\nExamples:\n  taras nodes\n  taras nodes --free\n')
+    .action(async (flags: { free?: boolean; controller?: string; json?: boolean }) => {
+      await withClient(flags.controller, async (api) => {
+        const nodes = await api.get<import('../api/types.js').ApiNode[]>('/nodes');
+        if (flags.json) return printJson(nodes);
+        const { renderNodes } = await import('./render/nodes.js');
+        print(renderNodes(nodes, { free: flags.free }));
+      });
+    });
+
+  program
+    .command('status')
+    .description('controller up or down, version, policy, node counts, message of the day')
+    .option(...controllerOption)
+    .option('--json', 'print as JSON')
+    .addHelpText('after', '\nExamples:\n  taras status\n')
+    .action(async (flags: { controller?: string; json?: boolean }) => {
+      const address = controllerAddress(flags.controller);
+      const api = await client(flags.controller);
+      const { renderStatus } = await import('./render/status.js');
+      try {
+        const status = await api.get<import('../api/types.js').ApiClusterStatus>('/status');
+        print(flags.json ? JSON.stringify(status, null, 2) : renderStatus(status, address));
+      } catch {
+        print(flags.json ? JSON.stringify({ up: false, address }) : renderStatus(null, address));
+        process.exitCode = 1;
+      } finally {
+        api.close();
+      }
+    });
+
+  program
+    .command('jobid')
+    .description('inside a job: print its id (getjid)')
+    .addHelpText('after', '\nExamples:\n  echo "I am job $(taras jobid)"\n')
+    .action(() => {
+      const id = process.env.TARAS_JOB_ID;
+      if (!id) fail('error: not inside a Taras job (TARAS_JOB_ID is not set)', 1);
+      print(id);
+    });
+
+  const admin = program.command('admin').description('administration: drain, resume, motd, shutdown');
+  const adminCall = (path: string, method: 'post' | 'put', body: (flags: Record<string, unknown>, nodes: string[]) => unknown) =>
+    async (nodes: string[] | Record<string, unknown>, maybeFlags?: Record<string, unknown>) => {
+      const flags = (Array.isArray(nodes) ? maybeFlags : nodes) ?? {};
+      const names = Array.isArray(nodes) ? (await import('../config/hostlist.js')).expandHostlist(nodes.join(',')) : [];
+      await withClient(flags.controller as string | undefined, async (api) => {
+        const answer = method === 'post' ? await api.post(path, body(flags, names)) : await api.put(path, body(flags, names));
+        print(JSON.stringify(answer, null, 2));
+      });
+    };
+  admin.command('drain').argument('<nodes...>').requiredOption('--reason <text>', 'why (shown in taras nodes)').option(...controllerOption)
+    .description('stop new jobs on nodes; running jobs finish')
+    .action(adminCall('/admin/drain', 'post', (flags, nodes) => ({ nodes, reason: flags.reason })));
+  admin.command('resume').argument('<nodes...>').option('--reason <text>').option(...controllerOption)
+    .description('let drained nodes take jobs again')
+    .action(adminCall('/admin/drain', 'post', (_flags, nodes) => ({ nodes, resume: true })));
+  admin.command('motd').argument('[text]', 'the message; empty clears it').option(...controllerOption)
+    .description('set the message of the day shown by taras status')
+    .action(async (text: string | undefined, flags: { controller?: string }) => {
+      await withClient(flags.controller, async (api) => print(JSON.stringify(await api.put('/admin/motd', { text: text ?? '' }))));
+    });
+  admin.command('shutdown').option(...controllerOption).description('stop the controller (jobs keep running on their agents)')
+    .action(async (flags: { controller?: string }) => {
+      await withClient(flags.controller, async (api) => print(JSON.stringify(await api.post('/admin/shutdown', {}))));
+    });
+}
+
+/** Loads the cluster key, creating it when asked to and missing. */
+async function clusterKey(path: string, create: boolean) {
+  const { existsSync, mkdirSync } = await import('node:fs');
+  const { dirname } = await import('node:path');
+  const { loadClusterKey, generateClusterKey, ClusterKeyError } = await import('../net/hmac.js');
+  try {
+    if (!existsSync(path) && create) {
+      mkdirSync(dirname(path), { recursive: true });
+      return generateClusterKey(path);
+    }
+    return loadClusterKey(path);
+  } catch (error) {
+    if (error instanceof ClusterKeyError) fail(`error: ${error.message}`);
+    throw error;
+  }
+}

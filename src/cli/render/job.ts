@@ -1,0 +1,144 @@
+// One job: `taras show` (every field as aligned "Label: value" lines, then its
+// event history) and `taras when` (when it starts and ends and what it waits
+// for, in sentences).
+
+import type { ApiJob, ApiJobEvent, ApiJobWithEvents, ApiWhen } from '../../api/types.js';
+import { finishedStates } from '../../api/types.js';
+import { compressHostlist } from '../../config/hostlist.js';
+import { formatHumanTime, formatMemory, formatSbatchTime } from '../../jobspec/values.js';
+import { alignColumns, counted, joinList, keyValueLines, ordinal, printable } from './text.js';
+import { LocalClock, span, toMillis, type Instant } from './time.js';
+
+function hostlist(nodes: readonly string[]): string {
+  try {
+    return compressHostlist(nodes);
+  } catch {
+    return printable(nodes.join(','));
+  }
+}
+
+const isFinished = (job: ApiJob): boolean => finishedStates.includes(job.state);
+
+function limitText(seconds: number | null): string {
+  return seconds === null ? 'unlimited' : `${formatHumanTime(seconds)} (${formatSbatchTime(seconds)})`;
+}
+
+/** One event detail value: hostlists for node lists, quotes only where a value has spaces or quotes. */
+function detailValue(key: string, value: unknown): string {
+  if (Array.isArray(value)) {
+    if (key === 'nodes' && value.every((item) => typeof item === 'string')) return hostlist(value as string[]);
+    return value.map((item) => detailValue('', item)).join(',');
+  }
+  if (typeof value === 'string') return /^[^\s"'=]+$/.test(value) ? printable(value) : printable(JSON.stringify(value));
+  if (value !== null && typeof value === 'object') return printable(JSON.stringify(value));
+  return String(value);
+}
+
+export function eventDetail(detail: ApiJobEvent['detail']): string {
+  return Object.entries(detail)
+    .filter(([, value]) => value !== undefined)
+    .map(([key, value]) => `${printable(key)}=${detailValue(key, value)}`)
+    .join(' ');
+}
+
+/** `taras show ID`, ending with a newline; `timeZone` for tests (default the process's zone). */
+export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: string): string {
+  const clock = new LocalClock(now, timeZone);
+  const at = (iso: string) => clock.withHint(iso);
+  const state = job.reason === null || job.reason === '' ? job.state : `${job.state} (${printable(job.reason)})`;
+  const rows: [string, string][] = [
+    ['Name', printable(job.name)],
+    ['User', printable(job.user)],
+    ['State', state],
+    ['Partition', printable(job.partition)],
+    ['Nodes', job.nodes.length === 0 ? `${job.nodeCount} (none allocated yet)` : `${job.nodeCount}: ${hostlist(job.nodes)}`],
+    ['Tasks', `${job.ntasks} x ${counted(job.cpusPerTask, 'CPU')} (${counted(job.ntasks * job.cpusPerTask, 'CPU')})`],
+    ['Memory per node', job.memoryMiB === null ? '(not requested)' : formatMemory(job.memoryMiB)],
+    ['Time limit', limitText(job.timeLimitSeconds)],
+    ['Submitted', at(job.submitTime)],
+  ];
+  if (job.state === 'PENDING') rows.push(['Planned start', job.plannedStart === null ? '(not planned yet)' : at(job.plannedStart)]);
+  if (job.startTime !== null) rows.push(['Started', at(job.startTime)]);
+  if (!isFinished(job) && job.predictedEnd !== null) rows.push(['Predicted end', at(job.predictedEnd)]);
+  if (job.endTime !== null) {
+    const ran = job.startTime === null ? '' : `, after ${span((toMillis(job.endTime) - toMillis(job.startTime)) / 1000)}`;
+    rows.push(['Ended', `${at(job.endTime)}${ran}`]);
+  }
+  if (job.exitCode !== null) rows.push(['Exit code', String(job.exitCode)]);
+  rows.push(
+    ['Working dir', printable(job.workingDir)],
+    ['Output', printable(job.stdoutPath)],
+    ['Error', job.stderrPath === job.stdoutPath ? '(with the output)' : printable(job.stderrPath)],
+    ['Requeue', job.requeue ? 'yes, if its node fails' : 'no'],
+  );
+  const lines = [`Job ${job.id}`, ...keyValueLines(rows).map((line) => `  ${line}`), ''];
+  if (job.events.length === 0) lines.push('No events recorded.');
+  else {
+    lines.push(`Events (${job.events.length}):`);
+    const eventRows = job.events.map((event) => [clock.at(event.time, { seconds: true }), printable(event.type), eventDetail(event.detail)]);
+    lines.push(...alignColumns(['TIME', 'EVENT', 'DETAIL'], eventRows).map((line) => `  ${line}`));
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** "17 (alice, ends 14:00)", the end shown next to the waiting job's own start. */
+function waitedJob(waited: ApiWhen['waitsFor'][number], start: string, clock: LocalClock): string {
+  const ends = waited.predictedEnd === null ? 'end unknown' : `ends ${clock.end(waited.predictedEnd, start)}`;
+  return `${waited.id} (${printable(waited.user)}, ${ends})`;
+}
+
+function pendingSentences(when: ApiWhen, clock: LocalClock): string[] {
+  const { job } = when;
+  const start = when.plannedStart ?? job.plannedStart;
+  const end = when.predictedEnd ?? job.predictedEnd;
+  const nodes = `${counted(job.nodeCount, 'node')} of partition ${printable(job.partition)}`;
+  const sentences: string[] = [];
+  if (start === null) {
+    const place = when.position === null ? '' : ` is ${ordinal(when.position)} in line and`;
+    sentences.push(`Job ${job.id}${place} has no planned start yet (it needs ${nodes}).`);
+  } else {
+    const due = toMillis(start) <= clock.nowMillis ? `${clock.at(start)} (due now)` : clock.withHint(start);
+    const ending = end === null ? ', with no time limit' : ` and end by ${clock.end(end, start)}`;
+    sentences.push(`Job ${job.id} is planned to start ${due} on ${nodes}${ending}.`);
+    if (when.waitsFor.length > 0) {
+      const jobs = when.waitsFor.map((waited) => waitedJob(waited, start, clock));
+      sentences.push(`It waits for ${when.waitsFor.length === 1 ? 'job' : 'jobs'} ${joinList(jobs)}.`);
+    }
+    if (when.position !== null) sentences.push(when.position === 1 ? 'It is next in line.' : `It is ${ordinal(when.position)} in line.`);
+  }
+  if (when.explanation.trim() !== '') sentences.push(printable(when.explanation.trim()));
+  return sentences;
+}
+
+function runningSentences(job: ApiJob, clock: LocalClock): string[] {
+  const on = job.nodes.length === 0 ? '' : ` on ${hostlist(job.nodes)}`;
+  if (job.state === 'COMPLETING') return [`Job ${job.id} is completing: its processes are ending${on}.`];
+  const since = job.startTime === null ? '' : ` since ${clock.withHint(job.startTime)}`;
+  let ending = ' and has no time limit';
+  if (job.predictedEnd !== null) {
+    const left = (toMillis(job.predictedEnd) - clock.nowMillis) / 1000;
+    const hint = left > 0 ? `in ${span(left)}` : 'its time limit is reached';
+    ending = ` and will end by ${clock.end(job.predictedEnd, job.startTime)} (${hint}) at the latest`;
+  }
+  return [`Job ${job.id} has been running${since}${on}${ending}.`];
+}
+
+function finishedSentences(job: ApiJob, clock: LocalClock): string[] {
+  const ended = job.endTime === null ? 'has ended' : `ended ${clock.withHint(job.endTime)}`;
+  const code = job.exitCode === null ? '' : ` with exit code ${job.exitCode}`;
+  const reason = job.reason === null || job.reason === '' ? '' : ` (${printable(job.reason)})`;
+  const ran = job.startTime === null ? ' without starting' : `, after running since ${clock.at(job.startTime)}`;
+  return [`Job ${job.id} is no longer in the queue: it ${ended} as ${job.state}${code}${reason}${ran}.`];
+}
+
+/** `taras when ID`, one sentence a line, ending with a newline; `timeZone` for tests. */
+export function renderWhen(when: ApiWhen, now: Instant, timeZone?: string): string {
+  const clock = new LocalClock(now, timeZone);
+  const { job } = when;
+  const sentences = job.state === 'PENDING'
+    ? pendingSentences(when, clock)
+    : isFinished(job)
+      ? finishedSentences(job, clock)
+      : runningSentences(job, clock);
+  return `${sentences.join('\n')}\n`;
+}
