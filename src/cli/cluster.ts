@@ -57,8 +57,13 @@ export function registerClusterCommands(program: Command): void {
     .option('--config <file>', 'cluster.toml (default: embedded defaults, 16 nodes of 8 CPUs)')
     .option('--data <dir>', 'data directory for the embedded defaults', DEFAULT_DATA_DIR)
     .option('--key <file>', 'cluster key file shared with the agents (default DATA/cluster.key, created if missing)')
-    .addHelpText('after', '\nExamples:\n  taras controller\n  taras controller --config cluster.toml\n')
-    .action(async (flags: { config?: string; data: string; key?: string }) => {
+    .option('--port <n>', 'TCP port on the listen address (0: any free port; default from the config, 6817)')
+    .addHelpText('after', '\nExamples:\n  taras controller\n  taras controller --config cluster.toml\n  taras controller --data /tmp/test-cluster --port 7000\n')
+    .action(async (flags: { config?: string; data: string; key?: string; port?: string }) => {
+      const port = flags.port === undefined ? undefined : Number(flags.port);
+      if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port < 65536)) {
+        fail(`error: option '--port' got '${flags.port}': expected a TCP port number, 0 to 65535`);
+      }
       const { defaultClusterConfig } = await import('../config/cluster.js');
       let config = defaultClusterConfig(flags.data);
       if (flags.config) {
@@ -70,7 +75,7 @@ export function registerClusterCommands(program: Command): void {
       }
       const key = await clusterKey(flags.key ?? `${config.dataDir}/cluster.key`, true);
       const { startController } = await import('../controller/daemon.js');
-      const running = await startController({ config, clusterKey: key, log: (line) => console.error(`${new Date().toISOString()} ${line}`) });
+      const running = await startController({ config, clusterKey: key, port, log: (line) => console.error(`${new Date().toISOString()} ${line}`) });
       const stop = () => void running.close().then(() => process.exit(0));
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);

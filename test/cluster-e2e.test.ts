@@ -1,0 +1,90 @@
+// The live system as a user runs it: `taras controller` and `taras agent
+// --virtual` as real processes on loopback, jobs submitted with the CLI, and
+// the controller killed with SIGKILL while a job runs. Every process started
+// here is stopped by its PID.
+
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const taras = join(root, 'bin/taras.js');
+const work = mkdtempSync(join(tmpdir(), 'taras-e2e-'));
+const started: ChildProcess[] = [];
+
+after(async () => {
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** Starts a daemon and resolves when its log shows `ready`. */
+function daemon(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+  const child = spawn(process.execPath, [taras, ...args], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+  started.push(child);
+  return new Promise((resolve, reject) => {
+    let log = '';
+    const timer = setTimeout(() => reject(new Error(`not ready within 10 s: ${args.join(' ')}\n${log}`)), 10_000);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      log += chunk.toString();
+      const match = log.match(ready);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ child, match });
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`exited with ${code}: ${args.join(' ')}\n${log}`)));
+  });
+}
+
+function cli(url: string, ...args: string[]) {
+  const run = spawnSync(process.execPath, [taras, ...args, '--controller', url], { cwd: work, encoding: 'utf8', timeout: 30_000 });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+const killed = (child: ChildProcess) => new Promise((resolve) => child.once('exit', resolve));
+
+describe('a cluster on one machine', () => {
+  it('runs jobs on virtual nodes, and loses nothing when the controller is killed mid-job', async () => {
+    const data = join(work, 'data');
+    const first = await daemon(['controller', '--data', data, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:(\d+))/);
+    const url = first.match[1];
+    const port = first.match[2];
+    await daemon(['agent', '--controller', url, '--virtual', '4x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 4 node/);
+
+    writeFileSync(join(work, 'hello.sh'), '#!/bin/sh\n#TARAS --time 1\n#TARAS -J hello\necho "job $TARAS_JOB_ID on $TARAS_NODELIST"\n');
+    const submitted = cli(url, 'submit', '-N', '2', 'hello.sh', '--json');
+    assert.equal(submitted.code, 0, submitted.stderr);
+    const { id } = JSON.parse(submitted.stdout) as { id: number };
+    const waited = cli(url, 'wait', String(id));
+    assert.equal(waited.code, 0, waited.stdout + waited.stderr);
+    assert.match(waited.stdout, /COMPLETED \(exit code 0\)/);
+    assert.equal(readFileSync(join(work, `taras-${id}.out`), 'utf8'), `job ${id} on node[01-02]\n`);
+
+    // A job that runs 2 s and exits 4; the controller dies while it runs.
+    writeFileSync(join(work, 'slow.sh'), '#!/bin/sh\n#TARAS --time 1\nsleep 2\nexit 4\n');
+    const slow = JSON.parse(cli(url, 'submit', 'slow.sh', '--json').stdout) as { id: number };
+    const pending = JSON.parse(cli(url, 'submit', '-N', '4', '-c', '2', 'slow.sh', '--json').stdout) as { id: number };
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    first.child.kill('SIGKILL');
+    await killed(first.child);
+    await new Promise((resolve) => setTimeout(resolve, 2500)); // the job ends while no controller runs
+    await daemon(['controller', '--data', data, '--port', port], /listening on/);
+
+    const waitSlow = cli(url, 'wait', String(slow.id));
+    assert.equal(waitSlow.code, 1);
+    assert.match(waitSlow.stdout, new RegExp(`job ${slow.id}: FAILED \\(exit code 4\\)`));
+    const shown = JSON.parse(cli(url, 'show', String(slow.id), '--json').stdout) as { events: { type: string }[]; startTime: string; endTime: string };
+    assert.deepEqual(shown.events.map((e) => e.type), ['submitted', 'started', 'ended']);
+    const ranMs = Date.parse(shown.endTime) - Date.parse(shown.startTime);
+    assert.ok(ranMs >= 1900 && ranMs < 3500, `ran ${ranMs} ms: the end time is the real one, not the restart's`);
+    // The job that was pending when the controller died is still there exactly once, and runs.
+    const queue = JSON.parse(cli(url, 'queue', '--json').stdout) as { id: number }[];
+    assert.equal(queue.filter((job) => job.id === pending.id).length, 1);
+    assert.match(cli(url, 'wait', String(pending.id)).stdout, /FAILED \(exit code 4\)/);
+  });
+});
