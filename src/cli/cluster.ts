@@ -82,6 +82,38 @@ export function registerClusterCommands(program: Command): void {
     });
 
   program
+    .command('up')
+    .description('a whole cluster on this machine: controller plus a virtual agent (Ctrl-C stops both)')
+    .option('--data <dir>', 'data directory (database, cluster key, job directories)', DEFAULT_DATA_DIR)
+    .option('--virtual <NxC>', 'virtual nodes: the embedded defaults have 16 nodes of 8 CPUs', '16x8')
+    .addHelpText('after', '\nExamples:\n  taras up\n  npm run cluster\n')
+    .action(async (flags: { data: string; virtual: string }) => {
+      const { defaultClusterConfig } = await import('../config/cluster.js');
+      const { startController } = await import('../controller/daemon.js');
+      const { startAgent } = await import('../agent/agent.js');
+      const config = defaultClusterConfig(flags.data);
+      const key = await clusterKey(`${config.dataDir}/cluster.key`, true);
+      const log = (line: string) => console.error(`${new Date().toISOString()} ${line}`);
+      const controller = await startController({ config, clusterKey: key, log });
+      const agent = await startAgent({
+        controller: { baseUrl: controller.url }, nodes: config.nodes.map((n) => n.name), dataDir: `${config.dataDir}/agent`, clusterKey: key,
+        log: (line) => log(`agent: ${line}`),
+      });
+      print(`
+Taras is up: controller at ${controller.url}, ${config.nodes.length} virtual nodes, data in ${config.dataDir}.
+In another terminal:
+  printf '#!/bin/sh\\n#TARAS --time 5\\necho hello from $TARAS_NODELIST\\nsleep 20\\n' > hello.sh
+  npx taras submit -N 2 hello.sh
+  npx taras queue
+  npx taras when 1
+  npx taras wait 1 && cat taras-1.out
+Ctrl-C stops the controller and the agent (running jobs keep running; they are re-adopted at the next start).`);
+      const stop = () => void agent.close().then(() => controller.close()).then(() => process.exit(0));
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+
+  program
     .command('agent')
     .description('run a node agent: starts jobs as real processes on its nodes')
     .option(...controllerOption)

@@ -1,11 +1,9 @@
-// The `taras` command line: one program, one subcommand per task. Commands are
-// registered here; each lives in its own module.
+// The `taras` command line: one program, one subcommand per task, each in
+// its own module. Only the module that defines the command being run is
+// loaded (all of them for help), so `taras submit` does not pay for the
+// simulator.
 
 import { Command } from 'commander';
-import { registerClusterCommands } from './cluster.js';
-import { registerDemoCommand } from './demo.js';
-import { registerSimulateCommand } from './simulate.js';
-import { registerWorkloadCommand } from './workload.js';
 
 const program = new Command('taras')
   .description('Taras: a workload manager for clusters, and a trace simulator for its scheduling core.')
@@ -20,14 +18,24 @@ const program = new Command('taras')
     'after',
     `
 Examples:
-  taras demo                                   replay a bundled real trace with every policy
+  taras demo                                   replay bundled real traces with every policy
   taras simulate trace.swf --policy fcfs,easy,conservative
-  taras workload generate --jobs 100000 --procs 256 --load 0.9 --seed 7 > big.swf`,
+  taras workload generate --jobs 100000 --procs 256 --load 0.9 --seed 7 > big.swf
+  taras up                                     a whole cluster on this machine (controller + 16 virtual nodes)
+  taras submit -N 2 -t 30 run.sh; taras queue; taras when 42; taras wait 42`,
   );
 
-registerSimulateCommand(program);
-registerWorkloadCommand(program);
-registerDemoCommand(program);
-registerClusterCommands(program);
+const modules: Record<string, () => Promise<(program: Command) => void>> = {
+  simulate: async () => (await import('./simulate.js')).registerSimulateCommand,
+  workload: async () => (await import('./workload.js')).registerWorkloadCommand,
+  demo: async () => (await import('./demo.js')).registerDemoCommand,
+  cluster: async () => (await import('./cluster.js')).registerClusterCommands,
+};
+const clusterCommands = ['controller', 'agent', 'up', 'submit', 'queue', 'show', 'when', 'cancel', 'wait', 'nodes', 'status', 'jobid', 'admin'];
+
+const first = process.argv.slice(2).find((arg) => !arg.startsWith('-'));
+const wanted = first === undefined ? Object.keys(modules)
+  : clusterCommands.includes(first) ? ['cluster'] : first in modules ? [first] : Object.keys(modules);
+for (const name of wanted) (await modules[name]())(program);
 
 await program.parseAsync(process.argv);

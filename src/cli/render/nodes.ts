@@ -58,7 +58,7 @@ function nodeTable(nodes: readonly ApiNode[]): string[] {
     if (withReason) cells.push(node.reason === null ? '' : printable(node.reason));
     return cells;
   });
-  return alignColumns(head, rows, new Set([2, 3]));
+  return alignColumns(head, rows, { right: new Set([2, 3]) });
 }
 
 interface FreeCounts {
@@ -97,7 +97,7 @@ function freeTable(nodes: readonly ApiNode[]): string[] {
   return [
     `${counted(total.idle, 'idle node')} of ${total.nodes}, ${counted(total.freeCpus, 'free CPU')} of ${total.cpus}.`,
     '',
-    ...alignColumns(['PARTITION', 'NODES', 'IDLE', 'DOWN/DRAINED', 'FREE CPUS', 'CPUS'], rows, new Set([1, 2, 3, 4, 5])),
+    ...alignColumns(['PARTITION', 'NODES', 'IDLE', 'DOWN/DRAINED', 'FREE CPUS', 'CPUS'], rows, { right: new Set([1, 2, 3, 4, 5]) }),
   ];
 }
 

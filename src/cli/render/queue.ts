@@ -9,7 +9,7 @@ import { finishedStates } from '../../api/types.js';
 import { compressHostlist } from '../../config/hostlist.js';
 import { formatMemory, formatSbatchTime } from '../../jobspec/values.js';
 import { jobCountsText, nodeCountsText } from './status.js';
-import { alignColumns, COLUMN_GAP, columnWidths, counted, flow, printable, truncate } from './text.js';
+import { alignColumns, counted, flow, printable } from './text.js';
 import { LocalClock, toMillis, type Instant } from './time.js';
 
 /** Narrower than this, a name says nothing; lines then pass the width instead. */
@@ -126,13 +126,9 @@ export function renderQueue(view: QueueView): string {
     cells.push(printable(job.name));
     return cells;
   });
-  if (view.width !== undefined) {
-    const widths = columnWidths(head, rows);
-    const nameColumn = head.length - 1;
-    const others = widths.slice(0, nameColumn).reduce((sum, width) => sum + width + COLUMN_GAP, 0);
-    const nameWidth = Math.max(MIN_NAME_WIDTH, view.width - others);
-    for (const row of rows) row[nameColumn] = truncate(row[nameColumn], nameWidth);
-  }
-  lines.push(...alignColumns(head, rows, right));
+  // Cells of these columns are ASCII by construction: the id, state, counts, times and limit.
+  const ascii = new Set(long ? [0, 2, 5, 6, 7, 8, 9, 10] : [0, 2, 5, 6]);
+  const fit = view.width === undefined ? undefined : { column: head.length - 1, width: view.width, min: MIN_NAME_WIDTH };
+  lines.push(...alignColumns(head, rows, { right, ascii, fit }));
   return `${lines.join('\n')}\n`;
 }

@@ -37,49 +37,66 @@ function spaces(n: number): string {
 
 export const COLUMN_GAP = 2;
 
-/** The width of each column: its widest cell or header. */
-export function columnWidths(head: readonly string[], rows: readonly (readonly string[])[]): number[] {
-  const widths = head.map(displayWidth);
-  for (const row of rows) {
-    for (let i = 0; i < row.length; i += 1) {
-      const width = displayWidth(row[i]);
-      if (width > widths[i]) widths[i] = width;
-    }
-  }
-  return widths;
+export interface ColumnOptions {
+  /** Columns aligned to the right (numbers). */
+  readonly right?: ReadonlySet<number>;
+  /** Columns whose cells are ASCII by construction (ids, times, counts): measured by length, not scanned. */
+  readonly ascii?: ReadonlySet<number>;
+  /** One column that gives way so lines fit `width`, cut with an ellipsis but never below `min`. */
+  readonly fit?: { readonly column: number; readonly width: number; readonly min: number };
 }
 
 /**
- * Header and rows as aligned lines, columns two spaces apart, `right`
- * columns right-aligned, no trailing spaces. Cells must be printable.
+ * Header and rows as aligned lines, columns two spaces apart, no trailing
+ * spaces. Cells must be printable. Only the `fit` column is ever cut.
  */
-export function alignColumns(head: readonly string[], rows: readonly (readonly string[])[], right: ReadonlySet<number> = new Set()): string[] {
+export function alignColumns(head: readonly string[], rows: readonly (readonly string[])[], options: ColumnOptions = {}): string[] {
   const columns = head.length;
+  const alignRight = head.map((_, c) => options.right?.has(c) === true);
+  const byLength = head.map((_, c) => options.ascii?.has(c) === true);
   // Each cell is measured once: the widths pass and the padding pass share them.
   const cellWidths = new Int32Array((rows.length + 1) * columns);
   const widths = new Array<number>(columns).fill(0);
   const measure = (cells: readonly string[], r: number) => {
     for (let c = 0; c < columns; c += 1) {
-      const width = displayWidth(cells[c]);
+      const width = byLength[c] ? cells[c].length : displayWidth(cells[c]);
       cellWidths[r * columns + c] = width;
       if (width > widths[c]) widths[c] = width;
     }
   };
   measure(head, 0);
   for (let r = 0; r < rows.length; r += 1) measure(rows[r], r + 1);
+
+  const fit = options.fit;
+  let fitted: string[] | undefined;
+  if (fit !== undefined) {
+    const others = widths.reduce((sum, width, c) => (c === fit.column ? sum : sum + width + COLUMN_GAP), 0);
+    const target = Math.max(fit.min, cellWidths[fit.column], fit.width - others);
+    if (widths[fit.column] > target) {
+      fitted = rows.map((row, r) => {
+        const index = (r + 1) * columns + fit.column;
+        if (cellWidths[index] <= target) return row[fit.column];
+        cellWidths[index] = target;
+        return truncate(row[fit.column], target);
+      });
+      widths[fit.column] = target;
+    }
+  }
+  const cell = (cells: readonly string[], r: number, c: number): string =>
+    fitted !== undefined && r > 0 && c === fit?.column ? fitted[r - 1] : cells[c];
+
   const gap = spaces(COLUMN_GAP);
-  const alignRight = head.map((_, c) => right.has(c));
   const last = columns - 1;
   const line = (cells: readonly string[], r: number): string => {
     const base = r * columns;
     let text = '';
     for (let c = 0; c < last; c += 1) {
       const fill = spaces(widths[c] - cellWidths[base + c]);
-      text += alignRight[c] ? fill + cells[c] + gap : cells[c] + fill + gap;
+      text += alignRight[c] ? fill + cell(cells, r, c) + gap : cell(cells, r, c) + fill + gap;
     }
     // The last column needs no padding after it, and the line no trailing spaces.
-    if (alignRight[last]) return text + spaces(widths[last] - cellWidths[base + last]) + cells[last];
-    return cellWidths[base + last] === 0 ? text.trimEnd() : text + cells[last];
+    if (alignRight[last]) return text + spaces(widths[last] - cellWidths[base + last]) + cell(cells, r, last);
+    return cellWidths[base + last] === 0 ? text.trimEnd() : text + cell(cells, r, last);
   };
   const lines = new Array<string>(rows.length + 1);
   lines[0] = line(head, 0);

@@ -73,24 +73,23 @@ function formatterFor(timeZone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
-/** Milliseconds to add to a UTC instant to get the wall clock of `timeZone` (the process's zone when undefined). */
-function zoneOffsetMs(millis: number, timeZone: string | undefined): number {
-  if (timeZone === undefined) return -new Date(millis).getTimezoneOffset() * 60_000;
-  let byBlock = offsetCache.get(timeZone);
+/** Offsets by quarter-hour block, per zone ('' is the process's zone). */
+function offsetsOf(timeZone: string | undefined): Map<number, number> {
+  const key = timeZone ?? '';
+  let byBlock = offsetCache.get(key);
   if (byBlock === undefined) {
     byBlock = new Map();
-    offsetCache.set(timeZone, byBlock);
+    offsetCache.set(key, byBlock);
   }
-  const block = Math.floor(millis / OFFSET_BLOCK_MS);
-  let offset = byBlock.get(block);
-  if (offset === undefined) {
-    const blockStart = block * OFFSET_BLOCK_MS;
-    const field: Record<string, number> = {};
-    for (const part of formatterFor(timeZone).formatToParts(blockStart)) field[part.type] = Number(part.value);
-    offset = Date.UTC(field.year, field.month - 1, field.day, field.hour, field.minute, field.second) - blockStart;
-    byBlock.set(block, offset);
-  }
-  return offset;
+  return byBlock;
+}
+
+/** Milliseconds to add to the start of a block to get the wall clock of `timeZone` (the process's zone when undefined). */
+function blockOffsetMs(blockStart: number, timeZone: string | undefined): number {
+  if (timeZone === undefined) return -new Date(blockStart).getTimezoneOffset() * 60_000;
+  const field: Record<string, number> = {};
+  for (const part of formatterFor(timeZone).formatToParts(blockStart)) field[part.type] = Number(part.value);
+  return Date.UTC(field.year, field.month - 1, field.day, field.hour, field.minute, field.second) - blockStart;
 }
 
 const two = (n: number): string => (n < 10 ? `0${n}` : String(n));
@@ -116,11 +115,10 @@ export class LocalClock {
   private readonly today: number;
   private readonly yearOfNow: number;
   private readonly labels = new Map<number, string>();
-  // A sorted queue asks for times in the same quarter hour over and over.
-  private lastBlock = NaN;
-  private lastOffset = 0;
+  private readonly offsets: Map<number, number>;
 
   constructor(now: Instant, readonly timeZone?: string) {
+    this.offsets = offsetsOf(timeZone);
     this.nowMillis = toMillis(now);
     this.today = this.dayOf(this.nowMillis);
     this.yearOfNow = new Date(this.today * MS_PER_DAY).getUTCFullYear();
@@ -129,11 +127,12 @@ export class LocalClock {
   /** The instant shifted to the zone's wall clock (read it as if it were UTC). */
   private shifted(millis: number): number {
     const block = Math.floor(millis / OFFSET_BLOCK_MS);
-    if (block !== this.lastBlock) {
-      this.lastBlock = block;
-      this.lastOffset = zoneOffsetMs(millis, this.timeZone);
+    let offset = this.offsets.get(block);
+    if (offset === undefined) {
+      offset = blockOffsetMs(block * OFFSET_BLOCK_MS, this.timeZone);
+      this.offsets.set(block, offset);
     }
-    return millis + this.lastOffset;
+    return millis + offset;
   }
 
   private dayOf(millis: number): number {
