@@ -193,13 +193,51 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
       const directives = layer(jobspec.parseDirectives(scriptText, script));
       const flagLayer = layer(jobspec.parseFlagValues(given, { script, args }));
       if (errors.length > 0) fail(errors.map((e) => `error: ${e}`).join('\n'));
-      const merged = jobspec.mergeJobSpec(fileLayer, directives, flagLayer);
+      let merged = jobspec.mergeJobSpec(fileLayer, directives, flagLayer);
       const missing = jobspec.missingItems(merged);
-      if (missing.length > 0) {
-        fail(`error: the job needs ${missing.map((m) => `${m.label} (${m.flag ?? m.key})`).join(' and ')}: add it as a flag or a #TARAS line`);
+      const interactive = missing.length > 0 && process.stdin.isTTY === true;
+      if (missing.length > 0 && !interactive) {
+        fail(`error: the job needs ${missing.map((m) => `${m.label} (${m.flag})`).join(' and ')}: add it as a flag or a #TARAS line`);
+      }
+      let ask: ((question: string) => Promise<string>) | undefined;
+      let closePrompt = () => {};
+      if (interactive) {
+        // Argonne spsubmit: ask for what is missing, show the summary, then commit or abort.
+        const readline = await import('node:readline/promises');
+        const prompt = readline.createInterface({ input: process.stdin, output: process.stdout });
+        ask = (question) => prompt.question(question);
+        closePrompt = () => prompt.close();
+        const answers: Record<string, string> = {};
+        for (const item of missing) {
+          for (;;) {
+            const answer = (await ask(`${item.label} (${item.valueName || item.flag}): `)).trim();
+            const parsed = jobspec.parseAnswer(item.key, answer);
+            if (parsed.ok) {
+              answers[item.key] = answer;
+              break;
+            }
+            print(`  ${parsed.message}`);
+          }
+        }
+        const prompted = jobspec.promptLayer(answers);
+        if (!prompted.ok) fail(prompted.errors.map((e) => `error: ${jobspec.formatError(e)}`).join('\n'));
+        merged = jobspec.mergeJobSpec(fileLayer, directives, flagLayer, prompted.value);
       }
       const built = jobspec.buildJobSpec(merged, { scriptText, submitDir: process.cwd() });
       if (!built.ok) fail(built.errors.map((e) => `error: ${jobspec.formatError(e)}`).join('\n'));
+      if (ask) {
+        const { localIdentity } = await import('../net/identity.js');
+        print(jobspec.renderSummary(built.value.spec, { origins: built.value.origins, user: localIdentity().user }));
+        for (;;) {
+          const choice = jobspec.parseCommitAnswer(await ask(jobspec.COMMIT_PROMPT));
+          if (choice === 'abort') {
+            closePrompt();
+            fail('aborted: nothing was submitted', 1);
+          }
+          if (choice === 'commit') break;
+        }
+        closePrompt();
+      }
       const spec = { ...built.value.spec, submitEnv: { ...process.env }, submitDir: process.cwd() };
       const { id } = await withClient(flags.controller as string | undefined, (api) => api.post<{ id: number }>('/jobs', { spec }));
       if (flags.json) printJson({ id });
