@@ -75,7 +75,7 @@ export function registerClusterCommands(program: Command): void {
       }
       const key = await clusterKey(flags.key ?? `${config.dataDir}/cluster.key`, true);
       const { startController } = await import('../controller/daemon.js');
-      const running = await startController({ config, clusterKey: key, port, log: (line) => console.error(`${new Date().toISOString()} ${line}`) });
+      const running = await startController({ config, configPath: flags.config ?? null, clusterKey: key, port, log: (line) => console.error(`${new Date().toISOString()} ${line}`) });
       const stop = () => void running.close().then(() => process.exit(0));
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
@@ -418,6 +418,14 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
     .description('set the message of the day shown by taras status')
     .action(async (text: string | undefined, flags: { controller?: string }) => {
       await withClient(flags.controller, async (api) => print(JSON.stringify(await api.put('/admin/motd', { text: text ?? '' }))));
+    });
+  admin.command('reconfigure').option(...controllerOption)
+    .description('reload cluster.toml without losing jobs; a bad file is refused and the old configuration stays')
+    .action(async (flags: { controller?: string }) => {
+      await withClient(flags.controller, async (api) => {
+        const status = await api.post<{ policy: string; nodes: { total: number } }>('/admin/reconfigure', {});
+        print(`reconfigured: policy ${status.policy}, ${status.nodes.total} nodes`);
+      });
     });
   admin.command('shutdown').option(...controllerOption).description('stop the controller (jobs keep running on their agents)')
     .action(async (flags: { controller?: string }) => {

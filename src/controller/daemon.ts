@@ -21,6 +21,8 @@ import { apiJob, apiJobWithEvents, apiNodes, apiStatus, apiWhen } from './views.
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
+  /** The file the configuration came from: `admin reconfigure` re-reads it (null: embedded defaults). */
+  readonly configPath?: string | null;
   readonly clusterKey: ClusterKey | null;
   readonly log: (line: string) => void;
   /** Listen on this TCP port (0: ephemeral, for tests); default from the config. */
@@ -30,7 +32,8 @@ export interface ControllerOptions {
 export interface RunningController {
   readonly url: string;
   readonly socketPath: string;
-  readonly engine: ControllerEngine;
+  /** The engine in force (a reconfigure replaces it). */
+  engine(): ControllerEngine;
   close(): Promise<void>;
 }
 
@@ -86,11 +89,12 @@ const userOf = (ctx: RequestContext): string => {
 };
 
 export async function startController(options: ControllerOptions): Promise<RunningController> {
-  const { config, log } = options;
+  let { config } = options;
+  const { log } = options;
   mkdirSync(config.dataDir, { recursive: true });
   const store = openStore(join(config.dataDir, 'taras.db'));
   const agents = new HttpAgents(options.clusterKey);
-  const engine = new ControllerEngine(config, store, agents, Date.now, log);
+  let engine = new ControllerEngine(config, store, agents, Date.now, log);
   const netLog: NetLog = { info: log, warn: log, error: log } as unknown as NetLog;
 
   let scheduled = false;
@@ -215,6 +219,36 @@ export async function startController(options: ControllerOptions): Promise<Runni
       },
     },
     {
+      method: 'POST', path: '/admin/reconfigure',
+      handler: async (ctx) => {
+        if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may reconfigure the controller');
+        if (!options.configPath) {
+          throw new RouteError(409, 'this controller runs on embedded defaults: there is no file to reload', 'start it with `taras controller --config cluster.toml`');
+        }
+        const { readClusterConfig } = await import('../config/load.js');
+        const { formatConfigError } = await import('../config/errors.js');
+        const parsed = await readClusterConfig(options.configPath);
+        if (!parsed.ok) {
+          throw new RouteError(400, parsed.errors.map(formatConfigError).join('\n'), 'fix the file; the old configuration stays in force');
+        }
+        let next: ControllerEngine;
+        try {
+          next = new ControllerEngine(parsed.config, store, agents, Date.now, log);
+        } catch (error) {
+          if (error instanceof SubmitRefused || error instanceof RangeError) {
+            throw new RouteError(400, `the new configuration cannot hold the jobs already accepted: ${error.message}`, 'keep their partitions and nodes, or cancel those jobs first; the old configuration stays in force');
+          }
+          throw error;
+        }
+        next.inheritNodeStates(engine);
+        engine = next;
+        config = parsed.config;
+        log(`reconfigured from ${options.configPath}: policy ${config.policy}, ${config.nodes.length} nodes, ${config.partitions.length} partitions`);
+        kick();
+        return { status: 200, body: apiStatus(engine, Date.now(), motd()) };
+      },
+    },
+    {
       method: 'POST', path: '/admin/shutdown',
       handler: (ctx) => {
         if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may shut the controller down');
@@ -276,5 +310,5 @@ export async function startController(options: ControllerOptions): Promise<Runni
     agents.close();
     store.close();
   };
-  return { url: bound.tcp!.url, socketPath: bound.socketPath!, engine, close: () => closing!() };
+  return { url: bound.tcp!.url, socketPath: bound.socketPath!, engine: () => engine, close: () => closing!() };
 }

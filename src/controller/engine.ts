@@ -308,6 +308,17 @@ export class ControllerEngine {
     this.dirty = true;
   }
 
+  /** Takes over the node states (up, drained, heartbeat) of the engine this one replaces (reconfigure). */
+  inheritNodeStates(previous: ControllerEngine): void {
+    for (const [name, status] of previous.nodes) {
+      const mine = this.nodes.get(name);
+      if (!mine) continue;
+      Object.assign(mine, status);
+      this.pool.setAccepting(name, status.up && !status.drained);
+    }
+    this.dirty = true;
+  }
+
   /** Planned start (epoch ms) of a pending job after the last pass. */
   plannedStartMs(id: JobId): number | null {
     const seconds = this.scheduler.plannedStart(id);

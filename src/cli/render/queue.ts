@@ -89,6 +89,44 @@ function header(view: QueueView, clock: LocalClock): string[] {
   return [...flow(first, view.width), ...flow([nodeCountsText(status.nodes), `jobs: ${jobCountsText(status.jobs)}`], view.width, '; ')];
 }
 
+interface Column {
+  readonly head: string;
+  /** Numbers align to the right. */
+  readonly right?: boolean;
+  /** Cells made by us from numbers and times, so measured by length (see alignColumns). */
+  readonly ascii?: boolean;
+  readonly cell: (placed: Placed) => string;
+}
+
+function columns(long: boolean, clock: LocalClock): Column[] {
+  const start: Column = {
+    head: 'START', ascii: true, cell: ({ startMillis }) => (Number.isNaN(startMillis) ? '-' : clock.at(startMillis)),
+  };
+  const end: Column = {
+    head: 'END', ascii: true, cell: ({ startMillis, endMillis }) => (Number.isNaN(endMillis) ? '-' : clock.end(endMillis, startMillis)),
+  };
+  return [
+    { head: 'JOBID', right: true, ascii: true, cell: ({ job }) => String(job.id) },
+    { head: 'USER', cell: ({ job }) => printable(job.user) },
+    { head: 'STATE', ascii: true, cell: ({ job }) => job.state },
+    { head: 'PARTITION', cell: ({ job }) => printable(job.partition) },
+    { head: 'NODES', cell: ({ job }) => nodesCell(job) },
+    ...(long
+      ? [
+        { head: 'CPUS', right: true, ascii: true, cell: ({ job }: Placed) => String(job.ntasks * job.cpusPerTask) },
+        { head: 'MEMORY', right: true, ascii: true, cell: ({ job }: Placed) => (job.memoryMiB === null ? '-' : formatMemory(job.memoryMiB)) },
+        { head: 'SUBMITTED', ascii: true, cell: ({ job }: Placed) => clock.at(job.submitTime) },
+        start,
+        end,
+        { head: 'LIMIT', ascii: true, cell: ({ job }: Placed) => (job.timeLimitSeconds === null ? 'UNLIMITED' : formatSbatchTime(job.timeLimitSeconds)) },
+        { head: 'WORKDIR', cell: ({ job }: Placed) => printable(job.workingDir) },
+      ]
+      : [start, end]),
+    // Last, and the only column cut to fit the terminal.
+    { head: 'NAME', cell: ({ job }) => printable(job.name) },
+  ];
+}
+
 /** The whole `taras queue` output, ending with a newline. */
 export function renderQueue(view: QueueView): string {
   const clock = new LocalClock(view.now, view.timeZone);
@@ -98,37 +136,14 @@ export function renderQueue(view: QueueView): string {
     lines.push(EMPTY_QUEUE);
     return `${lines.join('\n')}\n`;
   }
-  const long = view.long === true;
-  const head = long
-    ? ['JOBID', 'USER', 'STATE', 'PARTITION', 'NODES', 'CPUS', 'MEMORY', 'SUBMITTED', 'START', 'END', 'LIMIT', 'WORKDIR', 'NAME']
-    : ['JOBID', 'USER', 'STATE', 'PARTITION', 'NODES', 'START', 'END', 'NAME'];
-  const right = new Set(long ? [0, 5, 6] : [0]);
-  const rows = view.jobs.map(place).sort(byQueueOrder).map(({ job, startMillis, endMillis }) => {
-    const cells = [
-      String(job.id),
-      printable(job.user),
-      job.state,
-      printable(job.partition),
-      nodesCell(job),
-    ];
-    if (long) {
-      cells.push(
-        String(job.ntasks * job.cpusPerTask),
-        job.memoryMiB === null ? '-' : formatMemory(job.memoryMiB),
-        clock.at(job.submitTime),
-      );
-    }
-    cells.push(
-      Number.isNaN(startMillis) ? '-' : clock.at(startMillis),
-      Number.isNaN(endMillis) ? '-' : clock.end(endMillis, startMillis),
-    );
-    if (long) cells.push(job.timeLimitSeconds === null ? 'UNLIMITED' : formatSbatchTime(job.timeLimitSeconds), printable(job.workingDir));
-    cells.push(printable(job.name));
-    return cells;
+  const shown = columns(view.long === true, clock);
+  const rows = view.jobs.map(place).sort(byQueueOrder).map((placed) => shown.map((column) => column.cell(placed)));
+  const indexesWhere = (test: (column: Column) => boolean) => new Set(shown.flatMap((column, i) => (test(column) ? [i] : [])));
+  const table = alignColumns(shown.map((column) => column.head), rows, {
+    right: indexesWhere((column) => column.right === true),
+    ascii: indexesWhere((column) => column.ascii === true),
+    fit: view.width === undefined ? undefined : { column: shown.length - 1, width: view.width, min: MIN_NAME_WIDTH },
   });
-  // Cells of these columns are ASCII by construction: the id, state, counts, times and limit.
-  const ascii = new Set(long ? [0, 2, 5, 6, 7, 8, 9, 10] : [0, 2, 5, 6]);
-  const fit = view.width === undefined ? undefined : { column: head.length - 1, width: view.width, min: MIN_NAME_WIDTH };
-  lines.push(...alignColumns(head, rows, { right, ascii, fit }));
-  return `${lines.join('\n')}\n`;
+  // concat, not push(...table): a spread of 100,000 lines overflows the call stack.
+  return `${lines.concat(table).join('\n')}\n`;
 }

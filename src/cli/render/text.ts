@@ -71,6 +71,7 @@ export function alignColumns(head: readonly string[], rows: readonly (readonly s
   let fitted: string[] | undefined;
   if (fit !== undefined) {
     const others = widths.reduce((sum, width, c) => (c === fit.column ? sum : sum + width + COLUMN_GAP), 0);
+    // Never narrower than the column's header (row 0 of cellWidths).
     const target = Math.max(fit.min, cellWidths[fit.column], fit.width - others);
     if (widths[fit.column] > target) {
       fitted = rows.map((row, r) => {
