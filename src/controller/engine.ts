@@ -67,6 +67,8 @@ export class ControllerEngine {
   readonly nodes = new Map<string, NodeStatus>();
   private readonly partitionNodes = new Map<string, ReadonlySet<string>>();
   private dirty = true;
+  /** When planned starts were last computed (null: stale since the last pass). */
+  private plannedAt: number | null = null;
 
   constructor(
     readonly config: ClusterConfig,
@@ -181,7 +183,8 @@ export class ControllerEngine {
     this.dirty = false;
     const now = this.nowSeconds();
     const started: JobId[] = [];
-    for (const job of this.scheduler.pass(now, { predictions: true })) {
+    this.plannedAt = null;
+    for (const job of this.scheduler.pass(now)) {
       const nodes = this.scheduler.nodesOf(job.id) ?? [];
       const refused = nodes.find((name) => !this.nodes.get(name)?.up || this.nodes.get(name)?.drained);
       if (refused !== undefined) {
@@ -321,6 +324,12 @@ export class ControllerEngine {
 
   /** Planned start (epoch ms) of a pending job after the last pass. */
   plannedStartMs(id: JobId): number | null {
+    // Planned starts cost a projection of the whole queue for fcfs and easy and
+    // decide nothing, so they are computed when asked for, once per pass.
+    if (this.plannedAt === null) {
+      this.plannedAt = this.nowSeconds();
+      this.scheduler.plannedStarts(this.plannedAt);
+    }
     const seconds = this.scheduler.plannedStart(id);
     return seconds === undefined ? null : seconds * 1000;
   }
