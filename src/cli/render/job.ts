@@ -4,18 +4,9 @@
 
 import type { ApiJob, ApiJobEvent, ApiJobWithEvents, ApiWhen } from '../../api/types.js';
 import { finishedStates } from '../../api/types.js';
-import { compressHostlist } from '../../config/hostlist.js';
 import { formatHumanTime, formatMemory, formatSbatchTime } from '../../jobspec/values.js';
-import { alignColumns, counted, joinList, keyValueLines, ordinal, printable } from './text.js';
+import { alignColumns, counted, hostlistText, joinList, keyValueLines, ordinal, printable } from './text.js';
 import { LocalClock, span, toMillis, type Instant } from './time.js';
-
-function hostlist(nodes: readonly string[]): string {
-  try {
-    return compressHostlist(nodes);
-  } catch {
-    return printable(nodes.join(','));
-  }
-}
 
 const isFinished = (job: ApiJob): boolean => finishedStates.includes(job.state);
 
@@ -26,7 +17,7 @@ function limitText(seconds: number | null): string {
 /** One event detail value: hostlists for node lists, quotes only where a value has spaces or quotes. */
 function detailValue(key: string, value: unknown): string {
   if (Array.isArray(value)) {
-    if (key === 'nodes' && value.every((item) => typeof item === 'string')) return hostlist(value as string[]);
+    if (key === 'nodes' && value.every((item) => typeof item === 'string')) return hostlistText(value as string[]);
     return value.map((item) => detailValue('', item)).join(',');
   }
   if (typeof value === 'string') return /^[^\s"'=]+$/.test(value) ? printable(value) : printable(JSON.stringify(value));
@@ -51,7 +42,7 @@ export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: strin
     ['User', printable(job.user)],
     ['State', state],
     ['Partition', printable(job.partition)],
-    ['Nodes', job.nodes.length === 0 ? `${job.nodeCount} (none allocated yet)` : `${job.nodeCount}: ${hostlist(job.nodes)}`],
+    ['Nodes', job.nodes.length === 0 ? `${job.nodeCount} (none allocated yet)` : `${job.nodeCount}: ${hostlistText(job.nodes)}`],
     ['Tasks', `${job.ntasks} x ${counted(job.cpusPerTask, 'CPU')} (${counted(job.ntasks * job.cpusPerTask, 'CPU')})`],
     ['Memory per node', job.memoryMiB === null ? '(not requested)' : formatMemory(job.memoryMiB)],
     ['Time limit', limitText(job.timeLimitSeconds)],
@@ -111,14 +102,14 @@ function pendingSentences(when: ApiWhen, clock: LocalClock): string[] {
 }
 
 function runningSentences(job: ApiJob, clock: LocalClock): string[] {
-  const on = job.nodes.length === 0 ? '' : ` on ${hostlist(job.nodes)}`;
+  const on = job.nodes.length === 0 ? '' : ` on ${hostlistText(job.nodes)}`;
   if (job.state === 'COMPLETING') return [`Job ${job.id} is completing: its processes are ending${on}.`];
   const since = job.startTime === null ? '' : ` since ${clock.withHint(job.startTime)}`;
   let ending = ' and has no time limit';
   if (job.predictedEnd !== null) {
     const left = (toMillis(job.predictedEnd) - clock.nowMillis) / 1000;
-    const hint = left > 0 ? `in ${span(left)}` : 'its time limit is reached';
-    ending = ` and will end by ${clock.end(job.predictedEnd, job.startTime)} (${hint}) at the latest`;
+    const by = clock.end(job.predictedEnd, job.startTime);
+    ending = left > 0 ? ` and will end by ${by} (in ${span(left)}) at the latest` : ` and reached its time limit at ${by}`;
   }
   return [`Job ${job.id} has been running${since}${on}${ending}.`];
 }
@@ -127,7 +118,7 @@ function finishedSentences(job: ApiJob, clock: LocalClock): string[] {
   const ended = job.endTime === null ? 'has ended' : `ended ${clock.withHint(job.endTime)}`;
   const code = job.exitCode === null ? '' : ` with exit code ${job.exitCode}`;
   const reason = job.reason === null || job.reason === '' ? '' : ` (${printable(job.reason)})`;
-  const ran = job.startTime === null ? ' without starting' : `, after running since ${clock.at(job.startTime)}`;
+  const ran = job.startTime === null ? ' without starting' : `, having started ${clock.at(job.startTime)}`;
   return [`Job ${job.id} is no longer in the queue: it ${ended} as ${job.state}${code}${reason}${ran}.`];
 }
 

@@ -6,10 +6,9 @@
 
 import type { ApiClusterStatus, ApiJob } from '../../api/types.js';
 import { finishedStates } from '../../api/types.js';
-import { compressHostlist } from '../../config/hostlist.js';
 import { formatMemory, formatSbatchTime } from '../../jobspec/values.js';
 import { jobCountsText, nodeCountsText } from './status.js';
-import { alignColumns, counted, flow, printable } from './text.js';
+import { alignColumns, counted, flow, hostlistText, printable } from './text.js';
 import { LocalClock, toMillis, type Instant } from './time.js';
 
 /** Narrower than this, a name says nothing; lines then pass the width instead. */
@@ -73,13 +72,9 @@ export function queueOrder(jobs: readonly ApiJob[]): ApiJob[] {
   return jobs.map(place).sort(byQueueOrder).map((placed) => placed.job);
 }
 
+/** The allocated nodes, or for a job with none yet how many it asks for. */
 function nodesCell(job: ApiJob): string {
-  if (job.nodes.length === 0) return counted(job.nodeCount, 'node');
-  try {
-    return compressHostlist(job.nodes);
-  } catch {
-    return printable(job.nodes.join(','));
-  }
+  return job.nodes.length === 0 ? counted(job.nodeCount, 'node') : hostlistText(job.nodes);
 }
 
 function header(view: QueueView, clock: LocalClock): string[] {

@@ -3,12 +3,23 @@
 // aligner rather than cli-table3 (format.ts) because `taras queue` prints tens
 // of thousands of rows and cli-table3 takes minutes for 50,000.
 
+import { compressHostlist } from '../../config/hostlist.js';
+
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const CONTROL_ALL = /[\u0000-\u001f\u007f-\u009f]/g;
 
 /** Every text from users (job names, reasons, paths, the motd) goes through this: no terminal escapes. */
 export function printable(text: string): string {
   return CONTROL.test(text) ? text.replace(CONTROL_ALL, (c) => (c === '\t' ? ' ' : '?')) : text;
+}
+
+/** Node names as a hostlist ("node[01-02]"), or as given, joined by commas, when they are not host names. */
+export function hostlistText(nodes: readonly string[]): string {
+  try {
+    return compressHostlist(nodes);
+  } catch {
+    return printable(nodes.join(','));
+  }
 }
 
 const ASCII = /^[\x20-\x7e]*$/;
@@ -88,16 +99,22 @@ export function alignColumns(head: readonly string[], rows: readonly (readonly s
 
   const gap = spaces(COLUMN_GAP);
   const last = columns - 1;
+  // A line is joined from its pieces into one flat string: a chain of `+=` would keep
+  // two dozen string objects per line alive until output, and the collector would copy them.
+  const pieces: string[] = [];
   const line = (cells: readonly string[], r: number): string => {
     const base = r * columns;
-    let text = '';
+    pieces.length = 0;
     for (let c = 0; c < last; c += 1) {
       const fill = spaces(widths[c] - cellWidths[base + c]);
-      text += alignRight[c] ? fill + cell(cells, r, c) + gap : cell(cells, r, c) + fill + gap;
+      if (alignRight[c]) pieces.push(fill, cell(cells, r, c), gap);
+      else pieces.push(cell(cells, r, c), fill, gap);
     }
     // The last column needs no padding after it, and the line no trailing spaces.
-    if (alignRight[last]) return text + spaces(widths[last] - cellWidths[base + last]) + cell(cells, r, last);
-    return cellWidths[base + last] === 0 ? text.trimEnd() : text + cell(cells, r, last);
+    if (alignRight[last]) pieces.push(spaces(widths[last] - cellWidths[base + last]), cell(cells, r, last));
+    else if (cellWidths[base + last] > 0) pieces.push(cell(cells, r, last));
+    else return pieces.join('').trimEnd();
+    return pieces.join('');
   };
   const lines = new Array<string>(rows.length + 1);
   lines[0] = line(head, 0);

@@ -14,48 +14,9 @@ const MS_PER_DAY = 86_400_000;
 /** Zone offsets change only at quarter-hour boundaries in practice, so one lookup serves each block. */
 const OFFSET_BLOCK_MS = 15 * 60_000;
 
-/** The digits at [from, from + count) of `text` as a number; NaN when one is not a digit. */
-function digits(text: string, from: number, count: number): number {
-  let value = 0;
-  for (let i = from; i < from + count; i += 1) {
-    const digit = text.charCodeAt(i) - 48;
-    if (digit < 0 || digit > 9) return NaN;
-    value = value * 10 + digit;
-  }
-  return value;
-}
-
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
-  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
-}
-
-/** The API's own form, "2026-11-24T12:00:00Z" or with milliseconds, read by hand (Date.parse is 2-3 times slower). */
-function parseApiTime(text: string): number {
-  if (text.length !== 20 && text.length !== 24) return NaN;
-  if (text[4] !== '-' || text[7] !== '-' || text[10] !== 'T' || text[13] !== ':' || text[16] !== ':' || text[text.length - 1] !== 'Z') return NaN;
-  const month = digits(text, 5, 2);
-  const day = digits(text, 8, 2);
-  const hour = digits(text, 11, 2);
-  const minute = digits(text, 14, 2);
-  const second = digits(text, 17, 2);
-  if (!(month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && minute <= 59 && second <= 59)) return NaN;
-  let millis = 0;
-  if (text.length === 24) {
-    if (text[19] !== '.') return NaN;
-    millis = digits(text, 20, 3);
-  }
-  const year = digits(text, 0, 4);
-  // Date.UTC would roll 31 Nov over into December: such a date is not valid.
-  if (day > 28 && day > daysInMonth(year, month)) return NaN;
-  return Date.UTC(year, month - 1, day, hour, minute, second, millis);
-}
-
 /** Milliseconds since the epoch; NaN for an unparsable string. */
 export function toMillis(instant: Instant): number {
-  if (instant instanceof Date) return instant.getTime();
-  const fast = parseApiTime(instant);
-  return Number.isNaN(fast) ? Date.parse(instant) : fast;
+  return instant instanceof Date ? instant.getTime() : Date.parse(instant);
 }
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
@@ -73,7 +34,7 @@ function formatterFor(timeZone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
-/** Offsets by quarter-hour block, per zone ('' is the process's zone). */
+/** Offsets by quarter-hour block, per zone ('' is the process's zone, read once per block: TZ is not expected to change at run time). */
 function offsetsOf(timeZone: string | undefined): Map<number, number> {
   const key = timeZone ?? '';
   let byBlock = offsetCache.get(key);
@@ -120,6 +81,7 @@ export class LocalClock {
   constructor(now: Instant, readonly timeZone?: string) {
     this.offsets = offsetsOf(timeZone);
     this.nowMillis = toMillis(now);
+    if (Number.isNaN(this.nowMillis)) throw new RangeError(`LocalClock: now "${String(now)}" is not a time (expected an ISO 8601 string)`);
     this.today = this.dayOf(this.nowMillis);
     this.yearOfNow = new Date(this.today * MS_PER_DAY).getUTCFullYear();
   }
