@@ -170,4 +170,41 @@ describe('controller engine', () => {
     assert.deepEqual(agents.orders.map((o) => o.nodes), [['node16']]);
     assert.equal(store.job(next)!.state, 'PENDING');
   });
+
+  it('a start lost in a controller crash is noticed when the agent registers without the job', () => {
+    const first = setup();
+    const lost: AgentLink = { start: () => new Promise(() => {}), signal: async () => {} };
+    const engine1 = new ControllerEngine(defaultClusterConfig(work), first.store, lost, () => first.clock.ms);
+    const [id] = engine1.submit([{ user: 'hal', spec: spec() }]);
+    engine1.agentRegistered(['node01'], []);
+    engine1.schedule();
+    first.store.close();
+    const store = openStore(first.path);
+    const engine2 = new ControllerEngine(defaultClusterConfig(work), store, new RecordingAgents(), () => first.clock.ms + 5000);
+    engine2.agentRegistered(['node01'], []);
+    const record = store.job(id)!;
+    assert.equal(record.state, 'NODE_FAIL');
+    assert.match(record.reason ?? '', /never received its start/);
+  });
+
+  it('a report about an old run of a requeued job neither ends the new run nor survives: it is to be killed', () => {
+    const { store, clock, engine, agents } = setup();
+    engine.agentRegistered(['node01', 'node02'], []);
+    const [id] = engine.submit([{ user: 'ida', spec: spec({ cpusPerTask: 8, requeue: true }) }]);
+    engine.schedule();
+    assert.deepEqual([agents.orders[0].nodes[0], agents.orders[0].run], ['node01', 0]);
+    clock.ms += 90_000;
+    engine.heartbeat(['node02']);
+    engine.checkNodes(); // node01 silent: the job is requeued
+    engine.schedule();
+    assert.deepEqual([agents.orders[1].nodes[0], agents.orders[1].run], ['node02', 1]);
+    // node01's agent comes back and reports its old copy: first still running, then ended.
+    const kill = engine.agentRegistered(['node01'], [{ jobId: id, run: 0, state: 'RUNNING', exitCode: null, endTimeMs: null }]);
+    assert.deepEqual(kill, [id]);
+    engine.jobReport({ jobId: id, run: 0, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+    assert.equal(store.job(id)!.state, 'RUNNING');
+    assert.deepEqual(store.job(id)!.nodes, ['node02']);
+    engine.jobReport({ jobId: id, run: 1, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+    assert.equal(store.job(id)!.state, 'COMPLETED');
+  });
 });

@@ -16,6 +16,8 @@ import type { Store } from '../store/store.js';
 /** What an agent needs to start a job: the batch script runs on the first node. */
 export interface StartOrder {
   readonly jobId: JobId;
+  /** Which run of the job this is (0, then +1 per requeue): reports carry it back, so an old run's report cannot end a new one. */
+  readonly run: number;
   readonly user: string;
   readonly name: string;
   readonly nodes: readonly string[];
@@ -50,6 +52,8 @@ export interface NodeStatus {
 /** What an agent says of a job it ran, when it (re)registers or a job ends. */
 export interface JobReport {
   readonly jobId: JobId;
+  /** The run the report is about (from the start order); absent from reports that come from the controller itself. */
+  readonly run?: number;
   readonly state: 'RUNNING' | EndState;
   readonly exitCode: number | null;
   readonly endTimeMs: number | null;
@@ -67,6 +71,10 @@ export class ControllerEngine {
   readonly nodes = new Map<string, NodeStatus>();
   private readonly partitionNodes = new Map<string, ReadonlySet<string>>();
   private dirty = true;
+  /** Running jobs whose start the agent has not yet confirmed (order in flight). */
+  private readonly startsInFlight = new Set<JobId>();
+  /** Running jobs an agent has confirmed (accepted the start, or reported them running). */
+  private readonly confirmed = new Set<JobId>();
   /** When planned starts were last computed (null: stale since the last pass). */
   private plannedAt: number | null = null;
 
@@ -197,10 +205,15 @@ export class ControllerEngine {
       started.push(job.id);
       const spec = this.specOf(record);
       const order: StartOrder = {
-        jobId: job.id, user: record.user, name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
+        jobId: job.id, run: record.requeueCount, user: record.user, name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
         warnBeforeSeconds: this.config.warnBeforeLimitSeconds, killGraceSeconds: this.config.killGraceSeconds,
       };
-      this.agents.start(order).catch((error: unknown) => {
+      this.startsInFlight.add(job.id);
+      this.agents.start(order).then(() => {
+        this.startsInFlight.delete(job.id);
+        this.confirmed.add(job.id);
+      }, (error: unknown) => {
+        this.startsInFlight.delete(job.id);
         this.log(`job ${job.id}: the agent of ${nodes[0]} did not start it (${(error as Error).message})`);
         this.jobReport({ jobId: job.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `start failed on ${nodes[0]}` });
       });
@@ -216,7 +229,16 @@ export class ControllerEngine {
   /** A job's fate as its agent reports it: ended (with the real end time and exit code) or still running. */
   jobReport(report: JobReport): void {
     const record = this.active.get(report.jobId);
-    if (!record || record.state === 'PENDING' || report.state === 'RUNNING') return;
+    if (!record || record.state === 'PENDING') return;
+    if (report.run !== undefined && report.run !== record.requeueCount) {
+      this.log(`job ${report.jobId}: ignored a report about run ${report.run}; the job is on run ${record.requeueCount}`);
+      return;
+    }
+    if (report.state === 'RUNNING') {
+      this.confirmed.add(report.jobId);
+      return;
+    }
+    this.confirmed.delete(report.jobId);
     const endMs = report.endTimeMs ?? this.clockMs();
     const spec = this.specOf(record);
     if (report.state === 'NODE_FAIL' && spec.requeue) {
@@ -257,7 +279,7 @@ export class ControllerEngine {
   }
 
   /** An agent (re)registered its nodes and reports what it knows of its jobs. */
-  agentRegistered(nodeNames: readonly string[], reports: readonly JobReport[]): void {
+  agentRegistered(nodeNames: readonly string[], reports: readonly JobReport[]): JobId[] {
     const nowMs = this.clockMs();
     for (const name of nodeNames) {
       const status = this.nodes.get(name);
@@ -268,7 +290,23 @@ export class ControllerEngine {
       this.pool.setAccepting(name, !status.drained);
     }
     for (const report of reports) this.jobReport(report);
+    // Jobs this controller believes run on these nodes but the agent does not
+    // know: their start was lost (the controller died before the agent got it).
+    const reported = new Set(reports.map((r) => r.jobId));
+    for (const record of [...this.active.values()]) {
+      if (record.state !== 'RUNNING' || !nodeNames.includes(record.nodes[0])) continue;
+      if (reported.has(record.id) || this.startsInFlight.has(record.id) || this.confirmed.has(record.id)) continue;
+      this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: nowMs, reason: `the agent of ${record.nodes[0]} never received its start` });
+    }
     this.dirty = true;
+    // Processes the agent still runs for jobs that ended or moved meanwhile (a node back from DOWN): to be killed.
+    return reports
+      .filter((r) => r.state === 'RUNNING')
+      .filter((r) => {
+        const record = this.active.get(r.jobId);
+        return !record || record.state !== 'RUNNING' || (r.run !== undefined && r.run !== record.requeueCount) || !nodeNames.includes(record.nodes[0]);
+      })
+      .map((r) => r.jobId);
   }
 
   heartbeat(nodeNames: readonly string[]): void {
