@@ -3,9 +3,11 @@
 // controller and keeps doing so as a heartbeat, starts each job under its own
 // supervisor (which outlives the agent), and reports every end with its real
 // exit status and end time. A restarted agent re-adopts the job directories
-// it finds and reports what happened while it was away.
+// it finds and reports what happened while it was away. Jobs run as the user
+// who submitted them, which takes an agent running as root.
 
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
 import { createApiClient, type ControllerTarget } from '../net/client.js';
@@ -14,13 +16,15 @@ import { localIdentity } from '../net/identity.js';
 import type { NetLog } from '../net/log.js';
 import { createApiServer, RouteError } from '../net/server.js';
 import { jobLaunch } from './environment.js';
-import { hasEnded, isAlive, launchSupervisor, prepareJobDir, readStatus, requestSignal, type SignalName } from './jobdir.js';
+import { hasEnded, isAlive, launchSupervisor, prepareJobDir, readStatus, recordNotStarted, requestSignal, type Result, type SignalName } from './jobdir.js';
+import { lookupUser } from './users.js';
 
 export interface AgentOptions {
   readonly controller: ControllerTarget;
   readonly nodes: readonly string[];
   readonly dataDir: string;
   readonly clusterKey: ClusterKey | null;
+  /** The longest interval between heartbeats (default 5 s); the controller may ask for shorter ones. */
   readonly heartbeatMs?: number;
   readonly log: (line: string) => void;
 }
@@ -39,6 +43,16 @@ interface Report {
 }
 
 const REPORTED = 'reported';
+
+/** The ids to run a job of `user` with: null for the agent's own user (root's jobs run as root); an error when they cannot be used. */
+export function credentialsFor(user: string): Result<{ uid: number; gid: number } | null> {
+  const found = lookupUser(user);
+  if (!found.ok) return found;
+  const agentUid = process.getuid!();
+  if (found.value.uid === agentUid) return { ok: true, value: null };
+  if (agentUid !== 0) return { ok: false, error: `the agent runs as ${userInfo().username} and cannot start jobs for ${user}; run agents as root` };
+  return { ok: true, value: { uid: found.value.uid, gid: found.value.gid } };
+}
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { log } = options;
@@ -79,6 +93,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         handler: (ctx) => {
           const order = ctx.body as StartOrder & { spec: StartOrder['spec'] & { submitEnv?: Record<string, string>; submitDir?: string } };
           const dir = join(jobsDir, String(order.jobId));
+          const credentials = credentialsFor(order.user);
+          if (!credentials.ok) {
+            recordNotStarted(dir, order.jobId, credentials.error); // reported as the job's end, like any other
+            watched.set(order.jobId, dir);
+            log(`job ${order.jobId} not started: ${credentials.error}`);
+            return { status: 200, body: { ok: true } };
+          }
+          const runAs = credentials.value;
           mkdirSync(dir, { recursive: true });
           const nodefilePath = join(dir, 'nodefile');
           const scriptPath = join(dir, 'script');
@@ -88,18 +110,20 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           });
           writeFileSync(nodefilePath, launch.nodefile);
           writeFileSync(scriptPath, order.spec.script.text, { mode: 0o700 });
+          if (runAs !== null) chownSync(scriptPath, runAs.uid, runAs.gid); // the job runs it as its user
           const limit = order.spec.timeLimitSeconds;
           const prepared = prepareJobDir(dir, {
             jobId: order.jobId, script: scriptPath, args: order.spec.script.args, workingDir: launch.workingDir, env: launch.env,
             stdoutPath: launch.stdoutPath, stderrPath: launch.stderrPath, memoryMiB: order.spec.memoryMiB ?? null,
             timeLimitSeconds: limit === 'UNLIMITED' ? null : limit, warnBeforeSeconds: order.warnBeforeSeconds, killGraceSeconds: order.killGraceSeconds,
+            uid: runAs?.uid ?? null, gid: runAs?.gid ?? null,
           });
           if (!prepared.ok) throw new RouteError(400, `job ${order.jobId}: ${prepared.error}`);
           const launched = launchSupervisor(dir);
           if (!launched.ok) throw new RouteError(500, `job ${order.jobId}: ${launched.error}`);
           watched.set(order.jobId, dir);
           launchedPid.set(order.jobId, launched.value);
-          log(`job ${order.jobId} started on ${order.nodes.join(',')} (supervisor ${launched.value})`);
+          log(`job ${order.jobId} started on ${order.nodes.join(',')} as ${order.user} (supervisor ${launched.value})`);
           return { status: 200, body: { ok: true } };
         },
       },
@@ -134,14 +158,19 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     return reports;
   };
 
+  const maxHeartbeatMs = options.heartbeatMs ?? 5000;
+  let heartbeatMs = maxHeartbeatMs;
   let registered = false;
   const register = async () => {
     const reports = endedReports();
     const running = [...watched.keys()].filter((id) => !reports.some((r) => r.jobId === id))
       .map((jobId) => ({ jobId, state: 'RUNNING', exitCode: null, endTimeMs: null }));
     try {
-      await controller.post('/agent/register', { url, nodes: options.nodes, reports: [...reports, ...running] });
+      const answer = await controller.post<{ heartbeatMs?: number }>('/agent/register', { url, nodes: options.nodes, reports: [...reports, ...running] });
       markReported(reports);
+      // The controller sets the pace from its node_timeout; ours is the slowest we go.
+      const paceMs = answer?.heartbeatMs;
+      heartbeatMs = typeof paceMs === 'number' && paceMs > 0 ? Math.min(maxHeartbeatMs, paceMs) : maxHeartbeatMs;
       if (!registered) log(`registered ${options.nodes.length} node(s) with the controller`);
       registered = true;
     } catch (error) {
@@ -162,7 +191,6 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   };
 
   let stopped = false;
-  const heartbeatMs = options.heartbeatMs ?? 5000;
   let lastBeat = 0;
   const loop = async () => {
     while (!stopped) {

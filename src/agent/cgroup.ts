@@ -1,7 +1,8 @@
 // Per-job control groups for the job supervisor: which mode this machine
 // allows (a delegated cgroup v2 subtree, the v1 memory and cpuacct
 // hierarchies, or plain rlimits, with the reason), and one job's cgroup:
-// memory limit, CPU time, peak memory, OOM kills, kill-all and removal.
+// moving the job in, memory limit, CPU time, peak memory, OOM kills, kill-all
+// and removal.
 
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -215,6 +216,18 @@ export class JobCgroup {
   /** The files a process writes its pid into to join the group (every hierarchy). */
   get procsFiles(): string[] {
     return this.dirs.map((dir) => join(dir, 'cgroup.procs'));
+  }
+
+  /** Moves a process into the group in every hierarchy; the error names the file that refused it. */
+  addProcess(pid: number): CgroupResult<void> {
+    for (const file of this.procsFiles) {
+      try {
+        writeFileSync(file, String(pid));
+      } catch (error) {
+        return { ok: false, error: `cannot move the job (pid ${pid}) into its cgroup (${file}): ${(error as Error).message}` };
+      }
+    }
+    return { ok: true, value: undefined };
   }
 
   pids(): number[] {

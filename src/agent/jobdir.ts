@@ -38,13 +38,16 @@ export interface SupervisorSpec {
   readonly cgroupParent: string | null;
   /** 'auto' detects; a forced v2/v1 that is not available fails the job. */
   readonly cgroupMode: 'auto' | CgroupMode;
+  /** Run the job with these ids (both or neither; a supervisor not running as root can only use its own); null: as the supervisor. */
+  readonly uid: number | null;
+  readonly gid: number | null;
 }
 
-type Defaulted = 'warnSignal' | 'warnBeforeSeconds' | 'killGraceSeconds' | 'cgroupParent' | 'cgroupMode';
+type Defaulted = 'warnSignal' | 'warnBeforeSeconds' | 'killGraceSeconds' | 'cgroupParent' | 'cgroupMode' | 'uid' | 'gid';
 export type SupervisorSpecInput = Omit<SupervisorSpec, Defaulted> & Partial<Pick<SupervisorSpec, Defaulted>>;
 
 export const SPEC_DEFAULTS: Pick<SupervisorSpec, Defaulted> = {
-  warnSignal: 'SIGUSR1', warnBeforeSeconds: 0, killGraceSeconds: 30, cgroupParent: null, cgroupMode: 'auto',
+  warnSignal: 'SIGUSR1', warnBeforeSeconds: 0, killGraceSeconds: 30, cgroupParent: null, cgroupMode: 'auto', uid: null, gid: null,
 };
 
 export interface SignalSent {
@@ -118,6 +121,7 @@ export const isSignalName = (value: unknown): value is SignalName => typeof valu
 const isNonNegative = (value: unknown): boolean => typeof value === 'number' && Number.isFinite(value) && value >= 0;
 const isPositiveOrNull = (value: unknown): boolean => value === null || (isNonNegative(value) && (value as number) > 0);
 const isString = (value: unknown): boolean => typeof value === 'string' && value !== '';
+const isIdOrNull = (value: unknown): boolean => value === null || (Number.isInteger(value) && (value as number) >= 0 && (value as number) < 2 ** 32 - 1);
 
 /** Validates spec.json; the error names the file, every bad field and what it should hold. */
 export function parseSpec(text: string, file: string): Result<SupervisorSpec> {
@@ -149,7 +153,10 @@ export function parseSpec(text: string, file: string): Result<SupervisorSpec> {
     killGraceSeconds: take('killGraceSeconds', 'seconds, 0 or more', isNonNegative),
     cgroupParent: take('cgroupParent', 'a cgroup path starting with "/" or null', (v) => v === null || (typeof v === 'string' && v.startsWith('/'))),
     cgroupMode: take('cgroupMode', '"auto", "v2", "v1" or "rlimit"', (v) => ['auto', 'v2', 'v1', 'rlimit'].includes(v as string)),
+    uid: take('uid', 'a user id or null', isIdOrNull),
+    gid: take('gid', 'a group id or null', isIdOrNull),
   };
+  if ((spec.uid === null) !== (spec.gid === null)) errors.push(`fields "uid" and "gid": give both or neither, got uid ${JSON.stringify(spec.uid)} and gid ${JSON.stringify(spec.gid)}`);
   if (errors.length > 0) return { ok: false, error: `${file}: ${errors.join('; ')}` };
   const inWorkingDir = (path: string): string => resolve(spec.workingDir, path);
   return { ok: true, value: { ...spec, script: inWorkingDir(spec.script), stdoutPath: inWorkingDir(spec.stdoutPath), stderrPath: inWorkingDir(spec.stderrPath) } };
@@ -197,7 +204,25 @@ export function isAlive(pid: number, startTicks: number | null = null): boolean 
   return fields[0] !== 'Z' && (startTicks === null || Number(fields[19]) === startTicks);
 }
 
+/** The end of a job that never started: FAILED, and why. */
+export function notStartedStatus(base: StatusBase, reason: string): EndedStatus {
+  return {
+    ...base, state: 'FAILED', pid: null, pgid: null, startTime: null, endTime: new Date().toISOString(),
+    exitCode: null, signal: null, cpuSeconds: null, maxRssKiB: null, reason, signalsSent: [],
+  };
+}
+
 // ---- the agent's side ---------------------------------------------------
+
+/**
+ * Records in jobDir that the job was refused before any supervisor ran (the
+ * agent cannot run it as its user), so it is reported like any other end.
+ */
+export function recordNotStarted(jobDir: string, jobId: number, reason: string): void {
+  mkdirSync(jobDir, { recursive: true, mode: 0o700 });
+  const base: StatusBase = { jobId, supervisorPid: process.pid, supervisorStartTicks: processStartTicks(process.pid), mode: null, modeReason: null, cgroup: [] };
+  writeJsonAtomically(jobFiles(jobDir).status, notStartedStatus(base, reason));
+}
 
 /** Creates jobDir and writes spec.json (defaults filled in) after validating it. */
 export function prepareJobDir(jobDir: string, input: SupervisorSpecInput): Result<SupervisorSpec> {

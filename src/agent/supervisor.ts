@@ -4,20 +4,24 @@
 // own, detached from the agent, so the job keeps running and its exit status
 // is recorded when the agent dies; a restarted agent, which cannot wait on a
 // process it did not start, reads the status file and signals through the
-// socket (slurmstepd's role for slurmd). Entry point:
-// node dist/src/agent/supervisor.js JOBDIR; the agent drives it through jobdir.ts.
+// socket (slurmstepd's role for slurmd). It runs as root to start jobs as the
+// users who submitted them (spec uid/gid), or as that user for their own jobs.
+// Entry point: node dist/src/agent/supervisor.js JOBDIR; the agent drives it
+// through jobdir.ts.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { resolve } from 'node:path';
+import type { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { detectCgroupMode, JobCgroup, probeCgroupV1, probeCgroupV2, type CgroupUsage, type ModeDetection } from './cgroup.js';
 import {
-  isRecord, isSignalName, jobFiles, MAX_SOCKET_PATH_BYTES, parseSpec, processStartTicks, procStat, writeJsonAtomically,
+  isRecord, isSignalName, jobFiles, MAX_SOCKET_PATH_BYTES, notStartedStatus, parseSpec, processStartTicks, procStat, writeJsonAtomically,
   type ControlReply, type EndedStatus, type EndState, type Result, type RunningStatus, type SignalName, type SignalSent, type StatusBase,
   type SupervisorSpec,
 } from './jobdir.js';
+import { lookupUserById, type UnixUser } from './users.js';
 
 /** USER_HZ, the unit of /proc times: 100 on every Linux architecture Node runs on. */
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -53,9 +57,19 @@ function peakRssKiB(pid: number): number {
 
 const shellQuote = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`;
 
-/** The job starts as this sh, which joins the cgroup or sets the rlimit, then execs the script. */
-function wrapperScript(procsFiles: readonly string[], virtualMemoryKiB: number | null): string {
-  const lines = procsFiles.map((file) => `echo $$ > ${shellQuote(file)} || { echo ${shellQuote(`taras: cannot join the job's cgroup (${file})`)} >&2; exit 125; }`);
+/** Written on the wrapper's fd 3 once the supervisor has moved it into the job's cgroup. */
+const JOINED = 'joined';
+
+/**
+ * The job starts as this sh, which waits until the supervisor has moved it
+ * into the cgroup (the job's user may not write cgroup.procs) or sets the
+ * rlimit, then execs the script.
+ */
+function wrapperScript(waitForCgroup: boolean, virtualMemoryKiB: number | null): string {
+  const lines: string[] = [];
+  if (waitForCgroup) {
+    lines.push(`read -r joined <&3 && [ "$joined" = ${JOINED} ] || { echo ${shellQuote("taras: the supervisor did not move the job into its cgroup")} >&2; exit 125; }`, 'exec 3<&-');
+  }
   if (virtualMemoryKiB !== null) lines.push(`ulimit -v ${virtualMemoryKiB} || exit 125`);
   lines.push('if [ -x "$1" ]; then exec "$@"; else exec /bin/sh "$@"; fi');
   return lines.join('\n');
@@ -270,11 +284,7 @@ export async function runSupervisor(jobDir: string): Promise<number> {
   }
   let base: StatusBase = { jobId: null, supervisorPid: process.pid, supervisorStartTicks: processStartTicks(process.pid), mode: null, modeReason: null, cgroup: [] };
   const failBeforeStart = (reason: string): number => {
-    const status: EndedStatus = {
-      ...base, state: 'FAILED', pid: null, pgid: null, startTime: null, endTime: new Date().toISOString(),
-      exitCode: null, signal: null, cpuSeconds: null, maxRssKiB: null, reason, signalsSent: [],
-    };
-    writeJsonAtomically(files.status, status);
+    writeJsonAtomically(files.status, notStartedStatus(base, reason));
     log(`job not started: ${reason}`);
     return 1;
   };
@@ -320,31 +330,120 @@ export async function runSupervisor(jobDir: string): Promise<number> {
 
 type StartedJob = { child: ChildProcess & { readonly pid: number }; exited: Promise<[number | null, SignalName | null]> };
 
-/** Opens the output files and spawns the wrapper as the leader of a new session and process group. */
-async function startJob(spec: SupervisorSpec, cgroup: JobCgroup | null): Promise<Result<StartedJob>> {
+/** The ids a job runs with when they are not the supervisor's own, and whose they are. */
+interface JobCredentials {
+  readonly uid: number;
+  readonly gid: number;
+  /** Null for a uid without a passwd entry. */
+  readonly user: UnixUser | null;
+  readonly label: string;
+}
+
+function jobCredentials(spec: SupervisorSpec): Result<JobCredentials | null> {
+  if (spec.uid === null || spec.gid === null) return { ok: true, value: null };
+  const ownUid = process.getuid!();
+  if (spec.uid === ownUid && spec.gid === process.getgid!()) return { ok: true, value: null };
+  const user = lookupUserById(spec.uid);
+  const label = user === null ? `uid ${spec.uid}` : `${user.name} (uid ${spec.uid})`;
+  if (ownUid !== 0) return { ok: false, error: `the supervisor runs as uid ${ownUid} and cannot start jobs as ${label}: run the agent as root` };
+  return { ok: true, value: { uid: spec.uid, gid: spec.gid, user, label } };
+}
+
+/**
+ * Runs `action` with the job's ids as effective ids and no supplementary
+ * groups, as the job itself will run, so the kernel checks what the user may
+ * do and files it creates are theirs. Then root again, in the same directory.
+ */
+function asJobUser<T>(credentials: JobCredentials | null, action: () => T): T {
+  if (credentials === null) return action();
+  const saved = { groups: process.getgroups!(), gid: process.getegid!(), cwd: process.cwd() };
+  process.setgroups!([]);
+  process.setegid!(credentials.gid);
+  process.seteuid!(credentials.uid);
   try {
-    if (!statSync(spec.workingDir).isDirectory()) return { ok: false, error: `working directory ${spec.workingDir} is not a directory` };
-  } catch (error) {
-    return { ok: false, error: `working directory ${spec.workingDir}: ${(error as Error).message}` };
+    return action();
+  } finally {
+    process.seteuid!(0);
+    process.setegid!(saved.gid);
+    process.setgroups!(saved.groups);
+    process.chdir(saved.cwd);
+  }
+}
+
+/**
+ * As the job's user: checks that they can enter the working directory and
+ * read the script, and opens (creating if missing) the output files.
+ */
+function openJobFiles(spec: SupervisorSpec, credentials: JobCredentials | null): Result<number[]> {
+  const code = (error: unknown): string => (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+  if (credentials !== null) {
+    try {
+      process.chdir(spec.workingDir);
+    } catch (error) {
+      return { ok: false, error: `working directory ${spec.workingDir} is not accessible to ${credentials.label} (${code(error)}): every directory on its path must be searchable by them` };
+    }
+    try {
+      closeSync(openSync(spec.script, 'r'));
+    } catch (error) {
+      // A missing script fails as without a user: the wrapper's exit code says so.
+      if (code(error) === 'EACCES') return { ok: false, error: `the job's script ${spec.script} is not readable by ${credentials.label} (EACCES): every directory on its path must be searchable by them` };
+    }
   }
   const fds: number[] = [];
   try {
     for (const path of [spec.stdoutPath, spec.stderrPath]) fds.push(openSync(path, 'a', 0o644));
   } catch (error) {
     fds.forEach((fd) => closeSync(fd));
-    return { ok: false, error: `cannot open the job's output file: ${(error as Error).message}` };
+    return { ok: false, error: `cannot open the job's output file${credentials === null ? '' : ` as ${credentials.label}`}: ${(error as Error).message}` };
   }
+  return { ok: true, value: fds };
+}
+
+/**
+ * Opens the output files and spawns the wrapper, with the job's ids, as the
+ * leader of a new session and process group; in cgroup mode moves it into the
+ * job's cgroup before it may exec the script.
+ */
+async function startJob(spec: SupervisorSpec, cgroup: JobCgroup | null): Promise<Result<StartedJob>> {
+  const credentials = jobCredentials(spec);
+  if (!credentials.ok) return credentials;
+  const runAs = credentials.value;
+  try {
+    if (!statSync(spec.workingDir).isDirectory()) return { ok: false, error: `working directory ${spec.workingDir} is not a directory` };
+  } catch (error) {
+    return { ok: false, error: `working directory ${spec.workingDir}: ${(error as Error).message}` };
+  }
+  const opened = asJobUser(runAs, () => openJobFiles(spec, runAs));
+  if (!opened.ok) return opened;
+  const [stdoutFd, stderrFd] = opened.value as [number, number];
+  // What login would set, unless the job's environment (the submitter's, with --export=ALL) has it.
+  const userVariables = runAs?.user ? { HOME: runAs.user.home, USER: runAs.user.name, LOGNAME: runAs.user.name } : {};
   const virtualMemoryKiB = cgroup === null && spec.memoryMiB !== null ? Math.floor(spec.memoryMiB * 1024) : null;
-  const child = spawn('/bin/sh', ['-c', wrapperScript(cgroup?.procsFiles ?? [], virtualMemoryKiB), 'taras-job', spec.script, ...spec.args], {
-    cwd: spec.workingDir, env: { ...spec.env }, detached: true, stdio: ['ignore', fds[0], fds[1]],
+  const child = spawn('/bin/sh', ['-c', wrapperScript(cgroup !== null, virtualMemoryKiB), 'taras-job', spec.script, ...spec.args], {
+    cwd: spec.workingDir, env: { ...userVariables, ...spec.env }, detached: true,
+    stdio: cgroup === null ? ['ignore', stdoutFd, stderrFd] : ['ignore', stdoutFd, stderrFd, 'pipe'],
+    ...(runAs === null ? {} : { uid: runAs.uid, gid: runAs.gid }), // spawn also drops supplementary groups
   });
-  fds.forEach((fd) => closeSync(fd));
+  closeSync(stdoutFd);
+  closeSync(stderrFd);
   const exited = new Promise<[number | null, SignalName | null]>((resolveExit) => child.once('exit', (code, signal) => resolveExit([code, signal])));
   const spawned = await new Promise<Error | null>((resolveSpawn) => {
     child.once('spawn', () => resolveSpawn(null));
     child.once('error', resolveSpawn);
   });
   if (spawned !== null || child.pid === undefined) return { ok: false, error: `cannot start /bin/sh for the job: ${spawned?.message ?? 'no pid'}` };
+  if (cgroup !== null) {
+    const gate = child.stdio[3] as Writable;
+    gate.on('error', () => undefined); // the wrapper died first: its exit is what counts
+    const joined = cgroup.addProcess(child.pid);
+    if (!joined.ok) {
+      child.kill('SIGKILL');
+      gate.destroy();
+      await exited;
+      return joined;
+    }
+    gate.end(`${JOINED}\n`);
+  }
   return { ok: true, value: { child: child as ChildProcess & { readonly pid: number }, exited } };
 }
 

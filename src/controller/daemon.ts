@@ -268,7 +268,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
         }
         log(`agent at ${url} registered ${nodes.length} node(s)`);
         kick();
-        return { status: 200, body: { ok: true } };
+        // The agent beats at a third of node_timeout (as slurmctld pings at SlurmdTimeout/3): one late beat does not down a node.
+        return { status: 200, body: { ok: true, heartbeatMs: Math.floor((engine.config.nodeTimeoutSeconds * 1000) / 3) } };
       },
     },
     {
