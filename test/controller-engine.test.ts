@@ -200,7 +200,7 @@ describe('controller engine', () => {
     assert.deepEqual([agents.orders[1].nodes[0], agents.orders[1].run], ['node02', 1]);
     // node01's agent comes back and reports its old copy: first still running, then ended.
     const kill = engine.agentRegistered(['node01'], [{ jobId: id, run: 0, state: 'RUNNING', exitCode: null, endTimeMs: null }]);
-    assert.deepEqual(kill, [id]);
+    assert.deepEqual(kill, [{ jobId: id, run: 0 }]);
     engine.jobReport({ jobId: id, run: 0, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
     assert.equal(store.job(id)!.state, 'RUNNING');
     assert.deepEqual(store.job(id)!.nodes, ['node02']);

@@ -253,7 +253,7 @@ describe('crash safety with real processes', () => {
     // A line a second for 4 s, then exit code 5.
     writeFileSync(join(dir, 'ticker.sh'), '#!/bin/sh\n#TARAS --time 1\nfor i in 1 2 3 4; do echo "tick $i"; sleep 1; done\nexit 5\n');
     const id = submit(dir, url, 'ticker.sh');
-    const jobDir = join(data, 'agent', 'jobs', String(id));
+    const jobDir = join(data, 'agent', 'jobs', `${id}.0`);
     const status = await eventually('the job runs', 5000, () => {
       const current = readStatus(jobDir);
       return current?.state === 'RUNNING' ? current : undefined;
@@ -347,7 +347,7 @@ describe('crash safety with real processes', () => {
     assert.notEqual(node2.state, 'down', `node2 went down with its agent alive: ${node2.reason}`);
 
     // The silent node's job processes still run under their supervisors: only the controller gave up on them.
-    const status = readStatus(join(dir, 'agent-node1', 'jobs', String(plain)));
+    const status = readStatus(join(dir, 'agent-node1', 'jobs', `${plain}.0`));
     assert.equal(status?.state, 'RUNNING');
     assert.ok(isAlive((status as RunningStatus).pid));
     killJobProcesses([join(dir, 'agent-node1'), join(dir, 'agent-node2')]);

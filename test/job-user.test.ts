@@ -95,11 +95,11 @@ describe('the agent decides who a job runs as', { skip: notRoot }, () => {
       const order = (jobId: number, user: string): StartOrder => ({ jobId: jobId as StartOrder['jobId'], run: 0, user, name: 'who', nodes: ['node01'], cpusOnNode: 1, spec, warnBeforeSeconds: 0, killGraceSeconds: 1 });
       await client.post('/start', order(1, 'nobody'));
       await client.post('/start', order(2, 'taras-no-such-user'));
-      const ran = await waitForStatus(join(dataDir, 'jobs', '1'), hasEnded, 10_000);
+      const ran = await waitForStatus(join(dataDir, 'jobs', '1.0'), hasEnded, 10_000);
       assert.equal(ran?.state, 'COMPLETED', JSON.stringify(ran));
       assert.equal(readFileSync(join(workDir, 'who-1.out'), 'utf8'), 'nobody\n');
       assert.deepEqual(ownerOf(join(workDir, 'who-1.out')), [NOBODY, NOBODY]);
-      const refused = readStatus(join(dataDir, 'jobs', '2'));
+      const refused = readStatus(join(dataDir, 'jobs', '2.0'));
       assert.ok(hasEnded(refused));
       assert.equal(refused.state, 'FAILED');
       assert.equal(refused.reason, 'no user taras-no-such-user on this node: create it or submit as a user the nodes know');

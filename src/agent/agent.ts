@@ -36,6 +36,7 @@ export interface RunningAgent {
 
 interface Report {
   jobId: number;
+  run: number;
   state: string;
   exitCode: number | null;
   endTimeMs: number | null;
@@ -60,27 +61,35 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   mkdirSync(jobsDir, { recursive: true });
   const netLog = { info: log, warn: log, error: log } as unknown as NetLog;
   const controller = createApiClient(options.controller, { identity: localIdentity(), clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
-  /** Job directories whose end is not yet acknowledged by the controller. */
-  const watched = new Map<number, string>();
+  /** Job runs (JOBDIR jobs/ID.RUN) whose end is not yet acknowledged by the controller. */
+  const watched = new Map<string, { jobId: number; run: number; dir: string }>();
+  const runKey = (jobId: number, run: number) => `${jobId}.${run}`;
+  const track = (jobId: number, run: number) => {
+    const dir = join(jobsDir, runKey(jobId, run));
+    watched.set(runKey(jobId, run), { jobId, run, dir });
+    return dir;
+  };
   /** Supervisors this agent launched: until one writes its status, its pid says whether it lives. */
-  const launchedPid = new Map<number, number>();
+  const launchedPid = new Map<string, number>();
 
-  const reportOf = (jobId: number, dir: string): Report | null => {
+  const reportOf = (jobId: number, run: number, dir: string): Report | null => {
     const status = readStatus(dir);
     if (hasEnded(status)) {
-      return { jobId, state: status.state, exitCode: status.exitCode, endTimeMs: Date.parse(status.endTime), reason: status.reason ?? undefined };
+      return { jobId, run, state: status.state, exitCode: status.exitCode, endTimeMs: Date.parse(status.endTime), reason: status.reason ?? undefined };
     }
     if (status && isAlive(status.supervisorPid, status.supervisorStartTicks)) return null;
-    const pid = launchedPid.get(jobId);
+    const pid = launchedPid.get(runKey(jobId, run));
     if (!status && pid !== undefined && isAlive(pid)) return null; // still starting
     // The supervisor is gone without an end status (it was killed): the job's fate is unknown.
-    return { jobId, state: 'NODE_FAIL', exitCode: null, endTimeMs: Date.now(), reason: 'its supervisor died without recording an end' };
+    return { jobId, run, state: 'NODE_FAIL', exitCode: null, endTimeMs: Date.now(), reason: 'its supervisor died without recording an end' };
   };
+  /** The directory of the latest run of a job this agent knows. */
+  const latestRun = (jobId: number) => [...watched.values()].filter((w) => w.jobId === jobId).sort((a, b) => b.run - a.run)[0];
 
   // Re-adopt what a previous agent left.
   for (const name of readdirSync(jobsDir)) {
-    const dir = join(jobsDir, name);
-    if (!existsSync(join(dir, REPORTED)) && Number.isSafeInteger(Number(name))) watched.set(Number(name), dir);
+    const match = /^(\d+)\.(\d+)$/.exec(name);
+    if (match && !existsSync(join(jobsDir, name, REPORTED))) track(Number(match[1]), Number(match[2]));
   }
 
   const server = createApiServer({
@@ -92,11 +101,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         method: 'POST', path: '/start',
         handler: (ctx) => {
           const order = ctx.body as StartOrder & { spec: StartOrder['spec'] & { submitEnv?: Record<string, string>; submitDir?: string } };
-          const dir = join(jobsDir, String(order.jobId));
+          const dir = track(order.jobId, order.run);
           const credentials = credentialsFor(order.user);
           if (!credentials.ok) {
             recordNotStarted(dir, order.jobId, credentials.error); // reported as the job's end, like any other
-            watched.set(order.jobId, dir);
             log(`job ${order.jobId} not started: ${credentials.error}`);
             return { status: 200, body: { ok: true } };
           }
@@ -121,8 +129,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           if (!prepared.ok) throw new RouteError(400, `job ${order.jobId}: ${prepared.error}`);
           const launched = launchSupervisor(dir);
           if (!launched.ok) throw new RouteError(500, `job ${order.jobId}: ${launched.error}`);
-          watched.set(order.jobId, dir);
-          launchedPid.set(order.jobId, launched.value);
+          launchedPid.set(runKey(order.jobId, order.run), launched.value);
           log(`job ${order.jobId} started on ${order.nodes.join(',')} as ${order.user} (supervisor ${launched.value})`);
           return { status: 200, body: { ok: true } };
         },
@@ -131,7 +138,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         method: 'POST', path: '/signal',
         handler: async (ctx) => {
           const { jobId, signal, cancel } = ctx.body as { jobId: number; signal: SignalName; cancel: boolean };
-          const reply = await requestSignal(join(jobsDir, String(jobId)), signal, { cancel });
+          const known = latestRun(jobId);
+          if (!known) throw new RouteError(404, `this agent runs no job ${jobId}`);
+          const reply = await requestSignal(known.dir, signal, { cancel });
           if (!reply.ok) throw new RouteError(409, reply.error);
           return { status: 200, body: reply };
         },
@@ -143,16 +152,17 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
   const markReported = (reports: readonly Report[]) => {
     for (const report of reports) {
-      const dir = watched.get(report.jobId);
-      if (dir) writeFileSync(join(dir, REPORTED), '');
-      watched.delete(report.jobId);
-      launchedPid.delete(report.jobId);
+      const key = runKey(report.jobId, report.run);
+      const known = watched.get(key);
+      if (known) writeFileSync(join(known.dir, REPORTED), '');
+      watched.delete(key);
+      launchedPid.delete(key);
     }
   };
   const endedReports = (): Report[] => {
     const reports: Report[] = [];
-    for (const [jobId, dir] of watched) {
-      const report = reportOf(jobId, dir);
+    for (const { jobId, run, dir } of watched.values()) {
+      const report = reportOf(jobId, run, dir);
       if (report) reports.push(report);
     }
     return reports;
@@ -163,11 +173,19 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   let registered = false;
   const register = async () => {
     const reports = endedReports();
-    const running = [...watched.keys()].filter((id) => !reports.some((r) => r.jobId === id))
-      .map((jobId) => ({ jobId, state: 'RUNNING', exitCode: null, endTimeMs: null }));
+    const running = [...watched.values()].filter((w) => !reports.some((r) => r.jobId === w.jobId && r.run === w.run))
+      .map(({ jobId, run }) => ({ jobId, run, state: 'RUNNING', exitCode: null, endTimeMs: null }));
     try {
-      const answer = await controller.post<{ heartbeatMs?: number }>('/agent/register', { url, nodes: options.nodes, reports: [...reports, ...running] });
+      const answer = await controller.post<{ heartbeatMs?: number; kill?: { jobId: number; run?: number }[] }>(
+        '/agent/register', { url, nodes: options.nodes, reports: [...reports, ...running] });
       markReported(reports);
+      // Processes of runs the controller has ended or moved elsewhere while this node was away.
+      for (const { jobId, run } of answer?.kill ?? []) {
+        const known = run === undefined ? latestRun(jobId) : watched.get(runKey(jobId, run));
+        if (!known) continue;
+        log(`job ${jobId} run ${known.run}: the controller no longer runs it here; killing it`);
+        void requestSignal(known.dir, 'SIGKILL', { cancel: true, reason: 'the controller no longer runs this job here' });
+      }
       // The controller sets the pace from its node_timeout; ours is the slowest we go.
       const paceMs = answer?.heartbeatMs;
       heartbeatMs = typeof paceMs === 'number' && paceMs > 0 ? Math.min(maxHeartbeatMs, paceMs) : maxHeartbeatMs;

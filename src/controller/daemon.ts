@@ -261,15 +261,16 @@ export async function startController(options: ControllerOptions): Promise<Runni
       handler: (ctx) => {
         const { url, nodes, reports } = ctx.body as { url: string; nodes: string[]; reports: JobReport[] };
         agents.register(url, nodes);
+        let kill: { jobId: JobId; run: number | undefined }[] = [];
         try {
-          engine.agentRegistered(nodes, reports ?? []);
+          kill = engine.agentRegistered(nodes, (reports ?? []).map((r) => ({ ...r, jobId: jobId(r.jobId) })));
         } catch (error) {
           refused(error);
         }
         log(`agent at ${url} registered ${nodes.length} node(s)`);
         kick();
         // The agent beats at a third of node_timeout (as slurmctld pings at SlurmdTimeout/3): one late beat does not down a node.
-        return { status: 200, body: { ok: true, heartbeatMs: Math.floor((engine.config.nodeTimeoutSeconds * 1000) / 3) } };
+        return { status: 200, body: { ok: true, heartbeatMs: Math.floor((engine.config.nodeTimeoutSeconds * 1000) / 3), kill } };
       },
     },
     {

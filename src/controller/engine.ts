@@ -279,7 +279,7 @@ export class ControllerEngine {
   }
 
   /** An agent (re)registered its nodes and reports what it knows of its jobs. */
-  agentRegistered(nodeNames: readonly string[], reports: readonly JobReport[]): JobId[] {
+  agentRegistered(nodeNames: readonly string[], reports: readonly JobReport[]): { jobId: JobId; run: number | undefined }[] {
     const nowMs = this.clockMs();
     for (const name of nodeNames) {
       const status = this.nodes.get(name);
@@ -306,7 +306,7 @@ export class ControllerEngine {
         const record = this.active.get(r.jobId);
         return !record || record.state !== 'RUNNING' || (r.run !== undefined && r.run !== record.requeueCount) || !nodeNames.includes(record.nodes[0]);
       })
-      .map((r) => r.jobId);
+      .map((r) => ({ jobId: r.jobId, run: r.run }));
   }
 
   heartbeat(nodeNames: readonly string[]): void {
