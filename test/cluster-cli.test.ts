@@ -47,6 +47,18 @@ describe('taras submit and friends without a controller', () => {
     assert.match(status.stdout, /down/i);
   });
 
+  it('--file job.toml gives what the script lacks; a bad key is named with its line', () => {
+    writeFileSync(join(work, 'd.sh'), '#!/bin/sh\necho hi\n');
+    writeFileSync(join(work, 'job.toml'), 'time = 30\njob_name = "from-file"\n');
+    const run = taras(['submit', '--file', 'job.toml', 'd.sh', '--controller', DOWN]);
+    assert.equal(run.code, 1, run.stderr); // parsed and complete: it got as far as the (down) controller
+    assert.match(run.stderr, /controller not reachable/);
+    writeFileSync(join(work, 'bad.toml'), 'time = 30\ncpu_per_task = 2\n');
+    const bad = taras(['submit', '--file', 'bad.toml', 'd.sh', '--controller', DOWN]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /bad\.toml:2: .*cpu_per_task/);
+  });
+
   it('taras jobid prints the job id inside a job and refuses outside one', () => {
     assert.equal(taras(['jobid'], { TARAS_JOB_ID: '42' }).stdout, '42\n');
     const outside = taras(['jobid']);

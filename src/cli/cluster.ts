@@ -171,7 +171,12 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
     .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n')
     .action(async (script: string, args: string[], flags: Record<string, string | boolean | undefined>, cmd: Command) => {
       const { readFileSync } = await import('node:fs');
-      const jobspec = await import('../jobspec/index.js');
+      // The modules submit needs, not the whole jobspec surface: the TOML parser loads only for --file.
+      const [types, directivesModule, flagsModule, mergeModule, summaryModule] = await Promise.all([
+        import('../jobspec/types.js'), import('../jobspec/directives.js'), import('../jobspec/flags.js'),
+        import('../jobspec/merge.js'), import('../jobspec/summary.js'),
+      ]);
+      const jobspec = { ...types, ...directivesModule, ...flagsModule, ...mergeModule, ...summaryModule };
       const given: Record<string, string | boolean | undefined> = {};
       for (const key of Object.keys(flags)) {
         if (['file', 'controller', 'json'].includes(key)) continue;
@@ -189,7 +194,9 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
         errors.push(...parsed.errors.map(jobspec.formatError));
         return undefined;
       };
-      const fileLayer = typeof flags.file === 'string' ? layer(jobspec.parseJobFile(readFileSync(flags.file, 'utf8'), flags.file)) : undefined;
+      const fileLayer = typeof flags.file === 'string'
+        ? layer((await import('../jobspec/jobfile.js')).parseJobFile(readFileSync(flags.file, 'utf8'), flags.file))
+        : undefined;
       const directives = layer(jobspec.parseDirectives(scriptText, script));
       const flagLayer = layer(jobspec.parseFlagValues(given, { script, args }));
       if (errors.length > 0) fail(errors.map((e) => `error: ${e}`).join('\n'));

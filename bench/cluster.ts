@@ -1,0 +1,380 @@
+// `node dist/bench/cluster.js`: the issue's live-system targets, measured on
+// this machine with real processes on loopback (`taras controller`, `taras
+// agent --virtual`, the CLI) and, for the scheduling pass, the controller
+// engine in-process. Prints the figures next to the targets. Not a test:
+// figures vary with the machine. Every process started here is stopped by its
+// PID, and the whole run is bounded by a deadline.
+
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ApiJob } from '../src/api/types.js';
+import { renderTable, round } from '../src/cli/format.js';
+import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.js';
+import { ControllerEngine, type AgentLink } from '../src/controller/engine.js';
+import { SeededRandom } from '../src/core/random.js';
+import type { JobSpec } from '../src/jobspec/types.js';
+import { createApiClient, type ApiClient } from '../src/net/client.js';
+import { localIdentity } from '../src/net/identity.js';
+import { openStore } from '../src/store/store.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const taras = join(root, 'bin/taras.js');
+/** The whole run stops (children killed by PID) if it takes longer than this. */
+const DEADLINE_MS = 15 * 60_000;
+const READY_TIMEOUT_MS = 20_000;
+
+const SINGLE_CLIENT_JOBS = 5_000;
+const CONCURRENT_CLIENTS = 8;
+const CONCURRENT_JOBS = 20_000;
+const WARMUP_JOBS_PER_CLIENT = 100;
+const QUEUE_JOBS = 50_000;
+const CLI_SUBMIT_RUNS = 10;
+const QUEUE_RUNS = 5;
+const LATENCY_JOBS = 50;
+const PASS_NODES = 1_000;
+const PASS_PENDING = 10_000;
+const PASS_ROUNDS = 9;
+
+interface Row {
+  what: string;
+  measured: string;
+  target: string;
+  /** undefined: informational, no target. */
+  met?: boolean;
+  note?: string;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const say = (text: string) => process.stderr.write(`${text}\n`);
+const work = mkdtempSync(join(tmpdir(), 'taras-cluster-bench-'));
+const started: ChildProcess[] = [];
+/** Set once the run is being abandoned (deadline, signal): only `abandon` cleans up then. */
+let abandoning = false;
+
+function removeWork(): void {
+  try {
+    // A job's supervisor may still write its output file for a moment after its agent is gone.
+    rmSync(work, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+  } catch (error) {
+    say(`could not remove ${work}: ${(error as Error).message}`);
+  }
+}
+
+/** Stops every child still running, by its PID: SIGTERM, then SIGKILL after a grace period. */
+async function stopAll(): Promise<void> {
+  for (const child of started.reverse()) await stop(child);
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  process.kill(child.pid, 'SIGTERM');
+  const timer = setTimeout(() => {
+    if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, 'SIGKILL');
+  }, 3000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Ends the run at once: every child killed by its PID, the scratch folder removed. */
+async function abandon(why: string): Promise<never> {
+  abandoning = true;
+  say(why);
+  const exits = started
+    .filter((child) => child.pid !== undefined && child.exitCode === null && child.signalCode === null)
+    .map((child) => {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      process.kill(child.pid!, 'SIGKILL');
+      return exited;
+    });
+  await Promise.race([Promise.all(exits), sleep(2000)]);
+  await sleep(500); // supervisors of jobs started just before finish writing their output
+  removeWork();
+  process.exit(1);
+}
+
+const deadline = setTimeout(() => void abandon(`benchmark exceeded ${DEADLINE_MS / 60_000} min: stopping`), DEADLINE_MS);
+deadline.unref();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void abandon(`${signal}: stopping`));
+
+/** Starts a daemon and resolves when its log matches `ready`. */
+function daemon(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+  const child = spawn(process.execPath, [taras, ...args], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+  started.push(child);
+  return new Promise((resolve, reject) => {
+    let log = '';
+    const timer = setTimeout(() => reject(new Error(`not ready within ${READY_TIMEOUT_MS / 1000} s: ${args.join(' ')}\n${log}`)), READY_TIMEOUT_MS);
+    const onData = (chunk: Buffer) => {
+      log += chunk.toString();
+      const match = log.match(ready);
+      if (match) {
+        clearTimeout(timer);
+        child.stderr!.off('data', onData);
+        child.stderr!.resume(); // keep draining the log so the daemon never blocks on a full pipe
+        resolve({ child, match });
+      }
+    };
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${args.join(' ')}\n${log}`)));
+  });
+}
+
+async function startController(name: string): Promise<{ child: ChildProcess; url: string; data: string }> {
+  const data = join(work, name);
+  const { child, match } = await daemon(['controller', '--data', data, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/);
+  return { child, url: match[1], data };
+}
+
+/** A small checked job: one CPU for at most a minute, running `true`. */
+const tinySpec = (name: string, extra: Partial<JobSpec> = {}): JobSpec => ({
+  script: { path: join(work, 'tiny.sh'), text: '#!/bin/sh\n#TARAS --time 1\ntrue\n', args: [] },
+  nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 60, name, workingDir: work, output: 'taras-%j.out',
+  export: { all: true, variables: [] }, requeue: false, ...extra,
+});
+
+/** The body `taras submit` sends: the spec plus the submitting shell's environment and folder. */
+const submitBody = (name: string) => ({ spec: { ...tinySpec(name), submitEnv: { ...process.env }, submitDir: work } });
+
+const client = (url: string): ApiClient => createApiClient({ baseUrl: url }, { identity: localIdentity() });
+
+/** Submits `jobs` jobs from `clients` keep-alive clients, each with one request in flight; returns jobs per second. */
+async function submitStorm(url: string, clients: number, jobs: number): Promise<number> {
+  const apis = Array.from({ length: clients }, () => client(url));
+  try {
+    let next = 0;
+    const began = performance.now();
+    await Promise.all(apis.map(async (api) => {
+      while (next < jobs) {
+        next++;
+        await api.post('/jobs', submitBody('storm'));
+      }
+    }));
+    return jobs / ((performance.now() - began) / 1000);
+  } finally {
+    for (const api of apis) api.close();
+  }
+}
+
+/** Wall milliseconds of one `node ARGS` run, Node start included; stdout to /dev/null. */
+function timeNode(args: string[]): number {
+  const devNull = openSync('/dev/null', 'w');
+  try {
+    const began = performance.now();
+    const run = spawnSync(process.execPath, args, { cwd: work, stdio: ['ignore', devNull, 'pipe'], timeout: 30_000 });
+    const ms = performance.now() - began;
+    if (run.status !== 0) throw new Error(`node ${args.join(' ')} failed (${run.status}): ${run.stderr}`);
+    return ms;
+  } finally {
+    closeSync(devNull);
+  }
+}
+
+const timeCli = (args: string[]): number => timeNode([taras, ...args]);
+
+const sorted = (samples: readonly number[]) => [...samples].sort((a, b) => a - b);
+const median = (samples: readonly number[]) => sorted(samples)[Math.floor(samples.length / 2)];
+const percentile = (samples: readonly number[], share: number) => sorted(samples)[Math.min(samples.length - 1, Math.ceil(share * samples.length) - 1)];
+const ms = (value: number) => `${round(value, value < 10 ? 2 : 1)} ms`;
+
+/** 1 client, then `taras submit` from the shell, on a fresh controller. */
+async function submissions(rows: Row[]): Promise<void> {
+  const controller = await startController('submit');
+  try {
+    say(`1 client: ${SINGLE_CLIENT_JOBS.toLocaleString('en')} submissions...`);
+    const single = await submitStorm(controller.url, 1, SINGLE_CLIENT_JOBS);
+    rows.push({ what: 'durable submissions, 1 API client', measured: `${round(single, 0)} jobs/s`, target: '-', note: `${SINGLE_CLIENT_JOBS.toLocaleString('en')} jobs, fresh controller` });
+
+    writeFileSync(join(work, 'tiny.sh'), '#!/bin/sh\n#TARAS --time 1\ntrue\n');
+    say(`taras submit from the shell, ${CLI_SUBMIT_RUNS} runs...`);
+    const args = ['submit', 'tiny.sh', '--controller', controller.url];
+    timeCli(args); // warms the file cache, as any shell session has
+    const samples = Array.from({ length: CLI_SUBMIT_RUNS }, () => timeCli(args));
+    const nodeAlone = median(Array.from({ length: CLI_SUBMIT_RUNS }, () => timeNode(['-e', ''])));
+    const value = median(samples);
+    rows.push({ what: 'one `taras submit` from the shell', measured: ms(value), target: '< 120 ms', met: value < 120, note: `median of ${CLI_SUBMIT_RUNS}, min ${ms(Math.min(...samples))}` });
+    rows.push({ what: '`node -e ""` alone, for comparison', measured: ms(nodeAlone), target: '-', note: 'Node start on this machine now' });
+  } finally {
+    await stop(controller.child);
+  }
+}
+
+/** 8 clients on a fresh controller, then filled to 50,000 pending jobs for `taras queue`. */
+async function concurrentAndQueue(rows: Row[]): Promise<void> {
+  const controller = await startController('queue');
+  try {
+    say(`${CONCURRENT_CLIENTS} clients: ${CONCURRENT_JOBS.toLocaleString('en')} submissions...`);
+    const warmup = CONCURRENT_CLIENTS * WARMUP_JOBS_PER_CLIENT;
+    await submitStorm(controller.url, CONCURRENT_CLIENTS, warmup);
+    const rate = await submitStorm(controller.url, CONCURRENT_CLIENTS, CONCURRENT_JOBS);
+    rows.push({
+      what: `durable submissions, ${CONCURRENT_CLIENTS} API clients`, measured: `${round(rate, 0)} jobs/s`, target: '>= 4,000 jobs/s', met: rate >= 4000,
+      note: `${CONCURRENT_JOBS.toLocaleString('en')} jobs after ${warmup} warm-up`,
+    });
+
+    const remaining = QUEUE_JOBS - warmup - CONCURRENT_JOBS;
+    say(`filling the queue to ${QUEUE_JOBS.toLocaleString('en')} pending jobs...`);
+    await submitStorm(controller.url, CONCURRENT_CLIENTS, remaining);
+    const api = client(controller.url);
+    const pending = (await api.get<ApiJob[]>('/jobs?state=PENDING')).length;
+    const listing: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const began = performance.now();
+      await api.get('/jobs');
+      listing.push(performance.now() - began);
+    }
+    api.close();
+    if (pending !== QUEUE_JOBS) throw new Error(`expected ${QUEUE_JOBS} pending jobs, the controller lists ${pending}`);
+
+    say(`taras queue with ${QUEUE_JOBS.toLocaleString('en')} pending, ${QUEUE_RUNS} runs...`);
+    const args = ['queue', '--controller', controller.url];
+    timeCli(args);
+    const samples = Array.from({ length: QUEUE_RUNS }, () => timeCli(args));
+    const value = median(samples) / 1000;
+    rows.push({ what: '`taras queue`, 50,000 pending jobs', measured: `${round(value, 2)} s`, target: '< 0.3 s', met: value < 0.3, note: `median of ${QUEUE_RUNS}, stdout to /dev/null` });
+    rows.push({ what: 'GET /jobs alone, 50,000 pending', measured: `${round(median(listing) / 1000, 2)} s`, target: '-', note: 'API answer received and parsed, median of 3' });
+  } finally {
+    await stop(controller.child);
+  }
+}
+
+/** Submit-to-running on an idle `--virtual 16x8` cluster, one job at a time. */
+async function startLatency(rows: Row[]): Promise<void> {
+  const controller = await startController('latency');
+  const agent = await daemon(
+    ['agent', '--controller', controller.url, '--virtual', '16x8', '--data', join(controller.data, 'agent'), '--key', join(controller.data, 'cluster.key')],
+    /registered 16 node/,
+  );
+  const api = client(controller.url);
+  try {
+    say(`submit-to-running, ${LATENCY_JOBS} jobs one at a time...`);
+    const recorded: number[] = [];
+    const observed: number[] = [];
+    for (let i = 0; i < LATENCY_JOBS + 5; i++) {
+      const began = performance.now();
+      const { id } = await api.post<{ id: number }>('/jobs', submitBody('latency'));
+      let job = await api.get<ApiJob>(`/jobs/${id}`);
+      const giveUp = began + 5000;
+      while (job.startTime === null && performance.now() < giveUp) job = await api.get<ApiJob>(`/jobs/${id}`);
+      if (job.startTime === null) throw new Error(`job ${id} did not start within 5 s (state ${job.state})`);
+      if (i < 5) continue; // warm-up: first connections and the controller's JIT
+      observed.push(performance.now() - began);
+      recorded.push(Date.parse(job.startTime) - Date.parse(job.submitTime));
+      await sleep(20); // idle between jobs
+    }
+    const value = median(recorded);
+    rows.push({
+      what: 'submit-to-running, idle 16x8 virtual cluster', measured: ms(value), target: '< 50 ms (median)', met: value < 50,
+      note: `p95 ${ms(percentile(recorded, 0.95))}; client-observed median ${ms(median(observed))}, p95 ${ms(percentile(observed, 0.95))}`,
+    });
+    // The tiny jobs end on their own; wait for that so no supervisor outlives the benchmark.
+    const until = performance.now() + 10_000;
+    while (performance.now() < until) {
+      const active = await api.get<ApiJob[]>('/jobs?state=PENDING,RUNNING');
+      if (active.length === 0) break;
+      await sleep(100);
+    }
+  } finally {
+    api.close();
+    await stop(agent.child);
+    await stop(controller.child);
+  }
+}
+
+/** A ClusterConfig like the default one, with `count` nodes of 8 CPUs in one partition. */
+function clusterOf(count: number, dataDir: string): ClusterConfig {
+  const base = defaultClusterConfig(dataDir);
+  const names = Array.from({ length: count }, (_, i) => `node${String(i + 1).padStart(4, '0')}`);
+  return {
+    ...base,
+    nodes: names.map((name) => ({ name, cpus: 8, memoryMiB: 16 * 1024, features: [] })),
+    partitions: [{ ...base.partitions[0], nodes: names }],
+  };
+}
+
+const acceptAll: AgentLink = { start: async () => {}, signal: async () => {} };
+
+/** One pass after a job ends, with 10,000 pending on 1,000 full nodes, the engine in this process. */
+function schedulingPass(rows: Row[]): void {
+  say(`scheduling passes: ${PASS_PENDING.toLocaleString('en')} pending on ${PASS_NODES.toLocaleString('en')} virtual nodes...`);
+  const folder = join(work, 'pass');
+  mkdirSync(folder, { recursive: true });
+  const store = openStore(join(folder, 'taras.db'));
+  const clock = { ms: Date.UTC(2026, 10, 22, 12, 0, 0) };
+  const engine = new ControllerEngine(clusterOf(PASS_NODES, folder), store, acceptAll, () => clock.ms);
+  const random = new SeededRandom(7);
+  const spec = (nodes: number, limitSeconds: number) => tinySpec('pass', { nodes: { min: nodes }, cpusPerTask: 8, timeLimitSeconds: limitSeconds });
+
+  engine.agentRegistered([...engine.nodes.keys()], []);
+  const running = engine.submit(Array.from({ length: PASS_NODES }, () => ({ user: 'bench', spec: spec(1, random.int(3600, 86400)) })));
+  const startedRunning = engine.schedule();
+  if (startedRunning.length !== PASS_NODES) throw new Error(`expected ${PASS_NODES} running jobs, started ${startedRunning.length}`);
+
+  clock.ms += 60_000;
+  const users = ['alice', 'bob', 'carol', 'dan'];
+  const pendingIds = engine.submit(Array.from({ length: PASS_PENDING }, (_, i) => ({
+    user: users[i % users.length], spec: spec(random.chance(0.5) ? 2 ** random.int(0, 6) : random.int(1, 100), random.int(600, 86400)),
+  })));
+  engine.schedule();
+
+  const samples: number[] = [];
+  const plannedStarts: number[] = [];
+  let startedInPasses = 0;
+  for (let round = 0; round < PASS_ROUNDS; round++) {
+    clock.ms += 10_000;
+    engine.jobReport({ jobId: running[round], state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+    let began = performance.now();
+    startedInPasses += engine.schedule().length;
+    samples.push(performance.now() - began);
+    // What `taras queue` adds once per pass: the planned starts of the whole queue.
+    began = performance.now();
+    engine.plannedStartMs(pendingIds[pendingIds.length - 1]);
+    plannedStarts.push(performance.now() - began);
+  }
+  store.close();
+  const value = median(samples);
+  rows.push({
+    what: 'easy pass, 10,000 pending on 1,000 nodes', measured: ms(value), target: '< 50 ms', met: value < 50,
+    note: `after a job ends (${startedInPasses} started in ${PASS_ROUNDS} passes, commits included); median of ${PASS_ROUNDS}`,
+  });
+  rows.push({ what: 'planned starts of those 10,000', measured: ms(median(plannedStarts)), target: '-', note: 'on demand, once per pass (queue listing)' });
+}
+
+/** Each part by name; `node dist/bench/cluster.js pass latency` runs only those. */
+const parts: Record<string, (rows: Row[]) => void | Promise<void>> = {
+  submit: submissions, queue: concurrentAndQueue, latency: startLatency, pass: schedulingPass,
+};
+
+async function main(): Promise<void> {
+  const rows: Row[] = [];
+  const chosen = process.argv.slice(2);
+  const unknown = chosen.filter((name) => !(name in parts));
+  if (unknown.length > 0) {
+    say(`error: no benchmark part ${unknown.join(', ')}: choose from ${Object.keys(parts).join(', ')} (none: all)`);
+    removeWork();
+    process.exit(2);
+  }
+  const loadBefore = loadavg()[0];
+  try {
+    for (const [name, run] of Object.entries(parts)) if (chosen.length === 0 || chosen.includes(name)) await run(rows);
+  } catch (error) {
+    if (abandoning) await new Promise(() => {}); // abandon() cleans up and exits
+    throw error;
+  } finally {
+    await stopAll();
+    removeWork();
+    clearTimeout(deadline);
+  }
+  const table = renderTable(
+    ['benchmark', 'measured', 'target', 'met', 'note'],
+    rows.map((r) => [r.what, r.measured, r.target, r.met === undefined ? '' : r.met ? 'yes' : 'NO', r.note ?? '']),
+    new Set([1, 2]),
+  );
+  process.stdout.write(`${table}\n`);
+  // Clients, controller and agent share this machine's cores: a busy machine shows in every figure.
+  process.stdout.write(`load average (1 min) ${round(loadBefore, 2)} before, ${round(loadavg()[0], 2)} after, on ${availableParallelism()} cores\n`);
+}
+
+await main();
