@@ -366,7 +366,7 @@ export class ControllerEngine {
     // decide nothing, so they are computed when asked for, once per pass.
     if (this.plannedAt === null) {
       this.plannedAt = this.nowSeconds();
-      this.scheduler.plannedStarts(this.plannedAt);
+      this.scheduler.plan(this.plannedAt);
     }
     const seconds = this.scheduler.plannedStart(id);
     return seconds === undefined ? null : seconds * 1000;

@@ -137,9 +137,14 @@ export class Scheduler {
     return reservation === undefined || Number.isNaN(reservation) ? undefined : reservation;
   }
 
+  /** Brings the planned start of every queued job up to date (then read with `plannedStart`). */
+  plan(now: Seconds): void {
+    this.policy.plan(this.state, now);
+  }
+
   /** Planned starts of every queued job, computed now. */
   plannedStarts(now: Seconds): Map<JobId, Seconds> {
-    this.policy.plan(this.state, now);
+    this.plan(now);
     return new Map(this.state.queue.map((e) => [e.job.id, e.reservation]));
   }
 

@@ -53,15 +53,3 @@ export const predictedEnd = (r: RunningJob): Seconds => r.start + r.job.estimate
 export interface Machine {
   readonly processors: number;
 }
-
-/** What one scheduling pass decides. */
-export interface PassResult {
-  /** Jobs to start now, in the order the policy chose them. */
-  readonly started: readonly JobId[];
-  /**
-   * Planned start of queued jobs after the pass (jobs started now map to now).
-   * Complete for conservative; for fcfs/easy present only when predictions were
-   * asked for (the queue projection costs one profile query per queued job).
-   */
-  readonly plannedStart: ReadonlyMap<JobId, Seconds>;
-}
