@@ -29,13 +29,19 @@ const modules: Record<string, () => Promise<(program: Command) => void>> = {
   simulate: async () => (await import('./simulate.js')).registerSimulateCommand,
   workload: async () => (await import('./workload.js')).registerWorkloadCommand,
   demo: async () => (await import('./demo.js')).registerDemoCommand,
-  cluster: async () => (await import('./cluster.js')).registerClusterCommands,
+  daemons: async () => (await import('./daemons.js')).registerDaemonCommands,
+  jobs: async () => (await import('./jobs.js')).registerJobCommands,
+  admin: async () => (await import('./admin.js')).registerAdminCommands,
 };
-const clusterCommands = ['controller', 'agent', 'up', 'submit', 'queue', 'show', 'when', 'cancel', 'wait', 'nodes', 'status', 'jobid', 'admin'];
+const moduleOfCommand: Record<string, string> = {
+  simulate: 'simulate', workload: 'workload', demo: 'demo', admin: 'admin',
+  controller: 'daemons', agent: 'daemons', up: 'daemons',
+  submit: 'jobs', queue: 'jobs', show: 'jobs', when: 'jobs', cancel: 'jobs', wait: 'jobs', nodes: 'jobs', status: 'jobs', jobid: 'jobs',
+};
 
+// No command, `help` or an unknown one: load them all, for the full help or commander's suggestion.
 const first = process.argv.slice(2).find((arg) => !arg.startsWith('-'));
-const wanted = first === undefined ? Object.keys(modules)
-  : clusterCommands.includes(first) ? ['cluster'] : first in modules ? [first] : Object.keys(modules);
+const wanted = first !== undefined && Object.hasOwn(moduleOfCommand, first) ? [moduleOfCommand[first]] : Object.keys(modules);
 for (const name of wanted) (await modules[name]())(program);
 
 await program.parseAsync(process.argv);

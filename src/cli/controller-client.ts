@@ -1,0 +1,51 @@
+// What every command that talks to the controller shares: where the
+// controller is, an API client whose errors become one line and an exit
+// code, output helpers, job-id parsing and the --controller option. Only
+// type imports and ./flags.js at the top, so loading this costs nothing;
+// the network modules load when a command runs.
+
+import type { ApiClient } from '../net/client.js';
+import { fail } from './flags.js';
+
+export const DEFAULT_CONTROLLER = 'http://127.0.0.1:6817';
+export const DEFAULT_DATA_DIR = 'taras-data';
+
+export const controllerOption = ['--controller <address>', `controller URL or socket path (default $TARAS_CONTROLLER or ${DEFAULT_CONTROLLER})`] as const;
+
+/** The controller's address: --controller, else $TARAS_CONTROLLER, else the local default. */
+export function controllerAddress(flag: string | undefined): string {
+  return flag ?? process.env.TARAS_CONTROLLER ?? DEFAULT_CONTROLLER;
+}
+
+export async function client(flag: string | undefined): Promise<ApiClient> {
+  const [{ createApiClient }, { localIdentity }] = await Promise.all([import('../net/client.js'), import('../net/identity.js')]);
+  const address = controllerAddress(flag);
+  const target = address.startsWith('http') ? { baseUrl: address } : { socketPath: address };
+  return createApiClient(target, { identity: localIdentity() });
+}
+
+/** Runs a client command: API errors become one line and exit 1 (2 for a refused request). */
+export async function withClient<T>(flag: string | undefined, run: (api: ApiClient) => Promise<T>): Promise<T> {
+  const api = await client(flag);
+  try {
+    return await run(api);
+  } catch (error) {
+    const { ApiRequestError, ControllerUnreachableError } = await import('../net/client.js');
+    if (error instanceof ControllerUnreachableError) fail(`error: ${error.message}`, 1);
+    if (error instanceof ApiRequestError) fail(`error: ${error.error}${error.fix ? ` (${error.fix})` : ''}`, error.status === 400 ? 2 : 1);
+    throw error;
+  } finally {
+    api.close();
+  }
+}
+
+export const print = (text: string) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+export const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
+
+export function parseJobIds(raw: readonly string[]): number[] {
+  return raw.map((text) => {
+    const id = Number(text);
+    if (!Number.isSafeInteger(id) || id <= 0) fail(`error: '${text}' is not a job id: job ids are positive integers, as \`taras queue\` shows them`);
+    return id;
+  });
+}

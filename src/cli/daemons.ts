@@ -1,0 +1,122 @@
+// The daemons: `controller`, `agent`, and `up` (both in one process for a
+// whole cluster on this machine). Each loads its daemon module only when it
+// runs.
+
+import type { Command } from 'commander';
+import { fail } from './flags.js';
+import { controllerAddress, controllerOption, DEFAULT_DATA_DIR, print } from './controller-client.js';
+
+export function registerDaemonCommands(program: Command): void {
+  program
+    .command('controller')
+    .description('run the controller: queue, scheduler and JSON API (loopback by default)')
+    .option('--config <file>', 'cluster.toml (default: embedded defaults, 16 nodes of 8 CPUs)')
+    .option('--data <dir>', 'data directory for the embedded defaults', DEFAULT_DATA_DIR)
+    .option('--key <file>', 'cluster key file shared with the agents (default DATA/cluster.key, created if missing)')
+    .option('--port <n>', 'TCP port on the listen address (0: any free port; default from the config, 6817)')
+    .addHelpText('after', '\nExamples:\n  taras controller\n  taras controller --config cluster.toml\n  taras controller --data /tmp/test-cluster --port 7000\n')
+    .action(async (flags: { config?: string; data: string; key?: string; port?: string }) => {
+      const port = flags.port === undefined ? undefined : Number(flags.port);
+      if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port < 65536)) {
+        fail(`error: option '--port' got '${flags.port}': expected a TCP port number, 0 to 65535`);
+      }
+      const { defaultClusterConfig } = await import('../config/cluster.js');
+      let config = defaultClusterConfig(flags.data);
+      if (flags.config) {
+        const { readClusterConfig } = await import('../config/load.js');
+        const { formatConfigError } = await import('../config/errors.js');
+        const parsed = await readClusterConfig(flags.config);
+        if (!parsed.ok) fail(parsed.errors.map(formatConfigError).join('\n'));
+        config = parsed.config;
+      }
+      const key = await clusterKey(flags.key ?? `${config.dataDir}/cluster.key`, true);
+      const { startController } = await import('../controller/daemon.js');
+      const running = await startController({ config, configPath: flags.config ?? null, clusterKey: key, port, log: (line) => console.error(`${new Date().toISOString()} ${line}`) });
+      const stop = () => void running.close().then(() => process.exit(0));
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+
+  program
+    .command('up')
+    .description('a whole cluster on this machine: controller plus a virtual agent (Ctrl-C stops both)')
+    .option('--data <dir>', 'data directory (database, cluster key, job directories)', DEFAULT_DATA_DIR)
+    .option('--virtual <NxC>', 'virtual nodes: the embedded defaults have 16 nodes of 8 CPUs', '16x8')
+    .addHelpText('after', '\nExamples:\n  taras up\n  npm run cluster\n')
+    .action(async (flags: { data: string; virtual: string }) => {
+      const { defaultClusterConfig } = await import('../config/cluster.js');
+      const { startController } = await import('../controller/daemon.js');
+      const { startAgent } = await import('../agent/agent.js');
+      const config = defaultClusterConfig(flags.data);
+      const key = await clusterKey(`${config.dataDir}/cluster.key`, true);
+      const log = (line: string) => console.error(`${new Date().toISOString()} ${line}`);
+      const controller = await startController({ config, clusterKey: key, log });
+      const agent = await startAgent({
+        controller: { baseUrl: controller.url }, nodes: config.nodes.map((n) => n.name), dataDir: `${config.dataDir}/agent`, clusterKey: key,
+        log: (line) => log(`agent: ${line}`),
+      });
+      print(`
+Taras is up: controller at ${controller.url}, ${config.nodes.length} virtual nodes, data in ${config.dataDir}.
+In another terminal:
+  printf '#!/bin/sh\\n#TARAS --time 5\\necho hello from $TARAS_NODELIST\\nsleep 20\\n' > hello.sh
+  npx taras submit -N 2 hello.sh
+  npx taras queue
+  npx taras when 1
+  npx taras wait 1 && cat taras-1.out
+Ctrl-C stops the controller and the agent (running jobs keep running; they are re-adopted at the next start).`);
+      const stop = () => void agent.close().then(() => controller.close()).then(() => process.exit(0));
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+
+  program
+    .command('agent')
+    .description('run a node agent: starts jobs as real processes on its nodes')
+    .option(...controllerOption)
+    .option('--virtual <NxC>', 'serve N virtual nodes of C CPUs in this process (names node01..), e.g. 16x8')
+    .option('--nodes <hostlist>', 'serve these nodes, e.g. node[01-04]')
+    .option('--data <dir>', 'where job directories live', `${DEFAULT_DATA_DIR}/agent`)
+    .option('--key <file>', 'the cluster key file', `${DEFAULT_DATA_DIR}/cluster.key`)
+    .addHelpText('after', '\nExamples:\n  taras agent --virtual 16x8\n  taras agent --controller http://127.0.0.1:6817 --nodes node[01-04]\n')
+    .action(async (flags: { controller?: string; virtual?: string; nodes?: string; data: string; key: string }) => {
+      const { expandHostlist } = await import('../config/hostlist.js');
+      let nodes: string[];
+      if (flags.virtual) {
+        const match = /^(\d+)x(\d+)$/.exec(flags.virtual);
+        if (!match) fail(`error: option '--virtual' got '${flags.virtual}': expected NODESxCPUS, e.g. 16x8`);
+        const count = Number(match[1]);
+        nodes = expandHostlist(`node[${'1'.padStart(count < 100 ? 2 : String(count).length, '0')}-${count}]`);
+      } else if (flags.nodes) {
+        nodes = expandHostlist(flags.nodes);
+      } else {
+        fail('error: say which nodes this agent serves: --virtual 16x8 or --nodes node[01-04]');
+      }
+      const key = await clusterKey(flags.key, false);
+      const address = controllerAddress(flags.controller);
+      const { startAgent } = await import('../agent/agent.js');
+      const agent = await startAgent({
+        controller: address.startsWith('http') ? { baseUrl: address } : { socketPath: address },
+        nodes, dataDir: flags.data, clusterKey: key, log: (line) => console.error(`${new Date().toISOString()} agent: ${line}`),
+      });
+      const stop = () => void agent.close().then(() => process.exit(0));
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+}
+
+/** Loads the cluster key, creating it when asked to and missing. */
+async function clusterKey(path: string, create: boolean) {
+  const { existsSync, mkdirSync } = await import('node:fs');
+  const { dirname } = await import('node:path');
+  const { loadClusterKey, generateClusterKey, ClusterKeyError } = await import('../net/hmac.js');
+  try {
+    if (!existsSync(path) && create) {
+      mkdirSync(dirname(path), { recursive: true });
+      return generateClusterKey(path);
+    }
+    return loadClusterKey(path);
+  } catch (error) {
+    if (error instanceof ClusterKeyError) fail(`error: ${error.message}`);
+    throw error;
+  }
+}

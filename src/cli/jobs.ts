@@ -1,0 +1,268 @@
+// The user's commands that talk to the controller: `submit`, `queue`,
+// `show`, `when`, `cancel`, `wait`, `nodes`, `status`, and `jobid` (which
+// runs inside a job). Heavy modules load inside actions, so each command
+// pays only for what it uses.
+
+import type { Command } from 'commander';
+import { fail } from './flags.js';
+import { client, controllerAddress, controllerOption, parseJobIds, print, printJson, withClient } from './controller-client.js';
+
+export function registerJobCommands(program: Command): void {
+  program
+    .command('submit')
+    .description('submit a batch script (#TARAS directives and sbatch-style flags)')
+    .argument('<script>', 'the batch script')
+    .argument('[args...]', 'arguments for the script')
+    .option('-N, --nodes <n>', 'nodes (N or N-M)')
+    .option('-n, --ntasks <n>', 'tasks')
+    .option('-c, --cpus-per-task <n>', 'CPUs per task')
+    .option('--mem <size>', 'memory per node (e.g. 4G)')
+    .option('-t, --time <limit>', 'time limit: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS')
+    .option('-p, --partition <name>', 'partition')
+    .option('-J, --job-name <name>', 'job name')
+    .option('-D, --chdir <dir>', 'working directory')
+    .option('-o, --output <pattern>', 'output file (%j job id, %u user, %x name)')
+    .option('-e, --error <pattern>', 'error file')
+    .option('--export <spec>', 'ALL, NONE or a list of variables')
+    .option('-C, --constraint <features>', 'node features, a&b')
+    .option('--requeue', 'requeue the job if its node fails')
+    .option('--file <job.toml>', 'job description file (flags override it)')
+    .option(...controllerOption)
+    .option('--json', 'print {"id": N}')
+    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n')
+    .action(async (script: string, args: string[], flags: Record<string, string | boolean | undefined>, cmd: Command) => {
+      const { readFileSync } = await import('node:fs');
+      // The modules submit needs, not the whole jobspec surface: the TOML parser loads only for --file.
+      const [types, directivesModule, flagsModule, mergeModule, summaryModule] = await Promise.all([
+        import('../jobspec/types.js'), import('../jobspec/directives.js'), import('../jobspec/flags.js'),
+        import('../jobspec/merge.js'), import('../jobspec/summary.js'),
+      ]);
+      const jobspec = { ...types, ...directivesModule, ...flagsModule, ...mergeModule, ...summaryModule };
+      const given: Record<string, string | boolean | undefined> = {};
+      for (const key of Object.keys(flags)) {
+        if (['file', 'controller', 'json'].includes(key)) continue;
+        if (cmd.getOptionValueSource(key) === 'cli') given[key] = flags[key];
+      }
+      let scriptText: string;
+      try {
+        scriptText = readFileSync(script, 'utf8');
+      } catch {
+        fail(`error: cannot read the script ${script}: give the path of a batch script`);
+      }
+      const errors: string[] = [];
+      const layer = <T>(parsed: { ok: true; value: T } | { ok: false; errors: readonly Parameters<typeof jobspec.formatError>[0][] }) => {
+        if (parsed.ok) return parsed.value;
+        errors.push(...parsed.errors.map(jobspec.formatError));
+        return undefined;
+      };
+      const fileLayer = typeof flags.file === 'string'
+        ? layer((await import('../jobspec/jobfile.js')).parseJobFile(readFileSync(flags.file, 'utf8'), flags.file))
+        : undefined;
+      const directives = layer(jobspec.parseDirectives(scriptText, script));
+      const flagLayer = layer(jobspec.parseFlagValues(given, { script, args }));
+      if (errors.length > 0) fail(errors.map((e) => `error: ${e}`).join('\n'));
+      let merged = jobspec.mergeJobSpec(fileLayer, directives, flagLayer);
+      const missing = jobspec.missingItems(merged);
+      const interactive = missing.length > 0 && process.stdin.isTTY === true;
+      if (missing.length > 0 && !interactive) {
+        fail(`error: the job needs ${missing.map((m) => `${m.label} (${m.flag})`).join(' and ')}: add it as a flag or a #TARAS line`);
+      }
+      let ask: ((question: string) => Promise<string>) | undefined;
+      let closePrompt = () => {};
+      if (interactive) {
+        // Argonne spsubmit: ask for what is missing, show the summary, then commit or abort.
+        const readline = await import('node:readline/promises');
+        const prompt = readline.createInterface({ input: process.stdin, output: process.stdout });
+        ask = (question) => prompt.question(question);
+        closePrompt = () => prompt.close();
+        const answers: Record<string, string> = {};
+        for (const item of missing) {
+          for (;;) {
+            const answer = (await ask(`${item.label} (${item.valueName || item.flag}): `)).trim();
+            const parsed = jobspec.parseAnswer(item.key, answer);
+            if (parsed.ok) {
+              answers[item.key] = answer;
+              break;
+            }
+            print(`  ${parsed.message}`);
+          }
+        }
+        const prompted = jobspec.promptLayer(answers);
+        if (!prompted.ok) fail(prompted.errors.map((e) => `error: ${jobspec.formatError(e)}`).join('\n'));
+        merged = jobspec.mergeJobSpec(fileLayer, directives, flagLayer, prompted.value);
+      }
+      const built = jobspec.buildJobSpec(merged, { scriptText, submitDir: process.cwd() });
+      if (!built.ok) fail(built.errors.map((e) => `error: ${jobspec.formatError(e)}`).join('\n'));
+      if (ask) {
+        const { localIdentity } = await import('../net/identity.js');
+        print(jobspec.renderSummary(built.value.spec, { origins: built.value.origins, user: localIdentity().user }));
+        for (;;) {
+          const choice = jobspec.parseCommitAnswer(await ask(jobspec.COMMIT_PROMPT));
+          if (choice === 'abort') {
+            closePrompt();
+            fail('aborted: nothing was submitted', 1);
+          }
+          if (choice === 'commit') break;
+        }
+        closePrompt();
+      }
+      const spec = { ...built.value.spec, submitEnv: { ...process.env }, submitDir: process.cwd() };
+      const { id } = await withClient(flags.controller as string | undefined, (api) => api.post<{ id: number }>('/jobs', { spec }));
+      if (flags.json) printJson({ id });
+      else print(`Submitted job ${id}`);
+    });
+
+  program
+    .command('queue')
+    .description('running and pending jobs in predicted order, with planned starts')
+    .option('-l, --long', 'add CPUs, memory, submit time, limit and working directory')
+    .option('-u, --user <name>', 'only this user\'s jobs')
+    .option('-s, --state <states>', 'only these states, e.g. PENDING,RUNNING')
+    .option(...controllerOption)
+    .option('--json', 'print the jobs as JSON')
+    .addHelpText('after', '\nExamples:\n  taras queue\n  taras queue --user alice --state PENDING\n  taras queue --json\n')
+    .action(async (flags: { long?: boolean; user?: string; state?: string; controller?: string; json?: boolean }) => {
+      const query = new URLSearchParams();
+      if (flags.user) query.set('user', flags.user);
+      if (flags.state) query.set('state', flags.state);
+      await withClient(flags.controller, async (api) => {
+        const [status, jobs] = await Promise.all([api.get('/status'), api.get(`/jobs${query.size ? `?${query}` : ''}`)]);
+        if (flags.json) return printJson(jobs);
+        const { renderQueue } = await import('./render/queue.js');
+        const s = status as import('../api/types.js').ApiClusterStatus;
+        print(renderQueue({ status: s, jobs: jobs as import('../api/types.js').ApiJob[], now: s.now, long: flags.long, width: process.stdout.isTTY ? process.stdout.columns : undefined }));
+      });
+    });
+
+  program
+    .command('show')
+    .description('everything about one job, with its event history')
+    .argument('<id>', 'job id')
+    .option(...controllerOption)
+    .option('--json', 'print the job as JSON')
+    .addHelpText('after', '\nExamples:\n  taras show 42\n  taras show 42 --json\n')
+    .action(async (raw: string, flags: { controller?: string; json?: boolean }) => {
+      const [id] = parseJobIds([raw]);
+      await withClient(flags.controller, async (api) => {
+        const job = await api.get<import('../api/types.js').ApiJobWithEvents>(`/jobs/${id}`);
+        if (flags.json) return printJson(job);
+        const { renderShow } = await import('./render/job.js');
+        print(renderShow(job, new Date()));
+      });
+    });
+
+  program
+    .command('when')
+    .description('when a pending job will start, and why it waits (spwhen)')
+    .argument('<id>', 'job id')
+    .option(...controllerOption)
+    .option('--json', 'print as JSON')
+    .addHelpText('after', '\nExamples:\n  taras when 42\n')
+    .action(async (raw: string, flags: { controller?: string; json?: boolean }) => {
+      const [id] = parseJobIds([raw]);
+      await withClient(flags.controller, async (api) => {
+        const when = await api.get<import('../api/types.js').ApiWhen>(`/jobs/${id}/when`);
+        if (flags.json) return printJson(when);
+        const { renderWhen } = await import('./render/job.js');
+        print(renderWhen(when, new Date()));
+      });
+    });
+
+  program
+    .command('cancel')
+    .description('cancel jobs (kill/sprelease); --all cancels all of your own')
+    .argument('[ids...]', 'job ids')
+    .option('--all', 'all of your own pending and running jobs')
+    .option(...controllerOption)
+    .option('--json', 'print the jobs as JSON')
+    .addHelpText('after', '\nExamples:\n  taras cancel 42 43\n  taras cancel --all\n')
+    .action(async (raw: string[], flags: { all?: boolean; controller?: string; json?: boolean }) => {
+      if (!flags.all && raw.length === 0) fail('error: name the jobs to cancel, or --all for all of yours');
+      await withClient(flags.controller, async (api) => {
+        let ids = parseJobIds(raw);
+        if (flags.all) {
+          const { localIdentity } = await import('../net/identity.js');
+          const mine = await api.get<{ id: number; state: string }[]>(`/jobs?user=${encodeURIComponent(localIdentity().user)}&state=PENDING,RUNNING`);
+          ids = mine.map((j) => j.id);
+        }
+        const results = [];
+        for (const id of ids) results.push(await api.delete<{ id: number; state: string }>(`/jobs/${id}`));
+        if (flags.json) return printJson(results);
+        for (const job of results) print(`job ${job.id}: ${job.state === 'CANCELLED' ? 'cancelled' : 'being cancelled (signalled)'}`);
+        if (results.length === 0) print('no jobs to cancel');
+      });
+    });
+
+  program
+    .command('wait')
+    .description('block until the jobs leave the queue; the exit code tells how they ended (spwait)')
+    .argument('<ids...>', 'job ids')
+    .option(...controllerOption)
+    .addHelpText('after', '\nExit code: 0 when every job COMPLETED, 1 otherwise.\n\nExamples:\n  taras wait 42 && echo done\n')
+    .action(async (raw: string[], flags: { controller?: string }) => {
+      const ids = parseJobIds(raw);
+      await withClient(flags.controller, async (api) => {
+        const { finishedStates } = await import('../api/types.js');
+        let allCompleted = true;
+        for (const id of ids) {
+          for (;;) {
+            const job = await api.get<{ state: import('../api/types.js').JobState; exitCode: number | null }>(`/jobs/${id}`);
+            if (finishedStates.includes(job.state)) {
+              print(`job ${id}: ${job.state}${job.exitCode !== null ? ` (exit code ${job.exitCode})` : ''}`);
+              if (job.state !== 'COMPLETED') allCompleted = false;
+              break;
+            }
+            await new Promise((resolve) => setTimeout(resolve, 200));
+          }
+        }
+        process.exitCode = allCompleted ? 0 : 1;
+      });
+    });
+
+  program
+    .command('nodes')
+    .description('nodes, their state and the jobs and users on them (sinfo/spfree)')
+    .option('--free', 'free node and CPU counts per partition')
+    .option(...controllerOption)
+    .option('--json', 'print the nodes as JSON')
+    .addHelpText('after', '\nExamples:\n  taras nodes\n  taras nodes --free\n')
+    .action(async (flags: { free?: boolean; controller?: string; json?: boolean }) => {
+      await withClient(flags.controller, async (api) => {
+        const nodes = await api.get<import('../api/types.js').ApiNode[]>('/nodes');
+        if (flags.json) return printJson(nodes);
+        const { renderNodes } = await import('./render/nodes.js');
+        print(renderNodes(nodes, { free: flags.free }));
+      });
+    });
+
+  program
+    .command('status')
+    .description('controller up or down, version, policy, node counts, message of the day')
+    .option(...controllerOption)
+    .option('--json', 'print as JSON')
+    .addHelpText('after', '\nExamples:\n  taras status\n')
+    .action(async (flags: { controller?: string; json?: boolean }) => {
+      const address = controllerAddress(flags.controller);
+      const api = await client(flags.controller);
+      const { renderStatus } = await import('./render/status.js');
+      try {
+        const status = await api.get<import('../api/types.js').ApiClusterStatus>('/status');
+        print(flags.json ? JSON.stringify(status, null, 2) : renderStatus(status, address));
+      } catch {
+        print(flags.json ? JSON.stringify({ up: false, address }) : renderStatus(null, address));
+        process.exitCode = 1;
+      } finally {
+        api.close();
+      }
+    });
+
+  program
+    .command('jobid')
+    .description('inside a job: print its id (getjid)')
+    .addHelpText('after', '\nExamples:\n  echo "I am job $(taras jobid)"\n')
+    .action(() => {
+      const id = process.env.TARAS_JOB_ID;
+      if (!id) fail('error: not inside a Taras job (TARAS_JOB_ID is not set)', 1);
+      print(id);
+    });
+}
