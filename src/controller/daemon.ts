@@ -132,6 +132,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       batch.push({ user, spec, resolve, reject });
     });
 
+  const knownAgents = new Set<string>();
   const motd = () => (store.setting('motd') as string | undefined) ?? null;
   const visibleJobs = (filter: { user?: string; states?: JobState[] }): ApiJob[] => {
     const cutoff = Date.now() - config.keepFinishedSeconds * 1000;
@@ -267,7 +268,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
         } catch (error) {
           refused(error);
         }
-        log(`agent at ${url} registered ${nodes.length} node(s)`);
+        // Registrations double as heartbeats: say so only when an agent appears or moves.
+        const key = `${url} ${nodes.join(',')}`;
+        if (!knownAgents.has(key)) {
+          knownAgents.add(key);
+          log(`agent at ${url} registered ${nodes.length} node(s)`);
+        }
         kick();
         // The agent beats at a third of node_timeout (as slurmctld pings at SlurmdTimeout/3): one late beat does not down a node.
         return { status: 200, body: { ok: true, heartbeatMs: Math.floor((engine.config.nodeTimeoutSeconds * 1000) / 3), kill } };
