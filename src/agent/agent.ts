@@ -15,6 +15,7 @@ import type { ClusterKey } from '../net/hmac.js';
 import { localIdentity } from '../net/identity.js';
 import type { NetLog } from '../net/log.js';
 import { createApiServer, RouteError } from '../net/server.js';
+import { detectCgroupMode } from './cgroup.js';
 import { jobLaunch } from './environment.js';
 import { hasEnded, isAlive, launchSupervisor, prepareJobDir, readStatus, recordNotStarted, requestSignal, type Result, type SignalName } from './jobdir.js';
 import { lookupUser } from './users.js';
@@ -223,6 +224,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   };
   const running = loop();
   log(`agent for ${options.nodes.length} node(s) listening on ${url}`);
+  // Say how jobs will be confined: cgroup v2, the v1 hierarchies, or rlimits only.
+  const confinement = detectCgroupMode();
+  log(`job limits: ${confinement.mode === 'rlimit' ? `rlimits only (${confinement.reason})` : confinement.reason}`);
 
   return {
     url,
