@@ -13,7 +13,7 @@ import type { StartOrder } from '../controller/engine.js';
 import { createApiClient, type ControllerTarget } from '../net/client.js';
 import type { ClusterKey } from '../net/hmac.js';
 import { localIdentity } from '../net/identity.js';
-import type { NetLog } from '../net/log.js';
+import { lineLog } from '../net/log.js';
 import { createApiServer, RouteError } from '../net/server.js';
 import { detectCgroupMode } from './cgroup.js';
 import { jobLaunch } from './environment.js';
@@ -60,7 +60,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { log } = options;
   const jobsDir = join(options.dataDir, 'jobs');
   mkdirSync(jobsDir, { recursive: true });
-  const netLog = { info: log, warn: log, error: log } as unknown as NetLog;
+  const netLog = lineLog(log);
   const controller = createApiClient(options.controller, { identity: localIdentity(), clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
   /** Job runs (JOBDIR jobs/ID.RUN) whose end is not yet acknowledged by the controller. */
   const watched = new Map<string, { jobId: number; run: number; dir: string }>();

@@ -12,7 +12,7 @@ import type { JobSpec } from '../jobspec/types.js';
 import { createApiClient, type ApiClient } from '../net/client.js';
 import type { ClusterKey } from '../net/hmac.js';
 import { localIdentity } from '../net/identity.js';
-import type { NetLog } from '../net/log.js';
+import { lineLog } from '../net/log.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState } from '../store/events.js';
 import { openStore } from '../store/store.js';
@@ -95,7 +95,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const store = openStore(join(config.dataDir, 'taras.db'));
   const agents = new HttpAgents(options.clusterKey);
   let engine = new ControllerEngine(config, store, agents, Date.now, log);
-  const netLog: NetLog = { info: log, warn: log, error: log } as unknown as NetLog;
+  const netLog = lineLog(log);
 
   let scheduled = false;
   const kick = () => {
@@ -117,7 +117,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     const jobs = batch;
     batch = [];
     try {
-      const ids = engine.submit(jobs.map(({ user, spec }) => ({ user, spec })));
+      const ids = engine.accept(jobs.map(({ user, spec }) => ({ user, spec })));
       jobs.forEach((job, index) => job.resolve(ids[index]));
       kick();
     } catch (error) {

@@ -168,6 +168,11 @@ export class ControllerEngine {
     const reasons = jobs.flatMap(({ spec }, index) =>
       this.refusals(spec).map((reason) => (jobs.length > 1 ? `job ${index + 1}: ${reason}` : reason)));
     if (reasons.length > 0) throw new SubmitRefused(reasons);
+    return this.accept(jobs);
+  }
+
+  /** Commits and queues jobs already checked with `refusals` (the daemon checks each before batching). */
+  accept(jobs: readonly { user: string; spec: JobSpec }[]): JobId[] {
     const nowMs = this.clockMs();
     const ids = this.store.submitMany(
       jobs.map(({ user, spec }) => ({

@@ -10,3 +10,6 @@ export interface NetLog {
 
 /** For callers that do not care (one-shot CLI commands). */
 export const silentLog: NetLog = { info() {}, warn() {}, error() {} };
+
+/** Every level to one line writer (the daemons' log). */
+export const lineLog = (write: (line: string) => void): NetLog => ({ info: write, warn: write, error: write });

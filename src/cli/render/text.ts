@@ -1,7 +1,7 @@
 // Plain-text building blocks for the terminal views: aligned columns, cutting
 // a cell to a width, "Label: value" blocks, lists in prose. Our own column
-// aligner rather than cli-table3 (format.ts) because `taras queue` prints tens
-// of thousands of rows and cli-table3 takes minutes for 50,000.
+// aligner (no table library): `taras queue` prints tens of thousands of rows,
+// and the simulator's tables use it too.
 
 import { compressHostlist } from '../../config/hostlist.js';
 
