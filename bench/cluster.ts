@@ -17,8 +17,9 @@ import { ControllerEngine, type AgentLink } from '../src/controller/engine.js';
 import { SeededRandom } from '../src/core/random.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { createApiClient, type ApiClient } from '../src/net/client.js';
-import { localIdentity } from '../src/net/identity.js';
+import { identityHeaders, localIdentity } from '../src/net/identity.js';
 import { openStore } from '../src/store/store.js';
+import { Client } from 'undici';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
@@ -140,21 +141,31 @@ const submitBody = (name: string) => ({ spec: { ...tinySpec(name), submitEnv: { 
 
 const client = (url: string): ApiClient => createApiClient({ baseUrl: url }, { identity: localIdentity() });
 
-/** Submits `jobs` jobs from `clients` keep-alive clients, each with one request in flight; returns jobs per second. */
+/**
+ * Submits `jobs` jobs from `clients` clients, each one keep-alive connection
+ * with one request in flight (sbatch's pattern, without its process start).
+ * The load generator is undici's Client, not the CLI's node:http client: on
+ * two cores the clients share the machine with the controller, and node:http
+ * spends as much CPU per request as the controller does. Returns jobs per second.
+ */
 async function submitStorm(url: string, clients: number, jobs: number): Promise<number> {
-  const apis = Array.from({ length: clients }, () => client(url));
+  const body = JSON.stringify(submitBody('storm'));
+  const headers = { ...identityHeaders(localIdentity()), 'content-type': 'application/json', accept: 'application/json' };
+  const connections = Array.from({ length: clients }, () => new Client(url, { pipelining: 1 }));
   try {
     let next = 0;
     const began = performance.now();
-    await Promise.all(apis.map(async (api) => {
+    await Promise.all(connections.map(async (connection) => {
       while (next < jobs) {
         next++;
-        await api.post('/jobs', submitBody('storm'));
+        const response = await connection.request({ method: 'POST', path: '/jobs', headers, body });
+        const answer = await response.body.text();
+        if (response.statusCode !== 201) throw new Error(`submission refused (${response.statusCode}): ${answer}`);
       }
     }));
     return jobs / ((performance.now() - began) / 1000);
   } finally {
-    for (const api of apis) api.close();
+    await Promise.all(connections.map((connection) => connection.close()));
   }
 }
 

@@ -29,8 +29,8 @@ function newJob(i: number): NewJob {
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 /** Submissions per second, committing `batch` jobs per transaction for SECONDS_PER_RUN. */
-function submissionsPerSecond(path: string, batch: number, synchronous: StoreOptions['synchronous']): number {
-  const store = openStore(path, { synchronous });
+function submissionsPerSecond(path: string, batch: number, durability: StoreOptions['durability']): number {
+  const store = openStore(path, { durability });
   const jobs = Array.from({ length: batch }, (_, i) => newJob(i));
   let submitted = 0;
   const began = performance.now();
@@ -44,7 +44,7 @@ function submissionsPerSecond(path: string, batch: number, synchronous: StoreOpt
 }
 
 function pendingLoadMs(path: string, pending: number): number {
-  const store = openStore(path, { synchronous: 'NORMAL' });
+  const store = openStore(path, { durability: 'process' });
   for (let i = 0; i < pending; i += 1000) store.submitMany(Array.from({ length: 1000 }, (_, j) => newJob(i + j)), Date.now());
   const times: number[] = [];
   for (let run = 0; run < 3; run++) {
@@ -68,8 +68,8 @@ try {
     const normal: number[] = [];
     // Alternating runs share the disk's slow and fast moments.
     for (let run = 0; run < RUNS; run++) {
-      full.push(submissionsPerSecond(join(dir, `full-${batch}.db`), batch, 'FULL'));
-      normal.push(submissionsPerSecond(join(dir, `normal-${batch}.db`), batch, 'NORMAL'));
+      full.push(submissionsPerSecond(join(dir, `full-${batch}.db`), batch, 'full'));
+      normal.push(submissionsPerSecond(join(dir, `normal-${batch}.db`), batch, 'process'));
     }
     const fullRate = median(full);
     const range = `(${format(Math.min(...full))}-${format(Math.max(...full))})`;

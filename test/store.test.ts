@@ -41,10 +41,10 @@ function assertRowIsReplay(store: Store, id: JobId): JobRecord {
 
 /**
  * The crash test's writer: submits batches in a loop and prints "id name" for
- * each job only after submitMany returned (committed). Also starts and ends
+ * each job only after submitMany returned (committed) and durable() resolved. Also starts and ends
  * some of its jobs, so kills land inside event appends too. Never returns.
  */
-function runCrashChild(path: string, seed: number): never {
+async function runCrashChild(path: string, seed: number): Promise<never> {
   const store = openStore(path);
   const random = new SeededRandom(seed);
   const submitted: JobId[] = [];
@@ -52,6 +52,7 @@ function runCrashChild(path: string, seed: number): never {
   for (let n = 0; ; ) {
     const batch = Array.from({ length: random.int(1, 8) }, () => newJob(`crash-${seed}-${n++}`, `user${random.int(1, 3)}`));
     const ids = store.submitMany(batch, Date.now());
+    await store.durable(); // as the controller does before it answers
     // fs.writeSync: the line is in the pipe before the next commit starts.
     writeSync(1, ids.map((id, i) => `${id} ${batch[i].name}\n`).join(''));
     submitted.push(...ids);
@@ -94,7 +95,7 @@ async function killWriter(path: string, seed: number, killAfterMs: number, fromS
 }
 
 if (process.env[CHILD_ENV] !== undefined) {
-  runCrashChild(process.env[CHILD_ENV], Number(process.env.TARAS_STORE_CRASH_SEED));
+  void runCrashChild(process.env[CHILD_ENV], Number(process.env.TARAS_STORE_CRASH_SEED));
 } else {
   let dir = '';
   let files = 0;
@@ -117,6 +118,14 @@ if (process.env[CHILD_ENV] !== undefined) {
       store.close();
     });
 
+    it('submitRecords returns exactly the records a read back gives, event payload included', () => {
+      const store = openStore(freshPath());
+      const records = store.submitRecords([newJob('a'), newJob('b', 'bob')], T0);
+      assert.deepEqual(records, records.map((record) => store.job(record.id)));
+      for (const record of records) assert.deepEqual(replay(store.events(record.id)), record);
+      store.close();
+    });
+
     it('a batch is stored whole or not at all, and a failed batch uses up no ids', () => {
       const store = openStore(freshPath());
       assert.deepEqual(store.submitMany([newJob('a')], T0), [1]);
@@ -128,17 +137,41 @@ if (process.env[CHILD_ENV] !== undefined) {
       store.close();
     });
 
-    it('the file is in WAL mode and commits with synchronous FULL unless NORMAL is asked for', () => {
+    it('the file is in WAL mode; the barrier and process durabilities commit with synchronous NORMAL, full with FULL', () => {
       const path = freshPath();
       const store = openStore(path);
-      assert.equal(store.synchronous, 'FULL');
+      assert.equal(store.durability, 'barrier');
+      assert.equal(store.synchronous, 'NORMAL');
       store.close();
       const raw = new Database(path);
       assert.equal(raw.pragma('journal_mode', { simple: true }), 'wal');
       raw.close();
-      const normal = openStore(path, { synchronous: 'NORMAL' });
-      assert.equal(normal.synchronous, 'NORMAL');
-      normal.close();
+      const full = openStore(path, { durability: 'full' });
+      assert.equal(full.synchronous, 'FULL');
+      full.close();
+      const processOnly = openStore(path, { durability: 'process' });
+      assert.equal(processOnly.synchronous, 'NORMAL');
+      processOnly.close();
+    });
+
+    it('durable() resolves once the commits before it are synced, one sync serving many commits', async () => {
+      const store = openStore(freshPath());
+      await store.durable(); // nothing to sync
+      assert.equal(store.syncs, 0);
+      const waits: Promise<void>[] = [];
+      for (let i = 0; i < 100; i++) {
+        store.submit(newJob(`j${i}`), T0 + i);
+        waits.push(store.durable());
+      }
+      await Promise.all(waits);
+      assert.ok(store.syncs >= 1 && store.syncs <= 3, `100 commits in one tick took ${store.syncs} syncs (expected 1 or 2: the first, then one for the rest)`);
+      const before = store.syncs;
+      await store.durable(); // everything is synced already
+      assert.equal(store.syncs, before);
+      store.submit(newJob('late'), T0 + 200);
+      const late = store.durable();
+      store.close();
+      await assert.rejects(late, /closed before its last commits were synced/);
     });
 
     it('settings such as the message of the day survive a reopen; deleting one forgets it', () => {
@@ -284,12 +317,12 @@ if (process.env[CHILD_ENV] !== undefined) {
   });
 
   describe('store: schema versions', () => {
-    it(`opening a version ${SCHEMA_VERSION - 1} file migrates it to ${SCHEMA_VERSION} and derives the new columns from the log`, () => {
+    it(`opening a version 1 file migrates it to ${SCHEMA_VERSION} and derives the new columns from the log`, () => {
       const path = freshPath();
       const old = new Database(path);
       old.pragma('journal_mode = WAL');
-      old.transaction(() => migrate(old, MIGRATIONS.slice(0, -1)))();
-      assert.equal(old.pragma('user_version', { simple: true }), SCHEMA_VERSION - 1);
+      old.transaction(() => migrate(old, MIGRATIONS.slice(0, 1)))();
+      assert.equal(old.pragma('user_version', { simple: true }), 1);
       // Two jobs as the version-1 code wrote them: a held one and a requeued one.
       const submitted = (name: string): string => JSON.stringify(newJob(name)); // payload: the event without its type
       const insertEvent = old.prepare('INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (?, ?, ?, ?, ?)');
@@ -316,6 +349,27 @@ if (process.env[CHILD_ENV] !== undefined) {
       assert.equal(reopened.schemaVersion, SCHEMA_VERSION);
       assert.equal(reopened.jobs().length, 3);
       reopened.close();
+    });
+
+    it('version 3 keeps script and request only in the submitted event; a version 2 file loses the copies, not the data', () => {
+      const path = freshPath();
+      const old = new Database(path);
+      old.pragma('journal_mode = WAL');
+      old.transaction(() => migrate(old, MIGRATIONS.slice(0, 2)))();
+      const job = newJob('from-v2');
+      old.prepare('INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (1, 1, ?, \'submitted\', ?)').run(T0, JSON.stringify(job));
+      old.prepare(`INSERT INTO jobs (id, user_name, job_name, partition_name, script_path, script, request, state,
+        submit_time_ms, nodes, reserved_nodes, last_seq) VALUES (1, ?, 'from-v2', ?, ?, ?, ?, 'PENDING', ?, '[]', '[]', 1)`)
+        .run(job.user, job.partition, job.scriptPath, job.script, JSON.stringify(job.request), T0);
+      old.close();
+      const store = openStore(path);
+      const record = assertRowIsReplay(store, jobId(1));
+      assert.deepEqual([record.script, record.request], [job.script, job.request]);
+      store.close();
+      const raw = new Database(path);
+      const columns = (raw.prepare('PRAGMA table_info(jobs)').all() as { name: string }[]).map((c) => c.name);
+      raw.close();
+      assert.ok(!columns.includes('script') && !columns.includes('request'), `jobs columns: ${columns.join(', ')}`);
     });
 
     it('a file from a newer Taras is refused with both versions and the fix', () => {

@@ -47,7 +47,8 @@ class HttpAgents implements AgentLink {
   private readonly clients = new Map<string, ApiClient>();
   private readonly byNode = new Map<string, string>();
 
-  constructor(private readonly clusterKey: ClusterKey | null) {}
+  /** @param durable resolves once the controller's commits so far are on the disk: no order leaves before what it follows from. */
+  constructor(private readonly clusterKey: ClusterKey | null, private readonly durable: () => Promise<void>) {}
 
   register(url: string, nodes: readonly string[]): void {
     for (const node of nodes) this.byNode.set(node, url);
@@ -65,11 +66,15 @@ class HttpAgents implements AgentLink {
   }
 
   async start(order: StartOrder): Promise<void> {
-    await this.client(order.nodes[0]).post('/start', order);
+    const client = this.client(order.nodes[0]);
+    await this.durable();
+    await client.post('/start', order);
   }
 
   async signal(node: string, id: JobId, signal: string, cancel: boolean): Promise<void> {
-    await this.client(node).post('/signal', { jobId: id, signal, cancel });
+    const client = this.client(node);
+    await this.durable();
+    await client.post('/signal', { jobId: id, signal, cancel });
   }
 
   close(): void {
@@ -93,7 +98,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const { log } = options;
   mkdirSync(config.dataDir, { recursive: true });
   const store = openStore(join(config.dataDir, 'taras.db'));
-  const agents = new HttpAgents(options.clusterKey);
+  const agents = new HttpAgents(options.clusterKey, () => store.durable());
   let engine = new ControllerEngine(config, store, agents, Date.now, log);
   const netLog = lineLog(log);
 
@@ -128,7 +133,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
     new Promise<JobId>((resolve, reject) => {
       const reasons = engine.refusals(spec);
       if (reasons.length > 0) return reject(new SubmitRefused(reasons));
-      if (batch.length === 0) setImmediate(flush);
+      // Group commit: the next batch is committed once the previous one is on the disk, so the
+      // submissions that arrive during an fdatasync share the next commit and the next sync.
+      if (batch.length === 0) void store.durable().then(() => setImmediate(flush), () => setImmediate(flush));
       batch.push({ user, spec, resolve, reject });
     });
 
@@ -298,8 +305,17 @@ export async function startController(options: ControllerOptions): Promise<Runni
     },
   ];
 
+  // A change is answered only once it is on the disk (one fdatasync serves every change made before it began).
+  const durableRoutes = routes.map((route): Route => route.method === 'GET' ? route : {
+    ...route,
+    handler: async (ctx) => {
+      const result = await route.handler(ctx);
+      await store.durable();
+      return result;
+    },
+  });
   const server = createApiServer({
-    routes,
+    routes: durableRoutes,
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? (route) => route.path.startsWith('/agent/') : undefined,
     log: netLog,

@@ -174,20 +174,19 @@ export class ControllerEngine {
   /** Commits and queues jobs already checked with `refusals` (the daemon checks each before batching). */
   accept(jobs: readonly { user: string; spec: JobSpec }[]): JobId[] {
     const nowMs = this.clockMs();
-    const ids = this.store.submitMany(
+    const records = this.store.submitRecords(
       jobs.map(({ user, spec }) => ({
         user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
         script: spec.script.text, request: spec as unknown as JsonObject,
       })),
       nowMs,
     );
-    for (const id of ids) {
-      const record = this.store.job(id)!;
-      this.active.set(id, record);
+    for (const record of records) {
+      this.active.set(record.id, record);
       this.scheduler.submit(this.coreRequest(record));
     }
     this.dirty = true;
-    return ids;
+    return records.map((record) => record.id);
   }
 
   /** One scheduling pass if anything changed: verify and carry out the core's starts. */

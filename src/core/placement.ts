@@ -30,6 +30,8 @@ export class NodePool {
   private readonly slots: NodeSlot[];
   private readonly byName = new Map<string, NodeSlot>();
   private readonly allocations = new Map<JobId, { nodes: readonly string[]; cpus: number; memoryMiB: number }>();
+  /** Free CPUs on nodes that take new jobs: no job larger than this can start now. */
+  private acceptingFree = 0;
 
   constructor(
     nodes: readonly PoolNode[],
@@ -41,7 +43,13 @@ export class NodePool {
     for (const slot of this.slots) {
       if (this.byName.has(slot.node.name)) throw new Error(`node ${slot.node.name} is listed twice`);
       this.byName.set(slot.node.name, slot);
+      this.acceptingFree += slot.freeCpus;
     }
+  }
+
+  /** Free CPUs on nodes that take new jobs (down and drained nodes excluded). */
+  get acceptingFreeCpus(): number {
+    return this.acceptingFree;
   }
 
   /** Total CPUs of the pool: the capacity the time profile plans with. */
@@ -50,7 +58,9 @@ export class NodePool {
   }
 
   setAccepting(name: string, accepting: boolean): void {
-    this.slot(name).accepting = accepting;
+    const slot = this.slot(name);
+    if (slot.accepting !== accepting) this.acceptingFree += accepting ? slot.freeCpus : -slot.freeCpus;
+    slot.accepting = accepting;
   }
 
   free(name: string): { cpus: number; memoryMiB: number } {
@@ -91,6 +101,7 @@ export class NodePool {
       const slot = this.slot(name);
       slot.freeCpus -= request.cpusPerNode;
       slot.freeMemoryMiB -= request.memoryMiBPerNode;
+      if (slot.accepting) this.acceptingFree -= request.cpusPerNode;
     }
     this.allocations.set(id, { nodes, cpus: request.cpusPerNode, memoryMiB: request.memoryMiBPerNode });
   }
@@ -102,6 +113,7 @@ export class NodePool {
       const slot = this.slot(name);
       slot.freeCpus += allocation.cpus;
       slot.freeMemoryMiB += allocation.memoryMiB;
+      if (slot.accepting) this.acceptingFree += allocation.cpus;
     }
     this.allocations.delete(id);
   }

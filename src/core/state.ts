@@ -50,6 +50,11 @@ export class SchedulerState {
     this.freeProcessors = processors;
   }
 
+  /** Processors a job could start on now: free ones, less those on nodes that take no new jobs (down, drained). */
+  get startableProcessors(): number {
+    return this.pool ? Math.min(this.freeProcessors, this.pool.acceptingFreeCpus) : this.freeProcessors;
+  }
+
   enqueue(job: JobRequest, reservation: Seconds = NaN): QueueEntry {
     const entry: QueueEntry = { job, seq: this.arrivals++, reservation,
       gainFrom: Infinity, gainTo: -Infinity, freedFrom: Infinity, freedTo: -Infinity };
@@ -115,7 +120,7 @@ export class SchedulerState {
    * now (not enough processors, or no set of nodes fits it). Takes nothing.
    */
   tryPlace(job: JobRequest): readonly string[] | null {
-    if (job.size > this.freeProcessors) return null;
+    if (job.size > this.startableProcessors) return null;
     if (!this.pool || !job.resources) return NO_NODES;
     return this.pool.place(job.resources);
   }

@@ -7,15 +7,13 @@ import {
   type JobEvent, type JobEventType, type JobRecord, type JobState, type JsonObject, type StoredJobEvent,
 } from './events.js';
 
-/** A jobs row as better-sqlite3 returns it. */
+/** A jobs row as written: the cached state of the job (script and request are in its submitted event). */
 export interface JobRow {
   id: number;
   user_name: string;
   job_name: string;
   partition_name: string;
   script_path: string | null;
-  script: string;
-  request: string;
   state: string;
   held: number;
   reason: string | null;
@@ -30,6 +28,14 @@ export interface JobRow {
   last_seq: number;
 }
 
+/** A jobs row as read (SELECT_JOBS): joined with the payload of the job's submitted event. */
+export interface JoinedJobRow extends JobRow {
+  submitted: string;
+}
+
+/** Jobs rows with their submitted event's payload; add WHERE/ORDER BY on jobs columns. */
+export const SELECT_JOBS = 'SELECT jobs.*, submitted.payload AS submitted FROM jobs JOIN job_events AS submitted ON submitted.job_id = jobs.id AND submitted.seq = 1';
+
 export interface EventRow {
   job_id: number;
   seq: number;
@@ -40,7 +46,7 @@ export interface EventRow {
 
 /** Columns in the order of the insert statement's placeholders (store.ts). */
 export const JOB_COLUMNS = [
-  'id', 'user_name', 'job_name', 'partition_name', 'script_path', 'script', 'request', 'state', 'held', 'reason',
+  'id', 'user_name', 'job_name', 'partition_name', 'script_path', 'state', 'held', 'reason',
   'submit_time_ms', 'start_time_ms', 'end_time_ms', 'exit_code', 'nodes', 'planned_start_ms', 'reserved_nodes',
   'requeue_count', 'last_seq',
 ] as const;
@@ -52,8 +58,6 @@ export function recordToRow(record: JobRecord): JobRow {
     job_name: record.name,
     partition_name: record.partition,
     script_path: record.scriptPath,
-    script: record.script,
-    request: JSON.stringify(record.request),
     state: record.state,
     held: record.held ? 1 : 0,
     reason: record.reason,
@@ -74,15 +78,16 @@ function jobState(value: string, id: number): JobState {
   throw new Error(`job ${id}: unknown state '${value}' in the jobs table (written by a newer Taras? run rebuild)`);
 }
 
-export function rowToRecord(row: JobRow): JobRecord {
+export function rowToRecord(row: JoinedJobRow): JobRecord {
+  const { script, request } = JSON.parse(row.submitted) as { script: string; request: JsonObject };
   return {
     id: jobId(row.id),
     user: row.user_name,
     name: row.job_name,
     partition: row.partition_name,
     scriptPath: row.script_path,
-    script: row.script,
-    request: JSON.parse(row.request) as JsonObject,
+    script,
+    request,
     state: jobState(row.state, row.id),
     held: row.held === 1,
     reason: row.reason,

@@ -1,8 +1,11 @@
 // The controller's durable state in one SQLite file (better-sqlite3, WAL).
 // Every change is an event appended to a job's log, with the job's row (the
 // cache of replay(log)) updated in the same transaction; a method returns only
-// after its transaction has committed, so a caller may acknowledge then.
+// after its transaction has committed (it survives a killed process), and
+// `durable()` resolves once every commit so far is on the disk (it survives
+// power loss): acknowledge after that.
 
+import { closeSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Database as Connection, Statement } from 'better-sqlite3';
 import type { JobId } from '../core/types.js';
@@ -10,7 +13,7 @@ import {
   applyEvent, replay, submittedEvent,
   type EpochMs, type JobRecord, type JobState, type JsonValue, type NewJob, type StoredJobEvent, type TransitionEvent,
 } from './events.js';
-import { eventPayload, JOB_COLUMNS, recordToRow, rowToEvent, rowToRecord, type EventRow, type JobRow } from './rows.js';
+import { eventPayload, JOB_COLUMNS, recordToRow, rowToEvent, rowToRecord, SELECT_JOBS, type EventRow, type JoinedJobRow } from './rows.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION, schemaVersionOf } from './schema.js';
 
 /** A problem with the database file itself; the message names the file and the fix. */
@@ -21,13 +24,22 @@ export class StoreError extends Error {
   }
 }
 
+/**
+ * How commits reach the disk.
+ * - `barrier` (default): SQLite writes each commit to the WAL file before the
+ *   method returns (synchronous NORMAL: it survives kill -9) and `durable()`
+ *   fdatasyncs the WAL on libuv's thread pool, one sync for every commit made
+ *   before it started (group commit without blocking the event loop).
+ *   Acknowledge after `durable()` and the acknowledgement survives power loss.
+ * - `full`: synchronous FULL, SQLite fsyncs the WAL inside every commit, on
+ *   the calling thread; `durable()` resolves at once.
+ * - `process`: synchronous NORMAL and no barrier: survives a killed process,
+ *   may lose the last commits on power loss. For benchmarks and tests only.
+ */
+export type Durability = 'barrier' | 'full' | 'process';
+
 export interface StoreOptions {
-  /**
-   * FULL (default) fsyncs the WAL at every commit: an acknowledged submission
-   * survives power loss. NORMAL survives a crash of the process (kill -9) but
-   * may lose the last commits on power loss; for benchmarks and tests only.
-   */
-  readonly synchronous?: 'FULL' | 'NORMAL';
+  readonly durability?: Durability;
 }
 
 export interface JobFilter {
@@ -86,17 +98,26 @@ export class Store {
   private readonly selectRunning: Statement;
   private readonly selectFinishedBefore: Statement;
   private readonly filterStatements = new Map<string, Statement>();
+  /** Write transactions committed so far, and how many of them are known to be on the disk. */
+  private commits = 0;
+  private syncedCommits = 0;
+  private syncing = false;
+  /** fdatasyncs done by the barrier so far. */
+  syncs = 0;
+  private walFd: number | null = null;
+  private readonly syncWaiters: { commits: number; resolve: () => void; reject: (error: Error) => void }[] = [];
+
 
   /** Use openStore. */
-  constructor(readonly path: string, private readonly db: Connection) {
+  constructor(readonly path: string, private readonly db: Connection, readonly durability: Durability = 'barrier') {
     this.insertJob = db.prepare(INSERT_JOB);
     this.updateJob = db.prepare(UPDATE_JOB);
     this.insertEvent = db.prepare(INSERT_EVENT);
-    this.selectJob = db.prepare('SELECT * FROM jobs WHERE id = ?');
+    this.selectJob = db.prepare(`${SELECT_JOBS} WHERE jobs.id = ?`);
     this.selectEvents = db.prepare('SELECT job_id, seq, time_ms, type, payload FROM job_events WHERE job_id = ? ORDER BY seq');
-    this.selectPending = db.prepare("SELECT * FROM jobs WHERE state = 'PENDING' ORDER BY submit_time_ms, id");
-    this.selectRunning = db.prepare("SELECT * FROM jobs WHERE state IN ('RUNNING', 'COMPLETING') ORDER BY start_time_ms, id");
-    this.selectFinishedBefore = db.prepare('SELECT * FROM jobs WHERE end_time_ms < ? ORDER BY end_time_ms, id');
+    this.selectPending = db.prepare(`${SELECT_JOBS} WHERE jobs.state = 'PENDING' ORDER BY jobs.submit_time_ms, jobs.id`);
+    this.selectRunning = db.prepare(`${SELECT_JOBS} WHERE jobs.state IN ('RUNNING', 'COMPLETING') ORDER BY jobs.start_time_ms, jobs.id`);
+    this.selectFinishedBefore = db.prepare(`${SELECT_JOBS} WHERE jobs.end_time_ms < ? ORDER BY jobs.end_time_ms, jobs.id`);
   }
 
   get schemaVersion(): number {
@@ -113,8 +134,13 @@ export class Store {
    * returns their new ids in order. All or none are stored.
    */
   submitMany(jobs: readonly NewJob[], atMs: EpochMs): JobId[] {
+    return this.submitRecords(jobs, atMs).map((record) => record.id);
+  }
+
+  /** As submitMany, returning each new job's record (what `job(id)` would read back). */
+  submitRecords(jobs: readonly NewJob[], atMs: EpochMs): JobRecord[] {
     checkTime(this.path, atMs);
-    return this.db.transaction(() =>
+    return this.write(() =>
       jobs.map((job) => {
         // The row is built by the same fold as replay, so row == replay(log) by construction;
         // the id is SQLite's next one, so the fold runs with a placeholder.
@@ -122,9 +148,9 @@ export class Store {
         const provisional = applyEvent(undefined, { jobId: 0 as JobId, seq: 1, timeMs: atMs, event });
         const id = Number(this.insertJob.run({ ...recordToRow(provisional), id: null }).lastInsertRowid) as JobId;
         this.insertEvent.run(id, 1, atMs, event.type, eventPayload(event));
-        return id;
+        return { ...provisional, id };
       }),
-    ).immediate();
+    );
   }
 
   submit(job: NewJob, atMs: EpochMs): JobId {
@@ -138,7 +164,7 @@ export class Store {
    */
   appendMany(transitions: readonly JobTransition[], atMs: EpochMs): JobRecord[] {
     checkTime(this.path, atMs);
-    return this.db.transaction(() => {
+    return this.write(() => {
       const latest = new Map<JobId, JobRecord>();
       return transitions.map(({ jobId, event }) => {
         const current = latest.get(jobId) ?? this.job(jobId);
@@ -149,7 +175,7 @@ export class Store {
         latest.set(jobId, next);
         return next;
       });
-    }).immediate();
+    });
   }
 
   append(jobId: JobId, event: TransitionEvent, atMs: EpochMs): JobRecord {
@@ -157,7 +183,7 @@ export class Store {
   }
 
   job(id: JobId): JobRecord | undefined {
-    const row = this.selectJob.get(id) as JobRow | undefined;
+    const row = this.selectJob.get(id) as JoinedJobRow | undefined;
     return row === undefined ? undefined : rowToRecord(row);
   }
 
@@ -175,12 +201,12 @@ export class Store {
 
   /** PENDING jobs (held ones included, flagged) in queue order: submit time, then id. */
   pendingJobs(): JobRecord[] {
-    return (this.selectPending.all() as JobRow[]).map(rowToRecord);
+    return (this.selectPending.all() as JoinedJobRow[]).map(rowToRecord);
   }
 
   /** Jobs holding nodes: RUNNING and COMPLETING, by start time. */
   runningJobs(): JobRecord[] {
-    return (this.selectRunning.all() as JobRow[]).map(rowToRecord);
+    return (this.selectRunning.all() as JoinedJobRow[]).map(rowToRecord);
   }
 
   /** Jobs matching every given condition, by id. */
@@ -188,34 +214,34 @@ export class Store {
     const conditions: string[] = [];
     const params: (string | number)[] = [];
     if (filter.user !== undefined) {
-      conditions.push('user_name = ?');
+      conditions.push('jobs.user_name = ?');
       params.push(filter.user);
     }
     if (filter.states !== undefined) {
-      conditions.push(`state IN (${filter.states.map(() => '?').join(', ') || 'NULL'})`);
+      conditions.push(`jobs.state IN (${filter.states.map(() => '?').join(', ') || 'NULL'})`);
       params.push(...filter.states);
     }
     if (filter.endedSinceMs !== undefined) {
-      conditions.push('(end_time_ms IS NULL OR end_time_ms >= ?)');
+      conditions.push('(jobs.end_time_ms IS NULL OR jobs.end_time_ms >= ?)');
       params.push(filter.endedSinceMs);
     }
-    const sql = `SELECT * FROM jobs${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ORDER BY id`;
+    const sql = `${SELECT_JOBS}${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ORDER BY jobs.id`;
     let statement = this.filterStatements.get(sql);
     if (statement === undefined) {
       statement = this.db.prepare(sql);
       this.filterStatements.set(sql, statement);
     }
-    return (statement.all(...params) as JobRow[]).map(rowToRecord);
+    return (statement.all(...params) as JoinedJobRow[]).map(rowToRecord);
   }
 
   /** Finished jobs that ended before `cutoffMs`: past retention, kept here but hidden from the queue. */
   finishedBefore(cutoffMs: EpochMs): JobRecord[] {
-    return (this.selectFinishedBefore.all(cutoffMs) as JobRow[]).map(rowToRecord);
+    return (this.selectFinishedBefore.all(cutoffMs) as JoinedJobRow[]).map(rowToRecord);
   }
 
   /** Recomputes every jobs row from the event log; returns the number of jobs. */
   rebuild(): number {
-    return this.db.transaction(() => rebuildRows(this.db)).immediate();
+    return this.write(() => rebuildRows(this.db));
   }
 
   setting(key: string): JsonValue | undefined {
@@ -224,25 +250,84 @@ export class Store {
   }
 
   setSetting(key: string, value: JsonValue): void {
-    this.db.prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
-      .run(key, JSON.stringify(value));
+    this.write(() => this.db.prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
+      .run(key, JSON.stringify(value)));
   }
 
   deleteSetting(key: string): void {
-    this.db.prepare('DELETE FROM settings WHERE key = ?').run(key);
+    this.write(() => this.db.prepare('DELETE FROM settings WHERE key = ?').run(key));
+  }
+
+  /** One write transaction (BEGIN IMMEDIATE), counted for the durability barrier. */
+  private write<T>(body: () => T): T {
+    const result = this.db.transaction(body).immediate();
+    this.commits++;
+    return result;
+  }
+
+  /**
+   * Resolves once every commit made before the call is on the disk. With the
+   * `barrier` durability, one fdatasync of the WAL runs at a time off the
+   * event loop and serves every commit made before it began; callers that
+   * arrive meanwhile share the next one. Rejects if the disk refuses (the
+   * caller must not acknowledge then).
+   */
+  durable(): Promise<void> {
+    if (this.durability !== 'barrier' || this.syncedCommits >= this.commits || this.path === ':memory:') return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.syncWaiters.push({ commits: this.commits, resolve, reject });
+      this.syncNext();
+    });
+  }
+
+  private syncNext(): void {
+    if (this.syncing || this.syncWaiters.length === 0) return;
+    const through = this.commits;
+    try {
+      // SQLite keeps the -wal file (same inode) while this connection is open; it restarts it in place after checkpoints.
+      this.walFd ??= openSync(`${this.path}-wal`, 'r');
+    } catch (error) {
+      this.failWaiters(new StoreError(this.path, `cannot open the write-ahead log to sync it (${(error as Error).message})`));
+      return;
+    }
+    this.syncing = true;
+    fdatasync(this.walFd, (error) => {
+      this.syncing = false;
+      this.syncs++;
+      if (error) {
+        this.failWaiters(new StoreError(this.path, `the disk refused to sync the write-ahead log (${error.message}); check the disk and free space`));
+        return;
+      }
+      this.syncedCommits = Math.max(this.syncedCommits, through);
+      let kept = 0;
+      for (const waiter of this.syncWaiters) {
+        if (waiter.commits <= through) waiter.resolve();
+        else this.syncWaiters[kept++] = waiter;
+      }
+      this.syncWaiters.length = kept;
+      this.syncNext();
+    });
+  }
+
+  private failWaiters(error: Error): void {
+    for (const waiter of this.syncWaiters.splice(0)) waiter.reject(error);
   }
 
   close(): void {
     this.db.close();
+    if (this.walFd !== null) closeSync(this.walFd);
+    this.walFd = null;
+    this.failWaiters(new StoreError(this.path, 'the store was closed before its last commits were synced'));
   }
 }
 
 /**
- * Opens (or creates) the database at `path`: WAL, synchronous FULL by default,
- * and every pending migration applied in one transaction. A file written by a
+ * Opens (or creates) the database at `path`: WAL, the `barrier` durability by
+ * default, and every pending migration applied in one transaction. A file written by a
  * newer Taras is refused rather than guessed at.
  */
 export function openStore(path: string, options: StoreOptions = {}): Store {
+  const durability = options.durability ?? 'barrier';
   let db: Connection;
   try {
     db = new Database(path);
@@ -255,7 +340,7 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     if (mode !== 'wal' && path !== ':memory:') {
       throw new StoreError(path, `cannot switch to WAL mode (journal_mode is '${String(mode)}'); use a local filesystem`);
     }
-    db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
+    db.pragma(`synchronous = ${durability === 'full' ? 'FULL' : 'NORMAL'}`);
     const version = schemaVersionOf(db);
     if (version > SCHEMA_VERSION) {
       throw new StoreError(path, `schema version ${version} is newer than this Taras understands (${SCHEMA_VERSION}); run a newer Taras or restore a backup`);
@@ -264,11 +349,20 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       db.transaction(() => {
         if (migrate(db, MIGRATIONS).rebuildRows) rebuildRows(db);
       }).immediate();
+      // A fresh schema is on the disk before anything is built on it.
+      if (durability === 'barrier' && path !== ':memory:') {
+        const fd = openSync(`${path}-wal`, 'r');
+        try {
+          fdatasyncSync(fd);
+        } finally {
+          closeSync(fd);
+        }
+      }
     }
   } catch (error) {
     db.close();
     if (error instanceof StoreError) throw error;
     throw new StoreError(path, `cannot use the database (${(error as Error).message}); is it a Taras database?`);
   }
-  return new Store(path, db);
+  return new Store(path, db, durability);
 }

@@ -37,16 +37,16 @@ export function easyPolicy(): Policy {
       const started: QueueEntry[] = [];
       const headIndex = startFromHead(state, now, started, projection);
       const queue = state.queue;
-      if (headIndex >= queue.length - 1 || state.freeProcessors === 0) {
+      if (headIndex >= queue.length - 1 || state.startableProcessors === 0) {
         if (headIndex > 0) state.queue = queue.slice(headIndex);
         return started;
       }
       let { shadowTime, extra } = shadowOf(state, queue[headIndex].job.size);
       const backfilled = new Set<QueueEntry>();
-      for (let index = headIndex + 1; index < queue.length && state.freeProcessors > 0; index++) {
+      for (let index = headIndex + 1; index < queue.length && state.startableProcessors > 0; index++) {
         const entry = queue[index];
         const { size, estimate } = entry.job;
-        if (size > state.freeProcessors) continue;
+        if (size > state.startableProcessors) continue;
         const endsByShadow = now + estimate <= shadowTime;
         if (!endsByShadow && size > extra) continue;
         const nodes = state.tryPlace(entry.job);
