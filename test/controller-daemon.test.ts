@@ -11,16 +11,19 @@ import { readClusterConfig } from '../src/config/load.js';
 import { startController } from '../src/controller/daemon.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, createApiClient } from '../src/net/client.js';
+import type { ApiQueue } from '../src/api/queue.js';
+import type { ApiJob } from '../src/api/types.js';
+import { renderQueue } from '../src/cli/render/queue.js';
 
 const work = mkdtempSync(join(tmpdir(), 'taras-daemon-'));
 after(() => rmSync(work, { recursive: true, force: true }));
 
 const file = join(work, 'cluster.toml');
-const toml = (policy: string, nodes: string, partition = 'batch') => `
+const toml = (policy: string, nodes: string, partition = 'batch', dataDir = 'data') => `
 [cluster]
 name = "test"
 policy = "${policy}"
-data_dir = "data"
+data_dir = "${dataDir}"
 [[nodes]]
 names = "${nodes}"
 cpus = 4
@@ -61,6 +64,45 @@ describe('controller daemon', () => {
       assert.equal((await api.get<unknown[]>('/jobs')).length, 1);
     } finally {
       api.close();
+      await controller.close();
+    }
+  });
+
+  it('GET /queue lists what GET /jobs lists, in queue order, and renders to the same table', async () => {
+    writeFileSync(file, toml('easy', 'n[1-2]', 'batch', 'queue-data'));
+    const parsed = await readClusterConfig(file);
+    assert.ok(parsed.ok);
+    const controller = await startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
+    const alice = createApiClient({ baseUrl: controller.url }, { identity: { user: 'alice', uid: 1001 } });
+    const bob = createApiClient({ baseUrl: controller.url }, { identity: { user: 'bob', uid: 1002 } });
+    try {
+      // No agent: both nodes are down, so all wait; longer limits plan later starts.
+      await alice.post('/jobs', { spec: { ...spec, name: 'first', timeLimitSeconds: 600 } });
+      await bob.post('/jobs', { spec: { ...spec, name: 'second', nodes: { min: 1 }, memoryMiB: 1024 } });
+      await alice.post('/jobs', { spec: { ...spec, name: 'third', workingDir: '/tmp' } });
+      for (const long of [false, true]) {
+        const [queue, jobs] = await Promise.all([alice.get<ApiQueue>(`/queue${long ? '?long=1' : ''}`), alice.get<ApiJob[]>('/jobs')]);
+        assert.equal(queue.id.length, 3);
+        const byId = new Map(jobs.map((job) => [job.id, job]));
+        for (let i = 0; i < queue.id.length; i++) {
+          const job = byId.get(queue.id[i])!;
+          assert.deepEqual(
+            [queue.strings[queue.user[i]], queue.strings[queue.state[i]], queue.strings[queue.name[i]], queue.nodeCount[i]],
+            [job.user, job.state, job.name, job.nodeCount],
+          );
+          const planned = job.plannedStart === null ? null : Date.parse(job.plannedStart) / 1000 - queue.timeBase;
+          assert.equal(queue.start[i], planned === null ? null : Math.floor(planned), `job ${job.id}: planned start`);
+          if (long) assert.equal(queue.strings[queue.long!.workingDir[i]], job.workingDir);
+        }
+        assert.equal(queue.long === undefined, !long);
+        const view = { status: queue.status, now: queue.status.now, width: 120, long, timeZone: 'UTC' };
+        assert.equal(renderQueue({ ...view, queue }), renderQueue({ ...view, jobs }));
+      }
+      const filtered = await alice.get<ApiQueue>('/queue?user=bob');
+      assert.deepEqual(filtered.id.map((_, i) => filtered.strings[filtered.name[i]]), ['second']);
+    } finally {
+      alice.close();
+      bob.close();
       await controller.close();
     }
   });

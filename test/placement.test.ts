@@ -18,6 +18,21 @@ const job = (id: number, resources: ResourceRequest, estimate = 100, submitTime 
 });
 
 describe('node pool', () => {
+  it('counts the free CPUs of nodes that take jobs: down or drained nodes, allocations and releases', () => {
+    const pool = new NodePool([node('n1'), node('n2'), node('n3', 4)], 'first-fit');
+    assert.equal(pool.acceptingFreeCpus, 20);
+    pool.allocate(jobId(1), ['n1', 'n2'], need(2, 3));
+    assert.equal(pool.acceptingFreeCpus, 14);
+    pool.setAccepting('n2', false); // its 5 free CPUs no longer count; its job keeps running
+    assert.equal(pool.acceptingFreeCpus, 9);
+    pool.setAccepting('n2', false); // twice changes nothing
+    assert.equal(pool.acceptingFreeCpus, 9);
+    pool.release(jobId(1)); // n1 gets 3 back; n2's 3 stay out while it is down
+    assert.equal(pool.acceptingFreeCpus, 12);
+    pool.setAccepting('n2', true);
+    assert.equal(pool.acceptingFreeCpus, 20);
+  });
+
   it('first-fit takes the first nodes in order that fit', () => {
     const pool = new NodePool([node('n1'), node('n2'), node('n3')], 'first-fit');
     pool.allocate(jobId(1), ['n1'], need(1, 6));

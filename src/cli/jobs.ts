@@ -126,11 +126,14 @@ export function registerJobCommands(program: Command): void {
       if (flags.user) query.set('user', flags.user);
       if (flags.state) query.set('state', flags.state);
       await withClient(flags.controller, async (api) => {
-        const [status, jobs] = await Promise.all([api.get('/status'), api.get(`/jobs${query.size ? `?${query}` : ''}`)]);
-        if (flags.json) return printJson(jobs);
-        const { renderQueue } = await import('./render/queue.js');
-        const s = status as import('../api/types.js').ApiClusterStatus;
-        print(renderQueue({ status: s, jobs: jobs as import('../api/types.js').ApiJob[], now: s.now, long: flags.long, width: process.stdout.isTTY ? process.stdout.columns : undefined }));
+        // --json: the full vocabulary; the table: compact rows in queue order (GET /queue).
+        if (flags.json) return printJson(await api.get(`/jobs${query.size ? `?${query}` : ''}`));
+        if (flags.long) query.set('long', '1');
+        const [queue, { renderQueue }] = await Promise.all([
+          api.get<import('../api/queue.js').ApiQueue>(`/queue${query.size ? `?${query}` : ''}`), import('./render/queue.js'),
+        ]);
+        const { status } = queue;
+        print(renderQueue({ status, queue, now: status.now, long: flags.long, width: process.stdout.isTTY ? process.stdout.columns : undefined }));
       });
     });
 

@@ -14,10 +14,10 @@ import type { ClusterKey } from '../net/hmac.js';
 import { localIdentity } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
-import type { EndState } from '../store/events.js';
+import type { EndState, JobRecord } from '../store/events.js';
 import { openStore } from '../store/store.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type JobReport, type StartOrder } from './engine.js';
-import { apiJob, apiJobWithEvents, apiNodes, apiStatus, apiWhen } from './views.js';
+import { apiJob, apiJobWithEvents, apiNodes, apiQueue, apiStatus, apiWhen } from './views.js';
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
@@ -141,13 +141,17 @@ export async function startController(options: ControllerOptions): Promise<Runni
 
   const knownAgents = new Set<string>();
   const motd = () => (store.setting('motd') as string | undefined) ?? null;
-  const visibleJobs = (filter: { user?: string; states?: JobState[] }): ApiJob[] => {
+  /** Active jobs and those finished within the retention time, filtered. */
+  const visibleRecords = (filter: { user?: string; states?: JobState[] }): JobRecord[] => {
     const cutoff = Date.now() - config.keepFinishedSeconds * 1000;
-    const records = [...engine.active.values(), ...store.jobs({ states: [...finishedStates], endedSinceMs: cutoff })];
-    return records
-      .filter((r) => (filter.user === undefined || r.user === filter.user) && (filter.states === undefined || filter.states.includes(r.state)))
-      .map((r) => apiJob(engine, r));
+    const wantsFinished = filter.states === undefined || filter.states.some((state) => finishedStates.includes(state));
+    const records = [...engine.active.values(), ...(wantsFinished ? store.jobs({ states: [...finishedStates], endedSinceMs: cutoff }) : [])];
+    return records.filter((r) => (filter.user === undefined || r.user === filter.user) && (filter.states === undefined || filter.states.includes(r.state)));
   };
+  const listFilter = (ctx: RequestContext) => ({
+    user: ctx.query.get('user') ?? undefined,
+    states: ctx.query.get('state')?.toUpperCase().split(',') as JobState[] | undefined,
+  });
   const findJob = (id: JobId) => {
     const record = engine.active.get(id) ?? store.job(id);
     if (!record) throw new RouteError(404, `no job ${id}`, 'list jobs with `taras queue`');
@@ -171,10 +175,14 @@ export async function startController(options: ControllerOptions): Promise<Runni
     },
     {
       method: 'GET', path: '/jobs',
+      handler: (ctx) => ({ status: 200, body: visibleRecords(listFilter(ctx)).map((record): ApiJob => apiJob(engine, record)) }),
+    },
+    {
+      // `taras queue`: the status and the jobs in queue order, as compact rows (src/api/queue.ts).
+      method: 'GET', path: '/queue',
       handler: (ctx) => {
-        const user = ctx.query.get('user') ?? undefined;
-        const states = ctx.query.get('state')?.toUpperCase().split(',') as JobState[] | undefined;
-        return { status: 200, body: visibleJobs({ user, states }) };
+        const status = apiStatus(engine, Date.now(), motd());
+        return { status: 200, body: apiQueue(engine, visibleRecords(listFilter(ctx)), ctx.query.get('long') === '1', status) };
       },
     },
     { method: 'GET', path: '/jobs/:id', handler: (ctx) => {

@@ -1,6 +1,7 @@
 // The controller's answers in the API vocabulary (src/api/types.ts): jobs,
 // nodes, status and "when will it start", built from the engine's state.
 
+import { Group, groupOf, QueueEncoder, toOffset, type ApiQueue } from '../api/queue.js';
 import type { ApiClusterStatus, ApiJob, ApiJobWithEvents, ApiNode, ApiWhen } from '../api/types.js';
 import type { JobId } from '../core/types.js';
 import { expandPattern } from '../jobspec/pattern.js';
@@ -43,6 +44,60 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
     stderrPath: spec.error === undefined ? stdoutPath : inDir(expandPattern(spec.error, names)),
     requeue: spec.requeue,
   };
+}
+
+/**
+ * `GET /queue`: the records in queue order (running by start, pending by
+ * planned start, finished by end; ties by id) as compact columns. Sorts an
+ * index by precomputed keys and fills the columns from the records directly:
+ * 50,000 jobs take tens of milliseconds.
+ */
+export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus): ApiQueue {
+  const n = records.length;
+  const groups = new Uint8Array(n);
+  const keys = new Float64Array(n);
+  const starts = new Array<number | null>(n);
+  for (let i = 0; i < n; i++) {
+    const record = records[i];
+    const group = groupOf(record.state);
+    const start = record.startTimeMs ?? (record.state === 'PENDING' ? engine.plannedStartMs(record.id) : null);
+    starts[i] = start;
+    groups[i] = group;
+    const by = group === Group.Finished ? record.endTimeMs : start;
+    keys[i] = by === null ? Infinity : by;
+  }
+  const order = Array.from({ length: n }, (_, i) => i);
+  order.sort((a, b) => groups[a] - groups[b] || (keys[a] === keys[b] ? 0 : keys[a] < keys[b] ? -1 : 1) || records[a].id - records[b].id);
+  const encoder = new QueueEncoder(status, long);
+  const q = encoder.queue;
+  const base = q.timeBase;
+  const [user, state, partition, nodes, name, workingDir] = Array.from({ length: 6 }, () => encoder.column());
+  for (let k = 0; k < n; k++) {
+    const i = order[k];
+    const record = records[i];
+    const spec = engine.specOf(record);
+    const limitSeconds = spec.timeLimitSeconds === 'UNLIMITED' ? null : spec.timeLimitSeconds;
+    const start = starts[i];
+    q.id[k] = record.id;
+    q.user[k] = user(record.user);
+    q.state[k] = state(record.state);
+    q.partition[k] = partition(record.partition);
+    q.nodes[k] = nodes(record.nodes.length === 0 ? '' : record.nodes.join(','));
+    q.nodeCount[k] = spec.nodes.min;
+    const startOffset = toOffset(start, base);
+    q.start[k] = startOffset;
+    q.end[k] = startOffset !== null && limitSeconds !== null && record.endTimeMs === null ? startOffset + limitSeconds : null;
+    q.endTime[k] = toOffset(record.endTimeMs, base);
+    q.name[k] = name(record.name);
+    if (q.long) {
+      q.long.cpus[k] = (spec.ntasks ?? spec.nodes.min) * spec.cpusPerTask;
+      q.long.memoryMiB[k] = spec.memoryMiB ?? null;
+      q.long.submit[k] = Math.floor(record.submitTimeMs / 1000) - base;
+      q.long.limitSeconds[k] = limitSeconds;
+      q.long.workingDir[k] = workingDir(spec.workingDir);
+    }
+  }
+  return q;
 }
 
 export function apiJobWithEvents(engine: ControllerEngine, record: JobRecord, events: readonly StoredJobEvent[]): ApiJobWithEvents {

@@ -4,12 +4,12 @@
 // Only the NAME column gives way to the terminal width. Filters (--user,
 // --state) are the caller's; this renders what it is given.
 
+import { encodeQueue, fromOffset, queueRowOf, sortQueue, type ApiQueue } from '../../api/queue.js';
 import type { ApiClusterStatus, ApiJob } from '../../api/types.js';
-import { finishedStates } from '../../api/types.js';
 import { formatMemory, formatSbatchTime } from '../../jobspec/values.js';
 import { jobCountsText, nodeCountsText } from './status.js';
-import { alignColumns, counted, flow, hostlistText, printable } from './text.js';
-import { LocalClock, toMillis, type Instant } from './time.js';
+import { alignColumnsBy, counted, displayWidth, flow, hostlistText, printable, truncate, type ColumnSource } from './text.js';
+import { LocalClock, type Instant } from './time.js';
 
 /** Narrower than this, a name says nothing; lines then pass the width instead. */
 export const MIN_NAME_WIDTH = 10;
@@ -18,7 +18,10 @@ export const EMPTY_QUEUE = 'No jobs are running or waiting.';
 
 export interface QueueView {
   readonly status: ApiClusterStatus;
-  readonly jobs: readonly ApiJob[];
+  /** Jobs in the API vocabulary (ordered here)... */
+  readonly jobs?: readonly ApiJob[];
+  /** ...or the queue as `GET /queue` sends it, already in queue order. */
+  readonly queue?: ApiQueue;
   /** The controller's clock (status.now) as a rule. */
   readonly now: Instant;
   /** --long: CPUs, memory per node, submit time, limit, working directory. */
@@ -29,52 +32,10 @@ export interface QueueView {
   readonly timeZone?: string;
 }
 
-const enum Group {
-  Running = 0,
-  Pending = 1,
-  Finished = 2,
-}
-
-function groupOf(job: ApiJob): Group {
-  if (job.state === 'PENDING') return Group.Pending;
-  if (finishedStates.includes(job.state)) return Group.Finished;
-  return Group.Running;
-}
-
-function millisOrNaN(iso: string | null): number {
-  return iso === null ? NaN : toMillis(iso);
-}
-
-/** A job with the times it is ordered and shown by, each parsed once. */
-interface Placed {
-  readonly job: ApiJob;
-  readonly group: Group;
-  /** Actual start, or the planned start of a pending job; NaN when none. */
-  readonly startMillis: number;
-  readonly endMillis: number;
-  readonly sortMillis: number;
-}
-
-function place(job: ApiJob): Placed {
-  const group = groupOf(job);
-  const startMillis = millisOrNaN(job.startTime ?? (group === Group.Pending ? job.plannedStart : null));
-  const endMillis = millisOrNaN(job.predictedEnd);
-  const by = group === Group.Finished ? millisOrNaN(job.endTime) : startMillis;
-  return { job, group, startMillis, endMillis, sortMillis: Number.isNaN(by) ? Infinity : by };
-}
-
-function byQueueOrder(a: Placed, b: Placed): number {
-  return a.group - b.group || (a.sortMillis === b.sortMillis ? 0 : a.sortMillis < b.sortMillis ? -1 : 1) || a.job.id - b.job.id;
-}
-
 /** Running first by start, then pending by planned start (none last), then finished by end; ties by id. */
 export function queueOrder(jobs: readonly ApiJob[]): ApiJob[] {
-  return jobs.map(place).sort(byQueueOrder).map((placed) => placed.job);
-}
-
-/** The allocated nodes, or for a job with none yet how many it asks for. */
-function nodesCell(job: ApiJob): string {
-  return job.nodes.length === 0 ? counted(job.nodeCount, 'node') : hostlistText(job.nodes);
+  const byId = new Map(jobs.map((job) => [job.id, job]));
+  return sortQueue(jobs.map(queueRowOf)).map((row) => byId.get(row.id)!);
 }
 
 function header(view: QueueView, clock: LocalClock): string[] {
@@ -84,41 +45,88 @@ function header(view: QueueView, clock: LocalClock): string[] {
   return [...flow(first, view.width), ...flow([nodeCountsText(status.nodes), `jobs: ${jobCountsText(status.jobs)}`], view.width, '; ')];
 }
 
-interface Column {
-  readonly head: string;
-  /** Numbers align to the right. */
-  readonly right?: boolean;
-  /** Cells made by us from numbers and times, so measured by length (see alignColumns). */
-  readonly ascii?: boolean;
-  readonly cell: (placed: Placed) => string;
+/** Per distinct string of the queue's table: its printable form and width, computed once. */
+function stringCells(strings: readonly string[]): { text: string[]; width: Int32Array } {
+  const text = strings.map(printable);
+  const width = new Int32Array(text.length);
+  for (let i = 0; i < text.length; i++) width[i] = displayWidth(text[i]);
+  return { text, width };
 }
 
-function columns(long: boolean, clock: LocalClock): Column[] {
-  const start: Column = {
-    head: 'START', ascii: true, cell: ({ startMillis }) => (Number.isNaN(startMillis) ? '-' : clock.at(startMillis)),
+/** A column whose cells are interned strings: looked up per row, measured once per distinct string. */
+function interned(head: string, indexes: readonly number[], cells: { text: string[]; width: Int32Array }): ColumnSource {
+  const cut = new Map<number, string>();
+  return {
+    head,
+    cell: (r) => cells.text[indexes[r]],
+    width: (r) => cells.width[indexes[r]],
+    cut: (r, width) => {
+      const index = indexes[r];
+      let text = cut.get(index);
+      if (text === undefined) {
+        text = truncate(cells.text[index], width);
+        cut.set(index, text);
+      }
+      return text;
+    },
   };
-  const end: Column = {
-    head: 'END', ascii: true, cell: ({ startMillis, endMillis }) => (Number.isNaN(endMillis) ? '-' : clock.end(endMillis, startMillis)),
+}
+
+/** A column of ASCII cells made by us (numbers, times): measured by length. */
+function ascii(head: string, cell: (r: number) => string, right = false): ColumnSource {
+  return { head, right, cell, width: (r) => cell(r).length };
+}
+
+function columns(queue: ApiQueue, long: boolean, clock: LocalClock): ColumnSource[] {
+  const cells = stringCells(queue.strings);
+  const base = queue.timeBase;
+  const nodeCells = queue.strings.map((text) => (text === '' ? '' : hostlistText(text.split(','))));
+  const nodeWidths = nodeCells.map(displayWidth);
+  const countCells = new Map<number, string>();
+  const nodes: ColumnSource = {
+    head: 'NODES',
+    // The allocated nodes, or for a job with none yet how many it asks for.
+    cell: (r) => {
+      const index = queue.nodes[r];
+      if (nodeCells[index] !== '') return nodeCells[index];
+      const count = queue.nodeCount[r];
+      let text = countCells.get(count);
+      if (text === undefined) {
+        text = counted(count, 'node');
+        countCells.set(count, text);
+      }
+      return text;
+    },
+    width: (r) => (nodeCells[queue.nodes[r]] !== '' ? nodeWidths[queue.nodes[r]] : nodes.cell(r).length),
+  };
+  const start = ascii('START', (r) => {
+    const at = queue.start[r];
+    return at === null ? '-' : clock.at((base + at) * 1000);
+  });
+  const end = ascii('END', (r) => {
+    const at = queue.end[r];
+    return at === null ? '-' : clock.end((base + at) * 1000, fromOffset(queue.start[r], base));
+  });
+  const longColumns = (extra: NonNullable<ApiQueue['long']>): ColumnSource[] => {
+    return [
+      ascii('CPUS', (r) => String(extra.cpus[r]), true),
+      ascii('MEMORY', (r) => (extra.memoryMiB[r] === null ? '-' : formatMemory(extra.memoryMiB[r]!)), true),
+      ascii('SUBMITTED', (r) => clock.at((base + extra.submit[r]) * 1000)),
+      start,
+      end,
+      ascii('LIMIT', (r) => (extra.limitSeconds[r] === null ? 'UNLIMITED' : formatSbatchTime(extra.limitSeconds[r]!))),
+      interned('WORKDIR', extra.workingDir, cells),
+    ];
   };
   return [
-    { head: 'JOBID', right: true, ascii: true, cell: ({ job }) => String(job.id) },
-    { head: 'USER', cell: ({ job }) => printable(job.user) },
-    { head: 'STATE', ascii: true, cell: ({ job }) => job.state },
-    { head: 'PARTITION', cell: ({ job }) => printable(job.partition) },
-    { head: 'NODES', cell: ({ job }) => nodesCell(job) },
-    ...(long
-      ? [
-        { head: 'CPUS', right: true, ascii: true, cell: ({ job }: Placed) => String(job.ntasks * job.cpusPerTask) },
-        { head: 'MEMORY', right: true, ascii: true, cell: ({ job }: Placed) => (job.memoryMiB === null ? '-' : formatMemory(job.memoryMiB)) },
-        { head: 'SUBMITTED', ascii: true, cell: ({ job }: Placed) => clock.at(job.submitTime) },
-        start,
-        end,
-        { head: 'LIMIT', ascii: true, cell: ({ job }: Placed) => (job.timeLimitSeconds === null ? 'UNLIMITED' : formatSbatchTime(job.timeLimitSeconds)) },
-        { head: 'WORKDIR', cell: ({ job }: Placed) => printable(job.workingDir) },
-      ]
-      : [start, end]),
+    ascii('JOBID', (r) => String(queue.id[r]), true),
+    interned('USER', queue.user, cells),
+    interned('STATE', queue.state, cells),
+    interned('PARTITION', queue.partition, cells),
+    nodes,
+    ...(long && queue.long ? longColumns(queue.long) : [start, end]),
     // Last, and the only column cut to fit the terminal.
-    { head: 'NAME', cell: ({ job }) => printable(job.name) },
+    interned('NAME', queue.name, cells),
   ];
 }
 
@@ -127,18 +135,13 @@ export function renderQueue(view: QueueView): string {
   const clock = new LocalClock(view.now, view.timeZone);
   const lines = header(view, clock);
   lines.push('');
-  if (view.jobs.length === 0) {
+  const queue = view.queue ?? encodeQueue(view.status, sortQueue((view.jobs ?? []).map(queueRowOf)), view.long === true);
+  if (queue.id.length === 0) {
     lines.push(EMPTY_QUEUE);
     return `${lines.join('\n')}\n`;
   }
-  const shown = columns(view.long === true, clock);
-  const rows = view.jobs.map(place).sort(byQueueOrder).map((placed) => shown.map((column) => column.cell(placed)));
-  const indexesWhere = (test: (column: Column) => boolean) => new Set(shown.flatMap((column, i) => (test(column) ? [i] : [])));
-  const table = alignColumns(shown.map((column) => column.head), rows, {
-    right: indexesWhere((column) => column.right === true),
-    ascii: indexesWhere((column) => column.ascii === true),
-    fit: view.width === undefined ? undefined : { column: shown.length - 1, width: view.width, min: MIN_NAME_WIDTH },
-  });
-  // concat, not push(...table): a spread of 100,000 lines overflows the call stack.
-  return `${lines.concat(table).join('\n')}\n`;
+  const shown = columns(queue, view.long === true, clock);
+  const fit = view.width === undefined ? undefined : { column: shown.length - 1, width: view.width, min: MIN_NAME_WIDTH };
+  alignColumnsBy(shown, queue.id.length, (line) => lines.push(line), fit);
+  return `${lines.join('\n')}\n`;
 }

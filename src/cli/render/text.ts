@@ -57,68 +57,101 @@ export interface ColumnOptions {
   readonly fit?: { readonly column: number; readonly width: number; readonly min: number };
 }
 
+/** A column read by row index: for tables whose cells are cheaper to look up than to build up front. */
+export interface ColumnSource {
+  readonly head: string;
+  /** Numbers align to the right. */
+  readonly right?: boolean;
+  /** The printable cell of row `r` (0-based, header excluded). */
+  readonly cell: (r: number) => string;
+  /** Its width in terminal columns (displayWidth of the cell). */
+  readonly width: (r: number) => number;
+  /** For the fit column: the cell cut to `width` columns (default: truncate). */
+  readonly cut?: (r: number, width: number) => string;
+}
+
+/**
+ * Header and `count` rows as aligned lines, columns two spaces apart, no
+ * trailing spaces; every cell is read twice (widths, then lines) and never
+ * kept, so a table of 50,000 rows holds only its lines. Only the `fit`
+ * column is ever cut. Lines are handed to `emit` in order (header first).
+ */
+export function alignColumnsBy(
+  columns: readonly ColumnSource[],
+  count: number,
+  emit: (line: string) => void,
+  fit?: { readonly column: number; readonly width: number; readonly min: number },
+): void {
+  const n = columns.length;
+  const widths = columns.map((column) => displayWidth(column.head));
+  for (let c = 0; c < n; c += 1) {
+    const width = columns[c].width;
+    let widest = widths[c];
+    for (let r = 0; r < count; r += 1) {
+      const w = width(r);
+      if (w > widest) widest = w;
+    }
+    widths[c] = widest;
+  }
+  let cutTo = Infinity;
+  if (fit !== undefined) {
+    const others = widths.reduce((sum, width, c) => (c === fit.column ? sum : sum + width + COLUMN_GAP), 0);
+    // Never narrower than the column's header.
+    const target = Math.max(fit.min, displayWidth(columns[fit.column].head), fit.width - others);
+    if (widths[fit.column] > target) {
+      cutTo = target;
+      widths[fit.column] = target;
+    }
+  }
+  const gap = spaces(COLUMN_GAP);
+  const last = n - 1;
+  // A line is joined from its pieces into one flat string: a chain of `+=` would keep
+  // two dozen string objects per line alive until output, and the collector would copy them.
+  const pieces: string[] = [];
+  const line = (r: number): string => {
+    pieces.length = 0;
+    for (let c = 0; c <= last; c += 1) {
+      const column = columns[c];
+      let text = r < 0 ? column.head : column.cell(r);
+      let width = r < 0 ? displayWidth(text) : column.width(r);
+      if (c === fit?.column && width > cutTo) {
+        text = r >= 0 && column.cut ? column.cut(r, cutTo) : truncate(text, cutTo);
+        width = cutTo;
+      }
+      const fill = spaces(widths[c] - width);
+      if (c === last) {
+        // The last column needs no padding after it, and the line no trailing spaces.
+        if (column.right) pieces.push(fill, text);
+        else if (width > 0) pieces.push(text);
+        else return pieces.join('').trimEnd();
+      } else if (column.right) pieces.push(fill, text, gap);
+      else pieces.push(text, fill, gap);
+    }
+    return pieces.join('');
+  };
+  emit(line(-1));
+  for (let r = 0; r < count; r += 1) emit(line(r));
+}
+
 /**
  * Header and rows as aligned lines, columns two spaces apart, no trailing
  * spaces. Cells must be printable. Only the `fit` column is ever cut.
  */
 export function alignColumns(head: readonly string[], rows: readonly (readonly string[])[], options: ColumnOptions = {}): string[] {
-  const columns = head.length;
-  const alignRight = head.map((_, c) => options.right?.has(c) === true);
-  const byLength = head.map((_, c) => options.ascii?.has(c) === true);
-  // Each cell is measured once: the widths pass and the padding pass share them.
-  const cellWidths = new Int32Array((rows.length + 1) * columns);
-  const widths = new Array<number>(columns).fill(0);
-  const measure = (cells: readonly string[], r: number) => {
-    for (let c = 0; c < columns; c += 1) {
-      const width = byLength[c] ? cells[c].length : displayWidth(cells[c]);
-      cellWidths[r * columns + c] = width;
-      if (width > widths[c]) widths[c] = width;
-    }
-  };
-  measure(head, 0);
-  for (let r = 0; r < rows.length; r += 1) measure(rows[r], r + 1);
-
-  const fit = options.fit;
-  let fitted: string[] | undefined;
-  if (fit !== undefined) {
-    const others = widths.reduce((sum, width, c) => (c === fit.column ? sum : sum + width + COLUMN_GAP), 0);
-    // Never narrower than the column's header (row 0 of cellWidths).
-    const target = Math.max(fit.min, cellWidths[fit.column], fit.width - others);
-    if (widths[fit.column] > target) {
-      fitted = rows.map((row, r) => {
-        const index = (r + 1) * columns + fit.column;
-        if (cellWidths[index] <= target) return row[fit.column];
-        cellWidths[index] = target;
-        return truncate(row[fit.column], target);
-      });
-      widths[fit.column] = target;
-    }
-  }
-  const cell = (cells: readonly string[], r: number, c: number): string =>
-    fitted !== undefined && r > 0 && c === fit?.column ? fitted[r - 1] : cells[c];
-
-  const gap = spaces(COLUMN_GAP);
-  const last = columns - 1;
-  // A line is joined from its pieces into one flat string: a chain of `+=` would keep
-  // two dozen string objects per line alive until output, and the collector would copy them.
-  const pieces: string[] = [];
-  const line = (cells: readonly string[], r: number): string => {
-    const base = r * columns;
-    pieces.length = 0;
-    for (let c = 0; c < last; c += 1) {
-      const fill = spaces(widths[c] - cellWidths[base + c]);
-      if (alignRight[c]) pieces.push(fill, cell(cells, r, c), gap);
-      else pieces.push(cell(cells, r, c), fill, gap);
-    }
-    // The last column needs no padding after it, and the line no trailing spaces.
-    if (alignRight[last]) pieces.push(spaces(widths[last] - cellWidths[base + last]), cell(cells, r, last));
-    else if (cellWidths[base + last] > 0) pieces.push(cell(cells, r, last));
-    else return pieces.join('').trimEnd();
-    return pieces.join('');
-  };
-  const lines = new Array<string>(rows.length + 1);
-  lines[0] = line(head, 0);
-  for (let r = 0; r < rows.length; r += 1) lines[r + 1] = line(rows[r], r + 1);
+  // Each cell is measured once, here; the aligner reads the widths back.
+  const widths = head.map((_, c) => {
+    const byLength = options.ascii?.has(c) === true;
+    const measured = new Int32Array(rows.length);
+    for (let r = 0; r < rows.length; r += 1) measured[r] = byLength ? rows[r][c].length : displayWidth(rows[r][c]);
+    return measured;
+  });
+  const lines: string[] = [];
+  alignColumnsBy(
+    head.map((title, c) => ({ head: title, right: options.right?.has(c) === true, cell: (r: number) => rows[r][c], width: (r: number) => widths[c][r] })),
+    rows.length,
+    (line) => lines.push(line),
+    options.fit,
+  );
   return lines;
 }
 

@@ -76,6 +76,8 @@ export class LocalClock {
   private readonly today: number;
   private readonly yearOfNow: number;
   private readonly labels = new Map<number, string>();
+  private readonly minuteLabels = new Map<number, string>();
+  private readonly minuteClocks = new Map<number, string>();
   private readonly offsets: Map<number, number>;
 
   constructor(now: Instant, readonly timeZone?: string) {
@@ -120,9 +122,21 @@ export class LocalClock {
   at(instant: Instant | number, options: TimeOptions = {}): string {
     const millis = typeof instant === 'number' ? instant : toMillis(instant);
     if (Number.isNaN(millis)) return String(instant);
+    if (options.seconds === true) return this.atUncached(millis, true);
+    // A long queue shows the same minutes over and over: each is formatted once.
+    const minute = Math.floor(millis / 60_000);
+    let text = this.minuteLabels.get(minute);
+    if (text === undefined) {
+      text = this.atUncached(millis, false);
+      this.minuteLabels.set(minute, text);
+    }
+    return text;
+  }
+
+  private atUncached(millis: number, seconds: boolean): string {
     const shifted = this.shifted(millis);
     const day = Math.floor(shifted / MS_PER_DAY);
-    const time = this.clock(shifted, options.seconds === true);
+    const time = this.clock(shifted, seconds);
     const difference = day - this.today;
     if (difference === 0) return `today ${time}`;
     if (difference === 1) return `tomorrow ${time}`;
@@ -135,7 +149,15 @@ export class LocalClock {
     const endMillis = typeof end === 'number' ? end : toMillis(end);
     const startMillis = start === null ? NaN : typeof start === 'number' ? start : toMillis(start);
     if (!Number.isNaN(endMillis) && !Number.isNaN(startMillis)) {
-      if (this.dayOf(endMillis) === this.dayOf(startMillis)) return this.clock(this.shifted(endMillis), false);
+      if (this.dayOf(endMillis) === this.dayOf(startMillis)) {
+        const minute = Math.floor(endMillis / 60_000);
+        let text = this.minuteClocks.get(minute);
+        if (text === undefined) {
+          text = this.clock(this.shifted(endMillis), false);
+          this.minuteClocks.set(minute, text);
+        }
+        return text;
+      }
     }
     return this.at(end);
   }
