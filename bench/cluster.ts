@@ -170,11 +170,11 @@ async function submitStorm(url: string, clients: number, jobs: number): Promise<
 }
 
 /** Wall milliseconds of one `node ARGS` run, Node start included; stdout to /dev/null. */
-function timeNode(args: string[]): number {
+function timeNode(args: string[], env: NodeJS.ProcessEnv = process.env): number {
   const devNull = openSync('/dev/null', 'w');
   try {
     const began = performance.now();
-    const run = spawnSync(process.execPath, args, { cwd: work, stdio: ['ignore', devNull, 'pipe'], timeout: 30_000 });
+    const run = spawnSync(process.execPath, args, { cwd: work, env, stdio: ['ignore', devNull, 'pipe'], timeout: 30_000 });
     const ms = performance.now() - began;
     if (run.status !== 0) throw new Error(`node ${args.join(' ')} failed (${run.status}): ${run.stderr}`);
     return ms;
@@ -183,7 +183,7 @@ function timeNode(args: string[]): number {
   }
 }
 
-const timeCli = (args: string[]): number => timeNode([taras, ...args]);
+const timeCli = (args: string[], env?: NodeJS.ProcessEnv): number => timeNode([taras, ...args], env);
 
 const sorted = (samples: readonly number[]) => [...samples].sort((a, b) => a - b);
 const median = (samples: readonly number[]) => sorted(samples)[Math.floor(samples.length / 2)];
@@ -207,6 +207,18 @@ async function submissions(rows: Row[]): Promise<void> {
     const value = median(samples);
     rows.push({ what: 'one `taras submit` from the shell', measured: ms(value), target: '< 120 ms', met: value < 120, note: `median of ${CLI_SUBMIT_RUNS}, min ${ms(Math.min(...samples))}` });
     rows.push({ what: '`node -e ""` alone, for comparison', measured: ms(nodeAlone), target: '-', note: 'Node start on this machine now' });
+    // NODE_EXTRA_CA_CERTS makes every Node process read and parse that certificate file as it starts
+    // (about 45 ms here); Taras never uses TLS, so show what the same command costs in a shell without it.
+    if (process.env.NODE_EXTRA_CA_CERTS) {
+      const plain = { ...process.env };
+      delete plain.NODE_EXTRA_CA_CERTS;
+      const withoutCerts = median(Array.from({ length: CLI_SUBMIT_RUNS }, () => timeCli(args, plain)));
+      const nodeWithoutCerts = median(Array.from({ length: CLI_SUBMIT_RUNS }, () => timeNode(['-e', ''], plain)));
+      rows.push({
+        what: '  the same without NODE_EXTRA_CA_CERTS', measured: ms(withoutCerts), target: '-',
+        note: `this shell sets it; \`node -e ""\` alone then takes ${ms(nodeWithoutCerts)}`,
+      });
+    }
   } finally {
     await stop(controller.child);
   }

@@ -16,10 +16,7 @@ export function registerDaemonCommands(program: Command): void {
     .option('--port <n>', 'TCP port on the listen address (0: any free port; default from the config, 6817)')
     .addHelpText('after', '\nExamples:\n  taras controller\n  taras controller --config cluster.toml\n  taras controller --data /tmp/test-cluster --port 7000\n')
     .action(async (flags: { config?: string; data: string; key?: string; port?: string }) => {
-      const port = flags.port === undefined ? undefined : Number(flags.port);
-      if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port < 65536)) {
-        fail(`error: option '--port' got '${flags.port}': expected a TCP port number, 0 to 65535`);
-      }
+      const port = flags.port === undefined ? undefined : portNumber(flags.port);
       const { defaultClusterConfig } = await import('../config/cluster.js');
       let config = defaultClusterConfig(flags.data);
       if (flags.config) {
@@ -39,32 +36,45 @@ export function registerDaemonCommands(program: Command): void {
 
   program
     .command('up')
-    .description('a whole cluster on this machine: controller plus a virtual agent (Ctrl-C stops both)')
+    .description('a whole cluster on this machine: controller plus a virtual agent (Ctrl-C stops both); what `npm start` runs')
     .option('--data <dir>', 'data directory (database, cluster key, job directories)', DEFAULT_DATA_DIR)
-    .option('--virtual <NxC>', 'virtual nodes: the embedded defaults have 16 nodes of 8 CPUs', '16x8')
-    .addHelpText('after', '\nExamples:\n  taras up\n  npm run cluster\n')
-    .action(async (flags: { data: string; virtual: string }) => {
-      const { defaultClusterConfig } = await import('../config/cluster.js');
+    .option('--virtual <NxC>', 'N virtual nodes of C CPUs each (node01..), every job still a real process', '16x8')
+    .option('--port <n>', 'TCP port on 127.0.0.1 (0: any free port)', '6817')
+    .addHelpText('after', '\nExamples:\n  npm start                     (the same as: taras up)\n  taras up --virtual 4x2 --data /tmp/small --port 0\n')
+    .action(async (flags: { data: string; virtual: string; port: string }) => {
+      const { count, cpus } = virtualShape(flags.virtual);
+      const port = portNumber(flags.port);
+      const { defaultClusterConfig, DEFAULT_LISTEN } = await import('../config/cluster.js');
       const { startController } = await import('../controller/daemon.js');
       const { startAgent } = await import('../agent/agent.js');
-      const config = defaultClusterConfig(flags.data);
+      const config = defaultClusterConfig(flags.data, { count, cpus });
       const key = await clusterKey(`${config.dataDir}/cluster.key`, true);
       const log = (line: string) => console.error(`${new Date().toISOString()} ${line}`);
-      const controller = await startController({ config, clusterKey: key, log });
+      const controller = await startController({ config, clusterKey: key, log, port });
       const agent = await startAgent({
         controller: { baseUrl: controller.url }, nodes: config.nodes.map((n) => n.name), dataDir: `${config.dataDir}/agent`, clusterKey: key,
         log: (line) => log(`agent: ${line}`),
       });
+      const isDefault = controller.url === `http://${DEFAULT_LISTEN.host}:${DEFAULT_LISTEN.port}`;
       print(`
-Taras is up: controller at ${controller.url}, ${config.nodes.length} virtual nodes, data in ${config.dataDir}.
-In another terminal:
-  printf '#!/bin/sh\\n#TARAS --time 5\\necho hello from $TARAS_NODELIST\\nsleep 20\\n' > hello.sh
+Taras is up: controller at ${controller.url}, ${count} virtual nodes of ${cpus} CPUs, data in ${config.dataDir}.
+Submit a job and watch the queue from another terminal in this folder:
+${isDefault ? '' : `  export TARAS_CONTROLLER=${controller.url}\n`}  printf '#!/bin/sh\\n#TARAS --time 5\\necho hello from $TARAS_NODELIST\\nsleep 20\\n' > hello.sh
   npx taras submit -N 2 hello.sh
   npx taras queue
   npx taras when 1
   npx taras wait 1 && cat taras-1.out
 Ctrl-C stops the controller and the agent (running jobs keep running; they are re-adopted at the next start).`);
-      const stop = () => void agent.close().then(() => controller.close()).then(() => process.exit(0));
+      let stopping = false;
+      const stop = () => {
+        if (stopping) return;
+        stopping = true;
+        log('stopping the agent and the controller');
+        void agent.close().then(() => controller.close()).then(() => process.exit(0), (error: unknown) => {
+          log(`could not stop cleanly: ${(error as Error).message}`);
+          process.exit(1);
+        });
+      };
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
     });
@@ -82,10 +92,8 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
       const { expandHostlist } = await import('../config/hostlist.js');
       let nodes: string[];
       if (flags.virtual) {
-        const match = /^(\d+)x(\d+)$/.exec(flags.virtual);
-        if (!match) fail(`error: option '--virtual' got '${flags.virtual}': expected NODESxCPUS, e.g. 16x8`);
-        const count = Number(match[1]);
-        nodes = expandHostlist(`node[${'1'.padStart(count < 100 ? 2 : String(count).length, '0')}-${count}]`);
+        const { virtualNodeNames } = await import('../config/cluster.js');
+        nodes = virtualNodeNames(virtualShape(flags.virtual).count);
       } else if (flags.nodes) {
         nodes = expandHostlist(flags.nodes);
       } else {
@@ -102,6 +110,21 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
     });
+}
+
+/** `--virtual NxC`: N nodes of C CPUs. */
+function virtualShape(text: string): { count: number; cpus: number } {
+  const match = /^(\d+)x(\d+)$/.exec(text);
+  const count = Number(match?.[1]);
+  const cpus = Number(match?.[2]);
+  if (!match || count < 1 || cpus < 1 || count > 9999) fail(`error: option '--virtual' got '${text}': expected NODESxCPUS with 1 to 9999 nodes, e.g. 16x8`);
+  return { count, cpus };
+}
+
+function portNumber(text: string): number {
+  const port = Number(text);
+  if (!(/^\d+$/.test(text) && port < 65536)) fail(`error: option '--port' got '${text}': expected a TCP port number, 0 to 65535`);
+  return port;
 }
 
 /** Loads the cluster key, creating it when asked to and missing. */

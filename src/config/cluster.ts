@@ -197,8 +197,14 @@ function syntaxError(error: TomlError, file: string, index: SourceIndex): Config
  * "batch" over node01..node16 (8 CPUs, 16 GiB each), easy backfilling,
  * first-fit placement, the API on 127.0.0.1:6817.
  */
-export function defaultClusterConfig(dataDir: string): ClusterConfig {
-  const names = expandHostlist('node[01-16]');
+/** node01..nodeNN (at least two digits), as virtual agents name their nodes. */
+export function virtualNodeNames(count: number): string[] {
+  return expandHostlist(`node[${'1'.padStart(Math.max(2, String(count).length), '0')}-${count}]`);
+}
+
+/** The embedded defaults: 16 nodes of 8 CPUs (or `shape`), one partition, easy, first-fit, 127.0.0.1:6817. */
+export function defaultClusterConfig(dataDir: string, shape: { count: number; cpus: number } = { count: 16, cpus: 8 }): ClusterConfig {
+  const names = virtualNodeNames(shape.count);
   const absoluteDataDir = resolve(dataDir);
   return {
     name: CLUSTER_DEFAULTS.name,
@@ -211,7 +217,7 @@ export function defaultClusterConfig(dataDir: string): ClusterConfig {
     keepFinishedSeconds: CLUSTER_DEFAULTS.keepFinishedSeconds,
     warnBeforeLimitSeconds: CLUSTER_DEFAULTS.warnBeforeLimitSeconds,
     killGraceSeconds: CLUSTER_DEFAULTS.killGraceSeconds,
-    nodes: names.map((name) => ({ name, cpus: 8, memoryMiB: 16 * 1024, features: [] })),
+    nodes: names.map((name) => ({ name, cpus: shape.cpus, memoryMiB: 16 * 1024, features: [] })),
     partitions: [{ name: 'batch', nodes: names, isDefault: true, maxTimeSeconds: null, maxNodes: null, priority: 1 }],
     defaultPartition: 'batch',
   };

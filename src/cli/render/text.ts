@@ -108,11 +108,23 @@ export function alignColumnsBy(
   // A line is joined from its pieces into one flat string: a chain of `+=` would keep
   // two dozen string objects per line alive until output, and the collector would copy them.
   const pieces: string[] = [];
+  // Tables repeat their cells (users, states, times): each distinct cell of a
+  // left-aligned inner column is padded once and reused.
+  const padded = columns.map(() => new Map<string, string>());
   const line = (r: number): string => {
     pieces.length = 0;
     for (let c = 0; c <= last; c += 1) {
       const column = columns[c];
       let text = r < 0 ? column.head : column.cell(r);
+      if (c !== last && c !== fit?.column && !column.right) {
+        let cell = padded[c].get(text);
+        if (cell === undefined) {
+          cell = `${text}${spaces(widths[c] - (r < 0 ? displayWidth(text) : column.width(r)))}${gap}`;
+          padded[c].set(text, cell);
+        }
+        pieces.push(cell);
+        continue;
+      }
       let width = r < 0 ? displayWidth(text) : column.width(r);
       if (c === fit?.column && width > cutTo) {
         text = r >= 0 && column.cut ? column.cut(r, cutTo) : truncate(text, cutTo);
