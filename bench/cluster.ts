@@ -6,7 +6,7 @@
 // PID, and the whole run is bounded by a deadline.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -263,7 +263,11 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
   }
 }
 
-/** Submit-to-running on an idle `--virtual 16x8` cluster, one job at a time. */
+/**
+ * Submit-to-running on an idle `--virtual 16x8` cluster, one job at a time:
+ * from just before the POST to the moment the job's own script runs (it
+ * prints `date +%s%N` first thing; same machine, same clock).
+ */
 async function startLatency(rows: Row[]): Promise<void> {
   const controller = await startController('latency');
   const agent = await daemon(
@@ -271,34 +275,38 @@ async function startLatency(rows: Row[]): Promise<void> {
     /registered 16 node/,
   );
   const api = client(controller.url);
+  const script = '#!/bin/sh\ndate +%s%N\n';
+  const body = {
+    spec: {
+      ...tinySpec('latency', { script: { path: join(work, 'latency.sh'), text: script, args: [] }, output: 'latency-%j.out' }),
+      submitEnv: { ...process.env }, submitDir: work,
+    },
+  };
   try {
     say(`submit-to-running, ${LATENCY_JOBS} jobs one at a time...`);
+    const running: number[] = [];
     const recorded: number[] = [];
-    const observed: number[] = [];
     for (let i = 0; i < LATENCY_JOBS + 5; i++) {
-      const began = performance.now();
-      const { id } = await api.post<{ id: number }>('/jobs', submitBody('latency'));
+      const sentMs = Date.now();
+      const { id } = await api.post<{ id: number }>('/jobs', body);
       let job = await api.get<ApiJob>(`/jobs/${id}`);
-      const giveUp = began + 5000;
-      while (job.startTime === null && performance.now() < giveUp) job = await api.get<ApiJob>(`/jobs/${id}`);
-      if (job.startTime === null) throw new Error(`job ${id} did not start within 5 s (state ${job.state})`);
+      const giveUp = performance.now() + 5000;
+      while (job.endTime === null && performance.now() < giveUp) {
+        await sleep(2);
+        job = await api.get<ApiJob>(`/jobs/${id}`);
+      }
+      if (job.state !== 'COMPLETED') throw new Error(`job ${id} did not complete within 5 s (state ${job.state})`);
       if (i < 5) continue; // warm-up: first connections and the controller's JIT
-      observed.push(performance.now() - began);
-      recorded.push(Date.parse(job.startTime) - Date.parse(job.submitTime));
+      const scriptRanMs = Number(BigInt(readFileSync(join(work, `latency-${id}.out`), 'utf8').trim()) / 1_000_000n);
+      running.push(scriptRanMs - sentMs);
+      recorded.push(Date.parse(job.startTime!) - Date.parse(job.submitTime));
       await sleep(20); // idle between jobs
     }
-    const value = median(recorded);
+    const value = median(running);
     rows.push({
       what: 'submit-to-running, idle 16x8 virtual cluster', measured: ms(value), target: '< 50 ms (median)', met: value < 50,
-      note: `p95 ${ms(percentile(recorded, 0.95))}; client-observed median ${ms(median(observed))}, p95 ${ms(percentile(observed, 0.95))}`,
+      note: `until the job's script runs; p95 ${ms(percentile(running, 0.95))}; the controller records the start ${ms(median(recorded))} after the submission (median)`,
     });
-    // The tiny jobs end on their own; wait for that so no supervisor outlives the benchmark.
-    const until = performance.now() + 10_000;
-    while (performance.now() < until) {
-      const active = await api.get<ApiJob[]>('/jobs?state=PENDING,RUNNING');
-      if (active.length === 0) break;
-      await sleep(100);
-    }
   } finally {
     api.close();
     await stop(agent.child);

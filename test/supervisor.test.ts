@@ -15,7 +15,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { detectCgroupMode, probeCgroupV1, probeCgroupV2, type CgroupMode, type CgroupSystem } from '../src/agent/cgroup.js';
 import {
-  hasEnded, isAlive, jobFiles, launchSupervisor, prepareJobDir, readStatus, requestSignal, waitForStatus,
+  hasEnded, isAlive, jobFiles, launchSupervisor, prepareJobDir, readStatus, requestSignal, SupervisorLauncher, waitForStatus,
   type EndedStatus, type RunningStatus, type SupervisorSpecInput,
 } from '../src/agent/jobdir.js';
 
@@ -120,6 +120,38 @@ async function killProcessGroup(launcher: ChildProcess): Promise<void> {
 
 const signalsOf = (status: EndedStatus): string[] => status.signalsSent.map((s) => `${s.signal} ${s.why}`);
 const seconds = (from: string, to: string): number => (Date.parse(to) - Date.parse(from)) / 1000;
+
+describe('supervisor launcher (warm standby)', () => {
+  it('hands jobs to a supervisor started ahead, replaces it, and lets the standby exit on close', async () => {
+    const launcher = new SupervisorLauncher(join(root, 'standby.log'));
+    const pids: number[] = [];
+    try {
+      for (const word of ['first', 'second']) {
+        const { dir, workDir } = prepareJob(`echo ${word} from $(pwd)`);
+        const launched = launcher.launch(dir);
+        assert.ok(launched.ok, launched.ok ? '' : launched.error);
+        launchedDirs.push(dir);
+        launchedPids.push(launched.value);
+        pids.push(launched.value);
+        const status = await waitForEnd(dir);
+        assert.equal(status.state, 'COMPLETED', readLog(dir));
+        assert.equal(status.supervisorPid, launched.value, 'the pid returned is the supervisor that ran the job');
+        assert.equal(readFileSync(join(workDir, 'out.txt'), 'utf8'), `${word} from ${workDir}\n`);
+        assert.match(readLog(dir), /job \d+ ended: COMPLETED/, 'the standby logs into the job\'s supervisor.log once it has the job');
+      }
+      assert.notEqual(pids[0], pids[1], 'each job gets its own supervisor');
+    } finally {
+      const waiting = launcher.standbyPid;
+      assert.ok(waiting !== null && isAlive(waiting), 'a standby waits for the next job');
+      launchedPids.push(waiting);
+      launcher.close();
+      // The standby waiting for a third job reads end-of-file and exits.
+      const until = Date.now() + 5000;
+      while (isAlive(waiting) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(isAlive(waiting), false, 'the standby exits when its launcher closes');
+    }
+  });
+});
 
 describe('cgroup mode detection', () => {
   it('detects this machine\'s mode and says why', (t) => {

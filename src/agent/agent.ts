@@ -17,7 +17,7 @@ import { lineLog } from '../net/log.js';
 import { createApiServer, RouteError } from '../net/server.js';
 import { detectCgroupMode } from './cgroup.js';
 import { jobLaunch } from './environment.js';
-import { hasEnded, isAlive, launchSupervisor, prepareJobDir, readStatus, recordNotStarted, requestSignal, type Result, type SignalName } from './jobdir.js';
+import { hasEnded, isAlive, prepareJobDir, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName } from './jobdir.js';
 import { lookupUser } from './users.js';
 
 export interface AgentOptions {
@@ -60,6 +60,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { log } = options;
   const jobsDir = join(options.dataDir, 'jobs');
   mkdirSync(jobsDir, { recursive: true });
+  // A supervisor is kept started ahead, so a job starts without waiting for Node to start.
+  const launcher = new SupervisorLauncher(join(options.dataDir, 'standby-supervisors.log'));
   const netLog = lineLog(log);
   const controller = createApiClient(options.controller, { identity: localIdentity(), clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
   /** Job runs (JOBDIR jobs/ID.RUN) whose end is not yet acknowledged by the controller. */
@@ -128,7 +130,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             uid: runAs?.uid ?? null, gid: runAs?.gid ?? null,
           });
           if (!prepared.ok) throw new RouteError(400, `job ${order.jobId}: ${prepared.error}`);
-          const launched = launchSupervisor(dir);
+          const launched = launcher.launch(dir);
           if (!launched.ok) throw new RouteError(500, `job ${order.jobId}: ${launched.error}`);
           launchedPid.set(runKey(order.jobId, order.run), launched.value);
           log(`job ${order.jobId} started on ${order.nodes.join(',')} as ${order.user} (supervisor ${launched.value})`);
@@ -232,6 +234,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     url,
     close: async () => {
       stopped = true;
+      launcher.close();
       await running;
       await server.close(500);
       controller.close();

@@ -10,7 +10,7 @@
 // through jobdir.ts.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, realpathSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { resolve } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -83,8 +83,13 @@ function chooseMode(spec: SupervisorSpec): Result<ModeDetection> {
   return { ok: true, value: { mode: spec.cgroupMode, reason: probe.reason, layout: probe.layout } };
 }
 
+/** Where the log goes once a standby supervisor has taken a job (its supervisor.log); else stderr. */
+let logFd: number | null = null;
+
 const log = (message: string): void => {
-  process.stderr.write(`${new Date().toISOString()} supervisor ${process.pid}: ${message}\n`);
+  const line = `${new Date().toISOString()} supervisor ${process.pid}: ${message}\n`;
+  if (logFd === null) process.stderr.write(line);
+  else writeSync(logFd, line);
 };
 
 // ---- the supervisor -----------------------------------------------------
@@ -459,12 +464,7 @@ function isEntryPoint(): boolean {
   }
 }
 
-if (isEntryPoint()) {
-  const jobDir = process.argv[2];
-  if (jobDir === undefined || process.argv.length > 3) {
-    process.stderr.write('usage: node supervisor.js JOBDIR   (JOBDIR holds spec.json; see src/agent/README.md)\n');
-    process.exit(2);
-  }
+function supervise(jobDir: string): void {
   runSupervisor(resolve(jobDir)).then(
     (code) => process.exit(code),
     (error: Error) => {
@@ -472,4 +472,42 @@ if (isEntryPoint()) {
       process.exit(1);
     },
   );
+}
+
+/**
+ * `--standby` (SupervisorLauncher): loaded and waiting; the first line on
+ * stdin is the job directory to supervise. End of input first: exit 0.
+ */
+function standBy(): void {
+  let input = '';
+  const onData = (chunk: Buffer): void => {
+    input += chunk.toString();
+    const newline = input.indexOf('\n');
+    if (newline < 0) return;
+    process.stdin.off('data', onData);
+    process.stdin.off('end', onEnd);
+    process.stdin.destroy(); // from here on nothing ties this process to the agent
+    const jobDir = input.slice(0, newline);
+    try {
+      process.chdir(jobDir);
+      logFd = openSync(jobFiles(jobDir).log, 'a', 0o644);
+    } catch (error) {
+      log(`cannot take job directory ${jobDir}: ${(error as Error).message}`);
+      process.exit(1);
+    }
+    supervise(jobDir);
+  };
+  const onEnd = (): void => process.exit(0);
+  process.stdin.on('data', onData);
+  process.stdin.on('end', onEnd);
+}
+
+if (isEntryPoint()) {
+  const jobDir = process.argv[2];
+  if (jobDir === undefined || process.argv.length > 3) {
+    process.stderr.write('usage: node supervisor.js JOBDIR | --standby   (JOBDIR holds spec.json; see src/agent/README.md)\n');
+    process.exit(2);
+  }
+  if (jobDir === '--standby') standBy();
+  else supervise(jobDir);
 }
