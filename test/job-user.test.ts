@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -140,7 +140,55 @@ const ownerOf = (path: string): [number, number] => {
   return [stats.uid, stats.gid];
 };
 
+/** A throwaway user whose only supplementary group is a throwaway group; both removed after the tests. */
+function scratchUserWithGroup(): { user: string; group: string; uid: number; gid: number; groupId: number } | string {
+  const suffix = String(process.pid);
+  const group = `tarasg${suffix}`;
+  const user = `tarasu${suffix}`;
+  const run = (command: string, args: string[]) => spawnSync(command, args, { encoding: 'utf8' });
+  const added = run('groupadd', [group]);
+  if (added.status !== 0) return `groupadd failed: ${added.stderr || added.error?.message}`;
+  after(() => {
+    run('userdel', [user]);
+    run('groupdel', [group]);
+  });
+  const created = run('useradd', ['-M', '-N', '-g', 'nogroup', '-G', group, '-d', '/nonexistent', '-s', '/usr/sbin/nologin', user]);
+  if (created.status !== 0) return `useradd failed: ${created.stderr || created.error?.message}`;
+  const found = lookupUser(user);
+  if (!found.ok) return found.error;
+  const groupId = Number(run('getent', ['group', group]).stdout.split(':')[2]);
+  return { user, group, uid: found.value.uid, gid: found.value.gid, groupId };
+}
+
 describe('a job with a user\'s uid and gid', { skip: notRoot, concurrency: true }, () => {
+  it('runs with the user\'s supplementary groups, and may write where only one of them may', { skip: existsSync('/usr/bin/setpriv') || existsSync('/bin/setpriv') ? false : 'util-linux setpriv is not installed' }, async () => {
+    const scratch = scratchUserWithGroup();
+    assert.ok(typeof scratch !== 'string', String(scratch));
+    const workDir = join(root, `groups-${++jobCount}`);
+    mkdirSync(workDir, { mode: 0o755 });
+    chmodSync(workDir, 0o755);
+    chownSync(workDir, scratch.uid, scratch.gid);
+    // Writable by the group only: the job's output lands there through its supplementary group.
+    const shared = join(workDir, 'shared');
+    mkdirSync(shared);
+    chownSync(shared, 0, scratch.groupId);
+    chmodSync(shared, 0o770);
+    writeFileSync(join(workDir, 'job.sh'), '#!/bin/sh\nid -un\nid -Gn\n', { mode: 0o755 });
+    const dir = join(workDir, 'sv');
+    const prepared = prepareJobDir(dir, {
+      jobId: jobCount, script: 'job.sh', args: [], workingDir: workDir, env: { PATH: '/usr/bin:/bin' }, stdoutPath: 'shared/out.txt', stderrPath: 'shared/err.txt',
+      memoryMiB: null, timeLimitSeconds: 30, killGraceSeconds: 1, cgroupMode: 'rlimit', uid: scratch.uid, gid: scratch.gid,
+    });
+    assert.ok(prepared.ok, prepared.ok ? '' : prepared.error);
+    const status = await runJob(dir);
+    assert.equal(status.state, 'COMPLETED', status.reason ?? '');
+    const [name, groups] = readFileSync(join(shared, 'out.txt'), 'utf8').trim().split('\n');
+    assert.equal(name, scratch.user);
+    assert.deepEqual(groups.split(' ').sort(), ['nogroup', scratch.group].sort());
+    assert.deepEqual(ownerOf(join(shared, 'out.txt')), [scratch.uid, scratch.gid]);
+  });
+
+
   it('runs as that user, with their HOME, USER and LOGNAME, and its new output files are theirs', async () => {
     const { dir, workDir } = prepareJob('id -un\nid -u\necho "$HOME|$USER|$LOGNAME"\npwd\necho oops >&2');
     const status = await runJob(dir);

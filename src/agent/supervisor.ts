@@ -355,14 +355,29 @@ function jobCredentials(spec: SupervisorSpec): Result<JobCredentials | null> {
 }
 
 /**
- * Runs `action` with the job's ids as effective ids and no supplementary
- * groups, as the job itself will run, so the kernel checks what the user may
- * do and files it creates are theirs. Then root again, in the same directory.
+ * util-linux's setpriv, which sets a user's supplementary groups (initgroups)
+ * and ids and then execs: Node's spawn (libuv) can only drop every
+ * supplementary group when it changes ids. Part of util-linux, which Debian
+ * and most distributions always install; without it jobs get their primary
+ * group only.
+ */
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path)) ?? null;
+
+/** The groups the job runs with: its user's (initgroups) where setpriv can set them, else none. */
+function jobGroups(credentials: JobCredentials): boolean {
+  return SETPRIV !== null && credentials.user !== null;
+}
+
+/**
+ * Runs `action` with the job's ids as effective ids and the supplementary
+ * groups the job will have, so the kernel checks what the user may do and
+ * files it creates are theirs. Then root again, in the same directory.
  */
 function asJobUser<T>(credentials: JobCredentials | null, action: () => T): T {
   if (credentials === null) return action();
   const saved = { groups: process.getgroups!(), gid: process.getegid!(), cwd: process.cwd() };
-  process.setgroups!([]);
+  if (jobGroups(credentials)) (process as unknown as { initgroups(user: string, extraGroup: number): void }).initgroups(credentials.user!.name, credentials.gid);
+  else process.setgroups!([]);
   process.setegid!(credentials.gid);
   process.seteuid!(credentials.uid);
   try {
@@ -424,10 +439,15 @@ async function startJob(spec: SupervisorSpec, cgroup: JobCgroup | null): Promise
   // What login would set, unless the job's environment (the submitter's, with --export=ALL) has it.
   const userVariables = runAs?.user ? { HOME: runAs.user.home, USER: runAs.user.name, LOGNAME: runAs.user.name } : {};
   const virtualMemoryKiB = cgroup === null && spec.memoryMiB !== null ? Math.floor(spec.memoryMiB * 1024) : null;
-  const child = spawn('/bin/sh', ['-c', wrapperScript(cgroup !== null, virtualMemoryKiB), 'taras-job', spec.script, ...spec.args], {
+  const shell = ['/bin/sh', '-c', wrapperScript(cgroup !== null, virtualMemoryKiB), 'taras-job', spec.script, ...spec.args];
+  // With setpriv the job gets its user's supplementary groups (setpriv execs the shell: same pid);
+  // spawn's own uid/gid would drop them all.
+  const viaSetpriv = runAs !== null && jobGroups(runAs);
+  const command = viaSetpriv ? [SETPRIV!, `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, '--init-groups', '--', ...shell] : shell;
+  const child = spawn(command[0], command.slice(1), {
     cwd: spec.workingDir, env: { ...userVariables, ...spec.env }, detached: true,
     stdio: cgroup === null ? ['ignore', stdoutFd, stderrFd] : ['ignore', stdoutFd, stderrFd, 'pipe'],
-    ...(runAs === null ? {} : { uid: runAs.uid, gid: runAs.gid }), // spawn also drops supplementary groups
+    ...(runAs === null || viaSetpriv ? {} : { uid: runAs.uid, gid: runAs.gid }),
   });
   closeSync(stdoutFd);
   closeSync(stderrFd);
