@@ -257,6 +257,12 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
     const samples = Array.from({ length: QUEUE_RUNS }, () => timeCli(args));
     const value = median(samples) / 1000;
     rows.push({ what: '`taras queue`, 50,000 pending jobs', measured: `${round(value, 2)} s`, target: '< 0.3 s', met: value < 0.3, note: `median of ${QUEUE_RUNS}, stdout to /dev/null` });
+    if (process.env.NODE_EXTRA_CA_CERTS) {
+      const plain = { ...process.env };
+      delete plain.NODE_EXTRA_CA_CERTS;
+      const withoutCerts = median(Array.from({ length: QUEUE_RUNS }, () => timeCli(args, plain))) / 1000;
+      rows.push({ what: '  the same without NODE_EXTRA_CA_CERTS', measured: `${round(withoutCerts, 2)} s`, target: '-', note: 'see `taras submit` above' });
+    }
     rows.push({ what: 'GET /jobs alone, 50,000 pending', measured: `${round(median(listing) / 1000, 2)} s`, target: '-', note: 'API answer received and parsed, median of 3' });
   } finally {
     await stop(controller.child);
