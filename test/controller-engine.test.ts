@@ -68,6 +68,42 @@ describe('controller engine', () => {
     assert.equal(engine.active.size, 0);
   });
 
+  it('partition priority: a later job of a higher-priority partition goes ahead, also after a restart', () => {
+    const base = defaultClusterConfig(work, { count: 2, cpus: 8 });
+    const names = base.nodes.map((n) => n.name);
+    const config: ClusterConfig = {
+      ...base,
+      policy: 'fcfs',
+      partitions: [
+        { ...base.partitions[0], name: 'batch', nodes: names, isDefault: true, priority: 1 },
+        { ...base.partitions[0], name: 'urgent', nodes: names, isDefault: false, priority: 10 },
+      ],
+    };
+    const { path, store, clock, agents, engine, allNodes } = setup(config);
+    engine.agentRegistered(allNodes, []);
+    const whole = { nodes: { min: 2 }, cpusPerTask: 8 };
+    const [running] = engine.submit([{ user: 'alice', spec: spec(whole) }]);
+    assert.deepEqual(engine.schedule(), [running]);
+    clock.ms += 1000;
+    const [early] = engine.submit([{ user: 'alice', spec: spec(whole) }]);
+    clock.ms += 1000;
+    const [late] = engine.submit([{ user: 'bob', spec: spec({ ...whole, partition: 'urgent' }) }]);
+    assert.deepEqual(engine.schedule(), []);
+    // Planned: the urgent job right after the running one, the earlier batch job after that.
+    assert.ok(engine.plannedStartMs(late)! < engine.plannedStartMs(early)!, 'the urgent job is planned first');
+    store.close();
+
+    // A restart rebuilds the queue in the same order.
+    const reopened = openStore(path);
+    const restarted = new ControllerEngine(config, reopened, agents, () => clock.ms);
+    restarted.agentRegistered(allNodes, [{ jobId: running, run: 0, state: 'RUNNING', exitCode: null, endTimeMs: null }]);
+    clock.ms += 60_000;
+    restarted.jobReport({ jobId: running, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+    assert.deepEqual(restarted.schedule(), [late]);
+    assert.equal(reopened.job(early)!.state, 'PENDING');
+    reopened.close();
+  });
+
   it('refuses what the cluster cannot run, naming why, and stores nothing', () => {
     const { store, engine } = setup();
     assert.throws(() => engine.submit([{ user: 'bob', spec: spec({ partition: 'gpu' }) }]), (e: unknown) => e instanceof SubmitRefused && /gpu/.test(e.message));

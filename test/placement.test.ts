@@ -140,3 +140,53 @@ describe('scheduling on nodes', () => {
     }
   });
 });
+
+describe('priority (partition priority in the core)', () => {
+  const plain = (id: number, size: number, estimate: number, submitTime: number, priority?: number): JobRequest => ({
+    id: jobId(id), submitTime, size, estimate, user: 1, queue: 0, partition: 0, ...(priority === undefined ? {} : { priority }),
+  });
+
+  for (const policy of ['fcfs', 'easy'] as const) {
+    it(`${policy}: a later job of higher priority is the next to start, and the planned starts say so`, () => {
+      const scheduler = new Scheduler(policy, { processors: 4 }, 0);
+      scheduler.submit(plain(1, 4, 100, 0));
+      assert.deepEqual(scheduler.pass(0).map((j) => j.id), [1]);
+      scheduler.submit(plain(2, 4, 50, 1, 1));
+      scheduler.pass(1);
+      scheduler.plan(1);
+      assert.equal(scheduler.plannedStart(jobId(2)), 100);
+      scheduler.submit(plain(3, 4, 30, 2, 5)); // higher priority: ahead of job 2
+      scheduler.pass(2);
+      scheduler.plan(2);
+      assert.equal(scheduler.plannedStart(jobId(3)), 100);
+      assert.equal(scheduler.plannedStart(jobId(2)), 130, 'the projection was rebuilt for the new order');
+      scheduler.end(jobId(1), 100);
+      assert.deepEqual(scheduler.pass(100).map((j) => j.id), [3]);
+    });
+  }
+
+  it('conservative: priority orders the jobs not yet planned; a job already promised keeps its promise', () => {
+    const scheduler = new Scheduler('conservative', { processors: 4 }, 0);
+    scheduler.submit(plain(1, 4, 100, 0));
+    scheduler.pass(0);
+    scheduler.submit(plain(2, 4, 50, 1, 1));
+    scheduler.pass(1); // job 2 is promised 100
+    scheduler.submit(plain(3, 4, 30, 2, 1));
+    scheduler.submit(plain(4, 4, 30, 2, 5)); // same instant as 3, higher priority: planned before 3, after 2
+    scheduler.pass(2);
+    scheduler.plan(2);
+    assert.deepEqual([2, 4, 3].map((id) => scheduler.plannedStart(jobId(id))), [100, 150, 180]);
+  });
+
+  it('requeued or un-started jobs go back behind higher priorities, before later ones of theirs', () => {
+    const scheduler = new Scheduler('fcfs', { processors: 8 }, 0);
+    scheduler.submit(plain(1, 4, 100, 0, 1));
+    assert.deepEqual(scheduler.pass(0).map((j) => j.id), [1]);
+    scheduler.submit(plain(2, 8, 100, 1, 5));
+    scheduler.submit(plain(3, 8, 100, 2, 1));
+    scheduler.unstart(jobId(1), 3); // back: behind 2 (priority 5), ahead of 3 (same priority, later)
+    assert.deepEqual(scheduler.pass(3).map((j) => j.id), [2]);
+    scheduler.end(jobId(2), 103);
+    assert.deepEqual(scheduler.pass(103).map((j) => j.id), [1]);
+  });
+});

@@ -157,7 +157,7 @@ export class ControllerEngine {
     const limit = spec.timeLimitSeconds === 'UNLIMITED' ? partition.maxTimeSeconds ?? UNLIMITED_SECONDS : spec.timeLimitSeconds;
     return {
       id: record.id, submitTime: Math.floor(record.submitTimeMs / 1000), size: nodes * cpusPerNode, estimate: Math.max(1, limit),
-      user: 0, queue: 0, partition: 0, resources,
+      user: 0, queue: 0, partition: 0, priority: partition.priority, resources,
     };
   }
 

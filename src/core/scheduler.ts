@@ -71,7 +71,7 @@ export class Scheduler {
       throw new RangeError(`job ${job.id} fits on no set of nodes of this cluster, even when all are idle`);
     }
     const entry = this.state.enqueue(job);
-    this.policy.onSubmit?.(entry);
+    this.policy.onSubmit?.(entry, !this.state.isLast(entry));
   }
 
   /** A running job ended at `at`. */
@@ -90,7 +90,7 @@ export class Scheduler {
     const run = this.state.removeRunning(id);
     this.policy.onEnd?.(run, now);
     const entry = this.state.reinsert(run.job);
-    this.policy.onSubmit?.(entry);
+    this.policy.onSubmit?.(entry, !this.state.isLast(entry));
     this.startedInLastPass.delete(id);
   }
 

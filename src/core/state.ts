@@ -59,7 +59,12 @@ export class SchedulerState {
     const entry: QueueEntry = { job, seq: this.arrivals++, reservation,
       gainFrom: Infinity, gainTo: -Infinity, freedFrom: Infinity, freedTo: -Infinity };
     if (this.queuedById.has(job.id) || this.runningById.has(job.id)) throw new Error(`job ${job.id} is already known`);
-    this.queue.push(entry);
+    // Behind every entry of the same or a higher priority (the common case: the back).
+    const priority = job.priority ?? 0;
+    let at = this.queue.length;
+    while (at > 0 && (this.queue[at - 1].job.priority ?? 0) < priority) at--;
+    if (at === this.queue.length) this.queue.push(entry);
+    else this.queue.splice(at, 0, entry);
     this.queuedById.set(job.id, entry);
     return entry;
   }
@@ -88,18 +93,26 @@ export class SchedulerState {
     return this.runningById.get(id);
   }
 
-  /** Puts a job back at its arrival place in the queue (submit time, then id). */
+  /** Puts a job back at its place in the queue (priority, then submit time, then id). */
   reinsert(job: JobRequest): QueueEntry {
     const entry = this.enqueue(job);
-    this.queue.pop();
+    this.queue.splice(this.queue.indexOf(entry), 1);
+    const priority = job.priority ?? 0;
     let at = this.queue.length;
     while (at > 0) {
       const ahead = this.queue[at - 1].job;
-      if (ahead.submitTime < job.submitTime || (ahead.submitTime === job.submitTime && ahead.id < job.id)) break;
+      const aheadPriority = ahead.priority ?? 0;
+      if (aheadPriority > priority) break;
+      if (aheadPriority === priority && (ahead.submitTime < job.submitTime || (ahead.submitTime === job.submitTime && ahead.id < job.id))) break;
       at--;
     }
     this.queue.splice(at, 0, entry);
     return entry;
+  }
+
+  /** Whether `entry` is the last of the queue (arrivals usually are; a higher priority is not). */
+  isLast(entry: QueueEntry): boolean {
+    return this.queue[this.queue.length - 1] === entry;
   }
 
   getQueued(id: JobId): QueueEntry | undefined {

@@ -35,6 +35,11 @@ export interface JobRequest {
   readonly user: number;
   readonly queue: number;
   readonly partition: number;
+  /**
+   * Higher goes first (Slurm's partition PriorityTier): the queue is ordered
+   * by priority, then arrival. Absent counts as 0; trace replay has none.
+   */
+  readonly priority?: number;
   /** Node-level needs; `size` is then nodes x cpusPerNode. */
   readonly resources?: ResourceRequest;
 }

@@ -55,7 +55,11 @@ export class ConservativePolicy implements Policy {
   }
 
   onSubmit(entry: QueueEntry): void {
-    this.arrivals.push(entry);
+    // Arrivals are reserved in queue order: behind arrivals of the same or a higher priority.
+    const priority = entry.job.priority ?? 0;
+    let at = this.arrivals.length;
+    while (at > 0 && (this.arrivals[at - 1].job.priority ?? 0) < priority) at--;
+    this.arrivals.splice(at, 0, entry);
   }
 
   onEnd(run: RunningJob, at: Seconds): void {

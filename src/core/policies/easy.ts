@@ -63,6 +63,10 @@ export function easyPolicy(): Policy {
     },
     plan: (state, now) => projection.plan(state, now),
     onEnd: (run, at) => projection.noteEnd(run, at),
+    // The projection extends itself with arrivals at the back; one placed further forward invalidates it.
+    onSubmit: (_entry, reordered) => {
+      if (reordered) projection.invalidate();
+    },
     onCancel: () => projection.invalidate(),
     adopt: () => projection.invalidate(),
   };

@@ -12,8 +12,8 @@ export interface Policy {
   schedule(state: SchedulerState, now: Seconds): QueueEntry[];
   /** Sets every queued entry's `reservation` to its planned start after the pass. */
   plan(state: SchedulerState, now: Seconds): void;
-  /** A job joined the back of the queue. */
-  onSubmit?(entry: QueueEntry): void;
+  /** A job joined the queue: at the back, unless its priority put it further forward (then `reordered` is true). */
+  onSubmit?(entry: QueueEntry, reordered: boolean): void;
   /** A running job ended at `at` (possibly before its predicted end). */
   onEnd?(run: RunningJob, at: Seconds): void;
   /** A queued job left the queue without starting. */
