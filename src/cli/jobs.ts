@@ -33,11 +33,11 @@ export function registerJobCommands(program: Command): void {
     .action(async (script: string, args: string[], flags: Record<string, string | boolean | undefined>, cmd: Command) => {
       const { readFileSync } = await import('node:fs');
       // The modules submit needs, not the whole jobspec surface: the TOML parser loads only for --file.
-      const [types, directivesModule, flagsModule, mergeModule, summaryModule] = await Promise.all([
-        import('../jobspec/types.js'), import('../jobspec/directives.js'), import('../jobspec/flags.js'),
-        import('../jobspec/merge.js'), import('../jobspec/summary.js'),
+      // The summary is only shown on a terminal: it loads there.
+      const [types, directivesModule, flagsModule, mergeModule] = await Promise.all([
+        import('../jobspec/types.js'), import('../jobspec/directives.js'), import('../jobspec/flags.js'), import('../jobspec/merge.js'),
       ]);
-      const jobspec = { ...types, ...directivesModule, ...flagsModule, ...mergeModule, ...summaryModule };
+      const jobspec = { ...types, ...directivesModule, ...flagsModule, ...mergeModule };
       const given: Record<string, string | boolean | undefined> = {};
       for (const key of Object.keys(flags)) {
         if (['file', 'controller', 'json'].includes(key)) continue;
@@ -94,10 +94,10 @@ export function registerJobCommands(program: Command): void {
       const built = jobspec.buildJobSpec(merged, { scriptText, submitDir: process.cwd() });
       if (!built.ok) fail(built.errors.map((e) => `error: ${jobspec.formatError(e)}`).join('\n'));
       if (ask) {
-        const { localIdentity } = await import('../net/identity.js');
-        print(jobspec.renderSummary(built.value.spec, { origins: built.value.origins, user: localIdentity().user }));
+        const [{ localIdentity }, summary] = await Promise.all([import('../net/identity.js'), import('../jobspec/summary.js')]);
+        print(summary.renderSummary(built.value.spec, { origins: built.value.origins, user: localIdentity().user }));
         for (;;) {
-          const choice = jobspec.parseCommitAnswer(await ask(jobspec.COMMIT_PROMPT));
+          const choice = summary.parseCommitAnswer(await ask(summary.COMMIT_PROMPT));
           if (choice === 'abort') {
             closePrompt();
             fail('aborted: nothing was submitted', 1);
