@@ -72,9 +72,9 @@ function interned(head: string, indexes: readonly number[], cells: { text: strin
   };
 }
 
-/** A column of ASCII cells made by us (numbers, times): measured by length. */
+/** A column of ASCII cells made by us (numbers, times): made once each, measured by length. */
 function ascii(head: string, cell: (r: number) => string, right = false): ColumnSource {
-  return { head, right, cell, width: (r) => cell(r).length };
+  return { head, right, cell, ascii: true };
 }
 
 function columns(queue: ApiQueue, long: boolean, clock: LocalClock): ColumnSource[] {

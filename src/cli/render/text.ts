@@ -64,8 +64,15 @@ export interface ColumnSource {
   readonly right?: boolean;
   /** The printable cell of row `r` (0-based, header excluded). */
   readonly cell: (r: number) => string;
-  /** Its width in terminal columns (displayWidth of the cell). */
-  readonly width: (r: number) => number;
+  /**
+   * Its width in terminal columns, when cheaper than making the cell (an
+   * interned string's, measured once). Without it the aligner makes each cell
+   * once, keeps it for the second pass and measures it by length (`ascii`) or
+   * by displayWidth.
+   */
+  readonly width?: (r: number) => number;
+  /** Cells made by us from numbers and times: measured by length. */
+  readonly ascii?: boolean;
   /** For the fit column: the cell cut to `width` columns (default: truncate). */
   readonly cut?: (r: number, width: number) => string;
 }
@@ -84,12 +91,30 @@ export function alignColumnsBy(
 ): void {
   const n = columns.length;
   const widths = columns.map((column) => displayWidth(column.head));
+  // Columns without a width function: each cell made once, kept with its width.
+  const made = columns.map((column) => (column.width === undefined ? new Array<string>(count) : null));
+  const madeWidths = columns.map((column) => (column.width === undefined ? new Int32Array(count) : null));
+  const cellOf = columns.map((column, c) => (made[c] === null ? column.cell : (r: number) => made[c]![r]));
+  const widthOf = columns.map((column, c) => column.width ?? ((r: number) => madeWidths[c]![r]));
   for (let c = 0; c < n; c += 1) {
-    const width = columns[c].width;
+    const column = columns[c];
     let widest = widths[c];
-    for (let r = 0; r < count; r += 1) {
-      const w = width(r);
-      if (w > widest) widest = w;
+    const cells = made[c];
+    if (cells !== null) {
+      const measured = madeWidths[c]!;
+      for (let r = 0; r < count; r += 1) {
+        const text = column.cell(r);
+        const w = column.ascii ? text.length : displayWidth(text);
+        cells[r] = text;
+        measured[r] = w;
+        if (w > widest) widest = w;
+      }
+    } else {
+      const width = column.width!;
+      for (let r = 0; r < count; r += 1) {
+        const w = width(r);
+        if (w > widest) widest = w;
+      }
     }
     widths[c] = widest;
   }
@@ -115,17 +140,17 @@ export function alignColumnsBy(
     pieces.length = 0;
     for (let c = 0; c <= last; c += 1) {
       const column = columns[c];
-      let text = r < 0 ? column.head : column.cell(r);
+      let text = r < 0 ? column.head : cellOf[c](r);
       if (c !== last && c !== fit?.column && !column.right) {
         let cell = padded[c].get(text);
         if (cell === undefined) {
-          cell = `${text}${spaces(widths[c] - (r < 0 ? displayWidth(text) : column.width(r)))}${gap}`;
+          cell = `${text}${spaces(widths[c] - (r < 0 ? displayWidth(text) : widthOf[c](r)))}${gap}`;
           padded[c].set(text, cell);
         }
         pieces.push(cell);
         continue;
       }
-      let width = r < 0 ? displayWidth(text) : column.width(r);
+      let width = r < 0 ? displayWidth(text) : widthOf[c](r);
       if (c === fit?.column && width > cutTo) {
         text = r >= 0 && column.cut ? column.cut(r, cutTo) : truncate(text, cutTo);
         width = cutTo;
