@@ -11,7 +11,7 @@ import { readClusterConfig } from '../src/config/load.js';
 import { startController } from '../src/controller/daemon.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, createApiClient } from '../src/net/client.js';
-import type { ApiQueue } from '../src/api/queue.js';
+import { unpackQueue, type ApiQueue } from '../src/api/queue.js';
 import type { ApiJob } from '../src/api/types.js';
 import { renderQueue } from '../src/cli/render/queue.js';
 
@@ -81,7 +81,8 @@ describe('controller daemon', () => {
       await bob.post('/jobs', { spec: { ...spec, name: 'second', nodes: { min: 1 }, memoryMiB: 1024 } });
       await alice.post('/jobs', { spec: { ...spec, name: 'third', workingDir: '/tmp' } });
       for (const long of [false, true]) {
-        const [queue, jobs] = await Promise.all([alice.get<ApiQueue>(`/queue${long ? '?long=1' : ''}`), alice.get<ApiJob[]>('/jobs')]);
+        const [answer, jobs] = await Promise.all([alice.get<ApiQueue>(`/queue${long ? '?long=1' : ''}`), alice.get<ApiJob[]>('/jobs')]);
+        const queue = unpackQueue(answer);
         assert.equal(queue.id.length, 3);
         const byId = new Map(jobs.map((job) => [job.id, job]));
         for (let i = 0; i < queue.id.length; i++) {
@@ -98,7 +99,7 @@ describe('controller daemon', () => {
         const view = { status: queue.status, now: queue.status.now, width: 120, long, timeZone: 'UTC' };
         assert.equal(renderQueue({ ...view, queue }), renderQueue({ ...view, jobs }));
       }
-      const filtered = await alice.get<ApiQueue>('/queue?user=bob');
+      const filtered = unpackQueue(await alice.get<ApiQueue>('/queue?user=bob'));
       assert.deepEqual(filtered.id.map((_, i) => filtered.strings[filtered.name[i]]), ['second']);
     } finally {
       alice.close();

@@ -117,6 +117,10 @@ class Supervision {
   ) {}
 
   async run(exited: Promise<[number | null, SignalName | null]>): Promise<void> {
+    // Before anything says RUNNING: a SIGTERM that arrives once the status is out must find a handler, not kill us.
+    process.on('SIGTERM', () => this.terminate('CANCELLED', 'the supervisor got SIGTERM (node shutdown?)', 'SIGTERM', 'cancel'));
+    process.on('SIGINT', () => this.terminate('CANCELLED', 'the supervisor got SIGINT', 'SIGTERM', 'cancel'));
+    process.on('SIGHUP', () => undefined);
     await this.serveControlSocket();
     const limit = this.spec.timeLimitSeconds;
     const running: RunningStatus = {
@@ -130,9 +134,6 @@ class Supervision {
       this.after(0.05, () => this.sampleRss()); // short jobs get at least one sample
       this.every(RSS_SAMPLE_INTERVAL_MS, () => this.sampleRss());
     }
-    process.on('SIGTERM', () => this.terminate('CANCELLED', 'the supervisor got SIGTERM (node shutdown?)', 'SIGTERM', 'cancel'));
-    process.on('SIGINT', () => this.terminate('CANCELLED', 'the supervisor got SIGINT', 'SIGTERM', 'cancel'));
-    process.on('SIGHUP', () => undefined);
     const [exitCode, signal] = await exited;
     await this.finish(exitCode, signal);
   }

@@ -32,12 +32,12 @@ export interface QueueRow {
 }
 
 /**
- * The answer of `GET /queue[?user=U][&state=S,...][&long=1]`: parallel
- * columns, one entry per job in queue order, so 50,000 jobs are a handful of
- * arrays of small numbers rather than 50,000 objects. String columns hold
- * indexes into `strings`; times are seconds after `timeBase` (negative: before).
+ * The queue as parallel columns, one entry per job in queue order, so 50,000
+ * jobs are a handful of arrays of small numbers rather than 50,000 objects.
+ * String columns hold indexes into `strings`; times are seconds after
+ * `timeBase` (negative: before). Travels run-length encoded (ApiQueue).
  */
-export interface ApiQueue {
+export interface QueueTable {
   status: ApiClusterStatus;
   /**
    * Epoch seconds that every time column counts from (the controller's now):
@@ -115,7 +115,7 @@ export const fromOffset = (offset: number | null, base: number): number | null =
 
 /** Builds an ApiQueue one job at a time (in queue order), interning strings. */
 export class QueueEncoder {
-  readonly queue: ApiQueue;
+  readonly queue: QueueTable;
   private readonly indexOf = new Map<string, number>();
 
   constructor(status: ApiClusterStatus, long: boolean) {
@@ -176,8 +176,115 @@ export class QueueEncoder {
 }
 
 /** Rows (in queue order) to the wire. */
-export function encodeQueue(status: ApiClusterStatus, rows: readonly QueueRow[], long: boolean): ApiQueue {
+export function encodeQueue(status: ApiClusterStatus, rows: readonly QueueRow[], long: boolean): QueueTable {
   const encoder = new QueueEncoder(status, long);
   for (const row of rows) encoder.add(row);
   return encoder.queue;
+}
+
+/**
+ * A column run-length encoded: `[value, repeat, value, repeat, ...]`. A long
+ * queue is mostly runs (one user's array of jobs: same user, state,
+ * partition, name, limit), so 50,000 jobs travel as kilobytes.
+ */
+export type Runs = (number | null)[];
+
+/** The answer of `GET /queue[?user=U][&state=S,...][&long=1]`: a QueueTable with its columns as runs. */
+export interface ApiQueue {
+  status: ApiClusterStatus;
+  timeBase: number;
+  strings: string[];
+  count: number;
+  /**
+   * Every column as Runs. `id` and `start` hold the difference from the
+   * previous row's value (null starts are kept as null and skipped);
+   * `length` is `end - start` (null when there is no predicted end).
+   */
+  columns: {
+    id: Runs; user: Runs; state: Runs; partition: Runs; nodes: Runs; nodeCount: Runs; start: Runs; length: Runs; endTime: Runs; name: Runs;
+    cpus?: Runs; memoryMiB?: Runs; submit?: Runs; limitSeconds?: Runs; workingDir?: Runs;
+  };
+}
+
+function toRuns(values: readonly (number | null)[]): Runs {
+  const runs: Runs = [];
+  let i = 0;
+  while (i < values.length) {
+    const value = values[i];
+    let j = i + 1;
+    while (j < values.length && values[j] === value) j++;
+    runs.push(value, j - i);
+    i = j;
+  }
+  return runs;
+}
+
+function fromRuns(runs: Runs, count: number, what: string): (number | null)[] {
+  const values = new Array<number | null>(count);
+  let at = 0;
+  for (let k = 0; k < runs.length; k += 2) {
+    const value = runs[k];
+    const end = at + (runs[k + 1] as number);
+    if (!(end <= count)) throw new Error(`GET /queue: column ${what} has more than ${count} values`);
+    while (at < end) values[at++] = value;
+  }
+  if (at !== count) throw new Error(`GET /queue: column ${what} has ${at} values, expected ${count}`);
+  return values;
+}
+
+/** Differences from the previous non-null value (the first from 0); nulls stay null. */
+function differences(values: readonly (number | null)[]): (number | null)[] {
+  let previous = 0;
+  return values.map((value) => {
+    if (value === null) return null;
+    const difference = value - previous;
+    previous = value;
+    return difference;
+  });
+}
+
+function sums(differencesOf: readonly (number | null)[]): (number | null)[] {
+  let previous = 0;
+  return differencesOf.map((difference) => (difference === null ? null : (previous += difference)));
+}
+
+/** A QueueTable for the wire. */
+export function packQueue(table: QueueTable): ApiQueue {
+  const count = table.id.length;
+  const length = table.end.map((end, i) => (end === null || table.start[i] === null ? null : end - table.start[i]!));
+  const columns: ApiQueue['columns'] = {
+    id: toRuns(differences(table.id)), user: toRuns(table.user), state: toRuns(table.state), partition: toRuns(table.partition),
+    nodes: toRuns(table.nodes), nodeCount: toRuns(table.nodeCount), start: toRuns(differences(table.start)), length: toRuns(length),
+    endTime: toRuns(table.endTime), name: toRuns(table.name),
+  };
+  if (table.long) {
+    columns.cpus = toRuns(table.long.cpus);
+    columns.memoryMiB = toRuns(table.long.memoryMiB);
+    columns.submit = toRuns(differences(table.long.submit));
+    columns.limitSeconds = toRuns(table.long.limitSeconds);
+    columns.workingDir = toRuns(table.long.workingDir);
+  }
+  return { status: table.status, timeBase: table.timeBase, strings: table.strings, count, columns };
+}
+
+/** Back from the wire; a malformed answer throws, naming the column. */
+export function unpackQueue(api: ApiQueue): QueueTable {
+  const { count, columns } = api;
+  const column = (name: keyof ApiQueue['columns']): (number | null)[] => fromRuns(columns[name] ?? [], count, name);
+  const start = sums(column('start'));
+  const length = column('length');
+  const numbers = (values: (number | null)[]): number[] => values as number[];
+  const table: QueueTable = {
+    status: api.status, timeBase: api.timeBase, strings: api.strings,
+    id: numbers(sums(column('id'))), user: numbers(column('user')), state: numbers(column('state')), partition: numbers(column('partition')),
+    nodes: numbers(column('nodes')), nodeCount: numbers(column('nodeCount')), start,
+    end: length.map((span, i) => (span === null || start[i] === null ? null : start[i]! + span)), endTime: column('endTime'), name: numbers(column('name')),
+  };
+  if (columns.cpus !== undefined) {
+    table.long = {
+      cpus: numbers(column('cpus')), memoryMiB: column('memoryMiB'), submit: numbers(sums(column('submit'))),
+      limitSeconds: column('limitSeconds'), workingDir: numbers(column('workingDir')),
+    };
+  }
+  return table;
 }

@@ -5,6 +5,7 @@
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { packQueue } from '../api/queue.js';
 import { finishedStates, type ApiJob, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
@@ -17,7 +18,7 @@ import { createApiServer, RouteError, type RequestContext, type Route } from '..
 import type { EndState, JobRecord } from '../store/events.js';
 import { openStore } from '../store/store.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type JobReport, type StartOrder } from './engine.js';
-import { apiJob, apiJobWithEvents, apiNodes, apiQueue, apiStatus, apiWhen } from './views.js';
+import { apiJob, apiJobWithEvents, apiNodes, apiStatus, apiWhen, queueTable } from './views.js';
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
@@ -182,7 +183,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       method: 'GET', path: '/queue',
       handler: (ctx) => {
         const status = apiStatus(engine, Date.now(), motd());
-        return { status: 200, body: apiQueue(engine, visibleRecords(listFilter(ctx)), ctx.query.get('long') === '1', status) };
+        return { status: 200, body: packQueue(queueTable(engine, visibleRecords(listFilter(ctx)), ctx.query.get('long') === '1', status)) };
       },
     },
     { method: 'GET', path: '/jobs/:id', handler: (ctx) => {

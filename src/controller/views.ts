@@ -1,7 +1,7 @@
 // The controller's answers in the API vocabulary (src/api/types.ts): jobs,
 // nodes, status and "when will it start", built from the engine's state.
 
-import { Group, groupOf, QueueEncoder, toOffset, type ApiQueue } from '../api/queue.js';
+import { Group, groupOf, QueueEncoder, toOffset, type QueueTable } from '../api/queue.js';
 import type { ApiClusterStatus, ApiJob, ApiJobWithEvents, ApiNode, ApiWhen } from '../api/types.js';
 import type { JobId } from '../core/types.js';
 import { expandPattern } from '../jobspec/pattern.js';
@@ -52,7 +52,7 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
  * index by precomputed keys and fills the columns from the records directly:
  * 50,000 jobs take tens of milliseconds.
  */
-export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus): ApiQueue {
+export function queueTable(engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus): QueueTable {
   const n = records.length;
   const groups = new Uint8Array(n);
   const keys = new Float64Array(n);

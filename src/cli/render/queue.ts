@@ -4,7 +4,7 @@
 // Only the NAME column gives way to the terminal width. Filters (--user,
 // --state) are the caller's; this renders what it is given.
 
-import { encodeQueue, fromOffset, queueRowOf, sortQueue, type ApiQueue } from '../../api/queue.js';
+import { encodeQueue, fromOffset, queueRowOf, sortQueue, type QueueTable } from '../../api/queue.js';
 import type { ApiClusterStatus, ApiJob } from '../../api/types.js';
 import { formatMemory, formatSbatchTime } from '../../jobspec/values.js';
 import { jobCountsText, nodeCountsText } from './status.js';
@@ -20,8 +20,8 @@ export interface QueueView {
   readonly status: ApiClusterStatus;
   /** Jobs in the API vocabulary (ordered here)... */
   readonly jobs?: readonly ApiJob[];
-  /** ...or the queue as `GET /queue` sends it, already in queue order. */
-  readonly queue?: ApiQueue;
+  /** ...or the queue as `GET /queue` sends it (unpacked), already in queue order. */
+  readonly queue?: QueueTable;
   /** The controller's clock (status.now) as a rule. */
   readonly now: Instant;
   /** --long: CPUs, memory per node, submit time, limit, working directory. */
@@ -77,7 +77,7 @@ function ascii(head: string, cell: (r: number) => string, right = false): Column
   return { head, right, cell, ascii: true };
 }
 
-function columns(queue: ApiQueue, long: boolean, clock: LocalClock): ColumnSource[] {
+function columns(queue: QueueTable, long: boolean, clock: LocalClock): ColumnSource[] {
   const cells = stringCells(queue.strings);
   const base = queue.timeBase;
   const nodeCells = queue.strings.map((text) => (text === '' ? '' : hostlistText(text.split(','))));
@@ -107,7 +107,7 @@ function columns(queue: ApiQueue, long: boolean, clock: LocalClock): ColumnSourc
     const at = queue.end[r];
     return at === null ? '-' : clock.end((base + at) * 1000, fromOffset(queue.start[r], base));
   });
-  const longColumns = (extra: NonNullable<ApiQueue['long']>): ColumnSource[] => {
+  const longColumns = (extra: NonNullable<QueueTable['long']>): ColumnSource[] => {
     return [
       ascii('CPUS', (r) => String(extra.cpus[r]), true),
       ascii('MEMORY', (r) => (extra.memoryMiB[r] === null ? '-' : formatMemory(extra.memoryMiB[r]!)), true),
