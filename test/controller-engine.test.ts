@@ -132,6 +132,31 @@ describe('controller engine', () => {
     assert.deepEqual(store.events(running).map((e) => e.event.type), ['submitted', 'started', 'signalled', 'ended']);
   });
 
+  it('a cancel whose signal does not reach the agent is sent again until it does', async () => {
+    const { agents, engine, allNodes } = setup();
+    engine.agentRegistered(allNodes, []);
+    const [running] = engine.submit([{ user: 'carol', spec: spec() }]);
+    assert.deepEqual(engine.schedule(), [running]);
+    let failures = 2;
+    const deliver = agents.signal.bind(agents);
+    agents.signal = async (...args) => {
+      if (failures-- > 0) throw new Error('connection refused');
+      return deliver(...args);
+    };
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+    engine.cancel(running, 'carol');
+    await settle();
+    assert.deepEqual(agents.signals, [], 'the first attempt failed');
+    engine.checkNodes(); // the controller's second tick: fails again
+    await settle();
+    engine.checkNodes(); // and again: now it gets through
+    await settle();
+    assert.deepEqual(agents.signals, [{ node: 'node01', jobId: running, signal: 'SIGTERM', cancel: true }]);
+    engine.checkNodes(); // delivered: not sent a fourth time
+    await settle();
+    assert.equal(agents.signals.length, 1);
+  });
+
   it('a silent node goes down: its job ends NODE_FAIL, a --requeue job runs again elsewhere', () => {
     const { store, clock, engine, allNodes, agents } = setup();
     engine.agentRegistered(allNodes, []);

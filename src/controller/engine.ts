@@ -87,6 +87,9 @@ export class ControllerEngine {
   readonly nodes = new Map<string, NodeStatus>();
   private readonly partitionNodes = new Map<string, ReadonlySet<string>>();
   private dirty = true;
+  /** Cancels of running jobs whose signal has not reached their agent yet, by job: the node to send to. */
+  private readonly undeliveredCancels = new Map<JobId, string>();
+  private readonly cancelsInFlight = new Set<JobId>();
   /** Running jobs whose start the agent has not yet confirmed (order in flight). */
   private readonly startsInFlight = new Set<JobId>();
   /** Running jobs an agent has confirmed (accepted the start, or reported them running). */
@@ -290,12 +293,29 @@ export class ControllerEngine {
     if (record.state === 'RUNNING') {
       const signalled = this.store.append(id, { type: 'signalled', signal: 'SIGTERM', reason: `cancelled by ${user}` }, this.clockMs());
       this.active.set(id, signalled);
-      this.agents.signal(record.nodes[0], id, 'SIGTERM', true).catch((error: unknown) => {
-        this.log(`job ${id}: could not signal it on ${record.nodes[0]} (${(error as Error).message})`);
-      });
+      this.deliverCancel(id, record.nodes[0]);
       return signalled;
     }
     return record;
+  }
+
+  /**
+   * Sends a cancel to the job's agent. One that does not get through (the
+   * agent is restarting, the machine is overloaded) is kept and sent again at
+   * each `checkNodes` (every second) until it does or the job ends: a cancel
+   * the controller acknowledged is never silently dropped.
+   */
+  private deliverCancel(id: JobId, node: string): void {
+    this.cancelsInFlight.add(id);
+    this.agents.signal(node, id, 'SIGTERM', true).then(() => {
+      this.cancelsInFlight.delete(id);
+      this.undeliveredCancels.delete(id);
+    }, (error: unknown) => {
+      this.cancelsInFlight.delete(id);
+      if (!this.active.has(id)) return;
+      if (!this.undeliveredCancels.has(id)) this.log(`job ${id}: could not signal it on ${node} (${(error as Error).message}); will retry`);
+      this.undeliveredCancels.set(id, node);
+    });
   }
 
   /** An agent (re)registered its nodes and reports what it knows of its jobs. */
@@ -339,6 +359,10 @@ export class ControllerEngine {
 
   /** Nodes silent past the timeout go down; their jobs end as NODE_FAIL (or are requeued). */
   checkNodes(): string[] {
+    for (const [id, node] of this.undeliveredCancels) {
+      if (!this.active.has(id)) this.undeliveredCancels.delete(id);
+      else if (!this.cancelsInFlight.has(id)) this.deliverCancel(id, node);
+    }
     const cutoff = this.clockMs() - this.config.nodeTimeoutSeconds * 1000;
     const downed: string[] = [];
     for (const [name, status] of this.nodes) {
