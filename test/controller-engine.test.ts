@@ -157,6 +157,38 @@ describe('controller engine', () => {
     assert.equal(agents.signals.length, 1);
   });
 
+  it('a cancel not yet delivered is not lost: a --requeue job whose node fails ends CANCELLED, and a restart sends it again', async () => {
+    const { path, store, clock, agents, engine, allNodes } = setup();
+    engine.agentRegistered(allNodes, []);
+    const [first, second] = engine.submit([
+      { user: 'carol', spec: spec({ requeue: true }) },
+      { user: 'carol', spec: spec() },
+    ]);
+    assert.deepEqual(engine.schedule(), [first, second]);
+    const deliver = agents.signal.bind(agents);
+    agents.signal = async () => {
+      throw new Error('connection refused');
+    };
+    const settle = () => new Promise((resolve) => setImmediate(resolve));
+    engine.cancel(first, 'carol');
+    engine.cancel(second, 'carol');
+    await settle();
+    // The first job's node dies before the cancel got through: not requeued, CANCELLED.
+    engine.jobReport({ jobId: first, state: 'NODE_FAIL', exitCode: null, endTimeMs: clock.ms, reason: 'node node01 went down' });
+    assert.equal(stateOf(store, first), 'CANCELLED');
+    assert.match(store.job(first)!.reason ?? '', /^cancelled; node node01 went down/);
+    // The controller restarts before the second job's cancel got through: the new one sends it.
+    store.close();
+    agents.signal = deliver;
+    const reopened = openStore(path);
+    const restarted = new ControllerEngine(defaultClusterConfig(work), reopened, agents, () => clock.ms);
+    await settle();
+    assert.deepEqual(agents.signals, [{ node: reopened.job(second)!.nodes[0], jobId: second, signal: 'SIGTERM', cancel: true }]);
+    restarted.jobReport({ jobId: second, state: 'CANCELLED', exitCode: null, endTimeMs: clock.ms });
+    assert.equal(reopened.job(second)!.state, 'CANCELLED');
+    reopened.close();
+  });
+
   it('a silent node goes down: its job ends NODE_FAIL, a --requeue job runs again elsewhere', () => {
     const { store, clock, engine, allNodes, agents } = setup();
     engine.agentRegistered(allNodes, []);

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -172,6 +172,21 @@ if (process.env[CHILD_ENV] !== undefined) {
       const late = store.durable();
       store.close();
       await assert.rejects(late, /closed before its last commits were synced/);
+    });
+
+    it('after one failed sync nothing is acknowledged again, even if a later sync would succeed', async () => {
+      const store = openStore(freshPath());
+      store.submit(newJob('a'), T0);
+      await store.durable();
+      // Make the next fdatasync fail (EBADF) by closing the barrier's descriptor under it.
+      const barrier = store as unknown as { walFd: number | null };
+      closeSync(barrier.walFd!);
+      store.submit(newJob('b'), T0 + 1);
+      await assert.rejects(store.durable(), /the disk refused to sync the write-ahead log .*nothing more is acknowledged/);
+      barrier.walFd = null; // a fresh descriptor would sync fine now
+      store.submit(newJob('c'), T0 + 2);
+      await assert.rejects(store.durable(), /nothing more is acknowledged/);
+      store.close();
     });
 
     it('settings such as the message of the day survive a reopen; deleting one forgets it', () => {

@@ -301,7 +301,12 @@ export class SupervisorLauncher {
     this.standby = null;
     if (ready !== null && ready.pid !== undefined && ready.exitCode === null && ready.signalCode === null && ready.stdin?.writable) {
       ready.stdin.end(`${resolve(jobDir)}\n`);
-      this.spawnStandby();
+      // The job is handed over: a failure to start the next standby must not report this start as failed.
+      try {
+        this.spawnStandby();
+      } catch {
+        this.standby = null; // the next launch starts its supervisor the slow way, and reports any error
+      }
       return { ok: true, value: ready.pid };
     }
     this.spawnStandby();

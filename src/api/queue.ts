@@ -1,9 +1,12 @@
 // `GET /queue`: what `taras queue` shows, in the order it shows it, as
-// parallel columns with the strings interned once, so that 50,000 jobs travel
-// as about a megabyte and parse in milliseconds. Times are epoch seconds on
-// the wire and milliseconds in QueueRow (the table formats them); `GET /jobs` and every `--json`
-// keep the full vocabulary of types.ts. Shared by the controller (builds and
-// orders rows) and the CLI (renders them); no Node imports.
+// parallel columns with the strings interned once and run-length encoded, so
+// that 50,000 similar jobs travel as kilobytes. Times are seconds after a base
+// on the wire and milliseconds in QueueRow; `GET /jobs` and every `--json`
+// keep the full vocabulary of types.ts. The controller builds the table from
+// its records directly (controller/views.ts `queueTable`, the fast path);
+// `queueRowOf`/`sortQueue`/`encodeQueue` build the same from ApiJobs (the
+// renderer's tests, and test/controller-daemon.test.ts checks both agree).
+// No Node imports.
 
 import { finishedStates, type ApiClusterStatus, type ApiJob, type JobState } from './types.js';
 

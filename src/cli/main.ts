@@ -22,14 +22,9 @@ const moduleOfCommand: Record<string, string> = {
 // No command, `help` or an unknown one: load them all, for the full help or commander's suggestion.
 const first = process.argv.slice(2).find((arg) => !arg.startsWith('-'));
 const wanted = first !== undefined && Object.hasOwn(moduleOfCommand, first) ? [moduleOfCommand[first]] : Object.keys(modules);
-// The command's module loads while commander does (module files are read in parallel); for
-// `taras submit`, the hot path, so do the modules its action will import.
+// The command's module loads while commander does (the build bundles the client commands into
+// one file with commander: scripts/bundle-cli.mjs).
 const registering = wanted.map((name) => modules[name]());
-if (first === 'submit') {
-  for (const early of [import('../jobspec/directives.js'), import('../jobspec/flags.js'), import('../jobspec/merge.js'), import('../net/client.js'), import('../net/identity.js')]) {
-    early.catch(() => undefined); // the action's own import reports any failure
-  }
-}
 const { Command: CommandClass } = await import('commander');
 
 const program = new CommandClass('taras')

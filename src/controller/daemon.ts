@@ -1,7 +1,8 @@
 // `taras controller`: the engine behind the JSON API, on loopback TCP and a
-// Unix socket, with the agents reached over HTTP. Submissions arriving in the
-// same tick are committed in one transaction (group commit); a pass runs right
-// after every event and once a second for starts that come due with time.
+// Unix socket, with the agents reached over HTTP. Submissions that arrive
+// while the previous batch is being synced are committed in one transaction
+// (group commit); every change is answered once it is on the disk; a pass
+// runs right after every event and once a second for starts that come due.
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -99,7 +100,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const { log } = options;
   mkdirSync(config.dataDir, { recursive: true });
   const store = openStore(join(config.dataDir, 'taras.db'));
-  const agents = new HttpAgents(options.clusterKey, () => store.durable());
+  // A disk that refuses a sync stops the controller: nothing it holds in memory may be acknowledged any more.
+  const durable = () => store.durable().catch((error: unknown) => {
+    if (store.isOpen) { // not a controller that is shutting down
+      log(`fatal: ${(error as Error).message}`);
+      setImmediate(() => process.exit(70));
+    }
+    throw error;
+  });
+  const agents = new HttpAgents(options.clusterKey, durable);
   let engine = new ControllerEngine(config, store, agents, Date.now, log);
   const netLog = lineLog(log);
 
@@ -117,7 +126,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     });
   };
 
-  // Group commit: one transaction for every submission of the same tick.
+  // Group commit: one transaction for every submission that arrived while the previous batch was being synced.
   let batch: { user: string; spec: JobSpec; resolve: (id: JobId) => void; reject: (e: Error) => void }[] = [];
   const flush = () => {
     const jobs = batch;
@@ -315,11 +324,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
   ];
 
   // A change is answered only once it is on the disk (one fdatasync serves every change made before it began).
-  const durableRoutes = routes.map((route): Route => route.method === 'GET' ? route : {
+  const commitsNothing = new Set(['/agent/heartbeat']);
+  const durableRoutes = routes.map((route): Route => route.method === 'GET' || commitsNothing.has(route.path) ? route : {
     ...route,
     handler: async (ctx) => {
       const result = await route.handler(ctx);
-      await store.durable();
+      await durable();
       return result;
     },
   });

@@ -88,7 +88,7 @@ export class ControllerEngine {
   private readonly partitionNodes = new Map<string, ReadonlySet<string>>();
   private dirty = true;
   /** Cancels of running jobs whose signal has not reached their agent yet, by job: the node to send to. */
-  private readonly undeliveredCancels = new Map<JobId, string>();
+  private readonly undeliveredCancels = new Map<JobId, { node: string; run: number }>();
   private readonly cancelsInFlight = new Set<JobId>();
   /** Running jobs whose start the agent has not yet confirmed (order in flight). */
   private readonly startsInFlight = new Set<JobId>();
@@ -128,6 +128,9 @@ export class ControllerEngine {
     for (const record of this.store.runningJobs()) {
       this.active.set(record.id, record);
       this.scheduler.adoptRunning(this.coreRequest(record), Math.floor((record.startTimeMs ?? this.clockMs()) / 1000), record.nodes);
+      // A cancel accepted before the restart may not have reached the agent: send it again (the agent
+      // may not be back yet; checkNodes retries).
+      if (record.state === 'RUNNING' && this.cancelRequested(record.id)) this.deliverCancel(record.id, record.nodes[0], record.requeueCount);
     }
     if (this.active.size > 0) this.log(`recovered ${this.active.size} pending and running jobs from the store`);
   }
@@ -237,6 +240,8 @@ export class ControllerEngine {
         this.confirmed.add(job.id);
       }, (error: unknown) => {
         this.startsInFlight.delete(job.id);
+        // The controller is stopping (its store closed under the order): the next start re-adopts or re-runs it.
+        if (!this.store.isOpen) return;
         this.log(`job ${job.id}: the agent of ${nodes[0]} did not start it (${(error as Error).message})`);
         this.jobReport({ jobId: job.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `start failed on ${nodes[0]}` });
       });
@@ -264,14 +269,19 @@ export class ControllerEngine {
     this.confirmed.delete(report.jobId);
     const endMs = report.endTimeMs ?? this.clockMs();
     const spec = this.specOf(record);
-    if (report.state === 'NODE_FAIL' && spec.requeue) {
+    // A job being cancelled is not requeued when its node fails: it ends CANCELLED, as asked.
+    const cancelled = report.state === 'NODE_FAIL' && this.cancelRequested(report.jobId);
+    if (report.state === 'NODE_FAIL' && spec.requeue && !cancelled) {
       this.store.append(report.jobId, { type: 'requeued', reason: report.reason ?? 'node failure' }, endMs);
       this.scheduler.end(report.jobId, Math.floor(endMs / 1000));
       const requeued = this.store.job(report.jobId)!;
       this.active.set(report.jobId, requeued);
       this.scheduler.submit(this.coreRequest(requeued));
     } else {
-      this.store.append(report.jobId, { type: 'ended', state: report.state, exitCode: report.exitCode, reason: report.reason }, endMs);
+      const ended = cancelled
+        ? { type: 'ended' as const, state: 'CANCELLED' as const, exitCode: report.exitCode, reason: `cancelled; ${report.reason ?? 'its node failed'} before the job ended` }
+        : { type: 'ended' as const, state: report.state, exitCode: report.exitCode, reason: report.reason };
+      this.store.append(report.jobId, ended, endMs);
       this.scheduler.end(report.jobId, Math.floor(endMs / 1000));
       this.active.delete(report.jobId);
     }
@@ -291,9 +301,9 @@ export class ControllerEngine {
       return ended;
     }
     if (record.state === 'RUNNING') {
-      const signalled = this.store.append(id, { type: 'signalled', signal: 'SIGTERM', reason: `cancelled by ${user}` }, this.clockMs());
+      const signalled = this.store.append(id, { type: 'signalled', signal: 'SIGTERM', reason: `cancelled by ${user}`, cancel: true }, this.clockMs());
       this.active.set(id, signalled);
-      this.deliverCancel(id, record.nodes[0]);
+      this.deliverCancel(id, record.nodes[0], signalled.requeueCount);
       return signalled;
     }
     return record;
@@ -302,20 +312,38 @@ export class ControllerEngine {
   /**
    * Sends a cancel to the job's agent. One that does not get through (the
    * agent is restarting, the machine is overloaded) is kept and sent again at
-   * each `checkNodes` (every second) until it does or the job ends: a cancel
-   * the controller acknowledged is never silently dropped.
+   * each `checkNodes` (every second) while that run of the job is RUNNING; a
+   * controller that restarts (or reconfigures) finds the cancel in the job's
+   * log and sends it again (`recover`).
    */
-  private deliverCancel(id: JobId, node: string): void {
+  private deliverCancel(id: JobId, node: string, run: number): void {
     this.cancelsInFlight.add(id);
     this.agents.signal(node, id, 'SIGTERM', true).then(() => {
       this.cancelsInFlight.delete(id);
       this.undeliveredCancels.delete(id);
     }, (error: unknown) => {
       this.cancelsInFlight.delete(id);
-      if (!this.active.has(id)) return;
+      if (!this.isCurrentRun(id, run)) return;
       if (!this.undeliveredCancels.has(id)) this.log(`job ${id}: could not signal it on ${node} (${(error as Error).message}); will retry`);
-      this.undeliveredCancels.set(id, node);
+      this.undeliveredCancels.set(id, { node, run });
     });
+  }
+
+  private isCurrentRun(id: JobId, run: number): boolean {
+    const record = this.active.get(id);
+    return record !== undefined && record.state === 'RUNNING' && record.requeueCount === run;
+  }
+
+  /** Whether the job's current run was asked to be cancelled (a cancel `signalled` event since its last start). */
+  private cancelRequested(id: JobId): boolean {
+    const events = this.store.events(id);
+    for (let i = events.length - 1; i >= 0; i--) {
+      const { event } = events[i];
+      if (event.type === 'started') return false;
+      // Logs written before the `cancel` flag existed say so in the reason.
+      if (event.type === 'signalled' && (event.cancel === true || event.reason?.startsWith('cancelled by') === true)) return true;
+    }
+    return false;
   }
 
   /** An agent (re)registered its nodes and reports what it knows of its jobs. */
@@ -359,9 +387,9 @@ export class ControllerEngine {
 
   /** Nodes silent past the timeout go down; their jobs end as NODE_FAIL (or are requeued). */
   checkNodes(): string[] {
-    for (const [id, node] of this.undeliveredCancels) {
-      if (!this.active.has(id)) this.undeliveredCancels.delete(id);
-      else if (!this.cancelsInFlight.has(id)) this.deliverCancel(id, node);
+    for (const [id, { node, run }] of this.undeliveredCancels) {
+      if (!this.isCurrentRun(id, run)) this.undeliveredCancels.delete(id);
+      else if (!this.cancelsInFlight.has(id)) this.deliverCancel(id, node, run);
     }
     const cutoff = this.clockMs() - this.config.nodeTimeoutSeconds * 1000;
     const downed: string[] = [];

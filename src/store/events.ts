@@ -37,7 +37,7 @@ export type JobEvent =
   /** A promise: the job will start by `plannedStartMs` (on `nodes`, when the policy reserves nodes). */
   | { readonly type: 'planned'; readonly plannedStartMs: EpochMs; readonly nodes: readonly string[] }
   | { readonly type: 'started'; readonly nodes: readonly string[] }
-  | { readonly type: 'signalled'; readonly signal: string; readonly reason?: string }
+  | { readonly type: 'signalled'; readonly signal: string; readonly reason?: string; /** A cancel (the job is to end CANCELLED), not a plain signal. */ readonly cancel?: boolean }
   /** The job's processes are gone or going; its nodes are being cleaned up. */
   | { readonly type: 'completing' }
   | { readonly type: 'ended'; readonly state: EndState; readonly exitCode: number | null; readonly reason?: string }

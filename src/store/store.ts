@@ -105,6 +105,8 @@ export class Store {
   /** fdatasyncs done by the barrier so far. */
   syncs = 0;
   private walFd: number | null = null;
+  /** Set by the first failed sync: every later durable() rejects with it. */
+  private syncFailure: StoreError | null = null;
   private readonly syncWaiters: { commits: number; resolve: () => void; reject: (error: Error) => void }[] = [];
 
 
@@ -118,6 +120,11 @@ export class Store {
     this.selectPending = db.prepare(`${SELECT_JOBS} WHERE jobs.state = 'PENDING' ORDER BY jobs.submit_time_ms, jobs.id`);
     this.selectRunning = db.prepare(`${SELECT_JOBS} WHERE jobs.state IN ('RUNNING', 'COMPLETING') ORDER BY jobs.start_time_ms, jobs.id`);
     this.selectFinishedBefore = db.prepare(`${SELECT_JOBS} WHERE jobs.end_time_ms < ? ORDER BY jobs.end_time_ms, jobs.id`);
+  }
+
+  /** False once closed. */
+  get isOpen(): boolean {
+    return this.db.open;
   }
 
   get schemaVersion(): number {
@@ -273,6 +280,7 @@ export class Store {
    * caller must not acknowledge then).
    */
   durable(): Promise<void> {
+    if (this.syncFailure !== null) return Promise.reject(this.syncFailure);
     if (this.durability !== 'barrier' || this.syncedCommits >= this.commits || this.path === ':memory:') return Promise.resolve();
     return new Promise((resolve, reject) => {
       this.syncWaiters.push({ commits: this.commits, resolve, reject });
@@ -295,7 +303,10 @@ export class Store {
       this.syncing = false;
       this.syncs++;
       if (error) {
-        this.failWaiters(new StoreError(this.path, `the disk refused to sync the write-ahead log (${error.message}); check the disk and free space`));
+        // After a failed fsync the kernel may have dropped the dirty pages and cleared the error: a later
+        // sync could succeed without the lost commits. Nothing is acknowledged again (PostgreSQL does the same).
+        this.syncFailure = new StoreError(this.path, `the disk refused to sync the write-ahead log (${error.message}); nothing more is acknowledged: check the disk and free space, then restart`);
+        this.failWaiters(this.syncFailure);
         return;
       }
       this.syncedCommits = Math.max(this.syncedCommits, through);
