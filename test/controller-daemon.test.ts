@@ -101,6 +101,14 @@ describe('controller daemon', () => {
       }
       const filtered = unpackQueue(await alice.get<ApiQueue>('/queue?user=bob'));
       assert.deepEqual(filtered.id.map((_, i) => filtered.strings[filtered.name[i]]), ['second']);
+      // A repeated listing may be reused, but never past a change: a new job, a cancel.
+      const names = (queue: ReturnType<typeof unpackQueue>) => queue.name.map((index) => queue.strings[index]).sort();
+      assert.deepEqual(names(unpackQueue(await alice.get<ApiQueue>('/queue'))), ['first', 'second', 'third']);
+      const { id: fourth } = await bob.post<{ id: number }>('/jobs', { spec: { ...spec, name: 'fourth' } });
+      assert.deepEqual(names(unpackQueue(await alice.get<ApiQueue>('/queue'))), ['first', 'fourth', 'second', 'third']);
+      await bob.delete(`/jobs/${fourth}`);
+      const afterCancel = unpackQueue(await alice.get<ApiQueue>('/queue?state=PENDING'));
+      assert.deepEqual(names(afterCancel), ['first', 'second', 'third']);
     } finally {
       alice.close();
       bob.close();

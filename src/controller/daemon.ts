@@ -6,7 +6,7 @@
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { packQueue } from '../api/queue.js';
+import { packQueue, type ApiQueue } from '../api/queue.js';
 import { finishedStates, type ApiJob, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
@@ -158,6 +158,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     const records = [...engine.active.values(), ...(wantsFinished ? store.jobs({ states: [...finishedStates], endedSinceMs: cutoff }) : [])];
     return records.filter((r) => (filter.user === undefined || r.user === filter.user) && (filter.states === undefined || filter.states.includes(r.state)));
   };
+  let queueCache: { engine: ControllerEngine; key: string; queue: ApiQueue } | null = null;
   const listFilter = (ctx: RequestContext) => ({
     user: ctx.query.get('user') ?? undefined,
     states: ctx.query.get('state')?.toUpperCase().split(',') as JobState[] | undefined,
@@ -192,7 +193,13 @@ export async function startController(options: ControllerOptions): Promise<Runni
       method: 'GET', path: '/queue',
       handler: (ctx) => {
         const status = apiStatus(engine, Date.now(), motd());
-        return { status: 200, body: packQueue(queueTable(engine, visibleRecords(listFilter(ctx)), ctx.query.get('long') === '1', status)) };
+        // Listing 50,000 jobs costs tens of milliseconds; while nothing it shows has changed (no job
+        // record, no planned start; finished jobs leave it by the minute), the last answer is reused.
+        const key = `${ctx.query.toString()} ${engine.listingVersion()} ${Math.floor(Date.now() / 60_000)}`;
+        if (queueCache?.engine !== engine || queueCache.key !== key) {
+          queueCache = { engine, key, queue: packQueue(queueTable(engine, visibleRecords(listFilter(ctx)), ctx.query.get('long') === '1', status)) };
+        }
+        return { status: 200, body: { ...queueCache.queue, status } };
       },
     },
     { method: 'GET', path: '/jobs/:id', handler: (ctx) => {

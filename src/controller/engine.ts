@@ -71,11 +71,20 @@ const UNLIMITED_SECONDS = 365 * 86400;
  * collector's time.
  */
 class ActiveJobs extends Map<JobId, JobRecord> {
+  /** Bumped by every change: what was listed from an unchanged version is still true. */
+  version = 0;
+
   override set(id: JobId, record: JobRecord): this {
+    this.version++;
     const request = record.request as { submitEnv?: unknown };
     if (request.submitEnv === undefined) return super.set(id, record);
     const { submitEnv: _environment, ...slim } = request;
     return super.set(id, { ...record, request: slim as JsonObject });
+  }
+
+  override delete(id: JobId): boolean {
+    this.version++;
+    return super.delete(id);
   }
 }
 
@@ -83,7 +92,7 @@ export class ControllerEngine {
   readonly pool: NodePool;
   readonly scheduler: Scheduler;
   /** Pending and running jobs, as last committed (less the submit environment: see ActiveJobs). */
-  readonly active: Map<JobId, JobRecord> = new ActiveJobs();
+  readonly active: ActiveJobs = new ActiveJobs();
   readonly nodes = new Map<string, NodeStatus>();
   private readonly partitionNodes = new Map<string, ReadonlySet<string>>();
   private dirty = true;
@@ -96,6 +105,9 @@ export class ControllerEngine {
   private readonly confirmed = new Set<JobId>();
   /** When planned starts were last computed (null: stale since the last pass). */
   private plannedAt: number | null = null;
+  /** Bumped when a new plan differs from the last one (see listingVersion). */
+  private planVersion = 0;
+  private lastReservations: Float64Array = new Float64Array(0);
 
   constructor(
     readonly config: ClusterConfig,
@@ -439,8 +451,28 @@ export class ControllerEngine {
     if (this.plannedAt === null) {
       this.plannedAt = this.nowSeconds();
       this.scheduler.plan(this.plannedAt);
+      const reservations = this.scheduler.queuedReservations();
+      if (!sameReservations(reservations, this.lastReservations)) this.planVersion++;
+      this.lastReservations = reservations;
     }
     const seconds = this.scheduler.plannedStart(id);
     return seconds === undefined ? null : seconds * 1000;
   }
+
+  /**
+   * Changes whenever what a job listing shows could have changed: a job's
+   * record, or a planned start (checked against the previous plan). Brings
+   * the plan up to date first.
+   */
+  listingVersion(): string {
+    const first = this.active.keys().next();
+    if (!first.done) this.plannedStartMs(first.value);
+    return `${this.active.version}.${this.planVersion}`;
+  }
+}
+
+function sameReservations(a: Float64Array, b: Float64Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return false;
+  return true;
 }

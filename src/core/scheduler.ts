@@ -142,6 +142,14 @@ export class Scheduler {
     this.policy.plan(this.state, now);
   }
 
+  /** The planned starts of the queued jobs in queue order, as the last plan left them (NaN: none). */
+  queuedReservations(): Float64Array {
+    const queue = this.state.queue;
+    const out = new Float64Array(queue.length);
+    for (let i = 0; i < queue.length; i++) out[i] = queue[i].reservation;
+    return out;
+  }
+
   /** Planned starts of every queued job, computed now. */
   plannedStarts(now: Seconds): Map<JobId, Seconds> {
     this.plan(now);
