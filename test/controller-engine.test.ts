@@ -53,6 +53,10 @@ describe('controller engine', () => {
     const [id] = engine.submit([{ user: 'alice', spec: spec({ nodes: { min: 2 }, cpusPerTask: 8 }) }]);
     assert.equal(stateOf(store, id), 'PENDING');
     assert.deepEqual(engine.schedule(), []); // every node is down until its agent registers
+    assert.equal(engine.plannedStartMs(id), null, 'no planned start while no node that could run it is up');
+    engine.agentRegistered(allNodes.slice(0, 1), []);
+    engine.schedule();
+    assert.equal(engine.plannedStartMs(id), null, 'one node up cannot hold a two-node job');
     engine.agentRegistered(allNodes, []);
     assert.deepEqual(engine.schedule(), [id]);
     assert.deepEqual(agents.orders[0].nodes, ['node01', 'node02']);

@@ -461,13 +461,13 @@ export class ControllerEngine {
 
   /**
    * Changes whenever what a job listing shows could have changed: a job's
-   * record, or a planned start (checked against the previous plan). Brings
-   * the plan up to date first.
+   * record, a planned start (checked against the previous plan), or the
+   * CPUs of the nodes that take jobs. Brings the plan up to date first.
    */
   listingVersion(): string {
     const first = this.active.keys().next();
     if (!first.done) this.plannedStartMs(first.value);
-    return `${this.active.version}.${this.planVersion}`;
+    return `${this.active.version}.${this.planVersion}.${this.pool.acceptingCpus}`;
   }
 }
 

@@ -32,6 +32,8 @@ export class NodePool {
   private readonly allocations = new Map<JobId, { nodes: readonly string[]; cpus: number; memoryMiB: number }>();
   /** Free CPUs on nodes that take new jobs: no job larger than this can start now. */
   private acceptingFree = 0;
+  /** All CPUs of nodes that take new jobs: no job larger than this can start until more come back. */
+  private acceptingTotal = 0;
 
   constructor(
     nodes: readonly PoolNode[],
@@ -44,7 +46,13 @@ export class NodePool {
       if (this.byName.has(slot.node.name)) throw new Error(`node ${slot.node.name} is listed twice`);
       this.byName.set(slot.node.name, slot);
       this.acceptingFree += slot.freeCpus;
+      this.acceptingTotal += slot.node.cpus;
     }
+  }
+
+  /** CPUs of the nodes that take new jobs, busy or not (down and drained nodes excluded). */
+  get acceptingCpus(): number {
+    return this.acceptingTotal;
   }
 
   /** Free CPUs on nodes that take new jobs (down and drained nodes excluded). */
@@ -59,7 +67,10 @@ export class NodePool {
 
   setAccepting(name: string, accepting: boolean): void {
     const slot = this.slot(name);
-    if (slot.accepting !== accepting) this.acceptingFree += accepting ? slot.freeCpus : -slot.freeCpus;
+    if (slot.accepting !== accepting) {
+      this.acceptingFree += accepting ? slot.freeCpus : -slot.freeCpus;
+      this.acceptingTotal += accepting ? slot.node.cpus : -slot.node.cpus;
+    }
     slot.accepting = accepting;
   }
 

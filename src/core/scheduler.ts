@@ -133,8 +133,15 @@ export class Scheduler {
    * then). For fcfs and easy, as of the last pass that asked for predictions.
    */
   plannedStart(id: JobId): Seconds | undefined {
-    const reservation = this.startedInLastPass.get(id) ?? this.state.getQueued(id)?.reservation;
-    return reservation === undefined || Number.isNaN(reservation) ? undefined : reservation;
+    const started = this.startedInLastPass.get(id);
+    if (started !== undefined) return started;
+    const entry = this.state.getQueued(id);
+    if (entry === undefined || Number.isNaN(entry.reservation)) return undefined;
+    // Plans count the CPUs of down and drained nodes; a job larger than all the nodes that take jobs
+    // gets no planned start rather than one that cannot hold (Slurm shows N/A).
+    const pool = this.state.pool;
+    if (pool && entry.job.resources && entry.job.size > pool.acceptingCpus) return undefined;
+    return entry.reservation;
   }
 
   /** Brings the planned start of every queued job up to date (then read with `plannedStart`). */
