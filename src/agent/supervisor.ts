@@ -272,11 +272,11 @@ class Supervision {
       exitCode: end.exitCode, signal: end.signal, cpuSeconds: end.usage?.cpuSeconds ?? null, maxRssKiB: end.usage?.peakMemoryKiB ?? null,
       reason: end.reason, signalsSent: this.signalsSent,
     };
-    // The socket goes first: whoever reads the end status finds no socket left to ask.
+    // The status goes last: whoever reads the end status finds no socket left to ask and the end in the log.
     this.server?.close();
     if (existsSync(this.files.socket)) unlinkSync(this.files.socket);
-    writeJsonAtomically(this.files.status, status);
     log(`job ${this.spec.jobId} ended: ${status.state}${status.reason === null ? '' : ` (${status.reason})`}`);
+    writeJsonAtomically(this.files.status, status);
   }
 }
 

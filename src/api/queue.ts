@@ -3,7 +3,7 @@
 // that 50,000 similar jobs travel as kilobytes. Times are seconds after a base
 // on the wire and milliseconds in QueueRow; `GET /jobs` and every `--json`
 // keep the full vocabulary of types.ts. The controller builds the table from
-// its records directly (controller/views.ts `queueTable`, the fast path);
+// its records directly into runs (controller/views.ts `apiQueue` with QueuePacker);
 // `queueRowOf`/`sortQueue`/`encodeQueue` build the same from ApiJobs (the
 // renderer's tests, and test/controller-daemon.test.ts checks both agree).
 // No Node imports.
@@ -209,19 +209,6 @@ export interface ApiQueue {
   };
 }
 
-function toRuns(values: readonly (number | null)[]): Runs {
-  const runs: Runs = [];
-  let i = 0;
-  while (i < values.length) {
-    const value = values[i];
-    let j = i + 1;
-    while (j < values.length && values[j] === value) j++;
-    runs.push(value, j - i);
-    i = j;
-  }
-  return runs;
-}
-
 function fromRuns(runs: Runs, count: number, what: string): (number | null)[] {
   const values = new Array<number | null>(count);
   let at = 0;
@@ -235,39 +222,127 @@ function fromRuns(runs: Runs, count: number, what: string): (number | null)[] {
   return values;
 }
 
-/** Differences from the previous non-null value (the first from 0); nulls stay null. */
-function differences(values: readonly (number | null)[]): (number | null)[] {
-  let previous = 0;
-  return values.map((value) => {
-    if (value === null) return null;
-    const difference = value - previous;
-    previous = value;
-    return difference;
-  });
-}
-
 function sums(differencesOf: readonly (number | null)[]): (number | null)[] {
   let previous = 0;
   return differencesOf.map((difference) => (difference === null ? null : (previous += difference)));
 }
 
-/** A QueueTable for the wire. */
-export function packQueue(table: QueueTable): ApiQueue {
-  const count = table.id.length;
-  const length = table.end.map((end, i) => (end === null || table.start[i] === null ? null : end - table.start[i]!));
-  const columns: ApiQueue['columns'] = {
-    id: toRuns(differences(table.id)), user: toRuns(table.user), state: toRuns(table.state), partition: toRuns(table.partition),
-    nodes: toRuns(table.nodes), nodeCount: toRuns(table.nodeCount), start: toRuns(differences(table.start)), length: toRuns(length),
-    endTime: toRuns(table.endTime), name: toRuns(table.name),
-  };
-  if (table.long) {
-    columns.cpus = toRuns(table.long.cpus);
-    columns.memoryMiB = toRuns(table.long.memoryMiB);
-    columns.submit = toRuns(differences(table.long.submit));
-    columns.limitSeconds = toRuns(table.long.limitSeconds);
-    columns.workingDir = toRuns(table.long.workingDir);
+/** One column's runs, built a value at a time. */
+class RunColumn {
+  readonly runs: Runs = [];
+  private last: number | null = null;
+
+  push(value: number | null): void {
+    const runs = this.runs;
+    if (runs.length > 0 && value === this.last) (runs[runs.length - 1] as number)++;
+    else {
+      runs.push(value, 1);
+      this.last = value;
+    }
   }
-  return { status: table.status, timeBase: table.timeBase, strings: table.strings, count, columns };
+}
+
+/** Runs of the differences from the previous non-null value (nulls kept). */
+class DifferenceColumn extends RunColumn {
+  private previous = 0;
+
+  override push(value: number | null): void {
+    if (value === null) return super.push(null);
+    super.push(value - this.previous);
+    this.previous = value;
+  }
+}
+
+/**
+ * Builds an ApiQueue a job at a time, in queue order, straight into runs (no
+ * 50,000-entry arrays on the way): what the controller answers GET /queue with.
+ * Strings are interned; times are epoch seconds made relative to `timeBase`
+ * by the caller.
+ */
+export class QueuePacker {
+  private readonly strings: string[] = [];
+  private readonly indexOf = new Map<string, number>();
+  private count = 0;
+  private readonly id = new DifferenceColumn();
+  private readonly user = new RunColumn();
+  private readonly state = new RunColumn();
+  private readonly partition = new RunColumn();
+  private readonly nodes = new RunColumn();
+  private readonly nodeCount = new RunColumn();
+  private readonly start = new DifferenceColumn();
+  private readonly length = new RunColumn();
+  private readonly endTime = new RunColumn();
+  private readonly name = new RunColumn();
+  private readonly long: { cpus: RunColumn; memoryMiB: RunColumn; submit: DifferenceColumn; limitSeconds: RunColumn; workingDir: RunColumn } | null;
+
+  constructor(readonly status: ApiClusterStatus, readonly timeBase: number, long: boolean) {
+    this.long = long ? { cpus: new RunColumn(), memoryMiB: new RunColumn(), submit: new DifferenceColumn(), limitSeconds: new RunColumn(), workingDir: new RunColumn() } : null;
+  }
+
+  intern(text: string): number {
+    let index = this.indexOf.get(text);
+    if (index === undefined) {
+      index = this.strings.length;
+      this.strings.push(text);
+      this.indexOf.set(text, index);
+    }
+    return index;
+  }
+
+  /** One job; `start`, `end`, `endTime` in seconds after timeBase; `nodes` the allocated nodes joined by commas. */
+  add(id: number, user: string, state: string, partition: string, nodes: string, nodeCount: number,
+    start: number | null, end: number | null, endTime: number | null, name: string): void {
+    this.count++;
+    this.id.push(id);
+    this.user.push(this.intern(user));
+    this.state.push(this.intern(state));
+    this.partition.push(this.intern(partition));
+    this.nodes.push(this.intern(nodes));
+    this.nodeCount.push(nodeCount);
+    this.start.push(start);
+    this.length.push(end === null || start === null ? null : end - start);
+    this.endTime.push(endTime);
+    this.name.push(this.intern(name));
+  }
+
+  /** The --long fields of the job just added (only for a packer made with `long`). */
+  addLong(cpus: number, memoryMiB: number | null, submit: number, limitSeconds: number | null, workingDir: string): void {
+    const long = this.long!;
+    long.cpus.push(cpus);
+    long.memoryMiB.push(memoryMiB);
+    long.submit.push(submit);
+    long.limitSeconds.push(limitSeconds);
+    long.workingDir.push(this.intern(workingDir));
+  }
+
+  finish(): ApiQueue {
+    const columns: ApiQueue['columns'] = {
+      id: this.id.runs, user: this.user.runs, state: this.state.runs, partition: this.partition.runs, nodes: this.nodes.runs,
+      nodeCount: this.nodeCount.runs, start: this.start.runs, length: this.length.runs, endTime: this.endTime.runs, name: this.name.runs,
+    };
+    if (this.long) {
+      columns.cpus = this.long.cpus.runs;
+      columns.memoryMiB = this.long.memoryMiB.runs;
+      columns.submit = this.long.submit.runs;
+      columns.limitSeconds = this.long.limitSeconds.runs;
+      columns.workingDir = this.long.workingDir.runs;
+    }
+    return { status: this.status, timeBase: this.timeBase, strings: this.strings, count: this.count, columns };
+  }
+}
+
+/** A QueueTable for the wire (the same encoding as QueuePacker, from arrays). */
+export function packQueue(table: QueueTable): ApiQueue {
+  const packer = new QueuePacker(table.status, table.timeBase, table.long !== undefined);
+  const text = table.strings;
+  for (const string of text) packer.intern(string); // the same indexes as the table's
+  for (let i = 0; i < table.id.length; i++) {
+    packer.add(table.id[i], text[table.user[i]], text[table.state[i]], text[table.partition[i]], text[table.nodes[i]], table.nodeCount[i],
+      table.start[i], table.end[i], table.endTime[i], text[table.name[i]]);
+    const long = table.long;
+    if (long) packer.addLong(long.cpus[i], long.memoryMiB[i], long.submit[i], long.limitSeconds[i], text[long.workingDir[i]]);
+  }
+  return packer.finish();
 }
 
 /** Back from the wire; a malformed answer throws, naming the column. */

@@ -6,7 +6,7 @@
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { packQueue, type ApiQueue } from '../api/queue.js';
+import type { ApiQueue } from '../api/queue.js';
 import { finishedStates, type ApiJob, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
@@ -19,7 +19,7 @@ import { createApiServer, RouteError, type RequestContext, type Route } from '..
 import type { EndState, JobRecord } from '../store/events.js';
 import { openStore } from '../store/store.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type JobReport, type StartOrder } from './engine.js';
-import { apiJob, apiJobWithEvents, apiNodes, apiStatus, apiWhen, queueTable } from './views.js';
+import { apiJob, apiJobWithEvents, apiNodes, apiQueue, apiStatus, apiWhen } from './views.js';
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
@@ -197,7 +197,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         // record, no planned start; finished jobs leave it by the minute), the last answer is reused.
         const key = `${ctx.query.toString()} ${engine.listingVersion()} ${Math.floor(Date.now() / 60_000)}`;
         if (queueCache?.engine !== engine || queueCache.key !== key) {
-          queueCache = { engine, key, queue: packQueue(queueTable(engine, visibleRecords(listFilter(ctx)), ctx.query.get('long') === '1', status)) };
+          queueCache = { engine, key, queue: apiQueue(engine, visibleRecords(listFilter(ctx)), ctx.query.get('long') === '1', status) };
         }
         return { status: 200, body: { ...queueCache.queue, status } };
       },
