@@ -2,10 +2,10 @@
 // parallel columns with the strings interned once and run-length encoded, so
 // that 50,000 similar jobs travel as kilobytes. Times are seconds after a base
 // on the wire and milliseconds in QueueRow; `GET /jobs` and every `--json`
-// keep the full vocabulary of types.ts. The controller builds the table from
-// its records directly into runs (controller/views.ts `apiQueue` with QueuePacker);
-// `queueRowOf`/`sortQueue`/`encodeQueue` build the same from ApiJobs (the
-// renderer's tests, and test/controller-daemon.test.ts checks both agree).
+// keep the full vocabulary of types.ts. The controller packs its records
+// straight into runs (controller/views.ts `apiQueue` with QueuePacker);
+// `queueRowOf`/`sortQueue`/`encodeQueue` build the same from ApiJobs, through
+// the same order (queueOrderOf) and the same packer.
 // No Node imports.
 
 import { finishedStates, type ApiClusterStatus, type ApiJob, type JobState } from './types.js';
@@ -70,31 +70,44 @@ export interface QueueTable {
 }
 
 /** Queue sections in display order. */
-export const enum Group {
+const enum Group {
   Running = 0,
   Pending = 1,
   Finished = 2,
 }
 
-export function groupOf(state: JobState): Group {
+function groupOf(state: JobState): Group {
   if (state === 'PENDING') return Group.Pending;
   if (finishedStates.includes(state)) return Group.Finished;
   return Group.Running;
 }
 
-function sortKey(row: QueueRow, group: Group): number {
-  const by = group === Group.Finished ? row.endTime : row.start;
-  return by === null ? Infinity : by;
+/**
+ * The queue's order, as indexes into the given columns: running jobs first by
+ * start, then pending jobs by planned start (none last), then finished jobs
+ * by end; ties by id. Times in any one unit; null for none. The one rule for
+ * the controller (GET /queue) and for listings built from ApiJobs.
+ */
+export function queueOrderOf<T>(items: readonly T[], job: (item: T, index: number) => { state: JobState; start: number | null; endTime: number | null; id: number }): number[] {
+  const n = items.length;
+  const groups = new Uint8Array(n);
+  const keys = new Float64Array(n);
+  const ids = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const { state, start, endTime, id } = job(items[i], i);
+    const group = groupOf(state);
+    const by = group === Group.Finished ? endTime : start;
+    groups[i] = group;
+    keys[i] = by === null ? Infinity : by;
+    ids[i] = id;
+  }
+  const order = Array.from({ length: n }, (_, i) => i);
+  return order.sort((a, b) => groups[a] - groups[b] || (keys[a] === keys[b] ? 0 : keys[a] < keys[b] ? -1 : 1) || ids[a] - ids[b]);
 }
 
-/** Running first by start, then pending by planned start (none last), then finished by end; ties by id. */
-export function sortQueue(rows: QueueRow[]): QueueRow[] {
-  const keyed = rows.map((row) => {
-    const group = groupOf(row.state);
-    return { row, group, key: sortKey(row, group) };
-  });
-  keyed.sort((a, b) => a.group - b.group || (a.key === b.key ? 0 : a.key < b.key ? -1 : 1) || a.row.id - b.row.id);
-  return keyed.map(({ row }) => row);
+/** Rows in queue order (see queueOrderOf). */
+export function sortQueue(rows: readonly QueueRow[]): QueueRow[] {
+  return queueOrderOf(rows, (row) => row).map((i) => rows[i]);
 }
 
 const millis = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
@@ -116,73 +129,16 @@ export const toOffset = (ms: number | null, base: number): number | null => (ms 
 /** Back: an offset after `base` as epoch milliseconds. */
 export const fromOffset = (offset: number | null, base: number): number | null => (offset === null ? null : (base + offset) * 1000);
 
-/** Builds an ApiQueue one job at a time (in queue order), interning strings. */
-export class QueueEncoder {
-  readonly queue: QueueTable;
-  private readonly indexOf = new Map<string, number>();
-
-  constructor(status: ApiClusterStatus, long: boolean) {
-    this.queue = {
-      status, timeBase: Math.floor(Date.parse(status.now) / 1000), strings: [], id: [], user: [], state: [], partition: [], nodes: [], nodeCount: [], start: [], end: [], endTime: [], name: [],
-      ...(long ? { long: { cpus: [], memoryMiB: [], submit: [], limitSeconds: [], workingDir: [] } } : {}),
-    };
-  }
-
-  /**
-   * An interner for one column: neighbours in the queue mostly share user,
-   * state, partition and name, so a repeat of the previous value skips the map.
-   */
-  column(): (text: string) => number {
-    let last: string | undefined;
-    let lastIndex = -1;
-    return (text) => {
-      if (text !== last) {
-        last = text;
-        lastIndex = this.intern(text);
-      }
-      return lastIndex;
-    };
-  }
-
-  /** The index of `text` in strings (added if new). Public for encoders that fill the columns themselves. */
-  intern(text: string): number {
-    let index = this.indexOf.get(text);
-    if (index === undefined) {
-      index = this.queue.strings.length;
-      this.queue.strings.push(text);
-      this.indexOf.set(text, index);
-    }
-    return index;
-  }
-
-  /** Appends a row (times in ms; the --long fields are used only when the encoder is long). */
-  add(row: QueueRow): void {
-    const q = this.queue;
-    q.id.push(row.id);
-    q.user.push(this.intern(row.user));
-    q.state.push(this.intern(row.state));
-    q.partition.push(this.intern(row.partition));
-    q.nodes.push(this.intern(row.nodes.length === 0 ? '' : row.nodes.join(',')));
-    q.nodeCount.push(row.nodeCount);
-    q.start.push(toOffset(row.start, q.timeBase));
-    q.end.push(toOffset(row.end, q.timeBase));
-    q.endTime.push(toOffset(row.endTime, q.timeBase));
-    q.name.push(this.intern(row.name));
-    if (q.long) {
-      q.long.cpus.push(row.cpus ?? 0);
-      q.long.memoryMiB.push(row.memoryMiB ?? null);
-      q.long.submit.push(toOffset(row.submit ?? null, q.timeBase) ?? 0);
-      q.long.limitSeconds.push(row.limitSeconds ?? null);
-      q.long.workingDir.push(this.intern(row.workingDir ?? ''));
-    }
-  }
-}
-
-/** Rows (in queue order) to the wire. */
+/** Rows (in queue order, times in ms) as a QueueTable: the same packing as the controller's answer, unpacked. */
 export function encodeQueue(status: ApiClusterStatus, rows: readonly QueueRow[], long: boolean): QueueTable {
-  const encoder = new QueueEncoder(status, long);
-  for (const row of rows) encoder.add(row);
-  return encoder.queue;
+  const base = Math.floor(Date.parse(status.now) / 1000);
+  const packer = new QueuePacker(status, base, long);
+  for (const row of rows) {
+    packer.add(row.id, row.user, row.state, row.partition, row.nodes.join(','), row.nodeCount,
+      toOffset(row.start, base), toOffset(row.end, base), toOffset(row.endTime, base), row.name);
+    if (long) packer.addLong(row.cpus ?? 0, row.memoryMiB ?? null, toOffset(row.submit ?? null, base) ?? 0, row.limitSeconds ?? null, row.workingDir ?? '');
+  }
+  return unpackQueue(packer.finish());
 }
 
 /**

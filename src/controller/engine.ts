@@ -448,15 +448,19 @@ export class ControllerEngine {
   plannedStartMs(id: JobId): number | null {
     // Planned starts cost a projection of the whole queue for fcfs and easy and
     // decide nothing, so they are computed when asked for, once per pass.
-    if (this.plannedAt === null) {
-      this.plannedAt = this.nowSeconds();
-      this.scheduler.plan(this.plannedAt);
-      const reservations = this.scheduler.queuedReservations();
-      if (!sameReservations(reservations, this.lastReservations)) this.planVersion++;
-      this.lastReservations = reservations;
-    }
+    this.ensurePlan();
     const seconds = this.scheduler.plannedStart(id);
     return seconds === undefined ? null : seconds * 1000;
+  }
+
+  /** Plans the queue once per pass, noting whether the plan differs from the previous one. */
+  private ensurePlan(): void {
+    if (this.plannedAt !== null) return;
+    this.plannedAt = this.nowSeconds();
+    this.scheduler.plan(this.plannedAt);
+    const reservations = this.scheduler.queuedReservations();
+    if (!sameReservations(reservations, this.lastReservations)) this.planVersion++;
+    this.lastReservations = reservations;
   }
 
   /**
@@ -465,8 +469,7 @@ export class ControllerEngine {
    * CPUs of the nodes that take jobs. Brings the plan up to date first.
    */
   listingVersion(): string {
-    const first = this.active.keys().next();
-    if (!first.done) this.plannedStartMs(first.value);
+    this.ensurePlan();
     return `${this.active.version}.${this.planVersion}.${this.pool.acceptingCpus}`;
   }
 }

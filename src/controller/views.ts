@@ -1,7 +1,7 @@
 // The controller's answers in the API vocabulary (src/api/types.ts): jobs,
 // nodes, status and "when will it start", built from the engine's state.
 
-import { Group, groupOf, QueuePacker, toOffset, type ApiQueue } from '../api/queue.js';
+import { queueOrderOf, QueuePacker, toOffset, type ApiQueue } from '../api/queue.js';
 import type { ApiClusterStatus, ApiJob, ApiJobWithEvents, ApiNode, ApiWhen } from '../api/types.js';
 import type { JobId } from '../core/types.js';
 import { expandPattern } from '../jobspec/pattern.js';
@@ -54,20 +54,12 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
  */
 export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus): ApiQueue {
   const n = records.length;
-  const groups = new Uint8Array(n);
-  const keys = new Float64Array(n);
   const starts = new Array<number | null>(n);
-  for (let i = 0; i < n; i++) {
-    const record = records[i];
-    const group = groupOf(record.state);
+  const order = queueOrderOf(records, (record, i) => {
     const start = record.startTimeMs ?? (record.state === 'PENDING' ? engine.plannedStartMs(record.id) : null);
     starts[i] = start;
-    groups[i] = group;
-    const by = group === Group.Finished ? record.endTimeMs : start;
-    keys[i] = by === null ? Infinity : by;
-  }
-  const order = Array.from({ length: n }, (_, i) => i);
-  order.sort((a, b) => groups[a] - groups[b] || (keys[a] === keys[b] ? 0 : keys[a] < keys[b] ? -1 : 1) || records[a].id - records[b].id);
+    return { state: record.state, start, endTime: record.endTimeMs, id: record.id };
+  });
   const base = Math.floor(Date.parse(status.now) / 1000);
   const packer = new QueuePacker(status, base, long);
   for (let k = 0; k < n; k++) {

@@ -56,13 +56,21 @@ export class SchedulerState {
   }
 
   enqueue(job: JobRequest, reservation: Seconds = NaN): QueueEntry {
+    // Behind every entry of the same or a higher priority (the common case: the back).
+    const priority = job.priority ?? 0;
+    return this.insert(job, reservation, (ahead) => (ahead.priority ?? 0) >= priority);
+  }
+
+  /**
+   * Queues a new entry right behind the last entry whose job `goesAhead` says
+   * stays in front (searching from the back; none: at the front).
+   */
+  private insert(job: JobRequest, reservation: Seconds, goesAhead: (ahead: JobRequest) => boolean): QueueEntry {
     const entry: QueueEntry = { job, seq: this.arrivals++, reservation,
       gainFrom: Infinity, gainTo: -Infinity, freedFrom: Infinity, freedTo: -Infinity };
     if (this.queuedById.has(job.id) || this.runningById.has(job.id)) throw new Error(`job ${job.id} is already known`);
-    // Behind every entry of the same or a higher priority (the common case: the back).
-    const priority = job.priority ?? 0;
     let at = this.queue.length;
-    while (at > 0 && (this.queue[at - 1].job.priority ?? 0) < priority) at--;
+    while (at > 0 && !goesAhead(this.queue[at - 1].job)) at--;
     if (at === this.queue.length) this.queue.push(entry);
     else this.queue.splice(at, 0, entry);
     this.queuedById.set(job.id, entry);
@@ -95,19 +103,12 @@ export class SchedulerState {
 
   /** Puts a job back at its place in the queue (priority, then submit time, then id). */
   reinsert(job: JobRequest): QueueEntry {
-    const entry = this.enqueue(job);
-    this.queue.splice(this.queue.indexOf(entry), 1);
     const priority = job.priority ?? 0;
-    let at = this.queue.length;
-    while (at > 0) {
-      const ahead = this.queue[at - 1].job;
+    return this.insert(job, NaN, (ahead) => {
       const aheadPriority = ahead.priority ?? 0;
-      if (aheadPriority > priority) break;
-      if (aheadPriority === priority && (ahead.submitTime < job.submitTime || (ahead.submitTime === job.submitTime && ahead.id < job.id))) break;
-      at--;
-    }
-    this.queue.splice(at, 0, entry);
-    return entry;
+      return aheadPriority > priority
+        || (aheadPriority === priority && (ahead.submitTime < job.submitTime || (ahead.submitTime === job.submitTime && ahead.id < job.id)));
+    });
   }
 
   /** Whether `entry` is the last of the queue (arrivals usually are; a higher priority is not). */
