@@ -1,25 +1,58 @@
 // Bundles the CLI's entry with the client commands (submit, queue, show, ...)
-// and commander into one file, dist/src/cli/main.bundle.js, which bin/taras.js
-// runs. One file instead of some forty modules saves Node's module loader
-// about 10 ms per command, most of what separates `taras submit` from its
-// 120 ms target. The daemons, the simulator and the admin commands stay
-// separate modules next to it (imported on demand, as before): the agent
-// finds the supervisor script relative to its own module, which a bundle
-// would move. Run after tsc (npm run build does both).
+// and commander into one CommonJS file, dist/src/cli/main.bundle.cjs, which
+// bin/taras.js runs as a script with V8's code cache (see there). One file
+// instead of some forty modules saves Node's module loader about 10 ms per
+// command; a script rather than an ES module is what lets V8 reuse the code
+// it compiled in an earlier run. The daemons, the simulator and the admin
+// commands stay separate ES modules next to it, imported on demand as
+// before (the agent finds the supervisor script relative to its own module,
+// which a bundle would move). Run after tsc (npm run build does both).
+//
+// Code in a vm.Script cannot use import() on Node 20 without an experimental
+// flag, so the entry's five import('./x.js') of those separate modules are
+// rewritten to __tarasImport('./x.js'), a function bin/taras.js passes in.
+// import() of Node built-ins becomes require() (esbuild does that for CJS).
+// The bundle's first line names its content hash: bin/taras.js keys its
+// cache by it.
 
+import { createHash } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const separate = ['./daemons.js', './simulate.js', './workload.js', './demo.js', './admin.js'];
+const outfile = 'dist/src/cli/main.bundle.cjs';
 
-await build({
+const separateImports = {
+  name: 'separate-imports',
+  setup(context) {
+    context.onLoad({ filter: /dist[\\/]src[\\/]cli[\\/]main\.js$/ }, (args) => {
+      let contents = readFileSync(args.path, 'utf8');
+      for (const module of separate) {
+        const call = `import('${module}')`;
+        if (!contents.includes(call)) throw new Error(`bundle-cli: ${args.path} no longer has ${call}: update the list of separate modules`);
+        contents = contents.replaceAll(call, `__tarasImport('${module}')`);
+      }
+      return { contents, loader: 'js' };
+    });
+  },
+};
+
+const result = await build({
   entryPoints: ['dist/src/cli/main.js'],
-  outfile: 'dist/src/cli/main.bundle.js',
   bundle: true,
+  write: false,
   platform: 'node',
-  format: 'esm',
+  format: 'cjs',
   target: 'node20',
   external: ['better-sqlite3', 'cli-progress', ...separate],
-  // commander is CommonJS: give the bundle a require for its built-in imports.
-  banner: { js: "import { createRequire as __tarasRequire } from 'node:module'; const require = __tarasRequire(import.meta.url);" },
+  plugins: [separateImports],
+  // import('node:fs') and the like become require(): a vm.Script cannot import().
+  supported: { 'dynamic-import': false },
   logLevel: 'warning',
 });
+const code = result.outputFiles[0].text;
+const leftover = /\bimport\("[^"]*"\)/.exec(code);
+if (leftover) throw new Error(`bundle-cli: the bundle still calls ${leftover[0]}, which a vm.Script cannot run: bundle it or add it to the separate modules`);
+const hash = createHash('sha256').update(code).digest('hex').slice(0, 16);
+writeFileSync(outfile, `// taras-cli ${hash}\n${code}`);
+rmSync('dist/src/cli/main.bundle.js', { force: true });

@@ -1,12 +1,19 @@
 // GET /queue's wire format: the queue table's columns run-length encoded
 // (ids and starts as differences) must come back exactly, and a malformed
-// answer must fail naming the column rather than draw a wrong table.
+// answer must fail naming the column rather than draw a wrong table. The
+// segments `taras queue` renders from must say what the unpacked columns
+// say, and the table drawn a segment at a time must be the plain per-row
+// table, cell for cell.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { packQueue, unpackQueue, type QueueTable } from '../src/api/queue.js';
+import { packQueue, queueSegments, SEGMENT_COLUMNS, unpackQueue, type ApiQueue, type QueueTable } from '../src/api/queue.js';
 import type { ApiClusterStatus } from '../src/api/types.js';
+import { MIN_NAME_WIDTH, renderQueue } from '../src/cli/render/queue.js';
+import { alignColumns, counted, hostlistText, printable } from '../src/cli/render/text.js';
+import { LocalClock } from '../src/cli/render/time.js';
 import { SeededRandom } from '../src/core/random.js';
+import { formatMemory, formatSbatchTime } from '../src/jobspec/values.js';
 
 const status: ApiClusterStatus = {
   up: true, version: '0.1.0', cluster: 't', policy: 'easy', placement: 'first-fit', now: '2026-11-22T12:00:00.000Z',
@@ -20,7 +27,7 @@ function randomTable(random: SeededRandom, count: number, long: boolean): QueueT
   let start = -50;
   const starts = Array.from({ length: count }, () => (random.chance(0.1) ? null : (start += pick([0, 0, 0, 60, 3600]))));
   const table: QueueTable = {
-    status, timeBase: 1_795_000_000, strings: ['alice', 'bob', 'PENDING', 'RUNNING', 'batch', '', 'node01', 'job'],
+    status, timeBase: 1_795_000_000, strings: ['alice', 'bob', 'PENDING', 'RUNNING', 'batch', '', 'node01,node02', 'a-rather-long-job-name'],
     id: Array.from({ length: count }, () => (id += pick([1, 1, 1, 7]))),
     user: Array.from({ length: count }, () => pick([0, 0, 1])),
     state: Array.from({ length: count }, () => pick([2, 2, 3])),
@@ -30,7 +37,7 @@ function randomTable(random: SeededRandom, count: number, long: boolean): QueueT
     start: starts,
     end: starts.map((s) => (s === null || random.chance(0.1) ? null : s + pick([60, 600]))),
     endTime: Array.from({ length: count }, () => (random.chance(0.9) ? null : random.int(-100, 0))),
-    name: Array.from({ length: count }, () => 7),
+    name: Array.from({ length: count }, () => pick([7, 7, 7, 5])),
   };
   if (long) {
     table.long = {
@@ -54,7 +61,7 @@ describe('GET /queue wire format', () => {
     const similar = randomTable(new SeededRandom(3), 50_000, false);
     const uniform = { ...similar, user: similar.user.map(() => 0), state: similar.state.map(() => 2), nodes: similar.nodes.map(() => 5),
       nodeCount: similar.nodeCount.map(() => 1), start: similar.start.map(() => 0), end: similar.end.map(() => 60),
-      endTime: similar.endTime.map(() => null), id: similar.id.map((_, i) => i + 1) };
+      endTime: similar.endTime.map(() => null), id: similar.id.map((_, i) => i + 1), name: similar.name.map(() => 7) };
     assert.ok(JSON.stringify(packQueue(uniform)).length < 1000, 'one run per column');
   });
 
@@ -62,5 +69,94 @@ describe('GET /queue wire format', () => {
     const packed = packQueue(randomTable(new SeededRandom(5), 10, false));
     assert.throws(() => unpackQueue({ ...packed, count: 9 }), /GET \/queue: column (id|start) has more than 9 values/);
     assert.throws(() => unpackQueue({ ...packed, count: 11 }), /GET \/queue: column (id|start) has 10 values, expected 11/);
+  });
+});
+
+/** The table as plain rows, one cell at a time (what the segment renderer must equal). */
+function plainTable(api: ApiQueue, width: number | undefined, timeZone: string): string[] {
+  const table = unpackQueue(api);
+  const clock = new LocalClock(api.status.now, timeZone);
+  const text = (index: number) => printable(table.strings[index]);
+  const at = (offset: number | null) => (offset === null ? '-' : clock.at((table.timeBase + offset) * 1000));
+  const long = table.long;
+  const head = ['JOBID', 'USER', 'STATE', 'PARTITION', 'NODES', ...(long ? ['CPUS', 'MEMORY', 'SUBMITTED'] : []), 'START', 'END', ...(long ? ['LIMIT', 'WORKDIR'] : []), 'NAME'];
+  const rows = table.id.map((id, r) => {
+    const nodes = table.strings[table.nodes[r]];
+    const start = table.start[r];
+    const end = table.end[r];
+    const times = [at(start), end === null ? '-' : clock.end((table.timeBase + end) * 1000, (table.timeBase + start!) * 1000)];
+    return [
+      String(id), text(table.user[r]), text(table.state[r]), text(table.partition[r]), nodes === '' ? counted(table.nodeCount[r], 'node') : hostlistText(nodes.split(',')),
+      ...(long ? [String(long.cpus[r]), long.memoryMiB[r] === null ? '-' : formatMemory(long.memoryMiB[r]!), at(long.submit[r])] : []),
+      ...times,
+      ...(long ? [long.limitSeconds[r] === null ? 'UNLIMITED' : formatSbatchTime(long.limitSeconds[r]!), text(long.workingDir[r])] : []),
+      text(table.name[r]),
+    ];
+  });
+  const right = new Set(long ? [0, 5, 6] : [0]);
+  return alignColumns(head, rows, { right, fit: width === undefined ? undefined : { column: head.length - 1, width, min: MIN_NAME_WIDTH } });
+}
+
+describe('GET /queue segments and the table drawn from them', () => {
+  it('segments say what the unpacked columns say, row for row', () => {
+    const random = new SeededRandom(17);
+    for (let round = 0; round < 40; round++) {
+      const long = round % 2 === 1;
+      const packed = packQueue(randomTable(random, random.int(0, 400), long));
+      const table = unpackQueue(packed);
+      const expanded: Record<string, (number | null)[]> = Object.fromEntries(SEGMENT_COLUMNS.map((name) => [name, []]));
+      for (const segment of queueSegments(packed)) {
+        for (let j = 0; j < segment.rows; j++) {
+          SEGMENT_COLUMNS.forEach((name, c) => expanded[name].push(segment.first[c] === null ? null : segment.first[c]! + segment.step[c] * j));
+        }
+      }
+      assert.deepEqual(expanded.id, table.id);
+      assert.deepEqual(expanded.start, table.start);
+      assert.deepEqual(expanded.length.map((span, i) => (span === null || table.start[i] === null ? null : table.start[i]! + span)), table.end);
+      for (const name of ['user', 'state', 'partition', 'nodes', 'nodeCount', 'endTime', 'name'] as const) assert.deepEqual(expanded[name], table[name], name);
+      if (long) {
+        assert.deepEqual(expanded.submit, table.long!.submit);
+        for (const name of ['cpus', 'memoryMiB', 'limitSeconds', 'workingDir'] as const) assert.deepEqual(expanded[name], table.long![name], name);
+      }
+    }
+  });
+
+  it('a malformed answer is refused, naming the column', () => {
+    const packed = packQueue(randomTable(new SeededRandom(5), 10, false));
+    assert.throws(() => queueSegments({ ...packed, count: 9 }), /GET \/queue: column \w+ has more than 9 values/);
+    assert.throws(() => queueSegments({ ...packed, count: 11 }), /GET \/queue: column \w+ has 10 values, expected 11/);
+    assert.throws(() => queueSegments({ ...packed, columns: { ...packed.columns, user: [0, 'x' as unknown as number] } }), /column user has a run of x values/);
+  });
+
+  it('draws the plain per-row table exactly: random queues, short and long, cut to a width or not, in two zones', () => {
+    const random = new SeededRandom(23);
+    for (let round = 0; round < 60; round++) {
+      const long = round % 2 === 1;
+      const packed = packQueue(randomTable(random, random.int(1, 300), long));
+      for (const width of [undefined, 100, 40]) {
+        for (const timeZone of ['UTC', 'America/New_York']) {
+          const output = renderQueue({ status, queue: packed, now: status.now, long, width, timeZone }).split('\n');
+          const table = output.slice(output.indexOf('') + 1, -1);
+          assert.deepEqual(table, plainTable(packed, width, timeZone), `round ${round}, width ${width}, ${timeZone}`);
+        }
+      }
+    }
+  });
+
+  it('leaves no trailing spaces when the last cells are empty after times that step', () => {
+    // Job 1 ends the next day (a wide END); jobs 2-4 start a minute apart and have no name.
+    const base = Date.parse('2026-11-22T23:00:00Z') / 1000;
+    const table: QueueTable = {
+      status, timeBase: base, strings: ['alice', 'PENDING', 'batch', '', 'x'],
+      id: [1, 2, 3, 4], user: [0, 0, 0, 0], state: [1, 1, 1, 1], partition: [2, 2, 2, 2], nodes: [3, 3, 3, 3], nodeCount: [1, 1, 1, 1],
+      start: [0, 60, 120, 180], end: [7200, 120, 180, 240], endTime: [null, null, null, null], name: [4, 3, 3, 3],
+    };
+    const packed = packQueue(table);
+    const output = renderQueue({ status, queue: packed, now: status.now, timeZone: 'UTC' }).split('\n');
+    const lines = output.slice(output.indexOf('') + 1, -1);
+    assert.deepEqual(lines, plainTable(packed, undefined, 'UTC'));
+    assert.deepEqual(lines.filter((line) => line !== line.trimEnd()), []);
+    assert.equal(lines[0], 'JOBID  USER   STATE    PARTITION  NODES   START        END             NAME');
+    assert.equal(lines[2], '    2  alice  PENDING  batch      1 node  today 23:01  23:02');
   });
 });

@@ -1,13 +1,18 @@
 // The live-system CLI where no controller is needed or none is running:
 // refusals before anything is sent, and clear answers when the controller is down.
+// Also how the `taras` command itself starts: bin/taras.js's per-user V8 code
+// cache, and a reader that leaves early (`taras queue | head`).
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { readClusterConfig } from '../src/config/load.js';
+import { startController } from '../src/controller/daemon.js';
+import { createApiClient } from '../src/net/client.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const work = mkdtempSync(join(tmpdir(), 'taras-cluster-cli-'));
@@ -70,5 +75,86 @@ describe('taras submit and friends without a controller', () => {
     assert.equal(taras(['show', 'x1', '--controller', DOWN]).code, 2);
     assert.match(taras(['controller', '--port', '99999']).stderr, /'--port' got '99999'/);
     assert.match(taras(['agent', '--virtual', '16by8']).stderr, /expected NODESxCPUS/);
+  });
+});
+
+describe('bin/taras.js: the code cache', () => {
+  const bundleId = /^\/\/ taras-cli ([0-9a-f]+)\n/.exec(readFileSync(join(root, 'dist/src/cli/main.bundle.cjs'), 'utf8'))![1];
+  const cacheFile = (home: string, command: string) => join(home, 'taras', `cli-${bundleId}-${process.version}-${process.arch}-${command}.v8`);
+
+  it('keeps one cache per command under XDG_CACHE_HOME, reuses it, and replaces a damaged or an old build\'s one', () => {
+    const home = join(work, 'cache-home');
+    mkdirSync(join(home, 'taras'), { recursive: true });
+    const stale = join(home, 'taras', `cli-0123456789abcdef-${process.version}-${process.arch}-submit.v8`);
+    writeFileSync(stale, 'from an older build');
+    const plain = taras(['submit', '--help'], { TARAS_CLI_CACHE: 'off' });
+    assert.equal(plain.code, 0);
+    assert.match(plain.stdout, /Examples:\n {2}taras submit run\.sh/);
+
+    const first = taras(['submit', '--help'], { XDG_CACHE_HOME: home });
+    assert.deepEqual([first.code, first.stdout, first.stderr], [0, plain.stdout, '']);
+    const file = cacheFile(home, 'submit');
+    const written = statSync(file);
+    assert.ok(written.size > 10_000, `a real code cache, not ${written.size} bytes`);
+    assert.equal(written.mode & 0o777, 0o600);
+    assert.deepEqual(readdirSync(join(home, 'taras')), [`cli-${bundleId}-${process.version}-${process.arch}-submit.v8`], 'the old build\'s cache is gone');
+
+    // Accepted by V8: the second run leaves it as it was.
+    const second = taras(['submit', '--help'], { XDG_CACHE_HOME: home });
+    assert.deepEqual([second.code, second.stdout], [0, plain.stdout]);
+    assert.equal(statSync(file).mtimeMs, written.mtimeMs);
+
+    // Another command gets its own; a damaged file is rejected by V8 and written anew.
+    assert.equal(taras(['queue', '--help'], { XDG_CACHE_HOME: home }).code, 0);
+    assert.ok(statSync(cacheFile(home, 'queue')).size > 10_000);
+    writeFileSync(file, 'not a code cache');
+    const damaged = taras(['submit', '--help'], { XDG_CACHE_HOME: home });
+    assert.deepEqual([damaged.code, damaged.stdout, damaged.stderr], [0, plain.stdout, '']);
+    assert.ok(statSync(file).size > 10_000);
+  });
+
+  it('never fails a command: an unwritable cache folder, or TARAS_CLI_CACHE=off, writes nothing', () => {
+    const notAFolder = join(work, 'a-file');
+    writeFileSync(notAFolder, '');
+    const run = taras(['jobid'], { XDG_CACHE_HOME: notAFolder, TARAS_JOB_ID: '7' });
+    assert.deepEqual([run.code, run.stdout, run.stderr], [0, '7\n', '']);
+    const off = join(work, 'cache-off');
+    mkdirSync(off);
+    assert.equal(taras(['jobid'], { XDG_CACHE_HOME: off, TARAS_CLI_CACHE: 'off', TARAS_JOB_ID: '7' }).stdout, '7\n');
+    assert.deepEqual(readdirSync(off), []);
+  });
+});
+
+describe('taras queue | head', () => {
+  it('a reader that leaves early ends the command quietly with exit 0', async () => {
+    const file = join(work, 'pipe.toml');
+    writeFileSync(file, `[cluster]\nname = "pipe"\npolicy = "easy"\ndata_dir = "pipe-data"\n[[nodes]]\nnames = "n1"\ncpus = 2\nmemory = "1G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\n`);
+    const parsed = await readClusterConfig(file);
+    assert.ok(parsed.ok);
+    // No agent: every job waits, so the listing is long: about 1 MB, more than a pipe or socket buffer holds.
+    const controller = await startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
+    const api = createApiClient({ baseUrl: controller.url }, { identity: { user: 'alice', uid: 1001 } });
+    try {
+      const spec = {
+        script: { path: join(work, 'x.sh'), text: '#!/bin/sh\n', args: [] }, nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 60,
+        name: `a-job-with-a-long-name-${'x'.repeat(600)}`, workingDir: work, output: 'x-%j.out', export: { all: false, variables: [] }, requeue: false,
+      };
+      for (let i = 0; i < 1500; i++) await api.post('/jobs', { spec });
+      const child = spawn(process.execPath, [join(root, 'bin/taras.js'), 'queue', '--controller', controller.url], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      // Like `head -1`: read the first chunk, then close the pipe.
+      let received = 0;
+      child.stdout.once('data', (chunk: Buffer) => {
+        received = chunk.length;
+        child.stdout.destroy();
+      });
+      const code = await new Promise<number | null>((resolve) => child.once('close', (exitCode) => resolve(exitCode)));
+      assert.deepEqual([code, stderr], [0, '']);
+      assert.ok(received > 0 && received < 500_000, `read ${received} bytes before leaving`);
+    } finally {
+      api.close();
+      await controller.close();
+    }
   });
 });

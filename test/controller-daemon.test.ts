@@ -97,7 +97,7 @@ describe('controller daemon', () => {
         }
         assert.equal(queue.long === undefined, !long);
         const view = { status: queue.status, now: queue.status.now, width: 120, long, timeZone: 'UTC' };
-        assert.equal(renderQueue({ ...view, queue }), renderQueue({ ...view, jobs }));
+        assert.equal(renderQueue({ ...view, queue: answer }), renderQueue({ ...view, jobs }));
       }
       const filtered = unpackQueue(await alice.get<ApiQueue>('/queue?user=bob'));
       assert.deepEqual(filtered.id.map((_, i) => filtered.strings[filtered.name[i]]), ['second']);

@@ -129,8 +129,8 @@ export const toOffset = (ms: number | null, base: number): number | null => (ms 
 /** Back: an offset after `base` as epoch milliseconds. */
 export const fromOffset = (offset: number | null, base: number): number | null => (offset === null ? null : (base + offset) * 1000);
 
-/** Rows (in queue order, times in ms) as a QueueTable: the same packing as the controller's answer, unpacked. */
-export function encodeQueue(status: ApiClusterStatus, rows: readonly QueueRow[], long: boolean): QueueTable {
+/** Rows (in queue order, times in ms) packed as the controller packs its records (what `GET /queue` answers). */
+export function packRows(status: ApiClusterStatus, rows: readonly QueueRow[], long: boolean): ApiQueue {
   const base = Math.floor(Date.parse(status.now) / 1000);
   const packer = new QueuePacker(status, base, long);
   for (const row of rows) {
@@ -138,7 +138,12 @@ export function encodeQueue(status: ApiClusterStatus, rows: readonly QueueRow[],
       toOffset(row.start, base), toOffset(row.end, base), toOffset(row.endTime, base), row.name);
     if (long) packer.addLong(row.cpus ?? 0, row.memoryMiB ?? null, toOffset(row.submit ?? null, base) ?? 0, row.limitSeconds ?? null, row.workingDir ?? '');
   }
-  return unpackQueue(packer.finish());
+  return packer.finish();
+}
+
+/** Rows (in queue order, times in ms) as a QueueTable: the same packing as the controller's answer, unpacked. */
+export function encodeQueue(status: ApiClusterStatus, rows: readonly QueueRow[], long: boolean): QueueTable {
+  return unpackQueue(packRows(status, rows, long));
 }
 
 /**
@@ -321,4 +326,72 @@ export function unpackQueue(api: ApiQueue): QueueTable {
     };
   }
   return table;
+}
+
+/** The columns of an ApiQueue in the order QueueSegment indexes them. */
+export const SEGMENT_COLUMNS = [
+  'id', 'user', 'state', 'partition', 'nodes', 'nodeCount', 'start', 'length', 'endTime', 'name',
+  'cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir',
+] as const satisfies readonly (keyof ApiQueue['columns'])[];
+
+/** The columns that travel as differences from the previous row: within a run they grow by the run's value per row. */
+const DIFFERENCE_COLUMNS: ReadonlySet<string> = new Set(['id', 'start', 'submit']);
+
+/**
+ * Consecutive rows over which every column stays within one of its runs:
+ * each column's value at the segment's first row (`first`, indexed as
+ * SEGMENT_COLUMNS; null for none) and what it grows by per row (`step`: only
+ * id, start and submit grow; 0 for the others). A queue of 50,000 similar
+ * jobs is a few thousand segments, so a renderer can make each cell once per
+ * segment instead of once per row.
+ */
+export interface QueueSegment {
+  rows: number;
+  first: (number | null)[];
+  step: number[];
+}
+
+/** An ApiQueue as segments, without unpacking it; a malformed answer throws, naming the column. Long columns absent: all null. */
+export function queueSegments(api: ApiQueue): QueueSegment[] {
+  const { count } = api;
+  const m = SEGMENT_COLUMNS.length;
+  const runs = SEGMENT_COLUMNS.map((name) => api.columns[name] ?? (count > 0 ? [null, count] : []));
+  const difference = SEGMENT_COLUMNS.map((name) => DIFFERENCE_COLUMNS.has(name));
+  const next = new Array<number>(m).fill(0);
+  const left = new Array<number>(m).fill(0);
+  const sum = new Array<number>(m).fill(0);
+  const segments: QueueSegment[] = [];
+  for (let row = 0; row < count;) {
+    let rows = count - row;
+    for (let c = 0; c < m; c++) {
+      while (left[c] === 0) {
+        if (next[c] >= runs[c].length) throw new Error(`GET /queue: column ${SEGMENT_COLUMNS[c]} has ${row} values, expected ${count}`);
+        const repeat = runs[c][next[c] + 1];
+        if (typeof repeat !== 'number' || !Number.isSafeInteger(repeat) || repeat < 0) throw new Error(`GET /queue: column ${SEGMENT_COLUMNS[c]} has a run of ${String(repeat)} values`);
+        left[c] = repeat;
+        next[c] += 2;
+      }
+      if (left[c] < rows) rows = left[c];
+    }
+    const first = new Array<number | null>(m);
+    const step = new Array<number>(m);
+    for (let c = 0; c < m; c++) {
+      const value = runs[c][next[c] - 2];
+      if (difference[c] && value !== null) {
+        first[c] = sum[c] + value;
+        step[c] = value;
+        sum[c] += value * rows;
+      } else {
+        first[c] = value;
+        step[c] = 0;
+      }
+      left[c] -= rows;
+    }
+    segments.push({ rows, first, step });
+    row += rows;
+  }
+  for (let c = 0; c < m; c++) {
+    if (left[c] !== 0 || next[c] < runs[c].length) throw new Error(`GET /queue: column ${SEGMENT_COLUMNS[c]} has more than ${count} values`);
+  }
+  return segments;
 }

@@ -129,10 +129,9 @@ export function registerJobCommands(program: Command): void {
         // --json: the full vocabulary; the table: compact rows in queue order (GET /queue).
         if (flags.json) return printJson(await api.get(`/jobs${query.size ? `?${query}` : ''}`));
         if (flags.long) query.set('long', '1');
-        const [answer, { renderQueue }, { unpackQueue }] = await Promise.all([
-          api.get<import('../api/queue.js').ApiQueue>(`/queue${query.size ? `?${query}` : ''}`), import('./render/queue.js'), import('../api/queue.js'),
+        const [queue, { renderQueue }] = await Promise.all([
+          api.get<import('../api/queue.js').ApiQueue>(`/queue${query.size ? `?${query}` : ''}`), import('./render/queue.js'),
         ]);
-        const queue = unpackQueue(answer);
         const { status } = queue;
         print(renderQueue({ status, queue, now: status.now, long: flags.long, width: process.stdout.isTTY ? process.stdout.columns : undefined }));
       });

@@ -19,34 +19,61 @@ const moduleOfCommand: Record<string, string> = {
   submit: 'jobs', queue: 'jobs', show: 'jobs', when: 'jobs', cancel: 'jobs', wait: 'jobs', nodes: 'jobs', status: 'jobs', jobid: 'jobs',
 };
 
-// No command, `help` or an unknown one: load them all, for the full help or commander's suggestion.
-const first = process.argv.slice(2).find((arg) => !arg.startsWith('-'));
-const wanted = first !== undefined && Object.hasOwn(moduleOfCommand, first) ? [moduleOfCommand[first]] : Object.keys(modules);
-// The command's module loads while commander does (the build bundles the client commands into
-// one file with commander: scripts/bundle-cli.mjs).
-const registering = wanted.map((name) => modules[name]());
-const { Command: CommandClass } = await import('commander');
+// No top-level await: bin/taras.js runs the bundle of this module as a script (to reuse V8's code cache).
+async function main(): Promise<void> {
+  // No command, `help` or an unknown one: load them all, for the full help or commander's suggestion.
+  const first = process.argv.slice(2).find((arg) => !arg.startsWith('-'));
+  const wanted = first !== undefined && Object.hasOwn(moduleOfCommand, first) ? [moduleOfCommand[first]] : Object.keys(modules);
+  // The command's module loads while commander does (the build bundles the client commands into
+  // one file with commander: scripts/bundle-cli.mjs).
+  const registering = wanted.map((name) => modules[name]());
+  const { Command: CommandClass } = await import('commander');
 
-const program = new CommandClass('taras')
-  .description('Taras: a workload manager for clusters, and a trace simulator for its scheduling core.')
-  .version('0.1.0')
-  .showHelpAfterError('(run with --help for usage and examples)')
-  // Usage errors (missing argument, unknown option...) exit with 2, like bad input.
-  .exitOverride((error) => {
-    const usage = error.exitCode === 1 && error.code.startsWith('commander.');
-    process.exit(usage ? 2 : error.exitCode);
-  })
-  .addHelpText(
-    'after',
-    `
+  const program = new CommandClass('taras')
+    .description('Taras: a workload manager for clusters, and a trace simulator for its scheduling core.')
+    .version('0.1.0')
+    .showHelpAfterError('(run with --help for usage and examples)')
+    // Usage errors (missing argument, unknown option...) exit with 2, like bad input.
+    .exitOverride((error) => {
+      const usage = error.exitCode === 1 && error.code.startsWith('commander.');
+      process.exit(usage ? 2 : error.exitCode);
+    })
+    .addHelpText(
+      'after',
+      `
 Examples:
   taras demo                                   replay bundled real traces with every policy
   taras simulate trace.swf --policy fcfs,easy,conservative
   taras workload generate --jobs 100000 --procs 256 --load 0.9 --seed 7 > big.swf
   taras up                                     a whole cluster on this machine (controller + 16 virtual nodes)
   taras submit -N 2 -t 30 run.sh; taras queue; taras when 42; taras wait 42`,
-  );
+    );
 
-for (const register of registering) (await register)(program);
+  for (const register of registering) (await register)(program);
 
-await program.parseAsync(process.argv);
+  const client = wanted.every((name) => CLIENT_MODULES.has(name));
+  if (client) {
+    // `taras queue | head`: the reader left, so the output is done; no EPIPE stack trace (as with squeue).
+    process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+      process.exit(process.exitCode ?? 0);
+    });
+  }
+  await program.parseAsync(process.argv);
+  if (client) {
+    // A client command is done when its action is: exit now rather than wait for V8's background
+    // compiler to finish jobs nobody needs any more (about 10 ms after `taras queue`).
+    await Promise.all([drained(process.stdout), drained(process.stderr)]);
+    process.exit();
+  }
+}
+
+/** The commands that talk to the controller and return: they may exit as soon as they are done (not daemons, not `up`). */
+const CLIENT_MODULES: ReadonlySet<string> = new Set(['jobs', 'admin']);
+
+/** Resolves once everything written to the stream has been handed to the system. */
+function drained(stream: NodeJS.WriteStream): Promise<void> {
+  return stream.writableLength === 0 ? Promise.resolve() : new Promise((resolve) => stream.once('drain', () => resolve()));
+}
+
+void main();

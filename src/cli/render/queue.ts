@@ -4,11 +4,11 @@
 // Only the NAME column gives way to the terminal width. Filters (--user,
 // --state) are the caller's; this renders what it is given.
 
-import { encodeQueue, fromOffset, queueRowOf, sortQueue, type QueueTable } from '../../api/queue.js';
+import { packRows, queueRowOf, queueSegments, sortQueue, type ApiQueue, type QueueSegment } from '../../api/queue.js';
 import type { ApiClusterStatus, ApiJob } from '../../api/types.js';
 import { formatMemory, formatSbatchTime } from '../../jobspec/values.js';
 import { jobCountsText, nodeCountsText } from './status.js';
-import { alignColumnsBy, counted, displayWidth, flow, hostlistText, printable, truncate, type ColumnSource } from './text.js';
+import { COLUMN_GAP, counted, displayWidth, flow, hostlistText, printable, truncate } from './text.js';
 import { LocalClock, type Instant } from './time.js';
 
 /** Narrower than this, a name says nothing; lines then pass the width instead. */
@@ -20,8 +20,8 @@ export interface QueueView {
   readonly status: ApiClusterStatus;
   /** Jobs in the API vocabulary (ordered here)... */
   readonly jobs?: readonly ApiJob[];
-  /** ...or the queue as `GET /queue` sends it (unpacked), already in queue order. */
-  readonly queue?: QueueTable;
+  /** ...or the queue as `GET /queue` sends it (packed), already in queue order. */
+  readonly queue?: ApiQueue;
   /** The controller's clock (status.now) as a rule. */
   readonly now: Instant;
   /** --long: CPUs, memory per node, submit time, limit, working directory. */
@@ -45,89 +45,183 @@ function header(view: QueueView, clock: LocalClock): string[] {
   return [...flow(first, view.width), ...flow([nodeCountsText(status.nodes), `jobs: ${jobCountsText(status.jobs)}`], view.width, '; ')];
 }
 
-/** Per distinct string of the queue's table: its printable form and width, computed once. */
-function stringCells(strings: readonly string[]): { text: string[]; width: Int32Array } {
-  const text = strings.map(printable);
-  const width = new Int32Array(text.length);
-  for (let i = 0; i < text.length; i++) width[i] = displayWidth(text[i]);
-  return { text, width };
+// Indexes into QueueSegment.first/step (SEGMENT_COLUMNS).
+const ID = 0, USER = 1, STATE = 2, PARTITION = 3, NODES = 4, NODE_COUNT = 5, START = 6, LENGTH = 7, NAME = 9;
+const CPUS = 10, MEMORY = 11, SUBMIT = 12, LIMIT = 13, WORKDIR = 14;
+
+/** A column of the table, read a segment at a time (rows where every packed column stays in one run). */
+interface QueueColumn {
+  readonly head: string;
+  /** Numbers align to the right. */
+  readonly right?: boolean;
+  /** Whether the cells differ within the segment (ids, and times that step); the others are made once per segment. */
+  varies(segment: QueueSegment): boolean;
+  /** The printable cell of the segment's row `j`. */
+  cell(segment: QueueSegment, j: number): string;
+  /** The widest cell of the segment, in terminal columns. */
+  widest(segment: QueueSegment): number;
 }
 
-/** A column whose cells are interned strings: looked up per row, measured once per distinct string. */
-function interned(head: string, indexes: readonly number[], cells: { text: string[]; width: Int32Array }): ColumnSource {
-  const cut = new Map<number, string>();
+const never = (): boolean => false;
+
+/** Cells that hold for a whole segment: the width of the one cell. */
+function constant(head: string, cell: (segment: QueueSegment) => string, right = false): QueueColumn {
+  return { head, right, varies: never, cell, widest: (segment) => displayWidth(cell(segment)) };
+}
+
+/** An interned string column: printable forms and widths computed once per distinct string. */
+function interned(head: string, slot: number, text: readonly string[], widths: readonly number[]): QueueColumn {
+  return { head, varies: never, cell: (segment) => text[segment.first[slot]!], widest: (segment) => widths[segment.first[slot]!] };
+}
+
+/** Epoch milliseconds of row `j` of a time column counted in seconds after `base`; null for none. */
+function timeAt(segment: QueueSegment, slot: number, j: number, base: number): number | null {
+  const offset = segment.first[slot];
+  return offset === null ? null : (base + offset + segment.step[slot] * j) * 1000;
+}
+
+/** A column of times (ASCII): one cell per segment unless the times step within it. */
+function times(head: string, steps: (segment: QueueSegment) => boolean, cell: (segment: QueueSegment, j: number) => string): QueueColumn {
   return {
-    head,
-    cell: (r) => cells.text[indexes[r]],
-    width: (r) => cells.width[indexes[r]],
-    cut: (r, width) => {
-      const index = indexes[r];
-      let text = cut.get(index);
-      if (text === undefined) {
-        text = truncate(cells.text[index], width);
-        cut.set(index, text);
-      }
-      return text;
+    head, varies: (segment) => segment.rows > 1 && steps(segment), cell,
+    widest: (segment) => {
+      if (segment.rows === 1 || !steps(segment)) return cell(segment, 0).length;
+      let widest = 0;
+      for (let j = 0; j < segment.rows; j++) widest = Math.max(widest, cell(segment, j).length);
+      return widest;
     },
   };
 }
 
-/** A column of ASCII cells made by us (numbers, times): made once each, measured by length. */
-function ascii(head: string, cell: (r: number) => string, right = false): ColumnSource {
-  return { head, right, cell, ascii: true };
-}
-
-function columns(queue: QueueTable, long: boolean, clock: LocalClock): ColumnSource[] {
-  const cells = stringCells(queue.strings);
+function columns(queue: ApiQueue, long: boolean, clock: LocalClock): QueueColumn[] {
+  const text = queue.strings.map(printable);
+  const widths = text.map(displayWidth);
   const base = queue.timeBase;
-  const nodeCells = queue.strings.map((text) => (text === '' ? '' : hostlistText(text.split(','))));
-  const nodeWidths = nodeCells.map(displayWidth);
-  const countCells = new Map<number, string>();
-  const nodes: ColumnSource = {
-    head: 'NODES',
+  const nodeCells = queue.strings.map((nodes) => (nodes === '' ? '' : hostlistText(nodes.split(','))));
+  const stepsFrom = (slot: number) => (segment: QueueSegment) => segment.step[slot] !== 0 && segment.first[slot] !== null;
+  const start = times('START', stepsFrom(START), (segment, j) => {
+    const at = timeAt(segment, START, j, base);
+    return at === null ? '-' : clock.at(at);
+  });
+  const end = times('END', (segment) => stepsFrom(START)(segment) && segment.first[LENGTH] !== null, (segment, j) => {
+    const at = timeAt(segment, START, j, base);
+    const length = segment.first[LENGTH];
+    return at === null || length === null ? '-' : clock.end(at + length * 1000, at);
+  });
+  const id: QueueColumn = {
+    head: 'JOBID', right: true,
+    varies: (segment) => segment.rows > 1 && segment.step[ID] !== 0,
+    cell: (segment, j) => String(segment.first[ID]! + segment.step[ID] * j),
+    // Ids within a segment step evenly: the widest is at one end.
+    widest: (segment) => Math.max(String(segment.first[ID]).length, String(segment.first[ID]! + segment.step[ID] * (segment.rows - 1)).length),
+  };
+  const nodes = constant('NODES', (segment) => {
     // The allocated nodes, or for a job with none yet how many it asks for.
-    cell: (r) => {
-      const index = queue.nodes[r];
-      if (nodeCells[index] !== '') return nodeCells[index];
-      const count = queue.nodeCount[r];
-      let text = countCells.get(count);
-      if (text === undefined) {
-        text = counted(count, 'node');
-        countCells.set(count, text);
-      }
-      return text;
-    },
-    width: (r) => (nodeCells[queue.nodes[r]] !== '' ? nodeWidths[queue.nodes[r]] : nodes.cell(r).length),
-  };
-  const start = ascii('START', (r) => {
-    const at = queue.start[r];
-    return at === null ? '-' : clock.at((base + at) * 1000);
+    const allocated = nodeCells[segment.first[NODES]!];
+    return allocated !== '' ? allocated : counted(segment.first[NODE_COUNT]!, 'node');
   });
-  const end = ascii('END', (r) => {
-    const at = queue.end[r];
-    return at === null ? '-' : clock.end((base + at) * 1000, fromOffset(queue.start[r], base));
-  });
-  const longColumns = (extra: NonNullable<QueueTable['long']>): ColumnSource[] => {
-    return [
-      ascii('CPUS', (r) => String(extra.cpus[r]), true),
-      ascii('MEMORY', (r) => (extra.memoryMiB[r] === null ? '-' : formatMemory(extra.memoryMiB[r]!)), true),
-      ascii('SUBMITTED', (r) => clock.at((base + extra.submit[r]) * 1000)),
-      start,
-      end,
-      ascii('LIMIT', (r) => (extra.limitSeconds[r] === null ? 'UNLIMITED' : formatSbatchTime(extra.limitSeconds[r]!))),
-      interned('WORKDIR', extra.workingDir, cells),
-    ];
-  };
-  return [
-    ascii('JOBID', (r) => String(queue.id[r]), true),
-    interned('USER', queue.user, cells),
-    interned('STATE', queue.state, cells),
-    interned('PARTITION', queue.partition, cells),
-    nodes,
-    ...(long && queue.long ? longColumns(queue.long) : [start, end]),
-    // Last, and the only column cut to fit the terminal.
-    interned('NAME', queue.name, cells),
+  const longColumns: QueueColumn[] = [
+    constant('CPUS', (segment) => String(segment.first[CPUS]), true),
+    constant('MEMORY', (segment) => (segment.first[MEMORY] === null ? '-' : formatMemory(segment.first[MEMORY]!)), true),
+    times('SUBMITTED', stepsFrom(SUBMIT), (segment, j) => clock.at(timeAt(segment, SUBMIT, j, base)!)),
+    start,
+    end,
+    constant('LIMIT', (segment) => (segment.first[LIMIT] === null ? 'UNLIMITED' : formatSbatchTime(segment.first[LIMIT]!))),
+    interned('WORKDIR', WORKDIR, text, widths),
   ];
+  return [
+    id,
+    interned('USER', USER, text, widths),
+    interned('STATE', STATE, text, widths),
+    interned('PARTITION', PARTITION, text, widths),
+    nodes,
+    ...(long && queue.columns.cpus !== undefined ? longColumns : [start, end]),
+    // Last, and the only column cut to fit the terminal.
+    interned('NAME', NAME, text, widths),
+  ];
+}
+
+/**
+ * The table's lines (header first), columns two spaces apart, no trailing
+ * spaces, the last column cut to `fit` when given (never below its minimum).
+ * Works a segment at a time: the cells that hold for the whole segment are
+ * padded and joined once, so a row of a long uniform queue is its id plus one
+ * shared string.
+ */
+function tableLines(shown: readonly QueueColumn[], segments: readonly QueueSegment[], fit: { width: number; min: number } | undefined, lines: string[]): void {
+  const n = shown.length;
+  const last = n - 1;
+  const widths = shown.map((column) => displayWidth(column.head));
+  for (const segment of segments) {
+    for (let c = 0; c < n; c++) widths[c] = Math.max(widths[c], shown[c].widest(segment));
+  }
+  let cutTo = Infinity;
+  if (fit !== undefined) {
+    const others = widths.reduce((sum, width, c) => (c === last ? sum : sum + width + COLUMN_GAP), 0);
+    const target = Math.max(fit.min, displayWidth(shown[last].head), fit.width - others);
+    if (widths[last] > target) {
+      cutTo = target;
+      widths[last] = target;
+    }
+  }
+  const gap = ' '.repeat(COLUMN_GAP);
+  const cuts = new Map<string, string>();
+  /** A cell padded to its column (and followed by the gap unless last); the last column is cut to fit. */
+  const pad = (c: number, cell: string, width: number): string => {
+    if (c === last) {
+      if (width > cutTo) {
+        let cut = cuts.get(cell);
+        if (cut === undefined) {
+          cut = truncate(cell, cutTo);
+          cuts.set(cell, cut);
+        }
+        return cut;
+      }
+      return shown[c].right ? ' '.repeat(widths[c] - width) + cell : cell;
+    }
+    const fill = ' '.repeat(Math.max(0, widths[c] - width));
+    return shown[c].right ? fill + cell + gap : cell + fill + gap;
+  };
+  lines.push(shown.map((column, c) => pad(c, column.head, displayWidth(column.head))).join('').trimEnd());
+  // Per segment: constant stretches joined into one string, varying columns by index.
+  const parts: (string | number)[] = [];
+  const spaces: string[] = [];
+  const fill = (count: number): string => spaces[count] ??= ' '.repeat(Math.max(0, count));
+  for (const segment of segments) {
+    parts.length = 0;
+    let stretch = '';
+    for (let c = 0; c < n; c++) {
+      const column = shown[c];
+      if (column.varies(segment)) {
+        if (stretch !== '') parts.push(stretch);
+        stretch = '';
+        parts.push(c);
+      } else {
+        const cell = column.cell(segment, 0);
+        stretch += pad(c, cell, displayWidth(cell));
+      }
+    }
+    // No trailing spaces: an empty last cell leaves the padding before it.
+    stretch = stretch.trimEnd();
+    const trimRows = stretch === '' && parts.length > 0;
+    if (stretch !== '') parts.push(stretch);
+    const k = parts.length;
+    for (let j = 0; j < segment.rows; j++) {
+      let line = '';
+      for (let p = 0; p < k; p++) {
+        const part = parts[p];
+        if (typeof part === 'string') line += part;
+        else {
+          // Varying cells are ASCII (ids, times): measured by length.
+          const cell = shown[part].cell(segment, j);
+          const padding = fill(widths[part] - cell.length);
+          line += shown[part].right ? padding + cell : cell + padding;
+          if (part !== last) line += gap;
+        }
+      }
+      lines.push(trimRows ? line.trimEnd() : line);
+    }
+  }
 }
 
 /** The whole `taras queue` output, ending with a newline. */
@@ -135,13 +229,13 @@ export function renderQueue(view: QueueView): string {
   const clock = new LocalClock(view.now, view.timeZone);
   const lines = header(view, clock);
   lines.push('');
-  const queue = view.queue ?? encodeQueue(view.status, sortQueue((view.jobs ?? []).map(queueRowOf)), view.long === true);
-  if (queue.id.length === 0) {
+  const queue = view.queue ?? packRows(view.status, sortQueue((view.jobs ?? []).map(queueRowOf)), view.long === true);
+  if (queue.count === 0) {
     lines.push(EMPTY_QUEUE);
     return `${lines.join('\n')}\n`;
   }
   const shown = columns(queue, view.long === true, clock);
-  const fit = view.width === undefined ? undefined : { column: shown.length - 1, width: view.width, min: MIN_NAME_WIDTH };
-  alignColumnsBy(shown, queue.id.length, (line) => lines.push(line), fit);
+  const fit = view.width === undefined ? undefined : { width: view.width, min: MIN_NAME_WIDTH };
+  tableLines(shown, queueSegments(queue), fit, lines);
   return `${lines.join('\n')}\n`;
 }
