@@ -4,8 +4,10 @@
 // on the wire and milliseconds in QueueRow; `GET /jobs` and every `--json`
 // keep the full vocabulary of types.ts. The controller packs its records
 // straight into runs (controller/views.ts `apiQueue` with QueuePacker);
-// `queueRowOf`/`sortQueue`/`encodeQueue` build the same from ApiJobs, through
-// the same order (queueOrderOf) and the same packer.
+// `queueRowOf`/`sortQueue`/`packRows` build the same from ApiJobs, through
+// the same order (queueOrderOf) and the same packer. `queueSegments` reads
+// the answer without unpacking it (how `taras queue` draws it);
+// `unpackQueue` turns it back into plain columns.
 // No Node imports.
 
 import { finishedStates, type ApiClusterStatus, type ApiJob, type JobState } from './types.js';
@@ -126,9 +128,6 @@ export function queueRowOf(job: ApiJob): QueueRow {
 /** Epoch milliseconds as seconds after `base` (epoch seconds). */
 export const toOffset = (ms: number | null, base: number): number | null => (ms === null ? null : Math.floor(ms / 1000) - base);
 
-/** Back: an offset after `base` as epoch milliseconds. */
-export const fromOffset = (offset: number | null, base: number): number | null => (offset === null ? null : (base + offset) * 1000);
-
 /** Rows (in queue order, times in ms) packed as the controller packs its records (what `GET /queue` answers). */
 export function packRows(status: ApiClusterStatus, rows: readonly QueueRow[], long: boolean): ApiQueue {
   const base = Math.floor(Date.parse(status.now) / 1000);
@@ -139,11 +138,6 @@ export function packRows(status: ApiClusterStatus, rows: readonly QueueRow[], lo
     if (long) packer.addLong(row.cpus ?? 0, row.memoryMiB ?? null, toOffset(row.submit ?? null, base) ?? 0, row.limitSeconds ?? null, row.workingDir ?? '');
   }
   return packer.finish();
-}
-
-/** Rows (in queue order, times in ms) as a QueueTable: the same packing as the controller's answer, unpacked. */
-export function encodeQueue(status: ApiClusterStatus, rows: readonly QueueRow[], long: boolean): QueueTable {
-  return unpackQueue(packRows(status, rows, long));
 }
 
 /**
