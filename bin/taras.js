@@ -7,19 +7,26 @@
 // the code it compiled in an earlier run of the same command: a per-user code
 // cache, one file per command, under $XDG_CACHE_HOME/taras (else
 // ~/.cache/taras). From the second run of a command on, V8 skips compiling
-// the functions that command runs, about 30 ms of `taras submit`'s 120 ms
-// budget. Node 20 has no compile cache of its own (module.enableCompileCache
-// came with Node 22). V8 checks every cache file against the source and its
-// own version and flags, and ignores one that does not match; the file name
-// carries the bundle's content hash, so a rebuilt CLI never meets an old
-// cache. A missing or rejected cache is written when the command exits, and
-// nothing about the cache ever fails a command. TARAS_CLI_CACHE=off turns it
-// off.
+// the functions that command runs (about 10 ms of `taras submit`). Node 20
+// has no compile cache of its own (module.enableCompileCache came with Node
+// 22); this one works as Node's does:
+// - the file name carries a CRC-32 of the code and of the install's path, so a
+//   rebuilt or edited CLI never meets an old cache, and two installs never
+//   delete each other's;
+// - each file starts with a CRC-32 of its data, checked before V8 sees it (V8
+//   itself checks only a header, and damaged code data can crash it);
+// - a cache is used only from a folder and a file that belong to the user
+//   running the command and that no one else may write (so `sudo -E taras`
+//   never runs code another user could have planted);
+// - a missing, damaged or rejected cache is written when a command exits
+//   with 0, atomically (a file of its own, then a rename).
+// Nothing about the cache ever fails a command. TARAS_CLI_CACHE=off turns it off.
 'use strict';
 
 const fs = require('node:fs');
 const path = require('node:path');
 const vm = require('node:vm');
+const { crc32 } = require('node:zlib');
 const { createRequire } = require('node:module');
 
 const dir = path.join(__dirname, '..', 'dist', 'src', 'cli');
@@ -31,51 +38,82 @@ try {
   process.stderr.write(`error: cannot read the built CLI ${file} (${error.code}): run \`npm install\` (or \`npm run build\`) in ${path.dirname(__dirname)}\n`);
   process.exit(1);
 }
+const code = `(function (exports, require, module, __filename, __dirname, __tarasImport) {${source}\n})`;
 
-const cachePath = (() => {
-  if (process.env.TARAS_CLI_CACHE === 'off') return undefined;
-  const bundleId = /^\/\/ taras-cli ([0-9a-f]+)\n/.exec(source)?.[1];
+const hex = (n) => n.toString(16).padStart(8, '0');
+const euid = typeof process.geteuid === 'function' ? process.geteuid() : -1;
+/** Ours alone: owned by the effective user, writable by no one else. */
+const ours = (stats) => stats.uid === euid && (stats.mode & 0o022) === 0;
+
+const cache = (() => {
+  if (process.env.TARAS_CLI_CACHE === 'off' || euid < 0) return undefined;
   const root = process.env.XDG_CACHE_HOME || (process.env.HOME ? path.join(process.env.HOME, '.cache') : undefined);
-  if (bundleId === undefined || root === undefined || !path.isAbsolute(root)) return undefined;
+  if (root === undefined || !path.isAbsolute(root)) return undefined;
   // One cache per command: each holds the functions its command ran.
   const first = process.argv.slice(2).find((arg) => !arg.startsWith('-'));
   const command = first !== undefined && /^[a-z]{1,16}$/.test(first) ? first : 'other';
-  return path.join(root, 'taras', `cli-${bundleId}-${process.version}-${process.arch}-${command}.v8`);
+  const install = hex(crc32(file));
+  const folder = path.join(root, 'taras');
+  return { root, folder, install, path: path.join(folder, `cli-${install}-${hex(crc32(code))}-${process.version}-${process.arch}-${command}.v8`) };
 })();
 
-let cachedData;
-if (cachePath !== undefined) {
+/** The cached code data, if there is one we may trust; undefined otherwise. */
+function readCache(target) {
+  let fd;
   try {
-    cachedData = fs.readFileSync(cachePath);
+    const folder = fs.lstatSync(target.folder);
+    if (!folder.isDirectory() || !ours(folder)) return undefined;
+    fd = fs.openSync(target.path, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+    if (!ours(fs.fstatSync(fd))) return undefined;
+    const bytes = fs.readFileSync(fd);
+    if (bytes.length <= 4) return undefined;
+    const data = bytes.subarray(4);
+    return bytes.readUInt32LE(0) === crc32(data) ? data : undefined;
   } catch {
-    // No cache yet: this run writes it.
+    return undefined; // none yet: this run writes it
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
   }
 }
 
-const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __tarasImport) {${source}\n})`, {
-  filename: file,
-  cachedData,
-});
+const cachedData = cache === undefined ? undefined : readCache(cache);
+const script = new vm.Script(code, { filename: file, cachedData });
 
-if (cachePath !== undefined && (cachedData === undefined || script.cachedDataRejected === true)) {
-  process.once('exit', () => saveCache(cachePath, script));
+if (cache !== undefined && (cachedData === undefined || script.cachedDataRejected === true)) {
+  process.once('exit', (exitCode) => {
+    // A failed run (a typo, the controller down) has run little of its command: keep waiting for a good one.
+    if (exitCode === 0) saveCache(cache, script);
+  });
 }
 
 const bundleModule = { exports: {} };
 const importSeparate = (specifier) => import(require('node:url').pathToFileURL(path.join(dir, specifier)).href);
 script.runInThisContext()(bundleModule.exports, createRequire(file), bundleModule, file, dir, importSeparate);
 
-/** Writes the cache (atomically: a temporary file, then a rename) and removes those of other builds. */
+/** Writes the cache (a new file of its own, then a rename) and removes this install's caches of other builds. */
 function saveCache(target, compiled) {
-  const cacheDir = path.dirname(target);
-  const temporary = `${target}.${process.pid}.tmp`;
+  const temporary = `${target.path}.${process.pid}-${Math.random().toString(36).slice(2)}.tmp`;
   try {
-    fs.mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
-    fs.writeFileSync(temporary, compiled.createCachedData(), { mode: 0o600 });
-    fs.renameSync(temporary, target);
-    const current = path.basename(target).split('-')[1];
-    for (const name of fs.readdirSync(cacheDir)) {
-      if (name.startsWith('cli-') && name.split('-')[1] !== current && name.endsWith('.v8')) fs.rmSync(path.join(cacheDir, name), { force: true });
+    // Only in a cache folder of our own (never create one in someone else's home).
+    if (!fs.existsSync(target.root)) {
+      if (!ours(fs.statSync(path.dirname(target.root)))) return;
+      fs.mkdirSync(target.root, { mode: 0o700 });
+    }
+    if (!fs.existsSync(target.folder)) {
+      if (!ours(fs.lstatSync(target.root))) return;
+      fs.mkdirSync(target.folder, { mode: 0o700 });
+    }
+    const folder = fs.lstatSync(target.folder);
+    if (!folder.isDirectory() || !ours(folder)) return;
+    const data = compiled.createCachedData();
+    const header = Buffer.alloc(4);
+    header.writeUInt32LE(crc32(data), 0);
+    fs.writeFileSync(temporary, Buffer.concat([header, data]), { mode: 0o600, flag: 'wx' });
+    fs.renameSync(temporary, target.path);
+    const current = path.basename(target.path).split('-')[2];
+    for (const name of fs.readdirSync(target.folder)) {
+      const [prefix, install, build] = name.split('-');
+      if (prefix === 'cli' && install === target.install && build !== current && name.endsWith('.v8')) fs.rmSync(path.join(target.folder, name), { force: true });
     }
   } catch {
     // A cache is only a speed-up: an unwritable home or a full disk must not fail the command.

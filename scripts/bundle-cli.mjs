@@ -12,10 +12,7 @@
 // flag, so the entry's five import('./x.js') of those separate modules are
 // rewritten to __tarasImport('./x.js'), a function bin/taras.js passes in.
 // import() of Node built-ins becomes require() (esbuild does that for CJS).
-// The bundle's first line names its content hash: bin/taras.js keys its
-// cache by it.
 
-import { createHash } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
@@ -53,6 +50,5 @@ const result = await build({
 const code = result.outputFiles[0].text;
 const leftover = /\bimport\("[^"]*"\)/.exec(code);
 if (leftover) throw new Error(`bundle-cli: the bundle still calls ${leftover[0]}, which a vm.Script cannot run: bundle it or add it to the separate modules`);
-const hash = createHash('sha256').update(code).digest('hex').slice(0, 16);
-writeFileSync(outfile, `// taras-cli ${hash}\n${code}`);
+writeFileSync(outfile, code);
 rmSync('dist/src/cli/main.bundle.js', { force: true });

@@ -126,6 +126,13 @@ describe('GET /queue segments and the table drawn from them', () => {
     assert.throws(() => queueSegments({ ...packed, count: 9 }), /GET \/queue: column \w+ has more than 9 values/);
     assert.throws(() => queueSegments({ ...packed, count: 11 }), /GET \/queue: column \w+ has 10 values, expected 11/);
     assert.throws(() => queueSegments({ ...packed, columns: { ...packed.columns, user: [0, 'x' as unknown as number] } }), /column user has a run of x values/);
+    const { name: _name, ...withoutName } = packed.columns;
+    assert.throws(() => queueSegments({ ...packed, columns: withoutName as ApiQueue['columns'] }), /column name is missing/);
+    const long = packQueue(randomTable(new SeededRandom(5), 10, true));
+    const { submit: _submit, ...withoutSubmit } = long.columns;
+    assert.throws(() => queueSegments({ ...long, columns: withoutSubmit as ApiQueue['columns'] }), /column submit is missing/);
+    assert.throws(() => queueSegments({ ...packed, count: 2.5 }), /count 2.5 is not a number of jobs/);
+    assert.equal(queueSegments({ ...packed, columns: { ...packed.columns, user: [...packed.columns.user, 1, 0] } }).reduce((sum, s) => sum + s.rows, 0), 10);
   });
 
   it('draws the plain per-row table exactly: random queues, short and long, cut to a width or not, in two zones', () => {

@@ -5,11 +5,12 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { crc32 } from 'node:zlib';
 import { readClusterConfig } from '../src/config/load.js';
 import { startController } from '../src/controller/daemon.js';
 import { createApiClient } from '../src/net/client.js';
@@ -79,49 +80,85 @@ describe('taras submit and friends without a controller', () => {
 });
 
 describe('bin/taras.js: the code cache', () => {
-  const bundleId = /^\/\/ taras-cli ([0-9a-f]+)\n/.exec(readFileSync(join(root, 'dist/src/cli/main.bundle.cjs'), 'utf8'))![1];
-  const cacheFile = (home: string, command: string) => join(home, 'taras', `cli-${bundleId}-${process.version}-${process.arch}-${command}.v8`);
+  const bundle = join(root, 'dist/src/cli/main.bundle.cjs');
+  const install = crc32(bundle).toString(16).padStart(8, '0');
+  const cachesOf = (home: string, command: string) => {
+    try {
+      return readdirSync(join(home, 'taras')).filter((name) => name.endsWith(`-${command}.v8`));
+    } catch {
+      return [];
+    }
+  };
 
-  it('keeps one cache per command under XDG_CACHE_HOME, reuses it, and replaces a damaged or an old build\'s one', () => {
+  it('keeps one cache per command under XDG_CACHE_HOME, reuses it, and replaces a damaged one or an older build\'s', () => {
     const home = join(work, 'cache-home');
-    mkdirSync(join(home, 'taras'), { recursive: true });
-    const stale = join(home, 'taras', `cli-0123456789abcdef-${process.version}-${process.arch}-submit.v8`);
-    writeFileSync(stale, 'from an older build');
+    mkdirSync(join(home, 'taras'), { recursive: true, mode: 0o700 });
+    const olderBuild = `cli-${install}-00000000-${process.version}-${process.arch}-submit.v8`;
+    const otherInstall = `cli-ffffffff-00000000-${process.version}-${process.arch}-submit.v8`;
+    writeFileSync(join(home, 'taras', olderBuild), 'from an older build');
+    writeFileSync(join(home, 'taras', otherInstall), 'from another install');
     const plain = taras(['submit', '--help'], { TARAS_CLI_CACHE: 'off' });
     assert.equal(plain.code, 0);
     assert.match(plain.stdout, /Examples:\n {2}taras submit run\.sh/);
 
     const first = taras(['submit', '--help'], { XDG_CACHE_HOME: home });
     assert.deepEqual([first.code, first.stdout, first.stderr], [0, plain.stdout, '']);
-    const file = cacheFile(home, 'submit');
+    const [name] = cachesOf(home, 'submit').filter((n) => n !== otherInstall);
+    assert.match(name, new RegExp(`^cli-${install}-[0-9a-f]{8}-`));
+    const file = join(home, 'taras', name);
     const written = statSync(file);
     assert.ok(written.size > 10_000, `a real code cache, not ${written.size} bytes`);
     assert.equal(written.mode & 0o777, 0o600);
-    assert.deepEqual(readdirSync(join(home, 'taras')), [`cli-${bundleId}-${process.version}-${process.arch}-submit.v8`], 'the old build\'s cache is gone');
+    assert.deepEqual(cachesOf(home, 'submit').sort(), [name, otherInstall].sort(), 'the older build\'s cache is gone, another install\'s stays');
 
-    // Accepted by V8: the second run leaves it as it was.
+    // Trusted and accepted by V8: the second run leaves it as it was.
     const second = taras(['submit', '--help'], { XDG_CACHE_HOME: home });
     assert.deepEqual([second.code, second.stdout], [0, plain.stdout]);
     assert.equal(statSync(file).mtimeMs, written.mtimeMs);
 
-    // Another command gets its own; a damaged file is rejected by V8 and written anew.
+    // Another command gets its own. Damage in the middle of the code data (which V8 would run,
+    // or crash on) fails the file's own checksum: the command runs as usual and writes it anew.
     assert.equal(taras(['queue', '--help'], { XDG_CACHE_HOME: home }).code, 0);
-    assert.ok(statSync(cacheFile(home, 'queue')).size > 10_000);
-    writeFileSync(file, 'not a code cache');
+    assert.equal(cachesOf(home, 'queue').length, 1);
+    const bytes = readFileSync(file);
+    bytes.fill(0x5a, bytes.length >> 1, (bytes.length >> 1) + 8);
+    writeFileSync(file, bytes);
     const damaged = taras(['submit', '--help'], { XDG_CACHE_HOME: home });
     assert.deepEqual([damaged.code, damaged.stdout, damaged.stderr], [0, plain.stdout, '']);
-    assert.ok(statSync(file).size > 10_000);
+    assert.notDeepEqual(readFileSync(file), bytes);
+    assert.equal(taras(['submit', '--help'], { XDG_CACHE_HOME: home }).code, 0);
   });
 
-  it('never fails a command: an unwritable cache folder, or TARAS_CLI_CACHE=off, writes nothing', () => {
+  it('never fails a command, and writes nothing after a failed run, with TARAS_CLI_CACHE=off or where others may write', () => {
     const notAFolder = join(work, 'a-file');
     writeFileSync(notAFolder, '');
     const run = taras(['jobid'], { XDG_CACHE_HOME: notAFolder, TARAS_JOB_ID: '7' });
     assert.deepEqual([run.code, run.stdout, run.stderr], [0, '7\n', '']);
-    const off = join(work, 'cache-off');
-    mkdirSync(off);
-    assert.equal(taras(['jobid'], { XDG_CACHE_HOME: off, TARAS_CLI_CACHE: 'off', TARAS_JOB_ID: '7' }).stdout, '7\n');
-    assert.deepEqual(readdirSync(off), []);
+    const home = join(work, 'cache-checks');
+    mkdirSync(home);
+    assert.equal(taras(['jobid'], { XDG_CACHE_HOME: home, TARAS_CLI_CACHE: 'off', TARAS_JOB_ID: '7' }).stdout, '7\n');
+    assert.equal(taras(['show', 'x1'], { XDG_CACHE_HOME: home }).code, 2);
+    assert.deepEqual(readdirSync(home), [], 'off, or a failed run: nothing written');
+    // A cache folder anyone may write to is not used (sudo -E must not run planted code).
+    mkdirSync(join(home, 'taras'), { mode: 0o777 });
+    chmodSync(join(home, 'taras'), 0o777);
+    assert.equal(taras(['jobid'], { XDG_CACHE_HOME: home, TARAS_JOB_ID: '7' }).stdout, '7\n');
+    assert.deepEqual(readdirSync(join(home, 'taras')), []);
+  });
+});
+
+describe('output that cannot be written', () => {
+  it('a full disk is an error, exit 1, not a silent success', () => {
+    const full = openSync('/dev/full', 'w');
+    try {
+      const run = spawnSync(process.execPath, [join(root, 'bin/taras.js'), 'jobid'], {
+        cwd: work, encoding: 'utf8', stdio: ['ignore', full, 'pipe'], env: { ...process.env, TARAS_JOB_ID: '42' },
+      });
+      assert.equal(run.status, 1);
+      assert.match(run.stderr, /^error: could not write the output: ENOSPC/);
+    } finally {
+      closeSync(full);
+    }
   });
 });
 

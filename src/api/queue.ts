@@ -345,11 +345,21 @@ export interface QueueSegment {
   step: number[];
 }
 
-/** An ApiQueue as segments, without unpacking it; a malformed answer throws, naming the column. Long columns absent: all null. */
+/** The columns only a `long=1` answer has: all of them or none. */
+const LONG_COLUMNS: ReadonlySet<string> = new Set(['cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir']);
+
+/** An ApiQueue as segments, without unpacking it; a malformed answer throws, naming the column. Without `long=1`, the long columns are all null. */
 export function queueSegments(api: ApiQueue): QueueSegment[] {
   const { count } = api;
+  if (!Number.isSafeInteger(count) || count < 0) throw new Error(`GET /queue: count ${String(count)} is not a number of jobs`);
+  const long = api.columns.cpus !== undefined;
   const m = SEGMENT_COLUMNS.length;
-  const runs = SEGMENT_COLUMNS.map((name) => api.columns[name] ?? (count > 0 ? [null, count] : []));
+  const runs = SEGMENT_COLUMNS.map((name) => {
+    const column = api.columns[name];
+    if (column !== undefined) return column;
+    if (LONG_COLUMNS.has(name) && !long) return count > 0 ? [null, count] : [];
+    throw new Error(`GET /queue: column ${name} is missing`);
+  });
   const difference = SEGMENT_COLUMNS.map((name) => DIFFERENCE_COLUMNS.has(name));
   const next = new Array<number>(m).fill(0);
   const left = new Array<number>(m).fill(0);
@@ -385,6 +395,8 @@ export function queueSegments(api: ApiQueue): QueueSegment[] {
     row += rows;
   }
   for (let c = 0; c < m; c++) {
+    // Runs of no values at the end are harmless (the packer writes none).
+    while (next[c] < runs[c].length && runs[c][next[c] + 1] === 0) next[c] += 2;
     if (left[c] !== 0 || next[c] < runs[c].length) throw new Error(`GET /queue: column ${SEGMENT_COLUMNS[c]} has more than ${count} values`);
   }
   return segments;

@@ -52,18 +52,14 @@ Examples:
   for (const register of registering) (await register)(program);
 
   const client = wanted.every((name) => CLIENT_MODULES.has(name));
-  if (client) {
-    // `taras queue | head`: the reader left, so the output is done; no EPIPE stack trace (as with squeue).
-    process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EPIPE') throw error;
-      process.exit(process.exitCode ?? 0);
-    });
-  }
+  if (client) process.stdout.on('error', outputFailed);
   await program.parseAsync(process.argv);
   if (client) {
     // A client command is done when its action is: exit now rather than wait for V8's background
-    // compiler to finish jobs nobody needs any more (about 10 ms after `taras queue`).
-    await Promise.all([drained(process.stdout), drained(process.stderr)]);
+    // compiler to finish jobs nobody needs any more (about 10 ms after `taras queue`), once the
+    // output is written (a failed write, such as a full disk, still ends in an error).
+    await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+    if (process.stdout.errored) outputFailed(process.stdout.errored);
     process.exit();
   }
 }
@@ -71,9 +67,24 @@ Examples:
 /** The commands that talk to the controller and return: they may exit as soon as they are done (not daemons, not `up`). */
 const CLIENT_MODULES: ReadonlySet<string> = new Set(['jobs', 'admin']);
 
-/** Resolves once everything written to the stream has been handed to the system. */
-function drained(stream: NodeJS.WriteStream): Promise<void> {
-  return stream.writableLength === 0 ? Promise.resolve() : new Promise((resolve) => stream.once('drain', () => resolve()));
+/**
+ * `taras queue | head`: the reader left, so the output is done: exit quietly (as squeue
+ * does). Any other failed write loses output: say so and exit 1.
+ */
+function outputFailed(error: NodeJS.ErrnoException): never {
+  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  process.stderr.write(`error: could not write the output: ${error.message}\n`);
+  process.exit(1);
 }
 
-void main();
+/** Resolves once everything written to the stream before has been handed to the system (or failed). */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return stream.writableLength === 0 ? Promise.resolve() : new Promise((resolve) => stream.write('', () => resolve()));
+}
+
+main().catch((error: unknown) => {
+  // What an action did not turn into a one-line error: the whole trace, and a failure code
+  // whatever --unhandled-rejections says.
+  console.error(error);
+  process.exit(1);
+});
