@@ -223,6 +223,20 @@ describe('controller engine', () => {
     assert.equal(engine.nodes.get('node01')!.reason, 'disk swap');
   });
 
+  it('a drained node\'s CPUs are in no planned start; resumed, they are at once', () => {
+    const { clock, engine, allNodes } = setup();
+    engine.agentRegistered(allNodes, []);
+    // Every node busy: node01's job ends in 1 minute, the others in 10.
+    engine.submit(allNodes.map((_, i) => ({ user: 'gus', spec: spec({ cpusPerTask: 8, timeLimitSeconds: i === 0 ? 60 : 600 }) })));
+    engine.schedule();
+    engine.drain(['node01'], 'memory test');
+    const [waiting] = engine.submit([{ user: 'gus', spec: spec({ cpusPerTask: 8 }) }]);
+    engine.schedule();
+    assert.equal(engine.plannedStartMs(waiting), clock.ms + 600_000, 'not at node01\'s end in 1 minute: node01 takes no jobs');
+    engine.drain(['node01'], '', false);
+    assert.equal(engine.plannedStartMs(waiting), clock.ms + 60_000);
+  });
+
   it('after a controller restart: the queue is back in order, running jobs keep their nodes, ends while down are recorded', () => {
     const first = setup();
     first.engine.agentRegistered(first.allNodes, []);

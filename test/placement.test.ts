@@ -1,7 +1,8 @@
 // Placement on concrete nodes, on its own and inside the scheduler: the core
 // picks nodes (first-fit, best-fit, least-loaded), respects features, memory
 // and partitions, and a job whose processors are free but which fits on no
-// set of nodes does not start.
+// set of nodes does not start. Plans count only nodes that take jobs: a down
+// or drained node's CPUs are in no planned start until it is back.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -138,6 +139,75 @@ describe('scheduling on nodes', () => {
       assert.deepEqual(scheduler.pass(5).map((j) => j.id), [2], policy);
       assert.deepEqual(scheduler.nodesOf(jobId(2)), ['n1'], policy);
     }
+  });
+});
+
+describe('plans with nodes down or drained', () => {
+  // Two 4-CPU nodes; job 1 holds n1 until 100; n2 is drained.
+  function drained(policy: PolicyName) {
+    const pool = new NodePool([node('n1', 4), node('n2', 4)]);
+    const scheduler = new Scheduler(policy, { processors: 8 }, 0, pool);
+    scheduler.submit(job(1, need(1, 4), 100));
+    assert.deepEqual(scheduler.pass(0).map((j) => j.id), [1]);
+    pool.setAccepting('n2', false);
+    return { pool, scheduler };
+  }
+
+  for (const policy of ['fcfs', 'easy', 'conservative'] as const) {
+    it(`${policy}: a waiting job is planned when a node that takes jobs frees, and starts then; back in plan when the node returns`, () => {
+      const { pool, scheduler } = drained(policy);
+      scheduler.submit(job(2, need(1, 4), 50, 10));
+      assert.deepEqual(scheduler.pass(10, { predictions: true }), []);
+      // n2's 4 idle CPUs would say "now"; only n1 can take it, at 100.
+      assert.equal(scheduler.plannedStart(jobId(2)), 100);
+      scheduler.end(jobId(1), 100);
+      assert.deepEqual(scheduler.pass(100).map((j) => j.id), [2]);
+      assert.deepEqual(scheduler.nodesOf(jobId(2)), ['n1']);
+      // n2 back: the next job is planned (and started) on it at once.
+      scheduler.submit(job(3, need(1, 4), 50, 110));
+      assert.deepEqual(scheduler.pass(110, { predictions: true }), []);
+      assert.equal(scheduler.plannedStart(jobId(3)), 150);
+      pool.setAccepting('n2', true);
+      scheduler.plan(120);
+      assert.equal(scheduler.plannedStart(jobId(3)), 120);
+      assert.deepEqual(scheduler.pass(120).map((j) => j.id), [3]);
+      assert.deepEqual(scheduler.nodesOf(jobId(3)), ['n2']);
+    });
+
+    it(`${policy}: a job larger than the nodes that take jobs has no planned start; a job that fits still has one`, () => {
+      const { scheduler } = drained(policy);
+      scheduler.submit(job(2, need(2, 4), 50, 10));
+      scheduler.submit(job(3, need(1, 4), 50, 10));
+      scheduler.pass(10, { predictions: true });
+      assert.equal(scheduler.plannedStart(jobId(2)), undefined);
+      // fcfs keeps order: nothing passes a head that cannot start.
+      assert.equal(scheduler.plannedStart(jobId(3)), policy === 'fcfs' ? undefined : 100);
+    });
+  }
+
+  it('easy: a head that the nodes taking jobs cannot hold does not keep smaller jobs from starting', () => {
+    const pool = new NodePool([node('n1', 4), node('n2', 4)]);
+    const scheduler = new Scheduler('easy', { processors: 8 }, 0, pool);
+    pool.setAccepting('n2', false);
+    scheduler.submit(job(1, need(2, 4), 100)); // waits for n2
+    scheduler.submit(job(2, need(1, 4), 1000));
+    assert.deepEqual(scheduler.pass(0).map((j) => j.id), [2]);
+    assert.deepEqual(scheduler.nodesOf(jobId(2)), ['n1']);
+  });
+
+  it('conservative: a job running on a node that goes down gives back no capacity there when it ends', () => {
+    const pool = new NodePool([node('n1', 4), node('n2', 4)]);
+    const scheduler = new Scheduler('conservative', { processors: 8 }, 0, pool);
+    scheduler.submit(job(1, need(1, 4), 100));
+    scheduler.submit(job(2, need(1, 4), 200));
+    assert.deepEqual(scheduler.pass(0).map((j) => j.id), [1, 2]);
+    pool.setAccepting('n1', false); // job 1's node: its CPUs stay out of plans
+    scheduler.submit(job(3, need(1, 4), 50, 10));
+    scheduler.pass(10, { predictions: true });
+    assert.equal(scheduler.plannedStart(jobId(3)), 200);
+    scheduler.end(jobId(1), 20); // early, on the down node: nothing for job 3
+    scheduler.pass(20, { predictions: true });
+    assert.equal(scheduler.plannedStart(jobId(3)), 200);
   });
 });
 

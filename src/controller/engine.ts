@@ -120,7 +120,7 @@ export class ControllerEngine {
     for (const node of config.nodes) {
       // A node is down until its agent registers.
       this.nodes.set(node.name, { up: false, drained: false, reason: 'no agent has registered yet', lastHeartbeatMs: null });
-      this.pool.setAccepting(node.name, false);
+      this.setAccepting(node.name, false);
     }
     for (const partition of config.partitions) this.partitionNodes.set(partition.name, new Set(partition.nodes));
     this.scheduler = new Scheduler(config.policy, { processors: this.pool.totalCpus }, this.nowSeconds(), this.pool);
@@ -367,7 +367,7 @@ export class ControllerEngine {
       status.up = true;
       status.lastHeartbeatMs = nowMs;
       if (!status.drained) status.reason = null;
-      this.pool.setAccepting(name, !status.drained);
+      this.setAccepting(name, !status.drained);
     }
     for (const report of reports) this.jobReport(report);
     // Jobs this controller believes run on these nodes but the agent does not
@@ -409,7 +409,7 @@ export class ControllerEngine {
       if (!status.up || (status.lastHeartbeatMs ?? 0) >= cutoff) continue;
       status.up = false;
       status.reason = `no heartbeat for ${this.config.nodeTimeoutSeconds} s`;
-      this.pool.setAccepting(name, false);
+      this.setAccepting(name, false);
       downed.push(name);
     }
     for (const record of [...this.active.values()]) {
@@ -428,7 +428,7 @@ export class ControllerEngine {
       if (!status) throw new SubmitRefused([`no node named ${name}`]);
       status.drained = drained;
       status.reason = drained ? reason : status.up ? null : status.reason;
-      this.pool.setAccepting(name, status.up && !drained);
+      this.setAccepting(name, status.up && !drained);
     }
     this.dirty = true;
   }
@@ -439,9 +439,16 @@ export class ControllerEngine {
       const mine = this.nodes.get(name);
       if (!mine) continue;
       Object.assign(mine, status);
-      this.pool.setAccepting(name, status.up && !status.drained);
+      this.setAccepting(name, status.up && !status.drained);
     }
     this.dirty = true;
+  }
+
+  /** A node starts or stops taking jobs: the plan made before no longer holds (the core plans only with nodes that take jobs). */
+  private setAccepting(name: string, accepting: boolean): void {
+    if (this.pool.accepts(name) === accepting) return; // heartbeats repeat what is known
+    this.pool.setAccepting(name, accepting);
+    this.plannedAt = null;
   }
 
   /** Planned start (epoch ms) of a pending job after the last pass. */

@@ -34,6 +34,8 @@ export class NodePool {
   private acceptingFree = 0;
   /** All CPUs of nodes that take new jobs: no job larger than this can start until more come back. */
   private acceptingTotal = 0;
+  /** Counts changes of which nodes take new jobs: plans made before a change are stale. */
+  private acceptingChanges = 0;
 
   constructor(
     nodes: readonly PoolNode[],
@@ -65,11 +67,22 @@ export class NodePool {
     return this.slots.reduce((sum, slot) => sum + slot.node.cpus, 0);
   }
 
+  /** Changes each time a node starts or stops taking new jobs. */
+  get acceptingVersion(): number {
+    return this.acceptingChanges;
+  }
+
+  /** Whether the node takes new jobs (not down, not drained). */
+  accepts(name: string): boolean {
+    return this.slot(name).accepting;
+  }
+
   setAccepting(name: string, accepting: boolean): void {
     const slot = this.slot(name);
     if (slot.accepting !== accepting) {
       this.acceptingFree += accepting ? slot.freeCpus : -slot.freeCpus;
       this.acceptingTotal += accepting ? slot.node.cpus : -slot.node.cpus;
+      this.acceptingChanges++;
     }
     slot.accepting = accepting;
   }

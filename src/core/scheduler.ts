@@ -77,7 +77,7 @@ export class Scheduler {
   /** A running job ended at `at`. */
   end(id: JobId, at: Seconds): RunningJob {
     const run = this.state.removeRunning(id);
-    this.policy.onEnd?.(run, at);
+    this.policy.onEnd?.(run, at, this.state.releaseOf(run));
     return run;
   }
 
@@ -88,7 +88,7 @@ export class Scheduler {
    */
   unstart(id: JobId, now: Seconds): void {
     const run = this.state.removeRunning(id);
-    this.policy.onEnd?.(run, now);
+    this.policy.onEnd?.(run, now, this.state.releaseOf(run));
     const entry = this.state.reinsert(run.job);
     this.policy.onSubmit?.(entry, !this.state.isLast(entry));
     this.startedInLastPass.delete(id);
@@ -136,9 +136,9 @@ export class Scheduler {
     const started = this.startedInLastPass.get(id);
     if (started !== undefined) return started;
     const entry = this.state.getQueued(id);
-    if (entry === undefined || Number.isNaN(entry.reservation)) return undefined;
-    // Plans count the CPUs of down and drained nodes; a job larger than all the nodes that take jobs
-    // gets no planned start rather than one that cannot hold (Slurm shows N/A).
+    // Plans count only nodes that take new jobs: a job larger than all of them (or, under fcfs, behind
+    // one) has no planned start until nodes come back (Slurm shows N/A).
+    if (entry === undefined || !Number.isFinite(entry.reservation)) return undefined;
     const pool = this.state.pool;
     if (pool && entry.job.resources && entry.job.size > pool.acceptingCpus) return undefined;
     return entry.reservation;

@@ -55,6 +55,24 @@ export class SchedulerState {
     return this.pool ? Math.min(this.freeProcessors, this.pool.acceptingFreeCpus) : this.freeProcessors;
   }
 
+  /**
+   * What a running job gives back to new jobs when it ends: its processors, or
+   * on a node pool only its CPUs on nodes that take new jobs (a down or drained
+   * node's CPUs stay out of every plan until it takes jobs again).
+   */
+  releaseOf(run: RunningJob): number {
+    const resources = run.job.resources;
+    if (!this.pool || !resources) return run.job.size;
+    let cpus = 0;
+    for (const name of run.nodes) if (this.pool.accepts(name)) cpus += resources.cpusPerNode;
+    return cpus;
+  }
+
+  /** Changes whenever the capacity plans may count on changes (a node down, drained or back). */
+  get capacityVersion(): number {
+    return this.pool ? this.pool.acceptingVersion : 0;
+  }
+
   enqueue(job: JobRequest, reservation: Seconds = NaN): QueueEntry {
     // Behind every entry of the same or a higher priority (the common case: the back).
     const priority = job.priority ?? 0;

@@ -21,6 +21,7 @@ import type { RunningJob, Seconds } from '../types.js';
 import { predictedEnd } from '../types.js';
 import { reserveEarliest, StartBounds } from '../start-bounds.js';
 import type { Policy } from './policy.js';
+import { runningProfile } from './projection.js';
 
 export class ConservativePolicy implements Policy {
   readonly name = 'conservative';
@@ -36,6 +37,8 @@ export class ConservativePolicy implements Policy {
   private earliestReservation: Seconds = Infinity;
   /** Earliest-start bounds for arrivals, valid while the profile only loses capacity. */
   private readonly bounds = new StartBounds();
+  /** The state's capacityVersion the profile was built for (node pools: which nodes take jobs). */
+  private capacityVersion = 0;
 
   constructor(processors: number, origin: Seconds) {
     this.profile = new AvailabilityProfile(processors, origin);
@@ -43,15 +46,40 @@ export class ConservativePolicy implements Policy {
 
   /** Takes over a state rebuilt elsewhere: running holds, then reservations in queue order. */
   adopt(state: SchedulerState, now: Seconds): void {
-    this.profile = new AvailabilityProfile(state.processors, now);
+    this.profile = runningProfile(state, now);
+    this.capacityVersion = state.capacityVersion;
     this.arrivals = [];
-    for (const run of state.running) this.profile.add(now, Math.max(predictedEnd(run), now + 1), -run.job.size);
     for (const entry of state.queue) {
       if (Number.isNaN(entry.reservation)) this.arrivals.push(entry);
       else this.profile.reserve(entry.reservation, entry.job.estimate, entry.job.size);
     }
     this.bounds.clear();
     this.noteGain(-Infinity, Infinity); // compress everything at the next pass
+  }
+
+  /**
+   * A node stopped or started taking jobs (down, drained, back): the capacity
+   * every reservation was made against changed. Promises cannot all be kept
+   * when capacity is lost, so every waiting job is planned again from scratch,
+   * in queue order, against the running jobs on the nodes that take jobs now.
+   */
+  private replan(state: SchedulerState, now: Seconds): void {
+    this.profile = runningProfile(state, now);
+    this.capacityVersion = state.capacityVersion;
+    this.arrivals = [];
+    for (const entry of state.queue) {
+      entry.reservation = NaN;
+      entry.gainFrom = Infinity;
+      entry.gainTo = -Infinity;
+      entry.freedFrom = Infinity;
+      entry.freedTo = -Infinity;
+      this.arrivals.push(entry);
+    }
+    this.bounds.clear();
+    this.pendingGainFrom = Infinity;
+    this.pendingGainTo = -Infinity;
+    this.carriedDirty = false;
+    this.earliestReservation = Infinity;
   }
 
   onSubmit(entry: QueueEntry): void {
@@ -62,10 +90,10 @@ export class ConservativePolicy implements Policy {
     this.arrivals.splice(at, 0, entry);
   }
 
-  onEnd(run: RunningJob, at: Seconds): void {
+  onEnd(run: RunningJob, at: Seconds, released: number): void {
     const end = predictedEnd(run);
-    if (at < end) {
-      this.profile.add(at, end, run.job.size);
+    if (at < end && released > 0) {
+      this.profile.add(at, end, released);
       this.noteGain(at, end);
     }
   }
@@ -86,6 +114,7 @@ export class ConservativePolicy implements Policy {
   }
 
   schedule(state: SchedulerState, now: Seconds): QueueEntry[] {
+    if (state.capacityVersion !== this.capacityVersion) this.replan(state, now);
     const profile = this.profile;
     profile.advance(now);
     const gainFrom = this.pendingGainFrom;
@@ -201,8 +230,17 @@ export class ConservativePolicy implements Policy {
     if (entry.reservation < this.earliestReservation) this.earliestReservation = entry.reservation;
   }
 
-  /** Reservations are the plan: nothing to do. */
-  plan(): void {}
+  /** Reservations are the plan; after a change of capacity without a pass since, they are made again. */
+  plan(state: SchedulerState, now: Seconds): void {
+    if (state.capacityVersion === this.capacityVersion) return;
+    this.replan(state, now);
+    this.profile.advance(now);
+    for (const entry of this.arrivals) {
+      entry.reservation = reserveEarliest(this.profile, this.bounds, entry.job.size, entry.job.estimate, now);
+      if (entry.reservation < this.earliestReservation) this.earliestReservation = entry.reservation;
+    }
+    this.arrivals.length = 0;
+  }
 
   /** The profile as it stands (running holds plus reservations), for tests and displays. */
   steps(): Array<[Seconds, number]> {

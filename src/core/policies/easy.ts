@@ -10,20 +10,27 @@ import { startFromHead } from './fcfs.js';
 import type { Policy } from './policy.js';
 import { QueueProjection } from './projection.js';
 
-/** The head's shadow time and the extra processors, from running jobs sorted by predicted end. */
+/**
+ * The head's shadow time and the extra processors, from running jobs sorted by
+ * predicted end. On a node pool only nodes that take new jobs count; if they
+ * cannot hold the head even when every running job has ended, the head waits
+ * for nodes to come back: no shadow time (Infinity), and any job that fits may
+ * start.
+ */
 export function shadowOf(state: SchedulerState, headSize: number): { shadowTime: Seconds; extra: number } {
-  let available = state.freeProcessors;
+  let available = state.startableProcessors;
   let index = 0;
   let shadowTime = 0;
   const running = state.running;
   while (available < headSize) {
-    available += running[index].job.size;
+    if (index === running.length) return { shadowTime: Infinity, extra: 0 };
+    available += state.releaseOf(running[index]);
     shadowTime = predictedEnd(running[index]);
     index++;
   }
   // Every job ending at the shadow time counts, not just those walked so far.
   while (index < running.length && predictedEnd(running[index]) <= shadowTime) {
-    available += running[index].job.size;
+    available += state.releaseOf(running[index]);
     index++;
   }
   return { shadowTime, extra: available - headSize };

@@ -14,8 +14,12 @@ export interface Policy {
   plan(state: SchedulerState, now: Seconds): void;
   /** A job joined the queue: at the back, unless its priority put it further forward (then `reordered` is true). */
   onSubmit?(entry: QueueEntry, reordered: boolean): void;
-  /** A running job ended at `at` (possibly before its predicted end). */
-  onEnd?(run: RunningJob, at: Seconds): void;
+  /**
+   * A running job ended at `at` (possibly before its predicted end), giving
+   * `released` processors back to plans (state.releaseOf: its size, or on a
+   * node pool its CPUs on nodes that take new jobs).
+   */
+  onEnd?(run: RunningJob, at: Seconds, released: number): void;
   /** A queued job left the queue without starting. */
   onCancel?(entry: QueueEntry): void;
   /** The state was rebuilt by the shell (jobs adopted after a restart): drop cached plans. */

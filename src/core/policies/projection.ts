@@ -6,8 +6,9 @@
 // stays exactly what a rebuild would give as long as the running jobs' holds
 // are unchanged from now on and the queue only grew at the back: every job that
 // started did so at its planned start (its reservation becomes an identical
-// running hold), none ended before its predicted end, none was cancelled, and
-// no queued job's planned start has passed. Anything else forces a rebuild.
+// running hold), none ended before its predicted end, none was cancelled, no
+// queued job's planned start has passed, and no node started or stopped taking
+// jobs. Anything else forces a rebuild.
 
 import { AvailabilityProfile } from '../profile.js';
 import { reserveEarliest, StartBounds } from '../start-bounds.js';
@@ -15,15 +16,20 @@ import type { QueueEntry, SchedulerState } from '../state.js';
 import type { RunningJob, Seconds } from '../types.js';
 import { predictedEnd } from '../types.js';
 
-/** Free processors over time given only the running jobs, from `now` on. */
+/**
+ * Free processors over time given only the running jobs, from `now` on. On a
+ * node pool only nodes that take new jobs count: a down or drained node's CPUs
+ * are never free in the plan (state.releaseOf).
+ */
 export function runningProfile(state: SchedulerState, now: Seconds): AvailabilityProfile {
-  const steps: Array<[Seconds, number]> = [[now, state.freeProcessors]];
+  const steps: Array<[Seconds, number]> = [[now, state.startableProcessors]];
   for (const run of state.running) {
     // A job past its predicted end (possible only in a live system) is taken to end next second.
     const end = Math.max(predictedEnd(run), now + 1);
+    const released = state.releaseOf(run);
     const last = steps[steps.length - 1];
-    if (last[0] === end) last[1] += run.job.size;
-    else steps.push([end, last[1] + run.job.size]);
+    if (last[0] === end) last[1] += released;
+    else if (released > 0) steps.push([end, last[1] + released]);
   }
   return AvailabilityProfile.fromSteps(state.processors, steps);
 }
@@ -37,6 +43,8 @@ export class QueueProjection {
   private readonly bounds = new StartBounds();
   /** Arrival sequence number of the last entry the projection covers; later ones are new. */
   private lastCoveredSeq = -1;
+  /** The state's capacityVersion the projection was built for. */
+  private capacityVersion = -1;
 
   /**
    * @param inOrder no job is planned before the job ahead of it (FCFS): each is
@@ -62,10 +70,13 @@ export class QueueProjection {
     const queue = state.queue;
     // A running job past its predicted end (live systems only) changes the holds.
     const overrun = state.running.length > 0 && predictedEnd(state.running[0]) <= now;
-    let from = this.profile && !overrun ? this.firstUncovered(queue, now) : -1;
+    // So does a node that stopped or started taking jobs.
+    const stale = overrun || state.capacityVersion !== this.capacityVersion;
+    let from = this.profile && !stale ? this.firstUncovered(queue, now) : -1;
     let profile = this.profile;
     if (profile === null || from < 0) {
       profile = this.profile = runningProfile(state, now);
+      this.capacityVersion = state.capacityVersion;
       this.bounds.clear();
       from = 0;
     } else {
