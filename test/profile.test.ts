@@ -1,10 +1,12 @@
-// The availability profile (src/core/profile.ts): free processors over future
-// time as a canonical step function. Hand-made profiles for the edge cases of
+// The availability profile (src/core/profile.ts, and its flat form
+// src/core/flat-profile.ts): free processors over future time as a canonical
+// step function. Hand-made profiles for the edge cases of
 // earliestStart, then a seeded randomised comparison against a naive model that
 // keeps one value per second.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { FlatProfile } from '../src/core/flat-profile.js';
 import { AvailabilityProfile } from '../src/core/profile.js';
 import { SeededRandom } from '../src/core/random.js';
 
@@ -241,13 +243,15 @@ describe('availability profile against a naive per-second model', () => {
   // (placed by the naive model's earliestStart or at random feasible spots),
   // releases of held reservations in random order, advances of the origin, and
   // queries of earliestStart and freeAt. After every operation the steps must
-  // equal the naive model's and be canonical.
-  for (const seed of [1, 2, 3]) {
-    it(`matches the naive model step for step over 4000 random operations (seed ${seed})`, () => {
+  // equal the naive model's and be canonical. Both forms of the profile: the
+  // tree, and the flat arrays the queue projection uses for short queues.
+  const forms = { tree: (capacity: number) => new AvailabilityProfile(capacity, 0), flat: (capacity: number) => new FlatProfile(capacity, 0, 4) };
+  for (const [form, make] of Object.entries(forms)) for (const seed of [1, 2, 3]) {
+    it(`${form}: matches the naive model step for step over 4000 random operations (seed ${seed})`, () => {
       const random = new SeededRandom(seed);
       const capacity = 16;
       const horizon = 6000;
-      const profile = new AvailabilityProfile(capacity, 0);
+      const profile = make(capacity);
       const naive = new NaiveProfile(capacity, 0, horizon);
       const held: Array<{ start: number; duration: number; size: number }> = [];
       let queries = 0;
@@ -288,4 +292,35 @@ describe('availability profile against a naive per-second model', () => {
       assert.ok(queries > 1000, `only ${queries} earliestStart queries`);
     });
   }
+});
+
+describe('flat profile built from steps', () => {
+  it('fromSteps and clear + append give the steps as given, and answer earliestStart as the tree does', () => {
+    const random = new SeededRandom(9);
+    const reused = new FlatProfile(64, 0, 2);
+    for (let round = 0; round < 200; round++) {
+      const steps: Array<[number, number]> = [];
+      let time = random.int(0, 100);
+      for (let i = random.int(1, 30); i > 0; i--) {
+        let free = random.int(0, 64);
+        if (steps.length > 0 && free === steps[steps.length - 1][1]) free = (free + 1) % 65;
+        steps.push([time, free]);
+        time += random.int(1, 50);
+      }
+      const tree = AvailabilityProfile.fromSteps(64, steps);
+      const flat = FlatProfile.fromSteps(64, steps);
+      reused.clear();
+      for (const [t, free] of steps) reused.append(t, free);
+      assert.deepEqual(flat.steps(), steps);
+      assert.deepEqual(reused.steps(), steps);
+      for (let query = 0; query < 20; query++) {
+        const size = random.int(1, 70);
+        const duration = random.int(1, 200);
+        const notBefore = random.int(0, time + 50);
+        const expected = tree.earliestStart(size, duration, notBefore);
+        assert.equal(flat.earliestStart(size, duration, notBefore), expected, `round ${round}: earliestStart(${size}, ${duration}, ${notBefore})`);
+        assert.equal(reused.earliestStart(size, duration, notBefore), expected);
+      }
+    }
+  });
 });

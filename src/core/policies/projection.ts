@@ -10,6 +10,7 @@
 // queued job's planned start has passed, and no node started or stopped taking
 // jobs. Anything else forces a rebuild.
 
+import { FlatProfile } from '../flat-profile.js';
 import { AvailabilityProfile } from '../profile.js';
 import { reserveEarliest, StartBounds } from '../start-bounds.js';
 import type { QueueEntry, SchedulerState } from '../state.js';
@@ -22,23 +23,45 @@ import { predictedEnd } from '../types.js';
  * are never free in the plan (state.releaseOf).
  */
 export function runningProfile(state: SchedulerState, now: Seconds): AvailabilityProfile {
-  const steps: Array<[Seconds, number]> = [[now, state.startableProcessors]];
-  for (const run of state.running) {
-    // A job past its predicted end (possible only in a live system) is taken to end next second.
-    const end = Math.max(predictedEnd(run), now + 1);
-    const released = state.releaseOf(run);
-    const last = steps[steps.length - 1];
-    if (last[0] === end) last[1] += released;
-    else if (released > 0) steps.push([end, last[1] + released]);
-  }
+  const steps: Array<[Seconds, number]> = [];
+  eachRunningStep(state, now, (time, free) => steps.push([time, free]));
   return AvailabilityProfile.fromSteps(state.processors, steps);
 }
+
+/** The canonical steps of runningProfile, in time order, handed to `step` one by one. */
+function eachRunningStep(state: SchedulerState, now: Seconds, step: (time: Seconds, free: number) => void): void {
+  let time = now;
+  let free = state.startableProcessors;
+  for (const run of state.running) {
+    const released = state.releaseOf(run);
+    if (released === 0) continue;
+    // A job past its predicted end (possible only in a live system) is taken to end next second.
+    const end = Math.max(predictedEnd(run), now + 1);
+    if (end !== time) {
+      step(time, free);
+      time = end;
+    }
+    free += released;
+  }
+  step(time, free);
+}
+
+/**
+ * Up to this many steps the projection keeps its profile in flat arrays
+ * (flat-profile.ts), beyond it in the tree: a projection holds about one step
+ * per running job and two per queued job, and is rebuilt after every early
+ * end, so short queues (the common case) rebuild without allocating a node
+ * per step, and long ones keep the tree's logarithmic updates.
+ */
+const FLAT_STEPS = 1024;
 
 /** Reservations in one go from which remembering earliest-start bounds is worth its cost. */
 const LONG_RUN = 256;
 
 export class QueueProjection {
-  private profile: AvailabilityProfile | null = null;
+  private profile: AvailabilityProfile | FlatProfile | null = null;
+  /** The flat profile's arrays, kept from one rebuild to the next. */
+  private flat: FlatProfile | null = null;
   /** Earliest-start bounds: the projection's profile only loses capacity until rebuilt. */
   private readonly bounds = new StartBounds();
   /** Arrival sequence number of the last entry the projection covers; later ones are new. */
@@ -71,11 +94,19 @@ export class QueueProjection {
     // A running job past its predicted end (live systems only) changes the holds.
     const overrun = state.running.length > 0 && predictedEnd(state.running[0]) <= now;
     // So does a node that stopped or started taking jobs.
-    const stale = overrun || state.capacityVersion !== this.capacityVersion;
+    // A flat profile that grew past its size is rebuilt as a tree.
+    const stale = overrun || state.capacityVersion !== this.capacityVersion || (this.profile instanceof FlatProfile && this.profile.size > FLAT_STEPS);
     let from = this.profile && !stale ? this.firstUncovered(queue, now) : -1;
     let profile = this.profile;
     if (profile === null || from < 0) {
-      profile = this.profile = runningProfile(state, now);
+      if (state.running.length + 2 * queue.length <= FLAT_STEPS) {
+        const flat = this.flat ??= new FlatProfile(state.processors, now, 2 * FLAT_STEPS);
+        flat.clear();
+        eachRunningStep(state, now, (time, free) => flat.append(time, free));
+        profile = this.profile = flat;
+      } else {
+        profile = this.profile = runningProfile(state, now);
+      }
       this.capacityVersion = state.capacityVersion;
       this.bounds.clear();
       from = 0;
