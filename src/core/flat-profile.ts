@@ -1,5 +1,5 @@
-// The availability profile of profile.ts in two flat arrays (step times and
-// free counts), for profiles of a few hundred steps: the queue projection of
+// The availability profile of profile.ts in one flat array (step times and
+// free counts, interleaved), for profiles of a few hundred steps: the queue projection of
 // EASY and FCFS, rebuilt from the running jobs after every early end, holds
 // about as many steps as running plus twice the queued jobs. There a tree's
 // node allocations and rebalancing cost more than moving a few hundred
@@ -10,8 +10,8 @@
 import type { Seconds } from './types.js';
 
 export class FlatProfile {
-  private times: Float64Array;
-  private free: Float64Array;
+  /** Step i's time at [2i], its free count at [2i + 1]: one array to move on inserts. */
+  private steps_: Float64Array;
   private count: number;
 
   /** A machine of `capacity` processors, all free from `origin` on. */
@@ -20,10 +20,9 @@ export class FlatProfile {
     origin: Seconds,
     room = 64,
   ) {
-    this.times = new Float64Array(room);
-    this.free = new Float64Array(room);
-    this.times[0] = origin;
-    this.free[0] = capacity;
+    this.steps_ = new Float64Array(2 * room);
+    this.steps_[0] = origin;
+    this.steps_[1] = capacity;
     this.count = 1;
   }
 
@@ -32,8 +31,8 @@ export class FlatProfile {
     if (steps.length === 0) throw new Error('fromSteps needs at least one step');
     const profile = new FlatProfile(capacity, steps[0][0], Math.max(64, steps.length * 2));
     for (let i = 0; i < steps.length; i++) {
-      profile.times[i] = steps[i][0];
-      profile.free[i] = steps[i][1];
+      profile.steps_[2 * i] = steps[i][0];
+      profile.steps_[2 * i + 1] = steps[i][1];
     }
     profile.count = steps.length;
     return profile;
@@ -46,15 +45,15 @@ export class FlatProfile {
 
   /** Adds a step after the last (later, with another free count: the caller keeps the steps canonical). */
   append(time: Seconds, free: number): void {
-    if (this.count === this.times.length) this.grow();
-    this.times[this.count] = time;
-    this.free[this.count] = free;
+    if (2 * this.count === this.steps_.length) this.grow();
+    this.steps_[2 * this.count] = time;
+    this.steps_[2 * this.count + 1] = free;
     this.count++;
   }
 
   /** The first instant the profile describes; nothing before it can be reserved. */
   get origin(): Seconds {
-    return this.times[0];
+    return this.steps_[0];
   }
 
   /** Steps held now (for choosing between this and the tree). */
@@ -66,10 +65,10 @@ export class FlatProfile {
   private stepAt(t: Seconds): number {
     let lo = 0;
     let hi = this.count; // first index with time > t
-    const times = this.times;
+    const steps = this.steps_;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (times[mid] <= t) lo = mid + 1;
+      if (steps[2 * mid] <= t) lo = mid + 1;
       else hi = mid;
     }
     return lo - 1;
@@ -78,7 +77,7 @@ export class FlatProfile {
   /** Free processors at instant t (t >= origin). */
   freeAt(t: Seconds): number {
     const i = this.stepAt(t);
-    return i < 0 ? this.capacity : this.free[i];
+    return i < 0 ? this.capacity : this.steps_[2 * i + 1];
   }
 
   /**
@@ -87,25 +86,24 @@ export class FlatProfile {
    */
   earliestStart(size: number, duration: Seconds, notBefore: Seconds): Seconds {
     if (size > this.capacity) return Infinity;
-    const times = this.times;
-    const free = this.free;
+    const steps = this.steps_;
     const n = this.count;
-    let t = notBefore < times[0] ? times[0] : notBefore;
+    let t = notBefore < steps[0] ? steps[0] : notBefore;
     let i = this.stepAt(t);
     for (;;) {
       // The first step from i on with room; the candidate start is t within step i, else that step's time.
-      while (i < n && free[i] < size) i++;
+      while (i < n && steps[2 * i + 1] < size) i++;
       if (i === n) return Infinity;
-      if (times[i] > t) t = times[i];
+      if (steps[2 * i] > t) t = steps[2 * i];
       const end = t + duration;
       let blocked = -1;
-      for (let k = i + 1; k < n && times[k] < end; k++) {
-        if (free[k] < size) blocked = k; // the last one: every start before it fails too
+      for (let k = i + 1; k < n && steps[2 * k] < end; k++) {
+        if (steps[2 * k + 1] < size) blocked = k; // the last one: every start before it fails too
       }
       if (blocked < 0) return t;
       i = blocked + 1;
       if (i === n) return Infinity;
-      t = times[i];
+      t = steps[2 * i];
     }
   }
 
@@ -121,61 +119,56 @@ export class FlatProfile {
 
   /** Adds `delta` free processors over [start, end); start is clamped to the origin. */
   add(start: Seconds, end: Seconds, delta: number): void {
-    if (start < this.times[0]) start = this.times[0];
+    if (start < this.steps_[0]) start = this.steps_[0];
     if (end <= start || delta === 0) return;
     // Breakpoints at start and end (the value in effect there), then the change in between.
     let first = this.stepAt(start);
-    if (this.times[first] !== start) first = this.insert(first + 1, start, this.free[first]);
+    if (this.steps_[2 * first] !== start) first = this.insert(first + 1, start, this.steps_[2 * first + 1]);
     let last = this.stepAt(end); // the step in effect at end: it keeps its value
-    if (end !== Infinity && this.times[last] !== end) last = this.insert(last + 1, end, this.free[last]);
+    if (end !== Infinity && this.steps_[2 * last] !== end) last = this.insert(last + 1, end, this.steps_[2 * last + 1]);
     else if (end === Infinity) last = this.count;
-    for (let k = first; k < last; k++) this.free[k] += delta;
+    const steps = this.steps_;
+    for (let k = first; k < last; k++) steps[2 * k + 1] += delta;
     // Canonical at both ends of the changed range: the step after it, then the first of it.
-    if (last < this.count && this.free[last] === this.free[last - 1]) this.remove(last);
-    if (first > 0 && this.free[first] === this.free[first - 1]) this.remove(first);
+    if (last < this.count && steps[2 * last + 1] === steps[2 * last - 1]) this.remove(last);
+    if (first > 0 && steps[2 * first + 1] === steps[2 * first - 1]) this.remove(first);
   }
 
   /** Forgets everything before `now` (time only moves forward). */
   advance(now: Seconds): void {
-    if (now <= this.times[0]) return;
+    if (now <= this.steps_[0]) return;
     const i = this.stepAt(now);
     // Step i is in effect at now: it becomes the first, starting at now.
-    this.times.copyWithin(0, i, this.count);
-    this.free.copyWithin(0, i, this.count);
+    this.steps_.copyWithin(0, 2 * i, 2 * this.count);
     this.count -= i;
-    this.times[0] = now;
+    this.steps_[0] = now;
   }
 
   /** The canonical steps `[time, free]` in time order (for tests and displays). */
   steps(): Array<[Seconds, number]> {
     const out: Array<[Seconds, number]> = [];
-    for (let i = 0; i < this.count; i++) out.push([this.times[i], this.free[i]]);
+    for (let i = 0; i < this.count; i++) out.push([this.steps_[2 * i], this.steps_[2 * i + 1]]);
     return out;
   }
 
   /** Inserts a step at index `at`; returns `at`. */
   private insert(at: number, time: Seconds, value: number): number {
-    if (this.count === this.times.length) this.grow();
-    this.times.copyWithin(at + 1, at, this.count);
-    this.free.copyWithin(at + 1, at, this.count);
-    this.times[at] = time;
-    this.free[at] = value;
+    if (2 * this.count === this.steps_.length) this.grow();
+    this.steps_.copyWithin(2 * at + 2, 2 * at, 2 * this.count);
+    this.steps_[2 * at] = time;
+    this.steps_[2 * at + 1] = value;
     this.count++;
     return at;
   }
 
   private grow(): void {
-    const times = new Float64Array(this.times.length * 2);
-    const free = new Float64Array(this.times.length * 2);
-    times.set(this.times);
-    free.set(this.free);
-    this.times = times;
-    this.free = free;
+    const steps = new Float64Array(this.steps_.length * 2);
+    steps.set(this.steps_);
+    this.steps_ = steps;
   }
 
   private remove(at: number): void {
-    this.times.copyWithin(at, at + 1, this.count);
-    this.free.copyWithin(at, at + 1, this.count);
+    this.steps_.copyWithin(2 * at, 2 * at + 2, 2 * this.count);
     this.count--;
   }
 }
