@@ -53,10 +53,10 @@ describe('controller engine', () => {
     const [id] = engine.submit([{ user: 'alice', spec: spec({ nodes: { min: 2 }, cpusPerTask: 8 }) }]);
     assert.equal(stateOf(store, id), 'PENDING');
     assert.deepEqual(engine.schedule(), []); // every node is down until its agent registers
-    assert.equal(engine.plannedStartMs(id), null, 'no planned start while no node that could run it is up');
+    // Just started: the agents are expected, so their nodes count in the plan for node_timeout.
+    assert.equal(engine.plannedStartMs(id), clock.ms);
     engine.agentRegistered(allNodes.slice(0, 1), []);
-    engine.schedule();
-    assert.equal(engine.plannedStartMs(id), null, 'one node up cannot hold a two-node job');
+    assert.deepEqual(engine.schedule(), [], 'one node up cannot hold a two-node job');
     engine.agentRegistered(allNodes, []);
     assert.deepEqual(engine.schedule(), [id]);
     assert.deepEqual(agents.orders[0].nodes, ['node01', 'node02']);
@@ -235,6 +235,38 @@ describe('controller engine', () => {
     assert.equal(engine.plannedStartMs(waiting), clock.ms + 600_000, 'not at node01\'s end in 1 minute: node01 takes no jobs');
     engine.drain(['node01'], '', false);
     assert.equal(engine.plannedStartMs(waiting), clock.ms + 60_000);
+  });
+
+  it('after a start, agents that have not registered yet keep a large job\'s place until node_timeout', () => {
+    const { store, engine, allNodes } = setup();
+    // One job needs all 16 nodes; the next, a day long, would fit on the first node to register.
+    const [all, day] = engine.submit([
+      { user: 'hal', spec: spec({ nodes: { min: allNodes.length }, cpusPerTask: 8 }) },
+      { user: 'hal', spec: spec({ cpusPerTask: 8, timeLimitSeconds: 86_400 }) },
+    ]);
+    for (const name of allNodes.slice(0, -1)) {
+      engine.agentRegistered([name], []);
+      assert.deepEqual(engine.schedule(), [], `after ${name} registered`);
+    }
+    engine.agentRegistered(allNodes.slice(-1), []);
+    assert.deepEqual(engine.schedule(), [all]);
+    assert.equal(stateOf(store, day), 'PENDING');
+
+    // Another start where one agent never comes: after node_timeout its node stops counting, and the
+    // smaller job no longer waits behind one that cannot run.
+    const other = setup();
+    const [big, small] = other.engine.submit([
+      { user: 'hal', spec: spec({ nodes: { min: other.allNodes.length }, cpusPerTask: 8 }) },
+      { user: 'hal', spec: spec({ cpusPerTask: 8, timeLimitSeconds: 86_400 }) },
+    ]);
+    other.engine.agentRegistered(other.allNodes.slice(0, -1), []);
+    assert.deepEqual(other.engine.schedule(), []);
+    assert.equal(other.engine.plannedStartMs(big), other.clock.ms);
+    other.clock.ms += 61_000;
+    other.engine.heartbeat(other.allNodes.slice(0, -1));
+    assert.deepEqual(other.engine.checkNodes(), []);
+    assert.deepEqual(other.engine.schedule(), [small]);
+    assert.equal(other.engine.plannedStartMs(big), null, 'waits for the node that never came');
   });
 
   it('after a controller restart: the queue is back in order, running jobs keep their nodes, ends while down are recorded', () => {

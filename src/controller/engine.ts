@@ -103,6 +103,8 @@ export class ControllerEngine {
   private readonly startsInFlight = new Set<JobId>();
   /** Running jobs an agent has confirmed (accepted the start, or reported them running). */
   private readonly confirmed = new Set<JobId>();
+  /** When this controller started (a reconfigure keeps it): agents that have not registered since count in plans until node_timeout after it. */
+  private startedAtMs: number;
   /** When planned starts were last computed (null: stale since the last pass). */
   private plannedAt: number | null = null;
   /** Bumped when a new plan differs from the last one (see listingVersion). */
@@ -117,10 +119,11 @@ export class ControllerEngine {
     private readonly log: (line: string) => void = () => {},
   ) {
     this.pool = new NodePool(config.nodes, config.placement);
+    this.startedAtMs = clockMs();
     for (const node of config.nodes) {
-      // A node is down until its agent registers.
+      // A node is down until its agent registers; until node_timeout has passed it still counts in plans.
       this.nodes.set(node.name, { up: false, drained: false, reason: 'no agent has registered yet', lastHeartbeatMs: null });
-      this.setAccepting(node.name, false);
+      this.refreshNode(node.name);
     }
     for (const partition of config.partitions) this.partitionNodes.set(partition.name, new Set(partition.nodes));
     this.scheduler = new Scheduler(config.policy, { processors: this.pool.totalCpus }, this.nowSeconds(), this.pool);
@@ -367,7 +370,7 @@ export class ControllerEngine {
       status.up = true;
       status.lastHeartbeatMs = nowMs;
       if (!status.drained) status.reason = null;
-      this.setAccepting(name, !status.drained);
+      this.refreshNode(name);
     }
     for (const report of reports) this.jobReport(report);
     // Jobs this controller believes run on these nodes but the agent does not
@@ -409,9 +412,11 @@ export class ControllerEngine {
       if (!status.up || (status.lastHeartbeatMs ?? 0) >= cutoff) continue;
       status.up = false;
       status.reason = `no heartbeat for ${this.config.nodeTimeoutSeconds} s`;
-      this.setAccepting(name, false);
+      this.refreshNode(name);
       downed.push(name);
     }
+    // Nodes whose agent never came after a (re)start stop counting in plans once node_timeout has passed.
+    for (const name of this.nodes.keys()) if (this.refreshNode(name)) this.dirty = true;
     for (const record of [...this.active.values()]) {
       if (record.state !== 'PENDING' && record.nodes.some((node) => downed.includes(node))) {
         this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `node ${record.nodes.find((n) => downed.includes(n))} went down` });
@@ -428,27 +433,41 @@ export class ControllerEngine {
       if (!status) throw new SubmitRefused([`no node named ${name}`]);
       status.drained = drained;
       status.reason = drained ? reason : status.up ? null : status.reason;
-      this.setAccepting(name, status.up && !drained);
+      this.refreshNode(name);
     }
     this.dirty = true;
   }
 
   /** Takes over the node states (up, drained, heartbeat) of the engine this one replaces (reconfigure). */
   inheritNodeStates(previous: ControllerEngine): void {
+    this.startedAtMs = previous.startedAtMs;
     for (const [name, status] of previous.nodes) {
       const mine = this.nodes.get(name);
       if (!mine) continue;
       Object.assign(mine, status);
-      this.setAccepting(name, status.up && !status.drained);
+      this.refreshNode(name);
     }
     this.dirty = true;
   }
 
-  /** A node starts or stops taking jobs: the plan made before no longer holds (the core plans only with nodes that take jobs). */
-  private setAccepting(name: string, accepting: boolean): void {
-    if (this.pool.accepts(name) === accepting) return; // heartbeats repeat what is known
-    this.pool.setAccepting(name, accepting);
+  /**
+   * Tells the core whether a node takes jobs (up, not drained) and whether it
+   * counts in plans: one that takes jobs, or whose agent has not registered
+   * yet since the controller started, for up to node_timeout (after a
+   * restart the agents come back one by one: a job that needs them all keeps
+   * its place meanwhile, as Slurm keeps node states across a restart). A
+   * change makes the last plan stale. Returns whether anything changed.
+   */
+  private refreshNode(name: string): boolean {
+    const status = this.nodes.get(name)!;
+    const accepting = status.up && !status.drained;
+    const expected = !status.up && !status.drained && status.lastHeartbeatMs === null
+      && this.clockMs() < this.startedAtMs + this.config.nodeTimeoutSeconds * 1000;
+    const counted = accepting || expected;
+    if (this.pool.accepts(name) === accepting && this.pool.counts(name) === counted) return false; // heartbeats repeat what is known
+    this.pool.setAccepting(name, accepting, counted);
     this.plannedAt = null;
+    return true;
   }
 
   /** Planned start (epoch ms) of a pending job after the last pass. */

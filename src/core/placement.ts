@@ -24,6 +24,11 @@ interface NodeSlot {
   freeMemoryMiB: number;
   /** Down or drained nodes take no new jobs; running ones keep theirs. */
   accepting: boolean;
+  /**
+   * Counts in plans: takes jobs, or is expected to soon (a node the shell has
+   * not heard from yet since it started). Down and drained nodes do not.
+   */
+  counted: boolean;
 }
 
 export class NodePool {
@@ -34,15 +39,22 @@ export class NodePool {
   private acceptingFree = 0;
   /** All CPUs of nodes that take new jobs: no job larger than this can start until more come back. */
   private acceptingTotal = 0;
-  /** Counts changes of which nodes take new jobs: plans made before a change are stale. */
+  /** All CPUs of the pool. */
+  private readonly total: number;
+  /** Free CPUs and all CPUs of the nodes that count in plans. */
+  private countedFree = 0;
+  private countedTotal = 0;
+  /** Counts changes of which nodes take new jobs or count in plans: plans made before a change are stale. */
   private acceptingChanges = 0;
+  /** Whether a request fits the counted nodes, as of a version of the pool. */
+  private readonly fitsCounted = new WeakMap<ResourceRequest, { version: number; fits: boolean }>();
 
   constructor(
     nodes: readonly PoolNode[],
     readonly strategy: PlacementStrategy = 'first-fit',
   ) {
     this.slots = nodes.map((node, order) => ({
-      node, order, features: new Set(node.features), freeCpus: node.cpus, freeMemoryMiB: node.memoryMiB, accepting: true,
+      node, order, features: new Set(node.features), freeCpus: node.cpus, freeMemoryMiB: node.memoryMiB, accepting: true, counted: true,
     }));
     for (const slot of this.slots) {
       if (this.byName.has(slot.node.name)) throw new Error(`node ${slot.node.name} is listed twice`);
@@ -50,6 +62,9 @@ export class NodePool {
       this.acceptingFree += slot.freeCpus;
       this.acceptingTotal += slot.node.cpus;
     }
+    this.countedFree = this.acceptingFree;
+    this.countedTotal = this.acceptingTotal;
+    this.total = this.acceptingTotal;
   }
 
   /** CPUs of the nodes that take new jobs, busy or not (down and drained nodes excluded). */
@@ -64,8 +79,10 @@ export class NodePool {
 
   /** Total CPUs of the pool: the capacity the time profile plans with. */
   get totalCpus(): number {
-    return this.slots.reduce((sum, slot) => sum + slot.node.cpus, 0);
+    return this.total;
   }
+
+
 
   /** Changes each time a node starts or stops taking new jobs. */
   get acceptingVersion(): number {
@@ -77,14 +94,57 @@ export class NodePool {
     return this.slot(name).accepting;
   }
 
-  setAccepting(name: string, accepting: boolean): void {
+  /** Whether the node counts in plans (it takes jobs, or is expected to soon). */
+  counts(name: string): boolean {
+    return this.slot(name).counted;
+  }
+
+  /** Free CPUs on the nodes that count in plans. */
+  get countedFreeCpus(): number {
+    return this.countedFree;
+  }
+
+  /** All CPUs of the nodes that count in plans: no job larger than this has a planned start. */
+  get countedCpus(): number {
+    return this.countedTotal;
+  }
+
+  /**
+   * Whether the node takes new jobs now, and whether it counts in plans
+   * (by default the same; a node not heard from yet since the shell started
+   * takes none but counts, as it is expected back).
+   */
+  setAccepting(name: string, accepting: boolean, counted = accepting): void {
     const slot = this.slot(name);
     if (slot.accepting !== accepting) {
       this.acceptingFree += accepting ? slot.freeCpus : -slot.freeCpus;
       this.acceptingTotal += accepting ? slot.node.cpus : -slot.node.cpus;
       this.acceptingChanges++;
     }
+    if (slot.counted !== counted) {
+      this.countedFree += counted ? slot.freeCpus : -slot.freeCpus;
+      this.countedTotal += counted ? slot.node.cpus : -slot.node.cpus;
+      this.acceptingChanges++;
+    }
     slot.accepting = accepting;
+    slot.counted = counted;
+  }
+
+  /**
+   * Whether some set of the nodes that count in plans could hold the request
+   * once idle (a job limited to a drained node's features or partition cannot
+   * be planned, whatever the CPU count says). Remembered per request until
+   * the nodes that count change.
+   */
+  couldPlaceOnCounted(request: ResourceRequest): boolean {
+    if (this.countedTotal === this.total) return true; // every node counts: checked at submission
+    const known = this.fitsCounted.get(request);
+    if (known !== undefined && known.version === this.acceptingChanges) return known.fits;
+    let fitting = 0;
+    for (const slot of this.slots) if (slot.counted && this.suits(slot, request, slot.node.cpus, slot.node.memoryMiB)) fitting++;
+    const fits = fitting >= request.nodes;
+    this.fitsCounted.set(request, { version: this.acceptingChanges, fits });
+    return fits;
   }
 
   free(name: string): { cpus: number; memoryMiB: number } {
@@ -126,6 +186,7 @@ export class NodePool {
       slot.freeCpus -= request.cpusPerNode;
       slot.freeMemoryMiB -= request.memoryMiBPerNode;
       if (slot.accepting) this.acceptingFree -= request.cpusPerNode;
+      if (slot.counted) this.countedFree -= request.cpusPerNode;
     }
     this.allocations.set(id, { nodes, cpus: request.cpusPerNode, memoryMiB: request.memoryMiBPerNode });
   }
@@ -138,6 +199,7 @@ export class NodePool {
       slot.freeCpus += allocation.cpus;
       slot.freeMemoryMiB += allocation.memoryMiB;
       if (slot.accepting) this.acceptingFree += allocation.cpus;
+      if (slot.counted) this.countedFree += allocation.cpus;
     }
     this.allocations.delete(id);
   }

@@ -67,6 +67,10 @@ export class Scheduler {
       throw new RangeError(`job ${job.id} asks for ${job.size} processors; the machine has ${this.machine.processors}`);
     }
     if (!(job.estimate > 0)) throw new RangeError(`job ${job.id} has estimate ${job.estimate}; it must be > 0`);
+    if (this.state.pool && (!job.resources || job.size !== job.resources.nodes * job.resources.cpusPerNode)) {
+      // On nodes, plans and placement count CPUs per node: a job's size must be what it asks of them.
+      throw new RangeError(`job ${job.id} asks for ${job.size} processors but ${job.resources ? `${job.resources.nodes} x ${job.resources.cpusPerNode} CPUs of nodes` : 'no nodes'}: on a node pool, give resources with size = nodes x CPUs per node`);
+    }
     if (job.resources && this.state.pool && !this.state.pool.couldEverPlace(job.resources)) {
       throw new RangeError(`job ${job.id} fits on no set of nodes of this cluster, even when all are idle`);
     }
@@ -136,11 +140,9 @@ export class Scheduler {
     const started = this.startedInLastPass.get(id);
     if (started !== undefined) return started;
     const entry = this.state.getQueued(id);
-    // Plans count only nodes that take new jobs: a job larger than all of them (or, under fcfs, behind
-    // one) has no planned start until nodes come back (Slurm shows N/A).
-    if (entry === undefined || !Number.isFinite(entry.reservation)) return undefined;
-    const pool = this.state.pool;
-    if (pool && entry.job.resources && entry.job.size > pool.acceptingCpus) return undefined;
+    // Plans count only nodes that take jobs (or are expected back): a job they cannot hold (or, under
+    // fcfs, one behind it) has no planned start until nodes come back (Slurm shows N/A).
+    if (entry === undefined || !Number.isFinite(entry.reservation) || !this.state.plannable(entry.job)) return undefined;
     return entry.reservation;
   }
 

@@ -57,15 +57,34 @@ export class SchedulerState {
 
   /**
    * What a running job gives back to new jobs when it ends: its processors, or
-   * on a node pool only its CPUs on nodes that take new jobs (a down or drained
-   * node's CPUs stay out of every plan until it takes jobs again).
+   * on a node pool only its CPUs on nodes that count in plans (a down or
+   * drained node's CPUs stay out of every plan until it is back).
    */
   releaseOf(run: RunningJob): number {
     const resources = run.job.resources;
     if (!this.pool || !resources) return run.job.size;
     let cpus = 0;
-    for (const name of run.nodes) if (this.pool.accepts(name)) cpus += resources.cpusPerNode;
+    for (const name of run.nodes) if (this.pool.counts(name)) cpus += resources.cpusPerNode;
     return cpus;
+  }
+
+  /**
+   * Processors free now as plans count them: on a node pool, free CPUs of the
+   * nodes that count in plans (those that take jobs, and those expected back
+   * soon), which may be more than can start a job now (startableProcessors).
+   */
+  get plannableProcessors(): number {
+    return this.pool ? Math.min(this.freeProcessors, this.pool.countedFreeCpus) : this.freeProcessors;
+  }
+
+  /**
+   * Whether the job could ever be planned on the nodes that count in plans
+   * (enough of them, with its features, in its partition); always without a
+   * node pool. One that cannot waits for nodes to come back, unplanned, and
+   * holds nothing up meanwhile.
+   */
+  plannable(job: JobRequest): boolean {
+    return !this.pool || !job.resources || this.pool.couldPlaceOnCounted(job.resources);
   }
 
   /** Changes whenever the capacity plans may count on changes (a node down, drained or back). */

@@ -129,11 +129,7 @@ export class ConservativePolicy implements Policy {
     if (compressed) this.compress(queue, now, gainFrom, gainTo);
 
     // 2. Arrivals of this instant, in queue order.
-    for (const entry of this.arrivals) {
-      entry.reservation = reserveEarliest(profile, this.bounds, entry.job.size, entry.job.estimate, now);
-      if (entry.reservation < this.earliestReservation) this.earliestReservation = entry.reservation;
-    }
-    this.arrivals.length = 0;
+    this.reserveArrivals(state, now);
     if (!compressed && this.earliestReservation > now) return [];
 
     // 3. Start what is due; after a compression, hand each remaining entry the
@@ -186,7 +182,8 @@ export class ConservativePolicy implements Policy {
     const profile = this.profile;
     for (const entry of queue) {
       const old = entry.reservation;
-      if (Number.isNaN(old)) continue;
+      // Unreserved, or waiting for nodes that are out (planned again when they change).
+      if (!Number.isFinite(old)) continue;
       const from = entry.gainFrom < gainFrom ? entry.gainFrom : gainFrom;
       const to = entry.gainTo > gainTo ? entry.gainTo : gainTo;
       entry.gainFrom = Infinity;
@@ -230,16 +227,23 @@ export class ConservativePolicy implements Policy {
     if (entry.reservation < this.earliestReservation) this.earliestReservation = entry.reservation;
   }
 
+  /** Reserves the arrivals in queue order; one that waits for nodes that are out gets no reservation (Infinity). */
+  private reserveArrivals(state: SchedulerState, now: Seconds): void {
+    for (const entry of this.arrivals) {
+      entry.reservation = state.plannable(entry.job)
+        ? reserveEarliest(this.profile, this.bounds, entry.job.size, entry.job.estimate, now)
+        : Infinity;
+      if (entry.reservation < this.earliestReservation) this.earliestReservation = entry.reservation;
+    }
+    this.arrivals.length = 0;
+  }
+
   /** Reservations are the plan; after a change of capacity without a pass since, they are made again. */
   plan(state: SchedulerState, now: Seconds): void {
     if (state.capacityVersion === this.capacityVersion) return;
     this.replan(state, now);
     this.profile.advance(now);
-    for (const entry of this.arrivals) {
-      entry.reservation = reserveEarliest(this.profile, this.bounds, entry.job.size, entry.job.estimate, now);
-      if (entry.reservation < this.earliestReservation) this.earliestReservation = entry.reservation;
-    }
-    this.arrivals.length = 0;
+    this.reserveArrivals(state, now);
   }
 
   /** The profile as it stands (running holds plus reservations), for tests and displays. */

@@ -12,13 +12,14 @@ import { QueueProjection } from './projection.js';
 
 /**
  * The head's shadow time and the extra processors, from running jobs sorted by
- * predicted end. On a node pool only nodes that take new jobs count; if they
- * cannot hold the head even when every running job has ended, the head waits
- * for nodes to come back: no shadow time (Infinity), and any job that fits may
- * start.
+ * predicted end. On a node pool only the nodes that count in plans count
+ * (state.releaseOf); if they cannot hold the head even when every running job
+ * has ended, the head waits for nodes to come back: no shadow time (Infinity),
+ * and any job that fits may start. (The policy also skips this for a head
+ * whose features or partition are only on nodes that are out: state.plannable.)
  */
 export function shadowOf(state: SchedulerState, headSize: number): { shadowTime: Seconds; extra: number } {
-  let available = state.startableProcessors;
+  let available = state.plannableProcessors;
   let index = 0;
   let shadowTime = 0;
   const running = state.running;
@@ -48,7 +49,8 @@ export function easyPolicy(): Policy {
         if (headIndex > 0) state.queue = queue.slice(headIndex);
         return started;
       }
-      let { shadowTime, extra } = shadowOf(state, queue[headIndex].job.size);
+      const head = queue[headIndex].job;
+      let { shadowTime, extra } = state.plannable(head) ? shadowOf(state, head.size) : { shadowTime: Infinity, extra: 0 };
       const backfilled = new Set<QueueEntry>();
       for (let index = headIndex + 1; index < queue.length && state.startableProcessors > 0; index++) {
         const entry = queue[index];

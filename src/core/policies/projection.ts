@@ -31,7 +31,7 @@ export function runningProfile(state: SchedulerState, now: Seconds): Availabilit
 /** The canonical steps of runningProfile, in time order, handed to `step` one by one. */
 function eachRunningStep(state: SchedulerState, now: Seconds, step: (time: Seconds, free: number) => void): void {
   let time = now;
-  let free = state.startableProcessors;
+  let free = state.plannableProcessors;
   for (const run of state.running) {
     const released = state.releaseOf(run);
     if (released === 0) continue;
@@ -117,8 +117,15 @@ export class QueueProjection {
     // Remembered bounds pay off only over long runs of reservations.
     const useBounds = queue.length - from >= LONG_RUN;
     for (let index = from; index < queue.length; index++) {
-      const { size, estimate } = queue[index].job;
+      const job = queue[index].job;
+      const { size, estimate } = job;
       const notBefore = this.inOrder && previous > now ? previous : now;
+      if (!state.plannable(job)) {
+        // Waits for nodes that are out: no planned start, and (fcfs) none for the jobs behind it.
+        queue[index].reservation = Infinity;
+        if (this.inOrder) previous = Infinity;
+        continue;
+      }
       if (useBounds) {
         previous = reserveEarliest(profile, this.bounds, size, estimate, notBefore);
       } else {
