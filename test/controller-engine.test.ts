@@ -264,9 +264,52 @@ describe('controller engine', () => {
     assert.equal(other.engine.plannedStartMs(big), other.clock.ms);
     other.clock.ms += 61_000;
     other.engine.heartbeat(other.allNodes.slice(0, -1));
-    assert.deepEqual(other.engine.checkNodes(), []);
+    assert.deepEqual(other.engine.checkNodes(), other.allNodes.slice(-1));
+    assert.match(other.engine.nodes.get(other.allNodes.at(-1)!)!.reason!, /no agent has registered within 60 s of the controller's start/);
     assert.deepEqual(other.engine.schedule(), [small]);
     assert.equal(other.engine.plannedStartMs(big), null, 'waits for the node that never came');
+  });
+
+  it('after a restart, a job on a node whose agent never comes back ends NODE_FAIL at node_timeout; an idle node that times out gets a pass', () => {
+    const first = setup();
+    first.engine.agentRegistered(first.allNodes, []);
+    const [running] = first.engine.submit([{ user: 'ivy', spec: spec({ cpusPerTask: 8 }) }]);
+    first.engine.schedule();
+    const node = first.store.job(running)!.nodes[0];
+    first.store.close();
+
+    const store = openStore(first.path);
+    const clock = { ms: first.clock.ms + 5_000 };
+    const engine = new ControllerEngine(defaultClusterConfig(work), store, new RecordingAgents(), () => clock.ms);
+    const others = first.allNodes.filter((n) => n !== node);
+    engine.agentRegistered(others, []);
+    clock.ms += 30_000;
+    engine.heartbeat(others);
+    assert.deepEqual(engine.checkNodes(), []);
+    assert.equal(stateOf(store, running), 'RUNNING', 'its agent may still come back');
+    clock.ms += 31_000;
+    engine.heartbeat(others);
+    assert.deepEqual(engine.checkNodes(), [node]);
+    assert.equal(stateOf(store, running), 'NODE_FAIL');
+
+    // An idle node silent past the timeout: a pass is due (the plan lost its CPUs), though no job ended.
+    // A job on node02 until +600 s keeps a whole-cluster job waiting, and the day-long job behind it too;
+    // once node01 is down the whole-cluster job cannot be planned, and the day-long one may start.
+    const idle = setup();
+    idle.engine.agentRegistered(idle.allNodes, []);
+    idle.engine.drain(['node01'], 'keep it free');
+    const [holder] = idle.engine.submit([{ user: 'ivy', spec: spec({ cpusPerTask: 8 }) }]);
+    assert.deepEqual(idle.engine.schedule(), [holder]);
+    idle.engine.drain(['node01'], '', false);
+    const [, day] = idle.engine.submit([
+      { user: 'ivy', spec: spec({ nodes: { min: idle.allNodes.length }, cpusPerTask: 8 }) },
+      { user: 'ivy', spec: spec({ cpusPerTask: 8, timeLimitSeconds: 86_400 }) },
+    ]);
+    assert.deepEqual(idle.engine.schedule(), []);
+    idle.clock.ms += 61_000;
+    idle.engine.heartbeat(idle.allNodes.slice(1));
+    assert.deepEqual(idle.engine.checkNodes(), idle.allNodes.slice(0, 1));
+    assert.deepEqual(idle.engine.schedule(), [day]);
   });
 
   it('after a controller restart: the queue is back in order, running jobs keep their nodes, ends while down are recorded', () => {

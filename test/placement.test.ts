@@ -216,9 +216,7 @@ describe('plans with nodes down or drained', () => {
 
   }
 
-  // (Conservative gives a due job it cannot place the next start its profile allows, behind later
-  // reservations, as for fragmentation: a restart with nodes still to register can delay a large job there.)
-  for (const policy of ['fcfs', 'easy'] as const) {
+  for (const policy of ['fcfs', 'easy', 'conservative'] as const) {
     it(`${policy}: a node expected back (counted, taking no jobs yet) keeps the head's place: no long job starts ahead of it`, () => {
       const pool = new NodePool([node('n1', 4), node('n2', 4)]);
       const scheduler = new Scheduler(policy, { processors: 8 }, 0, pool);
@@ -227,8 +225,12 @@ describe('plans with nodes down or drained', () => {
       scheduler.submit(job(2, need(1, 4), 86_400));
       assert.deepEqual(scheduler.pass(0, { predictions: true }), []);
       assert.equal(scheduler.plannedStart(jobId(1)), 0);
+      // Passes go by while n2 is still expected: the head keeps its place, the long job stays behind it.
+      for (let t = 1; t <= 20; t++) assert.deepEqual(scheduler.pass(t, { predictions: true }), [], `t=${t}`);
+      assert.equal(scheduler.plannedStart(jobId(1)), 20);
+      assert.equal(scheduler.plannedStart(jobId(2)), 120);
       pool.setAccepting('n2', true);
-      assert.deepEqual(scheduler.pass(1).map((j) => j.id), [1]);
+      assert.deepEqual(scheduler.pass(21).map((j) => j.id), [1]);
     });
   }
 

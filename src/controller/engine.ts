@@ -103,8 +103,12 @@ export class ControllerEngine {
   private readonly startsInFlight = new Set<JobId>();
   /** Running jobs an agent has confirmed (accepted the start, or reported them running). */
   private readonly confirmed = new Set<JobId>();
-  /** When this controller started (a reconfigure keeps it): agents that have not registered since count in plans until node_timeout after it. */
-  private startedAtMs: number;
+  /**
+   * Until when a node whose agent has not registered since this controller
+   * started still counts in plans: node_timeout after the start (a reconfigure
+   * keeps the deadlines; a node it adds gets its own).
+   */
+  private readonly expectedUntilMs = new Map<string, number>();
   /** When planned starts were last computed (null: stale since the last pass). */
   private plannedAt: number | null = null;
   /** Bumped when a new plan differs from the last one (see listingVersion). */
@@ -119,8 +123,8 @@ export class ControllerEngine {
     private readonly log: (line: string) => void = () => {},
   ) {
     this.pool = new NodePool(config.nodes, config.placement);
-    this.startedAtMs = clockMs();
     for (const node of config.nodes) {
+      this.expectedUntilMs.set(node.name, clockMs() + config.nodeTimeoutSeconds * 1000);
       // A node is down until its agent registers; until node_timeout has passed it still counts in plans.
       this.nodes.set(node.name, { up: false, drained: false, reason: 'no agent has registered yet', lastHeartbeatMs: null });
       this.refreshNode(node.name);
@@ -400,7 +404,11 @@ export class ControllerEngine {
     }
   }
 
-  /** Nodes silent past the timeout go down; their jobs end as NODE_FAIL (or are requeued). */
+  /**
+   * Nodes silent past the timeout go down, and so do nodes whose agent has not
+   * registered within node_timeout of the controller's start; their jobs end as
+   * NODE_FAIL (or are requeued). Returns the nodes that went down.
+   */
   checkNodes(): string[] {
     for (const [id, { node, run }] of this.undeliveredCancels) {
       if (!this.isCurrentRun(id, run)) this.undeliveredCancels.delete(id);
@@ -412,17 +420,29 @@ export class ControllerEngine {
       if (!status.up || (status.lastHeartbeatMs ?? 0) >= cutoff) continue;
       status.up = false;
       status.reason = `no heartbeat for ${this.config.nodeTimeoutSeconds} s`;
-      this.refreshNode(name);
+      if (this.refreshNode(name)) this.dirty = true;
       downed.push(name);
     }
-    // Nodes whose agent never came after a (re)start stop counting in plans once node_timeout has passed.
-    for (const name of this.nodes.keys()) if (this.refreshNode(name)) this.dirty = true;
+    // Nodes whose agent never came after a (re)start stop counting in plans once node_timeout has
+    // passed; jobs the store says run there (re-adopted at the start) end as on a node that went down.
+    const neverCame: string[] = [];
+    for (const [name, status] of this.nodes) {
+      const counted = this.pool.counts(name);
+      if (!this.refreshNode(name)) continue;
+      this.dirty = true;
+      if (counted && !status.up && status.lastHeartbeatMs === null) {
+        status.reason = `no agent has registered within ${this.config.nodeTimeoutSeconds} s of the controller's start`;
+        neverCame.push(name);
+      }
+    }
+    if (downed.length > 0) this.log(`nodes down (no heartbeat): ${downed.join(', ')}`);
+    if (neverCame.length > 0) this.log(`nodes down (no agent since the controller started): ${neverCame.join(', ')}`);
+    downed.push(...neverCame);
     for (const record of [...this.active.values()]) {
       if (record.state !== 'PENDING' && record.nodes.some((node) => downed.includes(node))) {
         this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `node ${record.nodes.find((n) => downed.includes(n))} went down` });
       }
     }
-    if (downed.length > 0) this.log(`nodes down (no heartbeat): ${downed.join(', ')}`);
     return downed;
   }
 
@@ -440,10 +460,10 @@ export class ControllerEngine {
 
   /** Takes over the node states (up, drained, heartbeat) of the engine this one replaces (reconfigure). */
   inheritNodeStates(previous: ControllerEngine): void {
-    this.startedAtMs = previous.startedAtMs;
     for (const [name, status] of previous.nodes) {
       const mine = this.nodes.get(name);
       if (!mine) continue;
+      this.expectedUntilMs.set(name, previous.expectedUntilMs.get(name) ?? 0);
       Object.assign(mine, status);
       this.refreshNode(name);
     }
@@ -462,7 +482,7 @@ export class ControllerEngine {
     const status = this.nodes.get(name)!;
     const accepting = status.up && !status.drained;
     const expected = !status.up && !status.drained && status.lastHeartbeatMs === null
-      && this.clockMs() < this.startedAtMs + this.config.nodeTimeoutSeconds * 1000;
+      && this.clockMs() < (this.expectedUntilMs.get(name) ?? 0);
     const counted = accepting || expected;
     if (this.pool.accepts(name) === accepting && this.pool.counts(name) === counted) return false; // heartbeats repeat what is known
     this.pool.setAccepting(name, accepting, counted);

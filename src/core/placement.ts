@@ -44,8 +44,8 @@ export class NodePool {
   /** Free CPUs and all CPUs of the nodes that count in plans. */
   private countedFree = 0;
   private countedTotal = 0;
-  /** Counts changes of which nodes take new jobs or count in plans: plans made before a change are stale. */
-  private acceptingChanges = 0;
+  /** Counts changes of which nodes count in plans: plans made before a change are stale. */
+  private countedChanges = 0;
   /** Whether a request fits the counted nodes, as of a version of the pool. */
   private readonly fitsCounted = new WeakMap<ResourceRequest, { version: number; fits: boolean }>();
 
@@ -84,9 +84,9 @@ export class NodePool {
 
 
 
-  /** Changes each time a node starts or stops taking new jobs. */
-  get acceptingVersion(): number {
-    return this.acceptingChanges;
+  /** Changes each time a node starts or stops counting in plans (plans depend on nothing else of node states). */
+  get countedVersion(): number {
+    return this.countedChanges;
   }
 
   /** Whether the node takes new jobs (not down, not drained). */
@@ -115,16 +115,16 @@ export class NodePool {
    * takes none but counts, as it is expected back).
    */
   setAccepting(name: string, accepting: boolean, counted = accepting): void {
+    if (accepting && !counted) throw new Error(`node ${name}: a node that takes jobs counts in plans`);
     const slot = this.slot(name);
     if (slot.accepting !== accepting) {
       this.acceptingFree += accepting ? slot.freeCpus : -slot.freeCpus;
       this.acceptingTotal += accepting ? slot.node.cpus : -slot.node.cpus;
-      this.acceptingChanges++;
     }
     if (slot.counted !== counted) {
       this.countedFree += counted ? slot.freeCpus : -slot.freeCpus;
       this.countedTotal += counted ? slot.node.cpus : -slot.node.cpus;
-      this.acceptingChanges++;
+      this.countedChanges++;
     }
     slot.accepting = accepting;
     slot.counted = counted;
@@ -139,12 +139,27 @@ export class NodePool {
   couldPlaceOnCounted(request: ResourceRequest): boolean {
     if (this.countedTotal === this.total) return true; // every node counts: checked at submission
     const known = this.fitsCounted.get(request);
-    if (known !== undefined && known.version === this.acceptingChanges) return known.fits;
+    if (known !== undefined && known.version === this.countedChanges) return known.fits;
     let fitting = 0;
-    for (const slot of this.slots) if (slot.counted && this.suits(slot, request, slot.node.cpus, slot.node.memoryMiB)) fitting++;
+    for (const slot of this.slots) {
+      if (slot.counted && this.suits(slot, request, slot.node.cpus, slot.node.memoryMiB) && ++fitting >= request.nodes) break;
+    }
     const fits = fitting >= request.nodes;
-    this.fitsCounted.set(request, { version: this.acceptingChanges, fits });
+    this.fitsCounted.set(request, { version: this.countedChanges, fits });
     return fits;
+  }
+
+  /**
+   * Whether the request would fit now if every node that counts in plans took
+   * jobs: a due job that does not start only because nodes expected back are
+   * not taking jobs yet.
+   */
+  couldPlaceNowOnCounted(request: ResourceRequest): boolean {
+    let fitting = 0;
+    for (const slot of this.slots) {
+      if (slot.counted && this.suits(slot, request, slot.freeCpus, slot.freeMemoryMiB) && ++fitting >= request.nodes) return true;
+    }
+    return false;
   }
 
   free(name: string): { cpus: number; memoryMiB: number } {

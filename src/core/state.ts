@@ -89,7 +89,12 @@ export class SchedulerState {
 
   /** Changes whenever the capacity plans may count on changes (a node down, drained or back). */
   get capacityVersion(): number {
-    return this.pool ? this.pool.acceptingVersion : 0;
+    return this.pool ? this.pool.countedVersion : 0;
+  }
+
+  /** Whether a job that cannot be placed now would be if the nodes expected back took jobs. */
+  waitsOnlyForExpectedNodes(job: JobRequest): boolean {
+    return this.pool !== undefined && job.resources !== undefined && this.pool.couldPlaceNowOnCounted(job.resources);
   }
 
   enqueue(job: JobRequest, reservation: Seconds = NaN): QueueEntry {

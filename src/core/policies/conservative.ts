@@ -37,8 +37,14 @@ export class ConservativePolicy implements Policy {
   private earliestReservation: Seconds = Infinity;
   /** Earliest-start bounds for arrivals, valid while the profile only loses capacity. */
   private readonly bounds = new StartBounds();
-  /** The state's capacityVersion the profile was built for (node pools: which nodes take jobs). */
+  /** The state's capacityVersion the profile was built for (node pools: which nodes count in plans). */
   private capacityVersion = 0;
+  /**
+   * A due job did not start only because nodes expected back do not take jobs
+   * yet: plan everything again at the next pass, so that it stays ahead of the
+   * jobs behind it (moving it behind their reservations would let them pass).
+   */
+  private replanNext = false;
 
   constructor(processors: number, origin: Seconds) {
     this.profile = new AvailabilityProfile(processors, origin);
@@ -64,6 +70,7 @@ export class ConservativePolicy implements Policy {
    * in queue order, against the running jobs on the nodes that take jobs now.
    */
   private replan(state: SchedulerState, now: Seconds): void {
+    this.replanNext = false;
     this.profile = runningProfile(state, now);
     this.capacityVersion = state.capacityVersion;
     this.arrivals = [];
@@ -114,7 +121,7 @@ export class ConservativePolicy implements Policy {
   }
 
   schedule(state: SchedulerState, now: Seconds): QueueEntry[] {
-    if (state.capacityVersion !== this.capacityVersion) this.replan(state, now);
+    if (state.capacityVersion !== this.capacityVersion || this.replanNext) this.replan(state, now);
     const profile = this.profile;
     profile.advance(now);
     const gainFrom = this.pendingGainFrom;
@@ -163,7 +170,9 @@ export class ConservativePolicy implements Policy {
     for (const entry of started) {
       const nodes = state.tryPlace(entry.job);
       if (nodes === null) {
-        this.unplaceable(entry, now);
+        // Its hold stays where it is until the next pass plans everything again.
+        if (state.waitsOnlyForExpectedNodes(entry.job)) this.replanNext = true;
+        else this.unplaceable(entry, now);
         continue;
       }
       state.startJob(entry, now, nodes);
@@ -240,10 +249,13 @@ export class ConservativePolicy implements Policy {
 
   /** Reservations are the plan; after a change of capacity without a pass since, they are made again. */
   plan(state: SchedulerState, now: Seconds): void {
-    if (state.capacityVersion === this.capacityVersion) return;
+    const blocked = this.replanNext;
+    if (state.capacityVersion === this.capacityVersion && !blocked) return;
     this.replan(state, now);
     this.profile.advance(now);
     this.reserveArrivals(state, now);
+    // Still blocked: the next pass plans again too (this plan only shows where things stand).
+    this.replanNext = blocked;
   }
 
   /** The profile as it stands (running holds plus reservations), for tests and displays. */
