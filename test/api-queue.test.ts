@@ -84,7 +84,12 @@ function plainTable(api: ApiQueue, width: number | undefined, timeZone: string):
     const nodes = table.strings[table.nodes[r]];
     const start = table.start[r];
     const end = table.end[r];
-    const times = [at(start), end === null ? '-' : clock.end((table.timeBase + end) * 1000, (table.timeBase + start!) * 1000)];
+    const ended = table.endTime[r];
+    const startMs = start === null ? null : (table.timeBase + start) * 1000;
+    const times = [
+      at(start),
+      end !== null ? clock.end((table.timeBase + end) * 1000, startMs) : ended !== null ? clock.end((table.timeBase + ended) * 1000, startMs) : '-',
+    ];
     return [
       String(id), text(table.user[r]), text(table.state[r]), text(table.partition[r]), nodes === '' ? counted(table.nodeCount[r], 'node') : hostlistText(nodes.split(',')),
       ...(long ? [String(long.cpus[r]), long.memoryMiB[r] === null ? '-' : formatMemory(long.memoryMiB[r]!), at(long.submit[r])] : []),

@@ -87,4 +87,38 @@ describe('a cluster on one machine', () => {
     assert.equal(queue.filter((job) => job.id === pending.id).length, 1);
     assert.match(cli(url, 'wait', String(pending.id)).stdout, /FAILED \(exit code 4\)/);
   });
+
+  it('admin commands say what they did; a job whose nodes are drained has no plan and one reason why; finished jobs show their end', async () => {
+    // Exactly the agent's four nodes: none is still expected to register.
+    const data = join(work, 'admin-data');
+    const config = join(work, 'admin.toml');
+    writeFileSync(config, `[cluster]\nname = "admin"\npolicy = "easy"\ndata_dir = "admin-data"\n[[nodes]]\nnames = "node[01-04]"\ncpus = 2\nmemory = "16G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\n`);
+    const { match } = await daemon(['controller', '--config', config, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    const url = match[1];
+    await daemon(['agent', '--controller', url, '--virtual', '4x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 4 node/);
+
+    const drained = cli(url, 'admin', 'drain', 'node[03-04]', '--reason', 'disk swap');
+    assert.equal(drained.code, 0, drained.stderr);
+    assert.match(drained.stdout, /^2 nodes: 0 idle, 2 drained\n/);
+    assert.match(drained.stdout, /\nnode03 +drained .*disk swap\n/);
+    const json = JSON.parse(cli(url, 'admin', 'drain', 'node04', '--reason', 'disk swap', '--json').stdout) as { name: string; state: string }[];
+    assert.deepEqual(json.map((n) => [n.name, n.state]), [['node04', 'drained']]);
+
+    // Four nodes' worth of CPUs, two nodes drained: no plan, and the reason said once.
+    writeFileSync(join(work, 'wide.sh'), '#!/bin/sh\n#TARAS --time 1\ntrue\n');
+    const wide = JSON.parse(cli(url, 'submit', '-N', '4', 'wide.sh', '--json').stdout) as { id: number };
+    const when = cli(url, 'when', String(wide.id));
+    assert.equal(when.stdout, `Job ${wide.id} is 1st in line and has no planned start yet (it needs 4 nodes of partition batch).\n`
+      + 'Not enough of the nodes that could hold it are up and taking jobs (down and drained nodes do not count); it is planned once they are back.\n');
+
+    const resumed = cli(url, 'admin', 'resume', 'node[03-04]');
+    assert.match(resumed.stdout, /\nnode03 +(idle|allocated|mixed) /);
+    assert.match(cli(url, 'wait', String(wide.id)).stdout, /COMPLETED \(exit code 0\)/);
+    const row = cli(url, 'queue').stdout.split('\n').find((line) => line.trimStart().startsWith(`${wide.id} `))!;
+    assert.match(row, /COMPLETED +batch +node\[01-04\] +today \d\d:\d\d +\d\d:\d\d +wide\.sh$/, 'a finished job shows when it ended');
+
+    assert.equal(cli(url, 'admin', 'motd', 'maintenance Friday').stdout, 'Message of the day set: maintenance Friday\n');
+    assert.match(cli(url, 'status').stdout, /maintenance Friday/);
+    assert.equal(cli(url, 'admin', 'motd', '').stdout, 'Message of the day cleared.\n');
+  });
 });

@@ -96,7 +96,7 @@ export interface ApiWhen {
   position: number | null;
   /** Jobs whose resources it waits for (running jobs ending before its planned start). */
   waitsFor: { id: number; user: string; predictedEnd: string | null }[];
-  /** Human explanation. */
+  /** What the other fields do not say, as a sentence (why a pending job has no planned start); often ''. */
   explanation: string;
 }
 

@@ -1,41 +1,72 @@
 // `taras admin`: the operator's subcommands (drain, resume, motd,
 // reconfigure, shutdown), each one request to the controller's admin API.
+// Each says in words what it did (drain and resume show the nodes as `taras
+// nodes` does); --json prints the controller's answer instead.
 
 import type { Command } from 'commander';
-import { controllerOption, print, withClient } from './controller-client.js';
+import type { ApiNode } from '../api/types.js';
+import { controllerOption, print, printJson, withClient } from './controller-client.js';
+
+const jsonOption = ['--json', 'print the controller\'s answer as JSON'] as const;
+
+interface AdminFlags {
+  controller?: string;
+  json?: boolean;
+  reason?: string;
+}
 
 export function registerAdminCommands(program: Command): void {
-  const admin = program.command('admin').description('administration: drain, resume, motd, shutdown');
-  const adminCall = (path: string, method: 'post' | 'put', body: (flags: Record<string, unknown>, nodes: string[]) => unknown) =>
-    async (nodes: string[] | Record<string, unknown>, maybeFlags?: Record<string, unknown>) => {
-      const flags = (Array.isArray(nodes) ? maybeFlags : nodes) ?? {};
-      const names = Array.isArray(nodes) ? (await import('../config/hostlist.js')).expandHostlist(nodes.join(',')) : [];
-      await withClient(flags.controller as string | undefined, async (api) => {
-        const answer = method === 'post' ? await api.post(path, body(flags, names)) : await api.put(path, body(flags, names));
-        print(JSON.stringify(answer, null, 2));
-      });
-    };
-  admin.command('drain').argument('<nodes...>').requiredOption('--reason <text>', 'why (shown in taras nodes)').option(...controllerOption)
-    .description('stop new jobs on nodes; running jobs finish')
-    .action(adminCall('/admin/drain', 'post', (flags, nodes) => ({ nodes, reason: flags.reason })));
-  admin.command('resume').argument('<nodes...>').option('--reason <text>').option(...controllerOption)
-    .description('let drained nodes take jobs again')
-    .action(adminCall('/admin/drain', 'post', (_flags, nodes) => ({ nodes, resume: true })));
-  admin.command('motd').argument('[text]', 'the message; empty clears it').option(...controllerOption)
-    .description('set the message of the day shown by taras status')
-    .action(async (text: string | undefined, flags: { controller?: string }) => {
-      await withClient(flags.controller, async (api) => print(JSON.stringify(await api.put('/admin/motd', { text: text ?? '' }))));
+  const admin = program.command('admin').description('administration: drain, resume, motd, reconfigure, shutdown')
+    .addHelpText('after', '\nExamples:\n  taras admin drain node[03-04] --reason "disk swap"\n  taras admin resume node[03-04]\n  taras admin motd "maintenance Friday 18:00"\n  taras admin reconfigure\n  taras admin shutdown\n');
+
+  /** drain and resume: one request, then the nodes as they are now. */
+  const nodesCall = (resume: boolean) => async (nodes: string[], flags: AdminFlags) => {
+    const names = (await import('../config/hostlist.js')).expandHostlist(nodes.join(','));
+    await withClient(flags.controller, async (api) => {
+      const answer = await api.post<ApiNode[]>('/admin/drain', resume ? { nodes: names, resume: true } : { nodes: names, reason: flags.reason });
+      if (flags.json) return printJson(answer);
+      const { renderNodes } = await import('./render/nodes.js');
+      print(renderNodes(answer));
     });
-  admin.command('reconfigure').option(...controllerOption)
+  };
+  admin.command('drain').argument('<nodes...>', 'node names or ranges (node[01-04])').requiredOption('--reason <text>', 'why (shown in taras nodes)')
+    .option(...controllerOption).option(...jsonOption)
+    .description('stop new jobs on nodes; running jobs finish')
+    .addHelpText('after', '\nExamples:\n  taras admin drain node03 --reason "disk swap"\n  taras admin drain node[01-04] --reason "kernel update" --json\n')
+    .action(nodesCall(false));
+  admin.command('resume').argument('<nodes...>', 'node names or ranges (node[01-04])').option('--reason <text>', 'ignored (accepted for symmetry with drain)')
+    .option(...controllerOption).option(...jsonOption)
+    .description('let drained nodes take jobs again')
+    .addHelpText('after', '\nExamples:\n  taras admin resume node03\n  taras admin resume node[01-04]\n')
+    .action(nodesCall(true));
+  admin.command('motd').argument('[text]', 'the message; empty clears it').option(...controllerOption).option(...jsonOption)
+    .description('set the message of the day shown by taras status')
+    .addHelpText('after', '\nExamples:\n  taras admin motd "maintenance Friday 18:00: jobs planned across it will wait"\n  taras admin motd ""        clears it\n')
+    .action(async (text: string | undefined, flags: AdminFlags) => {
+      await withClient(flags.controller, async (api) => {
+        const answer = await api.put<{ motd: string | null }>('/admin/motd', { text: text ?? '' });
+        if (flags.json) return printJson(answer);
+        print(answer.motd === null || answer.motd === '' ? 'Message of the day cleared.' : `Message of the day set: ${answer.motd}`);
+      });
+    });
+  admin.command('reconfigure').option(...controllerOption).option(...jsonOption)
     .description('reload cluster.toml without losing jobs; a bad file is refused and the old configuration stays')
-    .action(async (flags: { controller?: string }) => {
+    .addHelpText('after', '\nExamples:\n  taras admin reconfigure\n')
+    .action(async (flags: AdminFlags) => {
       await withClient(flags.controller, async (api) => {
         const status = await api.post<{ policy: string; nodes: { total: number } }>('/admin/reconfigure', {});
-        print(`reconfigured: policy ${status.policy}, ${status.nodes.total} nodes`);
+        if (flags.json) return printJson(status);
+        print(`Reconfigured: policy ${status.policy}, ${status.nodes.total} nodes.`);
       });
     });
-  admin.command('shutdown').option(...controllerOption).description('stop the controller (jobs keep running on their agents)')
-    .action(async (flags: { controller?: string }) => {
-      await withClient(flags.controller, async (api) => print(JSON.stringify(await api.post('/admin/shutdown', {}))));
+  admin.command('shutdown').option(...controllerOption).option(...jsonOption)
+    .description('stop the controller (jobs keep running on their agents)')
+    .addHelpText('after', '\nExamples:\n  taras admin shutdown\n')
+    .action(async (flags: AdminFlags) => {
+      await withClient(flags.controller, async (api) => {
+        const answer = await api.post('/admin/shutdown', {});
+        if (flags.json) return printJson(answer);
+        print(`The controller at ${api.address} is shutting down; running jobs keep running on their agents and are re-adopted at its next start.`);
+      });
     });
 }

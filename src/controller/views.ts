@@ -151,11 +151,10 @@ export function apiWhen(engine: ControllerEngine, record: JobRecord): ApiWhen {
     .sort((a, b) => b.endMs! - a.endMs!)
     .slice(0, 5)
     .map(({ record: r, endMs }) => ({ id: r.id, user: r.user, predictedEnd: iso(endMs) }));
+  // What the planned start, position and waitsFor do not say already: why there is no plan.
   const explanation = plannedMs === null
-    ? `Job ${record.id} is ${ordinal(position)} in line and has no planned start yet (no node that fits it is up).`
-    : waitsFor.length > 0
-      ? `Job ${record.id} is ${ordinal(position)} in line, planned to start at ${iso(plannedMs)} when jobs ${waitsFor.map((w) => w.id).join(', ')} end.`
-      : `Job ${record.id} is ${ordinal(position)} in line, planned to start at ${iso(plannedMs)}.`;
+    ? 'Not enough of the nodes that could hold it are up and taking jobs (down and drained nodes do not count); it is planned once they are back.'
+    : '';
   return { job, plannedStart: iso(plannedMs), predictedEnd: job.predictedEnd, position, waitsFor, explanation };
 }
 
@@ -165,4 +164,3 @@ function predictedEndMs(engine: ControllerEngine, record: JobRecord): number | n
   return record.startTimeMs + spec.timeLimitSeconds * 1000;
 }
 
-const ordinal = (n: number): string => `${n}${n % 100 >= 11 && n % 100 <= 13 ? 'th' : ['th', 'st', 'nd', 'rd'][n % 10] ?? 'th'}`;

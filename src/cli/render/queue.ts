@@ -46,7 +46,7 @@ function header(view: QueueView, clock: LocalClock): string[] {
 }
 
 // Indexes into QueueSegment.first/step (SEGMENT_COLUMNS).
-const ID = 0, USER = 1, STATE = 2, PARTITION = 3, NODES = 4, NODE_COUNT = 5, START = 6, LENGTH = 7, NAME = 9;
+const ID = 0, USER = 1, STATE = 2, PARTITION = 3, NODES = 4, NODE_COUNT = 5, START = 6, LENGTH = 7, END_TIME = 8, NAME = 9;
 const CPUS = 10, MEMORY = 11, SUBMIT = 12, LIMIT = 13, WORKDIR = 14;
 
 /** A column of the table, read a segment at a time (rows where every packed column stays in one run). */
@@ -103,10 +103,13 @@ function columns(queue: ApiQueue, long: boolean, clock: LocalClock): QueueColumn
     const at = timeAt(segment, START, j, base);
     return at === null ? '-' : clock.at(at);
   });
-  const end = times('END', (segment) => stepsFrom(START)(segment) && segment.first[LENGTH] !== null, (segment, j) => {
+  // A job's predicted end, or for a finished one its real end.
+  const end = times('END', (segment) => stepsFrom(START)(segment) && (segment.first[LENGTH] !== null || segment.first[END_TIME] !== null), (segment, j) => {
     const at = timeAt(segment, START, j, base);
     const length = segment.first[LENGTH];
-    return at === null || length === null ? '-' : clock.end(at + length * 1000, at);
+    if (at !== null && length !== null) return clock.end(at + length * 1000, at);
+    const ended = segment.first[END_TIME];
+    return ended === null ? '-' : clock.end((base + ended) * 1000, at);
   });
   const id: QueueColumn = {
     head: 'JOBID', right: true,
