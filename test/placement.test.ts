@@ -234,6 +234,22 @@ describe('plans with nodes down or drained', () => {
     });
   }
 
+  it('easy: the head is protected on the nodes it can use; a long job on other nodes (another partition) may start', () => {
+    const p1 = new Set(['n1', 'n2']);
+    const p2 = new Set(['n3', 'n4']);
+    const pool = new NodePool([node('n1', 4), node('n2', 4), node('n3', 4), node('n4', 4)]);
+    const scheduler = new Scheduler('easy', { processors: 16 }, 0, pool);
+    scheduler.submit(job(1, need(1, 4, { eligibleNodes: p1 }), 1000));
+    assert.deepEqual(scheduler.pass(0).map((j) => j.id), [1]); // on n1 until 1000
+    scheduler.submit(job(2, need(2, 4, { eligibleNodes: p1 }), 100, 1)); // the head: both p1 nodes, at 1000
+    scheduler.submit(job(3, need(1, 4, { eligibleNodes: p1 }), 86_400, 1)); // would hold n2 for a day
+    scheduler.submit(job(4, need(1, 4, { eligibleNodes: p2 }), 86_400, 1)); // on p2: cannot delay the head
+    assert.deepEqual(scheduler.pass(1).map((j) => j.id), [4]);
+    assert.deepEqual(scheduler.nodesOf(jobId(4)), ['n3']);
+    scheduler.end(jobId(1), 1000);
+    assert.deepEqual(scheduler.pass(1000).map((j) => j.id), [2]);
+  });
+
   it('conservative: a job running on a node that goes down gives back no capacity there when it ends', () => {
     const pool = new NodePool([node('n1', 4), node('n2', 4)]);
     const scheduler = new Scheduler('conservative', { processors: 8 }, 0, pool);

@@ -48,6 +48,7 @@ export class NodePool {
   private countedChanges = 0;
   /** Whether a request fits the counted nodes, as of a version of the pool. */
   private readonly fitsCounted = new WeakMap<ResourceRequest, { version: number; fits: boolean }>();
+  private readonly nodesFor = new WeakMap<ResourceRequest, { version: number; nodes: ReadonlySet<string> }>();
 
   constructor(
     nodes: readonly PoolNode[],
@@ -147,6 +148,25 @@ export class NodePool {
     const fits = fitting >= request.nodes;
     this.fitsCounted.set(request, { version: this.countedChanges, fits });
     return fits;
+  }
+
+  /**
+   * The nodes that count in plans and could hold a part of the request once
+   * idle (its partition, features, memory and CPUs per node): where EASY's
+   * head can use CPUs. Remembered per request until the nodes that count change.
+   */
+  countedNodesFor(request: ResourceRequest): ReadonlySet<string> {
+    const known = this.nodesFor.get(request);
+    if (known !== undefined && known.version === this.countedChanges) return known.nodes;
+    const nodes = new Set<string>();
+    for (const slot of this.slots) if (slot.counted && this.suits(slot, request, slot.node.cpus, slot.node.memoryMiB)) nodes.add(slot.node.name);
+    this.nodesFor.set(request, { version: this.countedChanges, nodes });
+    return nodes;
+  }
+
+  /** Free CPUs of one node. */
+  freeCpusOf(name: string): number {
+    return this.slot(name).freeCpus;
   }
 
   /**
