@@ -46,6 +46,7 @@ export class NodePool {
   private countedTotal = 0;
   /** Counts changes of which nodes count in plans: plans made before a change are stale. */
   private countedChanges = 0;
+  private countedLosses = 0;
   /** Whether a request fits the counted nodes, as of a version of the pool. */
   private readonly fitsCounted = new WeakMap<ResourceRequest, { version: number; fits: boolean }>();
   private readonly nodesFor = new WeakMap<ResourceRequest, { version: number; nodes: ReadonlySet<string> }>();
@@ -90,6 +91,11 @@ export class NodePool {
     return this.countedChanges;
   }
 
+  /** Changes each time a node stops counting in plans (capacity lost, not only gained). */
+  get countedLossVersion(): number {
+    return this.countedLosses;
+  }
+
   /** Whether the node takes new jobs (not down, not drained). */
   accepts(name: string): boolean {
     return this.slot(name).accepting;
@@ -126,6 +132,7 @@ export class NodePool {
       this.countedFree += counted ? slot.freeCpus : -slot.freeCpus;
       this.countedTotal += counted ? slot.node.cpus : -slot.node.cpus;
       this.countedChanges++;
+      if (!counted) this.countedLosses++;
     }
     slot.accepting = accepting;
     slot.counted = counted;

@@ -117,6 +117,11 @@ export class SchedulerState {
     return this.pool ? this.pool.countedVersion : 0;
   }
 
+  /** Changes whenever plans lose capacity (a node down or drained), not when they only gain some. */
+  get capacityLossVersion(): number {
+    return this.pool ? this.pool.countedLossVersion : 0;
+  }
+
   /** Whether a job that cannot be placed now would be if the nodes expected back took jobs. */
   waitsOnlyForExpectedNodes(job: JobRequest): boolean {
     return this.pool !== undefined && job.resources !== undefined && this.pool.couldPlaceNowOnCounted(job.resources);

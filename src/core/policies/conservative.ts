@@ -37,8 +37,9 @@ export class ConservativePolicy implements Policy {
   private earliestReservation: Seconds = Infinity;
   /** Earliest-start bounds for arrivals, valid while the profile only loses capacity. */
   private readonly bounds = new StartBounds();
-  /** The state's capacityVersion the profile was built for (node pools: which nodes count in plans). */
+  /** The state's capacityVersion and capacityLossVersion the profile was built for (node pools: which nodes count in plans). */
   private capacityVersion = 0;
+  private lossVersion = 0;
   /**
    * A due job did not start only because nodes expected back do not take jobs
    * yet: plan everything again at the next pass, so that it stays ahead of the
@@ -50,10 +51,32 @@ export class ConservativePolicy implements Policy {
     this.profile = new AvailabilityProfile(processors, origin);
   }
 
+  /**
+   * Nodes came back and none left: capacity only grew, so every promise can
+   * be kept. The profile is rebuilt on the larger capacity with every
+   * reservation where it was, jobs that had none (waiting for nodes that were
+   * out) are planned as arrivals, and compression moves jobs earlier.
+   */
+  private regain(state: SchedulerState, now: Seconds): void {
+    this.profile = runningProfile(state, now);
+    this.capacityVersion = state.capacityVersion;
+    this.arrivals = [];
+    for (const entry of state.queue) {
+      if (Number.isFinite(entry.reservation)) this.profile.reserve(entry.reservation, entry.job.estimate, entry.job.size);
+      else {
+        entry.reservation = NaN;
+        this.arrivals.push(entry);
+      }
+    }
+    this.bounds.clear();
+    this.noteGain(-Infinity, Infinity);
+  }
+
   /** Takes over a state rebuilt elsewhere: running holds, then reservations in queue order. */
   adopt(state: SchedulerState, now: Seconds): void {
     this.profile = runningProfile(state, now);
     this.capacityVersion = state.capacityVersion;
+    this.lossVersion = state.capacityLossVersion;
     this.arrivals = [];
     for (const entry of state.queue) {
       if (Number.isNaN(entry.reservation)) this.arrivals.push(entry);
@@ -64,15 +87,17 @@ export class ConservativePolicy implements Policy {
   }
 
   /**
-   * A node stopped or started taking jobs (down, drained, back): the capacity
-   * every reservation was made against changed. Promises cannot all be kept
-   * when capacity is lost, so every waiting job is planned again from scratch,
-   * in queue order, against the running jobs on the nodes that take jobs now.
+   * A node stopped counting in plans (down, drained): the capacity every
+   * reservation was made against shrank. Promises cannot all be kept then, so
+   * every waiting job is planned again from scratch, in queue order, against
+   * the running jobs on the nodes that count now. (Also after a due job could
+   * not start only because nodes expected back take no jobs yet.)
    */
   private replan(state: SchedulerState, now: Seconds): void {
     this.replanNext = false;
     this.profile = runningProfile(state, now);
     this.capacityVersion = state.capacityVersion;
+    this.lossVersion = state.capacityLossVersion;
     this.arrivals = [];
     for (const entry of state.queue) {
       entry.reservation = NaN;
@@ -121,7 +146,8 @@ export class ConservativePolicy implements Policy {
   }
 
   schedule(state: SchedulerState, now: Seconds): QueueEntry[] {
-    if (state.capacityVersion !== this.capacityVersion || this.replanNext) this.replan(state, now);
+    if (this.replanNext || state.capacityLossVersion !== this.lossVersion) this.replan(state, now);
+    else if (state.capacityVersion !== this.capacityVersion) this.regain(state, now);
     const profile = this.profile;
     profile.advance(now);
     const gainFrom = this.pendingGainFrom;
@@ -249,8 +275,9 @@ export class ConservativePolicy implements Policy {
 
   /** Reservations are the plan; after a change of capacity without a pass since, they are made again. */
   plan(state: SchedulerState, now: Seconds): void {
+    // A gain only: the reservations stand (promises hold); the next pass compresses them.
     const blocked = this.replanNext;
-    if (state.capacityVersion === this.capacityVersion && !blocked) return;
+    if (state.capacityLossVersion === this.lossVersion && !blocked) return;
     this.replan(state, now);
     this.profile.advance(now);
     this.reserveArrivals(state, now);
