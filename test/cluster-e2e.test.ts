@@ -101,6 +101,10 @@ describe('a cluster on one machine', () => {
     assert.equal(drained.code, 0, drained.stderr);
     assert.match(drained.stdout, /^2 nodes: 0 idle, 2 drained\n/);
     assert.match(drained.stdout, /\nnode03 +drained .*disk swap\n/);
+    const typo = cli(url, 'admin', 'drain', 'node01', 'node99', '--reason', 'typo');
+    assert.deepEqual([typo.code, typo.stdout], [2, '']);
+    assert.equal(typo.stderr, 'error: no node named node99 in this cluster (name nodes as `taras nodes` lists them; nothing was changed)\n');
+    assert.match(cli(url, 'nodes').stdout, /\nnode01 +idle /);
     const json = JSON.parse(cli(url, 'admin', 'drain', 'node04', '--reason', 'disk swap', '--json').stdout) as { name: string; state: string }[];
     assert.deepEqual(json.map((n) => [n.name, n.state]), [['node04', 'drained']]);
 

@@ -12,6 +12,7 @@ import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.
 import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from '../src/controller/engine.js';
 import { jobId } from '../src/core/types.js';
 import type { JobSpec } from '../src/jobspec/types.js';
+import { apiWhen } from '../src/controller/views.js';
 import { openStore, type Store } from '../src/store/store.js';
 
 const work = mkdtempSync(join(tmpdir(), 'taras-engine-'));
@@ -310,6 +311,21 @@ describe('controller engine', () => {
     idle.engine.heartbeat(idle.allNodes.slice(1));
     assert.deepEqual(idle.engine.checkNodes(), idle.allNodes.slice(0, 1));
     assert.deepEqual(idle.engine.schedule(), [day]);
+  });
+
+  it('a drain naming an unknown node changes nothing; `when` says whether a job waits for its own nodes or for the one ahead (fcfs)', () => {
+    const { store, engine, allNodes } = setup({ ...defaultClusterConfig(work), policy: 'fcfs' });
+    engine.agentRegistered(allNodes, []);
+    assert.throws(() => engine.drain(['node03', 'node99'], 'typo'), /no node named node99/);
+    assert.equal(engine.nodes.get('node03')!.drained, false);
+    engine.drain(['node16'], 'memory test');
+    const [wide, small] = engine.submit([
+      { user: 'jo', spec: spec({ nodes: { min: allNodes.length } }) },
+      { user: 'jo', spec: spec() },
+    ]);
+    engine.schedule();
+    assert.match(apiWhen(engine, store.job(wide)!).explanation, /^Not enough of the nodes that could hold it are up/);
+    assert.match(apiWhen(engine, store.job(small)!).explanation, /^A job ahead of it waits for nodes that are down or drained/);
   });
 
   it('after a controller restart: the queue is back in order, running jobs keep their nodes, ends while down are recorded', () => {

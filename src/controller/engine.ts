@@ -448,9 +448,10 @@ export class ControllerEngine {
 
   /** Drained nodes finish their jobs but take no new ones. */
   drain(nodeNames: readonly string[], reason: string, drained = true): void {
+    const unknown = nodeNames.filter((name) => !this.nodes.has(name));
+    if (unknown.length > 0) throw new SubmitRefused([`no node named ${unknown.join(', ')}`]); // and nothing changed
     for (const name of nodeNames) {
-      const status = this.nodes.get(name);
-      if (!status) throw new SubmitRefused([`no node named ${name}`]);
+      const status = this.nodes.get(name)!;
       status.drained = drained;
       status.reason = drained ? reason : status.up ? null : status.reason;
       this.refreshNode(name);
@@ -488,6 +489,11 @@ export class ControllerEngine {
     this.pool.setAccepting(name, accepting, counted);
     this.plannedAt = null;
     return true;
+  }
+
+  /** Whether a pending job could be planned on the nodes that count now (false: it waits for nodes that are out). */
+  couldBePlanned(id: JobId): boolean {
+    return this.scheduler.couldBePlanned(id);
   }
 
   /** Planned start (epoch ms) of a pending job after the last pass. */

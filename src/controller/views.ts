@@ -152,8 +152,11 @@ export function apiWhen(engine: ControllerEngine, record: JobRecord): ApiWhen {
     .slice(0, 5)
     .map(({ record: r, endMs }) => ({ id: r.id, user: r.user, predictedEnd: iso(endMs) }));
   // What the planned start, position and waitsFor do not say already: why there is no plan.
+  const ownNodesOut = !engine.couldBePlanned(record.id as JobId);
   const explanation = plannedMs === null
-    ? 'Not enough of the nodes that could hold it are up and taking jobs (down and drained nodes do not count); it is planned once they are back.'
+    ? ownNodesOut
+      ? 'Not enough of the nodes that could hold it are up and taking jobs (down and drained nodes do not count); it is planned once they are back.'
+      : 'A job ahead of it waits for nodes that are down or drained, and under this policy no job passes it.'
     : '';
   return { job, plannedStart: iso(plannedMs), predictedEnd: job.predictedEnd, position, waitsFor, explanation };
 }

@@ -146,6 +146,12 @@ export class Scheduler {
     return entry.reservation;
   }
 
+  /** Whether a queued job could be planned on the nodes that count now (false: it waits for nodes that are out). */
+  couldBePlanned(id: JobId): boolean {
+    const entry = this.state.getQueued(id);
+    return entry === undefined || this.state.plannable(entry.job);
+  }
+
   /** Brings the planned start of every queued job up to date (then read with `plannedStart`). */
   plan(now: Seconds): void {
     this.policy.plan(this.state, now);
