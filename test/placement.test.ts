@@ -254,6 +254,79 @@ describe('plans with nodes down or drained', () => {
     assert.deepEqual(scheduler.pass(1000).map((j) => j.id), [2]);
   });
 
+  it('easy: node by node, a backfill that would cost the head a node (its CPUs or its memory) waits', () => {
+    // Fragmentation: the head needs a whole 4-CPU node; n1 frees at 100. A 1-CPU job for 500 s on n1 would push it to 501.
+    const pool = new NodePool([node('n1', 4, 16), node('n2', 4, 16)]);
+    const scheduler = new Scheduler('easy', { processors: 8 }, 0, pool);
+    scheduler.submit(job(1, need(1, 2), 100));
+    scheduler.submit(job(2, need(1, 3), 1000));
+    assert.deepEqual(scheduler.pass(0).map((j) => j.id), [1, 2]);
+    scheduler.submit(job(3, need(1, 4), 50, 1));
+    scheduler.submit(job(4, need(1, 1), 500, 1));
+    scheduler.submit(job(5, need(1, 1), 50, 1)); // ends by the shadow time: may start
+    assert.deepEqual(scheduler.pass(1).map((j) => j.id), [5]);
+    scheduler.end(jobId(5), 51);
+    scheduler.end(jobId(1), 100);
+    assert.deepEqual(scheduler.pass(100).map((j) => j.id), [3, 4]); // the head on time, then job 4 where it fits now
+    assert.deepEqual(scheduler.nodesOf(jobId(3)), ['n1']);
+    // Memory: the head needs all of n1's memory at 100; a long job with half of it would push it out.
+    const small = new NodePool([node('n1', 4, 16)]);
+    const other = new Scheduler('easy', { processors: 4 }, 0, small);
+    other.submit(job(1, need(1, 3), 100));
+    other.pass(0);
+    other.submit(job(2, need(1, 2, { memoryMiBPerNode: 16 }), 50, 1));
+    other.submit(job(3, need(1, 1, { memoryMiBPerNode: 8 }), 500, 1));
+    assert.deepEqual(other.pass(1), []);
+    other.end(jobId(1), 100);
+    assert.deepEqual(other.pass(100).map((j) => j.id), [2]);
+  });
+
+  it('easy: on random node pools with partitions, a backfill never delays the head\'s earliest start', () => {
+    const p1 = new Set(['n1', 'n2', 'n3']);
+    const p2 = new Set(['n4', 'n5', 'n6']);
+    const nodes = [node('n1', 4, 16), node('n2', 4, 16), node('n3', 4, 16), node('n4', 8, 16), node('n5', 8, 16), node('n6', 8, 16)];
+    /** The head's earliest start on a copy of the pool holding `runs`, releasing them at their predicted ends. */
+    const earliest = (runs: readonly { job: JobRequest; start: number; nodes: readonly string[] }[], request: ResourceRequest, now: number) => {
+      const copy = new NodePool(nodes);
+      for (const run of runs) copy.allocate(run.job.id, run.nodes, run.job.resources!);
+      if (copy.place(request) !== null) return now;
+      for (const run of [...runs].sort((a, b) => a.start + a.job.estimate - (b.start + b.job.estimate))) {
+        copy.release(run.job.id);
+        if (copy.place(request) !== null) return Math.max(now, run.start + run.job.estimate);
+      }
+      return Infinity;
+    };
+    for (let seed = 1; seed <= 300; seed++) {
+      const random = new SeededRandom(seed);
+      const scheduler = new Scheduler('easy', { processors: 36 }, 0, new NodePool(nodes));
+      const jobs: JobRequest[] = [];
+      for (let i = 1; i <= random.int(6, 16); i++) {
+        const part = random.int(0, 2);
+        const cpus = random.chance(0.4) ? (part === 1 ? 8 : 4) : random.int(1, part === 1 ? 8 : 4);
+        jobs.push(job(i, need(random.int(1, 3), cpus, { memoryMiBPerNode: random.int(0, 16), ...(part < 2 ? { eligibleNodes: part === 0 ? p1 : p2 } : {}) }),
+          random.int(5, 200), random.int(0, 60)));
+      }
+      jobs.sort((a, b) => a.submitTime - b.submitTime || a.id - b.id);
+      const times = new Set(jobs.map((j) => j.submitTime));
+      let next = 0;
+      for (let guard = 0; guard < 10_000 && times.size > 0; guard++) {
+        const now = Math.min(...times);
+        times.delete(now);
+        for (const run of [...scheduler.state.running]) if (run.start + run.job.estimate === now) scheduler.end(run.job.id, now);
+        while (next < jobs.length && jobs[next].submitTime === now) scheduler.submit(jobs[next++]);
+        const before = scheduler.state.queue.map((e) => e.job.id);
+        const started = scheduler.pass(now);
+        for (const run of started) times.add(now + run.estimate);
+        const head = scheduler.state.queue[0]?.job;
+        if (head === undefined) continue;
+        const backfilled = new Set(started.filter((j) => before.indexOf(j.id) > before.indexOf(head.id)).map((j) => j.id));
+        const running = scheduler.state.running;
+        const without = earliest(running.filter((r) => !backfilled.has(r.job.id)), head.resources!, now);
+        assert.ok(earliest(running, head.resources!, now) <= without, `seed ${seed}, t=${now}: backfilling ${[...backfilled]} delays head ${head.id}`);
+      }
+    }
+  });
+
   it('conservative: nodes coming back break no promise (whole-node jobs that run their estimates)', () => {
     for (let seed = 1; seed <= 40; seed++) {
       const random = new SeededRandom(seed);

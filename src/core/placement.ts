@@ -176,6 +176,11 @@ export class NodePool {
     return this.slot(name).freeCpus;
   }
 
+  /** Free memory of one node (MiB). */
+  freeMemoryOf(name: string): number {
+    return this.slot(name).freeMemoryMiB;
+  }
+
   /**
    * Whether the request would fit now if every node that counts in plans took
    * jobs: a due job that does not start only because nodes expected back are

@@ -96,22 +96,6 @@ export class SchedulerState {
     return this.pool && job.resources ? this.pool.countedNodesFor(job.resources) : null;
   }
 
-  /** Free CPUs on the given nodes (plannableProcessors when null). */
-  freeWithin(nodes: ReadonlySet<string> | null): number {
-    if (nodes === null || !this.pool) return this.plannableProcessors;
-    let free = 0;
-    for (const name of nodes) free += this.pool.freeCpusOf(name);
-    return free;
-  }
-
-  /** The CPUs a job on `onNodes` holds on the given nodes (all of its processors when null: no pool). */
-  cpusWithin(job: JobRequest, onNodes: readonly string[], nodes: ReadonlySet<string> | null): number {
-    if (nodes === null || !job.resources) return job.size;
-    let cpus = 0;
-    for (const name of onNodes) if (nodes.has(name)) cpus += job.resources.cpusPerNode;
-    return cpus;
-  }
-
   /** Changes whenever the capacity plans may count on changes (a node down, drained or back). */
   get capacityVersion(): number {
     return this.pool ? this.pool.countedVersion : 0;

@@ -4,7 +4,7 @@
 // the extra processors the head will not need.
 
 import type { QueueEntry, SchedulerState } from '../state.js';
-import type { RunningJob, Seconds } from '../types.js';
+import type { JobRequest, RunningJob, Seconds } from '../types.js';
 import { predictedEnd } from '../types.js';
 import { startFromHead } from './fcfs.js';
 import type { Policy } from './policy.js';
@@ -17,14 +17,11 @@ import { QueueProjection } from './projection.js';
  * has ended, the head waits for nodes to come back: no shadow time (Infinity),
  * and any job that fits may start. (The policy also skips this for a head
  * whose features or partition are only on nodes that are out: state.plannable.)
- * On a node pool the policy passes `within`, the nodes that could hold the
- * head: CPUs elsewhere (another partition, nodes without its features) never
- * serve it, and a job backfilled there cannot delay it.
+ * (On a node pool the policy uses nodeShadowOf instead.)
  */
-export function shadowOf(state: SchedulerState, headSize: number, within: ReadonlySet<string> | null = null): { shadowTime: Seconds; extra: number } {
-  // On a node pool, only CPUs on nodes that could hold the head count (`within`: state.nodesFor).
-  const given = (run: RunningJob) => (within === null ? state.releaseOf(run) : state.cpusWithin(run.job, run.nodes, within));
-  let available = state.freeWithin(within);
+export function shadowOf(state: SchedulerState, headSize: number): { shadowTime: Seconds; extra: number } {
+  const given = (run: RunningJob) => state.releaseOf(run);
+  let available = state.plannableProcessors;
   let index = 0;
   let shadowTime = 0;
   const running = state.running;
@@ -42,6 +39,65 @@ export function shadowOf(state: SchedulerState, headSize: number, within: Readon
   return { shadowTime, extra: available - headSize };
 }
 
+/**
+ * EASY's head on a node pool, node by node: walking the running jobs by
+ * predicted end, the first time at which `resources.nodes` of the nodes that
+ * could hold the head (`within`) have its CPUs and memory free is the shadow
+ * time. A job that does not end by then may start only if, with its CPUs and
+ * memory taken from those nodes, enough of them still suit the head (a job
+ * taking one CPU of a node the head needs whole would cost it the node).
+ * Returns the shadow time and `allows`, which also books what it allows.
+ */
+export function nodeShadowOf(state: SchedulerState, head: JobRequest, within: ReadonlySet<string>, now: Seconds):
+  { shadowTime: Seconds; allows: (job: JobRequest, nodes: readonly string[]) => boolean } {
+  const pool = state.pool!;
+  const need = head.resources!;
+  const cpus = new Map<string, number>();
+  const memory = new Map<string, number>();
+  for (const name of within) {
+    cpus.set(name, pool.freeCpusOf(name));
+    memory.set(name, pool.freeMemoryOf(name));
+  }
+  const suits = (name: string) => cpus.get(name)! >= need.cpusPerNode && memory.get(name)! >= need.memoryMiBPerNode;
+  let suiting = 0;
+  for (const name of within) if (suits(name)) suiting++;
+  /** Adds (or with sign -1 takes) a job's CPUs and memory on the nodes of `within`, keeping `suiting`. */
+  const shift = (job: JobRequest, nodes: readonly string[], sign: number) => {
+    const resources = job.resources!;
+    for (const name of nodes) {
+      if (!within.has(name)) continue;
+      const before = suits(name);
+      cpus.set(name, cpus.get(name)! + sign * resources.cpusPerNode);
+      memory.set(name, memory.get(name)! + sign * resources.memoryMiBPerNode);
+      suiting += Number(suits(name)) - Number(before);
+    }
+  };
+  let shadowTime = now;
+  const running = state.running;
+  let index = 0;
+  while (suiting < need.nodes) {
+    if (index === running.length) return { shadowTime: Infinity, allows: () => true };
+    shift(running[index].job, running[index].nodes, 1);
+    shadowTime = predictedEnd(running[index]);
+    index++;
+  }
+  // Every job ending at the shadow time counts, not just those walked so far.
+  while (index < running.length && predictedEnd(running[index]) <= shadowTime) {
+    shift(running[index].job, running[index].nodes, 1);
+    index++;
+  }
+  return {
+    shadowTime,
+    allows: (job, nodes) => {
+      if (now + job.estimate <= shadowTime) return true;
+      shift(job, nodes, -1);
+      if (suiting >= need.nodes) return true;
+      shift(job, nodes, 1);
+      return false;
+    },
+  };
+}
+
 export function easyPolicy(): Policy {
   const projection = new QueueProjection(false);
   return {
@@ -55,25 +111,37 @@ export function easyPolicy(): Policy {
         return started;
       }
       const head = queue[headIndex].job;
-      // The nodes the head could use: a job placed elsewhere cannot delay it (partitions, features).
+      // On nodes: the head's shadow node by node, on the nodes it could use (a job placed elsewhere
+      // cannot delay it); without them (trace replay), in processors as the spec words it.
       const within = state.nodesFor(head);
-      let { shadowTime, extra } = state.plannable(head) ? shadowOf(state, head.size, within) : { shadowTime: Infinity, extra: 0 };
+      let allows: (job: JobRequest, nodes: readonly string[]) => boolean;
+      let shadowTime: Seconds;
+      if (!state.plannable(head)) {
+        shadowTime = Infinity;
+        allows = () => true;
+      } else if (within !== null) {
+        ({ shadowTime, allows } = nodeShadowOf(state, head, within, now));
+      } else {
+        const shadow = shadowOf(state, head.size);
+        shadowTime = shadow.shadowTime;
+        let extra = shadow.extra;
+        allows = (job) => {
+          if (now + job.estimate <= shadowTime) return true;
+          if (job.size > extra) return false;
+          extra -= job.size;
+          return true;
+        };
+      }
       const backfilled = new Set<QueueEntry>();
       for (let index = headIndex + 1; index < queue.length && state.startableProcessors > 0; index++) {
         const entry = queue[index];
-        const { size, estimate } = entry.job;
-        if (size > state.startableProcessors) continue;
-        const endsByShadow = now + estimate <= shadowTime;
-        if (!endsByShadow && within === null && size > extra) continue;
+        if (entry.job.size > state.startableProcessors) continue;
         const nodes = state.tryPlace(entry.job);
-        if (nodes === null) continue;
-        const taken = endsByShadow ? 0 : state.cpusWithin(entry.job, nodes, within);
-        if (taken > extra) continue;
+        if (nodes === null || !allows(entry.job, nodes)) continue;
         projection.noteStart(entry, now);
         state.startJob(entry, now, nodes);
         started.push(entry);
         backfilled.add(entry);
-        extra -= taken;
       }
       state.queue = queue.slice(headIndex);
       state.dropStarted(backfilled);
