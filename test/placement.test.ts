@@ -124,6 +124,7 @@ describe('scheduling on nodes', () => {
     // On nodes a job is its nodes x CPUs: no processors without nodes, no size that disagrees with them.
     assert.throws(() => scheduler.submit({ ...job(2, need(1, 4)), resources: undefined }), /on a node pool, give resources with size = nodes x CPUs per node/);
     assert.throws(() => scheduler.submit({ ...job(3, need(1, 4)), size: 5 }), /asks for 5 processors but 1 x 4 CPUs of nodes/);
+    assert.throws(() => scheduler.adoptRunning({ ...job(4, need(1, 4)), resources: undefined }, 0, ['n1']), /on a node pool, give resources/);
     assert.throws(() => new Scheduler('easy', { processors: 10 }, 0, pool), /16 CPUs/);
   });
 

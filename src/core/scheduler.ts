@@ -67,15 +67,19 @@ export class Scheduler {
       throw new RangeError(`job ${job.id} asks for ${job.size} processors; the machine has ${this.machine.processors}`);
     }
     if (!(job.estimate > 0)) throw new RangeError(`job ${job.id} has estimate ${job.estimate}; it must be > 0`);
-    if (this.state.pool && (!job.resources || job.size !== job.resources.nodes * job.resources.cpusPerNode)) {
-      // On nodes, plans and placement count CPUs per node: a job's size must be what it asks of them.
-      throw new RangeError(`job ${job.id} asks for ${job.size} processors but ${job.resources ? `${job.resources.nodes} x ${job.resources.cpusPerNode} CPUs of nodes` : 'no nodes'}: on a node pool, give resources with size = nodes x CPUs per node`);
-    }
+    this.checkResources(job);
     if (job.resources && this.state.pool && !this.state.pool.couldEverPlace(job.resources)) {
       throw new RangeError(`job ${job.id} fits on no set of nodes of this cluster, even when all are idle`);
     }
     const entry = this.state.enqueue(job);
     this.policy.onSubmit?.(entry, !this.state.isLast(entry));
+  }
+
+  /** On nodes, plans and placement count CPUs per node: a job's size must be what it asks of them. */
+  private checkResources(job: JobRequest): void {
+    if (this.state.pool && (!job.resources || job.size !== job.resources.nodes * job.resources.cpusPerNode)) {
+      throw new RangeError(`job ${job.id} asks for ${job.size} processors but ${job.resources ? `${job.resources.nodes} x ${job.resources.cpusPerNode} CPUs of nodes` : 'no nodes'}: on a node pool, give resources with size = nodes x CPUs per node`);
+    }
   }
 
   /** A running job ended at `at`. */
@@ -103,6 +107,7 @@ export class Scheduler {
    * nodes; call before the next pass. Queued jobs are restored with `submit`.
    */
   adoptRunning(job: JobRequest, start: Seconds, nodes: readonly string[]): void {
+    this.checkResources(job);
     this.state.addRunning({ job, start, nodes });
     this.adopted = true;
   }

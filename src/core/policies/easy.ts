@@ -1,7 +1,10 @@
 // EASY backfilling (Lifka 1995; the Argonne SP queuing algorithm, seed 004
-// section 2.7), exactly as the spec words it: the head gets a reservation at
-// the shadow time; a later job may start now if it ends by then or fits in
-// the extra processors the head will not need.
+// section 2.7): the head gets a reservation at the shadow time; a later job
+// may start now if it ends by then or leaves the head what it needs then.
+// Without nodes (trace replay) exactly as the spec words it, in processors
+// (`shadowOf`: the extra processors the head will not need); on a node pool
+// node by node (`nodeShadowOf`: CPUs and memory on the nodes that could hold
+// the head).
 
 import type { QueueEntry, SchedulerState } from '../state.js';
 import type { JobRequest, RunningJob, Seconds } from '../types.js';
@@ -12,12 +15,9 @@ import { QueueProjection } from './projection.js';
 
 /**
  * The head's shadow time and the extra processors, from running jobs sorted by
- * predicted end. On a node pool only the nodes that count in plans count
- * (state.releaseOf); if they cannot hold the head even when every running job
- * has ended, the head waits for nodes to come back: no shadow time (Infinity),
- * and any job that fits may start. (The policy also skips this for a head
- * whose features or partition are only on nodes that are out: state.plannable.)
- * (On a node pool the policy uses nodeShadowOf instead.)
+ * predicted end, in processors (trace replay; the policy uses nodeShadowOf on
+ * a node pool). If the processors can never hold the head, no shadow time
+ * (Infinity), and any job that fits may start.
  */
 export function shadowOf(state: SchedulerState, headSize: number): { shadowTime: Seconds; extra: number } {
   const given = (run: RunningJob) => state.releaseOf(run);
