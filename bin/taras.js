@@ -46,7 +46,8 @@ const euid = typeof process.geteuid === 'function' ? process.geteuid() : -1;
 const ours = (stats) => stats.uid === euid && (stats.mode & 0o022) === 0;
 
 const cache = (() => {
-  if (process.env.TARAS_CLI_CACHE === 'off' || euid < 0) return undefined;
+  // zlib.crc32 came with Node 20.15: on an older Node 20 the command runs without a cache.
+  if (process.env.TARAS_CLI_CACHE === 'off' || euid < 0 || typeof crc32 !== 'function') return undefined;
   const root = process.env.XDG_CACHE_HOME || (process.env.HOME ? path.join(process.env.HOME, '.cache') : undefined);
   if (root === undefined || !path.isAbsolute(root)) return undefined;
   // One cache per command: each holds the functions its command ran.

@@ -232,12 +232,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
         if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may drain or resume nodes');
         if (!nodes?.length) throw new RouteError(400, 'no nodes given', 'name nodes, e.g. node[01-04]');
         if (!resume && !reason) throw new RouteError(400, 'a drain needs a reason', 'add --reason TEXT');
-        // All or nothing: an unknown name changes no node.
-        const unknown = nodes.filter((name) => !engine.nodes.has(name));
-        if (unknown.length > 0) {
-          throw new RouteError(400, `no node named ${unknown.join(', ')} in this cluster`, 'name nodes as `taras nodes` lists them; nothing was changed');
+        try {
+          engine.drain(nodes, reason ?? '', !resume); // all or nothing: an unknown name changes no node
+        } catch (error) {
+          if (error instanceof SubmitRefused) throw new RouteError(400, `${error.message} in this cluster`, 'name nodes as `taras nodes` lists them; nothing was changed');
+          throw error;
         }
-        engine.drain(nodes, reason ?? '', !resume);
         kick();
         return { status: 200, body: apiNodes(engine).filter((n) => nodes.includes(n.name)) };
       },

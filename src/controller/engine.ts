@@ -420,11 +420,11 @@ export class ControllerEngine {
       if (!status.up || (status.lastHeartbeatMs ?? 0) >= cutoff) continue;
       status.up = false;
       status.reason = `no heartbeat for ${this.config.nodeTimeoutSeconds} s`;
-      if (this.refreshNode(name)) this.dirty = true;
       downed.push(name);
     }
-    // Nodes whose agent never came after a (re)start stop counting in plans once node_timeout has
-    // passed; jobs the store says run there (re-adopted at the start) end as on a node that went down.
+    // The core learns of every change (a pass is due); nodes whose agent never came after a (re)start
+    // stop counting once node_timeout has passed, and jobs the store says run there end as on a node
+    // that went down.
     const neverCame: string[] = [];
     for (const [name, status] of this.nodes) {
       const counted = this.pool.counts(name);
@@ -518,11 +518,11 @@ export class ControllerEngine {
   /**
    * Changes whenever what a job listing shows could have changed: a job's
    * record, a planned start (checked against the previous plan), or the
-   * CPUs of the nodes that take jobs. Brings the plan up to date first.
+   * set of nodes that take jobs. Brings the plan up to date first.
    */
   listingVersion(): string {
     this.ensurePlan();
-    return `${this.active.version}.${this.planVersion}.${this.pool.acceptingCpus}`;
+    return `${this.active.version}.${this.planVersion}.${this.pool.acceptingVersion}`;
   }
 }
 

@@ -37,8 +37,8 @@ export class NodePool {
   private readonly allocations = new Map<JobId, { nodes: readonly string[]; cpus: number; memoryMiB: number }>();
   /** Free CPUs on nodes that take new jobs: no job larger than this can start now. */
   private acceptingFree = 0;
-  /** All CPUs of nodes that take new jobs: no job larger than this can start until more come back. */
-  private acceptingTotal = 0;
+  /** Counts changes of which nodes take new jobs (for caches of what node states show). */
+  private acceptingChanges = 0;
   /** All CPUs of the pool. */
   private readonly total: number;
   /** Free CPUs and all CPUs of the nodes that count in plans. */
@@ -62,16 +62,15 @@ export class NodePool {
       if (this.byName.has(slot.node.name)) throw new Error(`node ${slot.node.name} is listed twice`);
       this.byName.set(slot.node.name, slot);
       this.acceptingFree += slot.freeCpus;
-      this.acceptingTotal += slot.node.cpus;
     }
     this.countedFree = this.acceptingFree;
-    this.countedTotal = this.acceptingTotal;
-    this.total = this.acceptingTotal;
+    this.total = this.acceptingFree;
+    this.countedTotal = this.total;
   }
 
-  /** CPUs of the nodes that take new jobs, busy or not (down and drained nodes excluded). */
-  get acceptingCpus(): number {
-    return this.acceptingTotal;
+  /** Changes each time a node starts or stops taking new jobs. */
+  get acceptingVersion(): number {
+    return this.acceptingChanges;
   }
 
   /** Free CPUs on nodes that take new jobs (down and drained nodes excluded). */
@@ -111,10 +110,6 @@ export class NodePool {
     return this.countedFree;
   }
 
-  /** All CPUs of the nodes that count in plans: no job larger than this has a planned start. */
-  get countedCpus(): number {
-    return this.countedTotal;
-  }
 
   /**
    * Whether the node takes new jobs now, and whether it counts in plans
@@ -126,7 +121,7 @@ export class NodePool {
     const slot = this.slot(name);
     if (slot.accepting !== accepting) {
       this.acceptingFree += accepting ? slot.freeCpus : -slot.freeCpus;
-      this.acceptingTotal += accepting ? slot.node.cpus : -slot.node.cpus;
+      this.acceptingChanges++;
     }
     if (slot.counted !== counted) {
       this.countedFree += counted ? slot.freeCpus : -slot.freeCpus;
@@ -148,11 +143,7 @@ export class NodePool {
     if (this.countedTotal === this.total) return true; // every node counts: checked at submission
     const known = this.fitsCounted.get(request);
     if (known !== undefined && known.version === this.countedChanges) return known.fits;
-    let fitting = 0;
-    for (const slot of this.slots) {
-      if (slot.counted && this.suits(slot, request, slot.node.cpus, slot.node.memoryMiB) && ++fitting >= request.nodes) break;
-    }
-    const fits = fitting >= request.nodes;
+    const fits = this.fits(request, (slot) => slot.counted, false);
     this.fitsCounted.set(request, { version: this.countedChanges, fits });
     return fits;
   }
@@ -171,27 +162,13 @@ export class NodePool {
     return nodes;
   }
 
-  /** Free CPUs of one node. */
-  freeCpusOf(name: string): number {
-    return this.slot(name).freeCpus;
-  }
-
-  /** Free memory of one node (MiB). */
-  freeMemoryOf(name: string): number {
-    return this.slot(name).freeMemoryMiB;
-  }
-
   /**
    * Whether the request would fit now if every node that counts in plans took
    * jobs: a due job that does not start only because nodes expected back are
    * not taking jobs yet.
    */
   couldPlaceNowOnCounted(request: ResourceRequest): boolean {
-    let fitting = 0;
-    for (const slot of this.slots) {
-      if (slot.counted && this.suits(slot, request, slot.freeCpus, slot.freeMemoryMiB) && ++fitting >= request.nodes) return true;
-    }
-    return false;
+    return this.fits(request, (slot) => slot.counted, true);
   }
 
   free(name: string): { cpus: number; memoryMiB: number } {
@@ -201,9 +178,18 @@ export class NodePool {
 
   /** Whether any set of nodes could ever hold the request (all nodes idle and accepting or not). */
   couldEverPlace(request: ResourceRequest): boolean {
+    return this.fits(request, () => true, false);
+  }
+
+  /** Whether `request.nodes` of the slots `use` picks suit the request, with their free capacity now or all of it. */
+  private fits(request: ResourceRequest, use: (slot: NodeSlot) => boolean, now: boolean): boolean {
     let fitting = 0;
-    for (const slot of this.slots) if (this.suits(slot, request, slot.node.cpus, slot.node.memoryMiB)) fitting++;
-    return fitting >= request.nodes;
+    for (const slot of this.slots) {
+      const cpus = now ? slot.freeCpus : slot.node.cpus;
+      const memoryMiB = now ? slot.freeMemoryMiB : slot.node.memoryMiB;
+      if (use(slot) && this.suits(slot, request, cpus, memoryMiB) && ++fitting >= request.nodes) return true;
+    }
+    return false;
   }
 
   /** Nodes for the request now, by the pool's strategy, or null. Takes nothing. */

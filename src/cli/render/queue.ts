@@ -8,7 +8,7 @@ import { packRows, queueRowOf, queueSegments, sortQueue, type ApiQueue, type Que
 import type { ApiClusterStatus, ApiJob } from '../../api/types.js';
 import { formatMemory, formatSbatchTime } from '../../jobspec/values.js';
 import { jobCountsText, nodeCountsText } from './status.js';
-import { COLUMN_GAP, counted, displayWidth, flow, hostlistText, printable, truncate } from './text.js';
+import { COLUMN_GAP, counted, displayWidth, fitColumn, flow, hostlistText, printable, truncate } from './text.js';
 import { LocalClock, type Instant } from './time.js';
 
 /** Narrower than this, a name says nothing; lines then pass the width instead. */
@@ -158,15 +158,7 @@ function tableLines(shown: readonly QueueColumn[], segments: readonly QueueSegme
   for (const segment of segments) {
     for (let c = 0; c < n; c++) widths[c] = Math.max(widths[c], shown[c].widest(segment));
   }
-  let cutTo = Infinity;
-  if (fit !== undefined) {
-    const others = widths.reduce((sum, width, c) => (c === last ? sum : sum + width + COLUMN_GAP), 0);
-    const target = Math.max(fit.min, displayWidth(shown[last].head), fit.width - others);
-    if (widths[last] > target) {
-      cutTo = target;
-      widths[last] = target;
-    }
-  }
+  const cutTo = fit === undefined ? Infinity : fitColumn(widths, last, shown[last].head, fit);
   const gap = ' '.repeat(COLUMN_GAP);
   const cuts = new Map<string, string>();
   /** A cell padded to its column (and followed by the gap unless last); the last column is cut to fit. */

@@ -48,6 +48,18 @@ function spaces(n: number): string {
 
 export const COLUMN_GAP = 2;
 
+/**
+ * The width the `column` is cut to so that lines fit `fit.width`, never below
+ * `fit.min` nor its header (Infinity: no cut); narrows `widths[column]` to it.
+ */
+export function fitColumn(widths: number[], column: number, head: string, fit: { readonly width: number; readonly min: number }): number {
+  const others = widths.reduce((sum, width, c) => (c === column ? sum : sum + width + COLUMN_GAP), 0);
+  const target = Math.max(fit.min, displayWidth(head), fit.width - others);
+  if (widths[column] <= target) return Infinity;
+  widths[column] = target;
+  return target;
+}
+
 export interface ColumnOptions {
   /** Columns aligned to the right (numbers). */
   readonly right?: ReadonlySet<number>;
@@ -64,15 +76,8 @@ export interface ColumnSource {
   readonly right?: boolean;
   /** The printable cell of row `r` (0-based, header excluded). */
   readonly cell: (r: number) => string;
-  /**
-   * Its width in terminal columns, when cheaper than making the cell (an
-   * interned string's, measured once). Without it the aligner makes each cell
-   * once, keeps it for the second pass and measures it by length (`ascii`) or
-   * by displayWidth.
-   */
-  readonly width?: (r: number) => number;
-  /** Cells made by us from numbers and times: measured by length. */
-  readonly ascii?: boolean;
+  /** Its width in terminal columns (displayWidth of the cell). */
+  readonly width: (r: number) => number;
   /** For the fit column: the cell cut to `width` columns (default: truncate). */
   readonly cut?: (r: number, width: number) => string;
 }
@@ -91,66 +96,27 @@ export function alignColumnsBy(
 ): void {
   const n = columns.length;
   const widths = columns.map((column) => displayWidth(column.head));
-  // Columns without a width function: each cell made once, kept with its width.
-  const made = columns.map((column) => (column.width === undefined ? new Array<string>(count) : null));
-  const madeWidths = columns.map((column) => (column.width === undefined ? new Int32Array(count) : null));
-  const cellOf = columns.map((column, c) => (made[c] === null ? column.cell : (r: number) => made[c]![r]));
-  const widthOf = columns.map((column, c) => column.width ?? ((r: number) => madeWidths[c]![r]));
   for (let c = 0; c < n; c += 1) {
-    const column = columns[c];
+    const width = columns[c].width;
     let widest = widths[c];
-    const cells = made[c];
-    if (cells !== null) {
-      const measured = madeWidths[c]!;
-      for (let r = 0; r < count; r += 1) {
-        const text = column.cell(r);
-        const w = column.ascii ? text.length : displayWidth(text);
-        cells[r] = text;
-        measured[r] = w;
-        if (w > widest) widest = w;
-      }
-    } else {
-      const width = column.width!;
-      for (let r = 0; r < count; r += 1) {
-        const w = width(r);
-        if (w > widest) widest = w;
-      }
+    for (let r = 0; r < count; r += 1) {
+      const w = width(r);
+      if (w > widest) widest = w;
     }
     widths[c] = widest;
   }
-  let cutTo = Infinity;
-  if (fit !== undefined) {
-    const others = widths.reduce((sum, width, c) => (c === fit.column ? sum : sum + width + COLUMN_GAP), 0);
-    // Never narrower than the column's header.
-    const target = Math.max(fit.min, displayWidth(columns[fit.column].head), fit.width - others);
-    if (widths[fit.column] > target) {
-      cutTo = target;
-      widths[fit.column] = target;
-    }
-  }
+  const cutTo = fit === undefined ? Infinity : fitColumn(widths, fit.column, columns[fit.column].head, fit);
   const gap = spaces(COLUMN_GAP);
   const last = n - 1;
   // A line is joined from its pieces into one flat string: a chain of `+=` would keep
   // two dozen string objects per line alive until output, and the collector would copy them.
   const pieces: string[] = [];
-  // Tables repeat their cells (users, states, times): each distinct cell of a
-  // left-aligned inner column is padded once and reused.
-  const padded = columns.map(() => new Map<string, string>());
   const line = (r: number): string => {
     pieces.length = 0;
     for (let c = 0; c <= last; c += 1) {
       const column = columns[c];
-      let text = r < 0 ? column.head : cellOf[c](r);
-      if (c !== last && c !== fit?.column && !column.right) {
-        let cell = padded[c].get(text);
-        if (cell === undefined) {
-          cell = `${text}${spaces(widths[c] - (r < 0 ? displayWidth(text) : widthOf[c](r)))}${gap}`;
-          padded[c].set(text, cell);
-        }
-        pieces.push(cell);
-        continue;
-      }
-      let width = r < 0 ? displayWidth(text) : widthOf[c](r);
+      let text = r < 0 ? column.head : column.cell(r);
+      let width = r < 0 ? displayWidth(text) : column.width(r);
       if (c === fit?.column && width > cutTo) {
         text = r >= 0 && column.cut ? column.cut(r, cutTo) : truncate(text, cutTo);
         width = cutTo;

@@ -68,22 +68,13 @@ export class ConservativePolicy implements Policy {
         this.arrivals.push(entry);
       }
     }
-    this.bounds.clear();
-    this.noteGain(-Infinity, Infinity);
+    this.noteGain(-Infinity, Infinity); // compress everything at the next pass (it also clears the bounds)
   }
 
-  /** Takes over a state rebuilt elsewhere: running holds, then reservations in queue order. */
+  /** Takes over a state rebuilt elsewhere: running holds, then reservations in queue order (as after a gain). */
   adopt(state: SchedulerState, now: Seconds): void {
-    this.profile = runningProfile(state, now);
-    this.capacityVersion = state.capacityVersion;
     this.lossVersion = state.capacityLossVersion;
-    this.arrivals = [];
-    for (const entry of state.queue) {
-      if (Number.isNaN(entry.reservation)) this.arrivals.push(entry);
-      else this.profile.reserve(entry.reservation, entry.job.estimate, entry.job.size);
-    }
-    this.bounds.clear();
-    this.noteGain(-Infinity, Infinity); // compress everything at the next pass
+    this.regain(state, now);
   }
 
   /**

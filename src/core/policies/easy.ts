@@ -7,7 +7,7 @@
 // the head).
 
 import type { QueueEntry, SchedulerState } from '../state.js';
-import type { JobRequest, RunningJob, Seconds } from '../types.js';
+import type { JobRequest, Seconds } from '../types.js';
 import { predictedEnd } from '../types.js';
 import { startFromHead } from './fcfs.js';
 import type { Policy } from './policy.js';
@@ -20,20 +20,19 @@ import { QueueProjection } from './projection.js';
  * (Infinity), and any job that fits may start.
  */
 export function shadowOf(state: SchedulerState, headSize: number): { shadowTime: Seconds; extra: number } {
-  const given = (run: RunningJob) => state.releaseOf(run);
   let available = state.plannableProcessors;
   let index = 0;
   let shadowTime = 0;
   const running = state.running;
   while (available < headSize) {
     if (index === running.length) return { shadowTime: Infinity, extra: 0 };
-    available += given(running[index]);
+    available += state.releaseOf(running[index]);
     shadowTime = predictedEnd(running[index]);
     index++;
   }
   // Every job ending at the shadow time counts, not just those walked so far.
   while (index < running.length && predictedEnd(running[index]) <= shadowTime) {
-    available += given(running[index]);
+    available += state.releaseOf(running[index]);
     index++;
   }
   return { shadowTime, extra: available - headSize };
@@ -55,8 +54,9 @@ export function nodeShadowOf(state: SchedulerState, head: JobRequest, within: Re
   const cpus = new Map<string, number>();
   const memory = new Map<string, number>();
   for (const name of within) {
-    cpus.set(name, pool.freeCpusOf(name));
-    memory.set(name, pool.freeMemoryOf(name));
+    const free = pool.free(name);
+    cpus.set(name, free.cpus);
+    memory.set(name, free.memoryMiB);
   }
   const suits = (name: string) => cpus.get(name)! >= need.cpusPerNode && memory.get(name)! >= need.memoryMiBPerNode;
   let suiting = 0;
@@ -135,7 +135,6 @@ export function easyPolicy(): Policy {
       const backfilled = new Set<QueueEntry>();
       for (let index = headIndex + 1; index < queue.length && state.startableProcessors > 0; index++) {
         const entry = queue[index];
-        if (entry.job.size > state.startableProcessors) continue;
         const nodes = state.tryPlace(entry.job);
         if (nodes === null || !allows(entry.job, nodes)) continue;
         projection.noteStart(entry, now);
