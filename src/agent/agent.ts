@@ -6,7 +6,7 @@
 // it finds and reports what happened while it was away. Jobs run as the user
 // who submitted them, which takes an agent running as root.
 
-import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
@@ -14,6 +14,7 @@ import { createApiClient, type ControllerTarget } from '../net/client.js';
 import type { ClusterKey } from '../net/hmac.js';
 import { localIdentity } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
+import { makeFolder, tightenMode } from '../net/private-files.js';
 import { createApiServer, RouteError } from '../net/server.js';
 import { detectCgroupMode } from './cgroup.js';
 import { jobLaunch } from './environment.js';
@@ -59,7 +60,9 @@ export function credentialsFor(user: string): Result<{ uid: number; gid: number 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { log } = options;
   const jobsDir = join(options.dataDir, 'jobs');
-  mkdirSync(jobsDir, { recursive: true });
+  // Searchable, not listable: a job's user reaches its own job directory (script, nodefile) by name only.
+  makeFolder(options.dataDir, 0o711, log, 'agent data folder');
+  makeFolder(jobsDir, 0o711, log, 'job folder');
   // A supervisor is kept started ahead, so a job starts without waiting for Node to start.
   const launcher = new SupervisorLauncher(join(options.dataDir, 'standby-supervisors.log'));
   const netLog = lineLog(log);
@@ -92,6 +95,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // Re-adopt what a previous agent left.
   for (const name of readdirSync(jobsDir)) {
     const match = /^(\d+)\.(\d+)$/.exec(name);
+    if (match) tightenMode(join(jobsDir, name), 0o710, log, 'job directory');
     if (match && !existsSync(join(jobsDir, name, REPORTED))) track(Number(match[1]), Number(match[2]));
   }
 
@@ -112,7 +116,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             return { status: 200, body: { ok: true } };
           }
           const runAs = credentials.value;
-          mkdirSync(dir, { recursive: true });
+          mkdirSync(dir, { recursive: true, mode: 0o700 });
+          // As slurmd's job directories: root's, entered by the job's group only (its user reads the script and nodefile by name).
+          if (runAs !== null) chownSync(dir, -1, runAs.gid);
+          chmodSync(dir, runAs === null ? 0o700 : 0o710);
           const nodefilePath = join(dir, 'nodefile');
           const scriptPath = join(dir, 'script');
           const launch = jobLaunch({

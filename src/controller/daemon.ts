@@ -4,8 +4,7 @@
 // (group commit); every change is answered once it is on the disk; a pass
 // runs right after every event and once a second for starts that come due.
 
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import { finishedStates, type ApiJob, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
@@ -15,6 +14,7 @@ import { createApiClient, type ApiClient } from '../net/client.js';
 import type { ClusterKey } from '../net/hmac.js';
 import { localIdentity } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
+import { makeFolder, setMode } from '../net/private-files.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState, JobRecord } from '../store/events.js';
 import { openStore } from '../store/store.js';
@@ -95,11 +95,30 @@ const userOf = (ctx: RequestContext): string => {
   return ctx.caller.user;
 };
 
+/**
+ * The data folder and the database as no other user may read them (every
+ * user's scripts and environments are in it): the folder 0700, or 0711 when
+ * the controller's socket is in it (users must reach the socket, not list the
+ * folder); taras.db, its -wal and -shm 0600. Looser modes left by an older
+ * Taras are tightened, with a log line.
+ */
+function openPrivateStore(dataDir: string, socketPath: string, log: (line: string) => void) {
+  makeFolder(dataDir, dirname(socketPath) === dataDir ? 0o711 : 0o700, log, 'data folder');
+  const path = join(dataDir, 'taras.db');
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) setMode(file, 0o600, log, 'database file');
+  // SQLite creates the -wal and -shm files with the database file's mode, and that one under the umask.
+  const umask = process.umask(0o077);
+  try {
+    return openStore(path);
+  } finally {
+    process.umask(umask);
+  }
+}
+
 export async function startController(options: ControllerOptions): Promise<RunningController> {
   let { config } = options;
   const { log } = options;
-  mkdirSync(config.dataDir, { recursive: true });
-  const store = openStore(join(config.dataDir, 'taras.db'));
+  const store = openPrivateStore(config.dataDir, config.socketPath, log);
   // A disk that refuses a sync stops the controller: nothing it holds in memory may be acknowledged any more.
   const durable = () => store.durable().catch((error: unknown) => {
     if (store.isOpen) { // not a controller that is shutting down

@@ -5,9 +5,10 @@
 // within that window. Pure apart from `loadClusterKey`/`generateClusterKey`.
 
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { closeSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 
 import { NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './headers.js';
+import { writeSecretFile } from './private-files.js';
 
 export { NONCE_HEADER, REFUSED_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './headers.js';
 
@@ -232,20 +233,14 @@ export function loadClusterKey(path: string): ClusterKey {
 /** Writes a new random key (64 hex characters) with mode 600; never overwrites an existing file. */
 export function generateClusterKey(path: string): ClusterKey {
   const text = randomBytes(32).toString('hex');
-  let fd: number;
   try {
-    fd = openSync(path, 'wx', 0o600);
+    writeSecretFile(path, `${text}\n`);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
       throw new ClusterKeyError(`cluster key file ${path} already exists; not overwriting it (agents holding it would be refused)`,
         `use the existing key, or remove ${path} first and copy the new key to every node`);
     }
     throw new ClusterKeyError(`cannot create cluster key file ${path}: ${(error as Error).message}`, `check that the folder of ${path} exists and is writable`);
-  }
-  try {
-    writeSync(fd, `${text}\n`);
-  } finally {
-    closeSync(fd);
   }
   return Buffer.from(text, 'utf8');
 }
