@@ -4,14 +4,17 @@
 // supervisor (which outlives the agent), and reports every end with its real
 // exit status and end time. A restarted agent re-adopts the job directories
 // it finds and reports what happened while it was away. Jobs run as the user
-// who submitted them, which takes an agent running as root.
+// who submitted them, which takes an agent running as root. Each start draws a
+// boot id, given to the controller at registration: the controller's signed
+// requests name it, so one captured before a restart is refused after it.
 
+import { randomUUID } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
-import { createApiClient, type ControllerTarget } from '../net/client.js';
-import type { ClusterKey } from '../net/hmac.js';
+import { ApiRequestError, createApiClient, type ControllerTarget } from '../net/client.js';
+import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { localIdentity } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
 import { makeFolder, tightenMode } from '../net/private-files.js';
@@ -99,7 +102,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     if (match && !existsSync(join(jobsDir, name, REPORTED))) track(Number(match[1]), Number(match[2]));
   }
 
+  const bootId = randomUUID();
+  let destination = '';
   const server = createApiServer({
+    destination: () => destination,
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? () => true : undefined,
     log: netLog,
@@ -159,6 +165,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
   const bound = await server.listen({ port: 0, host: '127.0.0.1' });
   const url = bound.tcp!.url;
+  destination = agentDestination(options.nodes, new URL(url).host, bootId);
 
   const markReported = (reports: readonly Report[]) => {
     for (const report of reports) {
@@ -181,13 +188,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const maxHeartbeatMs = options.heartbeatMs ?? 5000;
   let heartbeatMs = maxHeartbeatMs;
   let registered = false;
+  let lastRefusal = '';
   const register = async () => {
     const reports = endedReports();
     const running = [...watched.values()].filter((w) => !reports.some((r) => r.jobId === w.jobId && r.run === w.run))
       .map(({ jobId, run }) => ({ jobId, run, state: 'RUNNING', exitCode: null, endTimeMs: null }));
     try {
       const answer = await controller.post<{ heartbeatMs?: number; kill?: { jobId: number; run?: number }[] }>(
-        '/agent/register', { url, nodes: options.nodes, reports: [...reports, ...running] });
+        '/agent/register', { url, nodes: options.nodes, bootId, reports: [...reports, ...running] });
       markReported(reports);
       // Processes of runs the controller has ended or moved elsewhere while this node was away.
       for (const { jobId, run } of answer?.kill ?? []) {
@@ -201,8 +209,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       heartbeatMs = typeof paceMs === 'number' && paceMs > 0 ? Math.min(maxHeartbeatMs, paceMs) : maxHeartbeatMs;
       if (!registered) log(`registered ${options.nodes.length} node(s) with the controller`);
       registered = true;
+      lastRefusal = '';
     } catch (error) {
-      if (registered) log(`controller not reachable: ${(error as Error).message}`);
+      if (error instanceof ApiRequestError) {
+        // The controller answered but refused us (a wrong key, a bad request): say why here too, once until it changes.
+        const refusal = `the controller refused this agent's registration (HTTP ${error.status}): ${error.error}${error.fix ? ` (${error.fix})` : ''}`;
+        if (refusal !== lastRefusal) log(refusal);
+        lastRefusal = refusal;
+      } else if (registered) {
+        log(`controller not reachable: ${(error as Error).message}`);
+      }
       registered = false;
     }
   };

@@ -11,7 +11,7 @@ import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
 import { createApiClient, type ApiClient } from '../net/client.js';
-import type { ClusterKey } from '../net/hmac.js';
+import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { localIdentity } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
 import { makeFolder, setMode } from '../net/private-files.js';
@@ -44,26 +44,29 @@ export interface SubmitBody {
   readonly spec: JobSpec & { readonly submitEnv?: Record<string, string>; readonly submitDir?: string };
 }
 
-/** Agents by node: where to reach each node's agent. */
+/** Agents by node: where to reach each node's agent, and whom requests there are signed for (its nodes, address and boot id). */
 class HttpAgents implements AgentLink {
-  private readonly clients = new Map<string, ApiClient>();
+  private readonly clients = new Map<string, { client: ApiClient; destination: string }>();
   private readonly byNode = new Map<string, string>();
+  private readonly destinations = new Map<string, string>();
 
   /** @param durable resolves once the controller's commits so far are on the disk: no order leaves before what it follows from. */
   constructor(private readonly clusterKey: ClusterKey | null, private readonly durable: () => Promise<void>) {}
 
-  register(url: string, nodes: readonly string[]): void {
+  register(url: string, nodes: readonly string[], bootId: string): void {
     for (const node of nodes) this.byNode.set(node, url);
+    this.destinations.set(url, agentDestination(nodes, new URL(url).host, bootId));
   }
 
   private client(node: string): ApiClient {
     const url = this.byNode.get(node);
     if (!url) throw new Error(`no agent has registered node ${node}`);
-    let client = this.clients.get(url);
-    if (!client) {
-      client = createApiClient({ baseUrl: url }, { identity: localIdentity(), clusterKey: this.clusterKey ?? undefined });
-      this.clients.set(url, client);
-    }
+    const destination = this.destinations.get(url)!;
+    const known = this.clients.get(url);
+    if (known?.destination === destination) return known.client;
+    known?.client.close(); // the agent at this address restarted: a new boot id
+    const client = createApiClient({ baseUrl: url }, { identity: localIdentity(), clusterKey: this.clusterKey ?? undefined, destination });
+    this.clients.set(url, { client, destination });
     return client;
   }
 
@@ -80,7 +83,7 @@ class HttpAgents implements AgentLink {
   }
 
   close(): void {
-    for (const client of this.clients.values()) client.close();
+    for (const { client } of this.clients.values()) client.close();
   }
 }
 
@@ -312,8 +315,14 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'POST', path: '/agent/register',
       handler: (ctx) => {
-        const { url, nodes, reports } = ctx.body as { url: string; nodes: string[]; reports: JobReport[] };
-        agents.register(url, nodes);
+        const { url, nodes, bootId, reports } = ctx.body as { url: string; nodes: string[]; bootId?: unknown; reports: JobReport[] };
+        if (typeof url !== 'string' || !/^http:\/\/[^/]+$/.test(url) || !URL.canParse(url)) {
+          throw new RouteError(400, `agent registered with the address ${JSON.stringify(url)}, not http://host:port`, 'run the same Taras version on the agents and the controller');
+        }
+        if (typeof bootId !== 'string' || !/^[0-9a-f-]{36}$/.test(bootId)) {
+          throw new RouteError(400, `agent at ${url} registered without a boot id`, 'run the same Taras version on the agents and the controller');
+        }
+        agents.register(url, nodes, bootId);
         let kill: { jobId: JobId; run: number | undefined }[] = [];
         try {
           kill = engine.agentRegistered(nodes, (reports ?? []).map((r) => ({ ...r, jobId: jobId(r.jobId) })));
@@ -321,7 +330,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
           refused(error);
         }
         // Registrations double as heartbeats: say so only when an agent appears or moves.
-        const key = `${url} ${nodes.join(',')}`;
+        const key = `${url} ${nodes.join(',')} ${bootId}`;
         if (!knownAgents.has(key)) {
           knownAgents.add(key);
           log(`agent at ${url} registered ${nodes.length} node(s)`);
