@@ -200,7 +200,8 @@ export async function mungeVerify(credential: string, expectedPayload: string, o
     return refuse(`MUNGE credential is not restricted to the controller's uid ${process.getuid?.()} (anyone on this host could have decoded it first)`,
       `make it with \`munge --restrict-uid=${process.getuid?.()}\` (taras does)`);
   }
-  if (parsed.payload !== expectedPayload) {
+  // `echo PAYLOAD | munge` adds a newline; it changes nothing the hash binds.
+  if (parsed.payload !== expectedPayload && parsed.payload !== `${expectedPayload}\n`) {
     return refuse('MUNGE credential was made for another request (its payload is not this request\'s method, path and body)',
       'make a new credential for each request over exactly what is sent; a request altered in transit is refused');
   }
