@@ -7,10 +7,14 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { MungeError, mungeEncode, mungeVerify, requestPayload, type MungeVerification } from '../src/net/munge.js';
 import { mungeSkipReason, startMunged, type RunningMunged } from './munged.js';
-import { createTestUser, removeTestUsers, type TestUser } from './unix-users.js';
+import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
 
 const body = (text: string) => Buffer.from(text, 'utf8');
 const refusal = (verdict: MungeVerification) => {
@@ -124,5 +128,23 @@ describe('MUNGE credentials against a real munged', { skip: mungeSkipReason }, (
     assert.match(refused.fix, /start munged with --socket=/);
     await assert.rejects(mungeEncode(payload, { socket: stopped.socket }),
       (error: MungeError) => error instanceof MungeError && /munged is not running/.test(error.message) && /munge_socket/.test(error.fix));
+  });
+});
+
+describe('scripts/test-deps.sh (npm test\'s pretest)', { skip: notRootReason }, () => {
+  const script = resolve(dirname(fileURLToPath(import.meta.url)), '../../scripts/test-deps.sh');
+
+  it('as a user who cannot install MUNGE, says the MUNGE tests will be skipped and why, and exits 0', () => {
+    // A PATH with the shell's basic tools but no munge.
+    const bin = mkdtempSync(join(tmpdir(), 'taras-nomunge-'));
+    chmodSync(bin, 0o755);
+    for (const tool of ['id', 'sh']) symlinkSync(`/usr/bin/${tool}`, join(bin, tool));
+    try {
+      const run = spawnSync('runuser', ['-u', 'nobody', '--', '/usr/bin/env', `PATH=${bin}`, 'sh', script], { encoding: 'utf8', input: '' });
+      assert.equal(run.status, 0, run.stderr);
+      assert.equal(run.stdout, 'test-deps: MUNGE is not installed and this is not root: the MUNGE tests will be skipped (install it with: sudo apt-get install munge)\n');
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
   });
 });
