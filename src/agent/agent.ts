@@ -4,16 +4,20 @@
 // supervisor (which outlives the agent), and reports every end with its real
 // exit status and end time. A restarted agent re-adopts the job directories
 // it finds and reports what happened while it was away. Jobs run as the user
-// who submitted them, which takes an agent running as root.
+// who submitted them, which takes an agent running as root. Each start draws a
+// boot id, given to the controller at registration: the controller's signed
+// requests name it, so one captured before a restart is refused after it.
 
-import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
-import { createApiClient, type ControllerTarget } from '../net/client.js';
-import type { ClusterKey } from '../net/hmac.js';
+import { ApiRequestError, createApiClient, type ControllerTarget } from '../net/client.js';
+import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { localIdentity } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
+import { makeFolder, tightenMode } from '../net/private-files.js';
 import { createApiServer, RouteError } from '../net/server.js';
 import { detectCgroupMode } from './cgroup.js';
 import { jobLaunch } from './environment.js';
@@ -59,7 +63,9 @@ export function credentialsFor(user: string): Result<{ uid: number; gid: number 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { log } = options;
   const jobsDir = join(options.dataDir, 'jobs');
-  mkdirSync(jobsDir, { recursive: true });
+  // Searchable, not listable: a job's user reaches its own job directory (script, nodefile) by name only.
+  makeFolder(options.dataDir, 0o711, log, 'agent data folder');
+  makeFolder(jobsDir, 0o711, log, 'job folder');
   // A supervisor is kept started ahead, so a job starts without waiting for Node to start.
   const launcher = new SupervisorLauncher(join(options.dataDir, 'standby-supervisors.log'));
   const netLog = lineLog(log);
@@ -92,10 +98,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // Re-adopt what a previous agent left.
   for (const name of readdirSync(jobsDir)) {
     const match = /^(\d+)\.(\d+)$/.exec(name);
+    if (match) tightenMode(join(jobsDir, name), 0o710, log, 'job directory');
     if (match && !existsSync(join(jobsDir, name, REPORTED))) track(Number(match[1]), Number(match[2]));
   }
 
+  const bootId = randomUUID();
+  let destination = '';
   const server = createApiServer({
+    destination: () => destination,
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? () => true : undefined,
     log: netLog,
@@ -112,7 +122,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             return { status: 200, body: { ok: true } };
           }
           const runAs = credentials.value;
-          mkdirSync(dir, { recursive: true });
+          mkdirSync(dir, { recursive: true, mode: 0o700 });
+          // As slurmd's job directories: root's, entered by the job's group only (its user reads the script and nodefile by name).
+          if (runAs !== null) chownSync(dir, -1, runAs.gid);
+          chmodSync(dir, runAs === null ? 0o700 : 0o710);
           const nodefilePath = join(dir, 'nodefile');
           const scriptPath = join(dir, 'script');
           const launch = jobLaunch({
@@ -152,6 +165,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
   const bound = await server.listen({ port: 0, host: '127.0.0.1' });
   const url = bound.tcp!.url;
+  destination = agentDestination(options.nodes, new URL(url).host, bootId);
 
   const markReported = (reports: readonly Report[]) => {
     for (const report of reports) {
@@ -174,13 +188,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const maxHeartbeatMs = options.heartbeatMs ?? 5000;
   let heartbeatMs = maxHeartbeatMs;
   let registered = false;
+  let lastRefusal = '';
   const register = async () => {
     const reports = endedReports();
     const running = [...watched.values()].filter((w) => !reports.some((r) => r.jobId === w.jobId && r.run === w.run))
       .map(({ jobId, run }) => ({ jobId, run, state: 'RUNNING', exitCode: null, endTimeMs: null }));
     try {
       const answer = await controller.post<{ heartbeatMs?: number; kill?: { jobId: number; run?: number }[] }>(
-        '/agent/register', { url, nodes: options.nodes, reports: [...reports, ...running] });
+        '/agent/register', { url, nodes: options.nodes, bootId, reports: [...reports, ...running] });
       markReported(reports);
       // Processes of runs the controller has ended or moved elsewhere while this node was away.
       for (const { jobId, run } of answer?.kill ?? []) {
@@ -194,8 +209,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       heartbeatMs = typeof paceMs === 'number' && paceMs > 0 ? Math.min(maxHeartbeatMs, paceMs) : maxHeartbeatMs;
       if (!registered) log(`registered ${options.nodes.length} node(s) with the controller`);
       registered = true;
+      lastRefusal = '';
     } catch (error) {
-      if (registered) log(`controller not reachable: ${(error as Error).message}`);
+      if (error instanceof ApiRequestError) {
+        // The controller answered but refused us (a wrong key, a bad request): say why here too, once until it changes.
+        const refusal = `the controller refused this agent's registration (HTTP ${error.status}): ${error.error}${error.fix ? ` (${error.fix})` : ''}`;
+        if (refusal !== lastRefusal) log(refusal);
+        lastRefusal = refusal;
+      } else if (registered) {
+        log(`controller not reachable: ${(error as Error).message}`);
+      }
       registered = false;
     }
   };
