@@ -92,7 +92,7 @@ describe('the agent decides who a job runs as', { skip: notRoot }, () => {
         script: { path: join(workDir, 'job.sh'), text: '#!/bin/sh\nid -un\n', args: [] }, nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 60, name: 'who',
         workingDir: workDir, output: 'who-%j.out', export: { all: true, variables: [] }, requeue: false,
       };
-      const order = (jobId: number, user: string): StartOrder => ({ jobId: jobId as StartOrder['jobId'], run: 0, user, name: 'who', nodes: ['node01'], cpusOnNode: 1, spec, warnBeforeSeconds: 0, killGraceSeconds: 1 });
+      const order = (jobId: number, user: string): StartOrder => ({ jobId: jobId as StartOrder['jobId'], run: 0, user, name: 'who', nodes: ['node01'], cpusOnNode: 1, spec, warnSignal: null, killGraceSeconds: 1 });
       await client.post('/start', order(1, 'nobody'));
       await client.post('/start', order(2, 'taras-no-such-user'));
       const ran = await waitForStatus(join(dataDir, 'jobs', '1.0'), hasEnded, 10_000);

@@ -173,7 +173,7 @@ export function parseSpec(text: string, file: string): Result<SupervisorSpec> {
 
 // ---- files and processes ------------------------------------------------
 
-export function writeJsonAtomically(file: string, value: unknown, mode = 0o644): void {
+export function writeJsonAtomically(file: string, value: unknown, mode = 0o600): void {
   const temporary = `${file}.${process.pid}.tmp`;
   const fd = openSync(temporary, 'w', mode);
   try {
@@ -253,7 +253,7 @@ export function prepareJobDir(jobDir: string, input: SupervisorSpecInput): Resul
 export function launchSupervisor(jobDir: string): Result<number> {
   const files = jobFiles(jobDir);
   if (!existsSync(files.spec)) return { ok: false, error: `${files.spec} is missing: call prepareJobDir first` };
-  const logFd = openSync(files.log, 'a', 0o644);
+  const logFd = openSync(files.log, 'a', 0o600);
   try {
     const child = spawn(process.execPath, [SUPERVISOR_SCRIPT, jobDir], {
       cwd: jobDir, detached: true, stdio: ['ignore', logFd, logFd], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
@@ -287,7 +287,7 @@ export class SupervisorLauncher {
 
   private spawnStandby(): void {
     if (this.closed) return;
-    const logFd = openSync(this.logPath, 'a', 0o644);
+    const logFd = openSync(this.logPath, 'a', 0o600);
     try {
       const child = spawn(process.execPath, [SUPERVISOR_SCRIPT, '--standby'], {
         cwd: '/', detached: true, stdio: ['pipe', logFd, logFd], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },

@@ -479,7 +479,7 @@ function standBy(): void {
     const jobDir = input.slice(0, newline);
     try {
       process.chdir(jobDir);
-      logFd = openSync(jobFiles(jobDir).log, 'a', 0o644);
+      logFd = openSync(jobFiles(jobDir).log, 'a', 0o600);
     } catch (error) {
       log(`cannot take job directory ${jobDir}: ${(error as Error).message}`);
       process.exit(1);

@@ -3,7 +3,7 @@
 // item, with where each value came from.
 
 import { formatOrigin, type ItemKey, type JobSpec, type Origin } from './types.js';
-import { formatExport, formatHumanTime, formatMemory, formatNodes, formatSbatchTime } from './values.js';
+import { formatExport, formatHumanTime, formatMemory, formatNodes, formatSbatchTime, formatSignal } from './values.js';
 
 export interface SummaryOptions {
   readonly origins?: { readonly [K in ItemKey]?: Origin };
@@ -38,6 +38,7 @@ export function renderSummary(spec: JobSpec, options: SummaryOptions = {}): stri
     ['Export', formatExport(spec.export), 'export'],
     ['Constraint', spec.constraint?.text ?? '(none)', 'constraint'],
     ['Requeue', spec.requeue ? 'yes' : 'no', 'requeue'],
+    ['Warning signal', spec.signal === undefined ? '(none)' : `${formatSignal(spec.signal)} (${spec.signal.batchOnly ? 'the batch shell' : 'every process'}, ${spec.signal.beforeSeconds} s before the limit)`, 'signal'],
   );
   const labelWidth = Math.max(...rows.map(([label]) => label.length)) + 1;
   const valueWidth = Math.max(...rows.map(([, value]) => value.length));
