@@ -38,8 +38,12 @@ export function renderSummary(spec: JobSpec, options: SummaryOptions = {}): stri
     ['Export', formatExport(spec.export), 'export'],
     ['Constraint', spec.constraint?.text ?? '(none)', 'constraint'],
     ['Requeue', spec.requeue ? 'yes' : 'no', 'requeue'],
-    ['Warning signal', spec.signal === undefined ? '(none)' : `${formatSignal(spec.signal)} (${spec.signal.batchOnly ? 'the batch shell' : 'every process'}, ${spec.signal.beforeSeconds} s before the limit)`, 'signal'],
   );
+  // Shown only when asked for: most jobs want none.
+  if (spec.signal !== undefined) {
+    const { signal } = spec;
+    rows.push(['Warning signal', `${formatSignal(signal)} (to ${signal.batchOnly ? 'the batch shell' : 'every process'} ${signal.beforeSeconds} s before the limit)`, 'signal']);
+  }
   const labelWidth = Math.max(...rows.map(([label]) => label.length)) + 1;
   const valueWidth = Math.max(...rows.map(([, value]) => value.length));
   const lines = rows.map(([label, value, key]) => {
