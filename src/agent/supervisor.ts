@@ -5,7 +5,9 @@
 // is recorded when the agent dies; a restarted agent, which cannot wait on a
 // process it did not start, reads the status file and signals through the
 // socket (slurmstepd's role for slurmd). It runs as root to start jobs as the
-// users who submitted them (spec uid/gid), or as that user for their own jobs.
+// users who submitted them (spec uid/gid), or as that user for their own jobs;
+// as root it never touches a job's path or environment: the exec helper
+// (native/taras-exec.c) drops to the user before it does.
 // Entry point: node dist/src/agent/supervisor.js JOBDIR; the agent drives it
 // through jobdir.ts.
 
