@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@
 #define GATE_FD 5
 #define MAX_DESCRIPTION (64 * 1024 * 1024)
 
-static char label[512] = "the supervisor's user";
+static char label[512] = "uid ?";
 
 /** Reports why the job cannot start on the error pipe, and exits. */
 static void fail(int code, const char *format, ...) {
@@ -183,6 +184,11 @@ static int open_output(const char *path, int truncate, uid_t uid) {
     fail(126, "output file %s belongs to uid %u, not to %s: a job never writes into another user's file; remove it or choose another --output",
          path, (unsigned) stats.st_uid, label);
   }
+  // Another name for the same file (a hard link planted where the output goes) would get the output too.
+  if (stats.st_nlink != 1) {
+    fail(126, "output file %s has %lu hard links: output goes only to a file with one name; remove it or choose another --output",
+         path, (unsigned long) stats.st_nlink);
+  }
   if (truncate && ftruncate(fd, 0) != 0) fail(126, "cannot truncate the job's output file %s: %s", path, strerror(errno));
   int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) fail(126, "cannot make %s blocking: %s", path, strerror(errno));
@@ -215,7 +221,11 @@ int main(int argc, char **argv) {
     name = argv[4];
     if (strcmp(name, "-") == 0) snprintf(label, sizeof label, "uid %u", (unsigned) uid);
     else snprintf(label, sizeof label, "%s (uid %u)", name, (unsigned) uid);
-  } else if (!(argc == 2 && strcmp(argv[1], "--self") == 0)) {
+  } else if (argc == 2 && strcmp(argv[1], "--self") == 0) {
+    struct passwd *self = getpwuid(uid);
+    if (self != NULL) snprintf(label, sizeof label, "%s (uid %u)", self->pw_name, (unsigned) uid);
+    else snprintf(label, sizeof label, "uid %u", (unsigned) uid);
+  } else {
     fail(126, "taras-exec: usage: taras-exec --user UID GID NAME | --self");
   }
   // Every fd opened below lands above 2, so the dup2s onto 0, 1 and 2 cannot clobber one another.

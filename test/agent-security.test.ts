@@ -9,7 +9,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, closeSync, constants, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, constants, existsSync, linkSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -141,6 +141,19 @@ describe('planted output files', { skip, concurrency: true }, () => {
     assert.equal(status.state, 'FAILED');
     assert.match(status.reason!, /^output file .*v\.out is a symbolic link/);
     assert.equal(readFileSync(own, 'utf8'), 'mine\n');
+  });
+
+  it('a hard link at the output path to a file of the user\'s elsewhere is not written through', async () => {
+    const shared = dirOf('shared-hardlink', { uid: 0, gid: 0 }, 0o777);
+    const own = join(victim.home, 'diary');
+    writeFileSync(own, 'private\n');
+    chownSync(own, victim.uid, victim.gid);
+    linkSync(own, join(shared, 'v.out')); // as an attacker can where fs.protected_hardlinks is 0
+    const { dir } = prepareJob('echo job output', { stdoutPath: join(shared, 'v.out'), stderrPath: join(shared, 'v.out') });
+    const status = await runJob(dir);
+    assert.equal(status.state, 'FAILED');
+    assert.equal(status.reason, `output file ${join(shared, 'v.out')} has 2 hard links: output goes only to a file with one name; remove it or choose another --output`);
+    assert.equal(readFileSync(own, 'utf8'), 'private\n');
   });
 
   it('a FIFO at the output path fails the job at once, with or without a reader', async () => {

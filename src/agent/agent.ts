@@ -92,6 +92,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { log } = options;
   const jobsDir = join(options.dataDir, 'jobs');
   mkdirSync(jobsDir, { recursive: true });
+  chmodSync(jobsDir, 0o711); // job users pass through to their own job directory; nobody lists the others
   // A supervisor is kept started ahead, so a job starts without waiting for Node to start.
   const launcher = new SupervisorLauncher(join(options.dataDir, 'standby-supervisors.log'));
   const netLog = lineLog(log);
