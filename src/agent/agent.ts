@@ -10,7 +10,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
+import { constants as osConstants, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
 import { ApiRequestError, createApiClient, type ControllerTarget } from '../net/client.js';
@@ -21,7 +21,11 @@ import { makeFolder, tightenMode } from '../net/private-files.js';
 import { createApiServer, RouteError } from '../net/server.js';
 import { detectCgroupMode } from './cgroup.js';
 import { jobLaunch } from './environment.js';
-import { hasEnded, isAlive, prepareJobDir, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName } from './jobdir.js';
+import type { WarnSignal } from '../jobspec/types.js';
+import {
+  hasEnded, isAlive, isSignalName, prepareJobDir, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName,
+  type SupervisorSpec,
+} from './jobdir.js';
 import { lookupUser } from './users.js';
 
 export interface AgentOptions {
@@ -58,6 +62,34 @@ export function credentialsFor(user: string): Result<{ uid: number; gid: number 
   if (found.value.uid === agentUid) return { ok: true, value: null };
   if (agentUid !== 0) return { ok: false, error: `the agent runs as ${userInfo().username} and cannot start jobs for ${user}; run agents as root` };
   return { ok: true, value: { uid: found.value.uid, gid: found.value.gid } };
+}
+
+/** The start order's warning signal as the supervisor takes it: none, or a Node signal name, when and to whom. */
+export function warningOf(signal: WarnSignal | null | undefined): Result<Pick<SupervisorSpec, 'warnSignal' | 'warnBeforeSeconds' | 'warnBatchOnly'>> {
+  if (signal === null || signal === undefined) return { ok: true, value: { warnSignal: 'SIGUSR1', warnBeforeSeconds: 0, warnBatchOnly: false } };
+  const name = /^\d+$/.test(signal.signal)
+    ? Object.entries(osConstants.signals).find(([, number]) => number === Number(signal.signal))?.[0]
+    : `SIG${signal.signal}`;
+  if (name === undefined || !isSignalName(name)) return { ok: false, error: `--signal ${signal.signal}: this node knows no such signal; use a name such as USR1` };
+  // 0 s before the limit means no warning to the supervisor; sbatch sends it at the limit, so do it a moment before.
+  return { ok: true, value: { warnSignal: name, warnBeforeSeconds: Math.max(signal.beforeSeconds, 0.001), warnBatchOnly: signal.batchOnly } };
+}
+
+/**
+ * The job directory: root's (the agent's) and 0700, so no other user can see
+ * the job's environment or plant files; for another user's job 0710 with
+ * that user's group, so their job can reach its script and node file (which
+ * are theirs, or root's and read-only) without listing the directory, as
+ * slurmd's job directories are 0750 with the job's group.
+ */
+function makeJobDir(dir: string, runAs: { uid: number; gid: number } | null): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (runAs === null) {
+    chmodSync(dir, 0o700);
+  } else {
+    chownSync(dir, process.getuid!(), runAs.gid);
+    chmodSync(dir, 0o710);
+  }
 }
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
@@ -122,10 +154,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             return { status: 200, body: { ok: true } };
           }
           const runAs = credentials.value;
-          mkdirSync(dir, { recursive: true, mode: 0o700 });
-          // As slurmd's job directories: root's, entered by the job's group only (its user reads the script and nodefile by name).
-          if (runAs !== null) chownSync(dir, -1, runAs.gid);
-          chmodSync(dir, runAs === null ? 0o700 : 0o710);
+          const warning = warningOf(order.warnSignal);
+          if (!warning.ok) {
+            recordNotStarted(dir, order.jobId, warning.error);
+            log(`job ${order.jobId} not started: ${warning.error}`);
+            return { status: 200, body: { ok: true } };
+          }
+          makeJobDir(dir, runAs);
           const nodefilePath = join(dir, 'nodefile');
           const scriptPath = join(dir, 'script');
           const launch = jobLaunch({
@@ -133,14 +168,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             submitEnv: order.spec.submitEnv ?? {}, submitDir: order.spec.submitDir ?? order.spec.workingDir, nodefilePath,
           });
           writeFileSync(nodefilePath, launch.nodefile);
+          // Readable by the job's user only: a script can hold secrets too.
           writeFileSync(scriptPath, order.spec.script.text, { mode: 0o700 });
+          chmodSync(scriptPath, 0o700);
           if (runAs !== null) chownSync(scriptPath, runAs.uid, runAs.gid); // the job runs it as its user
           const limit = order.spec.timeLimitSeconds;
           const prepared = prepareJobDir(dir, {
             jobId: order.jobId, script: scriptPath, args: order.spec.script.args, workingDir: launch.workingDir, env: launch.env,
             stdoutPath: launch.stdoutPath, stderrPath: launch.stderrPath, memoryMiB: order.spec.memoryMiB ?? null,
-            timeLimitSeconds: limit === 'UNLIMITED' ? null : limit, warnBeforeSeconds: order.warnBeforeSeconds, killGraceSeconds: order.killGraceSeconds,
-            uid: runAs?.uid ?? null, gid: runAs?.gid ?? null,
+            timeLimitSeconds: limit === 'UNLIMITED' ? null : limit, ...warning.value, killGraceSeconds: order.killGraceSeconds,
+            umask: order.spec.umask ?? 0o022, uid: runAs?.uid ?? null, gid: runAs?.gid ?? null,
           });
           if (!prepared.ok) throw new RouteError(400, `job ${order.jobId}: ${prepared.error}`);
           const launched = launcher.launch(dir);
