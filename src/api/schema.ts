@@ -136,7 +136,7 @@ const jobReport = v.looseObject({
   state: v.picklist(['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY'], 'expected RUNNING or an end state'),
   exitCode: v.nullable(int(-1_000_000, 1_000_000)),
   endTimeMs: v.nullable(epochMs),
-  reason: v.optional(text(LIMITS.textChars)),
+  reason: v.nullish(text(LIMITS.textChars)),
 }, 'expected an object');
 export const AgentRegisterBodySchema = v.looseObject({
   url: text(LIMITS.pathChars, 1),
