@@ -130,7 +130,7 @@ export function readPartitions(root: TableReader, nodes: NodesRead, errors: Erro
     }
     const maxNodes = isUnlimited(reader.raw('max_nodes')) ? null : reader.integer('max_nodes', { example: '2', min: 1 }) ?? null;
     const priority = reader.integer('priority', { example: '10', min: 0, max: 65535 }) ?? 1;
-    if (name !== undefined && members !== undefined) specs.push({ name, nodes: members, isDefault, maxTimeSeconds, defaultTimeSeconds, maxNodes, priority });
+    if (name !== undefined && members !== undefined) specs.push({ name, nodes: members, isDefault, maxTimeSeconds, ...(defaultTimeSeconds === null ? {} : { defaultTimeSeconds }), maxNodes, priority });
   });
 
   if (nodes.names !== undefined && complete) reportNodesInNoPartition(nodes, used, errors);
