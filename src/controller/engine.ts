@@ -183,7 +183,10 @@ export class ControllerEngine {
   /** Runs `take` (queue or adopt the job); a job it cannot take ends FAILED (or, on a reconfigure, the error is thrown). Returns the reason if it ended. */
   private recoverOne(record: JobRecord, take: () => void): string | undefined {
     let reason: string | undefined;
-    const checked = checkBody(JobSpecSchema, record.request, 'request');
+    // The schema without the environment (checked at submission; only the agent reads it): a third of the cost,
+    // about 4 µs a job, 0.2 s for 50,000 queued jobs.
+    const { submitEnv: _environment, ...request } = record.request as { submitEnv?: unknown };
+    const checked = checkBody(JobSpecSchema, request, 'request');
     if (!checked.ok) {
       reason = `its stored request is not valid (${formatProblems(checked.problems)})`;
     } else {
