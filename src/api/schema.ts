@@ -96,7 +96,7 @@ export const JobSpecSchema = strict({
   umask: v.optional(int(0, 0o777)),
   /** sbatch --signal=[B:]SIG[@TIME] (contracts.md). */
   signal: v.optional(strict({
-    signal: v.pipe(text(16, 1), v.regex(/^(SIG)?[A-Z0-9]+$/, 'expected a signal name like USR1 or a number')),
+    signal: v.pipe(text(16, 1), v.regex(/^(SIG)?[A-Z0-9+-]+$/, 'expected a signal name like USR1, RTMIN+1 or a number')),
     beforeSeconds: int(0, 65_535),
     batchOnly: bool(),
   })),
