@@ -160,6 +160,20 @@ describe('the request schema', () => {
   });
 });
 
+describe('partition default_time', () => {
+  it('is read from cluster.toml, and may not exceed max_time', async () => {
+    const file = join(work, 'default-time.toml');
+    writeFileSync(file, clusterToml(join(work, 'dt-data')));
+    const parsed = await readClusterConfig(file);
+    assert.ok(parsed.ok);
+    assert.deepEqual(parsed.config.partitions.map((p) => [p.name, p.defaultTimeSeconds ?? null]), [['batch', null], ['short', 300]]);
+    writeFileSync(file, clusterToml(join(work, 'dt-data')).replace('default_time = "5:00"', 'default_time = "45:00"'));
+    const bad = await readClusterConfig(file);
+    assert.ok(!bad.ok);
+    assert.match(bad.errors.map((e) => `${e.key}: ${e.message}`).join('\n'), /partitions\[1\]\.default_time: default_time is longer than max_time \(1800 s\)/);
+  });
+});
+
 describe('sbatch\'s -n: tasks spread over as few nodes as hold them', () => {
   const nodes8 = [{ cpus: 8 }, { cpus: 8 }, { cpus: 8 }];
   it('9 tasks of 1 CPU on 8-CPU nodes take 2 nodes of 5 CPUs; -N 1 cannot hold them', () => {
@@ -365,8 +379,8 @@ function prepare(name: string, toml?: string): string {
 }
 
 describe('with real controller processes', () => {
-  it('-n 9 on 8-CPU nodes is stored and asks for 2 nodes; the bad requests leave a controller that restarts cleanly', async () => {
-    const dir = prepare('restart-clean');
+  it('-n 9 on 8-CPU nodes is stored and runs on 2 nodes; the bad requests leave a controller that restarts cleanly', async () => {
+    const dir = prepare('restart-clean', clusterToml(join(work, 'restart-clean', 'data'), 'node[01-02]'));
     let controller = await controllerAt(dir);
     const submitted = cli(dir, controller.url, ['submit', '-t', '1', '-n', '9', 'job.sh', '--json']);
     assert.equal(submitted.code, 0, submitted.stderr);
@@ -381,7 +395,32 @@ describe('with real controller processes', () => {
     assert.deepEqual([job.state, job.ntasks], ['PENDING', 9]);
     const listed = JSON.parse(cli(dir, controller.url, ['queue', '--json']).stdout) as ApiJob[];
     assert.deepEqual(listed.map((j) => j.id), [id]);
-    await killHard(controller.child);
+    // With an agent for the two 8-CPU nodes, the job runs on both, 5 CPUs each.
+    const data = join(dir, 'data');
+    const agent = await daemon(['agent', '--controller', controller.url, '--virtual', '2x8', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')],
+      /registered 2 node/, dir);
+    const api = createApiClient({ baseUrl: controller.url }, { identity: localIdentity() });
+    try {
+      const deadline = Date.now() + 10_000;
+      let job = await api.get<ApiJob>(`/jobs/${id}`);
+      while (job.state === 'PENDING' && Date.now() < deadline) {
+        await sleep(100);
+        job = await api.get<ApiJob>(`/jobs/${id}`);
+      }
+      assert.deepEqual([job.state, job.nodes, job.nodeCount], ['RUNNING', ['node01', 'node02'], 2]);
+      const nodes = await api.get<{ name: string; cpusAllocated: number }[]>('/nodes');
+      assert.deepEqual(nodes.map((n) => n.cpusAllocated), [5, 5]);
+      await api.post('/jobs/cancel', { ids: [id] });
+      while (job.state !== 'CANCELLED' && Date.now() < deadline + 10_000) {
+        await sleep(100);
+        job = await api.get<ApiJob>(`/jobs/${id}`);
+      }
+      assert.equal(job.state, 'CANCELLED');
+    } finally {
+      api.close();
+      await killHard(agent.child);
+      await killHard(controller.child);
+    }
   });
 
   it('a stored job the cluster can no longer run ends FAILED with the reason at start-up; the controller starts and the others stay', async () => {
