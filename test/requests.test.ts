@@ -26,7 +26,8 @@ import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, ControllerUnreachableError, createApiClient, type ApiClient } from '../src/net/client.js';
 import { identityHeaders, localIdentity } from '../src/net/identity.js';
 import { openStore } from '../src/store/store.js';
-import { SCHEMA_VERSION } from '../src/store/schema.js';
+import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../src/store/schema.js';
+import Database from 'better-sqlite3';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
@@ -296,6 +297,21 @@ describe('the controller refuses bad requests before storing anything', () => {
     } finally {
       await close();
     }
+  });
+
+  it('a schema 3 file opens as schema 4 (migration 4 in the same transaction as the version), with an empty key table', () => {
+    const path = join(work, 'v3.db');
+    const db = new Database(path);
+    db.transaction(() => migrate(db, MIGRATIONS.filter((m) => m.version <= 3)))();
+    db.close();
+    const old = openStore(path);
+    assert.equal(old.schemaVersion, 4);
+    const id = old.submit({ user: 'alice', name: 'v3', partition: 'batch', scriptPath: null, script: '#!/bin/sh\n', request: {} }, 1000);
+    assert.equal(old.jobForKey('alice', 'anything'), undefined);
+    old.close();
+    const reopened = openStore(path);
+    assert.equal(reopened.job(id)?.name, 'v3');
+    reopened.close();
   });
 
   it('store schema 4 keeps idempotency keys with their jobs, across a reopen', () => {
