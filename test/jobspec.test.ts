@@ -438,7 +438,7 @@ describe('rejections at submission (seed 000 2.2.1)', () => {
     const [few] = validateAgainstCluster(job({ partition: 'gpu', nodes: { min: 2 }, constraint: constraint('gpu&ib') }), cluster);
     assert.deepEqual([few.kind, few.message], ['too-few-suitable-nodes', 'partition gpu has 1 node with 1 CPU and gpu&ib; the job needs 2']);
     const [tasks] = validateAgainstCluster(job({ nodes: { min: 2, max: 3 }, ntasks: 25 }), cluster);
-    assert.deepEqual([tasks.kind, tasks.message], ['too-many-tasks', 'more tasks than partition batch can hold: 25 tasks of 1 CPU on at most 3 nodes, which hold 24']);
+    assert.deepEqual([tasks.kind, tasks.message], ['too-many-tasks', 'more tasks than partition batch can hold: 25 tasks of 1 CPU on 2 to 3 nodes, each node running the same number of tasks, hold at most 24; ask for fewer tasks or CPUs per task']);
   });
 
   it('reports every reason at once', () => {

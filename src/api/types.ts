@@ -106,3 +106,14 @@ export interface ApiError {
   /** What the caller can do about it. */
   fix?: string;
 }
+
+/** What POST /jobs/cancel did to one job. */
+export interface ApiCancelResult {
+  id: number;
+  /** The job's state after the request (null: no such job). */
+  state: JobState | null;
+  /** cancelled: a pending job ended; signalled: a running job was sent SIGTERM; ended: it had already ended (its state); refused: not yours or not found. */
+  result: 'cancelled' | 'signalled' | 'ended' | 'refused';
+  /** One line for the user. */
+  message: string;
+}

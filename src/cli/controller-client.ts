@@ -39,6 +39,34 @@ export async function withClient<T>(flag: string | undefined, run: (api: ApiClie
   }
 }
 
+/** How long a command keeps trying a controller that does not answer (a restart takes a second or two); TARAS_RETRY_SECONDS changes it. */
+export const RETRY_FOR_MS = Number.isFinite(Number(process.env.TARAS_RETRY_SECONDS ?? 'x')) ? Number(process.env.TARAS_RETRY_SECONDS) * 1000 : 30_000;
+
+/**
+ * Runs `request` again while the controller cannot be reached (connection
+ * refused or reset, no answer: a restart), with backoff from 100 ms to 2 s,
+ * for at most RETRY_FOR_MS; says once on stderr that it is waiting. Only for
+ * requests that are safe to repeat: reads, and submissions that carry an
+ * idempotency key. An answer, even an error, is returned or thrown at once.
+ */
+export async function withRetries<T>(what: string, request: () => Promise<T>, retryForMs = RETRY_FOR_MS): Promise<T> {
+  const { ControllerUnreachableError } = await import('../net/client.js');
+  const deadline = Date.now() + retryForMs;
+  let delayMs = 100;
+  let told = false;
+  for (;;) {
+    try {
+      return await request();
+    } catch (error) {
+      if (!(error instanceof ControllerUnreachableError) || Date.now() + delayMs > deadline) throw error;
+      if (!told) process.stderr.write(`${what}: the controller at ${error.address} does not answer (${error.code}); retrying for up to ${Math.round(retryForMs / 1000)} s (Ctrl-C to stop)\n`);
+      told = true;
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      delayMs = Math.min(delayMs * 2, 2000);
+    }
+  }
+}
+
 export const print = (text: string) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 export const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
 

@@ -5,7 +5,7 @@
 
 import type { Command } from 'commander';
 import { fail } from './flags.js';
-import { client, controllerAddress, controllerOption, parseJobIds, print, printJson, withClient } from './controller-client.js';
+import { client, controllerAddress, controllerOption, parseJobIds, print, printJson, withClient, withRetries } from './controller-client.js';
 
 export function registerJobCommands(program: Command): void {
   program
@@ -56,8 +56,17 @@ export function registerJobCommands(program: Command): void {
         errors.push(...parsed.errors.map(jobspec.formatError));
         return undefined;
       };
-      const fileLayer = typeof flags.file === 'string'
-        ? layer((await import('../jobspec/jobfile.js')).parseJobFile(readFileSync(flags.file, 'utf8'), flags.file))
+      let fileText: string | undefined;
+      if (typeof flags.file === 'string') {
+        try {
+          fileText = readFileSync(flags.file, 'utf8');
+        } catch (error) {
+          const why = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
+          fail(`error: --file ${flags.file}: cannot read the job file (${why}): give the path of a job.toml, or leave --file out`);
+        }
+      }
+      const fileLayer = fileText !== undefined
+        ? layer((await import('../jobspec/jobfile.js')).parseJobFile(fileText, flags.file as string))
         : undefined;
       const directives = layer(jobspec.parseDirectives(scriptText, script));
       const flagLayer = layer(jobspec.parseFlagValues(given, { script, args }));
@@ -74,8 +83,17 @@ export function registerJobCommands(program: Command): void {
         // Argonne spsubmit: ask for what is missing, show the summary, then commit or abort.
         const readline = await import('node:readline/promises');
         const prompt = readline.createInterface({ input: process.stdin, output: process.stdout });
+        // Ctrl-C and Ctrl-D end the prompt with a line, never a stack trace (130: interrupted, as a shell says).
+        let answered = false;
+        prompt.on('SIGINT', () => fail('\naborted (Ctrl-C): nothing was submitted', 130));
+        prompt.on('close', () => {
+          if (!answered) fail('\naborted (end of input): nothing was submitted', 1);
+        });
         ask = (question) => prompt.question(question);
-        closePrompt = () => prompt.close();
+        closePrompt = () => {
+          answered = true;
+          prompt.close();
+        };
         const answers: Record<string, string> = {};
         for (const item of missing) {
           for (;;) {
@@ -108,8 +126,17 @@ export function registerJobCommands(program: Command): void {
         closePrompt();
       }
       // The umask decides the mode of the job's new output files, as if the submitter had created them.
-      const spec = { ...built.value.spec, umask: process.umask(), submitEnv: { ...process.env }, submitDir: process.cwd() };
-      const { id } = await withClient(flags.controller as string | undefined, (api) => api.post<{ id: number }>('/jobs', { spec }));
+      const spec = { ...built.value.spec, umask: process.umask(), submitEnv: { ...process.env } as Record<string, string>, submitDir: process.cwd() };
+      // The key makes the retries below safe: the controller answers a key it has stored with the job it created.
+      // Keys are per user, so a key only has to differ from this user's other keys: time, pid and a random part do
+      // (node:crypto's randomUUID would cost `taras submit` about 8 ms of loading).
+      const { checkBody, formatProblems, SubmitBodySchema } = await import('../api/schema.js');
+      const body = { spec, idempotencyKey: `${Date.now().toString(36)}-${process.pid.toString(36)}-${Math.random().toString(36).slice(2, 12)}` };
+      // The schema the controller checks: a request it would refuse is not sent.
+      const checked = checkBody(SubmitBodySchema, body);
+      if (!checked.ok) fail(`error: the request is not valid: ${formatProblems(checked.problems)}`);
+      const { id } = await withClient(flags.controller as string | undefined,
+        (api) => withRetries('submit', () => api.post<{ id: number }>('/jobs', body)));
       if (flags.json) printJson({ id });
       else print(`Submitted job ${id}`);
     });
@@ -184,17 +211,12 @@ export function registerJobCommands(program: Command): void {
     .action(async (raw: string[], flags: { all?: boolean; controller?: string; json?: boolean }) => {
       if (!flags.all && raw.length === 0) fail('error: name the jobs to cancel, or --all for all of yours');
       await withClient(flags.controller, async (api) => {
-        let ids = parseJobIds(raw);
-        if (flags.all) {
-          const { localIdentity } = await import('../net/identity.js');
-          const mine = await api.get<{ id: number; state: string }[]>(`/jobs?user=${encodeURIComponent(localIdentity().user)}&state=PENDING,RUNNING`);
-          ids = mine.map((j) => j.id);
-        }
-        const results = [];
-        for (const id of ids) results.push(await api.delete<{ id: number; state: string }>(`/jobs/${id}`));
-        if (flags.json) return printJson(results);
-        for (const job of results) print(`job ${job.id}: ${job.state === 'CANCELLED' ? 'cancelled' : 'being cancelled (signalled)'}`);
-        if (results.length === 0) print('no jobs to cancel');
+        // One request for the whole set: the controller cancels the pending ones first, so none of them starts.
+        const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>('/jobs/cancel', flags.all ? { all: true } : { ids: parseJobIds(raw) });
+        if (flags.json) return printJson(jobs);
+        for (const job of jobs) print(job.message);
+        if (jobs.length === 0) print('no jobs to cancel');
+        if (jobs.some((job) => job.result === 'refused')) process.exitCode = 1;
       });
     });
 
@@ -211,7 +233,8 @@ export function registerJobCommands(program: Command): void {
         let allCompleted = true;
         for (const id of ids) {
           for (;;) {
-            const job = await api.get<{ state: import('../api/types.js').JobState; exitCode: number | null }>(`/jobs/${id}`);
+            // A controller restart is ridden out (bounded): the job's fate is in its store.
+            const job = await withRetries('wait', () => api.get<{ state: import('../api/types.js').JobState; exitCode: number | null }>(`/jobs/${id}`));
             if (finishedStates.includes(job.state)) {
               print(`job ${id}: ${job.state}${job.exitCode !== null ? ` (exit code ${job.exitCode})` : ''}`);
               if (job.state !== 'COMPLETED') allCompleted = false;

@@ -43,6 +43,8 @@ export interface PartitionSpec {
   readonly isDefault: boolean;
   /** null: no limit. */
   readonly maxTimeSeconds: number | null;
+  /** The time limit of a job that gives none (Slurm's DefaultTime); null or absent: such a job is refused. */
+  readonly defaultTimeSeconds?: number | null;
   /** Most nodes one job may have; null: no limit. */
   readonly maxNodes: number | null;
   /** Higher first where partitions share nodes (Slurm's partition priority). */

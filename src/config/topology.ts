@@ -15,8 +15,8 @@ const NODE_KEYS = {
 };
 
 const PARTITION_KEYS = {
-  known: ['name', 'nodes', 'default', 'max_time', 'max_nodes', 'priority'],
-  aliases: { partitionname: 'name', timelimit: 'max_time', time_limit: 'max_time', prioritytier: 'priority', isdefault: 'default' },
+  known: ['name', 'nodes', 'default', 'max_time', 'default_time', 'max_nodes', 'priority'],
+  aliases: { partitionname: 'name', timelimit: 'max_time', time_limit: 'max_time', defaulttime: 'default_time', prioritytier: 'priority', isdefault: 'default' },
 };
 
 export interface NodesRead {
@@ -124,9 +124,13 @@ export function readPartitions(root: TableReader, nodes: NodesRead, errors: Erro
     const isDefault = reader.boolean('default') ?? false;
     if (isDefault) markedDefault.push(group);
     const maxTimeSeconds = reader.duration('max_time', { example: '"1-00:00:00"', minutesIfBare: true, unlimited: true, min: 1 }) ?? null;
+    const defaultTimeSeconds = reader.duration('default_time', { example: '"1:00:00"', minutesIfBare: true, unlimited: false, min: 1 }) ?? null;
+    if (defaultTimeSeconds !== null && maxTimeSeconds !== null && defaultTimeSeconds > maxTimeSeconds) {
+      reader.error('default_time', `default_time is longer than max_time (${maxTimeSeconds} s)`, 'make default_time at most max_time');
+    }
     const maxNodes = isUnlimited(reader.raw('max_nodes')) ? null : reader.integer('max_nodes', { example: '2', min: 1 }) ?? null;
     const priority = reader.integer('priority', { example: '10', min: 0, max: 65535 }) ?? 1;
-    if (name !== undefined && members !== undefined) specs.push({ name, nodes: members, isDefault, maxTimeSeconds, maxNodes, priority });
+    if (name !== undefined && members !== undefined) specs.push({ name, nodes: members, isDefault, maxTimeSeconds, ...(defaultTimeSeconds === null ? {} : { defaultTimeSeconds }), maxNodes, priority });
   });
 
   if (nodes.names !== undefined && complete) reportNodesInNoPartition(nodes, used, errors);

@@ -6,6 +6,10 @@
 
 import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
+import {
+  AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema,
+  formatProblems, MotdBodySchema, SubmitBodySchema,
+} from '../api/schema.js';
 import { finishedStates, type ApiJob, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
@@ -18,7 +22,7 @@ import { makeFolder, setMode } from '../net/private-files.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState, JobRecord } from '../store/events.js';
 import { openStore } from '../store/store.js';
-import { ControllerEngine, SubmitRefused, type AgentLink, type JobReport, type StartOrder } from './engine.js';
+import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder, type Submission } from './engine.js';
 import { apiJob, apiJobWithEvents, apiNodes, apiQueue, apiStatus, apiWhen } from './views.js';
 
 export interface ControllerOptions {
@@ -39,9 +43,21 @@ export interface RunningController {
   close(): Promise<void>;
 }
 
-/** Submission as the CLI sends it: the spec plus what only the submitting shell knows. */
+/** Submission as the CLI sends it: the spec plus what only the submitting shell knows (src/api/schema.ts checks it). */
 export interface SubmitBody {
   readonly spec: JobSpec & { readonly submitEnv?: Record<string, string>; readonly submitDir?: string };
+  /** Makes a retry safe: the same key from the same user answers the first job's id. */
+  readonly idempotencyKey?: string;
+}
+
+/** How long a submission's idempotency key is remembered (a retry comes within seconds). */
+const IDEMPOTENCY_KEY_MS = 24 * 3600 * 1000;
+
+/** The body, checked against its schema: a 400 naming each bad field and what it takes, before anything is done. */
+function bodyOf<S extends Parameters<typeof checkBody>[0]>(schema: S, ctx: RequestContext, example: string) {
+  const checked = checkBody(schema, ctx.body);
+  if (!checked.ok) throw new RouteError(400, `the request body is not valid: ${formatProblems(checked.problems)}`, `send ${example}; nothing was changed`);
+  return checked.value;
 }
 
 /** Agents by node: where to reach each node's agent, and whom requests there are signed for (its nodes, address and boot id). */
@@ -131,7 +147,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
     throw error;
   });
   const agents = new HttpAgents(options.clusterKey, durable);
-  let engine = new ControllerEngine(config, store, agents, Date.now, log);
+  // A stored job this configuration can never run ends FAILED (logged) rather than stopping the start.
+  let engine = new ControllerEngine(config, store, agents, Date.now, log, 'fail');
+  store.forgetKeysBefore(Date.now() - IDEMPOTENCY_KEY_MS);
   const netLog = lineLog(log);
 
   let scheduled = false;
@@ -149,27 +167,53 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
 
   // Group commit: one transaction for every submission that arrived while the previous batch was being synced.
-  let batch: { user: string; spec: JobSpec; resolve: (id: JobId) => void; reject: (e: Error) => void }[] = [];
+  // Each submission is checked on its own before it joins a batch, and answered on its own after: one
+  // that is refused (or that the engine refuses at the commit) never fails the others committed with it.
+  let batch: (Submission & { resolve: (id: JobId) => void; reject: (e: Error) => void })[] = [];
   const flush = () => {
     const jobs = batch;
     batch = [];
+    let outcomes;
     try {
-      const ids = engine.accept(jobs.map(({ user, spec }) => ({ user, spec })));
-      jobs.forEach((job, index) => job.resolve(ids[index]));
-      kick();
+      outcomes = engine.acceptEach(jobs);
     } catch (error) {
+      // The transaction failed as a whole (the disk): nothing of this batch is stored.
       for (const job of jobs) job.reject(error as Error);
+      return;
     }
+    jobs.forEach((job, index) => {
+      const outcome = outcomes[index];
+      if ('refused' in outcome) job.reject(outcome.refused);
+      else job.resolve(outcome.id);
+    });
+    kick();
   };
-  const submitOne = (user: string, spec: JobSpec) =>
-    new Promise<JobId>((resolve, reject) => {
-      const reasons = engine.refusals(spec);
+  /** Submissions whose key is in a batch not yet answered: a retry that arrives meanwhile waits for the same answer. */
+  const keysInFlight = new Map<string, Promise<JobId>>();
+  const submitOne = (submission: Submission): Promise<JobId> => {
+    const { user, idempotencyKey } = submission;
+    const flightKey = idempotencyKey === undefined ? undefined : `${user}\n${idempotencyKey}`;
+    if (flightKey !== undefined) {
+      const inFlight = keysInFlight.get(flightKey);
+      if (inFlight) return inFlight;
+      const stored = store.jobForKey(user, idempotencyKey!);
+      if (stored !== undefined) return Promise.resolve(stored);
+    }
+    const answer = new Promise<JobId>((resolve, reject) => {
+      const reasons = engine.refusals(submission.spec);
       if (reasons.length > 0) return reject(new SubmitRefused(reasons));
       // Group commit: the next batch is committed once the previous one is on the disk, so the
       // submissions that arrive during an fdatasync share the next commit and the next sync.
       if (batch.length === 0) void store.durable().then(() => setImmediate(flush), () => setImmediate(flush));
-      batch.push({ user, spec, resolve, reject });
+      batch.push({ ...submission, resolve, reject });
     });
+    if (flightKey !== undefined) {
+      keysInFlight.set(flightKey, answer);
+      const forget = () => keysInFlight.delete(flightKey);
+      answer.then(forget, forget);
+    }
+    return answer;
+  };
 
   const knownAgents = new Set<string>();
   const motd = () => (store.setting('motd') as string | undefined) ?? null;
@@ -200,9 +244,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'POST', path: '/jobs',
       handler: async (ctx) => {
-        const body = ctx.body as SubmitBody | undefined;
-        if (!body?.spec) throw new RouteError(400, 'the body has no spec', 'send {"spec": {...}} as `taras submit` does');
-        const id = await submitOne(userOf(ctx), body.spec).catch(refused);
+        const user = userOf(ctx);
+        const body = bodyOf(SubmitBodySchema, ctx, '{"spec": {...}} as `taras submit` does (fields in src/api/schema.ts)');
+        const id = await submitOne({ user, spec: body.spec as JobSpec, idempotencyKey: body.idempotencyKey }).catch(refused);
         return { status: 201, body: { id } };
       },
     },
@@ -245,14 +289,25 @@ export async function startController(options: ControllerOptions): Promise<Runni
         return { status: 200, body: apiJob(engine, record) };
       },
     },
+    {
+      // A set of jobs in one request (`taras cancel 1 2 3`, `taras cancel --all`): pending ones never start.
+      method: 'POST', path: '/jobs/cancel',
+      handler: (ctx) => {
+        const caller = userOf(ctx);
+        const body = bodyOf(CancelBodySchema, ctx, '{"ids": [12, 13]} or {"all": true}');
+        const ids = body.ids !== undefined ? body.ids.map(jobId) : engine.activeJobsOf(body.user ?? caller);
+        const results = engine.cancelMany(ids, caller);
+        kick();
+        return { status: 200, body: { jobs: results } };
+      },
+    },
     { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: apiNodes(engine) }) },
     { method: 'GET', path: '/status', handler: () => ({ status: 200, body: apiStatus(engine, Date.now(), motd()) }) },
     {
       method: 'POST', path: '/admin/drain',
       handler: (ctx) => {
-        const { nodes, reason, resume } = (ctx.body ?? {}) as { nodes?: string[]; reason?: string; resume?: boolean };
         if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may drain or resume nodes');
-        if (!nodes?.length) throw new RouteError(400, 'no nodes given', 'name nodes, e.g. node[01-04]');
+        const { nodes, reason, resume } = bodyOf(DrainBodySchema, ctx, '{"nodes": ["node01"], "reason": "text"} (or "resume": true)');
         if (!resume && !reason) throw new RouteError(400, 'a drain needs a reason', 'add --reason TEXT');
         try {
           engine.drain(nodes, reason ?? '', !resume); // all or nothing: an unknown name changes no node
@@ -268,7 +323,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       method: 'PUT', path: '/admin/motd',
       handler: (ctx) => {
         if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may set the message of the day');
-        const text = (ctx.body as { text?: string } | undefined)?.text ?? '';
+        const text = bodyOf(MotdBodySchema, ctx, '{"text": "message"}').text ?? '';
         if (text === '') store.deleteSetting('motd');
         else store.setSetting('motd', text);
         return { status: 200, body: { motd: motd() } };
@@ -278,6 +333,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       method: 'POST', path: '/admin/reconfigure',
       handler: async (ctx) => {
         if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may reconfigure the controller');
+        bodyOf(EmptyBodySchema, ctx, 'an empty body or {}');
         if (!options.configPath) {
           throw new RouteError(409, 'this controller runs on embedded defaults: there is no file to reload', 'start it with `taras controller --config cluster.toml`');
         }
@@ -289,7 +345,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         }
         let next: ControllerEngine;
         try {
-          next = new ControllerEngine(parsed.config, store, agents, Date.now, log);
+          next = new ControllerEngine(parsed.config, store, agents, Date.now, log, 'refuse');
         } catch (error) {
           if (error instanceof SubmitRefused || error instanceof RangeError) {
             throw new RouteError(400, `the new configuration cannot hold the jobs already accepted: ${error.message}`, 'keep their partitions and nodes, or cancel those jobs first; the old configuration stays in force');
@@ -308,6 +364,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       method: 'POST', path: '/admin/shutdown',
       handler: (ctx) => {
         if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may shut the controller down');
+        bodyOf(EmptyBodySchema, ctx, 'an empty body or {}');
         setTimeout(() => void closing?.(), 50);
         return { status: 202, body: { shutdown: true } };
       },
@@ -315,17 +372,14 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'POST', path: '/agent/register',
       handler: (ctx) => {
-        const { url, nodes, bootId, reports } = ctx.body as { url: string; nodes: string[]; bootId?: unknown; reports: JobReport[] };
-        if (typeof url !== 'string' || !/^http:\/\/[^/]+$/.test(url) || !URL.canParse(url)) {
+        const { url, nodes, bootId, reports } = bodyOf(AgentRegisterBodySchema, ctx, 'what `taras agent` sends');
+        if (!/^http:\/\/[^/]+$/.test(url) || !URL.canParse(url)) {
           throw new RouteError(400, `agent registered with the address ${JSON.stringify(url)}, not http://host:port`, 'run the same Taras version on the agents and the controller');
-        }
-        if (typeof bootId !== 'string' || !/^[0-9a-f-]{36}$/.test(bootId)) {
-          throw new RouteError(400, `agent at ${url} registered without a boot id`, 'run the same Taras version on the agents and the controller');
         }
         agents.register(url, nodes, bootId);
         let kill: { jobId: JobId; run: number | undefined }[] = [];
         try {
-          kill = engine.agentRegistered(nodes, (reports ?? []).map((r) => ({ ...r, jobId: jobId(r.jobId) })));
+          kill = engine.agentRegistered(nodes, (reports ?? []).map((r) => ({ ...r, jobId: jobId(r.jobId), reason: r.reason ?? undefined })));
         } catch (error) {
           refused(error);
         }
@@ -343,15 +397,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'POST', path: '/agent/heartbeat',
       handler: (ctx) => {
-        engine.heartbeat((ctx.body as { nodes: string[] }).nodes);
+        engine.heartbeat(bodyOf(AgentHeartbeatBodySchema, ctx, 'what `taras agent` sends').nodes);
         return { status: 200, body: { ok: true } };
       },
     },
     {
       method: 'POST', path: '/agent/report',
       handler: (ctx) => {
-        for (const report of (ctx.body as { reports: JobReport[] }).reports) {
-          engine.jobReport({ ...report, state: report.state as EndState, jobId: jobId(report.jobId) });
+        for (const report of bodyOf(AgentReportBodySchema, ctx, 'what `taras agent` sends').reports) {
+          engine.jobReport({ ...report, state: report.state as EndState, jobId: jobId(report.jobId), reason: report.reason ?? undefined });
         }
         kick();
         return { status: 200, body: { ok: true } };

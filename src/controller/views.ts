@@ -28,7 +28,8 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
     reason: record.reason,
     partition: record.partition,
     nodes: [...record.nodes],
-    nodeCount: spec.nodes.min,
+    // A job that ran knows its nodes; a pending one shows its minimum (-n may spread it wider: taskLayout).
+    nodeCount: record.nodes.length > 0 ? record.nodes.length : spec.nodes.min,
     ntasks: spec.ntasks ?? spec.nodes.min,
     cpusPerTask: spec.cpusPerTask,
     memoryMiB: spec.memoryMiB ?? null,
@@ -69,7 +70,7 @@ export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[]
     const limitSeconds = spec.timeLimitSeconds === 'UNLIMITED' ? null : spec.timeLimitSeconds;
     const start = toOffset(starts[i], base);
     packer.add(
-      record.id, record.user, record.state, record.partition, record.nodes.length === 0 ? '' : record.nodes.join(','), spec.nodes.min,
+      record.id, record.user, record.state, record.partition, record.nodes.length === 0 ? '' : record.nodes.join(','), record.nodes.length > 0 ? record.nodes.length : spec.nodes.min,
       start, start !== null && limitSeconds !== null && record.endTimeMs === null ? start + limitSeconds : null, toOffset(record.endTimeMs, base), record.name,
     );
     if (long) {

@@ -109,7 +109,7 @@ function partitionRejections(spec: JobSpec, cluster: ClusterShape, partition: Cl
   if (rejections.length > 0 || reported.length > 0) return rejections;
 
   // Each reason alone passed; together they may still leave too few nodes.
-  const suitable = nodes.filter((node) => hasFeatures(spec, node) && node.cpus >= spec.cpusPerTask && node.memoryMiB >= (spec.memoryMiB ?? 0));
+  const suitable = suitableNodes(spec, nodes);
   if (suitable.length < spec.nodes.min) {
     const memory = spec.memoryMiB ? `, ${formatMemory(spec.memoryMiB)} of memory` : '';
     const features = spec.constraint ? ` and ${spec.constraint.text}` : '';
@@ -117,18 +117,57 @@ function partitionRejections(spec: JobSpec, cluster: ClusterShape, partition: Cl
       kind: 'too-few-suitable-nodes', partition: partition.name, requestedNodes: spec.nodes.min, suitableNodes: suitable.length,
       message: `partition ${partition.name} has ${plural(suitable.length, 'node')} with ${plural(spec.cpusPerTask, 'CPU')}${memory}${features}; the job needs ${spec.nodes.min}`,
     });
-  } else if (spec.ntasks !== undefined) {
+  } else if (spec.ntasks !== undefined && taskLayout(spec, suitable, capacity) === undefined) {
     const usable = Math.min(spec.nodes.max ?? spec.nodes.min, capacity, suitable.length);
-    const perNode = suitable.map((node) => Math.floor(node.cpus / spec.cpusPerTask)).sort((a, b) => b - a);
-    const maxTasks = perNode.slice(0, usable).reduce((sum, tasks) => sum + tasks, 0);
-    if (maxTasks < spec.ntasks) {
-      rejections.push({
-        kind: 'too-many-tasks', partition: partition.name, requestedTasks: spec.ntasks, maxTasks,
-        message: `more tasks than partition ${partition.name} can hold: ${plural(spec.ntasks, 'task')} of ${plural(spec.cpusPerTask, 'CPU')} on at most ${plural(usable, 'node')}, which hold ${maxTasks}`,
-      });
-    }
+    const maxTasks = maxEvenTasks(spec.cpusPerTask, suitable, spec.nodes.min, usable);
+    const range = usable === spec.nodes.min ? plural(usable, 'node') : `${spec.nodes.min} to ${usable} nodes`;
+    rejections.push({
+      kind: 'too-many-tasks', partition: partition.name, requestedTasks: spec.ntasks, maxTasks,
+      message: `more tasks than partition ${partition.name} can hold: ${plural(spec.ntasks, 'task')} of ${plural(spec.cpusPerTask, 'CPU')} on ${range}, `
+        + `each node running the same number of tasks, hold at most ${maxTasks}`
+        + (spec.nodes.max === undefined && usable < suitable.length ? '; allow more nodes (--nodes N-M) or ask for fewer tasks' : '; ask for fewer tasks or CPUs per task'),
+    });
   }
   return rejections;
+}
+
+/** How a job's tasks lie on its nodes: how many nodes, and CPUs (and memory) on each. */
+export interface TaskLayout {
+  readonly nodes: number;
+  readonly cpusPerNode: number;
+}
+
+/**
+ * sbatch's -n: the tasks spread over as few nodes as can hold them, within
+ * --nodes (min to max; without a max, exactly min). Each node runs the same
+ * number of tasks, ceil(ntasks / nodes), because the core allocates the same
+ * CPUs on every node of a job. Without --ntasks one task runs per node.
+ * `suitable` are the nodes that can take the job (partition, features,
+ * memory); `capacity` the most nodes the partition gives one job. Undefined:
+ * no node count can ever hold it. The CLI's summary, the cluster check and
+ * the controller's engine all use this one rule.
+ */
+export function taskLayout(spec: Pick<JobSpec, 'nodes' | 'ntasks' | 'cpusPerTask'>, suitable: readonly Pick<ClusterNodeShape, 'cpus'>[], capacity = Infinity): TaskLayout | undefined {
+  const last = Math.min(spec.nodes.max ?? spec.nodes.min, spec.ntasks ?? spec.nodes.min, capacity, suitable.length);
+  for (let nodes = spec.nodes.min; nodes <= last; nodes++) {
+    const cpusPerNode = Math.ceil((spec.ntasks ?? nodes) / nodes) * spec.cpusPerTask;
+    let holding = 0;
+    for (const node of suitable) if (node.cpus >= cpusPerNode && ++holding >= nodes) return { nodes, cpusPerNode };
+  }
+  return undefined;
+}
+
+/** The most tasks `first..last` nodes of `suitable` hold when each runs the same number (for the refusal's figure). */
+function maxEvenTasks(cpusPerTask: number, suitable: readonly ClusterNodeShape[], first: number, last: number): number {
+  const perNode = suitable.map((node) => Math.floor(node.cpus / cpusPerTask)).sort((a, b) => b - a);
+  let best = 0;
+  for (let nodes = Math.max(1, first); nodes <= last; nodes++) best = Math.max(best, nodes * perNode[nodes - 1]);
+  return best;
+}
+
+/** The nodes of a partition that could take the job, whatever else runs: features, CPUs per task, memory. */
+export function suitableNodes(spec: JobSpec, nodes: readonly ClusterNodeShape[]): ClusterNodeShape[] {
+  return nodes.filter((node) => hasFeatures(spec, node) && node.cpus >= spec.cpusPerTask && node.memoryMiB >= (spec.memoryMiB ?? 0));
 }
 
 /** Every reason the cluster could never run the job; empty when it is acceptable. */

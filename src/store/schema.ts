@@ -110,6 +110,23 @@ export const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 4,
+    description: 'idempotency keys: a retried submission answers the job its key first created',
+    up: (db) => {
+      db.exec(`
+        -- Written in the submission's transaction: a key is stored exactly when its job is.
+        CREATE TABLE idempotency_keys (
+          user_name  TEXT    NOT NULL,
+          key        TEXT    NOT NULL,
+          job_id     INTEGER NOT NULL,
+          created_ms INTEGER NOT NULL,
+          PRIMARY KEY (user_name, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX idempotency_keys_by_time ON idempotency_keys (created_ms);
+      `);
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

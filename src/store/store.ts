@@ -49,6 +49,12 @@ export interface JobFilter {
   readonly endedSinceMs?: EpochMs;
 }
 
+/** A submission: the job, and optionally the client's key for retrying it safely. */
+export type Submission = NewJob & { readonly idempotencyKey?: string };
+
+/** What submitRecords answers per submission: the new job's record, or (`replayed`) the job its key created before. */
+export type SubmittedRecord = JobRecord & { readonly replayed?: true };
+
 export interface JobTransition {
   readonly jobId: JobId;
   readonly event: TransitionEvent;
@@ -97,6 +103,9 @@ export class Store {
   private readonly selectPending: Statement;
   private readonly selectRunning: Statement;
   private readonly selectFinishedBefore: Statement;
+  private readonly selectKey: Statement;
+  private readonly insertKey: Statement;
+  private readonly deleteKeysBefore: Statement;
   private readonly filterStatements = new Map<string, Statement>();
   /** Write transactions committed so far, and how many of them are known to be on the disk. */
   private commits = 0;
@@ -120,6 +129,9 @@ export class Store {
     this.selectPending = db.prepare(`${SELECT_JOBS} WHERE jobs.state = 'PENDING' ORDER BY jobs.submit_time_ms, jobs.id`);
     this.selectRunning = db.prepare(`${SELECT_JOBS} WHERE jobs.state IN ('RUNNING', 'COMPLETING') ORDER BY jobs.start_time_ms, jobs.id`);
     this.selectFinishedBefore = db.prepare(`${SELECT_JOBS} WHERE jobs.end_time_ms < ? ORDER BY jobs.end_time_ms, jobs.id`);
+    this.selectKey = db.prepare('SELECT job_id FROM idempotency_keys WHERE user_name = ? AND key = ?').pluck();
+    this.insertKey = db.prepare('INSERT INTO idempotency_keys (user_name, key, job_id, created_ms) VALUES (?, ?, ?, ?)');
+    this.deleteKeysBefore = db.prepare('DELETE FROM idempotency_keys WHERE created_ms < ?');
   }
 
   /** False once closed. */
@@ -144,20 +156,41 @@ export class Store {
     return this.submitRecords(jobs, atMs).map((record) => record.id);
   }
 
-  /** As submitMany, returning each new job's record (what `job(id)` would read back). */
-  submitRecords(jobs: readonly NewJob[], atMs: EpochMs): JobRecord[] {
+  /**
+   * As submitMany, returning each new job's record (what `job(id)` would read
+   * back). A submission whose idempotency key its user has used before stores
+   * nothing and answers that job's record, marked `replayed`; a new key is
+   * stored in the same transaction as its job, so it survives exactly when
+   * the job does.
+   */
+  submitRecords(jobs: readonly Submission[], atMs: EpochMs): SubmittedRecord[] {
     checkTime(this.path, atMs);
     return this.write(() =>
-      jobs.map((job) => {
+      jobs.map((job): SubmittedRecord => {
+        if (job.idempotencyKey !== undefined) {
+          const earlier = this.selectKey.get(job.user, job.idempotencyKey) as number | undefined;
+          if (earlier !== undefined) return { ...this.job(earlier as JobId)!, replayed: true };
+        }
         // The row is built by the same fold as replay, so row == replay(log) by construction;
         // the id is SQLite's next one, so the fold runs with a placeholder.
         const event = submittedEvent(job);
         const provisional = applyEvent(undefined, { jobId: 0 as JobId, seq: 1, timeMs: atMs, event });
         const id = Number(this.insertJob.run({ ...recordToRow(provisional), id: null }).lastInsertRowid) as JobId;
         this.insertEvent.run(id, 1, atMs, event.type, eventPayload(event));
+        if (job.idempotencyKey !== undefined) this.insertKey.run(job.user, job.idempotencyKey, id, atMs);
         return { ...provisional, id };
       }),
     );
+  }
+
+  /** The job a user's idempotency key created, if it is still remembered. */
+  jobForKey(user: string, key: string): JobId | undefined {
+    return this.selectKey.get(user, key) as JobId | undefined;
+  }
+
+  /** Forgets keys older than `cutoffMs` (a retry comes within seconds; a day is kept). Returns how many. */
+  forgetKeysBefore(cutoffMs: EpochMs): number {
+    return this.write(() => this.deleteKeysBefore.run(cutoffMs).changes);
   }
 
   submit(job: NewJob, atMs: EpochMs): JobId {

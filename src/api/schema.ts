@@ -1,0 +1,192 @@
+// The one schema of every request body the controller takes (valibot; see
+// README.md for why), shared by the controller, which refuses a bad body with
+// a 400 before anything is stored, and the CLI, which checks what it is about
+// to send. Types, ranges, required fields and unknown fields are checked;
+// numbers are finite integers within sane maximums; strings and lists are
+// bounded. A refusal names the field by its path and says what it takes.
+
+import * as v from 'valibot';
+
+/** Largest figures a request may carry; far above any real cluster, small enough that no sum overflows or stalls. */
+export const LIMITS = {
+  nodes: 100_000,
+  ntasks: 10_000_000,
+  cpusPerTask: 100_000,
+  /** 1 PiB per node. */
+  memoryMiB: 1024 ** 3,
+  /** 100 years. */
+  timeLimitSeconds: 100 * 365 * 86_400,
+  pathChars: 4096,
+  nameChars: 1024,
+  /** Slurm's default max_script_size is 4 MB; the body limit (1 MiB) is lower anyway. */
+  scriptChars: 4 * 1024 * 1024,
+  listItems: 10_000,
+  envVariables: 10_000,
+  /** Linux's MAX_ARG_STRLEN. */
+  envValueChars: 128 * 1024,
+  textChars: 4096,
+  idempotencyKeyChars: 128,
+  jobIds: 100_000,
+} as const;
+
+// Each helper gives every check of a field the same message, so a refusal says the whole rule at once.
+const int = (min: number, max: number) => {
+  const message = `expected an integer from ${min} to ${max}`;
+  return v.pipe(v.number(message), v.integer(message), v.minValue(min, message), v.maxValue(max, message));
+};
+const text = (maxChars: number, minChars = 0) => {
+  const message = minChars > 0 ? `expected a non-empty string of at most ${maxChars} characters` : `expected a string of at most ${maxChars} characters`;
+  return v.pipe(v.string(message), v.minLength(minChars, message), v.maxLength(maxChars, message));
+};
+const list = <T extends v.GenericSchema>(item: T, maxItems: number, minItems = 0) => {
+  const message = `expected a list of ${minItems > 0 ? `${minItems} to ` : 'at most '}${maxItems} items`;
+  return v.pipe(v.array(item, message), v.minLength(minItems, message), v.maxLength(maxItems, message));
+};
+const bool = () => v.boolean('expected true or false');
+const absolutePath = () => v.pipe(text(LIMITS.pathChars, 1), v.startsWith('/', 'expected an absolute path (starting with /)'));
+const strict = <T extends v.ObjectEntries>(entries: T) => v.strictObject(entries, 'expected an object');
+
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const nodeRange = v.pipe(
+  strict({ min: int(1, LIMITS.nodes), max: v.optional(int(1, LIMITS.nodes)) }),
+  v.check((range) => range.max === undefined || range.max >= range.min, 'nodes.max must be at least nodes.min'),
+);
+
+const timeLimit = v.union([int(1, LIMITS.timeLimitSeconds), v.literal('UNLIMITED')],
+  `expected a number of seconds from 1 to ${LIMITS.timeLimitSeconds}, or "UNLIMITED"`);
+
+const environment = v.pipe(
+  v.record(v.pipe(text(LIMITS.nameChars, 1)), text(LIMITS.envValueChars), 'expected an object of string values'),
+  v.check((env) => Object.keys(env).length <= LIMITS.envVariables, `expected at most ${LIMITS.envVariables} variables`),
+);
+
+/** A JobSpec (src/jobspec/types.ts) as the API takes it, plus what only the submitting shell knows. */
+export const JobSpecSchema = strict({
+  script: strict({
+    path: text(LIMITS.pathChars, 1),
+    text: text(LIMITS.scriptChars, 1),
+    args: list(text(LIMITS.pathChars), LIMITS.listItems),
+  }),
+  nodes: nodeRange,
+  ntasks: v.optional(int(1, LIMITS.ntasks)),
+  cpusPerTask: int(1, LIMITS.cpusPerTask),
+  /** 0: all of each node's memory (sbatch --mem=0). */
+  memoryMiB: v.optional(int(0, LIMITS.memoryMiB)),
+  /** Absent: the partition's default_time (refused when it has none). */
+  timeLimitSeconds: v.optional(timeLimit),
+  partition: v.optional(text(LIMITS.nameChars, 1)),
+  name: text(LIMITS.nameChars, 1),
+  workingDir: absolutePath(),
+  output: text(LIMITS.pathChars, 1),
+  error: v.optional(text(LIMITS.pathChars, 1)),
+  export: strict({
+    all: bool(),
+    variables: list(strict({
+      name: v.pipe(text(LIMITS.nameChars, 1), v.regex(VARIABLE_NAME, 'expected a variable name (letters, digits, _)')),
+      value: v.optional(text(LIMITS.envValueChars)),
+    }), LIMITS.envVariables),
+  }),
+  constraint: v.optional(strict({
+    text: text(LIMITS.textChars, 1),
+    anyOf: list(list(text(LIMITS.nameChars, 1), 64, 1), 64, 1),
+  })),
+  requeue: bool(),
+  /** The submitter's umask (contracts.md): output files are created 0666 & ~umask. */
+  umask: v.optional(int(0, 0o777)),
+  /** sbatch --signal=[B:]SIG[@TIME] (contracts.md). */
+  signal: v.optional(strict({
+    signal: v.pipe(text(16, 1), v.regex(/^(SIG)?[A-Z0-9+-]+$/, 'expected a signal name like USR1, RTMIN+1 or a number')),
+    beforeSeconds: int(0, 65_535),
+    batchOnly: bool(),
+  })),
+  submitEnv: v.optional(environment),
+  submitDir: v.optional(absolutePath()),
+});
+
+/** POST /jobs. The key makes a retry safe: the same key from the same user answers the first job's id. */
+export const SubmitBodySchema = strict({
+  spec: JobSpecSchema,
+  idempotencyKey: v.optional(v.pipe(text(LIMITS.idempotencyKeyChars, 8), v.regex(/^[A-Za-z0-9._:-]+$/, 'expected letters, digits, . _ : -'))),
+});
+
+/** POST /jobs/cancel: the listed jobs, or all of a user's active jobs (the caller's own unless `user` names another). */
+export const CancelBodySchema = v.pipe(
+  strict({
+    ids: v.optional(list(int(1, Number.MAX_SAFE_INTEGER), LIMITS.jobIds, 1)),
+    all: v.optional(v.literal(true, 'expected true')),
+    user: v.optional(text(LIMITS.nameChars, 1)),
+  }),
+  v.check((body) => (body.ids === undefined) !== (body.all === undefined), 'give either ids (a list of job ids) or all: true'),
+  v.check((body) => body.user === undefined || body.all === true, 'user goes with all: true'),
+);
+
+const nodeNames = (minItems: number) => list(text(LIMITS.nameChars, 1), LIMITS.nodes, minItems);
+
+export const DrainBodySchema = strict({ nodes: nodeNames(1), reason: v.optional(text(LIMITS.textChars)), resume: v.optional(bool()) });
+export const MotdBodySchema = strict({ text: v.optional(text(LIMITS.textChars)) });
+/** Reconfigure and shutdown take no fields (an empty object or no body). */
+export const EmptyBodySchema = v.optional(strict({}));
+
+const epochMs = int(0, 8.64e15);
+/** An agent's word about one job. Agent bodies are loose objects: fields other parts add (boot ids, signatures) pass through. */
+const jobReport = v.looseObject({
+  jobId: int(1, Number.MAX_SAFE_INTEGER),
+  run: v.optional(int(0, 1_000_000)),
+  state: v.picklist(['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY'], 'expected RUNNING or an end state'),
+  exitCode: v.nullable(int(-1_000_000, 1_000_000)),
+  endTimeMs: v.nullable(epochMs),
+  reason: v.nullish(text(LIMITS.textChars)),
+}, 'expected an object');
+export const AgentRegisterBodySchema = v.looseObject({
+  url: text(LIMITS.pathChars, 1),
+  nodes: nodeNames(1),
+  /** Drawn at each agent start: the controller's requests to it are signed for this boot (src/net/hmac.ts). */
+  bootId: v.pipe(v.string('expected a string'), v.regex(/^[0-9a-f-]{36}$/, 'expected the agent\'s boot id (a UUID)')),
+  reports: v.optional(list(jobReport, LIMITS.jobIds)),
+}, 'expected an object');
+export const AgentHeartbeatBodySchema = v.looseObject({ nodes: nodeNames(0) }, 'expected an object');
+export const AgentReportBodySchema = v.looseObject({ reports: list(jobReport, LIMITS.jobIds) }, 'expected an object');
+
+export type SubmitBody = v.InferOutput<typeof SubmitBodySchema>;
+export type CancelBody = v.InferOutput<typeof CancelBodySchema>;
+
+/** One refused field: its path (`spec.nodes.min`, or `body`) and what it takes. */
+export interface FieldProblem {
+  readonly path: string;
+  readonly message: string;
+}
+
+export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problems: readonly FieldProblem[] };
+
+/** What a value looked like, short (a refusal never echoes a megabyte). */
+function received(issue: v.BaseIssue<unknown>): string {
+  const value = issue.input;
+  if (value === undefined) return 'nothing';
+  if (value === null) return 'null';
+  if (typeof value === 'string') return value.length > 40 ? `a string of ${value.length} characters` : JSON.stringify(value);
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : 'a number out of range';
+  if (Array.isArray(value)) return `a list of ${value.length}`;
+  return typeof value === 'object' ? 'an object' : typeof value;
+}
+
+/** Checks a body against a schema; every problem, each with the field's path. */
+export function checkBody<S extends v.GenericSchema>(schema: S, body: unknown, root = ''): Checked<v.InferOutput<S>> {
+  const result = v.safeParse(schema, body, { abortPipeEarly: true });
+  if (result.success) return { ok: true, value: result.output };
+  const problems = result.issues.slice(0, 20).map((issue) => {
+    const inner = v.getDotPath(issue);
+    const path = [root, inner].filter((part) => part !== null && part !== '').join('.') || 'body';
+    if (issue.type === 'strict_object' || issue.type === 'loose_object') {
+      // Valibot reports an unknown key as expecting `never`, and a missing one as expecting the key.
+      if (issue.expected === 'never') return { path, message: 'unknown field; remove it' };
+      if (issue.input === undefined && issue.path !== undefined) return { path, message: 'required field missing; add it' };
+    }
+    if (issue.type === 'check' || issue.type === 'starts_with' || issue.type === 'regex') return { path, message: issue.message };
+    return { path, message: `${issue.message}, got ${received(issue)}` };
+  });
+  return { ok: false, problems };
+}
+
+/** One line per problem: `spec.nodes.min: expected an integer from 1 to 100000, got 0`. */
+export const formatProblems = (problems: readonly FieldProblem[]): string => problems.map((p) => `${p.path}: ${p.message}`).join('; ');
