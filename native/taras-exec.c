@@ -32,6 +32,7 @@
 #include <string.h>
 #include <linux/close_range.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -179,6 +180,13 @@ static int open_output(const char *path, int truncate, uid_t uid) {
   }
   struct stat stats;
   if (fstat(fd, &stats) != 0) fail(126, "cannot stat the job's output file %s: %s", path, strerror(errno));
+  // The null device (1,3) is what `--output /dev/null` means everywhere (sbatch too): nothing is written, nothing captured.
+  int null_device = S_ISCHR(stats.st_mode) && major(stats.st_rdev) == 1 && minor(stats.st_rdev) == 3;
+  if (null_device) {
+    int null_flags = fcntl(fd, F_GETFL);
+    if (null_flags < 0 || fcntl(fd, F_SETFL, null_flags & ~O_NONBLOCK) != 0) fail(126, "cannot make %s blocking: %s", path, strerror(errno));
+    return fd;
+  }
   if (!S_ISREG(stats.st_mode)) fail(126, "output file %s is %s: output goes only to regular files; remove it or choose another --output", path, file_type(stats.st_mode));
   if (stats.st_uid != uid) {
     fail(126, "output file %s belongs to uid %u, not to %s: a job never writes into another user's file; remove it or choose another --output",

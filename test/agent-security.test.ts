@@ -190,11 +190,13 @@ describe('planted output files', { skip, concurrency: true }, () => {
     assert.equal(readFileSync(trap, 'utf8'), '');
   });
 
-  it('a device is refused too (output goes only to regular files)', async () => {
-    const { dir } = prepareJob('echo x', { stdoutPath: '/dev/null', stderrPath: '/dev/null' });
+  it('a device other than /dev/null is refused (output goes only to regular files); /dev/null discards it, as in sbatch', async () => {
+    const { dir } = prepareJob('echo x', { stdoutPath: '/dev/zero', stderrPath: '/dev/zero' });
     const status = await runJob(dir);
     assert.equal(status.state, 'FAILED');
-    assert.equal(status.reason, 'output file /dev/null is a character device: output goes only to regular files; remove it or choose another --output');
+    assert.equal(status.reason, 'output file /dev/zero is a character device: output goes only to regular files; remove it or choose another --output');
+    const discarded = prepareJob('echo x', { stdoutPath: '/dev/null', stderrPath: '/dev/null' });
+    assert.equal((await runJob(discarded.dir)).state, 'COMPLETED');
   });
 
   it('a user job may still append to its own file (owner kept)', async () => {
