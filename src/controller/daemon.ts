@@ -17,8 +17,9 @@ import { localIdentity } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState, JobRecord } from '../store/events.js';
-import { openStore } from '../store/store.js';
+import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type JobReport, type StartOrder } from './engine.js';
+import { lockDataDir } from './lock.js';
 import { apiJob, apiJobWithEvents, apiNodes, apiQueue, apiStatus, apiWhen } from './views.js';
 
 export interface ControllerOptions {
@@ -99,7 +100,16 @@ export async function startController(options: ControllerOptions): Promise<Runni
   let { config } = options;
   const { log } = options;
   mkdirSync(config.dataDir, { recursive: true });
-  const store = openStore(join(config.dataDir, 'taras.db'));
+  // Before the database is opened: a second controller on it is refused with the first one's pid.
+  const lock = lockDataDir(config.dataDir);
+  const storePath = join(config.dataDir, 'taras.db');
+  let store: Store;
+  try {
+    store = openStore(storePath);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
   // A disk that refuses a sync stops the controller: nothing it holds in memory may be acknowledged any more.
   const durable = () => store.durable().catch((error: unknown) => {
     if (store.isOpen) { // not a controller that is shutting down
@@ -109,7 +119,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
     throw error;
   });
   const agents = new HttpAgents(options.clusterKey, durable);
-  let engine = new ControllerEngine(config, store, agents, Date.now, log);
+  let engine: ControllerEngine;
+  try {
+    engine = new ControllerEngine(config, store, agents, Date.now, log);
+  } catch (error) {
+    // A truncated file can open cleanly and fail only when recovery reads the pages that are gone.
+    store.close();
+    lock.release();
+    throw isDamagedDatabase(error) ? damagedStoreError(storePath, error) : error;
+  }
   const netLog = lineLog(log);
 
   let scheduled = false;
@@ -347,7 +365,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
     requireKeyFor: options.clusterKey ? (route) => route.path.startsWith('/agent/') : undefined,
     log: netLog,
   });
-  const bound = await server.listen({ port: options.port ?? config.listen.port, host: config.listen.host, socketPath: config.socketPath });
+  let bound;
+  try {
+    bound = await server.listen({ port: options.port ?? config.listen.port, host: config.listen.host, socketPath: config.socketPath });
+  } catch (error) {
+    agents.close();
+    store.close();
+    lock.release();
+    throw error;
+  }
   const ticker = setInterval(() => {
     engine.checkNodes();
     engine.touch();
@@ -360,6 +386,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     await server.close(1000);
     agents.close();
     store.close();
+    lock.release();
   };
   return { url: bound.tcp!.url, socketPath: bound.socketPath!, engine: () => engine, close: () => closing!() };
 }

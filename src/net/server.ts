@@ -300,7 +300,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
     if (o.port !== undefined) {
       const host = o.host ?? '127.0.0.1';
       const server = makeServer('tcp');
-      await listenOn(server, { port: o.port, host }, `${host}:${o.port}`);
+      await listenOn(server, { port: o.port, host }, `port ${o.port} on ${host}`);
       const address = server.address() as AddressInfo;
       const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
       bound.tcp = { host: address.address, port: address.port, url: `http://${urlHost}:${address.port}` };
