@@ -5,6 +5,7 @@
 // agents to it, and tests drive it directly.
 
 import type { ClusterConfig, PartitionSpec } from '../config/cluster.js';
+import { compressHostlist } from '../config/hostlist.js';
 import { NodePool } from '../core/placement.js';
 import { Scheduler } from '../core/scheduler.js';
 import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
@@ -109,6 +110,14 @@ export class ControllerEngine {
    * keeps the deadlines; a node it adds gets its own).
    */
   private readonly expectedUntilMs = new Map<string, number>();
+  /**
+   * The distinct values of expectedUntilMs not yet passed at the last
+   * checkNodes (one per start or reconfigure, in practice): only when one
+   * passes, or a node goes down, can a node's standing in the pool change
+   * there, so the once-a-second check need not visit 100,000 nodes otherwise.
+   */
+  private readonly deadlines = new Set<number>();
+  private lastCheckMs = -Infinity;
   /** When planned starts were last computed (null: stale since the last pass). */
   private plannedAt: number | null = null;
   /** Bumped when a new plan differs from the last one (see listingVersion). */
@@ -125,6 +134,7 @@ export class ControllerEngine {
     this.pool = new NodePool(config.nodes, config.placement);
     for (const node of config.nodes) {
       this.expectedUntilMs.set(node.name, clockMs() + config.nodeTimeoutSeconds * 1000);
+      this.deadlines.add(this.expectedUntilMs.get(node.name)!);
       // A node is down until its agent registers; until node_timeout has passed it still counts in plans.
       this.nodes.set(node.name, { up: false, drained: false, reason: 'no agent has registered yet', lastHeartbeatMs: null });
       this.refreshNode(node.name);
@@ -426,7 +436,17 @@ export class ControllerEngine {
     // stop counting once node_timeout has passed, and jobs the store says run there end as on a node
     // that went down.
     const neverCame: string[] = [];
-    for (const [name, status] of this.nodes) {
+    const nowMs = this.clockMs();
+    let deadlinePassed = false;
+    for (const deadline of this.deadlines) {
+      if (deadline > nowMs) continue;
+      if (deadline > this.lastCheckMs) deadlinePassed = true;
+      this.deadlines.delete(deadline);
+    }
+    this.lastCheckMs = nowMs;
+    const toRefresh = deadlinePassed ? this.nodes.keys() : downed;
+    for (const name of toRefresh) {
+      const status = this.nodes.get(name)!;
       const counted = this.pool.counts(name);
       if (!this.refreshNode(name)) continue;
       this.dirty = true;
@@ -435,12 +455,15 @@ export class ControllerEngine {
         neverCame.push(name);
       }
     }
-    if (downed.length > 0) this.log(`nodes down (no heartbeat): ${downed.join(', ')}`);
-    if (neverCame.length > 0) this.log(`nodes down (no agent since the controller started): ${neverCame.join(', ')}`);
+    if (downed.length > 0) this.log(`nodes down (no heartbeat): ${nodeList(downed)}`);
+    if (neverCame.length > 0) this.log(`nodes down (no agent since the controller started): ${nodeList(neverCame)}`);
     downed.push(...neverCame);
+    if (downed.length === 0) return downed;
+    const isDown = new Set(downed);
     for (const record of [...this.active.values()]) {
-      if (record.state !== 'PENDING' && record.nodes.some((node) => downed.includes(node))) {
-        this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `node ${record.nodes.find((n) => downed.includes(n))} went down` });
+      const lost = record.state === 'PENDING' ? undefined : record.nodes.find((node) => isDown.has(node));
+      if (lost !== undefined) {
+        this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `node ${lost} went down` });
       }
     }
     return downed;
@@ -465,6 +488,7 @@ export class ControllerEngine {
       const mine = this.nodes.get(name);
       if (!mine) continue;
       this.expectedUntilMs.set(name, previous.expectedUntilMs.get(name) ?? 0);
+      this.deadlines.add(this.expectedUntilMs.get(name)!);
       Object.assign(mine, status);
       this.refreshNode(name);
     }
@@ -523,6 +547,15 @@ export class ControllerEngine {
   listingVersion(): string {
     this.ensurePlan();
     return `${this.active.version}.${this.planVersion}.${this.pool.acceptingVersion}`;
+  }
+}
+
+/** Node names for a log line: a hostlist (100,000 names of a range are one short text), else the names. */
+function nodeList(names: readonly string[]): string {
+  try {
+    return compressHostlist(names);
+  } catch {
+    return names.join(', ');
   }
 }
 
