@@ -5,7 +5,7 @@
 
 import type { Command } from 'commander';
 import { fail } from './flags.js';
-import { client, controllerAddress, controllerOption, parseJobIds, print, printJson, withClient } from './controller-client.js';
+import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, print, printJson, withClient } from './controller-client.js';
 
 export function registerJobCommands(program: Command): void {
   program
@@ -127,7 +127,7 @@ export function registerJobCommands(program: Command): void {
       if (flags.state) query.set('state', flags.state);
       await withClient(flags.controller, async (api) => {
         // --json: the full vocabulary; the table: compact rows in queue order (GET /queue).
-        if (flags.json) return printJson(await api.get(`/jobs${query.size ? `?${query}` : ''}`));
+        if (flags.json) return printJson(await listAllJobs(api, query));
         if (flags.long) query.set('long', '1');
         const [queue, { renderQueue }] = await Promise.all([
           api.get<import('../api/queue.js').ApiQueue>(`/queue${query.size ? `?${query}` : ''}`), import('./render/queue.js'),
@@ -185,7 +185,7 @@ export function registerJobCommands(program: Command): void {
         let ids = parseJobIds(raw);
         if (flags.all) {
           const { localIdentity } = await import('../net/identity.js');
-          const mine = await api.get<{ id: number; state: string }[]>(`/jobs?user=${encodeURIComponent(localIdentity().user)}&state=PENDING,RUNNING`);
+          const mine = await listAllJobs<{ id: number; state: string }>(api, new URLSearchParams({ user: localIdentity().user, state: 'PENDING,RUNNING' }));
           ids = mine.map((j) => j.id);
         }
         const results = [];

@@ -7,7 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
-import { finishedStates, type ApiJob, type JobState } from '../api/types.js';
+import { finishedStates, type ApiJob, type ApiJobPage, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
@@ -19,6 +19,7 @@ import { createApiServer, RouteError, type RequestContext, type Route } from '..
 import type { EndState, JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type JobReport, type StartOrder } from './engine.js';
+import { LimitRefused, SubmitLimits } from './limits.js';
 import { lockDataDir } from './lock.js';
 import { apiJob, apiJobWithEvents, apiNodes, apiQueue, apiStatus, apiWhen } from './views.js';
 
@@ -91,6 +92,21 @@ const parseId = (ctx: RequestContext): JobId => {
   return jobId(id);
 };
 
+/** `GET /jobs` pages: at most this many jobs per answer (the default too). */
+export const MAX_PAGE_JOBS = 1000;
+
+/** `?after=ID&limit=N`: the cursor (0: from the start) and the page size, at most MAX_PAGE_JOBS. */
+const pageOf = (ctx: RequestContext): { after: number; limit: number } => {
+  const number = (name: string, fallback: number, min: number): number => {
+    const text = ctx.query.get(name);
+    if (text === null) return fallback;
+    const value = /^\d{1,15}$/.test(text) ? Number(text) : NaN;
+    if (!(value >= min)) throw new RouteError(400, `'${name}=${text}' is not a whole number of at least ${min}`, `give ${name} as a number, e.g. ?after=0&limit=${MAX_PAGE_JOBS}; the answer's "next" is the next page's after`);
+    return value;
+  };
+  return { after: number('after', 0, 0), limit: Math.min(MAX_PAGE_JOBS, number('limit', MAX_PAGE_JOBS, 1)) };
+};
+
 const userOf = (ctx: RequestContext): string => {
   if (!ctx.caller) throw new RouteError(401, 'the request does not say who sends it', 'use the taras CLI, which sends the x-taras-user header');
   return ctx.caller.user;
@@ -149,6 +165,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const flush = () => {
     const jobs = batch;
     batch = [];
+    batchedByUser.clear();
     try {
       const ids = engine.accept(jobs.map(({ user, spec }) => ({ user, spec })));
       jobs.forEach((job, index) => job.resolve(ids[index]));
@@ -157,14 +174,24 @@ export async function startController(options: ControllerOptions): Promise<Runni
       for (const job of jobs) job.reject(error as Error);
     }
   };
+  // Per-user caps: pending jobs include those accepted into the batch but not yet committed, so a
+  // burst that lands in one batch cannot pass the cap.
+  const limits = new SubmitLimits(() => engine.config);
+  const batchedByUser = new Map<string, number>();
   const submitOne = (user: string, spec: JobSpec) =>
     new Promise<JobId>((resolve, reject) => {
+      try {
+        limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0));
+      } catch (error) {
+        return reject(error);
+      }
       const reasons = engine.refusals(spec);
       if (reasons.length > 0) return reject(new SubmitRefused(reasons));
       // Group commit: the next batch is committed once the previous one is on the disk, so the
       // submissions that arrive during an fdatasync share the next commit and the next sync.
       if (batch.length === 0) void store.durable().then(() => setImmediate(flush), () => setImmediate(flush));
       batch.push({ user, spec, resolve, reject });
+      batchedByUser.set(user, (batchedByUser.get(user) ?? 0) + 1);
     });
 
   const knownAgents = new Set<string>();
@@ -175,6 +202,18 @@ export async function startController(options: ControllerOptions): Promise<Runni
     const wantsFinished = filter.states === undefined || filter.states.some((state) => finishedStates.includes(state));
     const records = [...engine.active.values(), ...(wantsFinished ? store.jobs({ states: [...finishedStates], endedSinceMs: cutoff }) : [])];
     return records.filter((r) => (filter.user === undefined || r.user === filter.user) && (filter.states === undefined || filter.states.includes(r.state)));
+  };
+  /** The first `limit` visible records with an id above `after`, by id, and the cursor of the next page (null: none). */
+  const visiblePage = (filter: { user?: string; states?: JobState[] }, after: number, limit: number): { records: JobRecord[]; next: number | null } => {
+    const wanted = (r: JobRecord) => r.id > after && (filter.user === undefined || r.user === filter.user) && (filter.states === undefined || filter.states.includes(r.state));
+    const active = [...engine.active.values()].filter(wanted).sort((a, b) => a.id - b.id).slice(0, limit + 1);
+    const finished = filter.states === undefined ? [...finishedStates] : filter.states.filter((state) => finishedStates.includes(state));
+    const ended = finished.length === 0 ? [] : store.jobs({
+      user: filter.user, states: finished, endedSinceMs: Date.now() - config.keepFinishedSeconds * 1000, afterId: after, limit: limit + 1,
+    });
+    const merged = [...active, ...ended].sort((a, b) => a.id - b.id);
+    const records = merged.slice(0, limit);
+    return { records, next: merged.length > limit ? records[records.length - 1].id : null };
   };
   let queueCache: { engine: ControllerEngine; key: string; queue: ApiQueue } | null = null;
   const listFilter = (ctx: RequestContext) => ({
@@ -188,6 +227,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
   const refused = (error: unknown): never => {
     if (error instanceof SubmitRefused) throw new RouteError(400, error.message, 'change the request (see `taras submit --help`)');
+    if (error instanceof LimitRefused) {
+      throw new RouteError(429, error.message, error.fix, error.retryAfterSeconds === undefined ? undefined : { 'retry-after': String(error.retryAfterSeconds) });
+    }
     throw error;
   };
   let closing: (() => Promise<void>) | null = null;
@@ -203,8 +245,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
       },
     },
     {
+      // Paged by id: one page costs the same whatever the queue holds, so a user listing 50,000 jobs
+      // holds the event loop for a page at a time, not for the whole listing.
       method: 'GET', path: '/jobs',
-      handler: (ctx) => ({ status: 200, body: visibleRecords(listFilter(ctx)).map((record): ApiJob => apiJob(engine, record)) }),
+      handler: (ctx) => {
+        const { after, limit } = pageOf(ctx);
+        const { records, next } = visiblePage(listFilter(ctx), after, limit);
+        const page: ApiJobPage = { jobs: records.map((record): ApiJob => apiJob(engine, record)), next };
+        return { status: 200, body: page };
+      },
     },
     {
       // `taras queue`: the status and the jobs in queue order, as compact rows (src/api/queue.ts).

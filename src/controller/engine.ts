@@ -74,9 +74,25 @@ const UNLIMITED_SECONDS = 365 * 86400;
 class ActiveJobs extends Map<JobId, JobRecord> {
   /** Bumped by every change: what was listed from an unchanged version is still true. */
   version = 0;
+  /** PENDING jobs by user, kept with every change (the per-user cap is checked on each submission). */
+  private readonly pending = new Map<string, number>();
+
+  pendingOf(user: string): number {
+    return this.pending.get(user) ?? 0;
+  }
+
+  private countPending(record: JobRecord | undefined, by: 1 | -1): void {
+    if (record?.state !== 'PENDING') return;
+    const count = (this.pending.get(record.user) ?? 0) + by;
+    if (count === 0) this.pending.delete(record.user);
+    else this.pending.set(record.user, count);
+  }
 
   override set(id: JobId, record: JobRecord): this {
     this.version++;
+    // Map's constructor calls set before the fields above exist; it is never given entries here.
+    this.countPending(super.get(id), -1);
+    this.countPending(record, 1);
     const request = record.request as { submitEnv?: unknown };
     if (request.submitEnv === undefined) return super.set(id, record);
     const { submitEnv: _environment, ...slim } = request;
@@ -85,6 +101,7 @@ class ActiveJobs extends Map<JobId, JobRecord> {
 
   override delete(id: JobId): boolean {
     this.version++;
+    this.countPending(super.get(id), -1);
     return super.delete(id);
   }
 }
@@ -203,6 +220,11 @@ export class ControllerEngine {
       reasons.push(`--constraint '${spec.constraint!.text}': alternatives (|) are not supported yet; ask for one set of features (a&b)`);
     }
     return reasons;
+  }
+
+  /** How many PENDING jobs (held ones included) the user has now. */
+  pendingOf(user: string): number {
+    return this.active.pendingOf(user);
   }
 
   /** A pass is due even without an event (time moved on: planned starts may have come due). */

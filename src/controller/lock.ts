@@ -28,7 +28,7 @@ export interface DataDirLock {
 export function lockDataDir(dataDir: string): DataDirLock {
   const lockPath = join(dataDir, 'controller.lock');
   const pidPath = join(dataDir, 'controller.pid');
-  const db = new Database(lockPath);
+  const db = new Database(lockPath, { timeout: 0 }); // refuse at once: the holder does not let go by waiting
   try {
     db.pragma('locking_mode = EXCLUSIVE');
     db.exec('BEGIN EXCLUSIVE');

@@ -48,7 +48,8 @@ export type Route = RouteSpec<Handler>;
 
 /** Thrown by a handler to answer with an ApiError: `throw new RouteError(404, 'no job 12', 'list jobs with taras queue')`. */
 export class RouteError extends Error {
-  constructor(readonly status: number, message: string, readonly fix?: string) {
+  /** @param headers sent with the answer, e.g. `{ 'retry-after': '1' }` with a 429. */
+  constructor(readonly status: number, message: string, readonly fix?: string, readonly headers?: Record<string, string>) {
     super(message);
     this.name = 'RouteError';
   }
@@ -254,7 +255,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       send(res, result.status, result.body);
     } catch (error) {
       if (error instanceof RouteError) {
-        send(res, error.status, errorBody(error.message, error.fix));
+        send(res, error.status, errorBody(error.message, error.fix), error.headers);
         return;
       }
       const incident = randomBytes(4).toString('hex');

@@ -47,6 +47,10 @@ export interface JobFilter {
   readonly states?: readonly JobState[];
   /** Hide jobs that ended before this time (retention); jobs that have not ended are always shown. */
   readonly endedSinceMs?: EpochMs;
+  /** Only jobs with a larger id (a page's cursor). */
+  readonly afterId?: number;
+  /** At most this many (the first by id). */
+  readonly limit?: number;
 }
 
 export interface JobTransition {
@@ -94,7 +98,7 @@ export function isDamagedDatabase(error: unknown): boolean {
 
 /** The one-line refusal for a damaged file: what it is and the two ways out. */
 export function damagedStoreError(path: string, error: unknown): StoreError {
-  return new StoreError(path, `the database is damaged (${(error as Error).message}); restore it from a backup, `
+  return new StoreError(path, `the database is damaged or is not a Taras database (${(error as Error).message}); restore it from a backup, `
     + `or move it aside (mv ${path} ${path}.damaged) to start a new, empty cluster (job ids start again at 1)`);
 }
 
@@ -230,7 +234,7 @@ export class Store {
     return (this.selectRunning.all() as JoinedJobRow[]).map(rowToRecord);
   }
 
-  /** Jobs matching every given condition, by id. */
+  /** Jobs matching every given condition, by id (a page of them with afterId and limit). */
   jobs(filter: JobFilter = {}): JobRecord[] {
     const conditions: string[] = [];
     const params: (string | number)[] = [];
@@ -246,7 +250,15 @@ export class Store {
       conditions.push('(jobs.end_time_ms IS NULL OR jobs.end_time_ms >= ?)');
       params.push(filter.endedSinceMs);
     }
-    const sql = `${SELECT_JOBS}${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ORDER BY jobs.id`;
+    if (filter.afterId !== undefined) {
+      conditions.push('jobs.id > ?');
+      params.push(filter.afterId);
+    }
+    let sql = `${SELECT_JOBS}${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ORDER BY jobs.id`;
+    if (filter.limit !== undefined) {
+      sql += ' LIMIT ?';
+      params.push(filter.limit);
+    }
     let statement = this.filterStatements.get(sql);
     if (statement === undefined) {
       statement = this.db.prepare(sql);

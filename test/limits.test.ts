@@ -1,0 +1,183 @@
+// Limits that protect everyone: per-user caps on pending jobs and on the
+// submission rate (refused with 429 before anything is stored, a burst in one
+// group-commit batch included), paged job listings, a 100,000-node cluster
+// that starts and answers, and a controller that refuses to start on an
+// empty or damaged database, on a data directory another controller holds or
+// on a port in use, in one line.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, describe, it } from 'node:test';
+import { readClusterConfig } from '../src/config/load.js';
+import { startController, type RunningController } from '../src/controller/daemon.js';
+import type { JobSpec } from '../src/jobspec/types.js';
+import { ApiRequestError, createApiClient, type ApiClient } from '../src/net/client.js';
+import { identityHeaders } from '../src/net/identity.js';
+import type { JsonObject } from '../src/store/events.js';
+import { openStore } from '../src/store/store.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const taras = join(root, 'bin/taras.js');
+const work = mkdtempSync(join(tmpdir(), 'taras-limits-'));
+after(() => rmSync(work, { recursive: true, force: true }));
+
+let configs = 0;
+/** A controller in this process on a fresh data directory, with these extra [cluster] lines. */
+async function controllerWith(clusterLines: string, nodes = 'n[1-2]', partitions = '[[partitions]]\nname = "batch"\nnodes = "ALL"\n'): Promise<RunningController> {
+  const dir = join(work, `c${++configs}`);
+  mkdirSync(dir);
+  const file = join(dir, 'cluster.toml');
+  writeFileSync(file, `[cluster]\nname = "limits"\ndata_dir = "data"\n${clusterLines}\n[[nodes]]\nnames = "${nodes}"\ncpus = 4\nmemory = "8G"\n${partitions}`);
+  const parsed = await readClusterConfig(file);
+  assert.ok(parsed.ok, JSON.stringify(!parsed.ok && parsed.errors));
+  return startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
+}
+
+const spec: JobSpec = {
+  script: { path: '/tmp/x.sh', text: '#!/bin/sh\n', args: [] }, nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 60,
+  name: 'x', workingDir: '/tmp', output: 'x-%j.out', export: { all: false, variables: [] }, requeue: false,
+};
+
+const as = (controller: RunningController, user: string, uid = 2000): ApiClient => createApiClient({ baseUrl: controller.url }, { identity: { user, uid } });
+
+/** Each submission's outcome: the id, or the refusal's status and message. */
+async function submitAll(api: ApiClient, count: number): Promise<({ id: number } | { status: number; error: string; fix?: string })[]> {
+  return Promise.all(Array.from({ length: count }, () => api.post<{ id: number }>('/jobs', { spec }).catch((error: unknown) => {
+    if (error instanceof ApiRequestError) return { status: error.status, error: error.error, fix: error.fix };
+    throw error;
+  })));
+}
+
+describe('per-user caps', () => {
+  it('max_pending_per_user: a burst in one batch stops at the cap, 429 names the cap, the limit and the count; others and root are not held back', async () => {
+    const controller = await controllerWith('max_pending_per_user = 3\nmax_submit_rate = 0');
+    const alice = as(controller, 'alice');
+    const bob = as(controller, 'bob');
+    const rootApi = as(controller, 'root', 0);
+    try {
+      // Twenty at once land in one or two group-commit batches: the cap counts the batch.
+      const burst = await submitAll(alice, 20);
+      const accepted = burst.filter((r) => 'id' in r);
+      const refused = burst.filter((r) => 'status' in r) as { status: number; error: string; fix?: string }[];
+      assert.equal(accepted.length, 3);
+      assert.deepEqual([...new Set(refused.map((r) => r.status))], [429]);
+      assert.match(refused[0].error, /^user alice has 3 pending jobs, the most one user may have \(max_pending_per_user = 3, Slurm's MaxSubmitJobs/);
+      assert.match(refused[0].fix ?? '', /cancel some/);
+      // Nothing of the refused was stored.
+      const jobs = await alice.get<{ jobs: { user: string }[] }>('/jobs');
+      assert.equal(jobs.jobs.filter((j) => j.user === 'alice').length, 3);
+      assert.equal((await submitAll(bob, 2)).filter((r) => 'id' in r).length, 2);
+      assert.equal((await submitAll(rootApi, 5)).filter((r) => 'id' in r).length, 5);
+      // A cancelled pending job frees a place under the cap.
+      await alice.delete(`/jobs/${(accepted[0] as { id: number }).id}`);
+      assert.equal((await submitAll(alice, 2)).filter((r) => 'id' in r).length, 1);
+    } finally {
+      for (const api of [alice, bob, rootApi]) api.close();
+      await controller.close();
+    }
+  });
+
+  it('max_submit_rate: past the bucket a submission gets 429 with Retry-After; a second later one goes through', async () => {
+    const controller = await controllerWith('max_pending_per_user = 0\nmax_submit_rate = 5');
+    const alice = as(controller, 'alice');
+    try {
+      const began = Date.now();
+      const burst = await submitAll(alice, 12);
+      // The bucket holds 5 and refills at 5 a second while the burst is being answered.
+      const refilled = Math.floor((5 * (Date.now() - began)) / 1000);
+      const accepted = burst.filter((r) => 'id' in r).length;
+      assert.ok(accepted >= 5 && accepted <= 5 + refilled, `${accepted} accepted of a burst of 12 at 5 per second in ${Date.now() - began} ms`);
+      const refused = burst.find((r) => 'status' in r) as { status: number; error: string };
+      assert.equal(refused.status, 429);
+      assert.match(refused.error, /^user alice submits faster than max_submit_rate = 5 jobs per second allows \(\d+ submitted in the last \d\.\d s\); nothing was stored$/);
+      const raw = await fetch(`${controller.url}/jobs`, {
+        method: 'POST', body: JSON.stringify({ spec }), headers: { ...identityHeaders({ user: 'alice', uid: 2000 }), 'content-type': 'application/json' },
+      });
+      assert.equal(raw.status, 429);
+      assert.equal(raw.headers.get('retry-after'), '1');
+      await new Promise((r) => setTimeout(r, 1100));
+      assert.equal((await submitAll(alice, 1)).filter((r) => 'id' in r).length, 1);
+      const stored = await alice.get<{ jobs: unknown[] }>('/jobs');
+      assert.equal(stored.jobs.length, accepted + 1);
+    } finally {
+      alice.close();
+      await controller.close();
+    }
+  });
+});
+
+/** Runs `taras ARGS` to its end. */
+function tarasRun(args: string[], cwd: string) {
+  return spawnSync(process.execPath, [taras, ...args], { cwd, encoding: 'utf8', timeout: 30_000 });
+}
+
+describe('a controller that cannot start says why in one line', () => {
+  it('an empty (0-byte) database is refused, never taken for a new cluster', () => {
+    const data = join(work, 'empty-db');
+    mkdirSync(data);
+    writeFileSync(join(data, 'taras.db'), '');
+    const run = tarasRun(['controller', '--data', data, '--port', '0'], work);
+    assert.equal(run.status, 1);
+    const lines = run.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, run.stderr);
+    assert.match(lines[0], new RegExp(`^error: ${join(data, 'taras.db')}: the database file is empty \\(0 bytes\\).*restore it from a backup, or move it aside \\(mv `));
+    assert.equal(statSync(join(data, 'taras.db')).size, 0, 'the file is left as it was');
+  });
+
+  it('a damaged database (random bytes, or truncated) gives one line and no stack trace', () => {
+    const data = join(work, 'random-db');
+    mkdirSync(data);
+    writeFileSync(join(data, 'taras.db'), Buffer.from(Array.from({ length: 64 * 1024 }, (_, i) => (i * 7919 + 13) % 251)));
+    const random = tarasRun(['controller', '--data', data, '--port', '0'], work);
+    assert.equal(random.status, 1);
+    assert.match(random.stderr, /^error: .*taras\.db: the database is damaged or is not a Taras database \(file is not a database\); restore it from a backup, or move it aside \(mv .*\.damaged\)/);
+    assert.equal(random.stderr.trim().split('\n').length, 1, random.stderr);
+
+    // A real database with jobs, cut in half after the controller stopped.
+    const cut = join(work, 'cut-db');
+    mkdirSync(cut);
+    const store = openStore(join(cut, 'taras.db'));
+    const request = { ...spec } as unknown as JsonObject;
+    for (let i = 0; i < 2000; i++) store.submit({ user: 'alice', name: `job-${i}`.padEnd(300, 'x'), partition: 'batch', scriptPath: '/x', script: 'y'.repeat(500), request }, Date.now());
+    store.close();
+    truncateSync(join(cut, 'taras.db'), Math.floor(statSync(join(cut, 'taras.db')).size / 2));
+    const truncated = tarasRun(['controller', '--data', cut, '--port', '0'], work);
+    assert.equal(truncated.status, 1);
+    assert.match(truncated.stderr, /^error: .*cut-db\/taras\.db: the database is damaged or is not a Taras database \(database disk image is malformed\); restore it from a backup/);
+    assert.equal(truncated.stderr.trim().split('\n').length, 1, truncated.stderr);
+  });
+
+  it('a second controller on the same data directory names the first one\'s pid; a port in use names the port and --port', async () => {
+    const data = join(work, 'shared');
+    const first = await startController({
+      config: (await import('../src/config/cluster.js')).defaultClusterConfig(data, { count: 2, cpus: 2 }), clusterKey: null, port: 0, log: () => {},
+    });
+    try {
+      const second = tarasRun(['controller', '--data', data, '--port', '0'], work);
+      assert.equal(second.status, 1);
+      assert.equal(second.stderr,
+        `error: another controller (pid ${process.pid}) is running on the data directory ${data}; stop it first (kill ${process.pid}, or Ctrl-C in its terminal), or give this one another data directory (--data DIR, or data_dir in cluster.toml)\n`);
+      const up = tarasRun(['up', '--data', data, '--port', '0'], work);
+      assert.equal(up.status, 1);
+      assert.match(up.stderr, /^error: another controller \(pid \d+\) is running on the data directory /);
+      assert.equal(up.stderr.split('\n').length, 2, up.stderr);
+
+      const port = new URL(first.url).port;
+      const taken = tarasRun(['controller', '--data', join(work, 'other'), '--port', port], work);
+      assert.equal(taken.status, 1);
+      assert.equal(taken.stderr,
+        `error: port ${port} on 127.0.0.1 is already in use by another process (another controller?): stop that process, or choose another port (taras controller --port N, or --port 0 for any free one) or socket path\n`);
+    } finally {
+      await first.close();
+    }
+    // Once the first has stopped, the data directory is free again.
+    const again = await startController({
+      config: (await import('../src/config/cluster.js')).defaultClusterConfig(data, { count: 2, cpus: 2 }), clusterKey: null, port: 0, log: () => {},
+    });
+    await again.close();
+  });
+});
