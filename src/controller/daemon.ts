@@ -413,6 +413,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? (route) => route.path.startsWith('/agent/') : undefined,
     log: netLog,
+    maxConnections: config.maxConnections,
   });
   let bound;
   try {
