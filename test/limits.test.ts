@@ -6,7 +6,8 @@
 // on a port in use, in one line.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { connect, type Socket } from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -17,6 +18,7 @@ import { startController, type RunningController } from '../src/controller/daemo
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, createApiClient, type ApiClient } from '../src/net/client.js';
 import { identityHeaders } from '../src/net/identity.js';
+import { createApiServer } from '../src/net/server.js';
 import type { JsonObject } from '../src/store/events.js';
 import { openStore } from '../src/store/store.js';
 
@@ -179,5 +181,144 @@ describe('a controller that cannot start says why in one line', () => {
       config: (await import('../src/config/cluster.js')).defaultClusterConfig(data, { count: 2, cpus: 2 }), clusterKey: null, port: 0, log: () => {},
     });
     await again.close();
+  });
+});
+
+/** A raw connection that sends `text` and collects what comes back until it closes. */
+function rawConnection(port: number, text: string): { socket: Socket; answer: Promise<{ text: string; closedAfterMs: number }> } {
+  const began = Date.now();
+  const socket = connect({ port, host: '127.0.0.1' });
+  let received = '';
+  socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+  socket.on('error', () => {});
+  socket.on('connect', () => socket.write(text));
+  return { socket, answer: new Promise((resolve) => socket.on('close', () => resolve({ text: received, closedAfterMs: Date.now() - began }))) };
+}
+
+const statusOf = (text: string): number | null => Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? NaN) || null;
+
+describe('the API server under slow clients and floods', () => {
+  it('unfinished bodies hold at most maxPendingBodyBytes (then 503 with Retry-After); a trickling body is cut at the request timeout; slow headers at the headers timeout', async () => {
+    const logged: string[] = [];
+    const log = { info: (m: string) => logged.push(m), warn: (m: string) => logged.push(m), error: (m: string) => logged.push(m) };
+    const server = createApiServer({
+      routes: [{ method: 'POST', path: '/echo', handler: (ctx) => ({ status: 200, body: { length: JSON.stringify(ctx.body).length } }) }],
+      log, maxPendingBodyBytes: 1024 * 1024, requestTimeoutMs: 2000, headersTimeoutMs: 1000,
+    });
+    const { tcp } = await server.listen({ port: 0 });
+    const port = tcp!.port;
+    try {
+      // 24 clients each announce 512 KiB and send 64 KiB of it: 1.5 MiB would be held; the cap is 1 MiB.
+      const slow = Array.from({ length: 24 }, () => rawConnection(port,
+        `POST /echo HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${512 * 1024}\r\n\r\n"${'x'.repeat(64 * 1024 - 1)}`));
+      const slowHeaders = rawConnection(port, 'POST /echo HTTP/1.1\r\nhost: x\r\n');
+      const answers = await Promise.all(slow.map((c) => c.answer));
+      const turnedAway = answers.filter((a) => statusOf(a.text) === 503);
+      const timedOut = answers.filter((a) => statusOf(a.text) !== 503);
+      assert.ok(turnedAway.length >= 8, `${turnedAway.length} of 24 got 503 (at most 16 x 64 KiB fit in 1 MiB)`);
+      assert.match(turnedAway[0].text, /\r\nretry-after: 1\r\n/i);
+      assert.match(turnedAway[0].text, /request bodies still arriving, its limit/);
+      // The others were cut by the request timeout (2 s; checked every second), not left open.
+      for (const a of timedOut) {
+        assert.ok(a.closedAfterMs < 5000, `a trickling body was cut after ${a.closedAfterMs} ms`);
+        assert.ok([408, null].includes(statusOf(a.text)), a.text.slice(0, 60));
+      }
+      const headers = await slowHeaders.answer;
+      assert.ok(headers.closedAfterMs < 4000, `unfinished headers were cut after ${headers.closedAfterMs} ms`);
+      // Nothing is held any more: a body of 900 KiB goes through.
+      const big = await fetch(`${tcp!.url}/echo`, { method: 'POST', body: JSON.stringify('y'.repeat(900 * 1024)), headers: { 'content-type': 'application/json' } });
+      assert.deepEqual([big.status, await big.json()], [200, { length: 900 * 1024 + 2 }]);
+    } finally {
+      await server.close(0);
+    }
+  });
+
+  it('at the connection cap the oldest idle connection makes room; when every connection is being answered a new one gets 503', async () => {
+    const warnings: string[] = [];
+    const log = { info() {}, warn: (m: string) => warnings.push(m), error: (m: string) => warnings.push(m) };
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const server = createApiServer({
+      routes: [
+        { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { up: true } }) },
+        { method: 'GET', path: '/hold', handler: async () => { await held; return { status: 200, body: {} }; } },
+      ],
+      log, maxConnections: 20,
+    });
+    const { tcp } = await server.listen({ port: 0 });
+    const port = tcp!.port;
+    const sockets: Socket[] = [];
+    try {
+      // 50 connections that never send anything: the later ones displace the earlier ones.
+      const idle = Array.from({ length: 50 }, () => rawConnection(port, ''));
+      sockets.push(...idle.map((c) => c.socket));
+      await new Promise((r) => setTimeout(r, 300));
+      const status = await fetch(`${tcp!.url}/status`);
+      assert.equal(status.status, 200);
+      assert.ok(idle.slice(0, 25).every((c) => c.socket.destroyed || c.socket.readableEnded), 'the oldest idle connections were closed');
+      assert.match(warnings[0], /^at the connection limit \(20\): closed the oldest connections not being answered/);
+
+      // 20 requests being answered fill the cap: the 21st connection is told to come back.
+      const holding = Array.from({ length: 20 }, () => rawConnection(port, 'GET /hold HTTP/1.1\r\nhost: x\r\n\r\n'));
+      sockets.push(...holding.map((c) => c.socket));
+      await new Promise((r) => setTimeout(r, 300));
+      const refused = await rawConnection(port, 'GET /status HTTP/1.1\r\nhost: x\r\n\r\n').answer;
+      assert.equal(statusOf(refused.text), 503);
+      assert.match(refused.text, /retry-after: 1/);
+      assert.match(refused.text, /its limit \(max_connections\)/);
+      release();
+      const answered = await Promise.all(holding.map((c) => { c.socket.end(); return c.answer; }));
+      assert.ok(answered.every((a) => statusOf(a.text) === 200));
+    } finally {
+      release();
+      for (const socket of sockets) socket.destroy();
+      await server.close(0);
+    }
+  });
+
+  it('taras up under `ulimit -n 256`: 1,200 idle, slow-header and slow-body connections leave it alive and another client served at once', async (t) => {
+    const data = join(work, 'flood');
+    const child = spawn('sh', ['-c', `ulimit -n 256 && exec "${process.execPath}" "${taras}" up --data "${data}" --port 0 --virtual 2x2`],
+      { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const sockets: Socket[] = [];
+    try {
+      const deadline = Date.now() + 20_000;
+      while (!/controller listening on http:\/\/127\.0\.0\.1:(\d+)/.test(output)) {
+        assert.ok(Date.now() < deadline && child.exitCode === null, `taras up did not start: ${output}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const port = Number(/controller listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)![1]);
+      for (let i = 0; i < 1200; i++) {
+        const kind = i % 3;
+        const text = kind === 0 ? '' : kind === 1 ? 'GET /status HTTP/1.1\r\nhost: x\r\n'
+          : `POST /jobs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${1024 * 1024}\r\n\r\n{"spec": "${'x'.repeat(4000)}`;
+        sockets.push(rawConnection(port, text).socket);
+        if (i % 100 === 99) await new Promise((r) => setTimeout(r, 20)); // bounded: 1,200 in about a quarter of a second
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      const latencies: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const began = Date.now();
+        const answer = await fetch(`http://127.0.0.1:${port}/status`, { signal: AbortSignal.timeout(5000) });
+        assert.equal(answer.status, 200);
+        assert.equal(((await answer.json()) as { up: boolean }).up, true);
+        latencies.push(Date.now() - began);
+      }
+      t.diagnostic(`GET /status during the flood: ${latencies.join(', ')} ms`);
+      assert.ok(Math.max(...latencies) < 3000, `answered in ${latencies.join(', ')} ms`);
+      assert.equal(child.exitCode, null, `taras up died: ${output}`);
+      assert.doesNotMatch(output, /EMFILE|Uncaught|\n\s+at /);
+      assert.match(output, /at the connection limit \(128\)/);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      }
+    }
   });
 });
