@@ -140,6 +140,12 @@ export class ControllerEngine {
   /** Bumped when a new plan differs from the last one (see listingVersion). */
   private planVersion = 0;
   private lastReservations: Float64Array = new Float64Array(0);
+  /**
+   * Bumped whenever a node's status may have changed (every change goes
+   * through refreshNode): with `active.version` (which moves with every start
+   * and end, so with free CPUs too) it says when node counts need recounting.
+   */
+  nodeVersion = 0;
 
   constructor(
     readonly config: ClusterConfig,
@@ -526,6 +532,7 @@ export class ControllerEngine {
    * change makes the last plan stale. Returns whether anything changed.
    */
   private refreshNode(name: string): boolean {
+    this.nodeVersion++;
     const status = this.nodes.get(name)!;
     const accepting = status.up && !status.drained;
     const expected = !status.up && !status.drained && status.lastHeartbeatMs === null

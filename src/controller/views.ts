@@ -146,8 +146,25 @@ export function apiNodes(engine: ControllerEngine): ApiNode[] {
   });
 }
 
-/** The controller's summary: one pass over the nodes and the active jobs, building no node objects. */
+type Counts = ApiClusterStatus['nodes'] & ApiClusterStatus['jobs'];
+
+/** The last counts per engine, with the versions they were made from: recounted only after a change. */
+const lastCounts = new WeakMap<ControllerEngine, { key: string; counts: Counts }>();
+
+/** The controller's summary; its counts take one pass over the nodes and the active jobs, and only after something changed. */
 export function apiStatus(engine: ControllerEngine, nowMs: number, motd: string | null): ApiClusterStatus {
+  const key = `${engine.active.version}.${engine.nodeVersion}`;
+  let last = lastCounts.get(engine);
+  if (last?.key !== key) lastCounts.set(engine, (last = { key, counts: countAll(engine) }));
+  const { pending, running, ...nodes } = last.counts;
+  return {
+    up: true, version: VERSION, cluster: engine.config.name, policy: engine.config.policy, placement: engine.config.placement,
+    now: iso(nowMs)!, nodes, jobs: { pending, running }, motd,
+  };
+}
+
+/** Nodes by state and jobs by state, building no node objects. */
+function countAll(engine: ControllerEngine): Counts {
   const counts = { total: 0, idle: 0, allocated: 0, mixed: 0, down: 0, drained: 0 };
   const held = new Set<string>();
   let pending = 0;
@@ -162,10 +179,7 @@ export function apiStatus(engine: ControllerEngine, nowMs: number, motd: string 
     if (state === 'draining') counts.drained++;
     else counts[state]++;
   }
-  return {
-    up: true, version: VERSION, cluster: engine.config.name, policy: engine.config.policy, placement: engine.config.placement,
-    now: iso(nowMs)!, nodes: counts, jobs: { pending, running }, motd,
-  };
+  return { ...counts, pending, running };
 }
 
 export function apiWhen(engine: ControllerEngine, record: JobRecord): ApiWhen {
