@@ -112,6 +112,74 @@ describe('per-user caps', () => {
   });
 });
 
+describe('a cluster of 100,000 nodes', () => {
+  it('starts and answers /status, /nodes and a submission (views are linear in the nodes)', async () => {
+    const controller = await controllerWith('max_submit_rate = 0', 'n[000001-100000]',
+      '[[partitions]]\nname = "batch"\nnodes = "ALL"\ndefault = true\n[[partitions]]\nname = "half"\nnodes = "n[000001-050000]"\n');
+    const api = as(controller, 'root', 0);
+    try {
+      const status = await api.get<{ nodes: Record<string, number> }>('/status');
+      assert.deepEqual(status.nodes, { total: 100_000, idle: 0, allocated: 0, mixed: 0, down: 100_000, drained: 0 });
+      await api.post('/admin/drain', { nodes: ['n000007'], reason: 'test' });
+      assert.equal((await api.get<{ nodes: Record<string, number> }>('/status')).nodes.down, 100_000); // a down node drained is still down
+      const nodes = await api.get<{ name: string; partitions: string[]; state: string }[]>('/nodes');
+      assert.equal(nodes.length, 100_000);
+      assert.deepEqual(nodes[49_999], { ...nodes[49_999], name: 'n050000', partitions: ['batch', 'half'] });
+      assert.deepEqual(nodes[50_000], { ...nodes[50_000], name: 'n050001', partitions: ['batch'] });
+      const { id } = await api.post<{ id: number }>('/jobs', { spec: { ...spec, partition: 'half' } });
+      assert.equal((await api.get<{ jobs: { id: number; state: string }[] }>('/jobs')).jobs[0].id, id);
+    } finally {
+      api.close();
+      await controller.close();
+    }
+  });
+});
+
+describe('GET /jobs pages', () => {
+  it('pages of at most 1,000 by id with a next cursor; every job once; filters apply; a bad cursor is a 400', async () => {
+    const controller = await controllerWith('max_submit_rate = 0\nmax_pending_per_user = 0');
+    const alice = as(controller, 'alice');
+    const bob = as(controller, 'bob');
+    try {
+      for (let i = 0; i < 5; i++) await Promise.all(Array.from({ length: 500 }, (_, k) => ((i * 500 + k) % 5 === 0 ? bob : alice).post('/jobs', { spec })));
+      await alice.delete('/jobs/3'); // a finished job is listed too (kept for keep_finished)
+      const first = await alice.get<{ jobs: { id: number }[]; next: number | null }>('/jobs');
+      assert.equal(first.jobs.length, 1000);
+      assert.deepEqual([first.jobs[0].id, first.jobs[999].id, first.next], [1, 1000, 1000]);
+      const ids: number[] = [];
+      let pages = 0;
+      for (let after: number | null = 0; after !== null; pages++) {
+        const page: { jobs: { id: number; state: string }[]; next: number | null } = await alice.get(`/jobs?after=${after}&limit=700`);
+        ids.push(...page.jobs.map((j) => j.id));
+        after = page.next;
+      }
+      assert.equal(pages, 4);
+      assert.deepEqual(ids, Array.from({ length: 2500 }, (_, i) => i + 1));
+      const bobs = await alice.get<{ jobs: { user: string }[]; next: number | null }>('/jobs?user=bob&limit=5000');
+      assert.deepEqual([bobs.jobs.length, bobs.next, bobs.jobs.every((j) => j.user === 'bob')], [500, null, true]);
+      const cancelled = await alice.get<{ jobs: { id: number }[] }>('/jobs?state=CANCELLED');
+      assert.deepEqual(cancelled.jobs.map((j) => j.id), [3]);
+      await assert.rejects(alice.get('/jobs?after=x'), (e: unknown) => e instanceof ApiRequestError && e.status === 400 && /'after=x' is not a whole number/.test(e.error));
+      // The CLI follows the cursor: `taras queue --json` lists all 2,500.
+      // (Not spawnSync: the controller runs in this process and must answer meanwhile.)
+      const run = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [taras, 'queue', '--json', '--controller', controller.url], { cwd: work });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+        child.on('close', (status) => resolve({ status, stdout, stderr }));
+      });
+      assert.equal(run.status, 0, run.stderr);
+      assert.equal((JSON.parse(run.stdout) as unknown[]).length, 2500);
+    } finally {
+      alice.close();
+      bob.close();
+      await controller.close();
+    }
+  });
+});
+
 /** Runs `taras ARGS` to its end. */
 function tarasRun(args: string[], cwd: string) {
   return spawnSync(process.execPath, [taras, ...args], { cwd, encoding: 'utf8', timeout: 30_000 });
