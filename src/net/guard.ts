@@ -102,7 +102,7 @@ export class ConnectionGuard {
     if (this.open.size >= this.maxConnections && !this.displaceOne()) {
       this.noteShed();
       // Every connection is being answered: this one is told to come back, not queued.
-      socket.end(OVERLOADED(`the controller is answering ${this.open.size} connections, its limit (max_connections)`,
+      socket.end(OVERLOADED(`the server is answering ${this.open.size} connections, its limit (max_connections)`,
         'try again in a moment; an administrator may raise max_connections in cluster.toml (and the open-file limit, ulimit -n)'));
       this.turnedAway.add(socket);
       return;

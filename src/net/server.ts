@@ -169,7 +169,7 @@ function readBody(req: IncomingMessage, res: ServerResponse, limit: number, guar
       if (!guard.holdBody(chunk.length)) {
         req.off('data', onData);
         req.off('end', onEnd);
-        send(res, 503, errorBody(`the controller holds ${guard.maxPendingBodyBytes} bytes of request bodies still arriving, its limit`,
+        send(res, 503, errorBody(`the server holds ${guard.maxPendingBodyBytes} bytes of request bodies still arriving, its limit`,
           'try again in a moment (slow clients are holding it)'), { 'retry-after': '1', connection: 'close' });
         res.once('finish', () => req.socket.destroy());
         settle({ ok: false });
