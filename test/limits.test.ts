@@ -344,6 +344,33 @@ describe('the API server under slow clients and floods', () => {
     }
   });
 
+  it('running out of descriptors on accept is logged once per burst and never thrown', async () => {
+    const { ConnectionGuard } = await import('../src/net/guard.js');
+    const { createServer } = await import('node:http');
+    const lines: string[] = [];
+    const log = { info: (m: string) => lines.push(m), warn: (m: string) => lines.push(m), error: (m: string) => lines.push(m) };
+    const guard = new ConnectionGuard(log, { maxConnections: 100 });
+    const server = createServer();
+    guard.attach(server, 'TCP');
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      for (const code of ['EMFILE', 'EMFILE', 'ENFILE', 'EMFILE']) server.emit('error', Object.assign(new Error(`accept ${code}`), { code }));
+      assert.equal(lines.length, 1, lines.join('\n'));
+      assert.match(lines[0], /^TCP: out of file descriptors \(EMFILE\) accepting a connection; refusing connections until some close \(0 open; raise the open-file limit, ulimit -n, or lower max_connections\)$/);
+    } finally {
+      server.close();
+    }
+    // A cap above what the open-file limit allows is lowered to what it allows, and said.
+    const { openFileLimit, defaultMaxConnections } = await import('../src/net/guard.js');
+    const limit = openFileLimit();
+    if (limit !== null && Number.isFinite(limit)) {
+      const warned: string[] = [];
+      const capped = new ConnectionGuard({ info() {}, warn: (m: string) => warned.push(m), error() {} }, { maxConnections: limit + 1000 });
+      assert.equal(capped.maxConnections, defaultMaxConnections(limit));
+      assert.match(warned[0], new RegExp(`^max_connections = ${limit + 1000} is more than the open-file limit of this process allows \\(${limit}\\): using ${capped.maxConnections}; raise the limit`));
+    }
+  });
+
   it('taras up under `ulimit -n 256`: 1,200 idle, slow-header and slow-body connections leave it alive and another client served at once', async (t) => {
     const data = join(work, 'flood');
     const child = spawn('sh', ['-c', `ulimit -n 256 && exec "${process.execPath}" "${taras}" up --data "${data}" --port 0 --virtual 2x2`],
