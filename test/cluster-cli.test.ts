@@ -165,7 +165,7 @@ describe('output that cannot be written', () => {
 describe('taras queue | head', () => {
   it('a reader that leaves early ends the command quietly with exit 0', async () => {
     const file = join(work, 'pipe.toml');
-    writeFileSync(file, `[cluster]\nname = "pipe"\npolicy = "easy"\ndata_dir = "pipe-data"\n[[nodes]]\nnames = "n1"\ncpus = 2\nmemory = "1G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\n`);
+    writeFileSync(file, `[cluster]\nname = "pipe"\npolicy = "easy"\ndata_dir = "pipe-data"\nmax_submit_rate = 0\n[[nodes]]\nnames = "n1"\ncpus = 2\nmemory = "1G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\n`);
     const parsed = await readClusterConfig(file);
     assert.ok(parsed.ok);
     // No agent: every job waits, so the listing is long: about 1 MB, more than a pipe or socket buffer holds.

@@ -60,6 +60,9 @@ describe('cluster.toml: valid files', () => {
       'warn_before_limit = "0s"',
       'warn_signal = "b:sigusr2"',
       'kill_grace = "1:30"',
+      'max_pending_per_user = 500',
+      'max_submit_rate = 0',
+      'max_connections = 2000',
       '',
       '[[nodes]]',
       'names = "node[01-02]"',
@@ -96,6 +99,9 @@ describe('cluster.toml: valid files', () => {
       warnSignal: { signal: 'USR2', beforeSeconds: 0, batchOnly: true },
       warnBeforeLimitSeconds: 0,
       killGraceSeconds: 90,
+      maxPendingPerUser: 500,
+      maxSubmitRate: 0,
+      maxConnections: 2000,
       nodes: [
         { name: 'node01', cpus: 8, memoryMiB: 16384, features: ['ib', 'ssd'] },
         { name: 'node02', cpus: 8, memoryMiB: 16384, features: ['ib', 'ssd'] },
@@ -124,6 +130,9 @@ describe('cluster.toml: valid files', () => {
       warnSignal: null,
       warnBeforeLimitSeconds: 60,
       killGraceSeconds: 30,
+      maxPendingPerUser: 10000,
+      maxSubmitRate: 100,
+      maxConnections: 0,
       nodes: 4,
       partitions: [{ name: 'batch', nodes: ['node01', 'node02', 'node03', 'node04'], isDefault: true, maxTimeSeconds: null, maxNodes: null, priority: 1 }],
       defaultPartition: 'batch',
@@ -191,7 +200,7 @@ describe('cluster.toml: each mistake names file, line, key and fix', () => {
       { line: 6, key: 'nodes[0].RealMemory', message: 'unknown key "RealMemory" in this [[nodes]] table (did you mean "memory"?)' },
       { line: 8, key: 'partition', message: 'unknown key "partition" at the top level (did you mean "partitions"?)' },
     ]);
-    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_signal, warn_before_limit, kill_grace');
+    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_signal, warn_before_limit, kill_grace, max_pending_per_user, max_submit_rate, max_connections');
   });
 
   it('unknown key far from any known one gets no suggestion', () => {

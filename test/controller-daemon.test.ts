@@ -61,7 +61,7 @@ describe('controller daemon', () => {
       assert.equal(status.nodes.total, 4);
       const job = await api.get<{ id: number; state: string }>('/jobs/1');
       assert.equal(job.state, 'PENDING');
-      assert.equal((await api.get<unknown[]>('/jobs')).length, 1);
+      assert.equal((await api.get<{ jobs: unknown[] }>('/jobs')).jobs.length, 1);
     } finally {
       api.close();
       await controller.close();
@@ -81,7 +81,7 @@ describe('controller daemon', () => {
       await bob.post('/jobs', { spec: { ...spec, name: 'second', nodes: { min: 1 }, memoryMiB: 1024 } });
       await alice.post('/jobs', { spec: { ...spec, name: 'third', workingDir: '/tmp' } });
       for (const long of [false, true]) {
-        const [answer, jobs] = await Promise.all([alice.get<ApiQueue>(`/queue${long ? '?long=1' : ''}`), alice.get<ApiJob[]>('/jobs')]);
+        const [answer, jobs] = await Promise.all([alice.get<ApiQueue>(`/queue${long ? '?long=1' : ''}`), alice.get<{ jobs: ApiJob[] }>('/jobs').then((page) => page.jobs)]);
         const queue = unpackQueue(answer);
         assert.equal(queue.id.length, 3);
         const byId = new Map(jobs.map((job) => [job.id, job]));

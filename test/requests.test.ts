@@ -17,7 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { checkBody, SubmitBodySchema } from '../src/api/schema.js';
-import type { ApiCancelResult, ApiJob, ApiJobWithEvents } from '../src/api/types.js';
+import type { ApiCancelResult, ApiJob, ApiJobPage, ApiJobWithEvents } from '../src/api/types.js';
 import { readClusterConfig } from '../src/config/load.js';
 import { startController } from '../src/controller/daemon.js';
 import { ControllerEngine, type AgentLink, type StartOrder } from '../src/controller/engine.js';
@@ -237,7 +237,7 @@ describe('the controller refuses bad requests before storing anything', () => {
       assert.match((await refusal(api.post('/agent/register', { url: 'http://x', nodes: [{ a: 1 }] }))).error, /nodes\.0: expected a non-empty string/);
       assert.match((await refusal(api.post('/agent/report', { reports: [{ jobId: 1, state: 'EXPLODED', exitCode: 0, endTimeMs: null }] }))).error, /reports\.0\.state/);
       assert.match((await refusal(rawPost(controller.url, '/agent/heartbeat', deepText(100_000)))).error, /nodes: required field missing/);
-      assert.deepEqual(await api.get<ApiJob[]>('/jobs'), []);
+      assert.deepEqual((await api.get<ApiJobPage>('/jobs')).jobs, []);
       // The partition's default_time fills a missing limit; a good job is stored as usual.
       const { id } = await api.post<{ id: number }>('/jobs', { spec: { ...noLimit, partition: 'short' } });
       assert.equal((await api.get<ApiJob>(`/jobs/${id}`)).timeLimitSeconds, 300);
@@ -258,7 +258,7 @@ describe('the controller refuses bad requests before storing anything', () => {
       const bad = answers.filter((a, index) => index % 3 !== 0);
       assert.ok(good.every((a) => a.status === 'fulfilled'), JSON.stringify(good));
       assert.ok(bad.every((a) => a.status === 'rejected' && (a.reason as ApiRequestError).status === 400), JSON.stringify(bad.map((a) => a.status)));
-      const stored = await api.get<ApiJob[]>('/jobs');
+      const stored = (await api.get<ApiJobPage>('/jobs')).jobs;
       assert.deepEqual(stored.map((job) => job.name).sort(), bodies.filter((_, index) => index % 3 === 0).map((b) => b.spec.name).sort());
     } finally {
       await close();
@@ -293,7 +293,7 @@ describe('the controller refuses bad requests before storing anything', () => {
       const bob = createApiClient({ baseUrl: api.address }, { identity: { user: 'bob', uid: 1002 } });
       assert.equal((await bob.post<{ id: number }>('/jobs', body)).id, 2);
       bob.close();
-      assert.equal((await api.get<ApiJob[]>('/jobs')).length, 2);
+      assert.equal((await api.get<ApiJobPage>('/jobs')).jobs.length, 2);
     } finally {
       await close();
     }
@@ -491,7 +491,7 @@ describe('with real controller processes', () => {
       const retry = createApiClient({ baseUrl: controller.url }, { identity: localIdentity() });
       const { id } = await retry.post<{ id: number }>('/jobs', body);
       if (firstId !== null) assert.equal(id, firstId, `round ${round}: the retry got another job`);
-      const named = (await retry.get<ApiJob[]>('/jobs')).filter((job) => job.name === key);
+      const named = (await retry.get<ApiJobPage>('/jobs')).jobs.filter((job) => job.name === key);
       assert.deepEqual(named.map((job) => job.id), [id], `round ${round}`);
       api.close();
       retry.close();
@@ -550,7 +550,7 @@ describe('with real controller processes', () => {
       const deadline = Date.now() + 10_000;
       let runningIds: number[] = [];
       while (Date.now() < deadline) {
-        runningIds = (await api.get<ApiJob[]>('/jobs?state=RUNNING')).map((job) => job.id);
+        runningIds = (await api.get<ApiJobPage>('/jobs?state=RUNNING')).jobs.map((job) => job.id);
         if (runningIds.length === 2) break;
         await sleep(100);
       }
@@ -562,7 +562,7 @@ describe('with real controller processes', () => {
       assert.deepEqual(results.filter((r) => r.result === 'signalled').map((r) => r.id).sort(), [...runningIds].sort());
       // Every job ends; none of the pending ones ever started.
       while (Date.now() < deadline + 10_000) {
-        const active = await api.get<ApiJob[]>('/jobs?state=PENDING,RUNNING,COMPLETING');
+        const active = (await api.get<ApiJobPage>('/jobs?state=PENDING,RUNNING,COMPLETING')).jobs;
         if (active.length === 0) break;
         await sleep(100);
       }

@@ -401,7 +401,7 @@ if (process.env[CHILD_ENV] !== undefined) {
     it('a file that is not a database, or a missing folder, is refused naming the path', () => {
       const path = join(dir, 'notes.txt');
       writeFileSync(path, 'this is not sqlite\n'.repeat(100));
-      assert.throws(() => openStore(path), (error: unknown) => error instanceof StoreError && error.message.startsWith(`${path}: cannot use the database`) && /is it a Taras database\?/.test(error.message));
+      assert.throws(() => openStore(path), (error: unknown) => error instanceof StoreError && error.message.startsWith(`${path}: the database is damaged or is not a Taras database (file is not a database); restore it from a backup, or move it aside`));
       const missing = join(dir, 'no-such-folder', 'taras.db');
       assert.throws(() => openStore(missing), (error: unknown) => error instanceof StoreError && /check that the directory exists/.test(error.message));
     });

@@ -52,6 +52,12 @@ export interface ApiJobEvent {
   detail: Record<string, unknown>;
 }
 
+/** `GET /jobs?after=ID&limit=N`: jobs by id, at most 1,000; `next` is the `after` of the next page, null after the last. */
+export interface ApiJobPage {
+  jobs: ApiJob[];
+  next: number | null;
+}
+
 export interface ApiJobWithEvents extends ApiJob {
   events: ApiJobEvent[];
 }

@@ -67,6 +67,21 @@ export async function withRetries<T>(what: string, request: () => Promise<T>, re
   }
 }
 
+/**
+ * Every job `GET /jobs` lists for `query` (user, state), page after page:
+ * the controller answers at most 1,000 per request and a `next` cursor.
+ */
+export async function listAllJobs<T = import('../api/types.js').ApiJob>(api: ApiClient, query: URLSearchParams = new URLSearchParams()): Promise<T[]> {
+  const jobs: T[] = [];
+  for (let after: number | null = 0; after !== null;) {
+    query.set('after', String(after));
+    const page: { jobs: T[]; next: number | null } = await api.get(`/jobs?${query}`);
+    jobs.push(...page.jobs);
+    after = page.next;
+  }
+  return jobs;
+}
+
 export const print = (text: string) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 export const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
 

@@ -27,8 +27,7 @@ export function registerDaemonCommands(program: Command): void {
         config = parsed.config;
       }
       const key = await clusterKey(flags.key ?? `${config.dataDir}/cluster.key`, true);
-      const { startController } = await import('../controller/daemon.js');
-      const running = await startController({ config, configPath: flags.config ?? null, clusterKey: key, port, log: (line) => console.error(`${new Date().toISOString()} ${line}`) });
+      const running = await startOrExplain({ config, configPath: flags.config ?? null, clusterKey: key, port, log: (line) => console.error(`${new Date().toISOString()} ${line}`) });
       const stop = () => void running.close().then(() => process.exit(0));
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
@@ -45,12 +44,11 @@ export function registerDaemonCommands(program: Command): void {
       const { count, cpus } = virtualShape(flags.virtual);
       const port = portNumber(flags.port);
       const { defaultClusterConfig, DEFAULT_LISTEN } = await import('../config/cluster.js');
-      const { startController } = await import('../controller/daemon.js');
       const { startAgent } = await import('../agent/agent.js');
       const config = defaultClusterConfig(flags.data, { count, cpus });
       const key = await clusterKey(`${config.dataDir}/cluster.key`, true);
       const log = (line: string) => console.error(`${new Date().toISOString()} ${line}`);
-      const controller = await startController({ config, clusterKey: key, log, port });
+      const controller = await startOrExplain({ config, clusterKey: key, log, port });
       const agent = await startAgent({
         controller: { baseUrl: controller.url }, nodes: config.nodes.map((n) => n.name), dataDir: `${config.dataDir}/agent`, clusterKey: key,
         log: (line) => log(`agent: ${line}`),
@@ -110,6 +108,24 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
     });
+}
+
+/**
+ * Starts the controller; what stops it from starting (another controller on
+ * the data directory, a port in use, an empty or damaged database) is one
+ * line and exit 1, never a stack trace.
+ */
+async function startOrExplain(options: import('../controller/daemon.js').ControllerOptions) {
+  const [{ startController }, { ListenError }, { StoreError }, { DataDirInUse }] = await Promise.all([
+    import('../controller/daemon.js'), import('../net/listen.js'), import('../store/store.js'), import('../controller/lock.js'),
+  ]);
+  try {
+    return await startController(options);
+  } catch (error) {
+    if (error instanceof ListenError) fail(`error: ${error.message}: ${error.fix}`, 1);
+    if (error instanceof StoreError || error instanceof DataDirInUse) fail(`error: ${error.message}`, 1);
+    throw error;
+  }
 }
 
 /** `--virtual NxC`: N nodes of C CPUs. */

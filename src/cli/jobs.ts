@@ -5,7 +5,7 @@
 
 import type { Command } from 'commander';
 import { fail } from './flags.js';
-import { client, controllerAddress, controllerOption, parseJobIds, print, printJson, withClient, withRetries } from './controller-client.js';
+import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, print, printJson, withClient, withRetries } from './controller-client.js';
 
 export function registerJobCommands(program: Command): void {
   program
@@ -156,7 +156,7 @@ export function registerJobCommands(program: Command): void {
       if (flags.state) query.set('state', flags.state);
       await withClient(flags.controller, async (api) => {
         // --json: the full vocabulary; the table: compact rows in queue order (GET /queue).
-        if (flags.json) return printJson(await api.get(`/jobs${query.size ? `?${query}` : ''}`));
+        if (flags.json) return printJson(await listAllJobs(api, query));
         if (flags.long) query.set('long', '1');
         const [queue, { renderQueue }] = await Promise.all([
           api.get<import('../api/queue.js').ApiQueue>(`/queue${query.size ? `?${query}` : ''}`), import('./render/queue.js'),

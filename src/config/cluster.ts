@@ -73,6 +73,12 @@ export interface ClusterConfig {
   readonly warnBeforeLimitSeconds: number;
   /** SIGKILL follows SIGTERM at the limit after this long. */
   readonly killGraceSeconds: number;
+  /** Most PENDING jobs one user may have (Slurm's MaxSubmitJobs per user); 0: no cap. */
+  readonly maxPendingPerUser: number;
+  /** Submissions per second one user may make, on average (token bucket holding one second's worth); 0: no cap. */
+  readonly maxSubmitRate: number;
+  /** Most client connections the API holds open at once (TCP and the socket together); 0: derived from the file limit. */
+  readonly maxConnections: number;
   /** Every node, in file order. */
   readonly nodes: readonly NodeSpec[];
   readonly partitions: readonly PartitionSpec[];
@@ -97,6 +103,9 @@ export const CLUSTER_DEFAULTS = {
   keepFinishedSeconds: 3600,
   warnBeforeLimitSeconds: 60,
   killGraceSeconds: 30,
+  maxPendingPerUser: 10_000,
+  maxSubmitRate: 100,
+  maxConnections: 0,
 } as const;
 
 /** Linux limits a Unix socket path to 108 bytes with the terminating NUL. */
@@ -105,7 +114,8 @@ const MAX_SOCKET_PATH_BYTES = 107;
 const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions'] };
 
 const CLUSTER_KEYS = {
-  known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace'],
+  known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
+    'max_pending_per_user', 'max_submit_rate', 'max_connections'],
   aliases: {
     clustername: 'name',
     schedulertype: 'policy',
@@ -116,6 +126,8 @@ const CLUSTER_KEYS = {
     slurmdtimeout: 'node_timeout',
     minjobage: 'keep_finished',
     killwait: 'kill_grace',
+    maxsubmitjobs: 'max_pending_per_user',
+    maxsubmitjobsperuser: 'max_pending_per_user',
   },
 };
 
@@ -179,6 +191,9 @@ function readSettings(reader: TableReader, file: string): Settings {
     warnSignal: readWarnSignal(reader, warnBeforeLimitSeconds),
     warnBeforeLimitSeconds,
     killGraceSeconds: timer('kill_grace', '"30s"', 0, CLUSTER_DEFAULTS.killGraceSeconds),
+    maxPendingPerUser: reader.integer('max_pending_per_user', { example: '10000', min: 0 }) ?? CLUSTER_DEFAULTS.maxPendingPerUser,
+    maxSubmitRate: reader.integer('max_submit_rate', { example: '100', min: 0 }) ?? CLUSTER_DEFAULTS.maxSubmitRate,
+    maxConnections: reader.integer('max_connections', { example: '512', min: 0, max: 1_000_000 }) ?? CLUSTER_DEFAULTS.maxConnections,
   };
 }
 
@@ -238,6 +253,9 @@ export function defaultClusterConfig(dataDir: string, shape: { count: number; cp
     warnSignal: null,
     warnBeforeLimitSeconds: CLUSTER_DEFAULTS.warnBeforeLimitSeconds,
     killGraceSeconds: CLUSTER_DEFAULTS.killGraceSeconds,
+    maxPendingPerUser: CLUSTER_DEFAULTS.maxPendingPerUser,
+    maxSubmitRate: CLUSTER_DEFAULTS.maxSubmitRate,
+    maxConnections: CLUSTER_DEFAULTS.maxConnections,
     nodes: names.map((name) => ({ name, cpus: shape.cpus, memoryMiB: 16 * 1024, features: [] })),
     partitions: [{ name: 'batch', nodes: names, isDefault: true, maxTimeSeconds: null, maxNodes: null, priority: 1 }],
     defaultPartition: 'batch',

@@ -10,7 +10,7 @@ import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema,
   formatProblems, MotdBodySchema, SubmitBodySchema,
 } from '../api/schema.js';
-import { finishedStates, type ApiJob, type JobState } from '../api/types.js';
+import { finishedStates, type ApiJob, type ApiJobPage, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
@@ -21,8 +21,10 @@ import { lineLog } from '../net/log.js';
 import { makeFolder, setMode } from '../net/private-files.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState, JobRecord } from '../store/events.js';
-import { openStore } from '../store/store.js';
+import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder, type Submission } from './engine.js';
+import { LimitRefused, SubmitLimits } from './limits.js';
+import { lockDataDir } from './lock.js';
 import { apiJob, apiJobWithEvents, apiNodes, apiQueue, apiStatus, apiWhen } from './views.js';
 
 export interface ControllerOptions {
@@ -109,6 +111,21 @@ const parseId = (ctx: RequestContext): JobId => {
   return jobId(id);
 };
 
+/** `GET /jobs` pages: at most this many jobs per answer (the default too). */
+export const MAX_PAGE_JOBS = 1000;
+
+/** `?after=ID&limit=N`: the cursor (0: from the start) and the page size, at most MAX_PAGE_JOBS. */
+const pageOf = (ctx: RequestContext): { after: number; limit: number } => {
+  const number = (name: string, fallback: number, min: number): number => {
+    const text = ctx.query.get(name);
+    if (text === null) return fallback;
+    const value = /^\d{1,15}$/.test(text) ? Number(text) : NaN;
+    if (!(value >= min)) throw new RouteError(400, `'${name}=${text}' is not a whole number of at least ${min}`, `give ${name} as a number, e.g. ?after=0&limit=${MAX_PAGE_JOBS}; the answer's "next" is the next page's after`);
+    return value;
+  };
+  return { after: number('after', 0, 0), limit: Math.min(MAX_PAGE_JOBS, number('limit', MAX_PAGE_JOBS, 1)) };
+};
+
 const userOf = (ctx: RequestContext): string => {
   if (!ctx.caller) throw new RouteError(401, 'the request does not say who sends it', 'use the taras CLI, which sends the x-taras-user header');
   return ctx.caller.user;
@@ -137,7 +154,17 @@ function openPrivateStore(dataDir: string, socketPath: string, log: (line: strin
 export async function startController(options: ControllerOptions): Promise<RunningController> {
   let { config } = options;
   const { log } = options;
-  const store = openPrivateStore(config.dataDir, config.socketPath, log);
+  makeFolder(config.dataDir, dirname(config.socketPath) === config.dataDir ? 0o711 : 0o700, log, 'data folder');
+  // Before the database is opened: a second controller on it is refused with the first one's pid.
+  const lock = lockDataDir(config.dataDir);
+  const storePath = join(config.dataDir, 'taras.db');
+  let store: Store;
+  try {
+    store = openPrivateStore(config.dataDir, config.socketPath, log);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
   // A disk that refuses a sync stops the controller: nothing it holds in memory may be acknowledged any more.
   const durable = () => store.durable().catch((error: unknown) => {
     if (store.isOpen) { // not a controller that is shutting down
@@ -147,8 +174,16 @@ export async function startController(options: ControllerOptions): Promise<Runni
     throw error;
   });
   const agents = new HttpAgents(options.clusterKey, durable);
-  // A stored job this configuration can never run ends FAILED (logged) rather than stopping the start.
-  let engine = new ControllerEngine(config, store, agents, Date.now, log, 'fail');
+  let engine: ControllerEngine;
+  try {
+    // A stored job this configuration can never run ends FAILED (logged) rather than stopping the start.
+    engine = new ControllerEngine(config, store, agents, Date.now, log, 'fail');
+  } catch (error) {
+    // A truncated file can open cleanly and fail only when recovery reads the pages that are gone.
+    store.close();
+    lock.release();
+    throw isDamagedDatabase(error) ? damagedStoreError(storePath, error) : error;
+  }
   store.forgetKeysBefore(Date.now() - IDEMPOTENCY_KEY_MS);
   const netLog = lineLog(log);
 
@@ -173,6 +208,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const flush = () => {
     const jobs = batch;
     batch = [];
+    batchedByUser.clear();
     let outcomes;
     try {
       outcomes = engine.acceptEach(jobs);
@@ -188,6 +224,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
     });
     kick();
   };
+  // Per-user caps: pending jobs include those accepted into the batch but not yet committed, so a
+  // burst that lands in one batch cannot pass the cap.
+  const limits = new SubmitLimits(() => engine.config);
+  const batchedByUser = new Map<string, number>();
   /** Submissions whose key is in a batch not yet answered: a retry that arrives meanwhile waits for the same answer. */
   const keysInFlight = new Map<string, Promise<JobId>>();
   const submitOne = (submission: Submission): Promise<JobId> => {
@@ -200,12 +240,18 @@ export async function startController(options: ControllerOptions): Promise<Runni
       if (stored !== undefined) return Promise.resolve(stored);
     }
     const answer = new Promise<JobId>((resolve, reject) => {
+      try {
+        limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0));
+      } catch (error) {
+        return reject(error);
+      }
       const reasons = engine.refusals(submission.spec);
       if (reasons.length > 0) return reject(new SubmitRefused(reasons));
       // Group commit: the next batch is committed once the previous one is on the disk, so the
       // submissions that arrive during an fdatasync share the next commit and the next sync.
       if (batch.length === 0) void store.durable().then(() => setImmediate(flush), () => setImmediate(flush));
       batch.push({ ...submission, resolve, reject });
+      batchedByUser.set(user, (batchedByUser.get(user) ?? 0) + 1);
     });
     if (flightKey !== undefined) {
       keysInFlight.set(flightKey, answer);
@@ -224,6 +270,18 @@ export async function startController(options: ControllerOptions): Promise<Runni
     const records = [...engine.active.values(), ...(wantsFinished ? store.jobs({ states: [...finishedStates], endedSinceMs: cutoff }) : [])];
     return records.filter((r) => (filter.user === undefined || r.user === filter.user) && (filter.states === undefined || filter.states.includes(r.state)));
   };
+  /** The first `limit` visible records with an id above `after`, by id, and the cursor of the next page (null: none). */
+  const visiblePage = (filter: { user?: string; states?: JobState[] }, after: number, limit: number): { records: JobRecord[]; next: number | null } => {
+    const wanted = (r: JobRecord) => r.id > after && (filter.user === undefined || r.user === filter.user) && (filter.states === undefined || filter.states.includes(r.state));
+    const active = [...engine.active.values()].filter(wanted).sort((a, b) => a.id - b.id).slice(0, limit + 1);
+    const finished = filter.states === undefined ? [...finishedStates] : filter.states.filter((state) => finishedStates.includes(state));
+    const ended = finished.length === 0 ? [] : store.jobs({
+      user: filter.user, states: finished, endedSinceMs: Date.now() - config.keepFinishedSeconds * 1000, afterId: after, limit: limit + 1,
+    });
+    const merged = [...active, ...ended].sort((a, b) => a.id - b.id);
+    const records = merged.slice(0, limit);
+    return { records, next: merged.length > limit ? records[records.length - 1].id : null };
+  };
   let queueCache: { engine: ControllerEngine; key: string; queue: ApiQueue } | null = null;
   const listFilter = (ctx: RequestContext) => ({
     user: ctx.query.get('user') ?? undefined,
@@ -236,6 +294,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
   const refused = (error: unknown): never => {
     if (error instanceof SubmitRefused) throw new RouteError(400, error.message, 'change the request (see `taras submit --help`)');
+    if (error instanceof LimitRefused) {
+      throw new RouteError(429, error.message, error.fix, error.retryAfterSeconds === undefined ? undefined : { 'retry-after': String(error.retryAfterSeconds) });
+    }
     throw error;
   };
   let closing: (() => Promise<void>) | null = null;
@@ -251,8 +312,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
       },
     },
     {
+      // Paged by id: one page costs the same whatever the queue holds, so a user listing 50,000 jobs
+      // holds the event loop for a page at a time, not for the whole listing.
       method: 'GET', path: '/jobs',
-      handler: (ctx) => ({ status: 200, body: visibleRecords(listFilter(ctx)).map((record): ApiJob => apiJob(engine, record)) }),
+      handler: (ctx) => {
+        const { after, limit } = pageOf(ctx);
+        const { records, next } = visiblePage(listFilter(ctx), after, limit);
+        const page: ApiJobPage = { jobs: records.map((record): ApiJob => apiJob(engine, record)), next };
+        return { status: 200, body: page };
+      },
     },
     {
       // `taras queue`: the status and the jobs in queue order, as compact rows (src/api/queue.ts).
@@ -428,8 +496,17 @@ export async function startController(options: ControllerOptions): Promise<Runni
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? (route) => route.path.startsWith('/agent/') : undefined,
     log: netLog,
+    maxConnections: config.maxConnections,
   });
-  const bound = await server.listen({ port: options.port ?? config.listen.port, host: config.listen.host, socketPath: config.socketPath });
+  let bound;
+  try {
+    bound = await server.listen({ port: options.port ?? config.listen.port, host: config.listen.host, socketPath: config.socketPath });
+  } catch (error) {
+    agents.close();
+    store.close();
+    lock.release();
+    throw error;
+  }
   const ticker = setInterval(() => {
     engine.checkNodes();
     engine.touch();
@@ -442,6 +519,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     await server.close(1000);
     agents.close();
     store.close();
+    lock.release();
   };
   return { url: bound.tcp!.url, socketPath: bound.socketPath!, engine: () => engine, close: () => closing!() };
 }

@@ -5,6 +5,7 @@
 // agents to it, and tests drive it directly.
 
 import type { ClusterConfig, PartitionSpec } from '../config/cluster.js';
+import { compressHostlist } from '../config/hostlist.js';
 import { NodePool } from '../core/placement.js';
 import { Scheduler } from '../core/scheduler.js';
 import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
@@ -89,9 +90,25 @@ const UNLIMITED_SECONDS = 365 * 86400;
 class ActiveJobs extends Map<JobId, JobRecord> {
   /** Bumped by every change: what was listed from an unchanged version is still true. */
   version = 0;
+  /** PENDING jobs by user, kept with every change (the per-user cap is checked on each submission). */
+  private readonly pending = new Map<string, number>();
+
+  pendingOf(user: string): number {
+    return this.pending.get(user) ?? 0;
+  }
+
+  private countPending(record: JobRecord | undefined, by: 1 | -1): void {
+    if (record?.state !== 'PENDING') return;
+    const count = (this.pending.get(record.user) ?? 0) + by;
+    if (count === 0) this.pending.delete(record.user);
+    else this.pending.set(record.user, count);
+  }
 
   override set(id: JobId, record: JobRecord): this {
     this.version++;
+    // Map's constructor calls set before the fields above exist; it is never given entries here.
+    this.countPending(super.get(id), -1);
+    this.countPending(record, 1);
     const request = record.request as { submitEnv?: unknown };
     if (request.submitEnv === undefined) return super.set(id, record);
     const { submitEnv: _environment, ...slim } = request;
@@ -100,6 +117,7 @@ class ActiveJobs extends Map<JobId, JobRecord> {
 
   override delete(id: JobId): boolean {
     this.version++;
+    this.countPending(super.get(id), -1);
     return super.delete(id);
   }
 }
@@ -125,11 +143,25 @@ export class ControllerEngine {
    * keeps the deadlines; a node it adds gets its own).
    */
   private readonly expectedUntilMs = new Map<string, number>();
+  /**
+   * The distinct values of expectedUntilMs not yet passed at the last
+   * checkNodes (one per start or reconfigure, in practice): only when one
+   * passes, or a node goes down, can a node's standing in the pool change
+   * there, so the once-a-second check need not visit 100,000 nodes otherwise.
+   */
+  private readonly deadlines = new Set<number>();
+  private lastCheckMs = -Infinity;
   /** When planned starts were last computed (null: stale since the last pass). */
   private plannedAt: number | null = null;
   /** Bumped when a new plan differs from the last one (see listingVersion). */
   private planVersion = 0;
   private lastReservations: Float64Array = new Float64Array(0);
+  /**
+   * Bumped whenever a node's status may have changed (every change goes
+   * through refreshNode): with `active.version` (which moves with every start
+   * and end, so with free CPUs too) it says when node counts need recounting.
+   */
+  nodeVersion = 0;
 
   constructor(
     readonly config: ClusterConfig,
@@ -142,6 +174,7 @@ export class ControllerEngine {
     this.pool = new NodePool(config.nodes, config.placement);
     for (const node of config.nodes) {
       this.expectedUntilMs.set(node.name, clockMs() + config.nodeTimeoutSeconds * 1000);
+      this.deadlines.add(this.expectedUntilMs.get(node.name)!);
       // A node is down until its agent registers; until node_timeout has passed it still counts in plans.
       this.nodes.set(node.name, { up: false, drained: false, reason: 'no agent has registered yet', lastHeartbeatMs: null });
       this.refreshNode(node.name);
@@ -290,6 +323,11 @@ export class ControllerEngine {
       throw error;
     }
     return [];
+  }
+
+  /** How many PENDING jobs (held ones included) the user has now. */
+  pendingOf(user: string): number {
+    return this.active.pendingOf(user);
   }
 
   /** A pass is due even without an event (time moved on: planned starts may have come due). */
@@ -593,7 +631,17 @@ export class ControllerEngine {
     // stop counting once node_timeout has passed, and jobs the store says run there end as on a node
     // that went down.
     const neverCame: string[] = [];
-    for (const [name, status] of this.nodes) {
+    const nowMs = this.clockMs();
+    let deadlinePassed = false;
+    for (const deadline of this.deadlines) {
+      if (deadline > nowMs) continue;
+      if (deadline > this.lastCheckMs) deadlinePassed = true;
+      this.deadlines.delete(deadline);
+    }
+    this.lastCheckMs = nowMs;
+    const toRefresh = deadlinePassed ? this.nodes.keys() : downed;
+    for (const name of toRefresh) {
+      const status = this.nodes.get(name)!;
       const counted = this.pool.counts(name);
       if (!this.refreshNode(name)) continue;
       this.dirty = true;
@@ -602,12 +650,15 @@ export class ControllerEngine {
         neverCame.push(name);
       }
     }
-    if (downed.length > 0) this.log(`nodes down (no heartbeat): ${downed.join(', ')}`);
-    if (neverCame.length > 0) this.log(`nodes down (no agent since the controller started): ${neverCame.join(', ')}`);
+    if (downed.length > 0) this.log(`nodes down (no heartbeat): ${nodeList(downed)}`);
+    if (neverCame.length > 0) this.log(`nodes down (no agent since the controller started): ${nodeList(neverCame)}`);
     downed.push(...neverCame);
+    if (downed.length === 0) return downed;
+    const isDown = new Set(downed);
     for (const record of [...this.active.values()]) {
-      if (record.state !== 'PENDING' && record.nodes.some((node) => downed.includes(node))) {
-        this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `node ${record.nodes.find((n) => downed.includes(n))} went down` });
+      const lost = record.state === 'PENDING' ? undefined : record.nodes.find((node) => isDown.has(node));
+      if (lost !== undefined) {
+        this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `node ${lost} went down` });
       }
     }
     return downed;
@@ -632,6 +683,7 @@ export class ControllerEngine {
       const mine = this.nodes.get(name);
       if (!mine) continue;
       this.expectedUntilMs.set(name, previous.expectedUntilMs.get(name) ?? 0);
+      this.deadlines.add(this.expectedUntilMs.get(name)!);
       Object.assign(mine, status);
       this.refreshNode(name);
     }
@@ -647,6 +699,7 @@ export class ControllerEngine {
    * change makes the last plan stale. Returns whether anything changed.
    */
   private refreshNode(name: string): boolean {
+    this.nodeVersion++;
     const status = this.nodes.get(name)!;
     const accepting = status.up && !status.drained;
     const expected = !status.up && !status.drained && status.lastHeartbeatMs === null
@@ -699,6 +752,15 @@ export function cancelOutcome(id: JobId, before: JobState | undefined, after: Jo
   if (before === 'RUNNING') return { id, state: after, result: 'signalled', message: `job ${id}: being cancelled (signalled)` };
   if (before === 'COMPLETING') return { id, state: after, result: 'ended', message: `job ${id}: already ending (COMPLETING); nothing to cancel` };
   return { id, state: after, result: 'ended', message: `job ${id}: already ended (${after}); nothing to cancel` };
+}
+
+/** Node names for a log line: a hostlist (100,000 names of a range are one short text), else the names. */
+function nodeList(names: readonly string[]): string {
+  try {
+    return compressHostlist(names);
+  } catch {
+    return names.join(', ');
+  }
 }
 
 function sameReservations(a: Float64Array, b: Float64Array): boolean {

@@ -6,7 +6,8 @@ import type { ApiClusterStatus, ApiJob, ApiJobWithEvents, ApiNode, ApiWhen } fro
 import type { JobId } from '../core/types.js';
 import { expandPattern } from '../jobspec/pattern.js';
 import type { JobRecord, StoredJobEvent } from '../store/events.js';
-import type { ControllerEngine } from './engine.js';
+import type { ClusterConfig } from '../config/cluster.js';
+import type { ControllerEngine, NodeStatus } from './engine.js';
 
 export const VERSION = '0.1.0';
 
@@ -91,44 +92,95 @@ export function apiJobWithEvents(engine: ControllerEngine, record: JobRecord, ev
   };
 }
 
-export function apiNodes(engine: ControllerEngine): ApiNode[] {
+/** Each node's partitions, in file order: built once per configuration (a scan per node was quadratic: 20 s at 100,000 nodes). */
+const partitionsByNode = new WeakMap<ClusterConfig, ReadonlyMap<string, readonly string[]>>();
+
+function partitionsOf(config: ClusterConfig): ReadonlyMap<string, readonly string[]> {
+  let map = partitionsByNode.get(config);
+  if (map === undefined) {
+    const built = new Map<string, string[]>();
+    for (const partition of config.partitions) {
+      for (const name of partition.nodes) {
+        let list = built.get(name);
+        if (list === undefined) built.set(name, (list = []));
+        list.push(partition.name);
+      }
+    }
+    partitionsByNode.set(config, (map = built));
+  }
+  return map;
+}
+
+/** The jobs holding each node (running and completing ones). */
+function jobsByNode(engine: ControllerEngine): Map<string, { id: number; user: string }[]> {
   const jobsOn = new Map<string, { id: number; user: string }[]>();
   for (const record of engine.active.values()) {
     for (const node of record.nodes) {
-      if (!jobsOn.has(node)) jobsOn.set(node, []);
-      jobsOn.get(node)!.push({ id: record.id, user: record.user });
+      let list = jobsOn.get(node);
+      if (list === undefined) jobsOn.set(node, (list = []));
+      list.push({ id: record.id, user: record.user });
     }
   }
+  return jobsOn;
+}
+
+/** A node's state as `taras nodes` shows it, from its status, its free CPUs and whether jobs hold it. */
+function nodeState(status: NodeStatus, cpus: number, freeCpus: number, hasJobs: boolean): ApiNode['state'] {
+  const busy = cpus - freeCpus > 0 || hasJobs;
+  return !status.up ? 'down' : status.drained ? (busy ? 'draining' : 'drained') : !busy ? 'idle' : freeCpus === 0 ? 'allocated' : 'mixed';
+}
+
+export function apiNodes(engine: ControllerEngine): ApiNode[] {
+  const jobsOn = jobsByNode(engine);
+  const partitions = partitionsOf(engine.config);
   return engine.config.nodes.map((node) => {
     const status = engine.nodes.get(node.name)!;
     const free = engine.pool.free(node.name);
-    const cpusAllocated = node.cpus - free.cpus;
     const jobs = jobsOn.get(node.name) ?? [];
-    const busy = cpusAllocated > 0 || jobs.length > 0;
-    const state = !status.up ? 'down' : status.drained ? (busy ? 'draining' : 'drained') : !busy ? 'idle' : free.cpus === 0 ? 'allocated' : 'mixed';
     return {
-      name: node.name, state, reason: status.reason, cpus: node.cpus, cpusAllocated, memoryMiB: node.memoryMiB,
+      name: node.name, state: nodeState(status, node.cpus, free.cpus, jobs.length > 0), reason: status.reason, cpus: node.cpus,
+      cpusAllocated: node.cpus - free.cpus, memoryMiB: node.memoryMiB,
       memoryAllocatedMiB: node.memoryMiB - free.memoryMiB, features: [...node.features],
-      partitions: engine.config.partitions.filter((p) => p.nodes.includes(node.name)).map((p) => p.name),
+      partitions: [...(partitions.get(node.name) ?? [])],
       jobs, lastHeartbeat: iso(status.lastHeartbeatMs),
     };
   });
 }
 
+type Counts = ApiClusterStatus['nodes'] & ApiClusterStatus['jobs'];
+
+/** The last counts per engine, with the versions they were made from: recounted only after a change. */
+const lastCounts = new WeakMap<ControllerEngine, { key: string; counts: Counts }>();
+
+/** The controller's summary; its counts take one pass over the nodes and the active jobs, and only after something changed. */
 export function apiStatus(engine: ControllerEngine, nowMs: number, motd: string | null): ApiClusterStatus {
-  const counts = { total: 0, idle: 0, allocated: 0, mixed: 0, down: 0, drained: 0 };
-  for (const node of apiNodes(engine)) {
-    counts.total++;
-    if (node.state === 'draining') counts.drained++;
-    else counts[node.state]++;
-  }
-  let pending = 0;
-  let running = 0;
-  for (const record of engine.active.values()) record.state === 'PENDING' ? pending++ : running++;
+  const key = `${engine.active.version}.${engine.nodeVersion}`;
+  let last = lastCounts.get(engine);
+  if (last?.key !== key) lastCounts.set(engine, (last = { key, counts: countAll(engine) }));
+  const { pending, running, ...nodes } = last.counts;
   return {
     up: true, version: VERSION, cluster: engine.config.name, policy: engine.config.policy, placement: engine.config.placement,
-    now: iso(nowMs)!, nodes: counts, jobs: { pending, running }, motd,
+    now: iso(nowMs)!, nodes, jobs: { pending, running }, motd,
   };
+}
+
+/** Nodes by state and jobs by state, building no node objects. */
+function countAll(engine: ControllerEngine): Counts {
+  const counts = { total: 0, idle: 0, allocated: 0, mixed: 0, down: 0, drained: 0 };
+  const held = new Set<string>();
+  let pending = 0;
+  let running = 0;
+  for (const record of engine.active.values()) {
+    record.state === 'PENDING' ? pending++ : running++;
+    for (const node of record.nodes) held.add(node);
+  }
+  for (const node of engine.config.nodes) {
+    const state = nodeState(engine.nodes.get(node.name)!, node.cpus, engine.pool.free(node.name).cpus, held.has(node.name));
+    counts.total++;
+    if (state === 'draining') counts.drained++;
+    else counts[state]++;
+  }
+  return { ...counts, pending, running };
 }
 
 export function apiWhen(engine: ControllerEngine, record: JobRecord): ApiWhen {

@@ -16,7 +16,8 @@ export class ListenError extends Error {
   static from(error: NodeJS.ErrnoException, where: string): ListenError {
     switch (error.code) {
       case 'EADDRINUSE':
-        return new ListenError(`${where} is already in use (another controller?)`, 'stop the other process, or choose another port or socket path');
+        return new ListenError(`${where} is already in use by another process (another controller?)`,
+          'stop that process, or choose another port (taras controller --port N, or --port 0 for any free one) or socket path');
       case 'EACCES':
       case 'EPERM':
         return new ListenError(`not allowed to listen on ${where}`, 'use a port above 1023, or a socket path in a folder this user may write');

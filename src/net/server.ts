@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { ApiError } from '../api/types.js';
 import { carriesSignature, CONTROLLER_DESTINATION, missingSignature, NonceCache, REFUSED_HEADER, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
 import { callerFromHeaders, type Caller, type Transport } from './identity.js';
+import { ConnectionGuard } from './guard.js';
 import { claimSocketPath, ListenError } from './listen.js';
 import type { NetLog } from './log.js';
 import { RouteTable, type HttpMethod, type RouteSpec } from './routes.js';
@@ -48,7 +49,8 @@ export type Route = RouteSpec<Handler>;
 
 /** Thrown by a handler to answer with an ApiError: `throw new RouteError(404, 'no job 12', 'list jobs with taras queue')`. */
 export class RouteError extends Error {
-  constructor(readonly status: number, message: string, readonly fix?: string) {
+  /** @param headers sent with the answer, e.g. `{ 'retry-after': '1' }` with a 429. */
+  constructor(readonly status: number, message: string, readonly fix?: string, readonly headers?: Record<string, string>) {
     super(message);
     this.name = 'RouteError';
   }
@@ -68,6 +70,14 @@ export interface ApiServerOptions {
   nonceCacheCapacity?: number;
   /** Whom signed requests must be for (hmac.ts); default CONTROLLER_DESTINATION. An agent knows its own once it listens, hence a function. */
   destination?: () => string;
+  /** Most open connections over TCP and the socket together; 0 or undefined: half the open-file limit, at most 4,096 (guard.ts). */
+  maxConnections?: number;
+  /** Most bytes of request bodies held while still arriving, over every connection; past it a new body gets 503. Default 64 MiB. */
+  maxPendingBodyBytes?: number;
+  /** A client must send its request headers within this long (default 10 s)... */
+  headersTimeoutMs?: number;
+  /** ...and its whole request, body included, within this long (default 30 s); else 408 and the connection is closed. */
+  requestTimeoutMs?: number;
 }
 
 export interface ListenOptions {
@@ -96,6 +106,8 @@ const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** Past this much discarded body after a 413, the connection is cut rather than drained. */
 const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
 const KEEP_ALIVE_TIMEOUT_MS = 30_000;
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 30_000;
 
 const JSON_FIX = 'send a JSON document with content-type application/json';
 
@@ -121,8 +133,12 @@ function send(res: ServerResponse, status: number, body: unknown, extraHeaders: 
 
 type BodyRead = { ok: true; bytes: Buffer } | { ok: false };
 
-/** Collects the body up to `limit` bytes; past it, answers 413 and drains (or cuts) the rest. */
-function readBody(req: IncomingMessage, res: ServerResponse, limit: number): Promise<BodyRead> {
+/**
+ * Collects the body up to `limit` bytes; past it, answers 413 and drains (or
+ * cuts) the rest. The bytes held count against the guard's cap on unfinished
+ * bodies until the body is complete: past that cap, 503 and the connection is cut.
+ */
+function readBody(req: IncomingMessage, res: ServerResponse, limit: number, guard: ConnectionGuard): Promise<BodyRead> {
   const tooLarge = (): void => {
     send(res, 413, errorBody(`request body is larger than the limit of ${limit} bytes`,
       'send less per request (split a large submission into several), or raise the controller\'s body limit'));
@@ -136,24 +152,40 @@ function readBody(req: IncomingMessage, res: ServerResponse, limit: number): Pro
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let length = 0;
+    let held = 0;
+    const settle = (result: BodyRead): void => {
+      guard.releaseBody(held);
+      held = 0;
+      resolve(result);
+    };
     const onData = (chunk: Buffer): void => {
       length += chunk.length;
-      if (length <= limit) {
-        chunks.push(chunk);
+      if (length > limit) {
+        req.off('data', onData);
+        req.off('end', onEnd);
+        tooLarge();
+        drainOrCut(req, length);
+        settle({ ok: false });
         return;
       }
-      req.off('data', onData);
-      req.off('end', onEnd);
-      tooLarge();
-      drainOrCut(req, length);
-      resolve({ ok: false });
+      if (!guard.holdBody(chunk.length)) {
+        req.off('data', onData);
+        req.off('end', onEnd);
+        send(res, 503, errorBody(`the server holds ${guard.maxPendingBodyBytes} bytes of request bodies still arriving, its limit`,
+          'try again in a moment (slow clients are holding it)'), { 'retry-after': '1', connection: 'close' });
+        res.once('finish', () => req.socket.destroy());
+        settle({ ok: false });
+        return;
+      }
+      held += chunk.length;
+      chunks.push(chunk);
     };
-    const onEnd = (): void => resolve({ ok: true, bytes: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length) });
+    const onEnd = (): void => settle({ ok: true, bytes: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length) });
     req.on('data', onData);
     req.on('end', onEnd);
     // A client that goes away mid-body gets no answer; 'close' after 'end' is a no-op.
-    req.on('error', () => resolve({ ok: false }));
-    req.on('close', () => resolve({ ok: false }));
+    req.on('error', () => settle({ ok: false }));
+    req.on('close', () => settle({ ok: false }));
   });
 }
 
@@ -179,6 +211,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
   const seenNonces = new NonceCache(options.nonceCacheCapacity);
   const destination = options.destination ?? (() => CONTROLLER_DESTINATION);
   const servers: { server: Server; transport: Transport; socketPath?: string }[] = [];
+  const guard = new ConnectionGuard(log, { maxConnections: options.maxConnections, maxPendingBodyBytes: options.maxPendingBodyBytes });
 
   function refuseSignature(req: IncomingMessage, res: ServerResponse, remote: string, refusal: Refusal): void {
     const claimed = callerFromHeaders(req.headers, 'tcp');
@@ -216,8 +249,10 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       return;
     }
 
-    const read = await readBody(req, res, maxBodyBytes);
+    guard.receiving(req.socket);
+    const read = await readBody(req, res, maxBodyBytes, guard);
     if (!read.ok) return;
+    guard.answering(req.socket);
     let signed = false;
     if (clusterKey !== undefined && signatureClaimed) {
       // A signature that is present is checked even where none is required, so a wrong key is reported at once.
@@ -257,7 +292,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       send(res, result.status, result.body);
     } catch (error) {
       if (error instanceof RouteError) {
-        send(res, error.status, errorBody(error.message, error.fix));
+        send(res, error.status, errorBody(error.message, error.fix), error.headers);
         return;
       }
       const incident = randomBytes(4).toString('hex');
@@ -268,13 +303,21 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
   }
 
   function makeServer(transport: Transport, socketPath?: string): Server {
-    const server = createServer((req, res) => {
+    const server = createServer({
+      headersTimeout: options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+      requestTimeout: options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS,
+      // How often node:http looks for connections past those limits (default 30 s).
+      connectionsCheckingInterval: Math.min(1_000, options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS),
+    }, (req, res) => {
+      if (!guard.admitted(req.socket)) return;
+      res.once('finish', () => guard.idle(req.socket));
       handle(req, res, transport, socketPath).catch((error: unknown) => {
         log.error(`request handling failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
         send(res, 500, errorBody('internal error in the controller', "see the controller's log"));
       });
     });
     server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+    guard.attach(server, transport === 'unix' ? `Unix socket ${socketPath}` : 'TCP');
     servers.push({ server, transport, socketPath });
     return server;
   }
@@ -284,8 +327,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       const onError = (error: NodeJS.ErrnoException): void => reject(ListenError.from(error, describe));
       server.once('error', onError);
       server.listen(target, () => {
-        server.off('error', onError);
-        server.on('error', (error) => log.error(`${describe}: ${error.message}`));
+        server.off('error', onError); // later errors (accept failures) go to the guard's log
         resolve();
       });
     });
@@ -303,7 +345,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
     if (o.port !== undefined) {
       const host = o.host ?? '127.0.0.1';
       const server = makeServer('tcp');
-      await listenOn(server, { port: o.port, host }, `${host}:${o.port}`);
+      await listenOn(server, { port: o.port, host }, `port ${o.port} on ${host}`);
       const address = server.address() as AddressInfo;
       const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
       bound.tcp = { host: address.address, port: address.port, url: `http://${urlHost}:${address.port}` };

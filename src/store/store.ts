@@ -5,7 +5,7 @@
 // `durable()` resolves once every commit so far is on the disk (it survives
 // power loss): acknowledge after that.
 
-import { closeSync, fdatasync, fdatasyncSync, openSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, openSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Database as Connection, Statement } from 'better-sqlite3';
 import type { JobId } from '../core/types.js';
@@ -47,6 +47,10 @@ export interface JobFilter {
   readonly states?: readonly JobState[];
   /** Hide jobs that ended before this time (retention); jobs that have not ended are always shown. */
   readonly endedSinceMs?: EpochMs;
+  /** Only jobs with a larger id (a page's cursor). */
+  readonly afterId?: number;
+  /** At most this many (the first by id). */
+  readonly limit?: number;
 }
 
 /** A submission: the job, and optionally the client's key for retrying it safely. */
@@ -88,6 +92,20 @@ function rebuildRows(db: Connection): number {
     flush();
   }
   return rows;
+}
+
+/** SQLite's words for a file that is not (or no longer) a sound database. */
+const DAMAGED_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT', 'SQLITE_CORRUPT_VTAB', 'SQLITE_CORRUPT_SEQUENCE', 'SQLITE_CORRUPT_INDEX']);
+
+/** True for an error SQLite raises on a damaged file (at open or at any later read). */
+export function isDamagedDatabase(error: unknown): boolean {
+  return DAMAGED_CODES.has((error as { code?: unknown } | null)?.code as string);
+}
+
+/** The one-line refusal for a damaged file: what it is and the two ways out. */
+export function damagedStoreError(path: string, error: unknown): StoreError {
+  return new StoreError(path, `the database is damaged or is not a Taras database (${(error as Error).message}); restore it from a backup, `
+    + `or move it aside (mv ${path} ${path}.damaged) to start a new, empty cluster (job ids start again at 1)`);
 }
 
 function checkTime(path: string, atMs: EpochMs): void {
@@ -249,7 +267,7 @@ export class Store {
     return (this.selectRunning.all() as JoinedJobRow[]).map(rowToRecord);
   }
 
-  /** Jobs matching every given condition, by id. */
+  /** Jobs matching every given condition, by id (a page of them with afterId and limit). */
   jobs(filter: JobFilter = {}): JobRecord[] {
     const conditions: string[] = [];
     const params: (string | number)[] = [];
@@ -265,7 +283,15 @@ export class Store {
       conditions.push('(jobs.end_time_ms IS NULL OR jobs.end_time_ms >= ?)');
       params.push(filter.endedSinceMs);
     }
-    const sql = `${SELECT_JOBS}${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ORDER BY jobs.id`;
+    if (filter.afterId !== undefined) {
+      conditions.push('jobs.id > ?');
+      params.push(filter.afterId);
+    }
+    let sql = `${SELECT_JOBS}${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ORDER BY jobs.id`;
+    if (filter.limit !== undefined) {
+      sql += ' LIMIT ?';
+      params.push(filter.limit);
+    }
     let statement = this.filterStatements.get(sql);
     if (statement === undefined) {
       statement = this.db.prepare(sql);
@@ -365,13 +391,29 @@ export class Store {
   }
 }
 
+/** The file's size in bytes; undefined when there is no such file (or it cannot be inspected: opening says why). */
+function fileSize(path: string): number | undefined {
+  try {
+    return statSync(path).size;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Opens (or creates) the database at `path`: WAL, the `barrier` durability by
  * default, and every pending migration applied in one transaction. A file written by a
- * newer Taras is refused rather than guessed at.
+ * newer Taras is refused rather than guessed at; an empty (0-byte) or damaged
+ * file is refused with a StoreError saying how to restore or move it aside.
  */
 export function openStore(path: string, options: StoreOptions = {}): Store {
   const durability = options.durability ?? 'barrier';
+  // SQLite takes an empty file for a new database: a truncated or wrongly copied file would then
+  // start a new cluster silently, with job ids back at 1. A new database is created only where none is.
+  if (path !== ':memory:' && fileSize(path) === 0) {
+    throw new StoreError(path, 'the database file is empty (0 bytes): it holds no cluster, and a new one is not started over it '
+      + `(job ids would start again at 1); restore it from a backup, or move it aside (mv ${path} ${path}.empty) to start a new cluster`);
+  }
   let db: Connection;
   try {
     db = new Database(path);
@@ -406,6 +448,7 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
   } catch (error) {
     db.close();
     if (error instanceof StoreError) throw error;
+    if (isDamagedDatabase(error)) throw damagedStoreError(path, error);
     throw new StoreError(path, `cannot use the database (${(error as Error).message}); is it a Taras database?`);
   }
   return new Store(path, db, durability);

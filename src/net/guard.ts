@@ -1,0 +1,191 @@
+// What keeps one client (or a thousand) from taking the API server down: a
+// cap on open connections shared by TCP and the Unix socket, a cap on the
+// memory held by request bodies still being received, and running out of
+// file descriptors survived and logged once per burst.
+//
+// At the connection cap a new connection is not simply refused: the oldest
+// connection that is not being answered makes room (one still sending its
+// headers, an idle keep-alive one, then one still sending its body), as a
+// Slowloris flood then only ever displaces itself and a real client gets in
+// at once. Only when every connection is being answered does a new one get
+// 503 with Retry-After. Each connection's own time limits (headers, whole
+// request, keep-alive) are node:http's, set by the server.
+
+import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { NetLog } from './log.js';
+
+/** Where a connection is: nothing asked (or between requests), a request's body arriving, a request being answered. */
+type Stage = 'idle' | 'receiving' | 'answering';
+
+export interface GuardOptions {
+  /** Most open connections over every listener; 0 or undefined: half the open-file limit, at most 4,096. */
+  maxConnections?: number;
+  /** Most bytes of request bodies held while still arriving, over every connection. */
+  maxPendingBodyBytes?: number;
+}
+
+export const DEFAULT_MAX_PENDING_BODY_BYTES = 64 * 1024 * 1024;
+/** A run of accept failures for lack of descriptors ends after this long without one: then the count is logged. */
+const BURST_QUIET_MS = 5_000;
+
+/** The soft limit on open files of this process (`ulimit -n`), or null where /proc does not say. */
+export function openFileLimit(): number | null {
+  try {
+    const line = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    if (!line) return null;
+    return line[1] === 'unlimited' ? Infinity : Number(line[1]);
+  } catch {
+    return null;
+  }
+}
+
+/** Half the descriptors for clients (the rest: database, agents, job supervisors, logs), 16 to 4,096. */
+export function defaultMaxConnections(limit = openFileLimit()): number {
+  if (limit === null) return 512;
+  return Math.max(16, Math.min(4096, Math.floor(limit / 2)));
+}
+
+const OVERLOADED = (what: string, fix: string): string => {
+  const body = JSON.stringify({ error: what, fix });
+  return `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`;
+};
+
+export class ConnectionGuard {
+  readonly maxConnections: number;
+  readonly maxPendingBodyBytes: number;
+  /** Open connections in the order they came, with where each is. */
+  private readonly open = new Map<Socket, Stage>();
+  /** Connections told to come back (503): whatever they send is not handled. */
+  private readonly turnedAway = new WeakSet<Socket>();
+  private pendingBodyBytes = 0;
+  private burst: { refused: number; timer: NodeJS.Timeout } | null = null;
+  /** Connections refused or displaced since the last log line about it. */
+  private shed = 0;
+  private shedLogged = 0;
+
+  constructor(private readonly log: NetLog, options: GuardOptions = {}) {
+    const limit = openFileLimit();
+    let max = options.maxConnections || defaultMaxConnections(limit);
+    // More client connections than descriptors would leave none for the database, the agents and the
+    // jobs: the kernel's limit wins, and the administrator is told.
+    if (limit !== null && max > limit - 64) {
+      const fitting = defaultMaxConnections(limit);
+      log.warn(`max_connections = ${max} is more than the open-file limit of this process allows (${limit}): using ${fitting}; raise the limit (ulimit -n, LimitNOFILE=) to allow more`);
+      max = fitting;
+    }
+    this.maxConnections = max;
+    this.maxPendingBodyBytes = options.maxPendingBodyBytes ?? DEFAULT_MAX_PENDING_BODY_BYTES;
+  }
+
+  get connections(): number {
+    return this.open.size;
+  }
+
+  /** Bytes of unfinished bodies held now. */
+  get heldBodyBytes(): number {
+    return this.pendingBodyBytes;
+  }
+
+  /** Counts the server's connections and keeps them under the cap; logs accept failures. */
+  attach(server: Server, describe: string): void {
+    server.on('connection', (socket: Socket) => this.admit(socket));
+    server.on('error', (error: NodeJS.ErrnoException) => {
+      if (!server.listening) return; // a failed listen: the caller reports it
+      if (error.code === 'EMFILE' || error.code === 'ENFILE') this.outOfDescriptors(describe, error.code);
+      else this.log.error(`${describe}: ${error.message}`);
+    });
+  }
+
+  private admit(socket: Socket): void {
+    if (this.open.size >= this.maxConnections && !this.displaceOne()) {
+      this.noteShed();
+      // Every connection is being answered: this one is told to come back, not queued.
+      socket.end(OVERLOADED(`the server is answering ${this.open.size} connections, its limit (max_connections)`,
+        'try again in a moment; an administrator may raise max_connections in cluster.toml (and the open-file limit, ulimit -n)'));
+      this.turnedAway.add(socket);
+      return;
+    }
+    this.open.set(socket, 'idle');
+    socket.once('close', () => this.open.delete(socket));
+  }
+
+  /** Closes the oldest connection that is not being answered: idle or sending headers first, then sending a body. */
+  private displaceOne(): boolean {
+    let victim: Socket | undefined;
+    for (const [socket, stage] of this.open) {
+      if (stage === 'idle') {
+        victim = socket;
+        break;
+      }
+      if (stage === 'receiving' && victim === undefined) victim = socket;
+    }
+    if (victim === undefined) return false;
+    this.open.delete(victim);
+    victim.destroy();
+    this.noteShed();
+    return true;
+  }
+
+  private noteShed(): void {
+    this.shed++;
+    // A flood would log a line per connection: once at the first, then at most every 10 s with the count.
+    const now = Date.now();
+    if (this.shed === 1 || now - this.shedLogged >= 10_000) {
+      this.log.warn(`at the connection limit (${this.maxConnections}): closed the oldest connections not being answered `
+        + `(${this.shed} so far); a client that is too slow or a flood of connections (raise max_connections if the clients are real)`);
+      this.shedLogged = now;
+    }
+  }
+
+  private outOfDescriptors(describe: string, code: string): void {
+    if (this.burst === null) {
+      this.log.error(`${describe}: out of file descriptors (${code}) accepting a connection; refusing connections until some close `
+        + `(${this.open.size} open; raise the open-file limit, ulimit -n, or lower max_connections)`);
+      this.burst = { refused: 0, timer: setTimeout(() => this.endBurst(describe), BURST_QUIET_MS) };
+      this.burst.timer.unref();
+      return;
+    }
+    this.burst.refused++;
+    this.burst.timer.refresh();
+  }
+
+  private endBurst(describe: string): void {
+    if (this.burst !== null && this.burst.refused > 0) {
+      this.log.warn(`${describe}: file descriptors are available again; ${this.burst.refused} more connections were refused meanwhile`);
+    }
+    this.burst = null;
+  }
+
+  /** False for a connection that was answered 503 at the cap: its requests are not handled. */
+  admitted(socket: Socket): boolean {
+    return !this.turnedAway.has(socket);
+  }
+
+  /** A request's headers are in: its connection is no longer idle. */
+  receiving(socket: Socket): void {
+    if (this.open.has(socket)) this.open.set(socket, 'receiving');
+  }
+
+  /** The request is being answered (its body is in): its connection is not displaced. */
+  answering(socket: Socket): void {
+    if (this.open.has(socket)) this.open.set(socket, 'answering');
+  }
+
+  /** The answer is sent: the connection waits for the next request (keep-alive). */
+  idle(socket: Socket): void {
+    if (this.open.has(socket)) this.open.set(socket, 'idle');
+  }
+
+  /** Reserves room for `bytes` more of an unfinished body; false when bodies already hold the limit. */
+  holdBody(bytes: number): boolean {
+    if (this.pendingBodyBytes + bytes > this.maxPendingBodyBytes) return false;
+    this.pendingBodyBytes += bytes;
+    return true;
+  }
+
+  releaseBody(bytes: number): void {
+    this.pendingBodyBytes -= bytes;
+  }
+}

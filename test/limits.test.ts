@@ -1,0 +1,421 @@
+// Limits that protect everyone: per-user caps on pending jobs and on the
+// submission rate (refused with 429 before anything is stored, a burst in one
+// group-commit batch included), paged job listings, a 100,000-node cluster
+// that starts and answers, and a controller that refuses to start on an
+// empty or damaged database, on a data directory another controller holds or
+// on a port in use, in one line.
+
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { connect, type Socket } from 'node:net';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, truncateSync, writeFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, describe, it } from 'node:test';
+import { readClusterConfig } from '../src/config/load.js';
+import { startController, type RunningController } from '../src/controller/daemon.js';
+import type { JobSpec } from '../src/jobspec/types.js';
+import { ApiRequestError, createApiClient, type ApiClient } from '../src/net/client.js';
+import { identityHeaders } from '../src/net/identity.js';
+import { createApiServer } from '../src/net/server.js';
+import type { JsonObject } from '../src/store/events.js';
+import { openStore } from '../src/store/store.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const taras = join(root, 'bin/taras.js');
+const work = mkdtempSync(join(tmpdir(), 'taras-limits-'));
+after(() => rmSync(work, { recursive: true, force: true }));
+
+let configs = 0;
+/** A controller in this process on a fresh data directory, with these extra [cluster] lines. */
+async function controllerWith(clusterLines: string, nodes = 'n[1-2]', partitions = '[[partitions]]\nname = "batch"\nnodes = "ALL"\n'): Promise<RunningController> {
+  const dir = join(work, `c${++configs}`);
+  mkdirSync(dir);
+  const file = join(dir, 'cluster.toml');
+  writeFileSync(file, `[cluster]\nname = "limits"\ndata_dir = "data"\n${clusterLines}\n[[nodes]]\nnames = "${nodes}"\ncpus = 4\nmemory = "8G"\n${partitions}`);
+  const parsed = await readClusterConfig(file);
+  assert.ok(parsed.ok, JSON.stringify(!parsed.ok && parsed.errors));
+  return startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
+}
+
+const spec: JobSpec = {
+  script: { path: '/tmp/x.sh', text: '#!/bin/sh\n', args: [] }, nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 60,
+  name: 'x', workingDir: '/tmp', output: 'x-%j.out', export: { all: false, variables: [] }, requeue: false,
+};
+
+const as = (controller: RunningController, user: string, uid = 2000): ApiClient => createApiClient({ baseUrl: controller.url }, { identity: { user, uid } });
+
+/** Each submission's outcome: the id, or the refusal's status and message. */
+async function submitAll(api: ApiClient, count: number): Promise<({ id: number } | { status: number; error: string; fix?: string })[]> {
+  return Promise.all(Array.from({ length: count }, () => api.post<{ id: number }>('/jobs', { spec }).catch((error: unknown) => {
+    if (error instanceof ApiRequestError) return { status: error.status, error: error.error, fix: error.fix };
+    throw error;
+  })));
+}
+
+describe('per-user caps', () => {
+  it('max_pending_per_user: a burst in one batch stops at the cap, 429 names the cap, the limit and the count; others and root are not held back', async () => {
+    const controller = await controllerWith('max_pending_per_user = 3\nmax_submit_rate = 0');
+    const alice = as(controller, 'alice');
+    const bob = as(controller, 'bob');
+    const rootApi = as(controller, 'root', 0);
+    try {
+      // Twenty at once land in one or two group-commit batches: the cap counts the batch.
+      const burst = await submitAll(alice, 20);
+      const accepted = burst.filter((r) => 'id' in r);
+      const refused = burst.filter((r) => 'status' in r) as { status: number; error: string; fix?: string }[];
+      assert.equal(accepted.length, 3);
+      assert.deepEqual([...new Set(refused.map((r) => r.status))], [429]);
+      assert.match(refused[0].error, /^user alice has 3 pending jobs, the most one user may have \(max_pending_per_user = 3, Slurm's MaxSubmitJobs/);
+      assert.match(refused[0].fix ?? '', /cancel some/);
+      // Nothing of the refused was stored.
+      const jobs = await alice.get<{ jobs: { user: string }[] }>('/jobs');
+      assert.equal(jobs.jobs.filter((j) => j.user === 'alice').length, 3);
+      assert.equal((await submitAll(bob, 2)).filter((r) => 'id' in r).length, 2);
+      assert.equal((await submitAll(rootApi, 5)).filter((r) => 'id' in r).length, 5);
+      // A cancelled pending job frees a place under the cap.
+      await alice.delete(`/jobs/${(accepted[0] as { id: number }).id}`);
+      assert.equal((await submitAll(alice, 2)).filter((r) => 'id' in r).length, 1);
+    } finally {
+      for (const api of [alice, bob, rootApi]) api.close();
+      await controller.close();
+    }
+  });
+
+  it('max_submit_rate: past the bucket a submission gets 429 with Retry-After; a second later one goes through', async () => {
+    const controller = await controllerWith('max_pending_per_user = 0\nmax_submit_rate = 5');
+    const alice = as(controller, 'alice');
+    try {
+      const began = Date.now();
+      const burst = await submitAll(alice, 12);
+      // The bucket holds 5 and refills at 5 a second while the burst is being answered.
+      const refilled = Math.floor((5 * (Date.now() - began)) / 1000);
+      const accepted = burst.filter((r) => 'id' in r).length;
+      assert.ok(accepted >= 5 && accepted <= 5 + refilled, `${accepted} accepted of a burst of 12 at 5 per second in ${Date.now() - began} ms`);
+      const refused = burst.find((r) => 'status' in r) as { status: number; error: string };
+      assert.equal(refused.status, 429);
+      assert.match(refused.error, /^user alice submits faster than max_submit_rate = 5 jobs per second allows \(\d+ submitted in the last \d\.\d s\); nothing was stored$/);
+      const raw = await fetch(`${controller.url}/jobs`, {
+        method: 'POST', body: JSON.stringify({ spec }), headers: { ...identityHeaders({ user: 'alice', uid: 2000 }), 'content-type': 'application/json' },
+      });
+      assert.equal(raw.status, 429);
+      assert.equal(raw.headers.get('retry-after'), '1');
+      await new Promise((r) => setTimeout(r, 1100));
+      assert.equal((await submitAll(alice, 1)).filter((r) => 'id' in r).length, 1);
+      const stored = await alice.get<{ jobs: unknown[] }>('/jobs');
+      assert.equal(stored.jobs.length, accepted + 1);
+    } finally {
+      alice.close();
+      await controller.close();
+    }
+  });
+});
+
+describe('a cluster of 100,000 nodes', () => {
+  it('starts and answers /status, /nodes and a submission (views are linear in the nodes)', async () => {
+    const controller = await controllerWith('max_submit_rate = 0', 'n[000001-100000]',
+      '[[partitions]]\nname = "batch"\nnodes = "ALL"\ndefault = true\n[[partitions]]\nname = "half"\nnodes = "n[000001-050000]"\n');
+    const api = as(controller, 'root', 0);
+    try {
+      const status = await api.get<{ nodes: Record<string, number> }>('/status');
+      assert.deepEqual(status.nodes, { total: 100_000, idle: 0, allocated: 0, mixed: 0, down: 100_000, drained: 0 });
+      await api.post('/admin/drain', { nodes: ['n000007'], reason: 'test' });
+      assert.equal((await api.get<{ nodes: Record<string, number> }>('/status')).nodes.down, 100_000); // a down node drained is still down
+      const nodes = await api.get<{ name: string; partitions: string[]; state: string }[]>('/nodes');
+      assert.equal(nodes.length, 100_000);
+      assert.deepEqual(nodes[49_999], { ...nodes[49_999], name: 'n050000', partitions: ['batch', 'half'] });
+      assert.deepEqual(nodes[50_000], { ...nodes[50_000], name: 'n050001', partitions: ['batch'] });
+      const { id } = await api.post<{ id: number }>('/jobs', { spec: { ...spec, partition: 'half' } });
+      assert.equal((await api.get<{ jobs: { id: number; state: string }[] }>('/jobs')).jobs[0].id, id);
+    } finally {
+      api.close();
+      await controller.close();
+    }
+  });
+});
+
+describe('GET /jobs pages', () => {
+  it('pages of at most 1,000 by id with a next cursor; every job once; filters apply; a bad cursor is a 400', async () => {
+    const controller = await controllerWith('max_submit_rate = 0\nmax_pending_per_user = 0');
+    const alice = as(controller, 'alice');
+    const bob = as(controller, 'bob');
+    try {
+      for (let i = 0; i < 5; i++) await Promise.all(Array.from({ length: 500 }, (_, k) => ((i * 500 + k) % 5 === 0 ? bob : alice).post('/jobs', { spec })));
+      await alice.delete('/jobs/3'); // a finished job is listed too (kept for keep_finished)
+      const first = await alice.get<{ jobs: { id: number }[]; next: number | null }>('/jobs');
+      assert.equal(first.jobs.length, 1000);
+      assert.deepEqual([first.jobs[0].id, first.jobs[999].id, first.next], [1, 1000, 1000]);
+      const ids: number[] = [];
+      let pages = 0;
+      for (let after: number | null = 0; after !== null; pages++) {
+        const page: { jobs: { id: number; state: string }[]; next: number | null } = await alice.get(`/jobs?after=${after}&limit=700`);
+        ids.push(...page.jobs.map((j) => j.id));
+        after = page.next;
+      }
+      assert.equal(pages, 4);
+      assert.deepEqual(ids, Array.from({ length: 2500 }, (_, i) => i + 1));
+      const bobs = await alice.get<{ jobs: { user: string }[]; next: number | null }>('/jobs?user=bob&limit=5000');
+      assert.deepEqual([bobs.jobs.length, bobs.next, bobs.jobs.every((j) => j.user === 'bob')], [500, null, true]);
+      const cancelled = await alice.get<{ jobs: { id: number }[] }>('/jobs?state=CANCELLED');
+      assert.deepEqual(cancelled.jobs.map((j) => j.id), [3]);
+      await assert.rejects(alice.get('/jobs?after=x'), (e: unknown) => e instanceof ApiRequestError && e.status === 400 && /'after=x' is not a whole number/.test(e.error));
+      // The CLI follows the cursor: `taras queue --json` lists all 2,500.
+      // (Not spawnSync: the controller runs in this process and must answer meanwhile.)
+      const run = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [taras, 'queue', '--json', '--controller', controller.url], { cwd: work });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+        child.on('close', (status) => resolve({ status, stdout, stderr }));
+      });
+      assert.equal(run.status, 0, run.stderr);
+      assert.equal((JSON.parse(run.stdout) as unknown[]).length, 2500);
+    } finally {
+      alice.close();
+      bob.close();
+      await controller.close();
+    }
+  });
+});
+
+/** Runs `taras ARGS` to its end. */
+function tarasRun(args: string[], cwd: string) {
+  return spawnSync(process.execPath, [taras, ...args], { cwd, encoding: 'utf8', timeout: 30_000 });
+}
+
+describe('a controller that cannot start says why in one line', () => {
+  it('an empty (0-byte) database is refused, never taken for a new cluster', () => {
+    const data = join(work, 'empty-db');
+    mkdirSync(data, { mode: 0o711 }); // as the controller keeps them: its start then logs no tightening line
+    writeFileSync(join(data, 'taras.db'), '', { mode: 0o600 });
+    const run = tarasRun(['controller', '--data', data, '--port', '0'], work);
+    assert.equal(run.status, 1);
+    const lines = run.stderr.trim().split('\n');
+    assert.equal(lines.length, 1, run.stderr);
+    assert.match(lines[0], new RegExp(`^error: ${join(data, 'taras.db')}: the database file is empty \\(0 bytes\\).*restore it from a backup, or move it aside \\(mv `));
+    assert.equal(statSync(join(data, 'taras.db')).size, 0, 'the file is left as it was');
+  });
+
+  it('a damaged database (random bytes, or truncated) gives one line and no stack trace', () => {
+    const data = join(work, 'random-db');
+    mkdirSync(data, { mode: 0o711 });
+    writeFileSync(join(data, 'taras.db'), Buffer.from(Array.from({ length: 64 * 1024 }, (_, i) => (i * 7919 + 13) % 251)), { mode: 0o600 });
+    const random = tarasRun(['controller', '--data', data, '--port', '0'], work);
+    assert.equal(random.status, 1);
+    assert.match(random.stderr, /^error: .*taras\.db: the database is damaged or is not a Taras database \(file is not a database\); restore it from a backup, or move it aside \(mv .*\.damaged\)/);
+    assert.equal(random.stderr.trim().split('\n').length, 1, random.stderr);
+
+    // A real database with jobs, cut in half after the controller stopped.
+    const cut = join(work, 'cut-db');
+    mkdirSync(cut, { mode: 0o711 });
+    const store = openStore(join(cut, 'taras.db'));
+    const request = { ...spec } as unknown as JsonObject;
+    for (let i = 0; i < 2000; i++) store.submit({ user: 'alice', name: `job-${i}`.padEnd(300, 'x'), partition: 'batch', scriptPath: '/x', script: 'y'.repeat(500), request }, Date.now());
+    store.close();
+    truncateSync(join(cut, 'taras.db'), Math.floor(statSync(join(cut, 'taras.db')).size / 2));
+    for (const file of readdirSync(cut)) chmodSync(join(cut, file), 0o600);
+    const truncated = tarasRun(['controller', '--data', cut, '--port', '0'], work);
+    assert.equal(truncated.status, 1);
+    assert.match(truncated.stderr, /^error: .*cut-db\/taras\.db: the database is damaged or is not a Taras database \(database disk image is malformed\); restore it from a backup/);
+    assert.equal(truncated.stderr.trim().split('\n').length, 1, truncated.stderr);
+  });
+
+  it('a second controller on the same data directory names the first one\'s pid; a port in use names the port and --port', async () => {
+    const data = join(work, 'shared');
+    const first = await startController({
+      config: (await import('../src/config/cluster.js')).defaultClusterConfig(data, { count: 2, cpus: 2 }), clusterKey: null, port: 0, log: () => {},
+    });
+    try {
+      const second = tarasRun(['controller', '--data', data, '--port', '0'], work);
+      assert.equal(second.status, 1);
+      assert.equal(second.stderr,
+        `error: another controller (pid ${process.pid}) is running on the data directory ${data}; stop it first (kill ${process.pid}, or Ctrl-C in its terminal), or give this one another data directory (--data DIR, or data_dir in cluster.toml)\n`);
+      const up = tarasRun(['up', '--data', data, '--port', '0'], work);
+      assert.equal(up.status, 1);
+      assert.match(up.stderr, /^error: another controller \(pid \d+\) is running on the data directory /);
+      assert.equal(up.stderr.split('\n').length, 2, up.stderr);
+
+      const port = new URL(first.url).port;
+      mkdirSync(join(work, 'other'), { mode: 0o711 }); // as the controller keeps it: no tightening line
+      const taken = tarasRun(['controller', '--data', join(work, 'other'), '--port', port], work);
+      assert.equal(taken.status, 1);
+      assert.equal(taken.stderr,
+        `error: port ${port} on 127.0.0.1 is already in use by another process (another controller?): stop that process, or choose another port (taras controller --port N, or --port 0 for any free one) or socket path\n`);
+    } finally {
+      await first.close();
+    }
+    // Once the first has stopped, the data directory is free again.
+    const again = await startController({
+      config: (await import('../src/config/cluster.js')).defaultClusterConfig(data, { count: 2, cpus: 2 }), clusterKey: null, port: 0, log: () => {},
+    });
+    await again.close();
+  });
+});
+
+/** A raw connection that sends `text` and collects what comes back until it closes. */
+function rawConnection(port: number, text: string): { socket: Socket; answer: Promise<{ text: string; closedAfterMs: number }> } {
+  const began = Date.now();
+  const socket = connect({ port, host: '127.0.0.1' });
+  let received = '';
+  socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+  socket.on('error', () => {});
+  socket.on('connect', () => socket.write(text));
+  return { socket, answer: new Promise((resolve) => socket.on('close', () => resolve({ text: received, closedAfterMs: Date.now() - began }))) };
+}
+
+const statusOf = (text: string): number | null => Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? NaN) || null;
+
+describe('the API server under slow clients and floods', () => {
+  it('unfinished bodies hold at most maxPendingBodyBytes (then 503 with Retry-After); a trickling body is cut at the request timeout; slow headers at the headers timeout', async () => {
+    const logged: string[] = [];
+    const log = { info: (m: string) => logged.push(m), warn: (m: string) => logged.push(m), error: (m: string) => logged.push(m) };
+    const server = createApiServer({
+      routes: [{ method: 'POST', path: '/echo', handler: (ctx) => ({ status: 200, body: { length: JSON.stringify(ctx.body).length } }) }],
+      log, maxPendingBodyBytes: 1024 * 1024, requestTimeoutMs: 2000, headersTimeoutMs: 1000,
+    });
+    const { tcp } = await server.listen({ port: 0 });
+    const port = tcp!.port;
+    try {
+      // 24 clients each announce 512 KiB and send 64 KiB of it: 1.5 MiB would be held; the cap is 1 MiB.
+      const slow = Array.from({ length: 24 }, () => rawConnection(port,
+        `POST /echo HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${512 * 1024}\r\n\r\n"${'x'.repeat(64 * 1024 - 1)}`));
+      const slowHeaders = rawConnection(port, 'POST /echo HTTP/1.1\r\nhost: x\r\n');
+      const answers = await Promise.all(slow.map((c) => c.answer));
+      const turnedAway = answers.filter((a) => statusOf(a.text) === 503);
+      const timedOut = answers.filter((a) => statusOf(a.text) !== 503);
+      assert.ok(turnedAway.length >= 8, `${turnedAway.length} of 24 got 503 (at most 16 x 64 KiB fit in 1 MiB)`);
+      assert.match(turnedAway[0].text, /\r\nretry-after: 1\r\n/i);
+      assert.match(turnedAway[0].text, /request bodies still arriving, its limit/);
+      // The others were cut by the request timeout (2 s; checked every second), not left open.
+      for (const a of timedOut) {
+        assert.ok(a.closedAfterMs < 5000, `a trickling body was cut after ${a.closedAfterMs} ms`);
+        assert.ok([408, null].includes(statusOf(a.text)), a.text.slice(0, 60));
+      }
+      const headers = await slowHeaders.answer;
+      assert.ok(headers.closedAfterMs < 4000, `unfinished headers were cut after ${headers.closedAfterMs} ms`);
+      // Nothing is held any more: a body of 900 KiB goes through.
+      const big = await fetch(`${tcp!.url}/echo`, { method: 'POST', body: JSON.stringify('y'.repeat(900 * 1024)), headers: { 'content-type': 'application/json' } });
+      assert.deepEqual([big.status, await big.json()], [200, { length: 900 * 1024 + 2 }]);
+    } finally {
+      await server.close(0);
+    }
+  });
+
+  it('at the connection cap the oldest idle connection makes room; when every connection is being answered a new one gets 503', async () => {
+    const warnings: string[] = [];
+    const log = { info() {}, warn: (m: string) => warnings.push(m), error: (m: string) => warnings.push(m) };
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const server = createApiServer({
+      routes: [
+        { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { up: true } }) },
+        { method: 'GET', path: '/hold', handler: async () => { await held; return { status: 200, body: {} }; } },
+      ],
+      log, maxConnections: 20,
+    });
+    const { tcp } = await server.listen({ port: 0 });
+    const port = tcp!.port;
+    const sockets: Socket[] = [];
+    try {
+      // 50 connections that never send anything: the later ones displace the earlier ones.
+      const idle = Array.from({ length: 50 }, () => rawConnection(port, ''));
+      sockets.push(...idle.map((c) => c.socket));
+      await new Promise((r) => setTimeout(r, 300));
+      const status = await fetch(`${tcp!.url}/status`);
+      assert.equal(status.status, 200);
+      assert.ok(idle.slice(0, 25).every((c) => c.socket.destroyed || c.socket.readableEnded), 'the oldest idle connections were closed');
+      assert.match(warnings[0], /^at the connection limit \(20\): closed the oldest connections not being answered/);
+
+      // 20 requests being answered fill the cap: the 21st connection is told to come back.
+      const holding = Array.from({ length: 20 }, () => rawConnection(port, 'GET /hold HTTP/1.1\r\nhost: x\r\n\r\n'));
+      sockets.push(...holding.map((c) => c.socket));
+      await new Promise((r) => setTimeout(r, 300));
+      const refused = await rawConnection(port, 'GET /status HTTP/1.1\r\nhost: x\r\n\r\n').answer;
+      assert.equal(statusOf(refused.text), 503);
+      assert.match(refused.text, /retry-after: 1/);
+      assert.match(refused.text, /its limit \(max_connections\)/);
+      release();
+      const answered = await Promise.all(holding.map((c) => { c.socket.end(); return c.answer; }));
+      assert.ok(answered.every((a) => statusOf(a.text) === 200));
+    } finally {
+      release();
+      for (const socket of sockets) socket.destroy();
+      await server.close(0);
+    }
+  });
+
+  it('running out of descriptors on accept is logged once per burst and never thrown', async () => {
+    const { ConnectionGuard } = await import('../src/net/guard.js');
+    const { createServer } = await import('node:http');
+    const lines: string[] = [];
+    const log = { info: (m: string) => lines.push(m), warn: (m: string) => lines.push(m), error: (m: string) => lines.push(m) };
+    const guard = new ConnectionGuard(log, { maxConnections: 100 });
+    const server = createServer();
+    guard.attach(server, 'TCP');
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      for (const code of ['EMFILE', 'EMFILE', 'ENFILE', 'EMFILE']) server.emit('error', Object.assign(new Error(`accept ${code}`), { code }));
+      assert.equal(lines.length, 1, lines.join('\n'));
+      assert.match(lines[0], /^TCP: out of file descriptors \(EMFILE\) accepting a connection; refusing connections until some close \(0 open; raise the open-file limit, ulimit -n, or lower max_connections\)$/);
+    } finally {
+      server.close();
+    }
+    // A cap above what the open-file limit allows is lowered to what it allows, and said.
+    const { openFileLimit, defaultMaxConnections } = await import('../src/net/guard.js');
+    const limit = openFileLimit();
+    if (limit !== null && Number.isFinite(limit)) {
+      const warned: string[] = [];
+      const capped = new ConnectionGuard({ info() {}, warn: (m: string) => warned.push(m), error() {} }, { maxConnections: limit + 1000 });
+      assert.equal(capped.maxConnections, defaultMaxConnections(limit));
+      assert.match(warned[0], new RegExp(`^max_connections = ${limit + 1000} is more than the open-file limit of this process allows \\(${limit}\\): using ${capped.maxConnections}; raise the limit`));
+    }
+  });
+
+  it('taras up under `ulimit -n 256`: 1,200 idle, slow-header and slow-body connections leave it alive and another client served at once', async (t) => {
+    const data = join(work, 'flood');
+    const child = spawn('sh', ['-c', `ulimit -n 256 && exec "${process.execPath}" "${taras}" up --data "${data}" --port 0 --virtual 2x2`],
+      { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const sockets: Socket[] = [];
+    try {
+      const deadline = Date.now() + 20_000;
+      while (!/controller listening on http:\/\/127\.0\.0\.1:(\d+)/.test(output)) {
+        assert.ok(Date.now() < deadline && child.exitCode === null, `taras up did not start: ${output}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const port = Number(/controller listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)![1]);
+      for (let i = 0; i < 1200; i++) {
+        const kind = i % 3;
+        const text = kind === 0 ? '' : kind === 1 ? 'GET /status HTTP/1.1\r\nhost: x\r\n'
+          : `POST /jobs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${1024 * 1024}\r\n\r\n{"spec": "${'x'.repeat(4000)}`;
+        sockets.push(rawConnection(port, text).socket);
+        if (i % 100 === 99) await new Promise((r) => setTimeout(r, 20)); // bounded: 1,200 in about a quarter of a second
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      const latencies: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const began = Date.now();
+        const answer = await fetch(`http://127.0.0.1:${port}/status`, { signal: AbortSignal.timeout(5000) });
+        assert.equal(answer.status, 200);
+        assert.equal(((await answer.json()) as { up: boolean }).up, true);
+        latencies.push(Date.now() - began);
+      }
+      t.diagnostic(`GET /status during the flood: ${latencies.join(', ')} ms`);
+      assert.ok(Math.max(...latencies) < 3000, `answered in ${latencies.join(', ')} ms`);
+      assert.equal(child.exitCode, null, `taras up died: ${output}`);
+      assert.doesNotMatch(output, /EMFILE|Uncaught|\n\s+at /);
+      assert.match(output, /at the connection limit \(128\)/);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      }
+    }
+  });
+});
