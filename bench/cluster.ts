@@ -139,7 +139,7 @@ const tinySpec = (name: string, extra: Partial<JobSpec> = {}): JobSpec => ({
 /** The body `taras submit` sends: the spec plus the submitting shell's environment and folder. */
 const submitBody = (name: string) => ({ spec: { ...tinySpec(name), submitEnv: { ...process.env }, submitDir: work } });
 
-const client = (url: string): ApiClient => createApiClient({ baseUrl: url }, { identity: localIdentity() });
+const client = (url: string): ApiClient => createApiClient({ baseUrl: url }, {});
 
 /**
  * Submits `jobs` jobs from `clients` clients, each one keep-alive connection

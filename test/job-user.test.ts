@@ -18,7 +18,6 @@ import { lookupUser, lookupUserById } from '../src/agent/users.js';
 import type { StartOrder } from '../src/controller/engine.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { createApiClient } from '../src/net/client.js';
-import { localIdentity } from '../src/net/identity.js';
 
 const NOBODY = 65534;
 const isRoot = process.getuid!() === 0;
@@ -86,7 +85,7 @@ describe('the agent decides who a job runs as', { skip: notRoot }, () => {
     const dataDir = join(root, 'agent-data');
     // No controller listens there: the agent keeps trying to register, which does not stop it from starting jobs.
     const agent = await startAgent({ controller: { baseUrl: 'http://127.0.0.1:9' }, nodes: ['node01'], dataDir, clusterKey: null, heartbeatMs: 60_000, log: () => undefined });
-    const client = createApiClient({ baseUrl: agent.url }, { identity: localIdentity(), timeoutMs: 5000 });
+    const client = createApiClient({ baseUrl: agent.url }, { timeoutMs: 5000 });
     try {
       const spec: JobSpec = {
         script: { path: join(workDir, 'job.sh'), text: '#!/bin/sh\nid -un\n', args: [] }, nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 60, name: 'who',

@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
 import { createApiClient, type ControllerTarget } from '../net/client.js';
 import type { ClusterKey } from '../net/hmac.js';
-import { localIdentity } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
 import { createApiServer, RouteError } from '../net/server.js';
 import { detectCgroupMode } from './cgroup.js';
@@ -63,7 +62,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // A supervisor is kept started ahead, so a job starts without waiting for Node to start.
   const launcher = new SupervisorLauncher(join(options.dataDir, 'standby-supervisors.log'));
   const netLog = lineLog(log);
-  const controller = createApiClient(options.controller, { identity: localIdentity(), clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
+  const controller = createApiClient(options.controller, { clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
   /** Job runs (JOBDIR jobs/ID.RUN) whose end is not yet acknowledged by the controller. */
   const watched = new Map<string, { jobId: number; run: number; dir: string }>();
   const runKey = (jobId: number, run: number) => `${jobId}.${run}`;

@@ -39,9 +39,10 @@ export interface ApiJob {
   predictedEnd: string | null;
   endTime: string | null;
   exitCode: number | null;
-  workingDir: string;
-  stdoutPath: string;
-  stderrPath: string;
+  /** null: private (shown to the job's owner and administrators only), as are the paths and event details. */
+  workingDir: string | null;
+  stdoutPath: string | null;
+  stderrPath: string | null;
   requeue: boolean;
 }
 
@@ -85,6 +86,8 @@ export interface ApiClusterStatus {
   nodes: { total: number; idle: number; allocated: number; mixed: number; down: number; drained: number };
   jobs: { pending: number; running: number };
   motd: string | null;
+  /** The controller's Unix socket: a local CLI that reached /status over TCP uses it instead (verified by the kernel). */
+  socket?: string;
 }
 
 /** "When will it start?" (spwhen): the plan and why the job waits. */

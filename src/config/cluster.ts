@@ -70,6 +70,14 @@ export interface ClusterConfig {
   readonly partitions: readonly PartitionSpec[];
   /** Name of the partition with isDefault. */
   readonly defaultPartition: string;
+  /** Administrators besides root: user names and "@group" (src/controller/authz.ts). */
+  readonly admins: readonly string[];
+  /** Whether root may submit jobs (Slurm runs them; a site may refuse). */
+  readonly allowRootJobs: boolean;
+  /** munged's socket for verifying MUNGE credentials; undefined: munge's default. */
+  readonly mungeSocket?: string;
+  /** Absolute; the HS256 key of bearer tokens, created (0600) on first start. */
+  readonly jwtKeyPath: string;
 }
 
 export type ClusterConfigResult =
@@ -89,6 +97,7 @@ export const CLUSTER_DEFAULTS = {
   keepFinishedSeconds: 3600,
   warnBeforeLimitSeconds: 60,
   killGraceSeconds: 30,
+  jwtKey: 'jwt.key',
 } as const;
 
 /** Linux limits a Unix socket path to 108 bytes with the terminating NUL. */
@@ -97,7 +106,8 @@ const MAX_SOCKET_PATH_BYTES = 107;
 const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions'] };
 
 const CLUSTER_KEYS = {
-  known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_before_limit', 'kill_grace'],
+  known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_before_limit', 'kill_grace',
+    'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key'],
   aliases: {
     clustername: 'name',
     schedulertype: 'policy',
@@ -108,6 +118,7 @@ const CLUSTER_KEYS = {
     slurmdtimeout: 'node_timeout',
     minjobage: 'keep_finished',
     killwait: 'kill_grace',
+    authaltparameters: 'jwt_key',
   },
 };
 
@@ -156,6 +167,7 @@ function readSettings(reader: TableReader, file: string): Settings {
       'use a shorter data_dir, or an absolute socket path such as "/tmp/taras.sock"',
     );
   }
+  const mungeSocket = reader.string('munge_socket', { example: '"/run/munge/munge.socket.2"', ...nonEmpty });
   const timer = (key: string, example: string, min: number, fallback: number): number =>
     reader.duration(key, { example, minutesIfBare: false, unlimited: false, min }) ?? fallback;
   return {
@@ -169,8 +181,16 @@ function readSettings(reader: TableReader, file: string): Settings {
     keepFinishedSeconds: timer('keep_finished', '"1h"', 0, CLUSTER_DEFAULTS.keepFinishedSeconds),
     warnBeforeLimitSeconds: timer('warn_before_limit', '"60s"', 0, CLUSTER_DEFAULTS.warnBeforeLimitSeconds),
     killGraceSeconds: timer('kill_grace', '"30s"', 0, CLUSTER_DEFAULTS.killGraceSeconds),
+    admins: reader.stringArray('admins', { example: '["alice", "@wheel"]', pattern: ADMIN_PATTERN, patternHint: ADMIN_HINT }) ?? [],
+    allowRootJobs: reader.boolean('allow_root_jobs') ?? true,
+    mungeSocket: mungeSocket === undefined ? undefined : resolve(dirname(file), mungeSocket),
+    jwtKeyPath: resolve(dataDir, reader.string('jwt_key', { example: '"jwt.key"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.jwtKey),
   };
 }
+
+/** A user name or "@group" (POSIX portable names, as useradd accepts them). */
+const ADMIN_PATTERN = /^@?[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$/;
+const ADMIN_HINT = 'each entry is a user name ("alice") or a group as "@wheel"';
 
 /** "127.0.0.1:6817", "localhost:80", "[::1]:6817". */
 export function parseListen(text: string): ListenAddress | undefined {
@@ -220,5 +240,8 @@ export function defaultClusterConfig(dataDir: string, shape: { count: number; cp
     nodes: names.map((name) => ({ name, cpus: shape.cpus, memoryMiB: 16 * 1024, features: [] })),
     partitions: [{ name: 'batch', nodes: names, isDefault: true, maxTimeSeconds: null, maxNodes: null, priority: 1 }],
     defaultPartition: 'batch',
+    admins: [],
+    allowRootJobs: true,
+    jwtKeyPath: resolve(absoluteDataDir, CLUSTER_DEFAULTS.jwtKey),
   };
 }

@@ -13,11 +13,12 @@ import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
 import { createApiClient, type ApiClient } from '../net/client.js';
 import type { ClusterKey } from '../net/hmac.js';
-import { localIdentity } from '../net/identity.js';
+import { createAuthenticator, HOW_TO_AUTHENTICATE, issueToken, loadOrCreateJwtKey, MAX_TOKEN_SECONDS, type Caller } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState, JobRecord } from '../store/events.js';
 import { openStore } from '../store/store.js';
+import { isAdmin, mayActOn, publicJob } from './authz.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type JobReport, type StartOrder } from './engine.js';
 import { apiJob, apiJobWithEvents, apiNodes, apiQueue, apiStatus, apiWhen } from './views.js';
 
@@ -61,7 +62,7 @@ class HttpAgents implements AgentLink {
     if (!url) throw new Error(`no agent has registered node ${node}`);
     let client = this.clients.get(url);
     if (!client) {
-      client = createApiClient({ baseUrl: url }, { identity: localIdentity(), clusterKey: this.clusterKey ?? undefined });
+      client = createApiClient({ baseUrl: url }, { clusterKey: this.clusterKey ?? undefined });
       this.clients.set(url, client);
     }
     return client;
@@ -90,15 +91,26 @@ const parseId = (ctx: RequestContext): JobId => {
   return jobId(id);
 };
 
-const userOf = (ctx: RequestContext): string => {
-  if (!ctx.caller) throw new RouteError(401, 'the request does not say who sends it', 'use the taras CLI, which sends the x-taras-user header');
-  return ctx.caller.user;
+/** The verified caller; 401 for an anonymous request. */
+const callerOf = (ctx: RequestContext): Caller => {
+  if (!ctx.caller) throw new RouteError(401, `no verified identity: ${ctx.method} ${ctx.path} needs to know who you are`, HOW_TO_AUTHENTICATE);
+  return ctx.caller;
 };
+
+/** The verified caller's user name (401 for an anonymous request). */
+export const userOf = (ctx: RequestContext): string => callerOf(ctx).user;
+
+/** Routes an anonymous caller may use: the controller's status (the CLI finds the socket through it). Agents sign with the cluster key. */
+const openToAnonymous = (route: Route): boolean => (route.method === 'GET' && route.path === '/status') || route.path.startsWith('/agent/');
+
+/** Default lifespan of `taras admin token` (scontrol token's default). */
+const DEFAULT_TOKEN_SECONDS = 1800;
 
 export async function startController(options: ControllerOptions): Promise<RunningController> {
   let { config } = options;
   const { log } = options;
   mkdirSync(config.dataDir, { recursive: true });
+  const jwtKey = loadOrCreateJwtKey(config.jwtKeyPath);
   const store = openStore(join(config.dataDir, 'taras.db'));
   // A disk that refuses a sync stops the controller: nothing it holds in memory may be acknowledged any more.
   const durable = () => store.durable().catch((error: unknown) => {
@@ -127,26 +139,26 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
 
   // Group commit: one transaction for every submission that arrived while the previous batch was being synced.
-  let batch: { user: string; spec: JobSpec; resolve: (id: JobId) => void; reject: (e: Error) => void }[] = [];
+  let batch: { user: string; uid: number; spec: JobSpec; resolve: (id: JobId) => void; reject: (e: Error) => void }[] = [];
   const flush = () => {
     const jobs = batch;
     batch = [];
     try {
-      const ids = engine.accept(jobs.map(({ user, spec }) => ({ user, spec })));
+      const ids = engine.accept(jobs.map(({ user, uid, spec }) => ({ user, uid, spec })));
       jobs.forEach((job, index) => job.resolve(ids[index]));
       kick();
     } catch (error) {
       for (const job of jobs) job.reject(error as Error);
     }
   };
-  const submitOne = (user: string, spec: JobSpec) =>
+  const submitOne = ({ user, uid }: Caller, spec: JobSpec) =>
     new Promise<JobId>((resolve, reject) => {
       const reasons = engine.refusals(spec);
       if (reasons.length > 0) return reject(new SubmitRefused(reasons));
       // Group commit: the next batch is committed once the previous one is on the disk, so the
       // submissions that arrive during an fdatasync share the next commit and the next sync.
       if (batch.length === 0) void store.durable().then(() => setImmediate(flush), () => setImmediate(flush));
-      batch.push({ user, spec, resolve, reject });
+      batch.push({ user, uid, spec, resolve, reject });
     });
 
   const knownAgents = new Set<string>();
@@ -168,6 +180,18 @@ export async function startController(options: ControllerOptions): Promise<Runni
     if (!record) throw new RouteError(404, `no job ${id}`, 'list jobs with `taras queue`');
     return record;
   };
+  /** Root, or in cluster.toml's `admins` (by name or "@group"). */
+  const admin = (caller: Caller): boolean => isAdmin(caller, config.admins);
+  const requireAdmin = (ctx: RequestContext, what: string): Caller => {
+    const caller = callerOf(ctx);
+    if (!admin(caller)) {
+      throw new RouteError(403, `only administrators may ${what}; you are ${caller.user}`, 'ask an administrator (root, or one listed in `admins` in cluster.toml)');
+    }
+    return caller;
+  };
+  /** A job as this caller may see it: whole for its owner and administrators, without private details for others. */
+  const shownTo = (caller: Caller, isAdminCaller: boolean) => <T extends ApiJob>(job: T): T =>
+    (mayActOn(caller, isAdminCaller, job.user) ? job : publicJob(job));
   const refused = (error: unknown): never => {
     if (error instanceof SubmitRefused) throw new RouteError(400, error.message, 'change the request (see `taras submit --help`)');
     throw error;
@@ -179,34 +203,52 @@ export async function startController(options: ControllerOptions): Promise<Runni
       method: 'POST', path: '/jobs',
       handler: async (ctx) => {
         const body = ctx.body as SubmitBody | undefined;
+        const caller = callerOf(ctx);
         if (!body?.spec) throw new RouteError(400, 'the body has no spec', 'send {"spec": {...}} as `taras submit` does');
-        const id = await submitOne(userOf(ctx), body.spec).catch(refused);
+        if (caller.uid === 0 && !config.allowRootJobs) {
+          throw new RouteError(403, 'this cluster does not run jobs as root (allow_root_jobs = false in cluster.toml)', 'submit as an ordinary user');
+        }
+        // The submitter is the verified caller, always: a spec cannot name another user.
+        const id = await submitOne(caller, body.spec).catch(refused);
         return { status: 201, body: { id } };
       },
     },
     {
       method: 'GET', path: '/jobs',
-      handler: (ctx) => ({ status: 200, body: visibleRecords(listFilter(ctx)).map((record): ApiJob => apiJob(engine, record)) }),
+      handler: (ctx) => {
+        const caller = callerOf(ctx);
+        const shown = shownTo(caller, admin(caller));
+        return { status: 200, body: visibleRecords(listFilter(ctx)).map((record): ApiJob => shown(apiJob(engine, record))) };
+      },
     },
     {
       // `taras queue`: the status and the jobs in queue order, as compact rows (src/api/queue.ts).
       method: 'GET', path: '/queue',
       handler: (ctx) => {
+        const caller = callerOf(ctx);
         const status = apiStatus(engine, Date.now(), motd());
+        const long = ctx.query.get('long') === '1';
+        // --long shows working directories: only the caller's own, unless an administrator asks.
+        const viewer = !long ? '' : admin(caller) ? '*' : caller.user;
         // Listing 50,000 jobs costs tens of milliseconds; while nothing it shows has changed (no job
         // record, no planned start; finished jobs leave it by the minute), the last answer is reused.
-        const key = `${ctx.query.toString()} ${engine.listingVersion()} ${Math.floor(Date.now() / 60_000)}`;
+        const key = `${ctx.query.toString()} ${engine.listingVersion()} ${Math.floor(Date.now() / 60_000)} ${viewer}`;
         if (queueCache?.engine !== engine || queueCache.key !== key) {
-          queueCache = { engine, key, queue: apiQueue(engine, visibleRecords(listFilter(ctx)), ctx.query.get('long') === '1', status) };
+          queueCache = { engine, key, queue: apiQueue(engine, visibleRecords(listFilter(ctx)), long, status, viewer === '*' ? undefined : viewer) };
         }
         return { status: 200, body: { ...queueCache.queue, status } };
       },
     },
     { method: 'GET', path: '/jobs/:id', handler: (ctx) => {
+      const caller = callerOf(ctx);
       const record = findJob(parseId(ctx));
-      return { status: 200, body: apiJobWithEvents(engine, record, store.events(record.id)) };
+      return { status: 200, body: shownTo(caller, admin(caller))(apiJobWithEvents(engine, record, store.events(record.id))) };
     } },
-    { method: 'GET', path: '/jobs/:id/when', handler: (ctx) => ({ status: 200, body: apiWhen(engine, findJob(parseId(ctx))) }) },
+    { method: 'GET', path: '/jobs/:id/when', handler: (ctx) => {
+      const caller = callerOf(ctx);
+      const when = apiWhen(engine, findJob(parseId(ctx)));
+      return { status: 200, body: { ...when, job: shownTo(caller, admin(caller))(when.job) } };
+    } },
     {
       method: 'DELETE', path: '/jobs/:id',
       handler: (ctx) => {
@@ -214,7 +256,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
         findJob(id);
         let record;
         try {
-          record = engine.cancel(id, userOf(ctx));
+          const caller = callerOf(ctx);
+          record = engine.cancel(id, caller.user, admin(caller));
         } catch (error) {
           if (error instanceof SubmitRefused) throw new RouteError(403, error.message);
           throw error;
@@ -224,12 +267,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
       },
     },
     { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: apiNodes(engine) }) },
-    { method: 'GET', path: '/status', handler: () => ({ status: 200, body: apiStatus(engine, Date.now(), motd()) }) },
+    { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { ...apiStatus(engine, Date.now(), motd()), socket: config.socketPath } }) },
     {
       method: 'POST', path: '/admin/drain',
       handler: (ctx) => {
         const { nodes, reason, resume } = (ctx.body ?? {}) as { nodes?: string[]; reason?: string; resume?: boolean };
-        if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may drain or resume nodes');
+        requireAdmin(ctx, 'drain or resume nodes');
         if (!nodes?.length) throw new RouteError(400, 'no nodes given', 'name nodes, e.g. node[01-04]');
         if (!resume && !reason) throw new RouteError(400, 'a drain needs a reason', 'add --reason TEXT');
         try {
@@ -245,7 +288,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'PUT', path: '/admin/motd',
       handler: (ctx) => {
-        if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may set the message of the day');
+        requireAdmin(ctx, 'set the message of the day');
         const text = (ctx.body as { text?: string } | undefined)?.text ?? '';
         if (text === '') store.deleteSetting('motd');
         else store.setSetting('motd', text);
@@ -255,7 +298,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'POST', path: '/admin/reconfigure',
       handler: async (ctx) => {
-        if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may reconfigure the controller');
+        requireAdmin(ctx, 'reconfigure the controller');
         if (!options.configPath) {
           throw new RouteError(409, 'this controller runs on embedded defaults: there is no file to reload', 'start it with `taras controller --config cluster.toml`');
         }
@@ -285,9 +328,31 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'POST', path: '/admin/shutdown',
       handler: (ctx) => {
-        if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may shut the controller down');
+        requireAdmin(ctx, 'shut the controller down');
         setTimeout(() => void closing?.(), 50);
         return { status: 202, body: { shutdown: true } };
+      },
+    },
+    {
+      // `taras admin token` (scontrol token): a bearer token for TCP clients; for yourself, or for anyone if you are an administrator.
+      method: 'POST', path: '/admin/token',
+      handler: async (ctx) => {
+        const caller = callerOf(ctx);
+        const { user, lifespanSeconds } = (ctx.body ?? {}) as { user?: unknown; lifespanSeconds?: unknown };
+        if (user !== undefined && (typeof user !== 'string' || user === '')) throw new RouteError(400, '"user" must be a user name', 'send {"user": "alice"} or leave it out for yourself');
+        const lifespan = lifespanSeconds ?? DEFAULT_TOKEN_SECONDS;
+        if (typeof lifespan !== 'number' || !Number.isSafeInteger(lifespan) || lifespan < 1 || lifespan > MAX_TOKEN_SECONDS) {
+          throw new RouteError(400, `"lifespanSeconds" must be a whole number of seconds from 1 to ${MAX_TOKEN_SECONDS}`, 'give --lifespan as 30m, 2h or 7d');
+        }
+        const subject = user ?? caller.user;
+        if (subject !== caller.user && !admin(caller)) {
+          throw new RouteError(403, `only administrators may issue tokens for other users; you are ${caller.user}`, 'leave out --user to get a token for yourself');
+        }
+        const { nativeAddon } = await import('../net/native.js');
+        if (nativeAddon().userByName(subject) === null) throw new RouteError(400, `no user ${subject} on the controller's machine`, 'name an existing user');
+        const { token, expiresMs } = await issueToken(jwtKey, subject, lifespan, Date.now());
+        log(`token issued to ${caller.user} for ${subject}, valid until ${new Date(expiresMs).toISOString()}`);
+        return { status: 200, body: { user: subject, token, expires: new Date(expiresMs).toISOString() } };
       },
     },
     {
@@ -333,7 +398,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
 
   // A change is answered only once it is on the disk (one fdatasync serves every change made before it began).
   const commitsNothing = new Set(['/agent/heartbeat']);
-  const durableRoutes = routes.map((route): Route => route.method === 'GET' || commitsNothing.has(route.path) ? route : {
+  // Nothing about a job is served anonymously: every route but /status (and the agents', signed) needs a verified caller.
+  const guarded = routes.map((route): Route => openToAnonymous(route) ? route : {
+    ...route,
+    handler: (ctx) => {
+      callerOf(ctx);
+      return route.handler(ctx);
+    },
+  });
+  const durableRoutes = guarded.map((route): Route => route.method === 'GET' || commitsNothing.has(route.path) || route.path === '/admin/token' ? route : {
     ...route,
     handler: async (ctx) => {
       const result = await route.handler(ctx);
@@ -345,6 +418,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     routes: durableRoutes,
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? (route) => route.path.startsWith('/agent/') : undefined,
+    authenticator: createAuthenticator({ jwtKey, mungeSocket: config.mungeSocket }),
     log: netLog,
   });
   const bound = await server.listen({ port: options.port ?? config.listen.port, host: config.listen.host, socketPath: config.socketPath });

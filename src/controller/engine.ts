@@ -13,12 +13,17 @@ import type { JobSpec } from '../jobspec/types.js';
 import type { EndState, JobRecord, JsonObject } from '../store/events.js';
 import type { Store } from '../store/store.js';
 
+/** Key of the verified submitter's uid in a stored request. */
+const SUBMIT_UID = 'submitUid';
+
 /** What an agent needs to start a job: the batch script runs on the first node. */
 export interface StartOrder {
   readonly jobId: JobId;
   /** Which run of the job this is (0, then +1 per requeue): reports carry it back, so an old run's report cannot end a new one. */
   readonly run: number;
   readonly user: string;
+  /** The submitter's uid as the controller verified it (absent for jobs stored before it was kept): an agent whose passwd says otherwise refuses the job. */
+  readonly uid?: number;
   readonly name: string;
   readonly nodes: readonly string[];
   readonly cpusOnNode: number;
@@ -213,12 +218,13 @@ export class ControllerEngine {
   }
 
   /** Commits and queues jobs already checked with `refusals` (the daemon checks each before batching). */
-  accept(jobs: readonly { user: string; spec: JobSpec }[]): JobId[] {
+  accept(jobs: readonly { user: string; uid?: number; spec: JobSpec }[]): JobId[] {
     const nowMs = this.clockMs();
     const records = this.store.submitRecords(
-      jobs.map(({ user, spec }) => ({
+      jobs.map(({ user, uid, spec }) => ({
         user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
-        script: spec.script.text, request: spec as unknown as JsonObject,
+        // The verified uid rides in the stored request (no schema change); specOf's callers never read it but the start order.
+        script: spec.script.text, request: (uid === undefined ? spec : { ...spec, [SUBMIT_UID]: uid }) as unknown as JsonObject,
       })),
       nowMs,
     );
@@ -250,7 +256,7 @@ export class ControllerEngine {
       started.push(job.id);
       const spec = this.specOf(record);
       const order: StartOrder = {
-        jobId: job.id, run: record.requeueCount, user: record.user, name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
+        jobId: job.id, run: record.requeueCount, user: record.user, uid: (spec as { [SUBMIT_UID]?: number })[SUBMIT_UID], name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
         warnBeforeSeconds: this.config.warnBeforeLimitSeconds, killGraceSeconds: this.config.killGraceSeconds,
       };
       this.startsInFlight.add(job.id);
@@ -307,11 +313,11 @@ export class ControllerEngine {
     this.dirty = true;
   }
 
-  /** Cancels the user's job: a pending one ends at once, a running one is signalled. */
-  cancel(id: JobId, user: string): JobRecord {
+  /** Cancels a job of `user` (any job when `admin`: root or a configured administrator): a pending one ends at once, a running one is signalled. */
+  cancel(id: JobId, user: string, admin = user === 'root'): JobRecord {
     const record = this.active.get(id) ?? this.store.job(id);
     if (!record) throw new SubmitRefused([`no job ${id}`]);
-    if (record.user !== user && user !== 'root') throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or root can cancel it`]);
+    if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can cancel it`]);
     if (record.state === 'PENDING') {
       const ended = this.store.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason: `cancelled by ${user}` }, this.clockMs());
       this.scheduler.cancel(id);
