@@ -170,7 +170,7 @@ describe('taras queue | head', () => {
     assert.ok(parsed.ok);
     // No agent: every job waits, so the listing is long: about 1 MB, more than a pipe or socket buffer holds.
     const controller = await startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
-    const api = createApiClient({ baseUrl: controller.url }, { identity: { user: 'alice', uid: 1001 } });
+    const api = createApiClient({ socketPath: controller.socketPath }, {});
     try {
       const spec = {
         script: { path: join(work, 'x.sh'), text: '#!/bin/sh\n', args: [] }, nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 60,

@@ -59,6 +59,10 @@ describe('cluster.toml: valid files', () => {
       'keep_finished = "1d"',
       'warn_before_limit = "0s"',
       'kill_grace = "1:30"',
+      'admins = ["alice", "@wheel", "alice"]',
+      'allow_root_jobs = false',
+      'munge_socket = "/run/munge/other.socket"',
+      'jwt_key = "keys/jwt.key"',
       '',
       '[[nodes]]',
       'names = "node[01-02]"',
@@ -104,6 +108,10 @@ describe('cluster.toml: valid files', () => {
         { name: 'all', nodes: ['node01', 'node02', 'gpu1'], isDefault: false, maxTimeSeconds: 7200, maxNodes: null, priority: 1 },
       ],
       defaultPartition: 'debug',
+      admins: ['alice', '@wheel'],
+      allowRootJobs: false,
+      mungeSocket: '/run/munge/other.socket',
+      jwtKeyPath: '/etc/taras/state/keys/jwt.key',
     };
     assert.deepEqual(config, expected);
   });
@@ -124,6 +132,9 @@ describe('cluster.toml: valid files', () => {
       nodes: 4,
       partitions: [{ name: 'batch', nodes: ['node01', 'node02', 'node03', 'node04'], isDefault: true, maxTimeSeconds: null, maxNodes: null, priority: 1 }],
       defaultPartition: 'batch',
+      admins: [],
+      allowRootJobs: true,
+      jwtKeyPath: '/etc/taras/taras-data/jwt.key',
     });
   });
 
@@ -188,7 +199,7 @@ describe('cluster.toml: each mistake names file, line, key and fix', () => {
       { line: 6, key: 'nodes[0].RealMemory', message: 'unknown key "RealMemory" in this [[nodes]] table (did you mean "memory"?)' },
       { line: 8, key: 'partition', message: 'unknown key "partition" at the top level (did you mean "partitions"?)' },
     ]);
-    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_before_limit, kill_grace');
+    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_before_limit, kill_grace, admins, allow_root_jobs, munge_socket, jwt_key');
   });
 
   it('unknown key far from any known one gets no suggestion', () => {

@@ -73,8 +73,8 @@ const isLoopback = (url: string): boolean => /^http:\/\/(127\.\d+\.\d+\.\d+|loca
 
 /**
  * Where to connect and with what. A socket needs nothing. A loopback TCP
- * address with no MUNGE and no token is asked (GET /status, which anyone may
- * read) for its socket, which is used if this process can reach it.
+ * address is first asked (GET /status, which anyone may read) for its
+ * socket, used if this process can reach it; else MUNGE or a token.
  */
 async function connection(flag: string | undefined): Promise<{ target: ControllerTarget; credentials?: Credentials }> {
   const given = flag ?? process.env.TARAS_CONTROLLER;
@@ -84,19 +84,19 @@ async function connection(flag: string | undefined): Promise<{ target: Controlle
   }
   const target = parseAddress(given ?? DEFAULT_CONTROLLER);
   if ('socketPath' in target) return { target };
-  const credentials = tcpCredentials();
-  if (credentials !== undefined || !isLoopback(target.baseUrl)) return { target, credentials };
-  const { createApiClient } = await import('../net/client.js');
-  const probe = createApiClient(target, { timeoutMs: 5_000 });
-  try {
-    const { socket } = await probe.get<{ socket?: string }>('/status');
-    if (socket !== undefined && existsSync(socket)) return { target: { socketPath: socket } };
-  } catch {
-    // Unreachable or not a Taras controller: the real request reports it.
-  } finally {
-    probe.close();
+  if (isLoopback(target.baseUrl)) {
+    const { createApiClient } = await import('../net/client.js');
+    const probe = createApiClient(target, { timeoutMs: 5_000 });
+    try {
+      const { socket } = await probe.get<{ socket?: string }>('/status');
+      if (typeof socket === 'string' && existsSync(socket)) return { target: { socketPath: socket } };
+    } catch {
+      // Unreachable or not a Taras controller: the real request reports it.
+    } finally {
+      probe.close();
+    }
   }
-  return { target };
+  return { target, credentials: tcpCredentials() };
 }
 
 export async function client(flag: string | undefined): Promise<ApiClient> {

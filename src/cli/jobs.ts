@@ -94,7 +94,7 @@ export function registerJobCommands(program: Command): void {
       const built = jobspec.buildJobSpec(merged, { scriptText, submitDir: process.cwd() });
       if (!built.ok) fail(built.errors.map((e) => `error: ${jobspec.formatError(e)}`).join('\n'));
       if (ask) {
-        const [{ localIdentity }, summary] = await Promise.all([import('../net/identity.js'), import('../jobspec/summary.js')]);
+        const [{ localIdentity }, summary] = await Promise.all([import('../net/local-user.js'), import('../jobspec/summary.js')]);
         print(summary.renderSummary(built.value.spec, { origins: built.value.origins, user: localIdentity().user }));
         for (;;) {
           const choice = summary.parseCommitAnswer(await ask(summary.COMMIT_PROMPT));
@@ -184,7 +184,7 @@ export function registerJobCommands(program: Command): void {
       await withClient(flags.controller, async (api) => {
         let ids = parseJobIds(raw);
         if (flags.all) {
-          const { localIdentity } = await import('../net/identity.js');
+          const { localIdentity } = await import('../net/local-user.js');
           const mine = await api.get<{ id: number; state: string }[]>(`/jobs?user=${encodeURIComponent(localIdentity().user)}&state=PENDING,RUNNING`);
           ids = mine.map((j) => j.id);
         }

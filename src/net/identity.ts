@@ -15,20 +15,16 @@
 //   may see (GET /status only).
 // Agents are not users: they sign with the cluster key (hmac.ts).
 //
-// The client side here is only `localIdentity` (who runs this CLI, for
-// display and defaults; the server does not take its word). jose and the
-// native addon load on first use, so the CLI never pays for them.
+// The client side is local-user.ts (who runs the CLI, for display only).
+// jose loads on the first token, so a controller without tokens never pays for it.
 
 import { closeSync, fstatSync, openSync, readFileSync, writeSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import { userInfo } from 'node:os';
+import type { Identity } from './local-user.js';
 import { nativeAddon } from './native.js';
 
-export interface Identity {
-  readonly user: string;
-  readonly uid: number;
-}
+export { localIdentity, type Identity } from './local-user.js';
 
 export type Transport = 'unix' | 'tcp';
 
@@ -52,17 +48,6 @@ export type Identified = { readonly ok: true; readonly caller: Caller | null } |
 /** What the 401 for an anonymous request says: every way to be somebody. */
 export const HOW_TO_AUTHENTICATE = 'run taras on the controller\'s machine (it uses the local socket), use MUNGE (munged running, same key as the controller), '
   + 'or get a token with `taras admin token` and set TARAS_TOKEN (or save it in ~/.config/taras/token; HTTP clients send Authorization: Bearer TOKEN)';
-
-let cached: Identity | undefined;
-
-/** The user running this process (the CLI's caller): for display and defaults only, never sent as a claim. */
-export function localIdentity(): Identity {
-  if (cached === undefined) {
-    const info = userInfo();
-    cached = { user: info.username, uid: info.uid };
-  }
-  return cached;
-}
 
 // ---------------------------------------------------------------- the key
 
