@@ -129,6 +129,9 @@ describe('authorisation with real users and the CLI', { skip: notRootReason }, (
     const token = await taras(carol, 'admin', 'token', '--user', alice.name, '--json');
     assert.equal(token.status, 0, token.stderr);
     assert.equal(JSON.parse(token.stdout).user, alice.name);
+    const rootToken = await taras(carol, 'admin', 'token', '--user', 'root');
+    assert.equal(rootToken.status, 1, 'an administrator cannot become root with a token');
+    assert.match(rootToken.stderr, /only root may issue a token for root/);
     const cancel = await taras(carol, 'cancel', String(aliceJob));
     assert.equal(cancel.status, 0, cancel.stderr);
     assert.equal((await controller.engine().active.get(aliceJob as never)), undefined, 'no longer active');

@@ -349,7 +349,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
           throw new RouteError(403, `only administrators may issue tokens for other users; you are ${caller.user}`, 'leave out --user to get a token for yourself');
         }
         const { nativeAddon } = await import('../net/native.js');
-        if (nativeAddon().userByName(subject) === null) throw new RouteError(400, `no user ${subject} on the controller's machine`, 'name an existing user');
+        const account = nativeAddon().userByName(subject);
+        if (account === null) throw new RouteError(400, `no user ${subject} on the controller's machine`, 'name an existing user');
+        // A token acts as its user: an administrator who is not root must not be able to become root with one.
+        if (account.uid === 0 && caller.uid !== 0) throw new RouteError(403, `only root may issue a token for ${subject} (uid 0)`, 'ask root');
         const { token, expiresMs } = await issueToken(jwtKey, subject, lifespan, Date.now());
         log(`token issued to ${caller.user} for ${subject}, valid until ${new Date(expiresMs).toISOString()}`);
         return { status: 200, body: { user: subject, token, expires: new Date(expiresMs).toISOString() } };
