@@ -48,6 +48,10 @@ describe('taras submit and friends without a controller', () => {
     const run = taras(['submit', 'c.sh', '--controller', DOWN]);
     assert.equal(run.code, 1);
     assert.match(run.stderr, /controller not reachable at http:\/\/127\.0\.0\.1:9/);
+    // The other address forms say where they looked too.
+    assert.match(taras(['submit', 'c.sh', '--controller', '127.0.0.1:9']).stderr, /controller not reachable at http:\/\/127\.0\.0\.1:9/);
+    assert.match(taras(['submit', 'c.sh', '--controller', `unix:${join(work, 'none.sock')}`]).stderr, new RegExp(`controller not reachable at unix:${join(work, 'none.sock')}`));
+    assert.match(taras(['submit', 'c.sh'], { TARAS_CONTROLLER: join(work, 'none.sock') }).stderr, /controller not reachable at unix:/);
     const status = taras(['status', '--controller', DOWN]);
     assert.equal(status.code, 1);
     assert.match(status.stdout, /down/i);

@@ -184,6 +184,29 @@ describe('verified identity on a live controller', { skip: notRootReason }, () =
     const claims = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
     assert.equal(claims.sun, bob.name);
     assert.equal(claims.exp - claims.iat, 7200);
+    // A user who cannot reach the socket (its folder closed to them) goes over TCP with the token: from TARAS_TOKEN, then from the token file.
+    chmodSync(config.dataDir, 0o700);
+    try {
+      const anonymous = await cli(['queue', '--controller', controller.url]);
+      assert.equal(anonymous.status, 1);
+      assert.match(anonymous.stderr, /no verified identity.*taras admin token/);
+      const withToken = await cli(['queue', '--json', '--controller', controller.url.replace('http://', '')], { TARAS_TOKEN: token });
+      assert.equal(withToken.status, 0, withToken.stderr);
+      assert.ok(Array.isArray(JSON.parse(withToken.stdout)));
+      const setup = [
+        "const fs = require('fs');",
+        "fs.mkdirSync(process.env.HOME + '/.config/taras', { recursive: true });",
+        `fs.writeFileSync(process.env.HOME + '/.config/taras/token', ${JSON.stringify(`${token}\n`)}, { mode: 0o600 });`,
+        `fs.writeFileSync('job.sh', ${JSON.stringify('#!/bin/sh\n#TARAS --time 1\ntrue\n')});`,
+      ].join(' ');
+      const saved = await runAs(bob, ['-e', setup]);
+      assert.equal(saved.status, 0, saved.stderr);
+      const fromFile = await cli(['submit', 'job.sh', '--json', '--controller', controller.url]);
+      assert.equal(fromFile.status, 0, fromFile.stderr);
+      assert.equal(controller.engine().active.get(JSON.parse(fromFile.stdout).id)?.user, bob.name);
+    } finally {
+      chmodSync(config.dataDir, 0o711);
+    }
     const forRoot = await cli(['admin', 'token', '--user', 'root', '--controller', `unix:${controller.socketPath}`]);
     assert.equal(forRoot.status, 1);
     assert.match(forRoot.stderr, /only administrators may issue tokens for other users/);
