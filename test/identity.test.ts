@@ -130,7 +130,7 @@ describe('verified identity on a live controller', { skip: notRootReason }, () =
         req.on('error', fail); req.end(text);
       });
       (async () => {
-        const submit = await call('POST', '/jobs', { spec: ${JSON.stringify(spec('/tmp'))} });
+        const submit = await call('POST', '/jobs', { spec: ${JSON.stringify({ ...spec('/tmp'), submitUid: 0 })} });
         const job = await call('GET', '/jobs/' + submit.body.id);
         const shutdown = await call('POST', '/admin/shutdown', {});
         const drain = await call('POST', '/admin/drain', { nodes: ['n1'], reason: 'mine now' });
@@ -141,6 +141,9 @@ describe('verified identity on a live controller', { skip: notRootReason }, () =
     const seen = JSON.parse(run.stdout);
     assert.deepEqual({ ...seen, error: undefined }, { submit: 201, user: bob.name, shutdown: 403, drain: 403, error: undefined });
     assert.match(seen.error, new RegExp(`only administrators may shut the controller down; you are ${bob.name}`));
+    // The uid kept for the agent is the kernel's, not one the body carried.
+    const record = [...controller.engine().active.values()].find((r) => r.user === bob.name)!;
+    assert.equal((controller.engine().specOf(record) as unknown as { submitUid: number }).submitUid, bob.uid);
   });
 
   it('a valid bearer token over TCP is its user; expired, tampered, wrong-key, alg none and sun-less tokens are refused with 401', async () => {

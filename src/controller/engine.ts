@@ -16,6 +16,13 @@ import type { Store } from '../store/store.js';
 /** Key of the verified submitter's uid in a stored request. */
 const SUBMIT_UID = 'submitUid';
 
+/** The spec as stored: with the verified uid, and never a uid the body itself carried. */
+function withSubmitUid(spec: JobSpec, uid: number | undefined): JsonObject {
+  const { [SUBMIT_UID]: claimed, ...clean } = spec as unknown as JsonObject;
+  void claimed;
+  return uid === undefined ? clean : { ...clean, [SUBMIT_UID]: uid };
+}
+
 /** What an agent needs to start a job: the batch script runs on the first node. */
 export interface StartOrder {
   readonly jobId: JobId;
@@ -224,7 +231,7 @@ export class ControllerEngine {
       jobs.map(({ user, uid, spec }) => ({
         user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
         // The verified uid rides in the stored request (no schema change); specOf's callers never read it but the start order.
-        script: spec.script.text, request: (uid === undefined ? spec : { ...spec, [SUBMIT_UID]: uid }) as unknown as JsonObject,
+        script: spec.script.text, request: withSubmitUid(spec, uid),
       })),
       nowMs,
     );
