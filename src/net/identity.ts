@@ -6,8 +6,8 @@
 //   entry is refused: a job could not run as it anyway.
 // - TCP, `Authorization: Bearer <JWT>`: HS256 with the controller's key file,
 //   claims `sun` (user name), `iat`, `exp`, as slurmrestd. A verified token is
-//   remembered by its exact text until it expires, so checking one costs a
-//   Map lookup after the first request.
+//   remembered by its exact header text until it expires, so checking one
+//   costs a Map lookup after the first request.
 // - TCP, `x-taras-munge`: a MUNGE credential whose payload is the hash of the
 //   request (./munge.js), verified by unmunge.
 // - Anything else (claims in x-taras-user headers included) is anonymous:
@@ -174,7 +174,8 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     return known;
   }
 
-  async function verifyToken(token: string): Promise<Identified> {
+  /** Verifies `token` and remembers the caller under `header` (the whole Authorization value, so a hit needs no parsing). */
+  async function verifyToken(token: string, header: string): Promise<Identified> {
     const key = options.jwtKey;
     if (key === undefined) return refuse('this controller does not accept bearer tokens (no token key)', 'use the local socket or MUNGE');
     const { jwtVerify } = await loadJose();
@@ -190,7 +191,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     if (entry === null) return refuse(`the bearer token's user ${sun} has no account on the controller's machine`, 'ask an administrator for a token of an existing user');
     const caller: Caller = { user: entry.name, uid: entry.uid, gid: entry.gid, via: 'token' };
     if (tokens.size >= TOKEN_CACHE_LIMIT) tokens.clear();
-    tokens.set(token, { caller, expiresMs: (exp as number) * 1000 });
+    tokens.set(header, { caller, expiresMs: (exp as number) * 1000 });
     return { ok: true, caller };
   }
 
@@ -207,15 +208,14 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
       if (transport === 'unix') return socketCaller(req.socket);
       const authorization = req.headers.authorization;
       if (authorization !== undefined) {
-        const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-        if (match === null) return refuse('the Authorization header is not "Bearer TOKEN"', 'send Authorization: Bearer followed by a token from `taras admin token`');
-        const token = match[1];
-        const hit = tokens.get(token);
+        const hit = tokens.get(authorization);
         if (hit !== undefined) {
           if (hit.expiresMs > clock()) return { ok: true, caller: hit.caller };
-          tokens.delete(token);
+          tokens.delete(authorization);
         }
-        return verifyToken(token);
+        const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+        if (match === null) return refuse('the Authorization header is not "Bearer TOKEN"', 'send Authorization: Bearer followed by a token from `taras admin token`');
+        return verifyToken(match[1], authorization);
       }
       const munge = req.headers[MUNGE_HEADER];
       if (typeof munge === 'string') return verifyMunge(munge, req.method ?? 'GET', target, body);
