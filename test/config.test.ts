@@ -58,6 +58,7 @@ describe('cluster.toml: valid files', () => {
       'node_timeout = "2m"',
       'keep_finished = "1d"',
       'warn_before_limit = "0s"',
+      'warn_signal = "b:sigusr2"',
       'kill_grace = "1:30"',
       'admins = ["alice", "@wheel", "alice"]',
       'allow_root_jobs = false',
@@ -96,6 +97,7 @@ describe('cluster.toml: valid files', () => {
       socketPath: '/etc/taras/state/ctl.sock',
       nodeTimeoutSeconds: 120,
       keepFinishedSeconds: 86400,
+      warnSignal: { signal: 'USR2', beforeSeconds: 0, batchOnly: true },
       warnBeforeLimitSeconds: 0,
       killGraceSeconds: 90,
       nodes: [
@@ -127,6 +129,7 @@ describe('cluster.toml: valid files', () => {
       socketPath: '/etc/taras/taras-data/taras.sock',
       nodeTimeoutSeconds: 60,
       keepFinishedSeconds: 3600,
+      warnSignal: null,
       warnBeforeLimitSeconds: 60,
       killGraceSeconds: 30,
       nodes: 4,
@@ -199,7 +202,7 @@ describe('cluster.toml: each mistake names file, line, key and fix', () => {
       { line: 6, key: 'nodes[0].RealMemory', message: 'unknown key "RealMemory" in this [[nodes]] table (did you mean "memory"?)' },
       { line: 8, key: 'partition', message: 'unknown key "partition" at the top level (did you mean "partitions"?)' },
     ]);
-    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_before_limit, kill_grace, admins, allow_root_jobs, munge_socket, jwt_key');
+    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_signal, warn_before_limit, kill_grace, admins, allow_root_jobs, munge_socket, jwt_key');
   });
 
   it('unknown key far from any known one gets no suggestion', () => {
@@ -330,6 +333,7 @@ describe('cluster.toml: each mistake names file, line, key and fix', () => {
       'keep_finished = "UNLIMITED"',
       'kill_grace = "soon"',
       'warn_before_limit = 30',
+      'warn_signal = "R:USR1@10"',
       ...MINIMAL,
       'max_time = "3x"',
     ));
@@ -338,10 +342,12 @@ describe('cluster.toml: each mistake names file, line, key and fix', () => {
       { line: 3, key: 'cluster.keep_finished', message: '"UNLIMITED" means no limit, which keep_finished cannot be' },
       { line: 4, key: 'cluster.kill_grace', message: '"soon" is not a duration: unrecognised form' },
       { line: 5, key: 'cluster.warn_before_limit', message: '30 has no unit' },
-      { line: 14, key: 'partitions[0].max_time', message: '"3x" is not a duration: the unit must be d, h, m or s, in that order, with whole numbers' },
+      { line: 6, key: 'cluster.warn_signal', message: '"R:USR1@10" is not a signal request: \'R:\' is not supported (only B:)' },
+      { line: 15, key: 'partitions[0].max_time', message: '"3x" is not a duration: the unit must be d, h, m or s, in that order, with whole numbers' },
     ]);
     assert.equal(errors[0].fix, 'say which unit: node_timeout = "60s" or "60m"');
-    assert.match(errors[4].fix, /^write max_time = "1-00:00:00" \(forms: minutes, MM:SS, HH:MM:SS, D-HH/);
+    assert.match(errors[5].fix, /^write max_time = "1-00:00:00" \(forms: minutes, MM:SS, HH:MM:SS, D-HH/);
+    assert.match(errors[4].fix, /^write \[B:\]SIG\[@TIME\]: a signal name or number/);
     assert.deepEqual(onlyError(toml('[cluster]', 'node_timeout = "0s"', ...MINIMAL)), {
       line: 2,
       key: 'cluster.node_timeout',

@@ -73,6 +73,20 @@ describe('controller engine', () => {
     assert.equal(engine.active.size, 0);
   });
 
+  it('start orders carry no warning signal unless the job or cluster.toml asks; the job\'s --signal and umask win', () => {
+    const { agents, engine, allNodes } = setup();
+    engine.agentRegistered(allNodes, []);
+    const asked = { signal: 'USR1', beforeSeconds: 2, batchOnly: true };
+    engine.submit([{ user: 'alice', spec: spec() }, { user: 'alice', spec: spec({ signal: asked, umask: 0o077 }) }]);
+    engine.schedule();
+    assert.deepEqual(agents.orders.map((o) => [o.warnSignal, o.spec.umask]), [[null, undefined], [asked, 0o077]]);
+    const configured = setup({ ...defaultClusterConfig(work), warnSignal: { signal: 'TERM', beforeSeconds: 60, batchOnly: false } });
+    configured.engine.agentRegistered(configured.allNodes, []);
+    configured.engine.submit([{ user: 'bob', spec: spec() }, { user: 'bob', spec: spec({ signal: asked }) }]);
+    configured.engine.schedule();
+    assert.deepEqual(configured.agents.orders.map((o) => o.warnSignal), [{ signal: 'TERM', beforeSeconds: 60, batchOnly: false }, asked]);
+  });
+
   it('partition priority: a later job of a higher-priority partition goes ahead, also after a restart', () => {
     const base = defaultClusterConfig(work, { count: 2, cpus: 8 });
     const names = base.nodes.map((n) => n.name);

@@ -1,8 +1,8 @@
 // Jobs run as the Unix user who submitted them: users.ts resolves names and
 // uids, the agent decides whether it can run a user's job, and the supervisor
-// (as root) starts the job with the user's ids, lets the kernel check the
-// working directory and output files as that user, and leaves the output
-// theirs. The supervisor tests need root and `nobody` (Debian has it).
+// (as root) starts the job through the exec helper, which takes the user's
+// ids before it enters the working directory or opens the output files, so
+// the kernel checks them as that user and the output is theirs. The supervisor tests need root and `nobody` (Debian has it).
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -63,6 +63,8 @@ describe('the agent decides who a job runs as', { skip: notRoot }, () => {
   it('as root: root\'s jobs as root, nobody\'s as nobody, an unknown user\'s not at all', () => {
     assert.deepEqual(credentialsFor('root'), { ok: true, value: null });
     assert.deepEqual(credentialsFor('nobody'), { ok: true, value: { uid: NOBODY, gid: NOBODY } });
+    assert.deepEqual(credentialsFor('nobody', NOBODY), { ok: true, value: { uid: NOBODY, gid: NOBODY } });
+    assert.match((credentialsFor('nobody', 4242) as { error: string }).error, /is uid \d+ on this node but uid 4242 where the job was submitted/);
     assert.deepEqual(credentialsFor('taras-no-such-user'), { ok: false, error: 'no user taras-no-such-user on this node: create it or submit as a user the nodes know' });
   });
 
@@ -91,7 +93,7 @@ describe('the agent decides who a job runs as', { skip: notRoot }, () => {
         script: { path: join(workDir, 'job.sh'), text: '#!/bin/sh\nid -un\n', args: [] }, nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 60, name: 'who',
         workingDir: workDir, output: 'who-%j.out', export: { all: true, variables: [] }, requeue: false,
       };
-      const order = (jobId: number, user: string): StartOrder => ({ jobId: jobId as StartOrder['jobId'], run: 0, user, name: 'who', nodes: ['node01'], cpusOnNode: 1, spec, warnBeforeSeconds: 0, killGraceSeconds: 1 });
+      const order = (jobId: number, user: string): StartOrder => ({ jobId: jobId as StartOrder['jobId'], run: 0, user, name: 'who', nodes: ['node01'], cpusOnNode: 1, spec, warnSignal: null, killGraceSeconds: 1 });
       await client.post('/start', order(1, 'nobody'));
       await client.post('/start', order(2, 'taras-no-such-user'));
       const ran = await waitForStatus(join(dataDir, 'jobs', '1.0'), hasEnded, 10_000);
@@ -160,7 +162,7 @@ function scratchUserWithGroup(): { user: string; group: string; uid: number; gid
 }
 
 describe('a job with a user\'s uid and gid', { skip: notRoot, concurrency: true }, () => {
-  it('runs with the user\'s supplementary groups, and may write where only one of them may', { skip: existsSync('/usr/bin/setpriv') || existsSync('/bin/setpriv') ? false : 'util-linux setpriv is not installed' }, async () => {
+  it('runs with the user\'s supplementary groups, and may write where only one of them may', async () => {
     const scratch = scratchUserWithGroup();
     assert.ok(typeof scratch !== 'string', String(scratch));
     const workDir = join(root, `groups-${++jobCount}`);
@@ -198,14 +200,24 @@ describe('a job with a user\'s uid and gid', { skip: notRoot, concurrency: true 
     assert.equal(readFileSync(join(workDir, 'err.txt'), 'utf8'), 'oops\n');
   });
 
-  it('appends to an existing output file it may write without changing its owner, and keeps HOME from its environment', async () => {
+  it('appends to an existing output file of its own, and keeps HOME from its environment', async () => {
     const { dir, workDir } = prepareJob('id -un; echo "$HOME|$USER"', { env: { PATH: '/usr/bin:/bin', HOME: '/tmp' } });
-    writeFileSync(join(workDir, 'out.txt'), 'kept\n', { mode: 0o666 });
-    chmodSync(join(workDir, 'out.txt'), 0o666);
+    writeFileSync(join(workDir, 'out.txt'), 'kept\n', { mode: 0o600 });
+    chownSync(join(workDir, 'out.txt'), NOBODY, NOBODY);
     const status = await runJob(dir);
     assert.equal(status.state, 'COMPLETED', status.reason ?? '');
     assert.equal(readFileSync(join(workDir, 'out.txt'), 'utf8'), 'kept\nnobody\n/tmp|nobody\n');
-    assert.deepEqual(ownerOf(join(workDir, 'out.txt')), [0, 0]);
+    assert.deepEqual(ownerOf(join(workDir, 'out.txt')), [NOBODY, NOBODY]);
+  });
+
+  it('a 0666 output file of root\'s is not written by a user\'s job', async () => {
+    const { dir, workDir } = prepareJob('echo should not run');
+    writeFileSync(join(workDir, 'out.txt'), '');
+    chmodSync(join(workDir, 'out.txt'), 0o666);
+    const status = await runJob(dir);
+    assert.equal(status.state, 'FAILED');
+    assert.equal(status.reason, `output file ${join(workDir, 'out.txt')} belongs to uid 0, not to nobody (uid ${NOBODY}): a job never writes into another user's file; remove it or choose another --output`);
+    assert.equal(readFileSync(join(workDir, 'out.txt'), 'utf8'), '');
   });
 
   it('a working directory the user cannot enter fails the job with that reason', async () => {
@@ -215,7 +227,7 @@ describe('a job with a user\'s uid and gid', { skip: notRoot, concurrency: true 
     const status = await runJob(dir);
     assert.equal(status.state, 'FAILED');
     assert.equal(status.pid, null);
-    assert.equal(status.reason, `working directory ${workDir} is not accessible to nobody (uid ${NOBODY}) (EACCES): every directory on its path must be searchable by them`);
+    assert.equal(status.reason, `working directory ${workDir} is not accessible to nobody (uid ${NOBODY}) (EACCES: Permission denied): it must exist and every directory on its path must be searchable by them`);
   });
 
   it('an output file in a directory the user may not write is not created for them by root', async () => {
@@ -223,7 +235,7 @@ describe('a job with a user\'s uid and gid', { skip: notRoot, concurrency: true 
     mkdirSync(join(workDir, 'root-only'), { mode: 0o755 });
     const status = await runJob(dir);
     assert.equal(status.state, 'FAILED');
-    assert.match(status.reason!, /^cannot open the job's output file as nobody \(uid 65534\): EACCES: permission denied, open '.*root-only\/out\.txt'$/);
+    assert.match(status.reason!, /^cannot open the job's output file .*root-only\/out\.txt as nobody \(uid 65534\) \(EACCES: Permission denied\)$/);
   });
 
   it('a supervisor that is not root refuses to start another user\'s job', async () => {

@@ -119,6 +119,16 @@ describe('#TARAS directives', () => {
     assert.deepEqual(directives('#TARAS -N3 -n6 -t90 --no-requeue'), { nodes: { min: 3 }, ntasks: 6, timeLimitSeconds: 5400, requeue: false });
   });
 
+  it('--signal as sbatch: [B:]SIG[@TIME], TIME 60 s by default, names with or without SIG, numbers; R: and unknown names refused', () => {
+    assert.deepEqual(directives('#TARAS --signal=B:USR1@2'), { signal: { signal: 'USR1', beforeSeconds: 2, batchOnly: true } });
+    assert.deepEqual(directives('#TARAS --signal sigterm'), { signal: { signal: 'TERM', beforeSeconds: 60, batchOnly: false } });
+    assert.deepEqual(valueOf(parseFlagValues({ signal: '10@30' })).values, { signal: { signal: '10', beforeSeconds: 30, batchOnly: false } });
+    const errors = errorsOf(parseDirectives(script('#TARAS --signal=R:USR1', '#TARAS --signal=USR9', '#TARAS --signal=USR1@soon'), 'run.sh'));
+    assert.deepEqual(errors.map((e) => [e.line, e.option]), [[2, '--signal'], [3, '--signal'], [4, '--signal']]);
+    assert.match(errors[0].message, /'R:' is not supported \(only B:\)/);
+    assert.match(errors[1].message, /'USR9' is not a signal name; write \[B:\]SIG\[@TIME\]/);
+  });
+
   it('stops at the first command: later #TARAS lines are ignored with a warning naming them', () => {
     const text = ['#!/bin/bash', '#TARAS --time=10', '', '  # indented comment', '#TARAS -N 2', 'module load mpi', '#TARAS --time=99', '#TARAS --bogus'].join('\n');
     const parsed = parseDirectives(text, 'run.sh');
@@ -333,6 +343,8 @@ describe('the summary before "(C)ommit or (A)bort"', () => {
       'Requeue:            no                                     (default)',
       '',
     ].join('\n'));
+    const signalled = valueOf(buildJobSpec(mergeJobSpec(undefined, valueOf(parseDirectives(script('#TARAS -t 5 --signal=B:USR1@90'), 'run.sh')), valueOf(parseFlagValues({}, { script: 'run.sh' }))), { scriptText: '', submitDir: '/' }));
+    assert.equal(renderSummary(signalled.spec, { origins: signalled.origins }).split('\n').at(-2), 'Warning signal:     B:USR1@90 (to the batch shell 90 s before the limit)  (run.sh:2)');
   });
 
   it('shows defaults for absent items without origins', () => {

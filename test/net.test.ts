@@ -87,36 +87,36 @@ async function apiError(promise: Promise<unknown>): Promise<ApiRequestError> {
 }
 
 describe('signing with the cluster key', () => {
-  const parts = { method: 'POST', path: '/agent/heartbeat', body: '{"node":"n01"}', timestamp: 1_767_225_600_000, nonce: 'nonce-0123456789abcdef' };
+  const parts = { method: 'POST', path: '/agent/heartbeat', body: '{"node":"n01"}', timestamp: 1_767_225_600_000, nonce: 'nonce-0123456789abcdef', destination: 'controller' };
   const now = parts.timestamp + 2_000;
 
   it('a request signed with the same key verifies, and one signed with another key is a bad signature', () => {
     const headers = signRequest(KEY, parts);
     assert.match(headers['x-taras-signature'], /^[0-9a-f]{64}$/);
-    assert.deepEqual(verifyRequest(KEY, { ...parts, headers }, { now, seenNonces: new NonceCache() }), { ok: true });
-    const other = verifyRequest(OTHER_KEY, { ...parts, headers }, { now, seenNonces: new NonceCache() });
+    assert.deepEqual(verifyRequest(KEY, { ...parts, headers }, { now, seenNonces: new NonceCache(), destination: 'controller' }), { ok: true });
+    const other = verifyRequest(OTHER_KEY, { ...parts, headers }, { now, seenNonces: new NonceCache(), destination: 'controller' });
     assert.equal(other.ok ? 'ok' : other.reason, 'bad signature');
   });
 
-  it('any change to method, path, body, timestamp or nonce breaks the signature', () => {
+  it('any change to method, path, body, timestamp, nonce or destination breaks the signature', () => {
     const headers = signRequest(KEY, parts);
     for (const changed of [{ method: 'PUT' }, { path: '/agent/heartbeat?x=1' }, { body: '{"node":"n02"}' }]) {
-      const verdict = verifyRequest(KEY, { ...parts, ...changed, headers }, { now, seenNonces: new NonceCache() });
+      const verdict = verifyRequest(KEY, { ...parts, ...changed, headers }, { now, seenNonces: new NonceCache(), destination: 'controller' });
       assert.equal(verdict.ok ? 'ok' : verdict.reason, 'bad signature', JSON.stringify(changed));
     }
-    for (const header of [{ 'x-taras-timestamp': String(parts.timestamp + 1) }, { 'x-taras-nonce': 'nonce-0123456789abcdeF' }]) {
-      const verdict = verifyRequest(KEY, { ...parts, headers: { ...headers, ...header } }, { now, seenNonces: new NonceCache() });
+    for (const header of [{ 'x-taras-timestamp': String(parts.timestamp + 1) }, { 'x-taras-nonce': 'nonce-0123456789abcdeF' }, { 'x-taras-destination': 'agent node01 (1 node) at 127.0.0.1:1 boot b' }]) {
+      const verdict = verifyRequest(KEY, { ...parts, headers: { ...headers, ...header } }, { now, seenNonces: new NonceCache(), destination: 'controller' });
       assert.equal(verdict.ok ? 'ok' : verdict.reason, 'bad signature', JSON.stringify(header));
     }
   });
 
   it('the skew reason names the whole seconds and the fix says which clock is ahead', () => {
     const headers = signRequest(KEY, parts);
-    const verdict = verifyRequest(KEY, { ...parts, headers }, { now: parts.timestamp - 412_300, seenNonces: new NonceCache() });
+    const verdict = verifyRequest(KEY, { ...parts, headers }, { now: parts.timestamp - 412_300, seenNonces: new NonceCache(), destination: 'controller' });
     assert.ok(!verdict.ok);
     assert.equal(verdict.reason, 'clock skew 412 s');
     assert.match(verdict.fix, /412 s ahead of the controller's \(at most 300 s allowed\)/);
-    const lenient = verifyRequest(KEY, { ...parts, headers }, { now: parts.timestamp - 412_300, maxSkewSeconds: 600, seenNonces: new NonceCache() });
+    const lenient = verifyRequest(KEY, { ...parts, headers }, { now: parts.timestamp - 412_300, maxSkewSeconds: 600, seenNonces: new NonceCache(), destination: 'controller' });
     assert.deepEqual(lenient, { ok: true });
   });
 
@@ -124,10 +124,10 @@ describe('signing with the cluster key', () => {
     const cache = new NonceCache();
     const headers = signRequest(KEY, parts);
     const forged = { ...parts, body: 'tampered', headers };
-    assert.equal(verifyRequest(KEY, forged, { now, seenNonces: cache }).ok, false);
+    assert.equal(verifyRequest(KEY, forged, { now, seenNonces: cache, destination: 'controller' }).ok, false);
     assert.equal(cache.size, 0);
-    assert.deepEqual(verifyRequest(KEY, { ...parts, headers }, { now, seenNonces: cache }), { ok: true });
-    const again = verifyRequest(KEY, { ...parts, headers }, { now, seenNonces: cache });
+    assert.deepEqual(verifyRequest(KEY, { ...parts, headers }, { now, seenNonces: cache, destination: 'controller' }), { ok: true });
+    const again = verifyRequest(KEY, { ...parts, headers }, { now, seenNonces: cache, destination: 'controller' });
     assert.equal(again.ok ? 'ok' : again.reason, 'replayed nonce');
   });
 
@@ -301,7 +301,7 @@ describe('API server and client over TCP and a Unix socket', () => {
 
   it('a tampered body is refused with 401 "bad signature"', async () => {
     const body = JSON.stringify({ node: 'n01', cpus: 8 });
-    const headers = { ...signRequest(KEY, { method: 'POST', path: '/agent/heartbeat', body, timestamp: Date.now(), nonce: 'tamper-0123456789' }) };
+    const headers = { ...signRequest(KEY, { method: 'POST', path: '/agent/heartbeat', body, timestamp: Date.now(), nonce: 'tamper-0123456789', destination: 'controller' }) };
     const before = log.lines.length;
     const answer = await rawRequest(url, 'POST', '/agent/heartbeat', body.replace('8', '9'), headers);
     assert.equal(answer.status, 401);
@@ -312,7 +312,7 @@ describe('API server and client over TCP and a Unix socket', () => {
 
   it('a replayed request is accepted once and then refused with 401 "replayed nonce"', async () => {
     const body = JSON.stringify({ node: 'n01' });
-    const headers = signRequest(KEY, { method: 'POST', path: '/agent/heartbeat', body, timestamp: Date.now(), nonce: 'replay-0123456789' });
+    const headers = signRequest(KEY, { method: 'POST', path: '/agent/heartbeat', body, timestamp: Date.now(), nonce: 'replay-0123456789', destination: 'controller' });
     const first = await rawRequest(url, 'POST', '/agent/heartbeat', body, headers);
     assert.equal(first.status, 200);
     const before = log.lines.length;

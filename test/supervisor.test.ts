@@ -334,7 +334,7 @@ describe('the job supervisor', { concurrency: true }, () => {
     assert.match(bad.reason!, /spec\.json: field "timeLimitSeconds": expected a positive number of seconds or null, got "soon"/);
     const gone = prepareJob('exit 0', { workingDir: join(root, 'no-such-dir') });
     launch(gone.dir);
-    assert.match((await waitForEnd(gone.dir)).reason!, /working directory .*no-such-dir: ENOENT/);
+    assert.match((await waitForEnd(gone.dir)).reason!, /^working directory .*no-such-dir is not accessible to .* \(ENOENT: No such file or directory\)/);
   });
 
   it('rlimit mode: CPU time from the children\'s times, peak RSS sampled, and memory over ulimit -v fails the job (no OOM is detectable)', async () => {

@@ -4,19 +4,27 @@
 // supervisor (which outlives the agent), and reports every end with its real
 // exit status and end time. A restarted agent re-adopts the job directories
 // it finds and reports what happened while it was away. Jobs run as the user
-// who submitted them, which takes an agent running as root.
+// who submitted them, which takes an agent running as root. Each start draws a
+// boot id, given to the controller at registration: the controller's signed
+// requests name it, so one captured before a restart is refused after it.
 
-import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { constants as osConstants, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
-import { createApiClient, type ControllerTarget } from '../net/client.js';
-import type { ClusterKey } from '../net/hmac.js';
+import { ApiRequestError, createApiClient, type ControllerTarget } from '../net/client.js';
+import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { lineLog } from '../net/log.js';
+import { makeFolder, tightenMode } from '../net/private-files.js';
 import { createApiServer, RouteError } from '../net/server.js';
 import { detectCgroupMode } from './cgroup.js';
 import { jobLaunch } from './environment.js';
-import { hasEnded, isAlive, prepareJobDir, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName } from './jobdir.js';
+import type { WarnSignal } from '../jobspec/types.js';
+import {
+  hasEnded, isAlive, isSignalName, prepareJobDir, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName,
+  type SupervisorSpec,
+} from './jobdir.js';
 import { lookupUser } from './users.js';
 
 export interface AgentOptions {
@@ -46,19 +54,53 @@ interface Report {
 const REPORTED = 'reported';
 
 /** The ids to run a job of `user` with: null for the agent's own user (root's jobs run as root); an error when they cannot be used. */
-export function credentialsFor(user: string): Result<{ uid: number; gid: number } | null> {
+export function credentialsFor(user: string, verifiedUid?: number): Result<{ uid: number; gid: number } | null> {
   const found = lookupUser(user);
   if (!found.ok) return found;
+  // The controller verified the submitter's uid; a node where that name is another uid would run the job as someone else.
+  if (verifiedUid !== undefined && found.value.uid !== verifiedUid) {
+    return { ok: false, error: `user ${user} is uid ${found.value.uid} on this node but uid ${verifiedUid} where the job was submitted: make the user's uid the same on every node` };
+  }
   const agentUid = process.getuid!();
   if (found.value.uid === agentUid) return { ok: true, value: null };
   if (agentUid !== 0) return { ok: false, error: `the agent runs as ${userInfo().username} and cannot start jobs for ${user}; run agents as root` };
   return { ok: true, value: { uid: found.value.uid, gid: found.value.gid } };
 }
 
+/** The start order's warning signal as the supervisor takes it: none, or a Node signal name, when and to whom. */
+export function warningOf(signal: WarnSignal | null | undefined): Result<Pick<SupervisorSpec, 'warnSignal' | 'warnBeforeSeconds' | 'warnBatchOnly'>> {
+  if (signal === null || signal === undefined) return { ok: true, value: { warnSignal: 'SIGUSR1', warnBeforeSeconds: 0, warnBatchOnly: false } };
+  const name = /^\d+$/.test(signal.signal)
+    ? Object.entries(osConstants.signals).find(([, number]) => number === Number(signal.signal))?.[0]
+    : `SIG${signal.signal}`;
+  if (name === undefined || !isSignalName(name)) return { ok: false, error: `--signal ${signal.signal}: this node knows no such signal; use a name such as USR1` };
+  // 0 s before the limit means no warning to the supervisor; sbatch sends it at the limit, so do it a moment before.
+  return { ok: true, value: { warnSignal: name, warnBeforeSeconds: Math.max(signal.beforeSeconds, 0.001), warnBatchOnly: signal.batchOnly } };
+}
+
+/**
+ * The job directory: root's (the agent's) and 0700, so no other user can see
+ * the job's environment or plant files; for another user's job 0710 with
+ * that user's group, so their job can reach its script and node file (which
+ * are theirs, or root's and read-only) without listing the directory, as
+ * slurmd's job directories are 0750 with the job's group.
+ */
+function makeJobDir(dir: string, runAs: { uid: number; gid: number } | null): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (runAs === null) {
+    chmodSync(dir, 0o700);
+  } else {
+    chownSync(dir, process.getuid!(), runAs.gid);
+    chmodSync(dir, 0o710);
+  }
+}
+
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { log } = options;
   const jobsDir = join(options.dataDir, 'jobs');
-  mkdirSync(jobsDir, { recursive: true });
+  // Searchable, not listable: a job's user reaches its own job directory (script, nodefile) by name only.
+  makeFolder(options.dataDir, 0o711, log, 'agent data folder');
+  makeFolder(jobsDir, 0o711, log, 'job folder');
   // A supervisor is kept started ahead, so a job starts without waiting for Node to start.
   const launcher = new SupervisorLauncher(join(options.dataDir, 'standby-supervisors.log'));
   const netLog = lineLog(log);
@@ -91,10 +133,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // Re-adopt what a previous agent left.
   for (const name of readdirSync(jobsDir)) {
     const match = /^(\d+)\.(\d+)$/.exec(name);
+    if (match) tightenMode(join(jobsDir, name), 0o710, log, 'job directory');
     if (match && !existsSync(join(jobsDir, name, REPORTED))) track(Number(match[1]), Number(match[2]));
   }
 
+  const bootId = randomUUID();
+  let destination = '';
   const server = createApiServer({
+    destination: () => destination,
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? () => true : undefined,
     log: netLog,
@@ -104,14 +150,20 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         handler: (ctx) => {
           const order = ctx.body as StartOrder & { spec: StartOrder['spec'] & { submitEnv?: Record<string, string>; submitDir?: string } };
           const dir = track(order.jobId, order.run);
-          const credentials = credentialsFor(order.user);
+          const credentials = credentialsFor(order.user, order.uid);
           if (!credentials.ok) {
             recordNotStarted(dir, order.jobId, credentials.error); // reported as the job's end, like any other
             log(`job ${order.jobId} not started: ${credentials.error}`);
             return { status: 200, body: { ok: true } };
           }
           const runAs = credentials.value;
-          mkdirSync(dir, { recursive: true });
+          const warning = warningOf(order.warnSignal);
+          if (!warning.ok) {
+            recordNotStarted(dir, order.jobId, warning.error);
+            log(`job ${order.jobId} not started: ${warning.error}`);
+            return { status: 200, body: { ok: true } };
+          }
+          makeJobDir(dir, runAs);
           const nodefilePath = join(dir, 'nodefile');
           const scriptPath = join(dir, 'script');
           const launch = jobLaunch({
@@ -119,14 +171,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             submitEnv: order.spec.submitEnv ?? {}, submitDir: order.spec.submitDir ?? order.spec.workingDir, nodefilePath,
           });
           writeFileSync(nodefilePath, launch.nodefile);
+          // Readable by the job's user only: a script can hold secrets too.
           writeFileSync(scriptPath, order.spec.script.text, { mode: 0o700 });
+          chmodSync(scriptPath, 0o700);
           if (runAs !== null) chownSync(scriptPath, runAs.uid, runAs.gid); // the job runs it as its user
           const limit = order.spec.timeLimitSeconds;
           const prepared = prepareJobDir(dir, {
             jobId: order.jobId, script: scriptPath, args: order.spec.script.args, workingDir: launch.workingDir, env: launch.env,
             stdoutPath: launch.stdoutPath, stderrPath: launch.stderrPath, memoryMiB: order.spec.memoryMiB ?? null,
-            timeLimitSeconds: limit === 'UNLIMITED' ? null : limit, warnBeforeSeconds: order.warnBeforeSeconds, killGraceSeconds: order.killGraceSeconds,
-            uid: runAs?.uid ?? null, gid: runAs?.gid ?? null,
+            timeLimitSeconds: limit === 'UNLIMITED' ? null : limit, ...warning.value, killGraceSeconds: order.killGraceSeconds,
+            umask: order.spec.umask ?? 0o022, uid: runAs?.uid ?? null, gid: runAs?.gid ?? null,
           });
           if (!prepared.ok) throw new RouteError(400, `job ${order.jobId}: ${prepared.error}`);
           const launched = launcher.launch(dir);
@@ -151,6 +205,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
   const bound = await server.listen({ port: 0, host: '127.0.0.1' });
   const url = bound.tcp!.url;
+  destination = agentDestination(options.nodes, new URL(url).host, bootId);
 
   const markReported = (reports: readonly Report[]) => {
     for (const report of reports) {
@@ -173,13 +228,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const maxHeartbeatMs = options.heartbeatMs ?? 5000;
   let heartbeatMs = maxHeartbeatMs;
   let registered = false;
+  let lastRefusal = '';
   const register = async () => {
     const reports = endedReports();
     const running = [...watched.values()].filter((w) => !reports.some((r) => r.jobId === w.jobId && r.run === w.run))
       .map(({ jobId, run }) => ({ jobId, run, state: 'RUNNING', exitCode: null, endTimeMs: null }));
     try {
       const answer = await controller.post<{ heartbeatMs?: number; kill?: { jobId: number; run?: number }[] }>(
-        '/agent/register', { url, nodes: options.nodes, reports: [...reports, ...running] });
+        '/agent/register', { url, nodes: options.nodes, bootId, reports: [...reports, ...running] });
       markReported(reports);
       // Processes of runs the controller has ended or moved elsewhere while this node was away.
       for (const { jobId, run } of answer?.kill ?? []) {
@@ -193,8 +249,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       heartbeatMs = typeof paceMs === 'number' && paceMs > 0 ? Math.min(maxHeartbeatMs, paceMs) : maxHeartbeatMs;
       if (!registered) log(`registered ${options.nodes.length} node(s) with the controller`);
       registered = true;
+      lastRefusal = '';
     } catch (error) {
-      if (registered) log(`controller not reachable: ${(error as Error).message}`);
+      if (error instanceof ApiRequestError) {
+        // The controller answered but refused us (a wrong key, a bad request): say why here too, once until it changes.
+        const refusal = `the controller refused this agent's registration (HTTP ${error.status}): ${error.error}${error.fix ? ` (${error.fix})` : ''}`;
+        if (refusal !== lastRefusal) log(refusal);
+        lastRefusal = refusal;
+      } else if (registered) {
+        log(`controller not reachable: ${(error as Error).message}`);
+      }
       registered = false;
     }
   };

@@ -32,6 +32,12 @@ export interface SupervisorSpec {
   readonly warnSignal: SignalName;
   /** The warning signal comes this long before the limit; 0 (or not less than the limit): none. */
   readonly warnBeforeSeconds: number;
+  /** The warning signal goes to the batch shell only (sbatch's `--signal=B:`), else to the job's whole process group. */
+  readonly warnBatchOnly: boolean;
+  /** The submitter's umask: new output files get 0666 & ~umask. */
+  readonly umask: number;
+  /** `append` (sbatch's default) or `truncate` an existing output file. */
+  readonly openMode: 'append' | 'truncate';
   /** SIGKILL this long after the limit's (or a cancel's) SIGTERM. */
   readonly killGraceSeconds: number;
   /** Cgroup path (as in /proc/self/cgroup) under which job cgroups go; null: the supervisor's own. */
@@ -43,11 +49,11 @@ export interface SupervisorSpec {
   readonly gid: number | null;
 }
 
-type Defaulted = 'warnSignal' | 'warnBeforeSeconds' | 'killGraceSeconds' | 'cgroupParent' | 'cgroupMode' | 'uid' | 'gid';
+type Defaulted = 'warnSignal' | 'warnBeforeSeconds' | 'warnBatchOnly' | 'umask' | 'openMode' | 'killGraceSeconds' | 'cgroupParent' | 'cgroupMode' | 'uid' | 'gid';
 export type SupervisorSpecInput = Omit<SupervisorSpec, Defaulted> & Partial<Pick<SupervisorSpec, Defaulted>>;
 
 export const SPEC_DEFAULTS: Pick<SupervisorSpec, Defaulted> = {
-  warnSignal: 'SIGUSR1', warnBeforeSeconds: 0, killGraceSeconds: 30, cgroupParent: null, cgroupMode: 'auto', uid: null, gid: null,
+  warnSignal: 'SIGUSR1', warnBeforeSeconds: 0, warnBatchOnly: false, umask: 0o022, openMode: 'append', killGraceSeconds: 30, cgroupParent: null, cgroupMode: 'auto', uid: null, gid: null,
 };
 
 export interface SignalSent {
@@ -150,6 +156,9 @@ export function parseSpec(text: string, file: string): Result<SupervisorSpec> {
     timeLimitSeconds: take('timeLimitSeconds', 'a positive number of seconds or null', isPositiveOrNull),
     warnSignal: take('warnSignal', 'a signal name such as "SIGUSR1"', isSignalName),
     warnBeforeSeconds: take('warnBeforeSeconds', 'seconds, 0 or more', isNonNegative),
+    warnBatchOnly: take('warnBatchOnly', 'true or false', (v) => typeof v === 'boolean'),
+    umask: take('umask', 'an integer from 0 to 0o777 (511)', (v) => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 0o777),
+    openMode: take('openMode', '"append" or "truncate"', (v) => v === 'append' || v === 'truncate'),
     killGraceSeconds: take('killGraceSeconds', 'seconds, 0 or more', isNonNegative),
     cgroupParent: take('cgroupParent', 'a cgroup path starting with "/" or null', (v) => v === null || (typeof v === 'string' && v.startsWith('/'))),
     cgroupMode: take('cgroupMode', '"auto", "v2", "v1" or "rlimit"', (v) => ['auto', 'v2', 'v1', 'rlimit'].includes(v as string)),
@@ -164,7 +173,7 @@ export function parseSpec(text: string, file: string): Result<SupervisorSpec> {
 
 // ---- files and processes ------------------------------------------------
 
-export function writeJsonAtomically(file: string, value: unknown, mode = 0o644): void {
+export function writeJsonAtomically(file: string, value: unknown, mode = 0o600): void {
   const temporary = `${file}.${process.pid}.tmp`;
   const fd = openSync(temporary, 'w', mode);
   try {
@@ -244,7 +253,7 @@ export function prepareJobDir(jobDir: string, input: SupervisorSpecInput): Resul
 export function launchSupervisor(jobDir: string): Result<number> {
   const files = jobFiles(jobDir);
   if (!existsSync(files.spec)) return { ok: false, error: `${files.spec} is missing: call prepareJobDir first` };
-  const logFd = openSync(files.log, 'a', 0o644);
+  const logFd = openSync(files.log, 'a', 0o600);
   try {
     const child = spawn(process.execPath, [SUPERVISOR_SCRIPT, jobDir], {
       cwd: jobDir, detached: true, stdio: ['ignore', logFd, logFd], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
@@ -278,7 +287,7 @@ export class SupervisorLauncher {
 
   private spawnStandby(): void {
     if (this.closed) return;
-    const logFd = openSync(this.logPath, 'a', 0o644);
+    const logFd = openSync(this.logPath, 'a', 0o600);
     try {
       const child = spawn(process.execPath, [SUPERVISOR_SCRIPT, '--standby'], {
         cwd: '/', detached: true, stdio: ['pipe', logFd, logFd], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },

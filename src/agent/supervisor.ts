@@ -5,15 +5,17 @@
 // is recorded when the agent dies; a restarted agent, which cannot wait on a
 // process it did not start, reads the status file and signals through the
 // socket (slurmstepd's role for slurmd). It runs as root to start jobs as the
-// users who submitted them (spec uid/gid), or as that user for their own jobs.
+// users who submitted them (spec uid/gid), or as that user for their own jobs;
+// as root it never touches a job's path or environment: the exec helper
+// (native/taras-exec.c) drops to the user before it does.
 // Entry point: node dist/src/agent/supervisor.js JOBDIR; the agent drives it
 // through jobdir.ts.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, realpathSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, realpathSync, unlinkSync, writeSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { resolve } from 'node:path';
-import type { Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { detectCgroupMode, JobCgroup, probeCgroupV1, probeCgroupV2, type CgroupUsage, type ModeDetection } from './cgroup.js';
 import {
@@ -163,9 +165,9 @@ class Supervision {
   }
 
   private armTimeLimit(): void {
-    const { timeLimitSeconds: limit, warnBeforeSeconds, warnSignal } = this.spec;
+    const { timeLimitSeconds: limit, warnBeforeSeconds, warnSignal, warnBatchOnly } = this.spec;
     if (limit === null) return;
-    if (warnBeforeSeconds > 0 && warnBeforeSeconds < limit) this.after(limit - warnBeforeSeconds, () => this.sendSignal(warnSignal, 'warning'));
+    if (warnBeforeSeconds > 0 && warnBeforeSeconds < limit) this.after(limit - warnBeforeSeconds, () => this.sendSignal(warnSignal, 'warning', warnBatchOnly));
     this.after(limit, () => this.terminate('TIMEOUT', `time limit of ${limit} s reached`, 'SIGTERM', 'time limit'));
   }
 
@@ -181,11 +183,15 @@ class Supervision {
     }
   }
 
-  /** Signals the job's whole process group; SIGKILL also reaches processes that left it but not the cgroup. */
-  private sendSignal(signal: SignalName, why: SignalSent['why'] | null): boolean {
+  /**
+   * Signals the job's whole process group (or, batchOnly, the batch shell
+   * alone, as sbatch's `--signal=B:`); SIGKILL also reaches processes that
+   * left the group but not the cgroup.
+   */
+  private sendSignal(signal: SignalName, why: SignalSent['why'] | null, batchOnly = false): boolean {
     let delivered = true;
     try {
-      process.kill(-this.child.pid, signal);
+      process.kill(batchOnly ? this.child.pid : -this.child.pid, signal);
     } catch {
       delivered = false;
     }
@@ -343,7 +349,6 @@ interface JobCredentials {
   readonly gid: number;
   /** Null for a uid without a passwd entry. */
   readonly user: UnixUser | null;
-  readonly label: string;
 }
 
 function jobCredentials(spec: SupervisorSpec): Result<JobCredentials | null> {
@@ -353,114 +358,78 @@ function jobCredentials(spec: SupervisorSpec): Result<JobCredentials | null> {
   const user = lookupUserById(spec.uid);
   const label = user === null ? `uid ${spec.uid}` : `${user.name} (uid ${spec.uid})`;
   if (ownUid !== 0) return { ok: false, error: `the supervisor runs as uid ${ownUid} and cannot start jobs as ${label}: run the agent as root` };
-  return { ok: true, value: { uid: spec.uid, gid: spec.gid, user, label } };
+  return { ok: true, value: { uid: spec.uid, gid: spec.gid, user } };
 }
 
 /**
- * util-linux's setpriv, which sets a user's supplementary groups (initgroups)
- * and ids and then execs: Node's spawn (libuv) can only drop every
- * supplementary group when it changes ids. Part of util-linux, which Debian
- * and most distributions always install; without it jobs get their primary
- * group only.
+ * The exec helper (native/taras-exec.c, built by node-gyp at npm install):
+ * it drops to the job's user before it touches any of the job's paths or
+ * environment, then opens the output files and execs the job. Node cannot do
+ * this itself: it has no exec, and spawn's uid/gid would run the open and
+ * chdir as root (and drop every supplementary group).
  */
-const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path)) ?? null;
+export const EXEC_HELPER = fileURLToPath(new URL('../../../build/Release/taras-exec', import.meta.url));
 
-/** The groups the job runs with: its user's (initgroups) where setpriv can set them, else none. */
-function jobGroups(credentials: JobCredentials): boolean {
-  return SETPRIV !== null && credentials.user !== null;
+/** fds of the helper (see native/taras-exec.c): the launch description, the error pipe, the cgroup gate. */
+const [DESCRIPTION_FD, ERROR_FD, GATE_FD] = [3, 4, 5];
+
+/** NUL-separated launch description the helper reads on fd 3 (its format is documented in taras-exec.c). */
+function launchDescription(spec: SupervisorSpec, env: Record<string, string>, argv: readonly string[]): Buffer {
+  // A NUL cannot be passed to execve; a name with "=" would be read as another variable.
+  const entries = Object.entries(env).filter(([name, value]) => name !== '' && !/[=\0]/.test(name) && !value.includes('\0')).map(([name, value]) => `${name}=${value}`);
+  const strings = ['taras-exec 1', spec.workingDir, spec.stdoutPath, spec.stderrPath, spec.umask.toString(8), spec.openMode, spec.script,
+    String(entries.length), ...entries, String(argv.length), ...argv];
+  return Buffer.from(strings.map((text) => `${text}\0`).join(''));
+}
+
+/** Everything the helper wrote on its error pipe: empty once it has exec'd the job. */
+function readAll(stream: Readable): Promise<string> {
+  return new Promise((resolveRead) => {
+    let text = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => (text += chunk));
+    stream.on('error', () => resolveRead(text));
+    stream.on('end', () => resolveRead(text));
+    stream.on('close', () => resolveRead(text));
+  });
 }
 
 /**
- * Runs `action` with the job's ids as effective ids and the supplementary
- * groups the job will have, so the kernel checks what the user may do and
- * files it creates are theirs. Then root again, in the same directory.
- */
-function asJobUser<T>(credentials: JobCredentials | null, action: () => T): T {
-  if (credentials === null) return action();
-  const saved = { groups: process.getgroups!(), gid: process.getegid!(), cwd: process.cwd() };
-  if (jobGroups(credentials)) (process as unknown as { initgroups(user: string, extraGroup: number): void }).initgroups(credentials.user!.name, credentials.gid);
-  else process.setgroups!([]);
-  process.setegid!(credentials.gid);
-  process.seteuid!(credentials.uid);
-  try {
-    return action();
-  } finally {
-    process.seteuid!(0);
-    process.setegid!(saved.gid);
-    process.setgroups!(saved.groups);
-    process.chdir(saved.cwd);
-  }
-}
-
-/**
- * As the job's user: checks that they can enter the working directory and
- * read the script, and opens (creating if missing) the output files.
- */
-function openJobFiles(spec: SupervisorSpec, credentials: JobCredentials | null): Result<number[]> {
-  const code = (error: unknown): string => (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-  if (credentials !== null) {
-    try {
-      process.chdir(spec.workingDir);
-    } catch (error) {
-      return { ok: false, error: `working directory ${spec.workingDir} is not accessible to ${credentials.label} (${code(error)}): every directory on its path must be searchable by them` };
-    }
-    try {
-      closeSync(openSync(spec.script, 'r'));
-    } catch (error) {
-      // A missing script fails as without a user: the wrapper's exit code says so.
-      if (code(error) === 'EACCES') return { ok: false, error: `the job's script ${spec.script} is not readable by ${credentials.label} (EACCES): every directory on its path must be searchable by them` };
-    }
-  }
-  const fds: number[] = [];
-  try {
-    for (const path of [spec.stdoutPath, spec.stderrPath]) fds.push(openSync(path, 'a', 0o644));
-  } catch (error) {
-    fds.forEach((fd) => closeSync(fd));
-    return { ok: false, error: `cannot open the job's output file${credentials === null ? '' : ` as ${credentials.label}`}: ${(error as Error).message}` };
-  }
-  return { ok: true, value: fds };
-}
-
-/**
- * Opens the output files and spawns the wrapper, with the job's ids, as the
- * leader of a new session and process group; in cgroup mode moves it into the
- * job's cgroup before it may exec the script.
+ * Starts the job through the exec helper, with no environment and no
+ * argument from the job while it is root, as the leader of a new session and
+ * process group; in cgroup mode moves it into the job's cgroup before it may
+ * exec the script.
  */
 async function startJob(spec: SupervisorSpec, cgroup: JobCgroup | null): Promise<Result<StartedJob>> {
   const credentials = jobCredentials(spec);
   if (!credentials.ok) return credentials;
   const runAs = credentials.value;
-  try {
-    if (!statSync(spec.workingDir).isDirectory()) return { ok: false, error: `working directory ${spec.workingDir} is not a directory` };
-  } catch (error) {
-    return { ok: false, error: `working directory ${spec.workingDir}: ${(error as Error).message}` };
-  }
-  const opened = asJobUser(runAs, () => openJobFiles(spec, runAs));
-  if (!opened.ok) return opened;
-  const [stdoutFd, stderrFd] = opened.value as [number, number];
+  if (!existsSync(EXEC_HELPER)) return { ok: false, error: `the exec helper ${EXEC_HELPER} is missing: run \`npm install\` (node-gyp builds it) in the Taras folder` };
   // What login would set, unless the job's environment (the submitter's, with --export=ALL) has it.
-  const userVariables = runAs?.user ? { HOME: runAs.user.home, USER: runAs.user.name, LOGNAME: runAs.user.name } : {};
+  const userVariables: Record<string, string> = runAs?.user ? { HOME: runAs.user.home, USER: runAs.user.name, LOGNAME: runAs.user.name } : {};
   const virtualMemoryKiB = cgroup === null && spec.memoryMiB !== null ? Math.floor(spec.memoryMiB * 1024) : null;
   const shell = ['/bin/sh', '-c', wrapperScript(cgroup !== null, virtualMemoryKiB), 'taras-job', spec.script, ...spec.args];
-  // With setpriv the job gets its user's supplementary groups (setpriv execs the shell: same pid);
-  // spawn's own uid/gid would drop them all.
-  const viaSetpriv = runAs !== null && jobGroups(runAs);
-  const command = viaSetpriv ? [SETPRIV!, `--reuid=${runAs.uid}`, `--regid=${runAs.gid}`, '--init-groups', '--', ...shell] : shell;
-  const child = spawn(command[0], command.slice(1), {
-    cwd: spec.workingDir, env: { ...userVariables, ...spec.env }, detached: true,
-    stdio: cgroup === null ? ['ignore', stdoutFd, stderrFd] : ['ignore', stdoutFd, stderrFd, 'pipe'],
-    ...(runAs === null || viaSetpriv ? {} : { uid: runAs.uid, gid: runAs.gid }),
+  const helperArgs = runAs === null ? ['--self'] : ['--user', String(runAs.uid), String(runAs.gid), runAs.user?.name ?? '-'];
+  const child = spawn(EXEC_HELPER, helperArgs, {
+    cwd: '/', env: {}, detached: true,
+    stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe', ...(cgroup === null ? [] : ['pipe' as const])],
   });
-  closeSync(stdoutFd);
-  closeSync(stderrFd);
   const exited = new Promise<[number | null, SignalName | null]>((resolveExit) => child.once('exit', (code, signal) => resolveExit([code, signal])));
   const spawned = await new Promise<Error | null>((resolveSpawn) => {
     child.once('spawn', () => resolveSpawn(null));
     child.once('error', resolveSpawn);
   });
-  if (spawned !== null || child.pid === undefined) return { ok: false, error: `cannot start /bin/sh for the job: ${spawned?.message ?? 'no pid'}` };
+  if (spawned !== null || child.pid === undefined) return { ok: false, error: `cannot start the exec helper ${EXEC_HELPER}: ${spawned?.message ?? 'no pid'}` };
+  const description = child.stdio[DESCRIPTION_FD] as Writable;
+  description.on('error', () => undefined); // the helper failed before reading: its error pipe says why
+  description.end(launchDescription(spec, { ...userVariables, ...spec.env }, shell));
+  const refusal = (await readAll(child.stdio[ERROR_FD] as Readable)).trim();
+  if (refusal !== '') {
+    await exited;
+    return { ok: false, error: refusal };
+  }
   if (cgroup !== null) {
-    const gate = child.stdio[3] as Writable;
+    const gate = child.stdio[GATE_FD] as Writable;
     gate.on('error', () => undefined); // the wrapper died first: its exit is what counts
     const joined = cgroup.addProcess(child.pid);
     if (!joined.ok) {
@@ -512,7 +481,7 @@ function standBy(): void {
     const jobDir = input.slice(0, newline);
     try {
       process.chdir(jobDir);
-      logFd = openSync(jobFiles(jobDir).log, 'a', 0o644);
+      logFd = openSync(jobFiles(jobDir).log, 'a', 0o600);
     } catch (error) {
       log(`cannot take job directory ${jobDir}: ${(error as Error).message}`);
       process.exit(1);

@@ -9,7 +9,7 @@ import type { Result } from './jobdir.js';
 export interface UnixUser {
   readonly name: string;
   readonly uid: number;
-  /** The primary group. Supplementary groups are not looked up: spawn drops them (see README). */
+  /** The primary group. Supplementary groups are set by the exec helper (initgroups), not looked up here. */
   readonly gid: number;
   readonly home: string;
   readonly shell: string;

@@ -88,6 +88,8 @@ export interface ApiClusterStatus {
   motd: string | null;
   /** The controller's Unix socket: a local CLI that reached /status over TCP uses it instead (verified by the kernel). */
   socket?: string;
+  /** The controller's uid: MUNGE credentials are restricted to it (munge --restrict-uid), so no other user can decode them first. */
+  uid?: number;
 }
 
 /** "When will it start?" (spwhen): the plan and why the job waits. */

@@ -52,16 +52,33 @@ function savedToken(): string | undefined {
   }
 }
 
+/** The controller's uid, which a MUNGE credential is restricted to: TARAS_CONTROLLER_UID, else what its GET /status says. */
+async function controllerUid(target: ControllerTarget): Promise<number> {
+  const given = process.env.TARAS_CONTROLLER_UID;
+  if (given !== undefined && /^\d+$/.test(given)) return Number(given);
+  const { createApiClient } = await import('../net/client.js');
+  const probe = createApiClient(target, { timeoutMs: 5_000 });
+  try {
+    const { uid } = await probe.get<{ uid?: number }>('/status');
+    if (typeof uid !== 'number') throw new Error('the controller does not say its uid (GET /status): set TARAS_CONTROLLER_UID to the uid it runs as');
+    return uid;
+  } finally {
+    probe.close();
+  }
+}
+
 /** How to prove who we are over TCP: MUNGE when munged is there (falling back to a token if it fails), else a token; undefined: nothing (the controller's 401 says how). */
-function tcpCredentials(): Credentials | undefined {
+function tcpCredentials(target: ControllerTarget): Credentials | undefined {
   const token = savedToken();
   const bearer: Credentials | undefined = token === undefined ? undefined : () => ({ authorization: `Bearer ${token}` });
   const mungeSocket = process.env.TARAS_MUNGE_SOCKET || MUNGE_SOCKET;
   if (!existsSync(mungeSocket)) return bearer;
+  let restrictUid: Promise<number> | undefined;
   return async (method, path, body) => {
     try {
       const { mungeEncode, requestPayload, MUNGE_HEADER } = await import('../net/munge.js');
-      return { [MUNGE_HEADER]: await mungeEncode(requestPayload(method, path, body), { socket: mungeSocket }) };
+      restrictUid ??= controllerUid(target);
+      return { [MUNGE_HEADER]: await mungeEncode(requestPayload(method, path, body), { socket: mungeSocket, restrictUid: await restrictUid }) };
     } catch (error) {
       if (bearer !== undefined) return bearer(method, path, body);
       throw error;
@@ -96,7 +113,7 @@ async function connection(flag: string | undefined): Promise<{ target: Controlle
       probe.close();
     }
   }
-  return { target, credentials: tcpCredentials() };
+  return { target, credentials: tcpCredentials(target) };
 }
 
 export async function client(flag: string | undefined): Promise<ApiClient> {

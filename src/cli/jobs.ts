@@ -26,6 +26,7 @@ export function registerJobCommands(program: Command): void {
     .option('--export <spec>', 'ALL, NONE or a list of variables')
     .option('-C, --constraint <features>', 'node features, a&b')
     .option('--requeue', 'requeue the job if its node fails')
+    .option('--signal <[B:]sig[@time]>', 'send SIG TIME seconds (default 60) before the time limit; B: to the batch shell only')
     .option('--file <job.toml>', 'job description file (flags override it)')
     .option(...controllerOption)
     .option('--json', 'print {"id": N}')
@@ -106,7 +107,8 @@ export function registerJobCommands(program: Command): void {
         }
         closePrompt();
       }
-      const spec = { ...built.value.spec, submitEnv: { ...process.env }, submitDir: process.cwd() };
+      // The umask decides the mode of the job's new output files, as if the submitter had created them.
+      const spec = { ...built.value.spec, umask: process.umask(), submitEnv: { ...process.env }, submitDir: process.cwd() };
       const { id } = await withClient(flags.controller as string | undefined, (api) => api.post<{ id: number }>('/jobs', { spec }));
       if (flags.json) printJson({ id });
       else print(`Submitted job ${id}`);

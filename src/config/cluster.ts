@@ -12,6 +12,7 @@ import { NAME_HINT, NAME_PATTERN, type Table, TableReader } from './fields.js';
 import { expandHostlist } from './hostlist.js';
 import { SourceIndex } from './locate.js';
 import { readNodes, readPartitions } from './topology.js';
+import { parseWarnSignal, type WarnSignal } from './units.js';
 
 export const schedulingPolicies = ['fcfs', 'easy', 'conservative'] as const satisfies readonly PolicyName[];
 export type SchedulingPolicy = (typeof schedulingPolicies)[number];
@@ -61,7 +62,12 @@ export interface ClusterConfig {
   readonly nodeTimeoutSeconds: number;
   /** Finished jobs stay in the queue listing this long. */
   readonly keepFinishedSeconds: number;
-  /** The warning signal comes this long before the time limit (0: none). */
+  /**
+   * The warning signal of jobs that ask for none (`warn_signal`); null: none,
+   * as Slurm. A job's own --signal wins.
+   */
+  readonly warnSignal: WarnSignal | null;
+  /** warn_signal's TIME when it gives none. */
   readonly warnBeforeLimitSeconds: number;
   /** SIGKILL follows SIGTERM at the limit after this long. */
   readonly killGraceSeconds: number;
@@ -106,7 +112,7 @@ const MAX_SOCKET_PATH_BYTES = 107;
 const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions'] };
 
 const CLUSTER_KEYS = {
-  known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_before_limit', 'kill_grace',
+  known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
     'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key'],
   aliases: {
     clustername: 'name',
@@ -170,6 +176,7 @@ function readSettings(reader: TableReader, file: string): Settings {
   const mungeSocket = reader.string('munge_socket', { example: '"/run/munge/munge.socket.2"', ...nonEmpty });
   const timer = (key: string, example: string, min: number, fallback: number): number =>
     reader.duration(key, { example, minutesIfBare: false, unlimited: false, min }) ?? fallback;
+  const warnBeforeLimitSeconds = timer('warn_before_limit', '"60s"', 0, CLUSTER_DEFAULTS.warnBeforeLimitSeconds);
   return {
     name: reader.string('name', { example: '"demo"', pattern: NAME_PATTERN, patternHint: NAME_HINT }) ?? CLUSTER_DEFAULTS.name,
     policy: reader.choice('policy', schedulingPolicies) ?? CLUSTER_DEFAULTS.policy,
@@ -179,7 +186,8 @@ function readSettings(reader: TableReader, file: string): Settings {
     socketPath,
     nodeTimeoutSeconds: timer('node_timeout', '"60s"', 1, CLUSTER_DEFAULTS.nodeTimeoutSeconds),
     keepFinishedSeconds: timer('keep_finished', '"1h"', 0, CLUSTER_DEFAULTS.keepFinishedSeconds),
-    warnBeforeLimitSeconds: timer('warn_before_limit', '"60s"', 0, CLUSTER_DEFAULTS.warnBeforeLimitSeconds),
+    warnSignal: readWarnSignal(reader, warnBeforeLimitSeconds),
+    warnBeforeLimitSeconds,
     killGraceSeconds: timer('kill_grace', '"30s"', 0, CLUSTER_DEFAULTS.killGraceSeconds),
     admins: reader.stringArray('admins', { example: '["alice", "@wheel"]', pattern: ADMIN_PATTERN, patternHint: ADMIN_HINT }) ?? [],
     allowRootJobs: reader.boolean('allow_root_jobs') ?? true,
@@ -191,6 +199,16 @@ function readSettings(reader: TableReader, file: string): Settings {
 /** A user name or "@group" (POSIX portable names, as useradd accepts them). */
 const ADMIN_PATTERN = /^@?[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$/;
 const ADMIN_HINT = 'each entry is a user name ("alice") or a group as "@wheel"';
+
+/** warn_signal = "[B:]SIG[@TIME]" as sbatch's --signal; TIME defaults to warn_before_limit. */
+function readWarnSignal(reader: TableReader, defaultSeconds: number): WarnSignal | null {
+  const text = reader.string('warn_signal', { example: '"B:USR1@60"' });
+  if (text === undefined) return null;
+  const parsed = parseWarnSignal(text, defaultSeconds);
+  if (parsed.ok) return parsed.value;
+  reader.error('warn_signal', parsed.message, parsed.fix);
+  return null;
+}
 
 /** "127.0.0.1:6817", "localhost:80", "[::1]:6817". */
 export function parseListen(text: string): ListenAddress | undefined {
@@ -235,6 +253,7 @@ export function defaultClusterConfig(dataDir: string, shape: { count: number; cp
     socketPath: resolve(absoluteDataDir, CLUSTER_DEFAULTS.socket),
     nodeTimeoutSeconds: CLUSTER_DEFAULTS.nodeTimeoutSeconds,
     keepFinishedSeconds: CLUSTER_DEFAULTS.keepFinishedSeconds,
+    warnSignal: null,
     warnBeforeLimitSeconds: CLUSTER_DEFAULTS.warnBeforeLimitSeconds,
     killGraceSeconds: CLUSTER_DEFAULTS.killGraceSeconds,
     nodes: names.map((name) => ({ name, cpus: shape.cpus, memoryMiB: 16 * 1024, features: [] })),

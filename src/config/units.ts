@@ -87,3 +87,43 @@ export function parseMemoryMiB(text: string, options: UnitOptions = {}): UnitRes
   if (!Number.isSafeInteger(Number(amount)) || !Number.isSafeInteger(mib)) return { ok: false, message: `"${text}" is too large`, fix: `write ${MEMORY_FORMS}` };
   return { ok: true, value: mib };
 }
+
+/**
+ * A warning signal before the time limit, as sbatch's `--signal`: `signal` a
+ * name without SIG (USR1) or a number as written, `beforeSeconds` before the
+ * limit, to the batch shell only (`batchOnly`, sbatch's `B:`) or to every
+ * process of the job.
+ */
+export interface WarnSignal {
+  readonly signal: string;
+  readonly beforeSeconds: number;
+  readonly batchOnly: boolean;
+}
+
+/** Linux signal names a job may ask for (without SIG), as `kill -l` lists them. */
+const SIGNAL_NAMES = ['HUP', 'INT', 'QUIT', 'ILL', 'TRAP', 'ABRT', 'BUS', 'FPE', 'KILL', 'USR1', 'SEGV', 'USR2', 'PIPE', 'ALRM', 'TERM',
+  'STKFLT', 'CHLD', 'CONT', 'STOP', 'TSTP', 'TTIN', 'TTOU', 'URG', 'XCPU', 'XFSZ', 'VTALRM', 'PROF', 'WINCH', 'IO', 'PWR', 'SYS'];
+export const WARN_SIGNAL_FORMS = '[B:]SIG[@TIME]: a signal name or number, B: for the batch shell only, TIME seconds before the limit (default 60), e.g. B:USR1@120';
+
+/**
+ * sbatch's --signal=[{R|B}:]SIG[@TIME]: SIG a name (USR1, SIGUSR1, any case)
+ * or a number 1-64, TIME 0 to 65535 seconds (default `defaultSeconds`, 60 as
+ * sbatch). `R:` (reservations) is not supported.
+ */
+export function parseWarnSignal(text: string, defaultSeconds = 60): UnitResult<WarnSignal> {
+  const bad = (why: string): UnitResult<never> => ({ ok: false, message: `"${text}" is not a signal request: ${why}`, fix: `write ${WARN_SIGNAL_FORMS}` });
+  const match = /^(?:([A-Za-z]):)?([A-Za-z0-9+]+)(?:@(\d+))?$/.exec(text.trim());
+  if (match === null) return bad('unrecognised form');
+  const [, flag, signal, time] = match as unknown as [string, string | undefined, string, string | undefined];
+  if (flag !== undefined && flag.toUpperCase() !== 'B') return bad(`'${flag}:' is not supported (only B:)`);
+  const beforeSeconds = time === undefined ? defaultSeconds : Number(time);
+  if (beforeSeconds > 65535) return bad('TIME is at most 65535 seconds');
+  let name = signal.toUpperCase().replace(/^SIG/, '');
+  if (/^\d+$/.test(name)) {
+    if (Number(name) < 1 || Number(name) > 64) return bad('signal numbers go from 1 to 64');
+    name = String(Number(name));
+  } else if (!SIGNAL_NAMES.includes(name)) {
+    return bad(`'${signal}' is not a signal name`);
+  }
+  return { ok: true, value: { signal: name, beforeSeconds, batchOnly: flag !== undefined } };
+}

@@ -4,17 +4,17 @@
 // (group commit); every change is answered once it is on the disk; a pass
 // runs right after every event and once a second for starts that come due.
 
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import { finishedStates, type ApiJob, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
 import { createApiClient, type ApiClient } from '../net/client.js';
-import type { ClusterKey } from '../net/hmac.js';
+import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { createAuthenticator, HOW_TO_AUTHENTICATE, issueToken, loadOrCreateJwtKey, MAX_TOKEN_SECONDS, type Caller } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
+import { makeFolder, setMode } from '../net/private-files.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState, JobRecord } from '../store/events.js';
 import { openStore } from '../store/store.js';
@@ -45,26 +45,29 @@ export interface SubmitBody {
   readonly spec: JobSpec & { readonly submitEnv?: Record<string, string>; readonly submitDir?: string };
 }
 
-/** Agents by node: where to reach each node's agent. */
+/** Agents by node: where to reach each node's agent, and whom requests there are signed for (its nodes, address and boot id). */
 class HttpAgents implements AgentLink {
-  private readonly clients = new Map<string, ApiClient>();
+  private readonly clients = new Map<string, { client: ApiClient; destination: string }>();
   private readonly byNode = new Map<string, string>();
+  private readonly destinations = new Map<string, string>();
 
   /** @param durable resolves once the controller's commits so far are on the disk: no order leaves before what it follows from. */
   constructor(private readonly clusterKey: ClusterKey | null, private readonly durable: () => Promise<void>) {}
 
-  register(url: string, nodes: readonly string[]): void {
+  register(url: string, nodes: readonly string[], bootId: string): void {
     for (const node of nodes) this.byNode.set(node, url);
+    this.destinations.set(url, agentDestination(nodes, new URL(url).host, bootId));
   }
 
   private client(node: string): ApiClient {
     const url = this.byNode.get(node);
     if (!url) throw new Error(`no agent has registered node ${node}`);
-    let client = this.clients.get(url);
-    if (!client) {
-      client = createApiClient({ baseUrl: url }, { clusterKey: this.clusterKey ?? undefined });
-      this.clients.set(url, client);
-    }
+    const destination = this.destinations.get(url)!;
+    const known = this.clients.get(url);
+    if (known?.destination === destination) return known.client;
+    known?.client.close(); // the agent at this address restarted: a new boot id
+    const client = createApiClient({ baseUrl: url }, { clusterKey: this.clusterKey ?? undefined, destination });
+    this.clients.set(url, { client, destination });
     return client;
   }
 
@@ -81,7 +84,7 @@ class HttpAgents implements AgentLink {
   }
 
   close(): void {
-    for (const client of this.clients.values()) client.close();
+    for (const { client } of this.clients.values()) client.close();
   }
 }
 
@@ -106,12 +109,31 @@ const openToAnonymous = (route: Route): boolean => (route.method === 'GET' && ro
 /** Default lifespan of `taras admin token` (scontrol token's default). */
 const DEFAULT_TOKEN_SECONDS = 1800;
 
+/**
+ * The data folder and the database as no other user may read them (every
+ * user's scripts and environments are in it): the folder 0700, or 0711 when
+ * the controller's socket is in it (users must reach the socket, not list the
+ * folder); taras.db, its -wal and -shm 0600. Looser modes left by an older
+ * Taras are tightened, with a log line.
+ */
+function openPrivateStore(dataDir: string, socketPath: string, log: (line: string) => void) {
+  makeFolder(dataDir, dirname(socketPath) === dataDir ? 0o711 : 0o700, log, 'data folder');
+  const path = join(dataDir, 'taras.db');
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) setMode(file, 0o600, log, 'database file');
+  // SQLite creates the -wal and -shm files with the database file's mode, and that one under the umask.
+  const umask = process.umask(0o077);
+  try {
+    return openStore(path);
+  } finally {
+    process.umask(umask);
+  }
+}
+
 export async function startController(options: ControllerOptions): Promise<RunningController> {
   let { config } = options;
   const { log } = options;
-  mkdirSync(config.dataDir, { recursive: true });
+  const store = openPrivateStore(config.dataDir, config.socketPath, log);
   const jwtKey = loadOrCreateJwtKey(config.jwtKeyPath);
-  const store = openStore(join(config.dataDir, 'taras.db'));
   // A disk that refuses a sync stops the controller: nothing it holds in memory may be acknowledged any more.
   const durable = () => store.durable().catch((error: unknown) => {
     if (store.isOpen) { // not a controller that is shutting down
@@ -267,7 +289,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       },
     },
     { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: apiNodes(engine) }) },
-    { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { ...apiStatus(engine, Date.now(), motd()), socket: config.socketPath } }) },
+    { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { ...apiStatus(engine, Date.now(), motd()), socket: config.socketPath, uid: process.getuid?.() } }) },
     {
       method: 'POST', path: '/admin/drain',
       handler: (ctx) => {
@@ -361,8 +383,14 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'POST', path: '/agent/register',
       handler: (ctx) => {
-        const { url, nodes, reports } = ctx.body as { url: string; nodes: string[]; reports: JobReport[] };
-        agents.register(url, nodes);
+        const { url, nodes, bootId, reports } = ctx.body as { url: string; nodes: string[]; bootId?: unknown; reports: JobReport[] };
+        if (typeof url !== 'string' || !/^http:\/\/[^/]+$/.test(url) || !URL.canParse(url)) {
+          throw new RouteError(400, `agent registered with the address ${JSON.stringify(url)}, not http://host:port`, 'run the same Taras version on the agents and the controller');
+        }
+        if (typeof bootId !== 'string' || !/^[0-9a-f-]{36}$/.test(bootId)) {
+          throw new RouteError(400, `agent at ${url} registered without a boot id`, 'run the same Taras version on the agents and the controller');
+        }
+        agents.register(url, nodes, bootId);
         let kill: { jobId: JobId; run: number | undefined }[] = [];
         try {
           kill = engine.agentRegistered(nodes, (reports ?? []).map((r) => ({ ...r, jobId: jobId(r.jobId) })));
@@ -370,7 +398,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
           refused(error);
         }
         // Registrations double as heartbeats: say so only when an agent appears or moves.
-        const key = `${url} ${nodes.join(',')}`;
+        const key = `${url} ${nodes.join(',')} ${bootId}`;
         if (!knownAgents.has(key)) {
           knownAgents.add(key);
           log(`agent at ${url} registered ${nodes.length} node(s)`);

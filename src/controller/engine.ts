@@ -9,7 +9,7 @@ import { NodePool } from '../core/placement.js';
 import { Scheduler } from '../core/scheduler.js';
 import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
 import { validateAgainstCluster } from '../jobspec/cluster.js';
-import type { JobSpec } from '../jobspec/types.js';
+import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import type { EndState, JobRecord, JsonObject } from '../store/events.js';
 import type { Store } from '../store/store.js';
 
@@ -35,8 +35,9 @@ export interface StartOrder {
   readonly nodes: readonly string[];
   readonly cpusOnNode: number;
   readonly spec: JobSpec;
-  /** From the cluster configuration: the warning signal this long before the limit; SIGKILL this long after SIGTERM. */
-  readonly warnBeforeSeconds: number;
+  /** The job's --signal, else cluster.toml's warn_signal; null: no warning signal before the limit. */
+  readonly warnSignal: WarnSignal | null;
+  /** From the cluster configuration: SIGKILL this long after the limit's SIGTERM. */
   readonly killGraceSeconds: number;
 }
 
@@ -264,7 +265,7 @@ export class ControllerEngine {
       const spec = this.specOf(record);
       const order: StartOrder = {
         jobId: job.id, run: record.requeueCount, user: record.user, uid: (spec as { [SUBMIT_UID]?: number })[SUBMIT_UID], name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
-        warnBeforeSeconds: this.config.warnBeforeLimitSeconds, killGraceSeconds: this.config.killGraceSeconds,
+        warnSignal: spec.signal ?? this.config.warnSignal, killGraceSeconds: this.config.killGraceSeconds,
       };
       this.startsInFlight.add(job.id);
       this.agents.start(order).then(() => {

@@ -162,6 +162,7 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
     export: defaulted('export', { all: true, variables: [] }),
     ...(values.constraint === undefined ? {} : { constraint: values.constraint }),
     requeue: defaulted('requeue', false),
+    ...(values.signal === undefined ? {} : { signal: values.signal }),
   };
   return { ok: true, value: { spec, origins }, warnings: [] };
 }

@@ -3,7 +3,7 @@
 // item, with where each value came from.
 
 import { formatOrigin, type ItemKey, type JobSpec, type Origin } from './types.js';
-import { formatExport, formatHumanTime, formatMemory, formatNodes, formatSbatchTime } from './values.js';
+import { formatExport, formatHumanTime, formatMemory, formatNodes, formatSbatchTime, formatSignal } from './values.js';
 
 export interface SummaryOptions {
   readonly origins?: { readonly [K in ItemKey]?: Origin };
@@ -39,6 +39,11 @@ export function renderSummary(spec: JobSpec, options: SummaryOptions = {}): stri
     ['Constraint', spec.constraint?.text ?? '(none)', 'constraint'],
     ['Requeue', spec.requeue ? 'yes' : 'no', 'requeue'],
   );
+  // Shown only when asked for: most jobs want none.
+  if (spec.signal !== undefined) {
+    const { signal } = spec;
+    rows.push(['Warning signal', `${formatSignal(signal)} (to ${signal.batchOnly ? 'the batch shell' : 'every process'} ${signal.beforeSeconds} s before the limit)`, 'signal']);
+  }
   const labelWidth = Math.max(...rows.map(([label]) => label.length)) + 1;
   const valueWidth = Math.max(...rows.map(([, value]) => value.length));
   const lines = rows.map(([label, value, key]) => {

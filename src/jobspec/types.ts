@@ -2,6 +2,8 @@
 // command-line flags, prompt answers) contributes, where each value came from,
 // and the complete JobSpec the CLI sends to the controller. Plain data only.
 
+import type { WarnSignal } from '../config/units.js';
+
 /** Nodes as in `--nodes 2-4`: at least `min`, at most `max` (absent: exactly `min`). */
 export interface NodeRange {
   readonly min: number;
@@ -36,6 +38,9 @@ export interface Constraint {
   readonly anyOf: readonly (readonly string[])[];
 }
 
+/** sbatch's `--signal=[B:]SIG[@TIME]` (shared with cluster.toml's warn_signal). */
+export type { WarnSignal };
+
 /** Every item a source can set, by the name the code uses. */
 export interface JobValues {
   readonly nodes: NodeRange;
@@ -53,6 +58,7 @@ export interface JobValues {
   readonly export: ExportSpec;
   readonly constraint: Constraint;
   readonly requeue: boolean;
+  readonly signal: WarnSignal;
   /** The batch script's path as given (command operand or job.toml `script`). */
   readonly script: string;
   readonly scriptArgs: readonly string[];
@@ -115,6 +121,10 @@ export interface JobSpec {
   readonly export: ExportSpec;
   readonly constraint?: Constraint;
   readonly requeue: boolean;
+  /** Absent: no warning signal before the time limit, unless cluster.toml's warn_signal sets one. */
+  readonly signal?: WarnSignal;
+  /** The submitter's umask (0..0o777): new output files get 0666 & ~umask. Absent: 0o022. */
+  readonly umask?: number;
 }
 
 /** A JobSpec with the origin of every value, for the summary. */

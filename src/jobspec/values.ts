@@ -2,8 +2,8 @@
 // --mem, --nodes, --export, --constraint), and their display forms. Each
 // parser returns the value or a message saying what was expected.
 
-import { parseDuration, parseMemoryMiB, SBATCH_DURATION_FORMS } from '../config/units.js';
-import type { Constraint, ExportSpec, ExportVariable, NodeRange, TimeLimit } from './types.js';
+import { parseDuration, parseMemoryMiB, parseWarnSignal, SBATCH_DURATION_FORMS } from '../config/units.js';
+import type { Constraint, ExportSpec, ExportVariable, NodeRange, TimeLimit, WarnSignal } from './types.js';
 
 export type ValueResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly message: string };
 
@@ -130,6 +130,15 @@ export function parseConstraint(raw: string): ValueResult<Constraint> {
   }
   return ok({ text, anyOf });
 }
+
+/** sbatch --signal=[B:]SIG[@TIME] (see src/config/units.ts, which cluster.toml's warn_signal shares). */
+export function parseSignal(raw: string): ValueResult<WarnSignal> {
+  const parsed = parseWarnSignal(raw);
+  return parsed.ok ? parsed : bad(raw, `${parsed.message}; ${parsed.fix}`);
+}
+
+/** sbatch's form back: `B:USR1@60`. */
+export const formatSignal = (signal: WarnSignal): string => `${signal.batchOnly ? 'B:' : ''}${signal.signal}@${signal.beforeSeconds}`;
 
 /** sbatch's display form: `HH:MM:SS`, or `D-HH:MM:SS` from one day on; `UNLIMITED`. */
 export function formatSbatchTime(limit: TimeLimit): string {

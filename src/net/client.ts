@@ -6,7 +6,7 @@
 // only node built-ins and small modules here.
 
 import { Agent, request, type IncomingMessage } from 'node:http';
-import { REFUSED_HEADER } from './headers.js';
+import { CONTROLLER_DESTINATION, REFUSED_HEADER } from './headers.js';
 import type { ClusterKey, RefusalCode } from './hmac.js';
 import type { NetLog } from './log.js';
 
@@ -32,6 +32,8 @@ export interface ApiClientOptions {
   log?: NetLog;
   /** Milliseconds since the epoch, for signatures; tests skew it. */
   clock?: () => number;
+  /** Whom signed requests are for (hmac.ts): an agent's destination, default the controller. */
+  destination?: string;
 }
 
 export interface ApiClient {
@@ -122,6 +124,7 @@ export function createApiClient(target: ControllerTarget, options: ApiClientOpti
   const agent = new Agent({ keepAlive: true });
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const clock = options.clock ?? Date.now;
+  const destination = options.destination ?? CONTROLLER_DESTINATION;
   let connection: { socketPath: string } | { host: string; port: number };
   let basePath = '';
   let address: string;
@@ -153,7 +156,7 @@ export function createApiClient(target: ControllerTarget, options: ApiClientOpti
     }
     if (options.clusterKey !== undefined) {
       const { signRequest, freshNonce } = await loadSigning();
-      Object.assign(headers, signRequest(options.clusterKey, { method, path: fullPath, body: payload, timestamp: clock(), nonce: freshNonce() }));
+      Object.assign(headers, signRequest(options.clusterKey, { method, path: fullPath, body: payload, timestamp: clock(), nonce: freshNonce(), destination }));
     }
     return new Promise<T>((resolve, reject) => {
       const req = request({ ...connection, agent, method, path: fullPath, headers }, (res) => {

@@ -4,5 +4,9 @@
 export const TIMESTAMP_HEADER = 'x-taras-timestamp';
 export const NONCE_HEADER = 'x-taras-nonce';
 export const SIGNATURE_HEADER = 'x-taras-signature';
+/** Whom a signed request is for: `controller`, or an agent's nodes, address and boot id (see hmac.ts). */
+export const DESTINATION_HEADER = 'x-taras-destination';
+/** The destination of requests to the controller. */
+export const CONTROLLER_DESTINATION = 'controller';
 /** On a 401 for a failed key check: the RefusalCode, so a client can tell it from other 401s. */
 export const REFUSED_HEADER = 'x-taras-refused';

@@ -1,15 +1,19 @@
 // Request signing with the shared cluster key: agents and the controller prove
 // they hold the same secret on every request. The signature covers
-// METHOD\nPATH\nTIMESTAMP\nNONCE\nsha256(BODY); the timestamp bounds how long a
-// captured request stays valid and the nonce cache refuses a second use
-// within that window. Pure apart from `loadClusterKey`/`generateClusterKey`.
+// METHOD\nPATH\nTIMESTAMP\nNONCE\nDESTINATION\nsha256(BODY); the timestamp
+// bounds how long a captured request stays valid, the nonce cache refuses a
+// second use within that window, and the destination (`controller`, or one
+// agent's nodes, address and boot id) refuses it anywhere else: at another
+// agent, or at the same agent once restarted (a new boot id, an empty nonce
+// cache). Pure apart from `loadClusterKey`/`generateClusterKey`.
 
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { closeSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 
-import { NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './headers.js';
+import { DESTINATION_HEADER, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './headers.js';
+import { writeSecretFile } from './private-files.js';
 
-export { NONCE_HEADER, REFUSED_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './headers.js';
+export { CONTROLLER_DESTINATION, DESTINATION_HEADER, NONCE_HEADER, REFUSED_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './headers.js';
 
 /** The secret bytes shared by the controller and its agents. */
 export type ClusterKey = Buffer;
@@ -22,13 +26,26 @@ export interface SignedParts {
   /** Milliseconds since the Unix epoch, as the client's clock reads it. */
   timestamp: number;
   nonce: string;
+  /** Whom the request is for: CONTROLLER_DESTINATION or agentDestination(...). */
+  destination: string;
 }
 
 export type SignatureHeaders = {
   [TIMESTAMP_HEADER]: string;
   [NONCE_HEADER]: string;
+  [DESTINATION_HEADER]: string;
   [SIGNATURE_HEADER]: string;
 };
+
+/**
+ * The destination of requests to one agent process: the nodes it serves (first,
+ * last and count, so the header stays short), the `host:port` it listens on,
+ * and the boot id it drew at start and gave the controller when registering.
+ */
+export function agentDestination(nodes: readonly string[], hostPort: string, bootId: string): string {
+  const span = nodes.length <= 1 ? (nodes[0] ?? '') : `${nodes[0]}..${nodes[nodes.length - 1]}`;
+  return `agent ${span} (${nodes.length} node${nodes.length === 1 ? '' : 's'}) at ${hostPort} boot ${bootId}`;
+}
 
 /** What the server saw: the request target, raw body bytes and its headers. */
 export interface ReceivedRequest {
@@ -38,7 +55,7 @@ export interface ReceivedRequest {
   headers: Readonly<Record<string, string | string[] | undefined>>;
 }
 
-export type RefusalCode = 'missing-signature' | 'bad-signature' | 'clock-skew' | 'replayed-nonce';
+export type RefusalCode = 'missing-signature' | 'bad-signature' | 'wrong-destination' | 'clock-skew' | 'replayed-nonce';
 
 export type Verification =
   | { ok: true }
@@ -49,16 +66,20 @@ export interface VerifyOptions {
   now: number;
   maxSkewSeconds?: number;
   seenNonces: NonceCache;
+  /** This server's destination: a request signed for another is refused. */
+  destination: string;
 }
 
 const DEFAULT_MAX_SKEW_SECONDS = 300;
 const NONCE_PATTERN = /^[A-Za-z0-9_-]{16,64}$/;
+/** Printable ASCII, no newline (it is a line of the signed text), bounded. */
+const DESTINATION_PATTERN = /^[\x20-\x7e]{1,512}$/;
 const TIMESTAMP_PATTERN = /^\d{1,16}$/;
 const EMPTY_BODY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 function canonical(parts: SignedParts): string {
   const bodyHash = parts.body.length === 0 ? EMPTY_BODY_SHA256 : createHash('sha256').update(parts.body).digest('hex');
-  return `${parts.method.toUpperCase()}\n${parts.path}\n${parts.timestamp}\n${parts.nonce}\n${bodyHash}`;
+  return `${parts.method.toUpperCase()}\n${parts.path}\n${parts.timestamp}\n${parts.nonce}\n${parts.destination}\n${bodyHash}`;
 }
 
 function hmac(key: ClusterKey, parts: SignedParts): Buffer {
@@ -74,13 +95,15 @@ export function signRequest(key: ClusterKey, parts: SignedParts): SignatureHeade
   return {
     [TIMESTAMP_HEADER]: String(parts.timestamp),
     [NONCE_HEADER]: parts.nonce,
+    [DESTINATION_HEADER]: parts.destination,
     [SIGNATURE_HEADER]: hmac(key, parts).toString('hex'),
   };
 }
 
 /** True when the request carries any of the signature headers (so it means to be signed). */
 export function carriesSignature(headers: ReceivedRequest['headers']): boolean {
-  return headers[SIGNATURE_HEADER] !== undefined || headers[TIMESTAMP_HEADER] !== undefined || headers[NONCE_HEADER] !== undefined;
+  return headers[SIGNATURE_HEADER] !== undefined || headers[TIMESTAMP_HEADER] !== undefined || headers[NONCE_HEADER] !== undefined
+    || headers[DESTINATION_HEADER] !== undefined;
 }
 
 function single(value: string | string[] | undefined): string | undefined {
@@ -95,7 +118,7 @@ function refuse(code: RefusalCode, reason: string, fix: string): Refusal {
 
 /** The answer to a request without the signature headers; a server can give it before reading the body. */
 export const missingSignature: Refusal = refuse('missing-signature', 'missing signature',
-  `sign requests with the cluster key (headers ${TIMESTAMP_HEADER}, ${NONCE_HEADER}, ${SIGNATURE_HEADER}): give this client the controller's key file, mode 600`);
+  `sign requests with the cluster key (headers ${TIMESTAMP_HEADER}, ${NONCE_HEADER}, ${DESTINATION_HEADER}, ${SIGNATURE_HEADER}): give this client the controller's key file, mode 600`);
 
 /**
  * Checks, in order: the headers are there, the signature matches (so nothing
@@ -108,13 +131,19 @@ export function verifyRequest(key: ClusterKey, request: ReceivedRequest, options
   const timestampText = single(request.headers[TIMESTAMP_HEADER]);
   const nonce = single(request.headers[NONCE_HEADER]);
   const signatureHex = single(request.headers[SIGNATURE_HEADER]);
-  if (timestampText === undefined || nonce === undefined || signatureHex === undefined) return missingSignature;
+  const destination = single(request.headers[DESTINATION_HEADER]);
+  if (timestampText === undefined || nonce === undefined || signatureHex === undefined || destination === undefined) return missingSignature;
   const badSignature = refuse('bad-signature', 'bad signature',
     "the client's cluster key differs from the controller's, or the request was altered in transit: copy the controller's key file to this node (mode 600)");
   const timestamp = TIMESTAMP_PATTERN.test(timestampText) ? Number(timestampText) : NaN;
-  if (!Number.isSafeInteger(timestamp) || !NONCE_PATTERN.test(nonce) || !/^[0-9a-f]{64}$/i.test(signatureHex)) return badSignature;
-  const expected = hmac(key, { method: request.method, path: request.path, body: request.body, timestamp, nonce });
+  if (!Number.isSafeInteger(timestamp) || !NONCE_PATTERN.test(nonce) || !/^[0-9a-f]{64}$/i.test(signatureHex) || !DESTINATION_PATTERN.test(destination)) return badSignature;
+  const expected = hmac(key, { method: request.method, path: request.path, body: request.body, timestamp, nonce, destination });
   if (!timingSafeEqual(expected, Buffer.from(signatureHex, 'hex'))) return badSignature;
+
+  if (destination !== options.destination) {
+    return refuse('wrong-destination', `signed for ${destination}, not for this ${options.destination}`,
+      'a captured request was sent to another agent or to a restarted one, or the sender knows this agent from an earlier start: it learns the new boot id at the agent\'s next registration');
+  }
 
   const skewMs = timestamp - options.now;
   if (Math.abs(skewMs) > maxSkewSeconds * 1000) {
@@ -232,20 +261,14 @@ export function loadClusterKey(path: string): ClusterKey {
 /** Writes a new random key (64 hex characters) with mode 600; never overwrites an existing file. */
 export function generateClusterKey(path: string): ClusterKey {
   const text = randomBytes(32).toString('hex');
-  let fd: number;
   try {
-    fd = openSync(path, 'wx', 0o600);
+    writeSecretFile(path, `${text}\n`);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
       throw new ClusterKeyError(`cluster key file ${path} already exists; not overwriting it (agents holding it would be refused)`,
         `use the existing key, or remove ${path} first and copy the new key to every node`);
     }
     throw new ClusterKeyError(`cannot create cluster key file ${path}: ${(error as Error).message}`, `check that the folder of ${path} exists and is writable`);
-  }
-  try {
-    writeSync(fd, `${text}\n`);
-  } finally {
-    closeSync(fd);
   }
   return Buffer.from(text, 'utf8');
 }

@@ -1,22 +1,209 @@
-// STUB (IDENTITY branch): the MUNGE helper's src/net/munge.ts replaces this
-// file at the merge. Same exports and signatures as agreed in the contract;
-// this version refuses every credential and cannot encode, so nothing is ever
-// trusted through it.
+// MUNGE credentials for requests that arrive over TCP (as Slurm does): the
+// client asks its local munged for a credential whose payload is a hash of the
+// request and which only the controller's uid may decode; the controller asks
+// its munged to decode it, which proves the sender's uid and gid on the
+// sending host, and refuses expired and replayed credentials itself. There is
+// no npm binding of libmunge, so the `munge` and `unmunge` commands of the
+// Debian package are run with fixed arguments and a clean environment, the
+// payload and credential on stdin. Nothing runs at import.
 
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+
+/** The request header that carries the credential. */
 export const MUNGE_HEADER = 'x-taras-munge';
 
-/** Hex sha256 of the request (method, path with query, body): the credential's payload binds it to this request. */
+export type MungeVerification =
+  | { ok: true; uid: number; gid: number }
+  | { ok: false; reason: string; fix: string };
+
+/** `munge` could not make a credential: why, and what to do. */
+export class MungeError extends Error {
+  constructor(message: string, readonly fix: string) {
+    super(message);
+    this.name = 'MungeError';
+  }
+}
+
+/** The commands see only this: no LD_PRELOAD, no MUNGE_* or locale from the caller. */
+const CLEAN_ENV = { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' };
+const TIMEOUT_MS = 10_000;
+/** Far above any credential munge makes for a 64-character payload (about 200 characters). */
+const MAX_CREDENTIAL_CHARS = 4096;
+const CREDENTIAL_PATTERN = /^MUNGE:[A-Za-z0-9+/=]+:$/;
+const PAYLOAD_PATTERN = /^[0-9a-f]{64}$/;
+const INSTALL_FIX = 'install MUNGE (Debian: `apt-get install munge`), give every host the same /etc/munge/munge.key (mode 600, owner munge) and start munged';
+
+/** Exit codes of munge/unmunge (munge_err_t in munge.h) this module names. */
+const EMUNGE_SOCKET = 6;
+const EMUNGE_TIMEOUT = 7;
+const EMUNGE_BAD_CRED = 8;
+const EMUNGE_BAD_MAC = 11;
+const EMUNGE_CRED_INVALID = 14;
+const EMUNGE_CRED_EXPIRED = 15;
+const EMUNGE_CRED_REWOUND = 16;
+const EMUNGE_CRED_REPLAYED = 17;
+const EMUNGE_CRED_UNAUTHORIZED = 18;
+
+const sha256Hex = (data: Uint8Array | string): string => createHash('sha256').update(data).digest('hex');
+
+/** The credential's payload: hex sha256 of `METHOD\nPATH?QUERY\nhex sha256(BODY)`, so it is good for this one request only. */
 export function requestPayload(method: string, pathWithQuery: string, body: Uint8Array): string {
-  return `stub:${method} ${pathWithQuery} ${body.length}`;
+  return sha256Hex(`${method.toUpperCase()}\n${pathWithQuery}\n${sha256Hex(body)}`);
 }
 
-export async function mungeEncode(payload: string, opts: { socket?: string; restrictUid?: number; ttlSeconds?: number }): Promise<string> {
-  void payload; void opts;
-  throw new Error('MUNGE is not available in this build (src/net/munge.ts is a stub)');
+interface Run {
+  /** null: the command could not be started (spawnError says why) or was killed. */
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  spawnError?: NodeJS.ErrnoException;
 }
 
-export async function mungeVerify(credential: string, expectedPayload: string, opts: { socket?: string }):
-Promise<{ ok: true; uid: number; gid: number } | { ok: false; reason: string; fix: string }> {
-  void credential; void expectedPayload; void opts;
-  return { ok: false, reason: 'MUNGE credentials are not supported by this build (stub)', fix: 'use the local socket or a token from `taras admin token`' };
+function run(command: string, args: readonly string[], input: string): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { env: CLEAN_ENV, stdio: ['pipe', 'pipe', 'pipe'], timeout: TIMEOUT_MS });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let spawnError: NodeJS.ErrnoException | undefined;
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+    child.stdin.on('error', () => {}); // a command that exits before reading its input: its exit code says why
+    child.on('error', (error: NodeJS.ErrnoException) => { spawnError = error; });
+    child.on('close', (code) => resolve({
+      code, spawnError, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8'),
+    }));
+    child.stdin.end(input);
+  });
+}
+
+const socketArgs = (socket: string | undefined): string[] => (socket === undefined ? [] : [`--socket=${socket}`]);
+const socketName = (socket: string | undefined): string => socket ?? "munge's default socket (/run/munge/munge.socket.2)";
+/** munge's own message, without its `unmunge: Error: ` prefix. */
+const messageOf = (stderr: string): string => stderr.trim().split('\n').pop()?.replace(/^\w+: (Error|Warning): /, '') ?? '';
+
+function notRunning(socket: string | undefined, stderr: string) {
+  return {
+    reason: `munged is not running or not reachable at ${socketName(socket)} (${messageOf(stderr)})`,
+    fix: socket === undefined
+      ? 'start munged (`systemctl start munge`, or `runuser -u munge -- munged`), or set munge_socket in cluster.toml to the socket it uses'
+      : `start munged with --socket=${socket}, or point munge_socket in cluster.toml at the socket munged uses`,
+  };
+}
+
+function notInstalled(command: string, error: NodeJS.ErrnoException) {
+  return error.code === 'ENOENT'
+    ? { reason: `MUNGE is not installed (no \`${command}\` command)`, fix: INSTALL_FIX }
+    : { reason: `cannot run \`${command}\`: ${error.message}`, fix: `check that ${command} (Debian package munge) is installed and executable` };
+}
+
+/**
+ * A credential for `payload` from the local munged (client side). Throws a
+ * MungeError with the fix when munged is not there or refuses.
+ */
+export async function mungeEncode(payload: string, opts: { socket?: string; restrictUid?: number; ttlSeconds?: number } = {}): Promise<string> {
+  const args = [...socketArgs(opts.socket)];
+  if (opts.restrictUid !== undefined) {
+    if (!Number.isSafeInteger(opts.restrictUid) || opts.restrictUid < 0) throw new RangeError(`mungeEncode: restrictUid ${opts.restrictUid} is not a uid`);
+    args.push(`--restrict-uid=${opts.restrictUid}`);
+  }
+  if (opts.ttlSeconds !== undefined) {
+    if (!Number.isSafeInteger(opts.ttlSeconds) || opts.ttlSeconds < 1) throw new RangeError(`mungeEncode: ttlSeconds ${opts.ttlSeconds} is not a positive whole number`);
+    args.push(`--ttl=${opts.ttlSeconds}`);
+  }
+  const result = await run('munge', args, payload);
+  if (result.spawnError) {
+    const { reason, fix } = notInstalled('munge', result.spawnError);
+    throw new MungeError(reason, fix);
+  }
+  if (result.code === EMUNGE_SOCKET) {
+    const { reason, fix } = notRunning(opts.socket, result.stderr);
+    throw new MungeError(reason, fix);
+  }
+  const credential = result.stdout.trim();
+  if (result.code !== 0 || !CREDENTIAL_PATTERN.test(credential)) {
+    throw new MungeError(`munge could not make a credential: ${messageOf(result.stderr) || `exit code ${result.code}`}`,
+      'check munged\'s log (/var/log/munge/munged.log) and that munged runs with a valid key');
+  }
+  return credential;
+}
+
+/** unmunge --numeric output: `KEY: value` lines, a blank line, then the payload. */
+function parseUnmunge(stdout: string): { metadata: Map<string, string>; payload: string } | null {
+  const split = stdout.indexOf('\n\n');
+  if (split < 0) return null;
+  const metadata = new Map<string, string>();
+  for (const line of stdout.slice(0, split).split('\n')) {
+    const match = /^([A-Z_]+):\s*(.*)$/.exec(line);
+    if (match) metadata.set(match[1], match[2].trim());
+  }
+  return { metadata, payload: stdout.slice(split + 2) };
+}
+
+const refuse = (reason: string, fix: string): MungeVerification => ({ ok: false, reason, fix });
+const FRESH_FIX = 'send a new credential with every request (taras does): a credential is good for one request only';
+
+/**
+ * Decodes a credential with the local munged (server side) and accepts it only
+ * when munged vouches for it (valid, not expired, not seen before), it was
+ * restricted to this process's uid, and its payload is the expected one. On
+ * success: the uid and gid of the process that made it.
+ */
+export async function mungeVerify(credential: string, expectedPayload: string, opts: { socket?: string } = {}): Promise<MungeVerification> {
+  if (credential.length > MAX_CREDENTIAL_CHARS || !CREDENTIAL_PATTERN.test(credential)) {
+    return refuse(`the ${MUNGE_HEADER} header is not a MUNGE credential`, `send the output of \`munge\` (MUNGE:...:) as ${MUNGE_HEADER}, made for this request`);
+  }
+  if (!PAYLOAD_PATTERN.test(expectedPayload)) throw new RangeError('mungeVerify: the expected payload must be requestPayload(...)');
+  const result = await run('unmunge', ['--numeric', ...socketArgs(opts.socket)], `${credential}\n`);
+  if (result.spawnError) {
+    const { reason, fix } = notInstalled('unmunge', result.spawnError);
+    return refuse(`cannot check the MUNGE credential: ${reason}`, fix);
+  }
+  const parsed = parseUnmunge(result.stdout);
+  const encodedAt = Number(parsed?.metadata.get('ENCODE_TIME'));
+  const madeAt = Number.isFinite(encodedAt) && encodedAt > 0 ? new Date(encodedAt * 1000).toISOString() : 'an unknown time';
+  switch (result.code) {
+    case 0:
+      break;
+    case EMUNGE_SOCKET: {
+      const { reason, fix } = notRunning(opts.socket, result.stderr);
+      return refuse(`cannot check the MUNGE credential: ${reason}`, fix);
+    }
+    case EMUNGE_TIMEOUT:
+      return refuse('cannot check the MUNGE credential: munged did not answer in time', 'check that munged is running and not overloaded (its log: /var/log/munge/munged.log)');
+    case EMUNGE_CRED_EXPIRED:
+      return refuse(`MUNGE credential expired (made at ${madeAt}, time to live ${parsed?.metadata.get('TTL') ?? '?'} s)`,
+        `${FRESH_FIX}; if it was fresh, synchronise this host's clock with the sender's (NTP)`);
+    case EMUNGE_CRED_REWOUND:
+      return refuse(`MUNGE credential made in the future (${madeAt})`, "synchronise the sender's clock with this host's (NTP)");
+    case EMUNGE_CRED_REPLAYED:
+      return refuse(`MUNGE credential replayed (made at ${madeAt} and already used)`, FRESH_FIX);
+    case EMUNGE_CRED_UNAUTHORIZED:
+      return refuse(`MUNGE credential is restricted to another user, not to the controller's uid ${process.getuid?.()}`,
+        `make it for the controller: \`munge --restrict-uid=${process.getuid?.()}\``);
+    case EMUNGE_BAD_CRED:
+    case EMUNGE_BAD_MAC:
+    case EMUNGE_CRED_INVALID:
+      return refuse(`MUNGE credential is not valid here (${messageOf(result.stderr) || 'munged refused it'})`,
+        'every host needs the same MUNGE key (/etc/munge/munge.key, mode 600, owner munge): copy the controller\'s key to the sending host and restart its munged');
+    default:
+      return refuse(`MUNGE credential refused: ${messageOf(result.stderr) || `unmunge exit code ${result.code}`}`, 'check munged\'s log (/var/log/munge/munged.log)');
+  }
+  const uid = Number(parsed?.metadata.get('UID'));
+  const gid = Number(parsed?.metadata.get('GID'));
+  if (parsed === null || !Number.isSafeInteger(uid) || !Number.isSafeInteger(gid) || parsed.metadata.get('STATUS') !== '0') {
+    return refuse('cannot read what unmunge said about the MUNGE credential', 'check that unmunge is the one of MUNGE 0.5 (`unmunge --version`)');
+  }
+  // Checked here too: munged refuses a credential restricted to another uid, but accepts one restricted to none.
+  const restriction = parsed.metadata.get('UID_RESTRICTION');
+  if (restriction === undefined || Number(restriction) !== process.getuid?.()) {
+    return refuse(`MUNGE credential is not restricted to the controller's uid ${process.getuid?.()} (anyone on this host could have decoded it first)`,
+      `make it with \`munge --restrict-uid=${process.getuid?.()}\` (taras does)`);
+  }
+  // `echo PAYLOAD | munge` adds a newline; it changes nothing the hash binds.
+  if (parsed.payload !== expectedPayload && parsed.payload !== `${expectedPayload}\n`) {
+    return refuse('MUNGE credential was made for another request (its payload is not this request\'s method, path and body)',
+      'make a new credential for each request over exactly what is sent; a request altered in transit is refused');
+  }
+  return { ok: true, uid, gid };
 }

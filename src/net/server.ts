@@ -10,7 +10,7 @@ import { chmodSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ApiError } from '../api/types.js';
-import { carriesSignature, missingSignature, NonceCache, REFUSED_HEADER, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
+import { carriesSignature, CONTROLLER_DESTINATION, missingSignature, NonceCache, REFUSED_HEADER, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
 import type { Authenticator, Caller, Identified, Transport } from './identity.js';
 import { claimSocketPath, ListenError } from './listen.js';
 import type { NetLog } from './log.js';
@@ -69,6 +69,8 @@ export interface ApiServerOptions {
   /** Milliseconds since the epoch; tests pass a fixed clock. */
   clock?: () => number;
   nonceCacheCapacity?: number;
+  /** Whom signed requests must be for (hmac.ts); default CONTROLLER_DESTINATION. An agent knows its own once it listens, hence a function. */
+  destination?: () => string;
 }
 
 export interface ListenOptions {
@@ -180,6 +182,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const clock = options.clock ?? Date.now;
   const seenNonces = new NonceCache(options.nonceCacheCapacity);
+  const destination = options.destination ?? (() => CONTROLLER_DESTINATION);
   const servers: { server: Server; transport: Transport; socketPath?: string }[] = [];
 
   function refuseSignature(req: IncomingMessage, res: ServerResponse, remote: string, refusal: Refusal): void {
@@ -223,7 +226,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
     if (clusterKey !== undefined && signatureClaimed) {
       // A signature that is present is checked even where none is required, so a wrong key is reported at once.
       const verdict = verifyRequest(clusterKey, { method, path: target, body: read.bytes, headers: req.headers },
-        { now: clock(), maxSkewSeconds: options.maxSkewSeconds, seenNonces });
+        { now: clock(), maxSkewSeconds: options.maxSkewSeconds, seenNonces, destination: destination() });
       if (!verdict.ok) {
         refuseSignature(req, res, remote, verdict);
         return;

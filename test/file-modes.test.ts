@@ -1,0 +1,119 @@
+// Who may read what Taras keeps on the disk, after a real `taras up` ran a
+// job of a throwaway Unix user: the data folder 0711 (it holds the socket:
+// reachable, not listable), taras.db and its -wal/-shm 0600, cluster.key
+// 0600, the socket 0666, the agent's folders 0711, a job directory 0710
+// owned by root with the job's group (the job reads its script by name; no
+// one else enters) or 0700 for root's jobs. A data folder left open by an
+// older Taras is tightened at the next start, with a log line. Skips when not
+// root (throwaway users need it).
+
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const modeOf = (path: string) => (statSync(path).mode & 0o7777).toString(8).padStart(4, '0');
+const sleep = (ms: number) => new Promise((resolvePromise) => setTimeout(resolvePromise, ms));
+
+/** `taras up` on a data folder; resolves once it printed that it is up, with everything it logged so far and later. */
+async function up(data: string): Promise<{ child: ChildProcess; logged: () => string }> {
+  const child = spawn(process.execPath, [join(root, 'bin/taras.js'), 'up', '--port', '0', '--virtual', '2x2', '--data', data], {
+    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TARAS_JOB_ID: '' },
+  });
+  let text = '';
+  child.stdout!.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  for (let i = 0; i < 200 && !/Ctrl-C stops/.test(text); i++) {
+    if (child.exitCode !== null) break;
+    await sleep(100);
+  }
+  assert.match(text, /Ctrl-C stops/, `taras up did not start:\n${text}`);
+  return { child, logged: () => text };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolvePromise) => child.once('exit', resolvePromise));
+  child.kill('SIGINT');
+  await Promise.race([exited, sleep(10_000)]);
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
+
+/** Runs `taras ARGS` as `user` in their home, through the controller's socket. */
+function tarasAs(user: TestUser, args: string[]) {
+  return spawnSync('runuser', ['-u', user.name, '--', process.execPath, join(root, 'bin/taras.js'), ...args], {
+    cwd: user.home, encoding: 'utf8', input: '', timeout: 30_000,
+    env: { PATH: process.env.PATH, HOME: user.home, TARAS_JOB_ID: '' },
+  });
+}
+
+describe('modes of the files Taras keeps', { skip: notRootReason }, () => {
+  const work = mkdtempSync(join(tmpdir(), 'taras-modes-'));
+  const data = join(work, 'data');
+  const started: ChildProcess[] = [];
+  let user: TestUser;
+  before(() => {
+    chmodSync(work, 0o755); // the job's user must pass through it
+    user = createTestUser('modes');
+  });
+  after(async () => {
+    for (const child of started) await stop(child);
+    removeTestUsers();
+    rmSync(work, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+  });
+
+  it('after taras up ran a job of another user, every file and folder has its private mode and the job still ran', async () => {
+    const previousUmask = process.umask(0o000); // the modes must not depend on the umask of whoever starts Taras
+    let running;
+    try {
+      running = await up(data);
+    } finally {
+      process.umask(previousUmask);
+    }
+    started.push(running.child);
+    writeFileSync(join(user.home, 'job.sh'), '#!/bin/sh\necho ran as $(id -un)\n', { mode: 0o755 });
+    spawnSync('chown', [`${user.name}:`, join(user.home, 'job.sh')]);
+    const socket = join(data, 'taras.sock');
+    const submitted = tarasAs(user, ['submit', '--controller', socket, '-t', '1', '-o', 'out.txt', 'job.sh']);
+    assert.equal(submitted.status, 0, submitted.stderr);
+    const waited = tarasAs(user, ['wait', '--controller', socket, '1']);
+    assert.equal(waited.status, 0, `${waited.stdout}${waited.stderr}\n${running.logged()}`);
+    assert.equal(readFileSync(join(user.home, 'out.txt'), 'utf8'), `ran as ${user.name}\n`);
+
+    assert.equal(modeOf(data), '0711');
+    for (const file of ['taras.db', 'taras.db-wal', 'taras.db-shm', 'cluster.key']) assert.equal(modeOf(join(data, file)), '0600', file);
+    assert.equal(modeOf(socket), '0666');
+    assert.equal(modeOf(join(data, 'agent')), '0711');
+    assert.equal(modeOf(join(data, 'agent', 'jobs')), '0711');
+    const jobDirs = readdirSync(join(data, 'agent', 'jobs'));
+    assert.deepEqual(jobDirs, ['1.0']);
+    const jobDir = statSync(join(data, 'agent', 'jobs', '1.0'));
+    assert.deepEqual({ mode: modeOf(join(data, 'agent', 'jobs', '1.0')), uid: jobDir.uid, gid: jobDir.gid }, { mode: '0710', uid: 0, gid: user.gid });
+    assert.equal(modeOf(join(data, 'agent', 'jobs', '1.0', 'spec.json')), '0600');
+    // The other users of the machine: nothing in the data folder can be listed or read.
+    const other = spawnSync('runuser', ['-u', 'nobody', '--', 'sh', '-c', `ls ${data}; cat ${data}/taras.db; ls ${data}/agent/jobs; ls ${data}/agent/jobs/1.0`], { encoding: 'utf8' });
+    assert.equal(other.stdout, '');
+    assert.equal(other.stderr.match(/Permission denied/g)?.length, 4, other.stderr);
+    await stop(running.child);
+  });
+
+  it('an existing data folder and database left readable by everyone are tightened at the next start, with a log line', async () => {
+    chmodSync(data, 0o755);
+    chmodSync(join(data, 'taras.db'), 0o644);
+    chmodSync(join(data, 'agent', 'jobs', '1.0'), 0o755);
+    const running = await up(data);
+    started.push(running.child);
+    assert.equal(modeOf(data), '0711');
+    assert.equal(modeOf(join(data, 'taras.db')), '0600');
+    assert.equal(modeOf(join(data, 'agent', 'jobs', '1.0')), '0710');
+    assert.match(running.logged(), new RegExp(`tightened data folder ${data} from mode 0755 to 0711`));
+    assert.match(running.logged(), new RegExp(`tightened database file ${data}/taras.db from mode 0644 to 0600`));
+    assert.match(running.logged(), new RegExp(`tightened job directory ${data}/agent/jobs/1.0 from mode 0755 to 0710`));
+    await stop(running.child);
+  });
+});
