@@ -5,7 +5,8 @@
 // x-taras-user header.
 
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -18,7 +19,9 @@ import type { ClusterConfig } from '../src/config/cluster.js';
 import { startController, type RunningController } from '../src/controller/daemon.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { createAuthenticator, issueToken, loadOrCreateJwtKey } from '../src/net/identity.js';
+import { requestPayload } from '../src/net/munge.js';
 import { runAs, tokenFor } from './auth-helpers.js';
+import { mungeSkipReason, startMunged, type RunningMunged } from './munged.js';
 import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -249,4 +252,54 @@ describe('the authenticator', () => {
     chmodSync(path, 0o644);
     assert.throws(() => loadOrCreateJwtKey(path), /readable by others .*chmod 600/);
   });
+});
+
+describe('MUNGE over TCP against a real munged', { skip: notRootReason || mungeSkipReason }, () => {
+  let munged: RunningMunged;
+  let controller: RunningController;
+  let config: ClusterConfig;
+  let carl: TestUser;
+
+  before(async () => {
+    munged = await startMunged();
+    carl = createTestUser('carl');
+    const dir = join(work, 'munge');
+    mkdirSync(dir, { mode: 0o711 });
+    const file = join(dir, 'cluster.toml');
+    writeFileSync(file, `[cluster]\nname = "munge"\ndata_dir = "data"\nmunge_socket = "${munged.socket}"\n[[nodes]]\nnames = "n1"\ncpus = 2\nmemory = "1G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\n`);
+    const parsed = await readClusterConfig(file);
+    assert.ok(parsed.ok);
+    config = parsed.config;
+    controller = await startController({ config, configPath: file, clusterKey: null, port: 0, log: () => {} });
+    // carl cannot reach the socket: the CLI has to prove who he is over TCP.
+    chmodSync(config.dataDir, 0o700);
+  });
+
+  after(async () => {
+    await controller?.close();
+    await munged?.stop();
+  });
+
+  it('the CLI of a user who cannot reach the socket submits with a MUNGE credential; the job is theirs', async () => {
+    await runAs(carl, ['-e', `require('fs').writeFileSync('job.sh', ${JSON.stringify('#!/bin/sh\n#TARAS --time 1\ntrue\n')})`]);
+    const run = await runAs(carl, [join(root, 'bin/taras.js'), 'submit', 'job.sh', '--json', '--controller', controller.url], { env: { TARAS_MUNGE_SOCKET: munged.socket } });
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(controller.engine().active.get(JSON.parse(run.stdout).id)?.user, carl.name);
+  });
+
+  it('a credential is good once, for its own request, restricted to the controller\'s uid', async () => {
+    const credential = (payload: string, restrict = String(process.getuid?.())) =>
+      spawnSync('munge', [`--socket=${munged.socket}`, `--restrict-uid=${restrict}`], { input: payload, encoding: 'utf8' }).stdout.trim();
+    const forList = credential(requestPayload('GET', '/jobs', new Uint8Array()));
+    assert.equal((await raw(tcp(), 'GET', '/jobs', { 'x-taras-munge': forList })).status, 200);
+    const replayed = await raw(tcp(), 'GET', '/jobs', { 'x-taras-munge': forList });
+    assert.equal(replayed.status, 401);
+    assert.match(replayed.body.error ?? '', /MUNGE credential refused: .*replayed/);
+    const other = await raw(tcp(), 'POST', '/admin/shutdown', { 'x-taras-munge': credential(requestPayload('GET', '/jobs', new Uint8Array())) }, {});
+    assert.equal(other.status, 401, 'a credential made for GET /jobs does not shut the controller down');
+    const unrestricted = await raw(tcp(), 'GET', '/jobs', { 'x-taras-munge': credential(requestPayload('GET', '/jobs', new Uint8Array()), '4242') });
+    assert.equal(unrestricted.status, 401);
+  });
+
+  const tcp = () => ({ url: controller.url });
 });
