@@ -197,7 +197,14 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
 
   async function verifyMunge(credential: string, method: string, target: string, body: Uint8Array): Promise<Identified> {
     const { mungeVerify, requestPayload } = await import('./munge.js');
-    const verdict = await mungeVerify(credential, requestPayload(method, target, body), { socket: options.mungeSocket });
+    let verdict: Awaited<ReturnType<typeof mungeVerify>>;
+    try {
+      verdict = await mungeVerify(credential, requestPayload(method, target, body), { socket: options.mungeSocket });
+    } catch (error) {
+      // unmunge missing or failing to start: the credential is not verified, so it is refused (never taken as anonymous).
+      const fix = (error as { fix?: string }).fix ?? 'install MUNGE (Debian package munge) on the controller machine, or use a token';
+      return refuse(`MUNGE credential could not be checked: ${(error as Error).message}`, fix);
+    }
     if (!verdict.ok) return refuse(`MUNGE credential refused: ${verdict.reason}`, verdict.fix);
     return callerOfUid(verdict.uid, verdict.gid, 'munge');
   }
