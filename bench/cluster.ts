@@ -17,8 +17,8 @@ import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.
 import { ControllerEngine, type AgentLink } from '../src/controller/engine.js';
 import { SeededRandom } from '../src/core/random.js';
 import type { JobSpec } from '../src/jobspec/types.js';
-import { createApiClient, type ApiClient } from '../src/net/client.js';
-import { identityHeaders, localIdentity } from '../src/net/identity.js';
+import { bearer, createApiClient, type ApiClient } from '../src/net/client.js';
+import { issueToken, loadOrCreateJwtKey, localIdentity } from '../src/net/identity.js';
 import { openStore } from '../src/store/store.js';
 import { Client } from 'undici';
 
@@ -124,10 +124,21 @@ function daemon(args: string[], ready: RegExp): Promise<{ child: ChildProcess; m
   });
 }
 
-async function startController(name: string): Promise<{ child: ChildProcess; url: string; data: string }> {
+interface BenchController {
+  child: ChildProcess;
+  url: string;
+  data: string;
+  /** `unix:` and the controller's socket: the CLI's address on this machine (the kernel vouches for the caller). */
+  socket: string;
+  /** A bearer token of this user, from the controller's key: what API clients over TCP send. */
+  token: string;
+}
+
+async function startController(name: string): Promise<BenchController> {
   const data = join(work, name);
   const { child, match } = await daemon(['controller', '--data', data, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/);
-  return { child, url: match[1], data };
+  const { token } = await issueToken(loadOrCreateJwtKey(join(data, 'jwt.key')), localIdentity().user, 3600, Date.now());
+  return { child, url: match[1], data, socket: `unix:${join(data, 'taras.sock')}`, token };
 }
 
 /** A small checked job: one CPU for at most a minute, running `true`. */
@@ -140,7 +151,7 @@ const tinySpec = (name: string, extra: Partial<JobSpec> = {}): JobSpec => ({
 /** The body `taras submit` sends: the spec plus the submitting shell's environment and folder. */
 const submitBody = (name: string) => ({ spec: { ...tinySpec(name), submitEnv: { ...process.env }, submitDir: work } });
 
-const client = (url: string): ApiClient => createApiClient({ baseUrl: url }, { identity: localIdentity() });
+const client = (controller: BenchController): ApiClient => createApiClient({ baseUrl: controller.url }, { credentials: bearer(controller.token) });
 
 /**
  * Submits `jobs` jobs from `clients` clients, each one keep-alive connection
@@ -149,10 +160,11 @@ const client = (url: string): ApiClient => createApiClient({ baseUrl: url }, { i
  * two cores the clients share the machine with the controller, and node:http
  * spends as much CPU per request as the controller does. Returns jobs per second.
  */
-async function submitStorm(url: string, clients: number, jobs: number): Promise<number> {
+async function submitStorm(controller: BenchController, clients: number, jobs: number): Promise<number> {
   const body = JSON.stringify(submitBody('storm'));
-  const headers = { ...identityHeaders(localIdentity()), 'content-type': 'application/json', accept: 'application/json' };
-  const connections = Array.from({ length: clients }, () => new Client(url, { pipelining: 1 }));
+  // Each request carries the token: the controller verifies it once, then finds it in its cache.
+  const headers = { authorization: `Bearer ${controller.token}`, 'content-type': 'application/json', accept: 'application/json' };
+  const connections = Array.from({ length: clients }, () => new Client(controller.url, { pipelining: 1 }));
   try {
     let next = 0;
     const began = performance.now();
@@ -201,12 +213,12 @@ async function submissions(rows: Row[]): Promise<void> {
   const controller = await startController('submit');
   try {
     say(`1 client: ${SINGLE_CLIENT_JOBS.toLocaleString('en')} submissions...`);
-    const single = await submitStorm(controller.url, 1, SINGLE_CLIENT_JOBS);
+    const single = await submitStorm(controller, 1, SINGLE_CLIENT_JOBS);
     rows.push({ what: 'durable submissions, 1 API client', measured: `${round(single, 0)} jobs/s`, target: '-', note: `${SINGLE_CLIENT_JOBS.toLocaleString('en')} jobs, fresh controller` });
 
     writeFileSync(join(work, 'tiny.sh'), '#!/bin/sh\n#TARAS --time 1\ntrue\n');
     say(`taras submit from the shell, ${CLI_SUBMIT_RUNS} runs...`);
-    const args = ['submit', 'tiny.sh', '--controller', controller.url];
+    const args = ['submit', 'tiny.sh', '--controller', controller.socket];
     // The first run finds no code cache and writes one; it also warms the file cache, as any shell session has.
     const first = timeCli(args);
     const samples = Array.from({ length: CLI_SUBMIT_RUNS }, () => timeCli(args));
@@ -251,7 +263,7 @@ const BUSY_NODES = 16;
 async function concurrentAndQueue(rows: Row[]): Promise<void> {
   const controller = await startController('queue');
   const agent = await startAgent(controller);
-  const api = client(controller.url);
+  const api = client(controller);
   try {
     say(`filling the ${BUSY_NODES} nodes with long jobs...`);
     const sleeper = {
@@ -270,8 +282,8 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
 
     say(`${CONCURRENT_CLIENTS} clients: ${CONCURRENT_JOBS.toLocaleString('en')} submissions...`);
     const warmup = CONCURRENT_CLIENTS * WARMUP_JOBS_PER_CLIENT;
-    await submitStorm(controller.url, CONCURRENT_CLIENTS, warmup);
-    const rate = await submitStorm(controller.url, CONCURRENT_CLIENTS, CONCURRENT_JOBS);
+    await submitStorm(controller, CONCURRENT_CLIENTS, warmup);
+    const rate = await submitStorm(controller, CONCURRENT_CLIENTS, CONCURRENT_JOBS);
     rows.push({
       what: `durable submissions, ${CONCURRENT_CLIENTS} API clients`, measured: `${round(rate, 0)} jobs/s`, target: '>= 4,000 jobs/s', met: rate >= 4000,
       note: `${CONCURRENT_JOBS.toLocaleString('en')} jobs after ${warmup} warm-up, every node busy`,
@@ -279,7 +291,7 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
 
     const remaining = QUEUE_JOBS - warmup - CONCURRENT_JOBS;
     say(`filling the queue to ${QUEUE_JOBS.toLocaleString('en')} pending jobs...`);
-    await submitStorm(controller.url, CONCURRENT_CLIENTS, remaining);
+    await submitStorm(controller, CONCURRENT_CLIENTS, remaining);
     const pending = (await listAllJobs(api, new URLSearchParams({ state: 'PENDING' }))).length;
     const listing: number[] = [];
     const onePage: number[] = [];
@@ -295,7 +307,7 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
     // (The measurements below add a few more: one per run.)
 
     say(`taras queue with ${QUEUE_JOBS.toLocaleString('en')} pending, ${QUEUE_RUNS} runs...`);
-    const args = ['queue', '--controller', controller.url];
+    const args = ['queue', '--controller', controller.socket];
     timeCli(args); // warms the file cache and writes the code cache for `queue`
     // The controller reuses a listing while nothing in it changed: each measured run follows a
     // submission (so the listing is built anew), and the reuse is shown on its own row.
@@ -339,7 +351,7 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
 async function startLatency(rows: Row[]): Promise<void> {
   const controller = await startController('latency');
   const agent = await startAgent(controller);
-  const api = client(controller.url);
+  const api = client(controller);
   const script = '#!/bin/sh\ndate +%s%N\n';
   const body = {
     spec: {
@@ -468,7 +480,9 @@ async function bigCluster(rows: Row[]): Promise<void> {
   const began = performance.now();
   const { match } = await daemon(['controller', '--config', file, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/);
   const startMs = performance.now() - began;
-  const api = client(match[1]);
+  void match;
+  // Through the socket: GET /nodes needs a verified caller, and the kernel vouches for this process.
+  const api = createApiClient({ socketPath: join(folder, 'data', 'taras.sock') }, {});
   try {
     const status: number[] = [];
     for (let i = 0; i < STATUS_RUNS; i++) {

@@ -61,7 +61,7 @@ interface Figure {
 
 async function measure(child: ChildProcess, target: { baseUrl: string } | { socketPath: string }, signed: boolean): Promise<Figure> {
   const clients = Array.from({ length: CLIENTS }, () =>
-    createApiClient(target, { identity: { user: 'bench', uid: 1000 }, clusterKey: signed ? KEY : undefined }));
+    createApiClient(target, { clusterKey: signed ? KEY : undefined }));
   // Warm up: open the connections and let both sides' JIT settle.
   await Promise.all(clients.map(async (client) => { for (let i = 0; i < 200; i++) await client.post('/jobs', JOB); }));
   let answered = 0;

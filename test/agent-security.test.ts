@@ -18,7 +18,6 @@ import { hasEnded, jobFiles, launchSupervisor, prepareJobDir, waitForStatus, typ
 import type { StartOrder } from '../src/controller/engine.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { createApiClient } from '../src/net/client.js';
-import { localIdentity } from '../src/net/identity.js';
 import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
 
 const skip = notRootReason || (spawnSync('gcc', ['--version']).status === 0 ? false : 'gcc is not installed (needed to build the LD_PRELOAD probe)');
@@ -270,7 +269,7 @@ describe('the agent: private job directories and the warning signal', { skip }, 
     const workDir = dirOf('agent-work', victim, 0o755);
     const dataDir = join(root, 'agent-data');
     const agent = await startAgent({ controller: { baseUrl: 'http://127.0.0.1:9' }, nodes: ['node01'], dataDir, clusterKey: null, heartbeatMs: 60_000, log: () => undefined });
-    const client = createApiClient({ baseUrl: agent.url }, { identity: localIdentity(), timeoutMs: 5000 });
+    const client = createApiClient({ baseUrl: agent.url }, { timeoutMs: 5000 });
     try {
       const order = (jobId: number, user: string, spec: JobSpec, warnSignal: StartOrder['warnSignal'] = null): StartOrder => ({
         jobId: jobId as StartOrder['jobId'], run: 0, user, name: 'sec', nodes: ['node01'], cpusOnNode: 1, spec, warnSignal, killGraceSeconds: 1,
@@ -303,7 +302,7 @@ describe('the agent: private job directories and the warning signal', { skip }, 
     const workDir = dirOf('agent-signal', victim, 0o755);
     const dataDir = join(root, 'agent-signal-data');
     const agent = await startAgent({ controller: { baseUrl: 'http://127.0.0.1:9' }, nodes: ['node01'], dataDir, clusterKey: null, heartbeatMs: 60_000, log: () => undefined });
-    const client = createApiClient({ baseUrl: agent.url }, { identity: localIdentity(), timeoutMs: 5000 });
+    const client = createApiClient({ baseUrl: agent.url }, { timeoutMs: 5000 });
     const trapping = (marker: string) => `#!/bin/sh
 sh -c 'trap "echo child >> ${marker}" USR1; while :; do sleep 0.1; done' &
 trap 'echo batch >> ${marker}; sleep 0.3; exit 0' USR1

@@ -48,6 +48,10 @@ describe('taras submit and friends without a controller', () => {
     const run = taras(['submit', 'c.sh', '--controller', DOWN]);
     assert.equal(run.code, 1);
     assert.match(run.stderr, /controller not reachable at http:\/\/127\.0\.0\.1:9/);
+    // The other address forms say where they looked too.
+    assert.match(taras(['submit', 'c.sh', '--controller', '127.0.0.1:9']).stderr, /controller not reachable at http:\/\/127\.0\.0\.1:9/);
+    assert.match(taras(['submit', 'c.sh', '--controller', `unix:${join(work, 'none.sock')}`]).stderr, new RegExp(`controller not reachable at unix:${join(work, 'none.sock')}`));
+    assert.match(taras(['submit', 'c.sh'], { TARAS_CONTROLLER: join(work, 'none.sock') }).stderr, /controller not reachable at unix:/);
     const status = taras(['status', '--controller', DOWN]);
     assert.equal(status.code, 1);
     assert.match(status.stdout, /down/i);
@@ -170,7 +174,7 @@ describe('taras queue | head', () => {
     assert.ok(parsed.ok);
     // No agent: every job waits, so the listing is long: about 1 MB, more than a pipe or socket buffer holds.
     const controller = await startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
-    const api = createApiClient({ baseUrl: controller.url }, { identity: { user: 'alice', uid: 1001 } });
+    const api = createApiClient({ socketPath: controller.socketPath }, {});
     try {
       const spec = {
         script: { path: join(work, 'x.sh'), text: '#!/bin/sh\n', args: [] }, nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 60,

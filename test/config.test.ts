@@ -63,6 +63,10 @@ describe('cluster.toml: valid files', () => {
       'max_pending_per_user = 500',
       'max_submit_rate = 0',
       'max_connections = 2000',
+      'admins = ["alice", "@wheel", "alice"]',
+      'allow_root_jobs = false',
+      'munge_socket = "/run/munge/other.socket"',
+      'jwt_key = "keys/jwt.key"',
       '',
       '[[nodes]]',
       'names = "node[01-02]"',
@@ -112,6 +116,10 @@ describe('cluster.toml: valid files', () => {
         { name: 'all', nodes: ['node01', 'node02', 'gpu1'], isDefault: false, maxTimeSeconds: 7200, maxNodes: null, priority: 1 },
       ],
       defaultPartition: 'debug',
+      admins: ['alice', '@wheel'],
+      allowRootJobs: false,
+      mungeSocket: '/run/munge/other.socket',
+      jwtKeyPath: '/etc/taras/state/keys/jwt.key',
     };
     assert.deepEqual(config, expected);
   });
@@ -136,6 +144,9 @@ describe('cluster.toml: valid files', () => {
       nodes: 4,
       partitions: [{ name: 'batch', nodes: ['node01', 'node02', 'node03', 'node04'], isDefault: true, maxTimeSeconds: null, maxNodes: null, priority: 1 }],
       defaultPartition: 'batch',
+      admins: [],
+      allowRootJobs: true,
+      jwtKeyPath: '/etc/taras/taras-data/jwt.key',
     });
   });
 
@@ -200,7 +211,7 @@ describe('cluster.toml: each mistake names file, line, key and fix', () => {
       { line: 6, key: 'nodes[0].RealMemory', message: 'unknown key "RealMemory" in this [[nodes]] table (did you mean "memory"?)' },
       { line: 8, key: 'partition', message: 'unknown key "partition" at the top level (did you mean "partitions"?)' },
     ]);
-    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_signal, warn_before_limit, kill_grace, max_pending_per_user, max_submit_rate, max_connections');
+    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_signal, warn_before_limit, kill_grace, max_pending_per_user, max_submit_rate, max_connections, admins, allow_root_jobs, munge_socket, jwt_key');
   });
 
   it('unknown key far from any known one gets no suggestion', () => {

@@ -16,7 +16,6 @@ import { isAlive, readStatus, type RunningStatus } from '../src/agent/jobdir.js'
 import { SeededRandom } from '../src/core/random.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, ControllerUnreachableError, createApiClient } from '../src/net/client.js';
-import { localIdentity } from '../src/net/identity.js';
 import { openStore } from '../src/store/store.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -168,7 +167,8 @@ describe('crash safety with real processes', () => {
     const MAX_PER_SUBMITTER = 3000; // bounds the store's size whatever the machine's speed
 
     const submitter = async (index: number) => {
-      const api = createApiClient({ baseUrl: url }, { identity: localIdentity(), timeoutMs: 5000 });
+      // Root through the controller's socket: the kernel vouches for the submitter.
+      const api = createApiClient({ socketPath: join(data, 'taras.sock') }, { timeoutMs: 5000 });
       try {
         for (let n = 0; !stormOver && n < MAX_PER_SUBMITTER; n++) {
           const tag = `storm-${index}-${n}`;

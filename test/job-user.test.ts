@@ -18,7 +18,6 @@ import { lookupUser, lookupUserById } from '../src/agent/users.js';
 import type { StartOrder } from '../src/controller/engine.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { createApiClient } from '../src/net/client.js';
-import { localIdentity } from '../src/net/identity.js';
 
 const NOBODY = 65534;
 const isRoot = process.getuid!() === 0;
@@ -64,6 +63,8 @@ describe('the agent decides who a job runs as', { skip: notRoot }, () => {
   it('as root: root\'s jobs as root, nobody\'s as nobody, an unknown user\'s not at all', () => {
     assert.deepEqual(credentialsFor('root'), { ok: true, value: null });
     assert.deepEqual(credentialsFor('nobody'), { ok: true, value: { uid: NOBODY, gid: NOBODY } });
+    assert.deepEqual(credentialsFor('nobody', NOBODY), { ok: true, value: { uid: NOBODY, gid: NOBODY } });
+    assert.match((credentialsFor('nobody', 4242) as { error: string }).error, /is uid \d+ on this node but uid 4242 where the job was submitted/);
     assert.deepEqual(credentialsFor('taras-no-such-user'), { ok: false, error: 'no user taras-no-such-user on this node: create it or submit as a user the nodes know' });
   });
 
@@ -86,7 +87,7 @@ describe('the agent decides who a job runs as', { skip: notRoot }, () => {
     const dataDir = join(root, 'agent-data');
     // No controller listens there: the agent keeps trying to register, which does not stop it from starting jobs.
     const agent = await startAgent({ controller: { baseUrl: 'http://127.0.0.1:9' }, nodes: ['node01'], dataDir, clusterKey: null, heartbeatMs: 60_000, log: () => undefined });
-    const client = createApiClient({ baseUrl: agent.url }, { identity: localIdentity(), timeoutMs: 5000 });
+    const client = createApiClient({ baseUrl: agent.url }, { timeoutMs: 5000 });
     try {
       const spec: JobSpec = {
         script: { path: join(workDir, 'job.sh'), text: '#!/bin/sh\nid -un\n', args: [] }, nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 60, name: 'who',

@@ -16,8 +16,8 @@ import { after, describe, it } from 'node:test';
 import { readClusterConfig } from '../src/config/load.js';
 import { startController, type RunningController } from '../src/controller/daemon.js';
 import type { JobSpec } from '../src/jobspec/types.js';
-import { ApiRequestError, createApiClient, type ApiClient } from '../src/net/client.js';
-import { identityHeaders } from '../src/net/identity.js';
+import { ApiRequestError, bearer, createApiClient, type ApiClient } from '../src/net/client.js';
+import { tokenFor } from './auth-helpers.js';
 import { createApiServer } from '../src/net/server.js';
 import type { JsonObject } from '../src/store/events.js';
 import { openStore } from '../src/store/store.js';
@@ -44,7 +44,10 @@ const spec: JobSpec = {
   name: 'x', workingDir: '/tmp', output: 'x-%j.out', export: { all: false, variables: [] }, requeue: false,
 };
 
-const as = (controller: RunningController, user: string, uid = 2000): ApiClient => createApiClient({ baseUrl: controller.url }, { identity: { user, uid } });
+// Callers prove who they are with tokens from the controller's key. Real users are needed (a token's
+// user must exist): daemon and bin stand for two ordinary users.
+const as = async (controller: RunningController, user: string): Promise<ApiClient> =>
+  createApiClient({ baseUrl: controller.url }, { credentials: bearer(await tokenFor(controller.engine().config, user)) });
 
 /** Each submission's outcome: the id, or the refusal's status and message. */
 async function submitAll(api: ApiClient, count: number): Promise<({ id: number } | { status: number; error: string; fix?: string })[]> {
@@ -57,56 +60,56 @@ async function submitAll(api: ApiClient, count: number): Promise<({ id: number }
 describe('per-user caps', () => {
   it('max_pending_per_user: a burst in one batch stops at the cap, 429 names the cap, the limit and the count; others and root are not held back', async () => {
     const controller = await controllerWith('max_pending_per_user = 3\nmax_submit_rate = 0');
-    const alice = as(controller, 'alice');
-    const bob = as(controller, 'bob');
-    const rootApi = as(controller, 'root', 0);
+    const daemon = await as(controller, 'daemon');
+    const bin = await as(controller, 'bin');
+    const rootApi = await as(controller, 'root');
     try {
       // Twenty at once land in one or two group-commit batches: the cap counts the batch.
-      const burst = await submitAll(alice, 20);
+      const burst = await submitAll(daemon, 20);
       const accepted = burst.filter((r) => 'id' in r);
       const refused = burst.filter((r) => 'status' in r) as { status: number; error: string; fix?: string }[];
       assert.equal(accepted.length, 3);
       assert.deepEqual([...new Set(refused.map((r) => r.status))], [429]);
-      assert.match(refused[0].error, /^user alice has 3 pending jobs, the most one user may have \(max_pending_per_user = 3, Slurm's MaxSubmitJobs/);
+      assert.match(refused[0].error, /^user daemon has 3 pending jobs, the most one user may have \(max_pending_per_user = 3, Slurm's MaxSubmitJobs/);
       assert.match(refused[0].fix ?? '', /cancel some/);
       // Nothing of the refused was stored.
-      const jobs = await alice.get<{ jobs: { user: string }[] }>('/jobs');
-      assert.equal(jobs.jobs.filter((j) => j.user === 'alice').length, 3);
-      assert.equal((await submitAll(bob, 2)).filter((r) => 'id' in r).length, 2);
+      const jobs = await daemon.get<{ jobs: { user: string }[] }>('/jobs');
+      assert.equal(jobs.jobs.filter((j) => j.user === 'daemon').length, 3);
+      assert.equal((await submitAll(bin, 2)).filter((r) => 'id' in r).length, 2);
       assert.equal((await submitAll(rootApi, 5)).filter((r) => 'id' in r).length, 5);
       // A cancelled pending job frees a place under the cap.
-      await alice.delete(`/jobs/${(accepted[0] as { id: number }).id}`);
-      assert.equal((await submitAll(alice, 2)).filter((r) => 'id' in r).length, 1);
+      await daemon.delete(`/jobs/${(accepted[0] as { id: number }).id}`);
+      assert.equal((await submitAll(daemon, 2)).filter((r) => 'id' in r).length, 1);
     } finally {
-      for (const api of [alice, bob, rootApi]) api.close();
+      for (const api of [daemon, bin, rootApi]) api.close();
       await controller.close();
     }
   });
 
   it('max_submit_rate: past the bucket a submission gets 429 with Retry-After; a second later one goes through', async () => {
     const controller = await controllerWith('max_pending_per_user = 0\nmax_submit_rate = 5');
-    const alice = as(controller, 'alice');
+    const daemon = await as(controller, 'daemon');
     try {
       const began = Date.now();
-      const burst = await submitAll(alice, 12);
+      const burst = await submitAll(daemon, 12);
       // The bucket holds 5 and refills at 5 a second while the burst is being answered.
       const refilled = Math.floor((5 * (Date.now() - began)) / 1000);
       const accepted = burst.filter((r) => 'id' in r).length;
       assert.ok(accepted >= 5 && accepted <= 5 + refilled, `${accepted} accepted of a burst of 12 at 5 per second in ${Date.now() - began} ms`);
       const refused = burst.find((r) => 'status' in r) as { status: number; error: string };
       assert.equal(refused.status, 429);
-      assert.match(refused.error, /^user alice submits faster than max_submit_rate = 5 jobs per second allows \(\d+ submitted in the last \d\.\d s\); nothing was stored$/);
+      assert.match(refused.error, /^user daemon submits faster than max_submit_rate = 5 jobs per second allows \(\d+ submitted in the last \d\.\d s\); nothing was stored$/);
       const raw = await fetch(`${controller.url}/jobs`, {
-        method: 'POST', body: JSON.stringify({ spec }), headers: { ...identityHeaders({ user: 'alice', uid: 2000 }), 'content-type': 'application/json' },
+        method: 'POST', body: JSON.stringify({ spec }), headers: { authorization: `Bearer ${await tokenFor(controller.engine().config, 'daemon')}`, 'content-type': 'application/json' },
       });
       assert.equal(raw.status, 429);
       assert.equal(raw.headers.get('retry-after'), '1');
       await new Promise((r) => setTimeout(r, 1100));
-      assert.equal((await submitAll(alice, 1)).filter((r) => 'id' in r).length, 1);
-      const stored = await alice.get<{ jobs: unknown[] }>('/jobs');
+      assert.equal((await submitAll(daemon, 1)).filter((r) => 'id' in r).length, 1);
+      const stored = await daemon.get<{ jobs: unknown[] }>('/jobs');
       assert.equal(stored.jobs.length, accepted + 1);
     } finally {
-      alice.close();
+      daemon.close();
       await controller.close();
     }
   });
@@ -116,7 +119,7 @@ describe('a cluster of 100,000 nodes', () => {
   it('starts and answers /status, /nodes and a submission (views are linear in the nodes)', async () => {
     const controller = await controllerWith('max_submit_rate = 0', 'n[000001-100000]',
       '[[partitions]]\nname = "batch"\nnodes = "ALL"\ndefault = true\n[[partitions]]\nname = "half"\nnodes = "n[000001-050000]"\n');
-    const api = as(controller, 'root', 0);
+    const api = await as(controller, 'root');
     try {
       const status = await api.get<{ nodes: Record<string, number> }>('/status');
       assert.deepEqual(status.nodes, { total: 100_000, idle: 0, allocated: 0, mixed: 0, down: 100_000, drained: 0 });
@@ -138,28 +141,28 @@ describe('a cluster of 100,000 nodes', () => {
 describe('GET /jobs pages', () => {
   it('pages of at most 1,000 by id with a next cursor; every job once; filters apply; a bad cursor is a 400', async () => {
     const controller = await controllerWith('max_submit_rate = 0\nmax_pending_per_user = 0');
-    const alice = as(controller, 'alice');
-    const bob = as(controller, 'bob');
+    const daemon = await as(controller, 'daemon');
+    const bin = await as(controller, 'bin');
     try {
-      for (let i = 0; i < 5; i++) await Promise.all(Array.from({ length: 500 }, (_, k) => ((i * 500 + k) % 5 === 0 ? bob : alice).post('/jobs', { spec })));
-      await alice.delete('/jobs/3'); // a finished job is listed too (kept for keep_finished)
-      const first = await alice.get<{ jobs: { id: number }[]; next: number | null }>('/jobs');
+      for (let i = 0; i < 5; i++) await Promise.all(Array.from({ length: 500 }, (_, k) => ((i * 500 + k) % 5 === 0 ? bin : daemon).post('/jobs', { spec })));
+      await daemon.delete('/jobs/3'); // a finished job is listed too (kept for keep_finished)
+      const first = await daemon.get<{ jobs: { id: number }[]; next: number | null }>('/jobs');
       assert.equal(first.jobs.length, 1000);
       assert.deepEqual([first.jobs[0].id, first.jobs[999].id, first.next], [1, 1000, 1000]);
       const ids: number[] = [];
       let pages = 0;
       for (let after: number | null = 0; after !== null; pages++) {
-        const page: { jobs: { id: number; state: string }[]; next: number | null } = await alice.get(`/jobs?after=${after}&limit=700`);
+        const page: { jobs: { id: number; state: string }[]; next: number | null } = await daemon.get(`/jobs?after=${after}&limit=700`);
         ids.push(...page.jobs.map((j) => j.id));
         after = page.next;
       }
       assert.equal(pages, 4);
       assert.deepEqual(ids, Array.from({ length: 2500 }, (_, i) => i + 1));
-      const bobs = await alice.get<{ jobs: { user: string }[]; next: number | null }>('/jobs?user=bob&limit=5000');
-      assert.deepEqual([bobs.jobs.length, bobs.next, bobs.jobs.every((j) => j.user === 'bob')], [500, null, true]);
-      const cancelled = await alice.get<{ jobs: { id: number }[] }>('/jobs?state=CANCELLED');
+      const bins = await daemon.get<{ jobs: { user: string }[]; next: number | null }>('/jobs?user=bin&limit=5000');
+      assert.deepEqual([bins.jobs.length, bins.next, bins.jobs.every((j) => j.user === 'bin')], [500, null, true]);
+      const cancelled = await daemon.get<{ jobs: { id: number }[] }>('/jobs?state=CANCELLED');
       assert.deepEqual(cancelled.jobs.map((j) => j.id), [3]);
-      await assert.rejects(alice.get('/jobs?after=x'), (e: unknown) => e instanceof ApiRequestError && e.status === 400 && /'after=x' is not a whole number/.test(e.error));
+      await assert.rejects(daemon.get('/jobs?after=x'), (e: unknown) => e instanceof ApiRequestError && e.status === 400 && /'after=x' is not a whole number/.test(e.error));
       // The CLI follows the cursor: `taras queue --json` lists all 2,500.
       // (Not spawnSync: the controller runs in this process and must answer meanwhile.)
       const run = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
@@ -173,8 +176,8 @@ describe('GET /jobs pages', () => {
       assert.equal(run.status, 0, run.stderr);
       assert.equal((JSON.parse(run.stdout) as unknown[]).length, 2500);
     } finally {
-      alice.close();
-      bob.close();
+      daemon.close();
+      bin.close();
       await controller.close();
     }
   });

@@ -23,8 +23,8 @@ import { startController } from '../src/controller/daemon.js';
 import { ControllerEngine, type AgentLink, type StartOrder } from '../src/controller/engine.js';
 import { taskLayout } from '../src/jobspec/cluster.js';
 import type { JobSpec } from '../src/jobspec/types.js';
-import { ApiRequestError, ControllerUnreachableError, createApiClient, type ApiClient } from '../src/net/client.js';
-import { identityHeaders, localIdentity } from '../src/net/identity.js';
+import { ApiRequestError, bearer, ControllerUnreachableError, createApiClient, type ApiClient } from '../src/net/client.js';
+import { tokenFor } from './auth-helpers.js';
 import { openStore } from '../src/store/store.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../src/store/schema.js';
 import Database from 'better-sqlite3';
@@ -79,18 +79,29 @@ async function inProcessController(name: string, toml = clusterToml(join(work, n
   assert.ok(parsed.ok);
   const lines: string[] = [];
   const controller = await startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: (line) => lines.push(line) });
-  const api = createApiClient({ baseUrl: controller.url }, { identity: { user: 'alice', uid: 1001 } });
+  const api = createApiClient({ socketPath: controller.socketPath }, {});
   return { controller, api, lines, close: async () => { api.close(); await controller.close(); } };
+}
+
+/** The controller's socket, from its anonymous GET /status: root's requests go there (the kernel vouches for the caller). */
+async function socketOf(url: string): Promise<string> {
+  return ((await (await fetch(`${url}/status`)).json()) as { socket: string }).socket;
+}
+
+/** An API client as this process's user (root) through the controller's socket. */
+async function rootClient(url: string, options: { timeoutMs?: number } = {}) {
+  return createApiClient({ socketPath: await socketOf(url) }, options);
 }
 
 /**
  * POSTs a body as it is (a JSON text, or a value to stringify): nesting 100,000
  * deep is parsed by the controller but cannot be stringified by our client.
  */
-function rawPost(url: string, path: string, body: unknown): Promise<ApiRequestError | { status: number }> {
+async function rawPost(url: string, path: string, body: unknown): Promise<ApiRequestError | { status: number }> {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
+  const socketPath = await socketOf(url);
   return new Promise((resolvePost, reject) => {
-    const req = request(`${url}${path}`, { method: 'POST', headers: { ...identityHeaders(localIdentity()), 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
+    const req = request({ socketPath, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
       let answer = '';
       res.on('data', (chunk: Buffer) => (answer += chunk.toString()));
       res.on('end', () => {
@@ -226,7 +237,7 @@ describe('the controller refuses bad requests before storing anything', () => {
       const { timeLimitSeconds: _limit, ...noLimit } = spec();
       assert.match((await refusal(api.post('/jobs', { spec: noLimit }))).error, /no time limit and partition batch has no default_time/);
       // Other routes: admin and agent bodies.
-      const root = createApiClient({ baseUrl: controller.url }, { identity: { user: 'root', uid: 0 } });
+      const root = createApiClient({ socketPath: controller.socketPath }, {});
       try {
         assert.match((await refusal(root.post('/admin/drain', { nodes: 'n1', reason: 'x' }))).error, /nodes: expected a list/);
         assert.match((await refusal(root.put('/admin/motd', { text: { a: 1 } }))).error, /text: expected a string/);
@@ -283,14 +294,14 @@ describe('the controller refuses bad requests before storing anything', () => {
   });
 
   it('a retried idempotency key answers the first job, also while the first is still being committed', async () => {
-    const { api, close } = await inProcessController('idempotent');
+    const { controller, api, close } = await inProcessController('idempotent');
     try {
       const body = { spec: spec({ name: 'once' }), idempotencyKey: 'key-0001-retry' };
       const together = await Promise.all([api.post<{ id: number }>('/jobs', body), api.post<{ id: number }>('/jobs', body)]);
       const later = await api.post<{ id: number }>('/jobs', body);
       assert.deepEqual([...together, later].map((a) => a.id), [1, 1, 1]);
-      // Keys are per user: bob's same key is his own job.
-      const bob = createApiClient({ baseUrl: api.address }, { identity: { user: 'bob', uid: 1002 } });
+      // Keys are per user: another user's (daemon's) same key is his own job.
+      const bob = createApiClient({ baseUrl: controller.url }, { credentials: bearer(await tokenFor(controller.engine().config, 'daemon')) });
       assert.equal((await bob.post<{ id: number }>('/jobs', body)).id, 2);
       bob.close();
       assert.equal((await api.get<ApiJobPage>('/jobs')).jobs.length, 2);
@@ -415,7 +426,7 @@ describe('with real controller processes', () => {
     const data = join(dir, 'data');
     const agent = await daemon(['agent', '--controller', controller.url, '--virtual', '2x8', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')],
       /registered 2 node/, dir);
-    const api = createApiClient({ baseUrl: controller.url }, { identity: localIdentity() });
+    const api = await rootClient(controller.url);
     try {
       const deadline = Date.now() + 10_000;
       let job = await api.get<ApiJob>(`/jobs/${id}`);
@@ -479,7 +490,7 @@ describe('with real controller processes', () => {
     for (const [round, delayMs] of delaysMs.entries()) {
       const key = `retry-round-${round}`;
       const body = { spec: spec({ name: key }), idempotencyKey: key };
-      const api = createApiClient({ baseUrl: controller.url }, { identity: localIdentity(), timeoutMs: 5000 });
+      const api = await rootClient(controller.url, { timeoutMs: 5000 });
       const first = api.post<{ id: number }>('/jobs', body).then((a) => a.id, (error: unknown) => {
         assert.ok(error instanceof ControllerUnreachableError, String(error));
         return null;
@@ -488,7 +499,7 @@ describe('with real controller processes', () => {
       await killHard(controller.child);
       const firstId = await first;
       controller = await controllerAt(dir, port);
-      const retry = createApiClient({ baseUrl: controller.url }, { identity: localIdentity() });
+      const retry = await rootClient(controller.url);
       const { id } = await retry.post<{ id: number }>('/jobs', body);
       if (firstId !== null) assert.equal(id, firstId, `round ${round}: the retry got another job`);
       const named = (await retry.get<ApiJobPage>('/jobs')).jobs.filter((job) => job.name === key);
@@ -542,7 +553,7 @@ describe('with real controller processes', () => {
     const controller = await controllerAt(dir);
     const agent = await daemon(['agent', '--controller', controller.url, '--virtual', '1x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')],
       /registered 1 node/, dir);
-    const api = createApiClient({ baseUrl: controller.url }, { identity: localIdentity() });
+    const api = await rootClient(controller.url);
     try {
       const ids: number[] = [];
       for (let n = 0; n < 8; n++) ids.push((await api.post<{ id: number }>('/jobs', { spec: spec({ name: `c${n}`, script: { path: join(dir, 'job.sh'), text: '#!/bin/sh\nsleep 30\n', args: [] } }) })).id);

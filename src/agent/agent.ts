@@ -15,7 +15,6 @@ import { join } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
 import { ApiRequestError, createApiClient, type ControllerTarget } from '../net/client.js';
 import { agentDestination, type ClusterKey } from '../net/hmac.js';
-import { localIdentity } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
 import { makeFolder, tightenMode } from '../net/private-files.js';
 import { createApiServer, RouteError } from '../net/server.js';
@@ -55,9 +54,13 @@ interface Report {
 const REPORTED = 'reported';
 
 /** The ids to run a job of `user` with: null for the agent's own user (root's jobs run as root); an error when they cannot be used. */
-export function credentialsFor(user: string): Result<{ uid: number; gid: number } | null> {
+export function credentialsFor(user: string, verifiedUid?: number): Result<{ uid: number; gid: number } | null> {
   const found = lookupUser(user);
   if (!found.ok) return found;
+  // The controller verified the submitter's uid; a node where that name is another uid would run the job as someone else.
+  if (verifiedUid !== undefined && found.value.uid !== verifiedUid) {
+    return { ok: false, error: `user ${user} is uid ${found.value.uid} on this node but uid ${verifiedUid} where the job was submitted: make the user's uid the same on every node` };
+  }
   const agentUid = process.getuid!();
   if (found.value.uid === agentUid) return { ok: true, value: null };
   if (agentUid !== 0) return { ok: false, error: `the agent runs as ${userInfo().username} and cannot start jobs for ${user}; run agents as root` };
@@ -101,7 +104,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // A supervisor is kept started ahead, so a job starts without waiting for Node to start.
   const launcher = new SupervisorLauncher(join(options.dataDir, 'standby-supervisors.log'));
   const netLog = lineLog(log);
-  const controller = createApiClient(options.controller, { identity: localIdentity(), clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
+  const controller = createApiClient(options.controller, { clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
   /** Job runs (JOBDIR jobs/ID.RUN) whose end is not yet acknowledged by the controller. */
   const watched = new Map<string, { jobId: number; run: number; dir: string }>();
   const runKey = (jobId: number, run: number) => `${jobId}.${run}`;
@@ -147,7 +150,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         handler: (ctx) => {
           const order = ctx.body as StartOrder & { spec: StartOrder['spec'] & { submitEnv?: Record<string, string>; submitDir?: string } };
           const dir = track(order.jobId, order.run);
-          const credentials = credentialsFor(order.user);
+          const credentials = credentialsFor(order.user, order.uid);
           if (!credentials.ok) {
             recordNotStarted(dir, order.jobId, credentials.error); // reported as the job's end, like any other
             log(`job ${order.jobId} not started: ${credentials.error}`);

@@ -121,7 +121,7 @@ export function queueRowOf(job: ApiJob): QueueRow {
     start: millis(job.startTime ?? (job.state === 'PENDING' ? job.plannedStart : null)), end: millis(job.predictedEnd),
     endTime: millis(job.endTime), name: job.name,
     cpus: job.ntasks * job.cpusPerTask, memoryMiB: job.memoryMiB, submit: Date.parse(job.submitTime), limitSeconds: job.timeLimitSeconds,
-    workingDir: job.workingDir,
+    workingDir: job.workingDir ?? undefined,
   };
 }
 

@@ -39,9 +39,10 @@ export interface ApiJob {
   predictedEnd: string | null;
   endTime: string | null;
   exitCode: number | null;
-  workingDir: string;
-  stdoutPath: string;
-  stderrPath: string;
+  /** null: private (shown to the job's owner and administrators only), as are the paths and event details. */
+  workingDir: string | null;
+  stdoutPath: string | null;
+  stderrPath: string | null;
   requeue: boolean;
 }
 
@@ -91,6 +92,10 @@ export interface ApiClusterStatus {
   nodes: { total: number; idle: number; allocated: number; mixed: number; down: number; drained: number };
   jobs: { pending: number; running: number };
   motd: string | null;
+  /** The controller's Unix socket: a local CLI that reached /status over TCP uses it instead (verified by the kernel). */
+  socket?: string;
+  /** The controller's uid: MUNGE credentials are restricted to it (munge --restrict-uid), so no other user can decode them first. */
+  uid?: number;
 }
 
 /** "When will it start?" (spwhen): the plan and why the job waits. */

@@ -1,11 +1,12 @@
 // `taras admin`: the operator's subcommands (drain, resume, motd,
-// reconfigure, shutdown), each one request to the controller's admin API.
+// reconfigure, shutdown, token), each one request to the controller's admin API.
 // Each says in words what it did (drain and resume show the nodes as `taras
 // nodes` does); --json prints the controller's answer instead.
 
 import type { Command } from 'commander';
 import type { ApiNode } from '../api/types.js';
 import { controllerOption, print, printJson, withClient } from './controller-client.js';
+import { fail } from './flags.js';
 
 const jsonOption = ['--json', 'print the controller\'s answer as JSON'] as const;
 
@@ -13,11 +14,13 @@ interface AdminFlags {
   controller?: string;
   json?: boolean;
   reason?: string;
+  user?: string;
+  lifespan?: string;
 }
 
 export function registerAdminCommands(program: Command): void {
-  const admin = program.command('admin').description('administration: drain, resume, motd, reconfigure, shutdown')
-    .addHelpText('after', '\nExamples:\n  taras admin drain node[03-04] --reason "disk swap"\n  taras admin resume node[03-04]\n  taras admin motd "maintenance Friday 18:00"\n  taras admin reconfigure\n  taras admin shutdown\n');
+  const admin = program.command('admin').description('administration: drain, resume, motd, reconfigure, shutdown, token')
+    .addHelpText('after', '\nExamples:\n  taras admin drain node[03-04] --reason "disk swap"\n  taras admin resume node[03-04]\n  taras admin motd "maintenance Friday 18:00"\n  taras admin reconfigure\n  taras admin shutdown\n  taras admin token --lifespan 2h\n');
 
   /** drain and resume: one request, then the nodes as they are now. */
   const nodesCall = (resume: boolean) => async (nodes: string[], flags: AdminFlags) => {
@@ -57,6 +60,41 @@ export function registerAdminCommands(program: Command): void {
         const status = await api.post<{ policy: string; nodes: { total: number } }>('/admin/reconfigure', {});
         if (flags.json) return printJson(status);
         print(`Reconfigured: policy ${status.policy}, ${status.nodes.total} nodes.`);
+      });
+    });
+  admin.command('token').option('--user <name>', 'whom the token is for (default: you; another user: administrators only)')
+    .option('--lifespan <time>', 'how long it is valid: 30m, 2h, 7d (default 30m, as scontrol token)')
+    .option(...controllerOption).option(...jsonOption)
+    .description('a bearer token (JWT) for the controller\'s TCP API: for scripts and other machines without MUNGE')
+    .addHelpText('after', `
+The token proves who you are to the controller over TCP. Keep it secret: anyone holding it acts as its user until it expires.
+Use it with the taras CLI (export TARAS_TOKEN, or save it in ~/.config/taras/token) or any HTTP client (Authorization: Bearer TOKEN).
+
+Examples:
+  taras admin token                                  a token for yourself, valid 30 minutes
+  export TARAS_TOKEN=$(taras admin token --lifespan 2h --quiet)
+  taras admin token --lifespan 7d > ~/.config/taras/token && chmod 600 ~/.config/taras/token
+  taras admin token --user alice --lifespan 2h       administrators only
+  curl -H "Authorization: Bearer $TARAS_TOKEN" http://127.0.0.1:6817/jobs
+`)
+    .option('--quiet', 'print only the token')
+    .action(async (flags: AdminFlags & { quiet?: boolean }) => {
+      let lifespanSeconds: number | undefined;
+      if (flags.lifespan !== undefined) {
+        const { parseDuration, hasExplicitUnit } = await import('../config/units.js');
+        const parsed = parseDuration(flags.lifespan);
+        if (!hasExplicitUnit(flags.lifespan) || !parsed.ok || parsed.value === null || parsed.value < 1) {
+          fail(`error: --lifespan ${JSON.stringify(flags.lifespan)} is not a duration with a unit: write 30m, 2h, 7d or 1h30m`);
+        }
+        lifespanSeconds = parsed.value;
+      }
+      await withClient(flags.controller, async (api) => {
+        const answer = await api.post<{ user: string; token: string; expires: string }>('/admin/token', { user: flags.user, lifespanSeconds });
+        if (flags.json) return printJson(answer);
+        if (flags.quiet) return print(answer.token);
+        print(`${answer.token}\n`);
+        process.stderr.write(`Token for ${answer.user}, valid until ${answer.expires}. Use it with\n  export TARAS_TOKEN=<the token above>\n`
+          + `or save it (chmod 600) in ~/.config/taras/token; HTTP clients send Authorization: Bearer <token>.\n`);
       });
     });
   admin.command('shutdown').option(...controllerOption).option(...jsonOption)

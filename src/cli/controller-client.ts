@@ -1,27 +1,124 @@
 // What every command that talks to the controller shares: where the
-// controller is, an API client whose errors become one line and an exit
-// code, output helpers, job-id parsing and the --controller option. Only
-// type imports and ./flags.js at the top, so loading this costs nothing;
-// the network modules load when a command runs.
+// controller is and how to prove who we are, an API client whose errors
+// become one line and an exit code, output helpers, job-id parsing and the
+// --controller option. Only type imports, node:fs/os/path and ./flags.js at
+// the top, so loading this costs nothing; the network modules load when a
+// command runs (and MUNGE's only when it is used; no JWT code: a token is a
+// header).
+//
+// How the CLI authenticates, by itself: the local Unix socket when it can
+// reach one (the kernel tells the controller who we are), else MUNGE when
+// munged's socket is there, else a token from TARAS_TOKEN or
+// ~/.config/taras/token (`taras admin token` makes one).
 
-import type { ApiClient } from '../net/client.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { ApiClient, ControllerTarget, Credentials } from '../net/client.js';
 import { fail } from './flags.js';
 
 export const DEFAULT_CONTROLLER = 'http://127.0.0.1:6817';
 export const DEFAULT_DATA_DIR = 'taras-data';
 
-export const controllerOption = ['--controller <address>', `controller URL or socket path (default $TARAS_CONTROLLER or ${DEFAULT_CONTROLLER})`] as const;
+export const controllerOption = ['--controller <address>',
+  `controller: http://host:port, host:port or unix:/path (default $TARAS_CONTROLLER, else ./${DEFAULT_DATA_DIR}/taras.sock if present, else ${DEFAULT_CONTROLLER})`] as const;
 
-/** The controller's address: --controller, else $TARAS_CONTROLLER, else the local default. */
+/** munged's socket on Debian; TARAS_MUNGE_SOCKET names another. */
+const MUNGE_SOCKET = '/run/munge/munge.socket.2';
+
+/** The controller's address as given: --controller, else $TARAS_CONTROLLER, else the local default. */
 export function controllerAddress(flag: string | undefined): string {
   return flag ?? process.env.TARAS_CONTROLLER ?? DEFAULT_CONTROLLER;
 }
 
+/** `http://host:port`, `host:port`, `unix:/path`, or a bare socket path (anything with a slash). */
+export function parseAddress(address: string): ControllerTarget {
+  if (address.startsWith('unix:')) return { socketPath: address.slice('unix:'.length) };
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(address)) return { baseUrl: address };
+  if (/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(address)) return { baseUrl: `http://${address}` };
+  if (address.includes('/') || address.endsWith('.sock')) return { socketPath: address };
+  fail(`error: cannot tell what kind of controller address "${address}" is: give http://host:port, host:port or unix:/path/to/taras.sock`);
+}
+
+/** A saved or given token: TARAS_TOKEN, else the token file (first line). */
+function savedToken(): string | undefined {
+  const fromEnv = process.env.TARAS_TOKEN?.trim();
+  if (fromEnv) return fromEnv;
+  const file = join(process.env.XDG_CONFIG_HOME || join(homedir(), '.config'), 'taras', 'token');
+  try {
+    return readFileSync(file, 'utf8').trim().split('\n')[0] || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The controller's uid, which a MUNGE credential is restricted to: TARAS_CONTROLLER_UID, else what its GET /status says. */
+async function controllerUid(target: ControllerTarget): Promise<number> {
+  const given = process.env.TARAS_CONTROLLER_UID;
+  if (given !== undefined && /^\d+$/.test(given)) return Number(given);
+  const { createApiClient } = await import('../net/client.js');
+  const probe = createApiClient(target, { timeoutMs: 5_000 });
+  try {
+    const { uid } = await probe.get<{ uid?: number }>('/status');
+    if (typeof uid !== 'number') throw new Error('the controller does not say its uid (GET /status): set TARAS_CONTROLLER_UID to the uid it runs as');
+    return uid;
+  } finally {
+    probe.close();
+  }
+}
+
+/** How to prove who we are over TCP: MUNGE when munged is there (falling back to a token if it fails), else a token; undefined: nothing (the controller's 401 says how). */
+function tcpCredentials(target: ControllerTarget): Credentials | undefined {
+  const token = savedToken();
+  const bearer: Credentials | undefined = token === undefined ? undefined : () => ({ authorization: `Bearer ${token}` });
+  const mungeSocket = process.env.TARAS_MUNGE_SOCKET || MUNGE_SOCKET;
+  if (!existsSync(mungeSocket)) return bearer;
+  let restrictUid: Promise<number> | undefined;
+  return async (method, path, body) => {
+    try {
+      const { mungeEncode, requestPayload, MUNGE_HEADER } = await import('../net/munge.js');
+      restrictUid ??= controllerUid(target);
+      return { [MUNGE_HEADER]: await mungeEncode(requestPayload(method, path, body), { socket: mungeSocket, restrictUid: await restrictUid }) };
+    } catch (error) {
+      if (bearer !== undefined) return bearer(method, path, body);
+      throw error;
+    }
+  };
+}
+
+const isLoopback = (url: string): boolean => /^http:\/\/(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:|\/|$)/.test(url);
+
+/**
+ * Where to connect and with what. A socket needs nothing. A loopback TCP
+ * address is first asked (GET /status, which anyone may read) for its
+ * socket, used if this process can reach it; else MUNGE or a token.
+ */
+async function connection(flag: string | undefined): Promise<{ target: ControllerTarget; credentials?: Credentials }> {
+  const given = flag ?? process.env.TARAS_CONTROLLER;
+  if (given === undefined) {
+    const local = resolve(DEFAULT_DATA_DIR, 'taras.sock');
+    if (existsSync(local)) return { target: { socketPath: local } };
+  }
+  const target = parseAddress(given ?? DEFAULT_CONTROLLER);
+  if ('socketPath' in target) return { target };
+  if (isLoopback(target.baseUrl)) {
+    const { createApiClient } = await import('../net/client.js');
+    const probe = createApiClient(target, { timeoutMs: 5_000 });
+    try {
+      const { socket } = await probe.get<{ socket?: string }>('/status');
+      if (typeof socket === 'string' && existsSync(socket)) return { target: { socketPath: socket } };
+    } catch {
+      // Unreachable or not a Taras controller: the real request reports it.
+    } finally {
+      probe.close();
+    }
+  }
+  return { target, credentials: tcpCredentials(target) };
+}
+
 export async function client(flag: string | undefined): Promise<ApiClient> {
-  const [{ createApiClient }, { localIdentity }] = await Promise.all([import('../net/client.js'), import('../net/identity.js')]);
-  const address = controllerAddress(flag);
-  const target = address.startsWith('http') ? { baseUrl: address } : { socketPath: address };
-  return createApiClient(target, { identity: localIdentity() });
+  const [{ createApiClient }, { target, credentials }] = await Promise.all([import('../net/client.js'), connection(flag)]);
+  return createApiClient(target, { credentials });
 }
 
 /** Runs a client command: API errors become one line and exit 1 (2 for a refused request). */

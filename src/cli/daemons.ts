@@ -4,7 +4,7 @@
 
 import type { Command } from 'commander';
 import { fail } from './flags.js';
-import { controllerAddress, controllerOption, DEFAULT_DATA_DIR, print } from './controller-client.js';
+import { controllerAddress, controllerOption, DEFAULT_DATA_DIR, parseAddress, print } from './controller-client.js';
 
 export function registerDaemonCommands(program: Command): void {
   program
@@ -101,7 +101,7 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
       const address = controllerAddress(flags.controller);
       const { startAgent } = await import('../agent/agent.js');
       const agent = await startAgent({
-        controller: address.startsWith('http') ? { baseUrl: address } : { socketPath: address },
+        controller: parseAddress(address),
         nodes, dataDir: flags.data, clusterKey: key, log: (line) => console.error(`${new Date().toISOString()} agent: ${line}`),
       });
       const stop = () => void agent.close().then(() => process.exit(0));

@@ -113,7 +113,7 @@ export function registerJobCommands(program: Command): void {
       const built = jobspec.buildJobSpec(merged, { scriptText, submitDir: process.cwd() });
       if (!built.ok) fail(built.errors.map((e) => `error: ${jobspec.formatError(e)}`).join('\n'));
       if (ask) {
-        const [{ localIdentity }, summary] = await Promise.all([import('../net/identity.js'), import('../jobspec/summary.js')]);
+        const [{ localIdentity }, summary] = await Promise.all([import('../net/local-user.js'), import('../jobspec/summary.js')]);
         print(summary.renderSummary(built.value.spec, { origins: built.value.origins, user: localIdentity().user }));
         for (;;) {
           const choice = summary.parseCommitAnswer(await ask(summary.COMMIT_PROMPT));

@@ -84,6 +84,14 @@ export interface ClusterConfig {
   readonly partitions: readonly PartitionSpec[];
   /** Name of the partition with isDefault. */
   readonly defaultPartition: string;
+  /** Administrators besides root: user names and "@group" (src/controller/authz.ts). */
+  readonly admins: readonly string[];
+  /** Whether root may submit jobs (Slurm runs them; a site may refuse). */
+  readonly allowRootJobs: boolean;
+  /** munged's socket for verifying MUNGE credentials; undefined: munge's default. */
+  readonly mungeSocket?: string;
+  /** Absolute; the HS256 key of bearer tokens, created (0600) on first start. */
+  readonly jwtKeyPath: string;
 }
 
 export type ClusterConfigResult =
@@ -106,6 +114,7 @@ export const CLUSTER_DEFAULTS = {
   maxPendingPerUser: 10_000,
   maxSubmitRate: 100,
   maxConnections: 0,
+  jwtKey: 'jwt.key',
 } as const;
 
 /** Linux limits a Unix socket path to 108 bytes with the terminating NUL. */
@@ -115,7 +124,7 @@ const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions'] };
 
 const CLUSTER_KEYS = {
   known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
-    'max_pending_per_user', 'max_submit_rate', 'max_connections'],
+    'max_pending_per_user', 'max_submit_rate', 'max_connections', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key'],
   aliases: {
     clustername: 'name',
     schedulertype: 'policy',
@@ -128,6 +137,7 @@ const CLUSTER_KEYS = {
     killwait: 'kill_grace',
     maxsubmitjobs: 'max_pending_per_user',
     maxsubmitjobsperuser: 'max_pending_per_user',
+    authaltparameters: 'jwt_key',
   },
 };
 
@@ -176,6 +186,7 @@ function readSettings(reader: TableReader, file: string): Settings {
       'use a shorter data_dir, or an absolute socket path such as "/tmp/taras.sock"',
     );
   }
+  const mungeSocket = reader.string('munge_socket', { example: '"/run/munge/munge.socket.2"', ...nonEmpty });
   const timer = (key: string, example: string, min: number, fallback: number): number =>
     reader.duration(key, { example, minutesIfBare: false, unlimited: false, min }) ?? fallback;
   const warnBeforeLimitSeconds = timer('warn_before_limit', '"60s"', 0, CLUSTER_DEFAULTS.warnBeforeLimitSeconds);
@@ -194,8 +205,16 @@ function readSettings(reader: TableReader, file: string): Settings {
     maxPendingPerUser: reader.integer('max_pending_per_user', { example: '10000', min: 0 }) ?? CLUSTER_DEFAULTS.maxPendingPerUser,
     maxSubmitRate: reader.integer('max_submit_rate', { example: '100', min: 0 }) ?? CLUSTER_DEFAULTS.maxSubmitRate,
     maxConnections: reader.integer('max_connections', { example: '512', min: 0, max: 1_000_000 }) ?? CLUSTER_DEFAULTS.maxConnections,
+    admins: reader.stringArray('admins', { example: '["alice", "@wheel"]', pattern: ADMIN_PATTERN, patternHint: ADMIN_HINT }) ?? [],
+    allowRootJobs: reader.boolean('allow_root_jobs') ?? true,
+    ...(mungeSocket === undefined ? {} : { mungeSocket: resolve(dirname(file), mungeSocket) }),
+    jwtKeyPath: resolve(dataDir, reader.string('jwt_key', { example: '"jwt.key"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.jwtKey),
   };
 }
+
+/** A user name or "@group" (POSIX portable names, as useradd accepts them). */
+const ADMIN_PATTERN = /^@?[A-Za-z0-9_][A-Za-z0-9_.-]*\$?$/;
+const ADMIN_HINT = 'each entry is a user name ("alice") or a group as "@wheel"';
 
 /** warn_signal = "[B:]SIG[@TIME]" as sbatch's --signal; TIME defaults to warn_before_limit. */
 function readWarnSignal(reader: TableReader, defaultSeconds: number): WarnSignal | null {
@@ -259,5 +278,8 @@ export function defaultClusterConfig(dataDir: string, shape: { count: number; cp
     nodes: names.map((name) => ({ name, cpus: shape.cpus, memoryMiB: 16 * 1024, features: [] })),
     partitions: [{ name: 'batch', nodes: names, isDefault: true, maxTimeSeconds: null, maxNodes: null, priority: 1 }],
     defaultPartition: 'batch',
+    admins: [],
+    allowRootJobs: true,
+    jwtKeyPath: resolve(absoluteDataDir, CLUSTER_DEFAULTS.jwtKey),
   };
 }

@@ -16,7 +16,7 @@ import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
 import { createApiClient, type ApiClient } from '../net/client.js';
 import { agentDestination, type ClusterKey } from '../net/hmac.js';
-import { localIdentity } from '../net/identity.js';
+import { createAuthenticator, HOW_TO_AUTHENTICATE, issueToken, loadOrCreateJwtKey, MAX_TOKEN_SECONDS, type Caller } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
 import { makeFolder, setMode } from '../net/private-files.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
@@ -25,6 +25,7 @@ import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../
 import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder, type Submission } from './engine.js';
 import { LimitRefused, SubmitLimits } from './limits.js';
 import { lockDataDir } from './lock.js';
+import { isAdmin, mayActOn, publicJob } from './authz.js';
 import { apiJob, apiJobWithEvents, apiNodes, apiQueue, apiStatus, apiWhen } from './views.js';
 
 export interface ControllerOptions {
@@ -83,7 +84,7 @@ class HttpAgents implements AgentLink {
     const known = this.clients.get(url);
     if (known?.destination === destination) return known.client;
     known?.client.close(); // the agent at this address restarted: a new boot id
-    const client = createApiClient({ baseUrl: url }, { identity: localIdentity(), clusterKey: this.clusterKey ?? undefined, destination });
+    const client = createApiClient({ baseUrl: url }, { clusterKey: this.clusterKey ?? undefined, destination });
     this.clients.set(url, { client, destination });
     return client;
   }
@@ -126,10 +127,20 @@ const pageOf = (ctx: RequestContext): { after: number; limit: number } => {
   return { after: number('after', 0, 0), limit: Math.min(MAX_PAGE_JOBS, number('limit', MAX_PAGE_JOBS, 1)) };
 };
 
-const userOf = (ctx: RequestContext): string => {
-  if (!ctx.caller) throw new RouteError(401, 'the request does not say who sends it', 'use the taras CLI, which sends the x-taras-user header');
-  return ctx.caller.user;
+/** The verified caller; 401 for an anonymous request. */
+const callerOf = (ctx: RequestContext): Caller => {
+  if (!ctx.caller) throw new RouteError(401, `no verified identity: ${ctx.method} ${ctx.path} needs to know who you are`, HOW_TO_AUTHENTICATE);
+  return ctx.caller;
 };
+
+/** The verified caller's user name (401 for an anonymous request). */
+export const userOf = (ctx: RequestContext): string => callerOf(ctx).user;
+
+/** Routes an anonymous caller may use: the controller's status (the CLI finds the socket through it). Agents sign with the cluster key. */
+const openToAnonymous = (route: Route): boolean => (route.method === 'GET' && route.path === '/status') || route.path.startsWith('/agent/');
+
+/** Default lifespan of `taras admin token` (scontrol token's default). */
+const DEFAULT_TOKEN_SECONDS = 1800;
 
 /**
  * The data folder and the database as no other user may read them (every
@@ -165,6 +176,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     lock.release();
     throw error;
   }
+  const jwtKey = loadOrCreateJwtKey(config.jwtKeyPath);
   // A disk that refuses a sync stops the controller: nothing it holds in memory may be acknowledged any more.
   const durable = () => store.durable().catch((error: unknown) => {
     if (store.isOpen) { // not a controller that is shutting down
@@ -292,6 +304,18 @@ export async function startController(options: ControllerOptions): Promise<Runni
     if (!record) throw new RouteError(404, `no job ${id}`, 'list jobs with `taras queue`');
     return record;
   };
+  /** Root, or in cluster.toml's `admins` (by name or "@group"). */
+  const admin = (caller: Caller): boolean => isAdmin(caller, config.admins);
+  const requireAdmin = (ctx: RequestContext, what: string): Caller => {
+    const caller = callerOf(ctx);
+    if (!admin(caller)) {
+      throw new RouteError(403, `only administrators may ${what}; you are ${caller.user}`, 'ask an administrator (root, or one listed in `admins` in cluster.toml)');
+    }
+    return caller;
+  };
+  /** A job as this caller may see it: whole for its owner and administrators, without private details for others. */
+  const shownTo = (caller: Caller, isAdminCaller: boolean) => <T extends ApiJob>(job: T): T =>
+    (mayActOn(caller, isAdminCaller, job.user) ? job : publicJob(job));
   const refused = (error: unknown): never => {
     if (error instanceof SubmitRefused) throw new RouteError(400, error.message, 'change the request (see `taras submit --help`)');
     if (error instanceof LimitRefused) {
@@ -305,9 +329,13 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'POST', path: '/jobs',
       handler: async (ctx) => {
-        const user = userOf(ctx);
+        const caller = callerOf(ctx);
         const body = bodyOf(SubmitBodySchema, ctx, '{"spec": {...}} as `taras submit` does (fields in src/api/schema.ts)');
-        const id = await submitOne({ user, spec: body.spec as JobSpec, idempotencyKey: body.idempotencyKey }).catch(refused);
+        if (caller.uid === 0 && !config.allowRootJobs) {
+          throw new RouteError(403, 'this cluster does not run jobs as root (allow_root_jobs = false in cluster.toml)', 'submit as an ordinary user');
+        }
+        // The submitter is the verified caller, always: a spec cannot name another user.
+        const id = await submitOne({ user: caller.user, uid: caller.uid, spec: body.spec as JobSpec, idempotencyKey: body.idempotencyKey }).catch(refused);
         return { status: 201, body: { id } };
       },
     },
@@ -316,9 +344,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
       // holds the event loop for a page at a time, not for the whole listing.
       method: 'GET', path: '/jobs',
       handler: (ctx) => {
+        const caller = callerOf(ctx);
+        const shown = shownTo(caller, admin(caller));
         const { after, limit } = pageOf(ctx);
         const { records, next } = visiblePage(listFilter(ctx), after, limit);
-        const page: ApiJobPage = { jobs: records.map((record): ApiJob => apiJob(engine, record)), next };
+        const page: ApiJobPage = { jobs: records.map((record): ApiJob => shown(apiJob(engine, record))), next };
         return { status: 200, body: page };
       },
     },
@@ -326,21 +356,30 @@ export async function startController(options: ControllerOptions): Promise<Runni
       // `taras queue`: the status and the jobs in queue order, as compact rows (src/api/queue.ts).
       method: 'GET', path: '/queue',
       handler: (ctx) => {
+        const caller = callerOf(ctx);
         const status = apiStatus(engine, Date.now(), motd());
+        const long = ctx.query.get('long') === '1';
+        // --long shows working directories: only the caller's own, unless an administrator asks.
+        const viewer = !long ? '' : admin(caller) ? '*' : caller.user;
         // Listing 50,000 jobs costs tens of milliseconds; while nothing it shows has changed (no job
         // record, no planned start; finished jobs leave it by the minute), the last answer is reused.
-        const key = `${ctx.query.toString()} ${engine.listingVersion()} ${Math.floor(Date.now() / 60_000)}`;
+        const key = `${ctx.query.toString()} ${engine.listingVersion()} ${Math.floor(Date.now() / 60_000)} ${viewer}`;
         if (queueCache?.engine !== engine || queueCache.key !== key) {
-          queueCache = { engine, key, queue: apiQueue(engine, visibleRecords(listFilter(ctx)), ctx.query.get('long') === '1', status) };
+          queueCache = { engine, key, queue: apiQueue(engine, visibleRecords(listFilter(ctx)), long, status, viewer === '*' ? undefined : viewer) };
         }
         return { status: 200, body: { ...queueCache.queue, status } };
       },
     },
     { method: 'GET', path: '/jobs/:id', handler: (ctx) => {
+      const caller = callerOf(ctx);
       const record = findJob(parseId(ctx));
-      return { status: 200, body: apiJobWithEvents(engine, record, store.events(record.id)) };
+      return { status: 200, body: shownTo(caller, admin(caller))(apiJobWithEvents(engine, record, store.events(record.id))) };
     } },
-    { method: 'GET', path: '/jobs/:id/when', handler: (ctx) => ({ status: 200, body: apiWhen(engine, findJob(parseId(ctx))) }) },
+    { method: 'GET', path: '/jobs/:id/when', handler: (ctx) => {
+      const caller = callerOf(ctx);
+      const when = apiWhen(engine, findJob(parseId(ctx)));
+      return { status: 200, body: { ...when, job: shownTo(caller, admin(caller))(when.job) } };
+    } },
     {
       method: 'DELETE', path: '/jobs/:id',
       handler: (ctx) => {
@@ -348,7 +387,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
         findJob(id);
         let record;
         try {
-          record = engine.cancel(id, userOf(ctx));
+          const caller = callerOf(ctx);
+          record = engine.cancel(id, caller.user, admin(caller));
         } catch (error) {
           if (error instanceof SubmitRefused) throw new RouteError(403, error.message);
           throw error;
@@ -361,20 +401,21 @@ export async function startController(options: ControllerOptions): Promise<Runni
       // A set of jobs in one request (`taras cancel 1 2 3`, `taras cancel --all`): pending ones never start.
       method: 'POST', path: '/jobs/cancel',
       handler: (ctx) => {
-        const caller = userOf(ctx);
+        const caller = callerOf(ctx);
         const body = bodyOf(CancelBodySchema, ctx, '{"ids": [12, 13]} or {"all": true}');
-        const ids = body.ids !== undefined ? body.ids.map(jobId) : engine.activeJobsOf(body.user ?? caller);
-        const results = engine.cancelMany(ids, caller);
+        // Another user's jobs are refused one by one in the answer, unless the caller is an administrator.
+        const ids = body.ids !== undefined ? body.ids.map(jobId) : engine.activeJobsOf(body.user ?? caller.user);
+        const results = engine.cancelMany(ids, caller.user, admin(caller));
         kick();
         return { status: 200, body: { jobs: results } };
       },
     },
     { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: apiNodes(engine) }) },
-    { method: 'GET', path: '/status', handler: () => ({ status: 200, body: apiStatus(engine, Date.now(), motd()) }) },
+    { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { ...apiStatus(engine, Date.now(), motd()), socket: config.socketPath, uid: process.getuid?.() } }) },
     {
       method: 'POST', path: '/admin/drain',
       handler: (ctx) => {
-        if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may drain or resume nodes');
+        requireAdmin(ctx, 'drain or resume nodes');
         const { nodes, reason, resume } = bodyOf(DrainBodySchema, ctx, '{"nodes": ["node01"], "reason": "text"} (or "resume": true)');
         if (!resume && !reason) throw new RouteError(400, 'a drain needs a reason', 'add --reason TEXT');
         try {
@@ -390,7 +431,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'PUT', path: '/admin/motd',
       handler: (ctx) => {
-        if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may set the message of the day');
+        requireAdmin(ctx, 'set the message of the day');
         const text = bodyOf(MotdBodySchema, ctx, '{"text": "message"}').text ?? '';
         if (text === '') store.deleteSetting('motd');
         else store.setSetting('motd', text);
@@ -400,7 +441,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'POST', path: '/admin/reconfigure',
       handler: async (ctx) => {
-        if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may reconfigure the controller');
+        requireAdmin(ctx, 'reconfigure the controller');
         bodyOf(EmptyBodySchema, ctx, 'an empty body or {}');
         if (!options.configPath) {
           throw new RouteError(409, 'this controller runs on embedded defaults: there is no file to reload', 'start it with `taras controller --config cluster.toml`');
@@ -431,10 +472,35 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'POST', path: '/admin/shutdown',
       handler: (ctx) => {
-        if (userOf(ctx) !== 'root') throw new RouteError(403, 'only root may shut the controller down');
+        requireAdmin(ctx, 'shut the controller down');
         bodyOf(EmptyBodySchema, ctx, 'an empty body or {}');
         setTimeout(() => void closing?.(), 50);
         return { status: 202, body: { shutdown: true } };
+      },
+    },
+    {
+      // `taras admin token` (scontrol token): a bearer token for TCP clients; for yourself, or for anyone if you are an administrator.
+      method: 'POST', path: '/admin/token',
+      handler: async (ctx) => {
+        const caller = callerOf(ctx);
+        const { user, lifespanSeconds } = (ctx.body ?? {}) as { user?: unknown; lifespanSeconds?: unknown };
+        if (user !== undefined && (typeof user !== 'string' || user === '')) throw new RouteError(400, '"user" must be a user name', 'send {"user": "alice"} or leave it out for yourself');
+        const lifespan = lifespanSeconds ?? DEFAULT_TOKEN_SECONDS;
+        if (typeof lifespan !== 'number' || !Number.isSafeInteger(lifespan) || lifespan < 1 || lifespan > MAX_TOKEN_SECONDS) {
+          throw new RouteError(400, `"lifespanSeconds" must be a whole number of seconds from 1 to ${MAX_TOKEN_SECONDS}`, 'give --lifespan as 30m, 2h or 7d');
+        }
+        const subject = user ?? caller.user;
+        if (subject !== caller.user && !admin(caller)) {
+          throw new RouteError(403, `only administrators may issue tokens for other users; you are ${caller.user}`, 'leave out --user to get a token for yourself');
+        }
+        const { nativeAddon } = await import('../net/native.js');
+        const account = nativeAddon().userByName(subject);
+        if (account === null) throw new RouteError(400, `no user ${subject} on the controller's machine`, 'name an existing user');
+        // A token acts as its user: an administrator who is not root must not be able to become root with one.
+        if (account.uid === 0 && caller.uid !== 0) throw new RouteError(403, `only root may issue a token for ${subject} (uid 0)`, 'ask root');
+        const { token, expiresMs } = await issueToken(jwtKey, subject, lifespan, Date.now());
+        log(`token issued to ${caller.user} for ${subject}, valid until ${new Date(expiresMs).toISOString()}`);
+        return { status: 200, body: { user: subject, token, expires: new Date(expiresMs).toISOString() } };
       },
     },
     {
@@ -483,7 +549,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
 
   // A change is answered only once it is on the disk (one fdatasync serves every change made before it began).
   const commitsNothing = new Set(['/agent/heartbeat']);
-  const durableRoutes = routes.map((route): Route => route.method === 'GET' || commitsNothing.has(route.path) ? route : {
+  // Nothing about a job is served anonymously: every route but /status (and the agents', signed) needs a verified caller.
+  const guarded = routes.map((route): Route => openToAnonymous(route) ? route : {
+    ...route,
+    handler: (ctx) => {
+      callerOf(ctx);
+      return route.handler(ctx);
+    },
+  });
+  const durableRoutes = guarded.map((route): Route => route.method === 'GET' || commitsNothing.has(route.path) || route.path === '/admin/token' ? route : {
     ...route,
     handler: async (ctx) => {
       const result = await route.handler(ctx);
@@ -495,6 +569,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     routes: durableRoutes,
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? (route) => route.path.startsWith('/agent/') : undefined,
+    authenticator: createAuthenticator({ jwtKey, mungeSocket: config.mungeSocket }),
     log: netLog,
     maxConnections: config.maxConnections,
   });

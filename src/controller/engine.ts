@@ -16,12 +16,24 @@ import type { ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JsonObject } from '../store/events.js';
 import type { Store } from '../store/store.js';
 
+/** Key of the verified submitter's uid in a stored request. */
+const SUBMIT_UID = 'submitUid';
+
+/** The spec as stored: with the verified uid, and never a uid the body itself carried. */
+function withSubmitUid(spec: JobSpec, uid: number | undefined): JsonObject {
+  const { [SUBMIT_UID]: claimed, ...clean } = spec as unknown as JsonObject;
+  void claimed;
+  return uid === undefined ? clean : { ...clean, [SUBMIT_UID]: uid };
+}
+
 /** What an agent needs to start a job: the batch script runs on the first node. */
 export interface StartOrder {
   readonly jobId: JobId;
   /** Which run of the job this is (0, then +1 per requeue): reports carry it back, so an old run's report cannot end a new one. */
   readonly run: number;
   readonly user: string;
+  /** The submitter's uid as the controller verified it (absent for jobs stored before it was kept): an agent whose passwd says otherwise refuses the job. */
+  readonly uid?: number;
   readonly name: string;
   readonly nodes: readonly string[];
   readonly cpusOnNode: number;
@@ -70,6 +82,8 @@ export type StrandedJobs = 'fail' | 'refuse';
 /** A submission as the daemon hands it over: `idempotencyKey` makes a retry answer the first job. */
 export interface Submission {
   readonly user: string;
+  /** The verified caller's uid: kept with the job, so an agent can refuse a user whose uid differs on its node. */
+  readonly uid?: number;
   readonly spec: JobSpec;
   readonly idempotencyKey?: string;
 }
@@ -377,9 +391,10 @@ export class ControllerEngine {
     });
     const nowMs = this.clockMs();
     const records = this.store.submitRecords(
-      admitted.map(({ submission: { user, idempotencyKey }, spec }) => ({
+      admitted.map(({ submission: { user, uid, idempotencyKey }, spec }) => ({
         user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
-        script: spec.script.text, request: spec as unknown as JsonObject, idempotencyKey,
+        // The verified uid rides in the stored request (no schema change); only the start order reads it.
+        script: spec.script.text, request: withSubmitUid(spec, uid), idempotencyKey,
       })),
       nowMs,
     );
@@ -427,7 +442,7 @@ export class ControllerEngine {
       // --mem 0 (all of each node's memory): the agent limits the job to what was reserved for it on each node.
       const spec = stored.memoryMiB === 0 && job.resources ? { ...stored, memoryMiB: job.resources.memoryMiBPerNode } : stored;
       const order: StartOrder = {
-        jobId: job.id, run: record.requeueCount, user: record.user, name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
+        jobId: job.id, run: record.requeueCount, user: record.user, uid: (spec as { [SUBMIT_UID]?: number })[SUBMIT_UID], name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
         warnSignal: spec.signal ?? this.config.warnSignal, killGraceSeconds: this.config.killGraceSeconds,
       };
       this.startsInFlight.add(job.id);
@@ -484,11 +499,11 @@ export class ControllerEngine {
     this.dirty = true;
   }
 
-  /** Cancels the user's job: a pending one ends at once, a running one is signalled. */
-  cancel(id: JobId, user: string): JobRecord {
+  /** Cancels a job of `user` (any job when `admin`: root or a configured administrator): a pending one ends at once, a running one is signalled. */
+  cancel(id: JobId, user: string, admin = user === 'root'): JobRecord {
     const record = this.active.get(id) ?? this.store.job(id);
     if (!record) throw new SubmitRefused([`no job ${id}`]);
-    if (record.user !== user && user !== 'root') throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or root can cancel it`]);
+    if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can cancel it`]);
     if (record.state === 'PENDING') {
       const ended = this.store.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason: `cancelled by ${user}` }, this.clockMs());
       this.scheduler.cancel(id);
@@ -511,14 +526,14 @@ export class ControllerEngine {
    * ones are being signalled. Each job has its own outcome (a job that is not
    * the caller's, or does not exist, does not stop the others).
    */
-  cancelMany(ids: readonly JobId[], user: string): ApiCancelResult[] {
+  cancelMany(ids: readonly JobId[], user: string, admin = user === 'root'): ApiCancelResult[] {
     const isPending = (id: JobId) => this.active.get(id)?.state === 'PENDING';
     const ordered = [...new Set(ids)].sort((a, b) => Number(isPending(b)) - Number(isPending(a)));
     const results = new Map<JobId, ApiCancelResult>();
     for (const id of ordered) {
       const before = this.active.get(id) ?? this.store.job(id);
       try {
-        const after = this.cancel(id, user);
+        const after = this.cancel(id, user, admin);
         results.set(id, cancelOutcome(id, before?.state, after.state));
       } catch (error) {
         if (!(error instanceof SubmitRefused)) throw error;

@@ -53,8 +53,10 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
  * planned start, finished by end; ties by id), packed straight into the
  * run-length encoded columns of ApiQueue. Sorts an index by precomputed keys
  * and reads each record once: 50,000 jobs take tens of milliseconds.
+ * With `onlyDirsOf`, working directories (--long) are shown for that user's
+ * jobs only (a user who is not an administrator); others get ''.
  */
-export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus): ApiQueue {
+export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus, onlyDirsOf?: string): ApiQueue {
   const n = records.length;
   const starts = new Array<number | null>(n);
   const order = queueOrderOf(records, (record, i) => {
@@ -75,7 +77,8 @@ export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[]
       start, start !== null && limitSeconds !== null && record.endTimeMs === null ? start + limitSeconds : null, toOffset(record.endTimeMs, base), record.name,
     );
     if (long) {
-      packer.addLong((spec.ntasks ?? spec.nodes.min) * spec.cpusPerTask, spec.memoryMiB ?? null, Math.floor(record.submitTimeMs / 1000) - base, limitSeconds, spec.workingDir);
+      packer.addLong((spec.ntasks ?? spec.nodes.min) * spec.cpusPerTask, spec.memoryMiB ?? null, Math.floor(record.submitTimeMs / 1000) - base, limitSeconds,
+        onlyDirsOf === undefined || record.user === onlyDirsOf ? spec.workingDir : '');
     }
   }
   return packer.finish();

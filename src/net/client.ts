@@ -1,19 +1,29 @@
 // The controller's API as the CLI and agents call it: JSON over node:http with
 // keep-alive, on TCP or the local Unix socket, each request carrying the
-// caller's identity and, when a cluster key is given, its signature. Errors
+// caller's credentials (none on the socket: the kernel vouches; a token or a
+// MUNGE credential on TCP) and, when a cluster key is given, its signature. Errors
 // come back as values with a fix. On `taras submit`'s start-up path: import
 // only node built-ins and small modules here.
 
 import { Agent, request, type IncomingMessage } from 'node:http';
 import { CONTROLLER_DESTINATION, REFUSED_HEADER } from './headers.js';
 import type { ClusterKey, RefusalCode } from './hmac.js';
-import { identityHeaders, type Identity } from './identity.js';
 import type { NetLog } from './log.js';
 
 export type ControllerTarget = { baseUrl: string } | { socketPath: string };
 
+/** Headers proving who sends a request: fixed (a bearer token) or made per request (MUNGE binds its credential to the request). */
+export type Credentials = (method: string, pathWithQuery: string, body: Uint8Array) => Record<string, string> | Promise<Record<string, string>>;
+
+/** A bearer token as credentials. */
+export const bearer = (token: string): Credentials => {
+  const headers = { authorization: `Bearer ${token}` };
+  return () => headers;
+};
+
 export interface ApiClientOptions {
-  identity: Identity;
+  /** Absent: none (the Unix socket, or agents, who sign with the cluster key). */
+  credentials?: Credentials;
   /** Sign every request (agents; the CLI where the controller requires it). */
   clusterKey?: ClusterKey;
   /** Per request; default 30 s. */
@@ -115,7 +125,6 @@ export function createApiClient(target: ControllerTarget, options: ApiClientOpti
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const clock = options.clock ?? Date.now;
   const destination = options.destination ?? CONTROLLER_DESTINATION;
-  const fixedHeaders = identityHeaders(options.identity);
   let connection: { socketPath: string } | { host: string; port: number };
   let basePath = '';
   let address: string;
@@ -136,7 +145,11 @@ export function createApiClient(target: ControllerTarget, options: ApiClientOpti
   async function send<T>(method: string, path: string, body: unknown, retried: boolean): Promise<T> {
     const fullPath = basePath + path;
     const payload = body === undefined ? Buffer.alloc(0) : Buffer.from(JSON.stringify(body), 'utf8');
-    const headers: Record<string, string | number> = { ...fixedHeaders, accept: 'application/json' };
+    const headers: Record<string, string | number> = { accept: 'application/json' };
+    if (options.credentials !== undefined) {
+      const proof = options.credentials(method, fullPath, payload);
+      Object.assign(headers, proof instanceof Promise ? await proof : proof);
+    }
     if (body !== undefined) {
       headers['content-type'] = 'application/json';
       headers['content-length'] = payload.length;

@@ -1,65 +1,232 @@
-// Who is calling: the one place that says so, on both ends. Today the client
-// asserts the local Unix user in two headers and the server believes it; when
-// verified credentials arrive (a later issue) only this module changes.
+// Who is calling: the one place that says so. The server never believes what a
+// request says about its sender; it verifies, per transport:
+// - Unix socket: the kernel's word. SO_PEERCRED (native addon) gives the
+//   connected process's uid and gid, read once per connection (keep-alive
+//   reuses it); the name comes from the passwd database. A uid with no passwd
+//   entry is refused: a job could not run as it anyway.
+// - TCP, `Authorization: Bearer <JWT>`: HS256 with the controller's key file,
+//   claims `sun` (user name), `iat`, `exp`, as slurmrestd. A verified token is
+//   remembered by its exact header text until it expires, so checking one
+//   costs a Map lookup after the first request.
+// - TCP, `x-taras-munge`: a MUNGE credential whose payload is the hash of the
+//   request (./munge.js), verified by unmunge.
+// - Anything else (claims in x-taras-user headers included) is anonymous:
+//   the caller is null, and the controller decides what an anonymous caller
+//   may see (GET /status only).
+// Agents are not users: they sign with the cluster key (hmac.ts).
 //
-// How far the server can trust the assertion:
-// - Unix socket: the caller is a process on this machine that may open the
-//   socket file (its mode and folder decide who). Node cannot read the peer's
-//   uid (SO_PEERCRED) without a native addon, so a local user could still
-//   claim another's name: trust it for accounting and display, and for
-//   permissions only on single-user or trusted machines.
-// - TCP: advisory only. Anyone who can reach the port can claim any user.
-//   Agents are authenticated by the cluster key, not by this.
+// The client side is local-user.ts (who runs the CLI, for display only).
+// jose loads on the first token, so a controller without tokens never pays for it.
 
-import { userInfo } from 'node:os';
+import { closeSync, fstatSync, openSync, readFileSync, writeSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Identity } from './local-user.js';
+import { nativeAddon } from './native.js';
 
-export const USER_HEADER = 'x-taras-user';
-export const UID_HEADER = 'x-taras-uid';
-
-export interface Identity {
-  readonly user: string;
-  readonly uid: number;
-}
+export { localIdentity, type Identity } from './local-user.js';
 
 export type Transport = 'unix' | 'tcp';
 
-/** The caller as the server sees it, with how much the claim is worth. */
+/** A verified caller: whose word it is decides `via`. */
 export interface Caller extends Identity {
-  /** `local-socket`: asserted by a local process; `advisory`: asserted over the network, unchecked. */
-  readonly trust: 'local-socket' | 'advisory';
+  readonly gid: number;
+  /** socket: SO_PEERCRED; munge: a MUNGE credential; token: a JWT signed with the controller's key. */
+  readonly via: 'socket' | 'munge' | 'token';
 }
 
-let cached: Identity | undefined;
-
-/** The user running this process (the CLI's caller). */
-export function localIdentity(): Identity {
-  if (cached === undefined) {
-    const info = userInfo();
-    cached = { user: info.username, uid: info.uid };
-  }
-  return cached;
+/** Why presented credentials were refused, and what to do. */
+export interface IdentityRefusal {
+  readonly ok: false;
+  readonly reason: string;
+  readonly fix: string;
 }
 
-/** Header values are ASCII; a user name outside it is percent-encoded. */
-export function identityHeaders(identity: Identity): Record<string, string> {
-  return { [USER_HEADER]: encodeURIComponent(identity.user), [UID_HEADER]: String(identity.uid) };
-}
+/** ok with caller null: the request presented no credentials at all (anonymous). */
+export type Identified = { readonly ok: true; readonly caller: Caller | null } | IdentityRefusal;
 
-const MAX_USER_CHARS = 256;
+/** What the 401 for an anonymous request says: every way to be somebody. */
+export const HOW_TO_AUTHENTICATE = 'run taras on the controller\'s machine (it uses the local socket), use MUNGE (munged running, same key as the controller), '
+  + 'or get a token with `taras admin token` and set TARAS_TOKEN (or save it in ~/.config/taras/token; HTTP clients send Authorization: Bearer TOKEN)';
 
-/** The caller a request claims to be, or null when it claims nothing usable (a handler decides whether that is allowed). */
-export function callerFromHeaders(headers: Readonly<Record<string, string | string[] | undefined>>, transport: Transport): Caller | null {
-  const userHeader = headers[USER_HEADER];
-  const uidHeader = headers[UID_HEADER];
-  if (typeof userHeader !== 'string' || typeof uidHeader !== 'string') return null;
-  let user: string;
+// ---------------------------------------------------------------- the key
+
+const KEY_BYTES = 32;
+
+/**
+ * The HS256 key of bearer tokens: read from `path`, or created there (random,
+ * 0600, never replaced) on first start. A key file others can read would let
+ * them sign tokens for anyone: refused.
+ */
+export function loadOrCreateJwtKey(path: string): Uint8Array {
+  let fd: number;
   try {
-    user = decodeURIComponent(userHeader);
-  } catch {
-    return null;
+    fd = openSync(path, 'wx', 0o600);
+    try {
+      writeSync(fd, Buffer.from(globalThis.crypto.getRandomValues(new Uint8Array(KEY_BYTES))).toString('base64') + '\n');
+    } finally {
+      closeSync(fd);
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+      throw new Error(`cannot create the token key ${path}: ${(error as Error).message}; check that the data directory is writable by the controller's user`);
+    }
   }
-  // uid -1 is what os.userInfo reports on Windows
-  const uid = /^-?\d{1,10}$/.test(uidHeader) ? Number(uidHeader) : NaN;
-  if (user === '' || user.length > MAX_USER_CHARS || !Number.isSafeInteger(uid)) return null;
-  return { user, uid, trust: transport === 'unix' ? 'local-socket' : 'advisory' };
+  fd = openSync(path, 'r');
+  try {
+    const stat = fstatSync(fd);
+    if ((stat.mode & 0o077) !== 0) {
+      throw new Error(`the token key ${path} is readable by others (mode ${(stat.mode & 0o777).toString(8)}): anyone who reads it can sign tokens for any user; run \`chmod 600 ${path}\``);
+    }
+    const key = Buffer.from(readFileSync(fd, 'utf8').trim(), 'base64');
+    if (key.length < KEY_BYTES) throw new Error(`the token key ${path} holds ${key.length} bytes, fewer than ${KEY_BYTES}; remove it and restart the controller to make a new one (tokens issued before stop working)`);
+    return key;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// ---------------------------------------------------------------- tokens
+
+type Jose = typeof import('jose');
+let jose: Promise<Jose> | undefined;
+const loadJose = (): Promise<Jose> => (jose ??= import('jose'));
+
+/** Longest lifespan a token may ask for (a year): beyond it, a key rotation is the only way to revoke. */
+export const MAX_TOKEN_SECONDS = 365 * 24 * 3600;
+
+/** Signs a token for `user` (slurmrestd's claims: sun, iat, exp). */
+export async function issueToken(key: Uint8Array, user: string, lifespanSeconds: number, nowMs: number): Promise<{ token: string; expiresMs: number }> {
+  const { SignJWT } = await loadJose();
+  const iat = Math.floor(nowMs / 1000);
+  const exp = iat + lifespanSeconds;
+  const token = await new SignJWT({ sun: user }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuedAt(iat).setExpirationTime(exp).sign(key);
+  return { token, expiresMs: exp * 1000 };
+}
+
+const refuse = (reason: string, fix: string): IdentityRefusal => ({ ok: false, reason, fix });
+const NEW_TOKEN = 'get a new one with `taras admin token` (on the controller\'s machine) and set TARAS_TOKEN';
+
+function joseRefusal(error: unknown): IdentityRefusal {
+  const code = (error as { code?: string }).code;
+  switch (code) {
+    case 'ERR_JWT_EXPIRED':
+      return refuse('the bearer token has expired', NEW_TOKEN);
+    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED':
+      return refuse('the bearer token\'s signature does not match this controller\'s key (altered, or issued by another controller)', NEW_TOKEN);
+    case 'ERR_JOSE_ALG_NOT_ALLOWED':
+    case 'ERR_JOSE_NOT_SUPPORTED':
+      return refuse('the bearer token is not signed with HS256', NEW_TOKEN);
+    case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
+      return refuse(`the bearer token's claims are not valid: ${(error as Error).message}`, NEW_TOKEN);
+    default:
+      return refuse(`the bearer token is not a valid JWT${code ? ` (${code})` : ''}`, NEW_TOKEN);
+  }
+}
+
+// ---------------------------------------------------------------- the server's side
+
+/** munge.ts's MUNGE_HEADER, named here too so checking for it does not load munge.ts. */
+const MUNGE_HEADER = 'x-taras-munge';
+
+export interface AuthenticatorOptions {
+  /** HS256 key of bearer tokens; without it, every token is refused. */
+  jwtKey?: Uint8Array;
+  /** munged's socket, for unmunge; default munge's own. */
+  mungeSocket?: string;
+  /** Milliseconds since the epoch; tests pass a fixed clock. */
+  clock?: () => number;
+}
+
+export interface Authenticator {
+  /** The verified caller of a request whose body has been read. Synchronous where nothing is checked for the first time. */
+  identify(req: IncomingMessage, transport: Transport, target: string, body: Uint8Array): Identified | Promise<Identified>;
+}
+
+/** Verified tokens kept at most; past it the cache starts over (a flood of distinct valid tokens costs verifications, not memory). */
+const TOKEN_CACHE_LIMIT = 10_000;
+
+export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
+  const clock = options.clock ?? Date.now;
+  /** Per connection: the kernel's answer does not change while it stays open. */
+  const bySocket = new WeakMap<Socket, Identified>();
+  const tokens = new Map<string, { caller: Caller; expiresMs: number }>();
+
+  /** A user name for a uid, from the passwd database (NSS). */
+  const callerOfUid = (uid: number, gid: number, via: Caller['via']): Identified => {
+    const entry = nativeAddon().userById(uid);
+    if (entry === null) return refuse(`uid ${uid} has no passwd entry on the controller's machine`, 'add the user to the passwd database (or NSS) of the controller\'s machine');
+    return { ok: true, caller: { user: entry.name, uid, gid, via } };
+  };
+
+  function socketCaller(socket: Socket): Identified {
+    let known = bySocket.get(socket);
+    if (known === undefined) {
+      const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+      if (typeof fd !== 'number' || fd < 0) {
+        known = refuse('cannot read the credentials of this socket connection', 'connect again');
+      } else {
+        const peer = nativeAddon().peerCred(fd);
+        known = callerOfUid(peer.uid, peer.gid, 'socket');
+      }
+      bySocket.set(socket, known);
+    }
+    return known;
+  }
+
+  /** Verifies `token` and remembers the caller under `header` (the whole Authorization value, so a hit needs no parsing). */
+  async function verifyToken(token: string, header: string): Promise<Identified> {
+    const key = options.jwtKey;
+    if (key === undefined) return refuse('this controller does not accept bearer tokens (no token key)', 'use the local socket or MUNGE');
+    const { jwtVerify } = await loadJose();
+    let payload: Record<string, unknown>;
+    try {
+      ({ payload } = await jwtVerify(token, key, { algorithms: ['HS256'], requiredClaims: ['sun', 'iat', 'exp'], currentDate: new Date(clock()) }));
+    } catch (error) {
+      return joseRefusal(error);
+    }
+    const { sun, exp } = payload;
+    if (typeof sun !== 'string' || sun === '') return refuse('the bearer token names no user (claim "sun")', NEW_TOKEN);
+    const entry = nativeAddon().userByName(sun);
+    if (entry === null) return refuse(`the bearer token's user ${sun} has no account on the controller's machine`, 'ask an administrator for a token of an existing user');
+    const caller: Caller = { user: entry.name, uid: entry.uid, gid: entry.gid, via: 'token' };
+    if (tokens.size >= TOKEN_CACHE_LIMIT) tokens.clear();
+    tokens.set(header, { caller, expiresMs: (exp as number) * 1000 });
+    return { ok: true, caller };
+  }
+
+  async function verifyMunge(credential: string, method: string, target: string, body: Uint8Array): Promise<Identified> {
+    const { mungeVerify, requestPayload } = await import('./munge.js');
+    let verdict: Awaited<ReturnType<typeof mungeVerify>>;
+    try {
+      verdict = await mungeVerify(credential, requestPayload(method, target, body), { socket: options.mungeSocket });
+    } catch (error) {
+      // unmunge missing or failing to start: the credential is not verified, so it is refused (never taken as anonymous).
+      const fix = (error as { fix?: string }).fix ?? 'install MUNGE (Debian package munge) on the controller machine, or use a token';
+      return refuse(`MUNGE credential could not be checked: ${(error as Error).message}`, fix);
+    }
+    if (!verdict.ok) return refuse(`MUNGE credential refused: ${verdict.reason}`, verdict.fix);
+    return callerOfUid(verdict.uid, verdict.gid, 'munge');
+  }
+
+  return {
+    identify(req, transport, target, body) {
+      // The kernel's word beats anything the request says; other credentials on the socket are ignored.
+      if (transport === 'unix') return socketCaller(req.socket);
+      const authorization = req.headers.authorization;
+      if (authorization !== undefined) {
+        const hit = tokens.get(authorization);
+        if (hit !== undefined) {
+          if (hit.expiresMs > clock()) return { ok: true, caller: hit.caller };
+          tokens.delete(authorization);
+        }
+        const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+        if (match === null) return refuse('the Authorization header is not "Bearer TOKEN"', 'send Authorization: Bearer followed by a token from `taras admin token`');
+        return verifyToken(match[1], authorization);
+      }
+      const munge = req.headers[MUNGE_HEADER];
+      if (typeof munge === 'string') return verifyMunge(munge, req.method ?? 'GET', target, body);
+      return { ok: true, caller: null };
+    },
+  };
 }

@@ -1,5 +1,6 @@
 // The controller's HTTP transport on node:http: JSON in and out, route tables
-// with `:params`, the cluster-key check, the caller's identity, and errors as
+// with `:params`, the cluster-key check, the caller's verified identity (an
+// Authenticator from identity.ts), and errors as
 // `{error, fix}` (ApiError) whatever goes wrong. It knows nothing about jobs:
 // the controller hands it routes. One handler serves TCP (loopback by
 // default) and a Unix socket at once.
@@ -10,7 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { ApiError } from '../api/types.js';
 import { carriesSignature, CONTROLLER_DESTINATION, missingSignature, NonceCache, REFUSED_HEADER, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
-import { callerFromHeaders, type Caller, type Transport } from './identity.js';
+import type { Authenticator, Caller, Identified, Transport } from './identity.js';
 import { ConnectionGuard } from './guard.js';
 import { claimSocketPath, ListenError } from './listen.js';
 import type { NetLog } from './log.js';
@@ -27,7 +28,7 @@ export interface RequestContext {
   readonly query: URLSearchParams;
   /** The parsed JSON body; undefined when the request had none. */
   readonly body: unknown;
-  /** Who the request says it comes from (see identity.ts for how far to trust it); null if it says nothing. */
+  /** The verified caller (identity.ts: the socket's peer, a token or a MUNGE credential); null: anonymous. */
   readonly caller: Caller | null;
   readonly transport: Transport;
   /** `127.0.0.1:53422` or `unix:/run/taras.sock`, for logs. */
@@ -61,6 +62,8 @@ export interface ApiServerOptions {
   /** When given, signed requests are verified and routes for which `requireKeyFor` is true (default: all) need a valid signature. */
   clusterKey?: ClusterKey;
   requireKeyFor?: (route: Route) => boolean;
+  /** Verifies who sends each request; without it every caller is null (agents' servers: only the cluster key counts). */
+  authenticator?: Authenticator;
   log: NetLog;
   /** Largest request body accepted; larger ones get 413. Default 1 MiB. */
   maxBodyBytes?: number;
@@ -108,6 +111,8 @@ const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
 const KEEP_ALIVE_TIMEOUT_MS = 30_000;
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
+
+const ANONYMOUS: Identified = { ok: true, caller: null };
 
 const JSON_FIX = 'send a JSON document with content-type application/json';
 
@@ -214,8 +219,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
   const guard = new ConnectionGuard(log, { maxConnections: options.maxConnections, maxPendingBodyBytes: options.maxPendingBodyBytes });
 
   function refuseSignature(req: IncomingMessage, res: ServerResponse, remote: string, refusal: Refusal): void {
-    const claimed = callerFromHeaders(req.headers, 'tcp');
-    log.warn(`refused ${req.method} ${req.url} from ${remote}${claimed ? ` (claims user ${claimed.user})` : ''}: ${refusal.reason}`);
+    log.warn(`refused ${req.method} ${req.url} from ${remote}: ${refusal.reason}`);
     send(res, 401, errorBody(`cluster key check failed: ${refusal.reason}`, refusal.fix), { [REFUSED_HEADER]: refusal.code });
   }
 
@@ -265,6 +269,17 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       signed = true;
     }
 
+    let identified: Identified = ANONYMOUS;
+    if (options.authenticator !== undefined) {
+      const verdict = options.authenticator.identify(req, transport, target, read.bytes);
+      identified = verdict instanceof Promise ? await verdict : verdict;
+    }
+    if (!identified.ok) {
+      log.warn(`refused ${method} ${target} from ${remote}: ${identified.reason}`);
+      send(res, 401, errorBody(identified.reason, identified.fix));
+      return;
+    }
+
     let body: unknown;
     if (read.bytes.length > 0) {
       try {
@@ -281,7 +296,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       params,
       query: new URLSearchParams(queryAt < 0 ? '' : target.slice(queryAt + 1)),
       body,
-      caller: callerFromHeaders(req.headers, transport),
+      caller: identified.caller,
       transport,
       remoteAddress: remote,
       signed,

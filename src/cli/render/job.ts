@@ -56,10 +56,12 @@ export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: strin
     rows.push(['Ended', `${at(job.endTime)}${ran}`]);
   }
   if (job.exitCode !== null) rows.push(['Exit code', String(job.exitCode)]);
+  // null: another user's job; its paths are for its owner and administrators.
+  const path = (value: string | null) => (value === null ? '(private)' : printable(value));
   rows.push(
-    ['Working dir', printable(job.workingDir)],
-    ['Output', printable(job.stdoutPath)],
-    ['Error', job.stderrPath === job.stdoutPath ? '(with the output)' : printable(job.stderrPath)],
+    ['Working dir', path(job.workingDir)],
+    ['Output', path(job.stdoutPath)],
+    ['Error', job.stderrPath === job.stdoutPath && job.stderrPath !== null ? '(with the output)' : path(job.stderrPath)],
     ['Requeue', job.requeue ? 'yes, if its node fails' : 'no'],
   );
   const lines = [`Job ${job.id}`, ...keyValueLines(rows).map((line) => `  ${line}`), ''];

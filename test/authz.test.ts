@@ -1,0 +1,157 @@
+// Who may do what (src/controller/authz.ts), with real Unix users running
+// the real `taras` CLI through the controller's socket: a user affects only
+// their own jobs and sees only their own jobs' private details; an
+// administrator listed through a group ("@group" in `admins`) may act on any;
+// root's submissions can be refused (`allow_root_jobs = false`).
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import type { ApiJob, ApiJobWithEvents } from '../src/api/types.js';
+import { readClusterConfig } from '../src/config/load.js';
+import { startController, type RunningController } from '../src/controller/daemon.js';
+import { ApiRequestError, createApiClient } from '../src/net/client.js';
+import { runAs } from './auth-helpers.js';
+import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const work = mkdtempSync(join(tmpdir(), 'taras-authz-'));
+chmodSync(work, 0o711);
+const group = `ttg${randomBytes(4).toString('hex')}`;
+after(() => {
+  rmSync(work, { recursive: true, force: true });
+  removeTestUsers();
+  spawnSync('/usr/sbin/groupdel', [group]);
+});
+
+const clusterToml = (allowRootJobs: boolean) => `[cluster]
+name = "authz"
+data_dir = "data"
+admins = ["@${group}"]
+allow_root_jobs = ${allowRootJobs}
+[[nodes]]
+names = "n[1-2]"
+cpus = 2
+memory = "1G"
+[[partitions]]
+name = "batch"
+nodes = "ALL"
+`;
+
+describe('authorisation with real users and the CLI', { skip: notRootReason }, () => {
+  let controller: RunningController;
+  let file: string;
+  let alice: TestUser;
+  let bob: TestUser;
+  let carol: TestUser;
+  let aliceJob: number;
+
+  /** `taras ARGS` as `user`, through the controller's socket, from their home. */
+  const taras = (user: TestUser, ...args: string[]) => runAs(user, [join(root, 'bin/taras.js'), ...args, '--controller', `unix:${controller.socketPath}`]);
+
+  before(async () => {
+    alice = createTestUser('alice');
+    bob = createTestUser('bob');
+    carol = createTestUser('carol');
+    // carol is an administrator through a supplementary group only.
+    assert.equal(spawnSync('/usr/sbin/groupadd', [group]).status, 0);
+    assert.equal(spawnSync('/usr/sbin/usermod', ['-aG', group, carol.name]).status, 0);
+    file = join(work, 'cluster.toml');
+    writeFileSync(file, clusterToml(true));
+    const parsed = await readClusterConfig(file);
+    assert.ok(parsed.ok);
+    // No agent: the nodes are down and every job stays PENDING, which is all these checks need.
+    controller = await startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
+    chmodSync(parsed.config.dataDir, 0o711);
+    writeFileSync(join(alice.home, 'secret-job.sh'), '#!/bin/sh\n#TARAS --time 5\necho private\n');
+    spawnSync('chown', [alice.name, join(alice.home, 'secret-job.sh')]);
+    const submitted = await taras(alice, 'submit', 'secret-job.sh', '--json');
+    assert.equal(submitted.status, 0, submitted.stderr);
+    aliceJob = JSON.parse(submitted.stdout).id;
+  });
+
+  after(async () => {
+    await controller?.close();
+  });
+
+  it('the job belongs to the verified submitter', () => {
+    assert.equal(controller.engine().active.get(aliceJob as never)?.user, alice.name);
+  });
+
+  it('another user sees the job in the queue but not its private details; its owner sees them', async () => {
+    const asBob = await taras(bob, 'show', String(aliceJob), '--json');
+    assert.equal(asBob.status, 0, asBob.stderr);
+    const seen = JSON.parse(asBob.stdout) as ApiJobWithEvents;
+    assert.deepEqual([seen.user, seen.state, seen.workingDir, seen.stdoutPath, seen.stderrPath], [alice.name, 'PENDING', null, null, null]);
+    assert.ok(seen.events.length > 0 && seen.events.every((event) => Object.keys(event.detail).length === 0), 'event details are private');
+    const shown = await taras(bob, 'show', String(aliceJob));
+    assert.match(shown.stdout, /Working dir:\s+\(private\)/);
+    assert.doesNotMatch(shown.stdout, new RegExp(alice.home));
+
+    const listed = JSON.parse((await taras(bob, 'queue', '--json')).stdout) as ApiJob[];
+    const row = listed.find((job) => job.id === aliceJob);
+    assert.deepEqual([row?.user, row?.workingDir], [alice.name, null]);
+    const long = await taras(bob, 'queue', '--long');
+    assert.match(long.stdout, new RegExp(alice.name.slice(0, 8)));
+    assert.doesNotMatch(long.stdout, new RegExp(alice.home));
+
+    const mine = JSON.parse((await taras(alice, 'show', String(aliceJob), '--json')).stdout) as ApiJobWithEvents;
+    assert.equal(mine.workingDir, alice.home);
+    assert.equal(mine.stdoutPath, `${alice.home}/taras-${aliceJob}.out`);
+  });
+
+  it('another user cannot cancel the job, drain, set the motd, reconfigure, shut down or get a token for the owner', async () => {
+    const cancel = await taras(bob, 'cancel', String(aliceJob));
+    assert.equal(cancel.status, 1);
+    assert.match(cancel.stderr, new RegExp(`job ${aliceJob} belongs to ${alice.name}; only they or an administrator can cancel it`));
+    for (const args of [['admin', 'drain', 'n1', '--reason', 'mine'], ['admin', 'motd', 'owned'], ['admin', 'reconfigure'], ['admin', 'shutdown'],
+      ['admin', 'token', '--user', alice.name]]) {
+      const run = await taras(bob, ...args);
+      assert.equal(run.status, 1, args.join(' '));
+      assert.match(run.stderr, /only administrators may/, args.join(' '));
+    }
+    assert.equal(controller.engine().active.get(aliceJob as never)?.state, 'PENDING');
+    assert.equal(controller.engine().nodes.get('n1')?.drained, false);
+  });
+
+  it('an administrator through a supplementary group sees the details, drains and cancels another user\'s job', async () => {
+    const shown = JSON.parse((await taras(carol, 'show', String(aliceJob), '--json')).stdout) as ApiJobWithEvents;
+    assert.equal(shown.workingDir, alice.home);
+    const drain = await taras(carol, 'admin', 'drain', 'n2', '--reason', 'test');
+    assert.equal(drain.status, 0, drain.stderr);
+    assert.equal(controller.engine().nodes.get('n2')?.drained, true);
+    assert.equal((await taras(carol, 'admin', 'resume', 'n2')).status, 0);
+    const token = await taras(carol, 'admin', 'token', '--user', alice.name, '--json');
+    assert.equal(token.status, 0, token.stderr);
+    assert.equal(JSON.parse(token.stdout).user, alice.name);
+    const rootToken = await taras(carol, 'admin', 'token', '--user', 'root');
+    assert.equal(rootToken.status, 1, 'an administrator cannot become root with a token');
+    assert.match(rootToken.stderr, /only root may issue a token for root/);
+    const cancel = await taras(carol, 'cancel', String(aliceJob));
+    assert.equal(cancel.status, 0, cancel.stderr);
+    assert.equal((await controller.engine().active.get(aliceJob as never)), undefined, 'no longer active');
+  });
+
+  it('allow_root_jobs = false refuses root\'s submissions with the reason; root stays an administrator', async () => {
+    writeFileSync(file, clusterToml(false));
+    const api = createApiClient({ socketPath: controller.socketPath }, {});
+    try {
+      await api.post('/admin/reconfigure', {});
+      const spec = {
+        script: { path: '/tmp/x.sh', text: '#!/bin/sh\n', args: [] }, nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 60,
+        name: 'as-root', workingDir: '/tmp', output: 'x-%j.out', export: { all: false, variables: [] }, requeue: false,
+      };
+      await assert.rejects(api.post('/jobs', { spec }), (error: unknown) => error instanceof ApiRequestError && error.status === 403
+        && /does not run jobs as root \(allow_root_jobs = false/.test(error.error));
+      const asAlice = await taras(alice, 'submit', 'secret-job.sh', '--json');
+      assert.equal(asAlice.status, 0, asAlice.stderr);
+    } finally {
+      api.close();
+    }
+  });
+});
