@@ -116,9 +116,44 @@ async function connection(flag: string | undefined): Promise<{ target: Controlle
   return { target, credentials: tcpCredentials(target) };
 }
 
+/**
+ * The API client, with where and how to connect chosen as above. After the
+ * controller could not be reached the choice is made again at the next
+ * request: a command that waits out a restart (withRetries) finds the socket
+ * once the controller is back, instead of going on over TCP with no identity.
+ */
 export async function client(flag: string | undefined): Promise<ApiClient> {
-  const [{ createApiClient }, { target, credentials }] = await Promise.all([import('../net/client.js'), connection(flag)]);
-  return createApiClient(target, { credentials });
+  const { createApiClient, ControllerUnreachableError } = await import('../net/client.js');
+  const open = async (): Promise<ApiClient> => {
+    const { target, credentials } = await connection(flag);
+    return createApiClient(target, { credentials });
+  };
+  let current = await open();
+  let stale = false;
+  const call = async <T>(request: (api: ApiClient) => Promise<T>): Promise<T> => {
+    if (stale) {
+      current.close();
+      current = await open();
+      stale = false;
+    }
+    try {
+      return await request(current);
+    } catch (error) {
+      // Chosen again at the next request (not now: the controller is not back yet).
+      if (error instanceof ControllerUnreachableError) stale = true;
+      throw error;
+    }
+  };
+  return {
+    get address() {
+      return current.address;
+    },
+    get: (path) => call((api) => api.get(path)),
+    post: (path, body) => call((api) => api.post(path, body)),
+    put: (path, body) => call((api) => api.put(path, body)),
+    delete: (path) => call((api) => api.delete(path)),
+    close: () => current.close(),
+  };
 }
 
 /** Runs a client command: API errors become one line and exit 1 (2 for a refused request). */

@@ -214,7 +214,11 @@ export function registerJobCommands(program: Command): void {
         // One request for the whole set: the controller cancels the pending ones first, so none of them starts.
         const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>('/jobs/cancel', flags.all ? { all: true } : { ids: parseJobIds(raw) });
         if (flags.json) return printJson(jobs);
-        for (const job of jobs) print(job.message);
+        // A refusal (another user's job) is an error: stderr, and exit 1 below.
+        for (const job of jobs) {
+          if (job.result === 'refused') process.stderr.write(`error: ${job.message}\n`);
+          else print(job.message);
+        }
         if (jobs.length === 0) print('no jobs to cancel');
         if (jobs.some((job) => job.result === 'refused')) process.exitCode = 1;
       });

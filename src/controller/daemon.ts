@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema,
-  formatProblems, MotdBodySchema, SubmitBodySchema,
+  formatProblems, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
 import { finishedStates, type ApiJob, type ApiJobPage, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
@@ -483,10 +483,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
       method: 'POST', path: '/admin/token',
       handler: async (ctx) => {
         const caller = callerOf(ctx);
-        const { user, lifespanSeconds } = (ctx.body ?? {}) as { user?: unknown; lifespanSeconds?: unknown };
-        if (user !== undefined && (typeof user !== 'string' || user === '')) throw new RouteError(400, '"user" must be a user name', 'send {"user": "alice"} or leave it out for yourself');
+        const { user, lifespanSeconds } = bodyOf(TokenBodySchema, ctx, '{"user": "alice", "lifespanSeconds": 7200} (both optional)') ?? {};
         const lifespan = lifespanSeconds ?? DEFAULT_TOKEN_SECONDS;
-        if (typeof lifespan !== 'number' || !Number.isSafeInteger(lifespan) || lifespan < 1 || lifespan > MAX_TOKEN_SECONDS) {
+        if (lifespan > MAX_TOKEN_SECONDS) {
           throw new RouteError(400, `"lifespanSeconds" must be a whole number of seconds from 1 to ${MAX_TOKEN_SECONDS}`, 'give --lifespan as 30m, 2h or 7d');
         }
         const subject = user ?? caller.user;
