@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { killHard, running, startDaemon, type Daemon } from './daemon-process.js';
 import type { ApiJobWithEvents, ApiNode } from '../src/api/types.js';
 import { isAlive, readStatus, type RunningStatus } from '../src/agent/jobdir.js';
 import { SeededRandom } from '../src/core/random.js';
@@ -27,7 +28,6 @@ const agentDirs: string[] = [];
 const LISTENING = /listening on (http:\/\/127\.0\.0\.1:(\d+))/;
 
 const sleep = (ms: number) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
-const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
 
 /** SIGKILLs the job processes (by process group) and supervisors that agents in `dirs` left running. */
 function killJobProcesses(dirs: readonly string[]): void {
@@ -63,49 +63,7 @@ after(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-interface Daemon {
-  readonly child: ChildProcess;
-  readonly match: RegExpMatchArray;
-  /** The end of its log, for failure messages. */
-  log(): string;
-}
-
-/** Starts a daemon and resolves when its log matches `ready` (10 s at most). */
-function daemon(args: readonly string[], ready: RegExp, cwd: string): Promise<Daemon> {
-  const child = spawn(process.execPath, [taras, ...args], { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
-  started.push(child);
-  let log = '';
-  return new Promise((resolveReady, reject) => {
-    let matched = false;
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`not ready within 10 s: ${args.join(' ')}\n${log}`));
-    }, 10_000);
-    // The listener stays: the daemon's stderr is drained as long as it runs.
-    child.stderr!.on('data', (chunk: Buffer) => {
-      log = (log + chunk.toString()).slice(-20_000);
-      const match = matched ? null : log.match(ready);
-      if (match) {
-        matched = true;
-        clearTimeout(timer);
-        resolveReady({ child, match, log: () => log });
-      }
-    });
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (!matched) reject(new Error(`exited with ${code ?? signal}: ${args.join(' ')}\n${log}`));
-    });
-  });
-}
-
-/** SIGKILL by PID, resolved once the process is gone. */
-async function killHard(child: ChildProcess): Promise<void> {
-  if (!running(child)) return;
-  const exited = new Promise((resolveExit) => child.once('exit', resolveExit));
-  child.kill('SIGKILL');
-  await Promise.race([exited, sleep(5000)]);
-  assert.ok(!running(child), `process ${child.pid} survived SIGKILL`);
-}
+const daemon = (args: readonly string[], ready: RegExp, cwd: string): Promise<Daemon> => startDaemon(taras, started, args, ready, cwd);
 
 function cli(cwd: string, url: string, ...args: string[]) {
   const run = spawnSync(process.execPath, [taras, ...args, '--controller', url], { cwd, encoding: 'utf8', timeout: 30_000 });

@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { killHard, running, startDaemon } from './daemon-process.js';
 import { checkBody, SubmitBodySchema } from '../src/api/schema.js';
 import type { ApiCancelResult, ApiJob, ApiJobPage, ApiJobWithEvents } from '../src/api/types.js';
 import { readClusterConfig } from '../src/config/load.js';
@@ -33,7 +34,6 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
 const work = mkdtempSync(join(tmpdir(), 'taras-requests-'));
 const started: ChildProcess[] = [];
-const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
 const sleep = (ms: number) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
 
 after(async () => {
@@ -349,45 +349,10 @@ describe('the controller refuses bad requests before storing anything', () => {
 
 const LISTENING = /listening on (http:\/\/127\.0\.0\.1:(\d+))/;
 
-interface Daemon {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly port: string;
-  log(): string;
-}
-
-function daemon(args: readonly string[], ready: RegExp, cwd: string): Promise<Daemon & { match: RegExpMatchArray }> {
-  const child = spawn(process.execPath, [taras, ...args], { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
-  started.push(child);
-  let log = '';
-  return new Promise((resolveReady, reject) => {
-    let matched = false;
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`not ready within 10 s: ${args.join(' ')}\n${log}`));
-    }, 10_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      log = (log + chunk.toString()).slice(-20_000);
-      const match = matched ? null : log.match(ready);
-      if (match) {
-        matched = true;
-        clearTimeout(timer);
-        resolveReady({ child, match, url: match[1] ?? '', port: match[2] ?? '', log: () => log });
-      }
-    });
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (!matched) reject(new Error(`exited with ${code ?? signal}: ${args.join(' ')}\n${log}`));
-    });
-  });
-}
-
-async function killHard(child: ChildProcess): Promise<void> {
-  if (!running(child)) return;
-  const exited = new Promise((resolveExit) => child.once('exit', resolveExit));
-  child.kill('SIGKILL');
-  await Promise.race([exited, sleep(5000)]);
-  assert.ok(!running(child), `process ${child.pid} survived SIGKILL`);
+/** A daemon whose ready line gave its URL and port (match groups 1 and 2). */
+async function daemon(args: readonly string[], ready: RegExp, cwd: string) {
+  const up = await startDaemon(taras, started, args, ready, cwd);
+  return { ...up, url: up.match[1] ?? '', port: up.match[2] ?? '' };
 }
 
 function cli(cwd: string, url: string, args: readonly string[], env: Record<string, string> = {}) {
