@@ -334,7 +334,7 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
   } finally {
     // The long jobs are cancelled (their supervisors kill them) before the agent stops; the controller
     // re-sends a cancel that does not reach the agent at once.
-    for (const job of await api.get<ApiJob[]>('/jobs?state=RUNNING').catch(() => [])) await api.delete(`/jobs/${job.id}`).catch(() => undefined);
+    for (const job of await api.get<{ jobs: ApiJob[] }>('/jobs?state=RUNNING').then((page) => page.jobs, () => [])) await api.delete(`/jobs/${job.id}`).catch(() => undefined);
     const until = performance.now() + 15_000;
     while (performance.now() < until && (await api.get<{ jobs: ApiJob[] }>('/jobs?state=RUNNING,COMPLETING').then((page) => page.jobs, () => [])).length > 0) await sleep(100);
     api.close();
