@@ -9,7 +9,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -99,6 +99,23 @@ describe('modes of the files Taras keeps', { skip: notRootReason }, () => {
     const other = spawnSync('runuser', ['-u', 'nobody', '--', 'sh', '-c', `ls ${data}; cat ${data}/taras.db; ls ${data}/agent/jobs; ls ${data}/agent/jobs/1.0`], { encoding: 'utf8' });
     assert.equal(other.stdout, '');
     assert.equal(other.stderr.match(/Permission denied/g)?.length, 4, other.stderr);
+
+    // Another user cannot read the job's output or its script: output follows the submitter's umask (077 here,
+    // in a folder everyone may write), the script is the job user's 0700 file in a job directory they cannot enter.
+    const shared = join(work, 'shared');
+    mkdirSync(shared);
+    chmodSync(shared, 0o1777);
+    const privateRun = spawnSync('runuser', ['-u', user.name, '--', 'sh', '-c',
+      `umask 077; exec "${process.execPath}" "${join(root, 'bin/taras.js')}" submit --controller ${socket} -t 1 -o ${shared}/out2.txt job.sh`], { cwd: user.home, encoding: 'utf8', input: '', timeout: 30_000, env: { PATH: process.env.PATH, HOME: user.home } });
+    assert.equal(privateRun.status, 0, privateRun.stderr);
+    const waitedPrivate = tarasAs(user, ['wait', '--controller', socket, '2']);
+    assert.equal(waitedPrivate.status, 0, `${waitedPrivate.stdout}${waitedPrivate.stderr}`);
+    assert.equal(modeOf(join(shared, 'out2.txt')), '0600');
+    assert.equal(readFileSync(join(shared, 'out2.txt'), 'utf8'), `ran as ${user.name}\n`);
+    const reader = spawnSync('runuser', ['-u', 'nobody', '--', 'sh', '-c',
+      `cat ${shared}/out2.txt; cat ${user.home}/out.txt; cat ${data}/agent/jobs/2.0/script`], { encoding: 'utf8' });
+    assert.equal(reader.stdout, '', 'another user read the job\'s output or script');
+    assert.equal(reader.stderr.match(/Permission denied/g)?.length, 3, reader.stderr);
     await stop(running.child);
   });
 
