@@ -150,7 +150,8 @@ async function clusterKey(path: string, create: boolean) {
   const { loadClusterKey, generateClusterKey, ClusterKeyError } = await import('../net/hmac.js');
   try {
     if (!existsSync(path) && create) {
-      mkdirSync(dirname(path), { recursive: true });
+      // 0700: the controller opens the folder up to 0711 when its socket is in it; it never has to tighten a new one.
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
       return generateClusterKey(path);
     }
     return loadClusterKey(path);
