@@ -143,6 +143,8 @@ export class ControllerEngine {
   readonly active: ActiveJobs = new ActiveJobs();
   readonly nodes = new Map<string, NodeStatus>();
   private readonly partitionNodes = new Map<string, ReadonlySet<string>>();
+  /** resourcesOf's answers (or refusals) by the spec fields they depend on. */
+  private readonly resourcesByShape = new Map<string, ResourceRequest | SubmitRefused>();
   private dirty = true;
   /** Cancels of running jobs whose signal has not reached their agent yet, by job: the node to send to. */
   private readonly undeliveredCancels = new Map<JobId, { node: string; run: number }>();
@@ -273,6 +275,26 @@ export class ControllerEngine {
    * are alike. Throws SubmitRefused when no set of nodes can ever hold it.
    */
   private resourcesOf(spec: JobSpec, runningOn?: readonly string[]): ResourceRequest {
+    if (runningOn !== undefined && runningOn.length > 0) return this.computeResources(spec, runningOn);
+    // Asked three times per submission (refusal, commit, core request), and a pass of the cluster's nodes each
+    // time: jobs of the same shape share one answer (the configuration is fixed for this engine's life).
+    const key = `${spec.partition ?? ''}\n${spec.constraint?.text ?? ''}\n${spec.memoryMiB ?? ''}\n${spec.cpusPerTask}\n${spec.ntasks ?? ''}\n${spec.nodes.min}\n${spec.nodes.max ?? ''}`;
+    const known = this.resourcesByShape.get(key);
+    if (known !== undefined) {
+      if (known instanceof SubmitRefused) throw known;
+      return known;
+    }
+    try {
+      const resources = this.computeResources(spec);
+      if (this.resourcesByShape.size < 10_000) this.resourcesByShape.set(key, resources);
+      return resources;
+    } catch (error) {
+      if (error instanceof SubmitRefused && this.resourcesByShape.size < 10_000) this.resourcesByShape.set(key, error);
+      throw error;
+    }
+  }
+
+  private computeResources(spec: JobSpec, runningOn?: readonly string[]): ResourceRequest {
     const partition = this.partitionOf(spec);
     const eligibleNodes = this.partitionNodes.get(partition.name)!;
     const suitable = suitableNodes(spec, this.config.nodes.filter((node) => eligibleNodes.has(node.name)));
