@@ -102,13 +102,20 @@ static char *string_arg(napi_env env, napi_value value) {
   return text;
 }
 
-/* userByName(name) -> {name, uid, gid, home, shell} | null */
-static napi_value user_by_name(napi_env env, napi_callback_info info) {
+/* The one string argument of userByName and groupByName; NULL after throwing `usage`. */
+static char *one_string_arg(napi_env env, napi_callback_info info, const char *usage) {
   size_t argc = 1;
   napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  char *name = argc < 1 ? NULL : string_arg(env, argv[0]);
-  if (name == NULL) { napi_throw_type_error(env, NULL, "userByName(name): name must be a string without NUL"); return NULL; }
+  char *text = NULL;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= 1) text = string_arg(env, argv[0]);
+  if (text == NULL) napi_throw_type_error(env, NULL, usage);
+  return text;
+}
+
+/* userByName(name) -> {name, uid, gid, home, shell} | null */
+static napi_value user_by_name(napi_env env, napi_callback_info info) {
+  char *name = one_string_arg(env, info, "userByName(name): name must be a string without NUL");
+  if (name == NULL) return NULL;
   napi_value result = lookup_passwd(env, 1, 0, name);
   free(name);
   return result;
@@ -146,26 +153,25 @@ static napi_value groups_of(napi_env env, napi_callback_info info) {
 
 /* groupByName(name) -> gid | null */
 static napi_value group_by_name(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  char *name = argc < 1 ? NULL : string_arg(env, argv[0]);
-  if (name == NULL) { napi_throw_type_error(env, NULL, "groupByName(name)"); return NULL; }
-  size_t size = 4096;
-  napi_value result;
-  for (;;) {
+  char *name = one_string_arg(env, info, "groupByName(name): name must be a string without NUL");
+  if (name == NULL) return NULL;
+  int known = 0, err = 0;
+  gid_t gid = 0;
+  for (size_t size = 4096;; size *= 4) {
     char *buffer = malloc(size);
-    if (buffer == NULL) { free(name); return throw_errno(env, "malloc", ENOMEM); }
+    if (buffer == NULL) { err = ENOMEM; break; }
     struct group entry, *found = NULL;
-    int err = getgrnam_r(name, &entry, buffer, size, &found);
-    if (err == ERANGE && size < (1 << 22)) { free(buffer); size *= 4; continue; }
-    if (found == NULL) { free(buffer); free(name); CHECK(napi_get_null(env, &result)); return result; }
-    gid_t gid = found->gr_gid;
+    err = getgrnam_r(name, &entry, buffer, size, &found);
+    if (found != NULL) { known = 1; gid = found->gr_gid; }
     free(buffer);
-    free(name);
-    CHECK(napi_create_double(env, gid, &result));
-    return result;
+    if (err != ERANGE || size >= (1 << 22)) break;
   }
+  free(name);
+  if (err == ENOMEM) return throw_errno(env, "malloc", ENOMEM);
+  napi_value result;
+  if (known) CHECK(napi_create_double(env, gid, &result));
+  else CHECK(napi_get_null(env, &result));
+  return result;
 }
 
 static napi_value init(napi_env env, napi_value exports) {

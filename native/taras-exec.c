@@ -113,12 +113,18 @@ static char *next_string(const char *what) {
   return start;
 }
 
-static long next_number(const char *what, int base, long max) {
-  char *text = next_string(what);
+/* A whole number from 0 to max written in `base`, or -1. */
+static long parse_number(const char *text, int base, long max) {
   char *end;
   errno = 0;
   long value = strtol(text, &end, base);
-  if (*text == '\0' || *end != '\0' || errno != 0 || value < 0 || value > max) fail(126, "taras-exec: bad %s in the launch description: \"%s\"", what, text);
+  return *text == '\0' || *end != '\0' || errno != 0 || value < 0 || value > max ? -1 : value;
+}
+
+static long next_number(const char *what, int base, long max) {
+  char *text = next_string(what);
+  long value = parse_number(text, base, max);
+  if (value < 0) fail(126, "taras-exec: bad %s in the launch description: \"%s\"", what, text);
   return value;
 }
 
@@ -131,10 +137,8 @@ static char **next_list(const char *what) {
 }
 
 static long parse_id(const char *text, const char *what) {
-  char *end;
-  errno = 0;
-  long value = strtol(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || errno != 0 || value < 0 || value >= 4294967295L) fail(126, "taras-exec: bad %s \"%s\"", what, text);
+  long value = parse_number(text, 10, 4294967294L); /* (uid_t) -1 means "unchanged" to setresuid */
+  if (value < 0) fail(126, "taras-exec: bad %s \"%s\"", what, text);
   return value;
 }
 
@@ -182,22 +186,19 @@ static int open_output(const char *path, int truncate, uid_t uid) {
   if (fstat(fd, &stats) != 0) fail(126, "cannot stat the job's output file %s: %s", path, strerror(errno));
   // The null device (1,3) is what `--output /dev/null` means everywhere (sbatch too): nothing is written, nothing captured.
   int null_device = S_ISCHR(stats.st_mode) && major(stats.st_rdev) == 1 && minor(stats.st_rdev) == 3;
-  if (null_device) {
-    int null_flags = fcntl(fd, F_GETFL);
-    if (null_flags < 0 || fcntl(fd, F_SETFL, null_flags & ~O_NONBLOCK) != 0) fail(126, "cannot make %s blocking: %s", path, strerror(errno));
-    return fd;
+  if (!null_device) {
+    if (!S_ISREG(stats.st_mode)) fail(126, "output file %s is %s: output goes only to regular files; remove it or choose another --output", path, file_type(stats.st_mode));
+    if (stats.st_uid != uid) {
+      fail(126, "output file %s belongs to uid %u, not to %s: a job never writes into another user's file; remove it or choose another --output",
+           path, (unsigned) stats.st_uid, label);
+    }
+    // Another name for the same file (a hard link planted where the output goes) would get the output too.
+    if (stats.st_nlink != 1) {
+      fail(126, "output file %s has %lu hard links: output goes only to a file with one name; remove it or choose another --output",
+           path, (unsigned long) stats.st_nlink);
+    }
+    if (truncate && ftruncate(fd, 0) != 0) fail(126, "cannot truncate the job's output file %s: %s", path, strerror(errno));
   }
-  if (!S_ISREG(stats.st_mode)) fail(126, "output file %s is %s: output goes only to regular files; remove it or choose another --output", path, file_type(stats.st_mode));
-  if (stats.st_uid != uid) {
-    fail(126, "output file %s belongs to uid %u, not to %s: a job never writes into another user's file; remove it or choose another --output",
-         path, (unsigned) stats.st_uid, label);
-  }
-  // Another name for the same file (a hard link planted where the output goes) would get the output too.
-  if (stats.st_nlink != 1) {
-    fail(126, "output file %s has %lu hard links: output goes only to a file with one name; remove it or choose another --output",
-         path, (unsigned long) stats.st_nlink);
-  }
-  if (truncate && ftruncate(fd, 0) != 0) fail(126, "cannot truncate the job's output file %s: %s", path, strerror(errno));
   int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) fail(126, "cannot make %s blocking: %s", path, strerror(errno));
   return fd;

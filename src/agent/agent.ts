@@ -150,19 +150,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         handler: (ctx) => {
           const order = ctx.body as StartOrder & { spec: StartOrder['spec'] & { submitEnv?: Record<string, string>; submitDir?: string } };
           const dir = track(order.jobId, order.run);
-          const credentials = credentialsFor(order.user, order.uid);
-          if (!credentials.ok) {
-            recordNotStarted(dir, order.jobId, credentials.error); // reported as the job's end, like any other
-            log(`job ${order.jobId} not started: ${credentials.error}`);
+          const notStarted = (error: string) => {
+            recordNotStarted(dir, order.jobId, error); // reported as the job's end, like any other
+            log(`job ${order.jobId} not started: ${error}`);
             return { status: 200, body: { ok: true } };
-          }
+          };
+          const credentials = credentialsFor(order.user, order.uid);
+          if (!credentials.ok) return notStarted(credentials.error);
           const runAs = credentials.value;
           const warning = warningOf(order.warnSignal);
-          if (!warning.ok) {
-            recordNotStarted(dir, order.jobId, warning.error);
-            log(`job ${order.jobId} not started: ${warning.error}`);
-            return { status: 200, body: { ok: true } };
-          }
+          if (!warning.ok) return notStarted(warning.error);
           makeJobDir(dir, runAs);
           const nodefilePath = join(dir, 'nodefile');
           const scriptPath = join(dir, 'script');

@@ -6,6 +6,7 @@
 // bounded. A refusal names the field by its path and says what it takes.
 
 import * as v from 'valibot';
+import { isSpecSignal } from './types.js';
 
 /** Largest figures a request may carry; far above any real cluster, small enough that no sum overflows or stalls. */
 export const LIMITS = {
@@ -110,7 +111,8 @@ export const JobSpecSchema = strict({
   umask: v.optional(int(0, 0o777)),
   /** sbatch --signal=[B:]SIG[@TIME] (contracts.md). */
   signal: v.optional(strict({
-    signal: v.pipe(text(16, 1), v.regex(/^(SIG)?[A-Z0-9+-]+$/, 'expected a signal name like USR1, RTMIN+1 or a number')),
+    // The form the CLI stores (src/config/units.ts parseWarnSignal): anything else would only fail at the agent.
+    signal: v.pipe(text(16, 1), v.check(isSpecSignal, 'expected a signal name without SIG, such as USR1, or a number from 1 to 64')),
     beforeSeconds: int(0, 65_535),
     batchOnly: bool(),
   })),

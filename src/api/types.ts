@@ -128,3 +128,10 @@ export interface ApiCancelResult {
   /** One line for the user. */
   message: string;
 }
+
+/** Linux signal names a job may ask for in `--signal` (without SIG), as `kill -l` lists them. */
+export const SIGNAL_NAMES: readonly string[] = ['HUP', 'INT', 'QUIT', 'ILL', 'TRAP', 'ABRT', 'BUS', 'FPE', 'KILL', 'USR1', 'SEGV', 'USR2', 'PIPE', 'ALRM',
+  'TERM', 'STKFLT', 'CHLD', 'CONT', 'STOP', 'TSTP', 'TTIN', 'TTOU', 'URG', 'XCPU', 'XFSZ', 'VTALRM', 'PROF', 'WINCH', 'IO', 'PWR', 'SYS'];
+
+/** A signal as a job spec keeps it: one of SIGNAL_NAMES, or a number from 1 to 64 written plainly. */
+export const isSpecSignal = (text: string): boolean => SIGNAL_NAMES.includes(text) || (/^[1-9]\d?$/.test(text) && Number(text) <= 64);

@@ -52,36 +52,50 @@ function savedToken(): string | undefined {
   }
 }
 
-/** The controller's uid, which a MUNGE credential is restricted to: TARAS_CONTROLLER_UID, else what its GET /status says. */
-async function controllerUid(target: ControllerTarget): Promise<number> {
-  const given = process.env.TARAS_CONTROLLER_UID;
-  if (given !== undefined && /^\d+$/.test(given)) return Number(given);
+type Status = { socket?: string; uid?: number };
+
+/** GET /status, which anyone may read: the controller's socket and uid. */
+async function statusOf(target: ControllerTarget): Promise<Status> {
   const { createApiClient } = await import('../net/client.js');
   const probe = createApiClient(target, { timeoutMs: 5_000 });
   try {
-    const { uid } = await probe.get<{ uid?: number }>('/status');
-    if (typeof uid !== 'number') throw new Error('the controller does not say its uid (GET /status): set TARAS_CONTROLLER_UID to the uid it runs as');
-    return uid;
+    return await probe.get<Status>('/status');
   } finally {
     probe.close();
   }
 }
 
-/** How to prove who we are over TCP: MUNGE when munged is there (falling back to a token if it fails), else a token; undefined: nothing (the controller's 401 says how). */
-function tcpCredentials(target: ControllerTarget): Credentials | undefined {
+/** The controller's uid, which a MUNGE credential is restricted to: TARAS_CONTROLLER_UID, else what its GET /status says (asked once). */
+async function controllerUid(target: ControllerTarget, known: Status | null): Promise<number> {
+  const given = process.env.TARAS_CONTROLLER_UID;
+  if (given !== undefined && /^\d+$/.test(given)) return Number(given);
+  const { uid } = known ?? await statusOf(target);
+  if (typeof uid !== 'number') throw new Error('the controller does not say its uid (GET /status): set TARAS_CONTROLLER_UID to the uid it runs as');
+  return uid;
+}
+
+/**
+ * How to prove who we are over TCP: MUNGE when munged is there (falling back
+ * to a token if it fails, and keeping to the token after a first failure),
+ * else a token; undefined: nothing (the controller's 401 says how).
+ */
+function tcpCredentials(target: ControllerTarget, status: Status | null, bearer: (token: string) => Credentials): Credentials | undefined {
   const token = savedToken();
-  const bearer: Credentials | undefined = token === undefined ? undefined : () => ({ authorization: `Bearer ${token}` });
+  const withToken = token === undefined ? undefined : bearer(token);
   const mungeSocket = process.env.TARAS_MUNGE_SOCKET || MUNGE_SOCKET;
-  if (!existsSync(mungeSocket)) return bearer;
+  if (!existsSync(mungeSocket)) return withToken;
   let restrictUid: Promise<number> | undefined;
+  let mungeFailed = false;
   return async (method, path, body) => {
+    if (mungeFailed && withToken !== undefined) return withToken(method, path, body);
     try {
       const { mungeEncode, requestPayload, MUNGE_HEADER } = await import('../net/munge.js');
-      restrictUid ??= controllerUid(target);
+      restrictUid ??= controllerUid(target, status);
       return { [MUNGE_HEADER]: await mungeEncode(requestPayload(method, path, body), { socket: mungeSocket, restrictUid: await restrictUid }) };
     } catch (error) {
-      if (bearer !== undefined) return bearer(method, path, body);
-      throw error;
+      if (withToken === undefined) throw error;
+      mungeFailed = true;
+      return withToken(method, path, body);
     }
   };
 }
@@ -91,7 +105,8 @@ const isLoopback = (url: string): boolean => /^http:\/\/(127\.\d+\.\d+\.\d+|loca
 /**
  * Where to connect and with what. A socket needs nothing. A loopback TCP
  * address is first asked (GET /status, which anyone may read) for its
- * socket, used if this process can reach it; else MUNGE or a token.
+ * socket, used if this process can reach it; else MUNGE (restricted to the
+ * uid the same answer gives) or a token.
  */
 async function connection(flag: string | undefined): Promise<{ target: ControllerTarget; credentials?: Credentials }> {
   const given = flag ?? process.env.TARAS_CONTROLLER;
@@ -101,19 +116,17 @@ async function connection(flag: string | undefined): Promise<{ target: Controlle
   }
   const target = parseAddress(given ?? DEFAULT_CONTROLLER);
   if ('socketPath' in target) return { target };
+  let status: Status | null = null;
   if (isLoopback(target.baseUrl)) {
-    const { createApiClient } = await import('../net/client.js');
-    const probe = createApiClient(target, { timeoutMs: 5_000 });
     try {
-      const { socket } = await probe.get<{ socket?: string }>('/status');
-      if (typeof socket === 'string' && existsSync(socket)) return { target: { socketPath: socket } };
+      status = await statusOf(target);
+      if (typeof status.socket === 'string' && existsSync(status.socket)) return { target: { socketPath: status.socket } };
     } catch {
       // Unreachable or not a Taras controller: the real request reports it.
-    } finally {
-      probe.close();
     }
   }
-  return { target, credentials: tcpCredentials(target) };
+  const { bearer } = await import('../net/client.js');
+  return { target, credentials: tcpCredentials(target, status, bearer) };
 }
 
 /**

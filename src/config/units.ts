@@ -3,6 +3,8 @@
 // "30:00" or "16G" means the same thing everywhere; job options take only the
 // forms sbatch itself takes (`sbatchOnly`).
 
+import { SIGNAL_NAMES } from '../api/types.js';
+
 export type UnitResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly message: string; readonly fix: string };
 
 /** The --time forms sbatch itself takes, without its words for no limit. */
@@ -100,9 +102,6 @@ export interface WarnSignal {
   readonly batchOnly: boolean;
 }
 
-/** Linux signal names a job may ask for (without SIG), as `kill -l` lists them. */
-const SIGNAL_NAMES = ['HUP', 'INT', 'QUIT', 'ILL', 'TRAP', 'ABRT', 'BUS', 'FPE', 'KILL', 'USR1', 'SEGV', 'USR2', 'PIPE', 'ALRM', 'TERM',
-  'STKFLT', 'CHLD', 'CONT', 'STOP', 'TSTP', 'TTIN', 'TTOU', 'URG', 'XCPU', 'XFSZ', 'VTALRM', 'PROF', 'WINCH', 'IO', 'PWR', 'SYS'];
 export const WARN_SIGNAL_FORMS = '[B:]SIG[@TIME]: a signal name or number, B: for the batch shell only, TIME seconds before the limit (default 60), e.g. B:USR1@120';
 
 /**

@@ -14,6 +14,19 @@ import { nativeAddon } from '../net/native.js';
 const GROUP_CACHE_MS = 10_000;
 const groupCache = new Map<string, { groups: readonly number[]; atMs: number }>();
 
+/** `@name` entries' gids, for as long as memberships (the same NSS, the same reasons). */
+const groupIdCache = new Map<string, { gid: number | null; atMs: number }>();
+
+function groupIdOf(name: string): number | null {
+  const now = Date.now();
+  const hit = groupIdCache.get(name);
+  if (hit !== undefined && now - hit.atMs < GROUP_CACHE_MS) return hit.gid;
+  const gid = nativeAddon().groupByName(name);
+  if (groupIdCache.size > 10_000) groupIdCache.clear();
+  groupIdCache.set(name, { gid, atMs: now });
+  return gid;
+}
+
 function groupsOf(user: string, gid: number): readonly number[] {
   const key = `${user}\0${gid}`;
   const now = Date.now();
@@ -33,10 +46,9 @@ export function isAdmin(caller: Caller | null, admins: readonly string[]): boole
   if (admins.includes(caller.user)) return true;
   const groupNames = admins.filter((entry) => entry.startsWith('@'));
   if (groupNames.length === 0) return false;
-  const addon = nativeAddon();
   const mine = groupsOf(caller.user, caller.gid);
   return groupNames.some((entry) => {
-    const gid = addon.groupByName(entry.slice(1));
+    const gid = groupIdOf(entry.slice(1));
     return gid !== null && mine.includes(gid);
   });
 }

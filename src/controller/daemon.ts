@@ -19,6 +19,7 @@ import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { createAuthenticator, HOW_TO_AUTHENTICATE, issueToken, loadOrCreateJwtKey, MAX_TOKEN_SECONDS, type Caller } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
 import { makeFolder, setMode } from '../net/private-files.js';
+import { nativeAddon } from '../net/native.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState, JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
@@ -44,13 +45,6 @@ export interface RunningController {
   /** The engine in force (a reconfigure replaces it). */
   engine(): ControllerEngine;
   close(): Promise<void>;
-}
-
-/** Submission as the CLI sends it: the spec plus what only the submitting shell knows (src/api/schema.ts checks it). */
-export interface SubmitBody {
-  readonly spec: JobSpec & { readonly submitEnv?: Record<string, string>; readonly submitDir?: string };
-  /** Makes a retry safe: the same key from the same user answers the first job's id. */
-  readonly idempotencyKey?: string;
 }
 
 /** How long a submission's idempotency key is remembered (a retry comes within seconds). */
@@ -113,7 +107,7 @@ const parseId = (ctx: RequestContext): JobId => {
 };
 
 /** `GET /jobs` pages: at most this many jobs per answer (the default too). */
-export const MAX_PAGE_JOBS = 1000;
+const MAX_PAGE_JOBS = 1000;
 
 /** `?after=ID&limit=N`: the cursor (0: from the start) and the page size, at most MAX_PAGE_JOBS. */
 const pageOf = (ctx: RequestContext): { after: number; limit: number } => {
@@ -133,9 +127,6 @@ const callerOf = (ctx: RequestContext): Caller => {
   return ctx.caller;
 };
 
-/** The verified caller's user name (401 for an anonymous request). */
-export const userOf = (ctx: RequestContext): string => callerOf(ctx).user;
-
 /** Routes an anonymous caller may use: the controller's status (the CLI finds the socket through it). Agents sign with the cluster key. */
 const openToAnonymous = (route: Route): boolean => (route.method === 'GET' && route.path === '/status') || route.path.startsWith('/agent/');
 
@@ -143,15 +134,12 @@ const openToAnonymous = (route: Route): boolean => (route.method === 'GET' && ro
 const DEFAULT_TOKEN_SECONDS = 1800;
 
 /**
- * The data folder and the database as no other user may read them (every
- * user's scripts and environments are in it): the folder 0700, or 0711 when
- * the controller's socket is in it (users must reach the socket, not list the
- * folder); taras.db, its -wal and -shm 0600. Looser modes left by an older
- * Taras are tightened, with a log line.
+ * The database as no other user may read it (every user's scripts and
+ * environments are in it): taras.db, its -wal and -shm 0600, looser modes
+ * left by an older Taras tightened with a log line. Its folder is made private
+ * by startController (0700, or 0711 when the socket is in it).
  */
-function openPrivateStore(dataDir: string, socketPath: string, log: (line: string) => void) {
-  makeFolder(dataDir, dirname(socketPath) === dataDir ? 0o711 : 0o700, log, 'data folder');
-  const path = join(dataDir, 'taras.db');
+function openPrivateStore(path: string, log: (line: string) => void) {
   for (const file of [path, `${path}-wal`, `${path}-shm`]) setMode(file, 0o600, log, 'database file');
   // SQLite creates the -wal and -shm files with the database file's mode, and that one under the umask.
   const umask = process.umask(0o077);
@@ -165,13 +153,14 @@ function openPrivateStore(dataDir: string, socketPath: string, log: (line: strin
 export async function startController(options: ControllerOptions): Promise<RunningController> {
   let { config } = options;
   const { log } = options;
+  // Private (every user's scripts are in the database); searchable only when it holds the socket users must reach.
   makeFolder(config.dataDir, dirname(config.socketPath) === config.dataDir ? 0o711 : 0o700, log, 'data folder');
   // Before the database is opened: a second controller on it is refused with the first one's pid.
   const lock = lockDataDir(config.dataDir);
   const storePath = join(config.dataDir, 'taras.db');
   let store: Store;
   try {
-    store = openPrivateStore(config.dataDir, config.socketPath, log);
+    store = openPrivateStore(storePath, log);
   } catch (error) {
     lock.release();
     throw error;
@@ -196,7 +185,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
     lock.release();
     throw isDamagedDatabase(error) ? damagedStoreError(storePath, error) : error;
   }
-  store.forgetKeysBefore(Date.now() - IDEMPOTENCY_KEY_MS);
+  // Keys older than a day are forgotten at start and every hour after (a long-running controller too).
+  let keysForgottenAtMs = Date.now();
+  store.forgetKeysBefore(keysForgottenAtMs - IDEMPOTENCY_KEY_MS);
   const netLog = lineLog(log);
 
   let scheduled = false;
@@ -340,8 +331,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
       },
     },
     {
-      // Paged by id: one page costs the same whatever the queue holds, so a user listing 50,000 jobs
-      // holds the event loop for a page at a time, not for the whole listing.
+      // Paged by id: a page serialises at most 1,000 jobs (a pass over the active ones picks them), so a
+      // user listing 50,000 jobs holds the event loop for a page at a time, not for the whole listing.
       method: 'GET', path: '/jobs',
       handler: (ctx) => {
         const caller = callerOf(ctx);
@@ -492,7 +483,6 @@ export async function startController(options: ControllerOptions): Promise<Runni
         if (subject !== caller.user && !admin(caller)) {
           throw new RouteError(403, `only administrators may issue tokens for other users; you are ${caller.user}`, 'leave out --user to get a token for yourself');
         }
-        const { nativeAddon } = await import('../net/native.js');
         const account = nativeAddon().userByName(subject);
         if (account === null) throw new RouteError(400, `no user ${subject} on the controller's machine`, 'name an existing user');
         // A token acts as its user: an administrator who is not root must not be able to become root with one.
@@ -547,7 +537,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   ];
 
   // A change is answered only once it is on the disk (one fdatasync serves every change made before it began).
-  const commitsNothing = new Set(['/agent/heartbeat']);
+  const commitsNothing = new Set(['/agent/heartbeat', '/admin/token']);
   // Nothing about a job is served anonymously: every route but /status (and the agents', signed) needs a verified caller.
   const guarded = routes.map((route): Route => openToAnonymous(route) ? route : {
     ...route,
@@ -556,7 +546,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       return route.handler(ctx);
     },
   });
-  const durableRoutes = guarded.map((route): Route => route.method === 'GET' || commitsNothing.has(route.path) || route.path === '/admin/token' ? route : {
+  const durableRoutes = guarded.map((route): Route => route.method === 'GET' || commitsNothing.has(route.path) ? route : {
     ...route,
     handler: async (ctx) => {
       const result = await route.handler(ctx);
@@ -582,6 +572,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
     throw error;
   }
   const ticker = setInterval(() => {
+    if (Date.now() - keysForgottenAtMs >= 3_600_000) {
+      keysForgottenAtMs = Date.now();
+      store.forgetKeysBefore(keysForgottenAtMs - IDEMPOTENCY_KEY_MS);
+    }
     engine.checkNodes();
     engine.touch();
     kick();

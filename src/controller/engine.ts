@@ -26,6 +26,11 @@ function withSubmitUid(spec: JobSpec, uid: number | undefined): JsonObject {
   return uid === undefined ? clean : { ...clean, [SUBMIT_UID]: uid };
 }
 
+/** The spec fields a job's resources depend on (partition, features, memory, CPUs, tasks, nodes), as one key. */
+function shapeOf(spec: JobSpec): string {
+  return `${spec.partition ?? ''}\n${spec.constraint?.text ?? ''}\n${spec.memoryMiB ?? ''}\n${spec.cpusPerTask}\n${spec.ntasks ?? ''}\n${spec.nodes.min}\n${spec.nodes.max ?? ''}`;
+}
+
 /** What an agent needs to start a job: the batch script runs on the first node. */
 export interface StartOrder {
   readonly jobId: JobId;
@@ -145,6 +150,8 @@ export class ControllerEngine {
   private readonly partitionNodes = new Map<string, ReadonlySet<string>>();
   /** resourcesOf's answers (or refusals) by the spec fields they depend on. */
   private readonly resourcesByShape = new Map<string, ResourceRequest | SubmitRefused>();
+  /** Whether any set of nodes could ever hold a job of that shape (all idle), by the same key. */
+  private readonly placeableByShape = new Map<string, boolean>();
   private dirty = true;
   /** Cancels of running jobs whose signal has not reached their agent yet, by job: the node to send to. */
   private readonly undeliveredCancels = new Map<JobId, { node: string; run: number }>();
@@ -278,7 +285,7 @@ export class ControllerEngine {
     if (runningOn !== undefined && runningOn.length > 0) return this.computeResources(spec, runningOn);
     // Asked three times per submission (refusal, commit, core request), and a pass of the cluster's nodes each
     // time: jobs of the same shape share one answer (the configuration is fixed for this engine's life).
-    const key = `${spec.partition ?? ''}\n${spec.constraint?.text ?? ''}\n${spec.memoryMiB ?? ''}\n${spec.cpusPerTask}\n${spec.ntasks ?? ''}\n${spec.nodes.min}\n${spec.nodes.max ?? ''}`;
+    const key = shapeOf(spec);
     const known = this.resourcesByShape.get(key);
     if (known !== undefined) {
       if (known instanceof SubmitRefused) throw known;
@@ -354,7 +361,15 @@ export class ControllerEngine {
     if (reasons.length > 0) return reasons;
     // The last word is the core's: a job it could never place is refused here, never stored.
     try {
-      if (!this.pool.couldEverPlace(this.resourcesOf(spec))) return ['no set of nodes of this cluster can hold the job, even when all are idle'];
+      const resources = this.resourcesOf(spec);
+      // Like the resources, a question of the configuration only: once per shape, not a pass over the nodes per submission.
+      const shape = shapeOf(spec);
+      let placeable = this.placeableByShape.get(shape);
+      if (placeable === undefined) {
+        placeable = this.pool.couldEverPlace(resources);
+        if (this.placeableByShape.size < 10_000) this.placeableByShape.set(shape, placeable);
+      }
+      if (!placeable) return ['no set of nodes of this cluster can hold the job, even when all are idle'];
     } catch (error) {
       if (error instanceof SubmitRefused) return [...error.reasons];
       throw error;
@@ -563,7 +578,7 @@ export class ControllerEngine {
         results.set(id, { id, state: before?.state ?? null, result: 'refused', message: `job ${id}: ${error.message}` });
       }
     }
-    return ids.filter((id, index) => ids.indexOf(id) === index).map((id) => results.get(id)!);
+    return [...new Set(ids)].map((id) => results.get(id)!);
   }
 
   /** The user's pending and running jobs (for `taras cancel --all`). */
@@ -785,7 +800,7 @@ export class ControllerEngine {
 }
 
 /** What a cancel did, from the job's state before and after it. */
-export function cancelOutcome(id: JobId, before: JobState | undefined, after: JobState): ApiCancelResult {
+function cancelOutcome(id: JobId, before: JobState | undefined, after: JobState): ApiCancelResult {
   if (before === 'PENDING') return { id, state: after, result: 'cancelled', message: `job ${id}: cancelled` };
   if (before === 'RUNNING') return { id, state: after, result: 'signalled', message: `job ${id}: being cancelled (signalled)` };
   if (before === 'COMPLETING') return { id, state: after, result: 'ended', message: `job ${id}: already ending (COMPLETING); nothing to cancel` };

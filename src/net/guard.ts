@@ -26,7 +26,7 @@ export interface GuardOptions {
   maxPendingBodyBytes?: number;
 }
 
-export const DEFAULT_MAX_PENDING_BODY_BYTES = 64 * 1024 * 1024;
+const DEFAULT_MAX_PENDING_BODY_BYTES = 64 * 1024 * 1024;
 /** A run of accept failures for lack of descriptors ends after this long without one: then the count is logged. */
 const BURST_QUIET_MS = 5_000;
 
@@ -77,15 +77,6 @@ export class ConnectionGuard {
     }
     this.maxConnections = max;
     this.maxPendingBodyBytes = options.maxPendingBodyBytes ?? DEFAULT_MAX_PENDING_BODY_BYTES;
-  }
-
-  get connections(): number {
-    return this.open.size;
-  }
-
-  /** Bytes of unfinished bodies held now. */
-  get heldBodyBytes(): number {
-    return this.pendingBodyBytes;
   }
 
   /** Counts the server's connections and keeps them under the cap; logs accept failures. */

@@ -8,5 +8,7 @@ export const SIGNATURE_HEADER = 'x-taras-signature';
 export const DESTINATION_HEADER = 'x-taras-destination';
 /** The destination of requests to the controller. */
 export const CONTROLLER_DESTINATION = 'controller';
+/** A MUNGE credential made for the request (munge.ts); here so the server can look for it without loading munge.ts. */
+export const MUNGE_HEADER = 'x-taras-munge';
 /** On a 401 for a failed key check: the RefusalCode, so a client can tell it from other 401s. */
 export const REFUSED_HEADER = 'x-taras-refused';

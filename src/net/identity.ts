@@ -18,11 +18,13 @@
 // The client side is local-user.ts (who runs the CLI, for display only).
 // jose loads on the first token, so a controller without tokens never pays for it.
 
-import { closeSync, fstatSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Identity } from './local-user.js';
+import { MUNGE_HEADER } from './headers.js';
 import { nativeAddon } from './native.js';
+import { writeSecretFile } from './private-files.js';
 
 export { localIdentity, type Identity } from './local-user.js';
 
@@ -59,20 +61,14 @@ const KEY_BYTES = 32;
  * them sign tokens for anyone: refused.
  */
 export function loadOrCreateJwtKey(path: string): Uint8Array {
-  let fd: number;
   try {
-    fd = openSync(path, 'wx', 0o600);
-    try {
-      writeSync(fd, Buffer.from(globalThis.crypto.getRandomValues(new Uint8Array(KEY_BYTES))).toString('base64') + '\n');
-    } finally {
-      closeSync(fd);
-    }
+    writeSecretFile(path, Buffer.from(globalThis.crypto.getRandomValues(new Uint8Array(KEY_BYTES))).toString('base64') + '\n');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
       throw new Error(`cannot create the token key ${path}: ${(error as Error).message}; check that the data directory is writable by the controller's user`);
     }
   }
-  fd = openSync(path, 'r');
+  const fd = openSync(path, 'r');
   try {
     const stat = fstatSync(fd);
     if ((stat.mode & 0o077) !== 0) {
@@ -126,8 +122,6 @@ function joseRefusal(error: unknown): IdentityRefusal {
 
 // ---------------------------------------------------------------- the server's side
 
-/** munge.ts's MUNGE_HEADER, named here too so checking for it does not load munge.ts. */
-const MUNGE_HEADER = 'x-taras-munge';
 
 export interface AuthenticatorOptions {
   /** HS256 key of bearer tokens; without it, every token is refused. */

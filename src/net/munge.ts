@@ -11,7 +11,9 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 
 /** The request header that carries the credential. */
-export const MUNGE_HEADER = 'x-taras-munge';
+import { MUNGE_HEADER } from './headers.js';
+
+export { MUNGE_HEADER };
 
 export type MungeVerification =
   | { ok: true; uid: number; gid: number }
