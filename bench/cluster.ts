@@ -104,7 +104,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => 
 
 /** Starts a daemon and resolves when its log matches `ready`. */
 function daemon(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
-  const child = spawn(process.execPath, [taras, ...args], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+  // TARAS_BENCH_PROFILE=DIR: each daemon writes a V8 CPU profile there when it stops.
+  const profile = process.env.TARAS_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', resolve(process.env.TARAS_BENCH_PROFILE)] : [];
+  const child = spawn(process.execPath, [...profile, taras, ...args], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
   started.push(child);
   return new Promise((resolve, reject) => {
     let log = '';
