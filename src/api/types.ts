@@ -111,6 +111,38 @@ export interface ApiWhen {
   explanation: string;
 }
 
+/**
+ * One bar of the plan (GET /plan): a running or pending job, an advance
+ * reservation or a maintenance window, holding `nodes` over [start, end).
+ */
+export interface ApiPlanItem {
+  kind: 'job' | 'reservation' | 'maintenance';
+  /** The job's id as text, or the reservation's or window's name. */
+  id: string;
+  /** The job's name, or the reservation's / window's name. */
+  name: string;
+  /** The job's owner (null for reservations and windows). */
+  user: string | null;
+  /** RUNNING or PENDING for jobs; RESERVED for reservations; MAINT for maintenance windows. */
+  state: 'RUNNING' | 'PENDING' | 'RESERVED' | 'MAINT';
+  nodes: string[];
+  /** ISO 8601 times; `end` null: no end known (unlimited). */
+  start: string;
+  end: string | null;
+}
+
+/** The whole current plan: what `taras plan` draws and the web view will. */
+export interface ApiPlan {
+  /** The controller's clock when the plan was made (ISO 8601). */
+  now: string;
+  /** Every node of the cluster in configuration order (rows of a Gantt chart). */
+  nodes: string[];
+  /** Running jobs, then pending jobs in queue order, then reservations and windows. */
+  items: ApiPlanItem[];
+  /** Pending jobs with no planned start (no node that counts can hold them now), by id. */
+  unplanned: number[];
+}
+
 /** Errors: every non-2xx response body. */
 export interface ApiError {
   error: string;
