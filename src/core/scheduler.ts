@@ -7,7 +7,9 @@ import { BatchPolicy, batchPackers } from './policies/batch.js';
 import { ConservativePolicy } from './policies/conservative.js';
 import { easyPolicy } from './policies/easy.js';
 import { fcfsPolicy } from './policies/fcfs.js';
+import { jobOwner, NodePlanPolicy, type MoveReason } from './policies/nodes.js';
 import type { Policy } from './policies/policy.js';
+import type { PlanHold } from './node-plan.js';
 import type { NodePool } from './placement.js';
 import { SchedulerState } from './state.js';
 import type { JobId, JobRequest, Machine, RunningJob, Seconds } from './types.js';
@@ -19,7 +21,9 @@ export function isPolicyName(name: string): name is PolicyName {
   return (policyNames as readonly string[]).includes(name);
 }
 
-export function createPolicy(name: PolicyName, machine: Machine, origin: Seconds): Policy {
+export function createPolicy(name: PolicyName, machine: Machine, origin: Seconds, pool?: NodePool): Policy {
+  // On nodes, fcfs, EASY and conservative plan node by node (policies/nodes.ts).
+  if (pool && (name === 'fcfs' || name === 'easy' || name === 'conservative')) return new NodePlanPolicy(name, pool);
   switch (name) {
     case 'fcfs':
       return fcfsPolicy();
@@ -58,7 +62,7 @@ export class Scheduler {
       throw new RangeError(`the machine has ${machine.processors} processors but its nodes have ${pool.totalCpus} CPUs`);
     }
     this.state = new SchedulerState(machine.processors, pool);
-    this.policy = createPolicy(policyName, machine, origin);
+    this.policy = createPolicy(policyName, machine, origin, pool);
   }
 
   /** A job joins the back of the queue. Rejects jobs that can never run here. */
@@ -179,6 +183,53 @@ export class Scheduler {
   /** The next instant after `now` at which a pass is due though no job ends or arrives. */
   nextWakeup(now: Seconds): Seconds | undefined {
     return this.policy.nextWakeup?.(now);
+  }
+
+  /** The node policy, when jobs are planned on nodes. */
+  private get nodePolicy(): NodePlanPolicy | undefined {
+    return this.policy instanceof NodePlanPolicy ? this.policy : undefined;
+  }
+
+  /** Whether planned starts name nodes (a node pool under fcfs, easy or conservative). */
+  get plansOnNodes(): boolean {
+    return this.nodePolicy !== undefined;
+  }
+
+  /** The nodes a job runs on, or is planned on (after the last plan); undefined if neither. */
+  plannedNodes(id: JobId): readonly string[] | undefined {
+    const running = this.state.getRunning(id);
+    if (running) return running.nodes;
+    const entry = this.state.getQueued(id);
+    return entry && Number.isFinite(entry.reservation) && entry.plannedNodes.length > 0 ? entry.plannedNodes : undefined;
+  }
+
+  /**
+   * What a queued job planned on nodes waits for: the holds (running jobs,
+   * reservations of jobs ahead, the shell's reservations and windows) that
+   * end at its planned start on its planned nodes. Empty if it is due or has no plan.
+   */
+  heldBy(id: JobId): PlanHold[] {
+    const entry = this.state.getQueued(id);
+    const plan = this.nodePolicy?.currentPlan;
+    if (!entry || !plan || !Number.isFinite(entry.reservation)) return [];
+    const own = jobOwner(id);
+    return plan.holdsEndingAt(entry.plannedNodes, entry.reservation).filter((hold) => hold.owner !== own);
+  }
+
+  /** Why a conservative job's planned start moved later than first planned, if it did. */
+  movedBecause(id: JobId): MoveReason | undefined {
+    return this.nodePolicy?.moved.get(id);
+  }
+
+  /** The shell's holds in the plan: advance reservations and maintenance windows (owners `reservation:`/`maintenance:`). */
+  setExternalHolds(holds: readonly PlanHold[]): void {
+    const policy = this.nodePolicy;
+    if (!policy) throw new Error('reservations and maintenance windows need a node pool and fcfs, easy or conservative');
+    policy.setExternalHolds(holds);
+  }
+
+  get externalHolds(): readonly PlanHold[] {
+    return this.nodePolicy?.externalHolds ?? [];
   }
 
   get queueLength(): number {

@@ -13,6 +13,10 @@ export interface QueueEntry {
   readonly seq: number;
   /** Reserved (promised) start, NaN when the job holds no reservation. */
   reservation: Seconds;
+  /** On a node pool: the nodes the reservation is on (empty without one). */
+  plannedNodes: readonly string[];
+  /** The start it was planned at before a loss of capacity made it plan again (NaN: none). */
+  previous: Seconds;
   /**
    * Span of the capacity gains seen since the reservation was made: earliest
    * start, latest end (Infinity, -Infinity when none; see conservative.ts).
@@ -122,7 +126,7 @@ export class SchedulerState {
    * stays in front (searching from the back; none: at the front).
    */
   private insert(job: JobRequest, reservation: Seconds, goesAhead: (ahead: JobRequest) => boolean): QueueEntry {
-    const entry: QueueEntry = { job, seq: this.arrivals++, reservation,
+    const entry: QueueEntry = { job, seq: this.arrivals++, reservation, plannedNodes: NO_NODES, previous: NaN,
       gainFrom: Infinity, gainTo: -Infinity, freedFrom: Infinity, freedTo: -Infinity };
     if (this.queuedById.has(job.id) || this.runningById.has(job.id)) throw new Error(`job ${job.id} is already known`);
     let at = this.queue.length;

@@ -1,0 +1,338 @@
+// Plans on nodes: free CPUs and memory of every node over future time, and
+// the holds (running jobs, reservations of queued jobs, advance reservations,
+// maintenance windows) that take them. The one question planning asks is
+// Fluxion's: the earliest time at which `nodes` nodes that suit a job each
+// have its CPUs and memory free for its whole estimate; the answer names the
+// nodes, so a planned start is a reservation of concrete nodes, and starting
+// the job is taking exactly that reservation.
+//
+// A node's timeline is a step function in three parallel arrays (times, free
+// CPUs, free memory): nodes hold few steps each (the jobs planned on them),
+// so arrays beat trees here. Pruning higher up is by the static shape of the
+// request (partition, features, the node's whole size) and by the order in
+// which nodes become free: the search starts at the `nodes`-th smallest
+// per-node earliest fit, a lower bound on the answer.
+
+import type { PlacementStrategy, PoolNode } from './placement.js';
+import type { ResourceRequest, Seconds } from './types.js';
+
+/** Free CPUs and memory of one node as a step function of time, from `origin` on. */
+export class NodeTimeline {
+  /** times[i] is where step i begins; step i lasts until times[i + 1] (the last one forever). */
+  private times: number[];
+  private cpus: number[];
+  private memory: number[];
+
+  constructor(readonly totalCpus: number, readonly totalMemoryMiB: number, origin: Seconds) {
+    this.times = [origin];
+    this.cpus = [totalCpus];
+    this.memory = [totalMemoryMiB];
+  }
+
+  get origin(): Seconds {
+    return this.times[0];
+  }
+
+  /** Number of steps (for tests and bounds). */
+  get size(): number {
+    return this.times.length;
+  }
+
+  /** Index of the step holding `at` (at >= origin). */
+  private stepAt(at: Seconds): number {
+    const times = this.times;
+    let lo = 0;
+    let hi = times.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (times[mid] <= at) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /** Makes `at` the beginning of a step; returns its index. */
+  private split(at: Seconds): number {
+    const index = this.stepAt(at);
+    if (this.times[index] === at) return index;
+    this.times.splice(index + 1, 0, at);
+    this.cpus.splice(index + 1, 0, this.cpus[index]);
+    this.memory.splice(index + 1, 0, this.memory[index]);
+    return index + 1;
+  }
+
+  /** Adds `cpus` and `memoryMiB` (negative: takes them) over [from, to); parts before the origin are ignored. */
+  add(from: Seconds, to: Seconds, cpus: number, memoryMiB: number): void {
+    const start = Math.max(from, this.times[0]);
+    if (!(to > start)) return;
+    const first = this.split(start);
+    const last = to === Infinity ? this.times.length : this.split(to);
+    for (let i = first; i < last; i++) {
+      this.cpus[i] += cpus;
+      this.memory[i] += memoryMiB;
+    }
+    this.merge(Math.max(0, first - 1), Math.min(this.times.length - 1, last));
+  }
+
+  /** Joins equal neighbouring steps between indexes `from` and `to` (inclusive). */
+  private merge(from: number, to: number): void {
+    for (let i = to; i > from; i--) {
+      if (this.cpus[i] === this.cpus[i - 1] && this.memory[i] === this.memory[i - 1]) {
+        this.times.splice(i, 1);
+        this.cpus.splice(i, 1);
+        this.memory.splice(i, 1);
+      }
+    }
+  }
+
+  /** Forgets the past: the timeline starts at `now`. */
+  advance(now: Seconds): void {
+    if (now <= this.times[0]) return;
+    const index = this.stepAt(now);
+    if (index > 0) {
+      this.times.splice(0, index);
+      this.cpus.splice(0, index);
+      this.memory.splice(0, index);
+    }
+    this.times[0] = now;
+  }
+
+  /** Free CPUs and memory at `at`. */
+  freeAt(at: Seconds): { cpus: number; memoryMiB: number } {
+    const index = this.stepAt(Math.max(at, this.times[0]));
+    return { cpus: this.cpus[index], memoryMiB: this.memory[index] };
+  }
+
+  /** Whether `cpus` and `memoryMiB` are free throughout [from, from + duration). */
+  fits(from: Seconds, duration: Seconds, cpus: number, memoryMiB: number): boolean {
+    const end = from + duration;
+    for (let i = this.stepAt(Math.max(from, this.times[0])); i < this.times.length && this.times[i] < end; i++) {
+      if (this.cpus[i] < cpus || this.memory[i] < memoryMiB) return false;
+    }
+    return true;
+  }
+
+  /** The earliest t >= notBefore with `cpus` and `memoryMiB` free throughout [t, t + duration); Infinity if never. */
+  earliestFit(notBefore: Seconds, duration: Seconds, cpus: number, memoryMiB: number): Seconds {
+    const times = this.times;
+    const free = this.cpus;
+    const memory = this.memory;
+    const count = times.length;
+    let start = Math.max(notBefore, times[0]);
+    let index = this.stepAt(start);
+    for (;;) {
+      const end = start + duration;
+      let k = index;
+      while (k < count && times[k] < end && free[k] >= cpus && memory[k] >= memoryMiB) k++;
+      if (k === count || times[k] >= end) return start;
+      // Step k is short of CPUs or memory: no start before its end fits.
+      if (k + 1 === count) return Infinity;
+      start = times[k + 1];
+      index = k + 1;
+    }
+  }
+
+  /** The steps as [time, free CPUs, free memory] (tests, displays). */
+  steps(): Array<[Seconds, number, number]> {
+    return this.times.map((time, i) => [time, this.cpus[i], this.memory[i]]);
+  }
+}
+
+/** Something that takes CPUs and memory on nodes over [start, end): a running job, a reservation, a window. */
+export interface PlanHold {
+  /** Who holds it: `job:ID`, `reservation:NAME`, `maintenance:NAME` (the shells decide). */
+  readonly owner: string;
+  readonly start: Seconds;
+  /** Infinity: until further notice. */
+  readonly end: Seconds;
+  readonly nodes: readonly string[];
+  readonly cpus: number;
+  readonly memoryMiB: number;
+  /** A whole-node hold (reservations, windows): takes every CPU and all memory of each node. */
+  readonly whole?: boolean;
+}
+
+/** A planned start on concrete nodes. */
+export interface NodeSlotPlan {
+  readonly start: Seconds;
+  readonly nodes: readonly string[];
+}
+
+interface PlanNode {
+  readonly node: PoolNode;
+  readonly order: number;
+  readonly features: ReadonlySet<string>;
+  readonly timeline: NodeTimeline;
+  /** Owners of the holds on this node. */
+  readonly owners: Set<string>;
+}
+
+/**
+ * Every node's timeline and the holds on them. Nodes that do not count in
+ * plans (down, drained) are left out at construction: nothing is planned on
+ * them.
+ */
+export class NodePlan {
+  private readonly planNodes: PlanNode[] = [];
+  private readonly byName = new Map<string, PlanNode>();
+  private readonly holds = new Map<string, PlanHold>();
+  private readonly candidates = new WeakMap<ResourceRequest, PlanNode[]>();
+
+  constructor(nodes: readonly PoolNode[], origin: Seconds, readonly strategy: PlacementStrategy = 'first-fit') {
+    nodes.forEach((node, order) => {
+      const planNode: PlanNode = {
+        node, order, features: new Set(node.features), timeline: new NodeTimeline(node.cpus, node.memoryMiB, origin), owners: new Set(),
+      };
+      this.planNodes.push(planNode);
+      this.byName.set(node.name, planNode);
+    });
+  }
+
+  /** Whether the node is part of this plan (it counts in plans). */
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  timeline(name: string): NodeTimeline | undefined {
+    return this.byName.get(name)?.timeline;
+  }
+
+  advance(now: Seconds): void {
+    for (const planNode of this.planNodes) planNode.timeline.advance(now);
+  }
+
+  /** Takes a hold's CPUs and memory on its nodes (those in the plan); replaces an earlier hold of the same owner. */
+  hold(hold: PlanHold): void {
+    this.release(hold.owner);
+    this.holds.set(hold.owner, hold);
+    this.apply(hold, -1);
+  }
+
+  /** Gives a hold back; false if the owner held nothing. */
+  release(owner: string): boolean {
+    const hold = this.holds.get(owner);
+    if (hold === undefined) return false;
+    this.holds.delete(owner);
+    this.apply(hold, 1);
+    return true;
+  }
+
+  getHold(owner: string): PlanHold | undefined {
+    return this.holds.get(owner);
+  }
+
+  allHolds(): IterableIterator<PlanHold> {
+    return this.holds.values();
+  }
+
+  private apply(hold: PlanHold, sign: 1 | -1): void {
+    for (const name of hold.nodes) {
+      const planNode = this.byName.get(name);
+      if (planNode === undefined) continue;
+      const cpus = hold.whole ? planNode.node.cpus : hold.cpus;
+      const memory = hold.whole ? planNode.node.memoryMiB : hold.memoryMiB;
+      planNode.timeline.add(hold.start, hold.end, sign * cpus, sign * memory);
+      if (sign < 0) planNode.owners.add(hold.owner);
+      else planNode.owners.delete(hold.owner);
+    }
+  }
+
+  /** Whether the request fits on exactly `nodes` over [start, start + duration). */
+  fitsOn(request: ResourceRequest, nodes: readonly string[], start: Seconds, duration: Seconds): boolean {
+    return nodes.length === request.nodes && nodes.every((name) => {
+      const planNode = this.byName.get(name);
+      return planNode !== undefined && this.suits(planNode, request)
+        && planNode.timeline.fits(start, duration, request.cpusPerNode, request.memoryMiBPerNode);
+    });
+  }
+
+  /** The nodes of the plan that could ever hold a part of the request (partition, features, whole size). */
+  private candidatesFor(request: ResourceRequest): PlanNode[] {
+    let known = this.candidates.get(request);
+    if (known === undefined) {
+      known = this.planNodes.filter((planNode) => this.suits(planNode, request));
+      this.candidates.set(request, known);
+    }
+    return known;
+  }
+
+  private suits(planNode: PlanNode, request: ResourceRequest): boolean {
+    if (planNode.node.cpus < request.cpusPerNode || planNode.node.memoryMiB < request.memoryMiBPerNode) return false;
+    if (request.eligibleNodes !== undefined && !request.eligibleNodes.has(planNode.node.name)) return false;
+    for (const feature of request.features) if (!planNode.features.has(feature)) return false;
+    return true;
+  }
+
+  /** Whether enough nodes of the plan could ever hold the request (false: it cannot be planned now). */
+  couldHold(request: ResourceRequest): boolean {
+    return this.candidatesFor(request).length >= request.nodes;
+  }
+
+  /**
+   * The earliest start at or after `notBefore` (and at or before `latest`)
+   * at which `request.nodes` nodes each have the request's CPUs and memory
+   * free for `duration`, and the nodes, chosen by the plan's strategy among
+   * those free then; undefined if there is none.
+   */
+  earliest(request: ResourceRequest, duration: Seconds, notBefore: Seconds, latest: Seconds = Infinity): NodeSlotPlan | undefined {
+    const candidates = this.candidatesFor(request);
+    const needed = request.nodes;
+    if (candidates.length < needed) return undefined;
+    const { cpusPerNode: cpus, memoryMiBPerNode: memory } = request;
+    const fitFrom = new Float64Array(candidates.length);
+    for (let i = 0; i < candidates.length; i++) fitFrom[i] = candidates[i].timeline.earliestFit(notBefore, duration, cpus, memory);
+    const order = new Float64Array(candidates.length);
+    for (;;) {
+      // No start before the `needed`-th smallest per-node earliest fit can have enough nodes.
+      order.set(fitFrom);
+      order.sort();
+      const start = order[needed - 1];
+      if (start === Infinity || start > latest) return undefined;
+      const fitting: PlanNode[] = [];
+      for (let i = 0; i < candidates.length; i++) {
+        if (fitFrom[i] === start) fitting.push(candidates[i]);
+        else if (fitFrom[i] < start) {
+          // It fitted earlier; it may not from `start`: its next fit from there on.
+          fitFrom[i] = candidates[i].timeline.earliestFit(start, duration, cpus, memory);
+          if (fitFrom[i] === start) fitting.push(candidates[i]);
+        }
+      }
+      if (fitting.length >= needed) return { start, nodes: this.choose(fitting, needed, start) };
+      // Fewer than `needed` fit at `start`: the answer is later; every node now knows its next fit from `start` on.
+      for (let i = 0; i < candidates.length; i++) {
+        if (fitFrom[i] === start) fitFrom[i] = candidates[i].timeline.earliestFit(start + 1, duration, cpus, memory);
+      }
+    }
+  }
+
+  /** `needed` of the fitting nodes by the strategy, as free as they are at `start`. */
+  private choose(fitting: PlanNode[], needed: number, start: Seconds): string[] {
+    if (this.strategy !== 'first-fit' && fitting.length > needed) {
+      const free = new Map(fitting.map((planNode) => [planNode, planNode.timeline.freeAt(start)]));
+      const sign = this.strategy === 'best-fit' ? 1 : -1;
+      fitting.sort((a, b) => {
+        const fa = free.get(a)!;
+        const fb = free.get(b)!;
+        return sign * (fa.cpus - fb.cpus) || sign * (fa.memoryMiB - fb.memoryMiB) || a.order - b.order;
+      });
+    }
+    return fitting.slice(0, needed).map((planNode) => planNode.node.name);
+  }
+
+  /**
+   * The holds that end at `at` on any of `nodes`, ahead of whatever starts
+   * there then: what a job planned at `at` on those nodes waits for.
+   */
+  holdsEndingAt(nodes: readonly string[], at: Seconds): PlanHold[] {
+    const found = new Map<string, PlanHold>();
+    for (const name of nodes) {
+      const planNode = this.byName.get(name);
+      if (planNode === undefined) continue;
+      for (const owner of planNode.owners) {
+        const hold = this.holds.get(owner)!;
+        if (hold.end === at) found.set(owner, hold);
+      }
+    }
+    return [...found.values()];
+  }
+}

@@ -1,0 +1,338 @@
+// Plans on nodes: the timeline and planner on their own (against brute
+// force), and the guarantees of fcfs, EASY and conservative on mixed node
+// pools in randomized runs: shared and whole-node jobs, memory, features,
+// two partitions with priorities, early ends and cancellations.
+// - conservative: no job starts later than the first start it was promised;
+//   every start is on exactly the nodes it was planned on;
+// - EASY: no backfilled job delays the head's planned start;
+// - all: nodes are never over-committed, and a loss of capacity re-plans
+//   with the reason kept.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { NodePlan, NodeTimeline } from '../src/core/node-plan.js';
+import { NodePool, type PoolNode } from '../src/core/placement.js';
+import { SeededRandom } from '../src/core/random.js';
+import { Scheduler } from '../src/core/scheduler.js';
+import { jobId, type JobId, type JobRequest, type ResourceRequest } from '../src/core/types.js';
+
+const node = (name: string, cpus = 8, memoryMiB = 16384, features: string[] = []): PoolNode => ({ name, cpus, memoryMiB, features });
+const need = (nodes: number, cpusPerNode: number, extra: Partial<ResourceRequest> = {}): ResourceRequest => ({
+  nodes, cpusPerNode, memoryMiBPerNode: 0, features: [], ...extra,
+});
+const job = (id: number, resources: ResourceRequest, estimate = 100, submitTime = 0, priority = 0): JobRequest => ({
+  id: jobId(id), submitTime, size: resources.nodes * resources.cpusPerNode, estimate, user: 1, queue: 0, partition: 0, resources, priority,
+});
+
+describe('node timeline', () => {
+  it('takes and gives back CPUs and memory over intervals, merging equal steps', () => {
+    const line = new NodeTimeline(8, 1000, 0);
+    line.add(10, 20, -4, -100);
+    line.add(15, 30, -2, 0);
+    assert.deepEqual(line.steps(), [[0, 8, 1000], [10, 4, 900], [15, 2, 900], [20, 6, 1000], [30, 8, 1000]]);
+    line.add(15, 30, 2, 0);
+    assert.deepEqual(line.steps(), [[0, 8, 1000], [10, 4, 900], [20, 8, 1000]]);
+    line.add(50, Infinity, -8, -1000);
+    assert.deepEqual(line.freeAt(60), { cpus: 0, memoryMiB: 0 });
+    line.advance(12);
+    assert.deepEqual(line.steps()[0], [12, 4, 900]);
+  });
+
+  it('finds the earliest start that fits for a whole duration', () => {
+    const line = new NodeTimeline(8, 1000, 0);
+    line.add(10, 20, -6, 0); // 2 free on [10, 20)
+    line.add(30, 40, -8, 0); // none on [30, 40)
+    assert.equal(line.earliestFit(0, 10, 4, 0), 0);
+    assert.equal(line.earliestFit(0, 11, 4, 0), 40); // [0, 11) crosses [10, 20), [20, 31) crosses [30, 40)
+    assert.equal(line.earliestFit(0, 10, 4, 0), 0);
+    assert.equal(line.earliestFit(1, 10, 4, 0), 20);
+    assert.equal(line.earliestFit(0, 10, 2, 0), 0);
+    assert.equal(line.earliestFit(0, 35, 2, 0), 40); // crosses [30, 40) whatever the start before 40
+    assert.equal(line.earliestFit(5, 5, 8, 0), 5);
+    assert.equal(line.earliestFit(0, 5, 8, 1001), Infinity);
+  });
+
+  it('earliestFit agrees with a second-by-second search on random timelines', () => {
+    const random = new SeededRandom(11);
+    for (let round = 0; round < 300; round++) {
+      const line = new NodeTimeline(8, 64, 0);
+      for (let h = 0; h < random.int(0, 6); h++) {
+        const from = random.int(0, 60);
+        line.add(from, from + random.int(1, 30), -random.int(1, 4), -random.int(0, 16));
+      }
+      const [cpus, memory, duration, notBefore] = [random.int(1, 8), random.int(0, 64), random.int(1, 40), random.int(0, 50)];
+      let expected = Infinity;
+      for (let t = notBefore; t <= 200; t++) {
+        let ok = true;
+        for (let s = t; s < t + duration && ok; s++) {
+          const free = line.freeAt(s);
+          ok = free.cpus >= cpus && free.memoryMiB >= memory;
+        }
+        if (ok) {
+          expected = t;
+          break;
+        }
+      }
+      assert.equal(line.earliestFit(notBefore, duration, cpus, memory), expected, `round ${round}`);
+    }
+  });
+});
+
+describe('node plan', () => {
+  it('names the nodes of the earliest start, and what holds a job there', () => {
+    const plan = new NodePlan([node('n1'), node('n2'), node('n3', 4)], 0);
+    plan.hold({ owner: 'job:1', start: 0, end: 50, nodes: ['n1'], cpus: 8, memoryMiB: 0 });
+    plan.hold({ owner: 'job:2', start: 0, end: 80, nodes: ['n2'], cpus: 6, memoryMiB: 0 });
+    assert.deepEqual(plan.earliest(need(1, 4), 10, 0), { start: 0, nodes: ['n3'] });
+    assert.deepEqual(plan.earliest(need(2, 8), 10, 0), { start: 80, nodes: ['n1', 'n2'] }); // n3 has 4 CPUs
+    assert.deepEqual(plan.earliest(need(3, 8), 10, 0), undefined); // never three nodes of 8
+    assert.deepEqual(plan.earliest(need(2, 4), 100, 0), { start: 50, nodes: ['n1', 'n3'] });
+    assert.deepEqual(plan.earliest(need(3, 4), 10, 0), { start: 80, nodes: ['n1', 'n2', 'n3'] });
+    assert.deepEqual(plan.holdsEndingAt(['n1', 'n2', 'n3'], 80).map((h) => h.owner), ['job:2']);
+    assert.equal(plan.earliest(need(1, 8), 10, 0, 40), undefined); // nothing by 40
+    plan.release('job:1');
+    assert.deepEqual(plan.earliest(need(1, 8), 10, 0), { start: 0, nodes: ['n1'] });
+  });
+
+  it('whole-node holds (reservations, windows) take every CPU and all memory', () => {
+    const plan = new NodePlan([node('n1'), node('n2')], 0);
+    plan.hold({ owner: 'maintenance:m', start: 10, end: 20, nodes: ['n1', 'n2'], cpus: 0, memoryMiB: 0, whole: true });
+    assert.deepEqual(plan.earliest(need(1, 1), 5, 0), { start: 0, nodes: ['n1'] });
+    assert.deepEqual(plan.earliest(need(1, 1), 15, 0), { start: 20, nodes: ['n1'] });
+    assert.deepEqual(plan.holdsEndingAt(['n1'], 20).map((h) => h.owner), ['maintenance:m']);
+  });
+
+  it('agrees with brute force on random plans (start, and the nodes fit)', () => {
+    const random = new SeededRandom(5);
+    const nodes = [node('a', 8, 64), node('b', 8, 32, ['x']), node('c', 4, 64, ['x']), node('d', 16, 128)];
+    for (let round = 0; round < 200; round++) {
+      const plan = new NodePlan(nodes, 0, round % 2 === 0 ? 'first-fit' : 'best-fit');
+      for (let h = 0; h < random.int(0, 8); h++) {
+        const target = nodes[random.int(0, nodes.length - 1)];
+        const from = random.int(0, 60);
+        plan.hold({ owner: `h${h}`, start: from, end: from + random.int(1, 40), nodes: [target.name], cpus: random.int(1, target.cpus), memoryMiB: random.int(0, 32) });
+      }
+      const request = need(random.int(1, 3), random.int(1, 8), { memoryMiBPerNode: random.int(0, 40), features: random.chance(0.3) ? ['x'] : [] });
+      const duration = random.int(1, 30);
+      const found = plan.earliest(request, duration, 0);
+      let expected = Infinity;
+      for (let t = 0; t <= 150 && expected === Infinity; t++) {
+        const fitting = nodes.filter((n) => plan.fitsOn({ ...request, nodes: 1 }, [n.name], t, duration));
+        if (fitting.length >= request.nodes) expected = t;
+      }
+      assert.equal(found?.start ?? Infinity, expected, `round ${round}`);
+      if (found) assert.ok(plan.fitsOn(request, found.nodes, found.start, duration), `round ${round}: the nodes fit`);
+    }
+  });
+});
+
+/** A mixed pool: two partitions (a: 8 nodes of 8 or 16 CPUs, some with a gpu; b: 4 nodes of 4 CPUs and little memory). */
+function mixedPool(strategy: 'first-fit' | 'best-fit' = 'first-fit') {
+  const nodes = [
+    ...Array.from({ length: 8 }, (_, i) => node(`a${i + 1}`, i < 4 ? 8 : 16, i < 4 ? 16384 : 65536, i % 3 === 0 ? ['gpu'] : [])),
+    ...Array.from({ length: 4 }, (_, i) => node(`b${i + 1}`, 4, 4096)),
+  ];
+  const partitions = { a: new Set(nodes.slice(0, 8).map((n) => n.name)), b: new Set(nodes.slice(8).map((n) => n.name)) };
+  return { pool: new NodePool(nodes, strategy), nodes, partitions };
+}
+
+function randomJob(random: SeededRandom, id: number, at: number, partitions: Record<'a' | 'b', ReadonlySet<string>>): { request: JobRequest; runtime: number } {
+  const inB = random.chance(0.3);
+  const wholeNode = random.chance(0.3);
+  const resources = inB
+    ? need(random.int(1, 3), wholeNode ? 4 : random.int(1, 4), { memoryMiBPerNode: random.chance(0.5) ? random.int(256, 4096) : 0, eligibleNodes: partitions.b })
+    : need(random.int(1, 4), wholeNode ? 8 : random.int(1, 8), {
+      memoryMiBPerNode: random.chance(0.4) ? random.int(1024, 20000) : 0, features: random.chance(0.2) ? ['gpu'] : [], eligibleNodes: partitions.a,
+    });
+  const estimate = random.int(10, 400);
+  const runtime = random.chance(0.4) ? random.int(1, estimate) : estimate;
+  return { request: job(id, resources, estimate, at, inB ? 1 : 0), runtime };
+}
+
+interface RunRecord {
+  submit: number;
+  firstPromise?: number;
+  promisedNodes?: readonly string[];
+  start?: number;
+  nodes?: readonly string[];
+}
+
+/**
+ * Drives a scheduler through a random workload at integer seconds: arrivals,
+ * ends (early or at the estimate), cancellations; one pass with predictions
+ * at every instant something happened. Calls `check` after each pass.
+ */
+function drive(policy: 'fcfs' | 'easy' | 'conservative', seed: number, check: (scheduler: Scheduler, now: number, started: JobRequest[], queueBefore: JobId[]) => void) {
+  const random = new SeededRandom(seed);
+  const { pool, partitions } = mixedPool(seed % 2 === 0 ? 'first-fit' : 'best-fit');
+  const scheduler = new Scheduler(policy, { processors: pool.totalCpus }, 0, pool);
+  const runs = new Map<JobId, RunRecord>();
+  const endsAt = new Map<JobId, number>();
+  const runtimes = new Map<JobId, number>();
+  let nextId = 1;
+  for (let now = 0; now < 3000; now++) {
+    let happened = false;
+    for (const [id, at] of endsAt) {
+      if (at === now) {
+        scheduler.end(id, now);
+        endsAt.delete(id);
+        happened = true;
+      }
+    }
+    if (now < 2000 && random.chance(0.08)) {
+      for (let k = random.int(1, 3); k > 0; k--) {
+        const { request, runtime } = randomJob(random, nextId++, now, partitions);
+        if (!pool.couldEverPlace(request.resources!)) continue; // refused at submission in the live system
+        scheduler.submit(request);
+        runs.set(request.id, { submit: now });
+        runtimes.set(request.id, runtime);
+      }
+      happened = true;
+    }
+    if (random.chance(0.01)) {
+      const queued = scheduler.state.queue;
+      if (queued.length > 0) {
+        const victim = queued[random.int(0, queued.length - 1)].job.id;
+        scheduler.cancel(victim);
+        runs.delete(victim);
+        happened = true;
+      }
+    }
+    if (!happened) continue;
+    const queueBefore = scheduler.state.queue.map((e) => e.job.id);
+    const started = scheduler.pass(now, { predictions: true });
+    for (const request of started) {
+      const run = runs.get(request.id)!;
+      run.start = now;
+      run.nodes = scheduler.nodesOf(request.id);
+      endsAt.set(request.id, now + runtimes.get(request.id)!);
+    }
+    for (const entry of scheduler.state.queue) {
+      const run = runs.get(entry.job.id)!;
+      const planned = scheduler.plannedStart(entry.job.id);
+      if (run.firstPromise === undefined && planned !== undefined) {
+        run.firstPromise = planned;
+        run.promisedNodes = scheduler.plannedNodes(entry.job.id);
+      }
+    }
+    for (const request of started) {
+      const run = runs.get(request.id)!;
+      if (run.firstPromise === undefined) run.firstPromise = now; // started in its first pass
+    }
+    // Never over-committed: every node's free CPUs and memory stay within [0, total].
+    for (const n of pool.allNodes) {
+      const free = pool.free(n.name);
+      assert.ok(free.cpus >= 0 && free.cpus <= n.cpus && free.memoryMiB >= 0, `${policy} seed ${seed}: node ${n.name} over-committed at ${now}`);
+    }
+    check(scheduler, now, started, queueBefore);
+  }
+  return runs;
+}
+
+describe('scheduling on node plans (randomized)', () => {
+  it('conservative: no job starts later than its first promise, and every planned start names nodes', () => {
+    for (const seed of [1, 2, 3, 4, 5, 6]) {
+      let lastPlanned = new Map<JobId, { start: number; nodes: readonly string[] }>();
+      const runs = drive('conservative', seed, (scheduler, now, started) => {
+        for (const request of started) {
+          // Started at its planned time: exactly on the nodes it was planned on.
+          const before = lastPlanned.get(request.id);
+          if (before !== undefined && before.start === now) {
+            assert.deepEqual(scheduler.nodesOf(request.id), before.nodes, `seed ${seed}: job ${request.id} started on other nodes than planned`);
+          }
+        }
+        lastPlanned = new Map();
+        for (const entry of scheduler.state.queue) {
+          const start = scheduler.plannedStart(entry.job.id);
+          assert.notEqual(start, undefined, `seed ${seed}: job ${entry.job.id} has no plan (every node counts)`);
+          const nodes = scheduler.plannedNodes(entry.job.id)!;
+          assert.equal(nodes.length, entry.job.resources!.nodes);
+          lastPlanned.set(entry.job.id, { start: start!, nodes });
+        }
+      });
+      let startedCount = 0;
+      for (const [id, run] of runs) {
+        if (run.start === undefined) continue;
+        startedCount++;
+        assert.ok(run.start <= run.firstPromise!, `seed ${seed}: job ${id} started at ${run.start}, promised ${run.firstPromise}`);
+      }
+      assert.ok(startedCount > 100, `seed ${seed}: only ${startedCount} jobs started`);
+    }
+  });
+
+  it('EASY: a backfilled job never delays the head\'s planned start', () => {
+    for (const seed of [1, 2, 3, 4]) {
+      let backfills = 0;
+      drive('easy', seed, (scheduler, now, started, queueBefore) => {
+        const startedIds = new Set(started.map((r) => r.id));
+        const headIndex = queueBefore.findIndex((id) => !startedIds.has(id));
+        if (headIndex < 0) return;
+        const head = queueBefore[headIndex];
+        const backfilled = new Set(queueBefore.slice(headIndex + 1).filter((id) => startedIds.has(id)));
+        if (backfilled.size === 0) return;
+        backfills += backfilled.size;
+        // The head's earliest start with only the jobs that started ahead of it.
+        const pool = scheduler.state.pool!;
+        const plan = new NodePlan(pool.countedNodes(), now);
+        for (const run of scheduler.state.running) {
+          if (backfilled.has(run.job.id)) continue;
+          const r = run.job.resources!;
+          plan.hold({ owner: `job:${run.job.id}`, start: run.start, end: Math.max(run.start + run.job.estimate, now + 1), nodes: run.nodes, cpus: r.cpusPerNode, memoryMiB: r.memoryMiBPerNode });
+        }
+        const entry = scheduler.state.getQueued(head)!;
+        const without = plan.earliest(entry.job.resources!, entry.job.estimate, now);
+        const planned = scheduler.plannedStart(head);
+        assert.ok(without !== undefined && planned !== undefined);
+        assert.ok(planned <= without.start, `seed ${seed} at ${now}: the head ${head} planned at ${planned}, ${without.start} without the backfills`);
+      });
+      assert.ok(backfills > 20, `seed ${seed}: only ${backfills} backfills: the test checks little`);
+    }
+  });
+
+  it('fcfs: jobs start in queue order (within a priority), never before the one ahead', () => {
+    drive('fcfs', 9, (scheduler, now) => {
+      let previous = -Infinity;
+      for (const entry of scheduler.state.queue) {
+        const start = scheduler.plannedStart(entry.job.id);
+        if (start === undefined) break;
+        assert.ok(start >= previous, `at ${now}: job ${entry.job.id} planned before the job ahead of it`);
+        previous = start;
+      }
+    });
+  });
+
+  it('conservative: a drained node re-plans the jobs planned on it, later, with the reason', () => {
+    const pool = new NodePool([node('n1'), node('n2')]);
+    const scheduler = new Scheduler('conservative', { processors: 16 }, 0, pool);
+    scheduler.submit(job(1, need(1, 8), 100));
+    scheduler.submit(job(2, need(1, 8), 100));
+    scheduler.submit(job(3, need(1, 8), 50));
+    scheduler.pass(0, { predictions: true });
+    assert.equal(scheduler.plannedStart(jobId(3)), 100);
+    assert.deepEqual(scheduler.heldBy(jobId(3)).map((h) => h.owner), ['job:1']);
+    pool.setAccepting('n1', false); // drained: job 1 keeps running, n1 takes nothing new
+    scheduler.pass(1, { predictions: true });
+    assert.equal(scheduler.plannedStart(jobId(3)), 100);
+    assert.deepEqual(scheduler.plannedNodes(jobId(3)), ['n2']);
+    assert.equal(scheduler.movedBecause(jobId(3)), undefined, 'n2 frees at 100 as well: same start, no move');
+    scheduler.submit(job(4, need(1, 8), 10));
+    scheduler.pass(2, { predictions: true });
+    assert.equal(scheduler.plannedStart(jobId(4)), 150);
+  });
+
+  it('windows: a maintenance hold moves every plan and no job runs into it', () => {
+    const pool = new NodePool([node('n1'), node('n2')]);
+    const scheduler = new Scheduler('conservative', { processors: 16 }, 0, pool);
+    scheduler.submit(job(1, need(1, 8), 100));
+    scheduler.submit(job(2, need(2, 8), 60));
+    scheduler.pass(0, { predictions: true });
+    assert.equal(scheduler.plannedStart(jobId(2)), 100);
+    scheduler.setExternalHolds([{ owner: 'maintenance:m', start: 120, end: 200, nodes: ['n1', 'n2'], cpus: 0, memoryMiB: 0, whole: true }]);
+    scheduler.submit(job(3, need(1, 8), 30));
+    scheduler.pass(1, { predictions: true });
+    assert.equal(scheduler.plannedStart(jobId(2)), 200, 'would run into the window from 100');
+    assert.equal(scheduler.movedBecause(jobId(2)), 'capacity');
+    assert.deepEqual(scheduler.heldBy(jobId(2)).map((h) => h.owner), ['maintenance:m']);
+    assert.equal(scheduler.plannedStart(jobId(3)), 1, 'short enough to end before the window');
+  });
+});
