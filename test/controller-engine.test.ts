@@ -12,7 +12,7 @@ import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.
 import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from '../src/controller/engine.js';
 import { jobId } from '../src/core/types.js';
 import type { JobSpec } from '../src/jobspec/types.js';
-import { apiWhen } from '../src/controller/views.js';
+import { apiPlan, apiWhen } from '../src/controller/views.js';
 import { openStore, type Store } from '../src/store/store.js';
 
 const work = mkdtempSync(join(tmpdir(), 'taras-engine-'));
@@ -338,7 +338,7 @@ describe('controller engine', () => {
       { user: 'jo', spec: spec() },
     ]);
     engine.schedule();
-    assert.match(apiWhen(engine, store.job(wide)!).explanation, /^Not enough of the nodes that could hold it are up/);
+    assert.match(apiWhen(engine, store.job(wide)!).explanation, /^Not enough nodes of partition batch that could hold it are up and taking jobs \(it needs 16\) \(out now: node16\)/);
     assert.match(apiWhen(engine, store.job(small)!).explanation, /^A job ahead of it waits for nodes that are down or drained/);
   });
 
@@ -423,4 +423,42 @@ describe('controller engine', () => {
     engine.jobReport({ jobId: id, run: 1, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
     assert.equal(store.job(id)!.state, 'COMPLETED');
   });
+
+  for (const policy of ['easy', 'conservative'] as const) {
+    it(`${policy}: two partitions, one full: a job for it is planned at the end of what fills it, on its nodes, and \`when\` says what holds it`, () => {
+      const base = defaultClusterConfig(work, { count: 4, cpus: 8 });
+      const names = base.nodes.map((n) => n.name);
+      const config: ClusterConfig = {
+        ...base, policy, defaultPartition: 'a',
+        partitions: [
+          { ...base.partitions[0], name: 'a', nodes: names.slice(0, 2), isDefault: true },
+          { ...base.partitions[0], name: 'b', nodes: names.slice(2), isDefault: false },
+        ],
+      };
+      const { clock, engine, allNodes } = setup(config);
+      engine.agentRegistered(allNodes, []);
+      const [filler] = engine.submit([{ user: 'ann', spec: spec({ nodes: { min: 2 }, cpusPerTask: 8, timeLimitSeconds: 3600 }) }]);
+      assert.deepEqual(engine.schedule(), [filler]);
+      clock.ms += 1000;
+      const [waiting] = engine.submit([{ user: 'bob', spec: spec({ cpusPerTask: 4, timeLimitSeconds: 600 }) }]);
+      assert.deepEqual(engine.schedule(), [], 'partition a is full; b\'s idle nodes are not its');
+      const startMs = clock.ms - 1000 + 3600_000;
+      assert.equal(engine.plannedStartMs(waiting), startMs, 'at the end of the job filling a, not "now"');
+      const when = apiWhen(engine, engine.active.get(waiting)!);
+      assert.equal(when.plannedNodes?.length, 1);
+      assert.ok(['node01', 'node02'].includes(when.plannedNodes![0]));
+      assert.deepEqual(when.heldBy.map((h) => [h.kind, h.id, h.user]), [['running', String(filler), 'ann']]);
+      assert.equal(when.heldBy[0].until, new Date(startMs).toISOString());
+      assert.equal(when.moved, null);
+
+      const plan = apiPlan(engine, clock.ms);
+      assert.deepEqual(plan.nodes, names);
+      assert.deepEqual(plan.items.map((item) => [item.kind, item.id, item.state, item.nodes.length, item.start]), [
+        ['job', String(filler), 'RUNNING', 2, new Date(clock.ms - 1000).toISOString()],
+        ['job', String(waiting), 'PENDING', 1, new Date(startMs).toISOString()],
+      ]);
+      assert.equal(plan.items[1].end, new Date(startMs + 600_000).toISOString());
+      assert.deepEqual(plan.unplanned, []);
+    });
+  }
 });

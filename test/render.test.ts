@@ -330,7 +330,8 @@ describe('renderShow', () => {
 
 describe('renderWhen', () => {
   const when = (job: ApiJob, fields: Partial<ApiWhen> = {}): ApiWhen => ({
-    job, plannedStart: job.plannedStart, predictedEnd: job.predictedEnd, position: null, waitsFor: [], explanation: '', ...fields,
+    job, plannedStart: job.plannedStart, predictedEnd: job.predictedEnd, position: null, waitsFor: [], explanation: '',
+    plannedNodes: null, heldBy: [], heldByMore: 0, moved: null, ...fields,
   });
 
   it('a pending job: its planned start and end, the jobs it waits for and its place in line', () => {
@@ -342,6 +343,27 @@ describe('renderWhen', () => {
       'Job 42 is planned to start today 14:05 (in 2 h 5 min) on 2 nodes of partition batch and end by 16:05.',
       'It waits for jobs 17 (alice, ends 14:00) and 19 (bob, ends 14:05).',
       'It is 3rd in line.',
+    ));
+  });
+
+  it('a pending job planned on nodes: the nodes, what holds it there, "and N more", and why it moved', () => {
+    const output = renderWhen(when(PENDING_42, {
+      position: 2,
+      plannedNodes: ['n1', 'n2'],
+      heldBy: [
+        { kind: 'running', id: '17', user: 'alice', until: '2026-11-24T14:05:00Z', nodes: ['n1'] },
+        { kind: 'planned', id: '30', user: 'carl', until: '2026-11-24T14:05:00Z', nodes: ['n2'] },
+        { kind: 'maintenance', id: 'kernel', user: null, until: '2026-11-24T14:05:00Z', nodes: ['n1', 'n2'] },
+      ],
+      heldByMore: 2,
+      moved: 'its planned start moved later because capacity was taken away after it was planned',
+    }), NOW, UTC);
+    assert.equal(output, text(
+      'Job 42 is planned to start today 14:05 (in 2 h 5 min) on n[1-2] (2 nodes of partition batch) and end by 16:05.',
+      'It waits for job 17 (alice, running, ends 14:05) on n1, job 30 (carl, planned ahead of it, ends 14:05) on n2, '
+        + 'maintenance window kernel (until 14:05) on n[1-2] and 2 more.',
+      'It is 2nd in line.',
+      'Its planned start moved later because capacity was taken away after it was planned.',
     ));
   });
 

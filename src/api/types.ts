@@ -109,6 +109,30 @@ export interface ApiWhen {
   waitsFor: { id: number; user: string; predictedEnd: string | null }[];
   /** What the other fields do not say, as a sentence (why a pending job has no planned start); often ''. */
   explanation: string;
+  /** The nodes it is planned on (pending) or runs on; null: no plan. */
+  plannedNodes: string[] | null;
+  /**
+   * What holds it: everything on its planned nodes that ends at its planned
+   * start (running jobs, jobs ahead planned there, reservations, maintenance
+   * windows), at most 5; `more` counts the rest.
+   */
+  heldBy: ApiHolder[];
+  heldByMore: number;
+  /** Why its planned start moved later than first planned (null: it has not). */
+  moved: string | null;
+}
+
+/** Something a pending job waits for on its planned nodes. */
+export interface ApiHolder {
+  kind: 'running' | 'planned' | 'reservation' | 'maintenance';
+  /** A job's id as text, or a reservation's or window's name. */
+  id: string;
+  /** The job's owner (null for reservations and windows). */
+  user: string | null;
+  /** When it lets go of the nodes (ISO 8601). */
+  until: string;
+  /** Which of the job's planned nodes it holds. */
+  nodes: string[];
 }
 
 /**

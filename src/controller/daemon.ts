@@ -27,7 +27,7 @@ import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder, type 
 import { LimitRefused, SubmitLimits } from './limits.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
-import { apiJob, apiJobWithEvents, apiNodes, apiQueue, apiStatus, apiWhen } from './views.js';
+import { apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiStatus, apiWhen } from './views.js';
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
@@ -365,6 +365,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
       const caller = callerOf(ctx);
       const record = findJob(parseId(ctx));
       return { status: 200, body: shownTo(caller, admin(caller))(apiJobWithEvents(engine, record, store.events(record.id))) };
+    } },
+    { method: 'GET', path: '/plan', handler: (ctx) => {
+      callerOf(ctx); // like the queue, for every verified user
+      return { status: 200, body: apiPlan(engine, Date.now()) };
     } },
     { method: 'GET', path: '/jobs/:id/when', handler: (ctx) => {
       const caller = callerOf(ctx);

@@ -8,6 +8,7 @@ import type { ClusterConfig, PartitionSpec } from '../config/cluster.js';
 import { compressHostlist } from '../config/hostlist.js';
 import { NodePool } from '../core/placement.js';
 import { Scheduler } from '../core/scheduler.js';
+import type { PlanHold } from '../core/node-plan.js';
 import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
 import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
 import { suitableNodes, taskLayout, validateAgainstCluster } from '../jobspec/cluster.js';
@@ -776,6 +777,43 @@ export class ControllerEngine {
     this.ensurePlan();
     const seconds = this.scheduler.plannedStart(id);
     return seconds === undefined ? null : seconds * 1000;
+  }
+
+  /** The nodes a job runs on or is planned on (after the last plan); null: none. */
+  plannedNodesOf(id: JobId): readonly string[] | null {
+    this.ensurePlan();
+    return this.scheduler.plannedNodes(id) ?? null;
+  }
+
+  /** What holds a pending job at its planned start on its planned nodes (see Scheduler.heldBy). */
+  heldBy(id: JobId): PlanHold[] {
+    this.ensurePlan();
+    return this.scheduler.heldBy(id);
+  }
+
+  /** Why a pending job's planned start moved later than first planned, as a sentence; null if it did not. */
+  movedBecause(id: JobId): string | null {
+    this.ensurePlan();
+    switch (this.scheduler.movedBecause(id)) {
+      case 'capacity': return 'its planned start moved later because capacity was taken away after it was planned (a node down or drained, a reservation or maintenance window added)';
+      case 'not-free': return 'its planned start moved later because its nodes were not free at that time (a job past its time limit, or a node not yet back)';
+      default: return null;
+    }
+  }
+
+  /** The whole plan: running jobs, pending jobs with their planned nodes and starts, and the holds the controller added. */
+  planItems(): { running: { id: JobId; start: number; end: number; nodes: readonly string[] }[]; pending: { id: JobId; start: number; end: number; nodes: readonly string[] }[]; unplanned: JobId[]; holds: readonly PlanHold[] } {
+    this.ensurePlan();
+    const running = this.scheduler.state.running.map((run) => ({ id: run.job.id, start: run.start, end: run.start + run.job.estimate, nodes: run.nodes }));
+    const pending: { id: JobId; start: number; end: number; nodes: readonly string[] }[] = [];
+    const unplanned: JobId[] = [];
+    for (const entry of this.scheduler.state.queue) {
+      const nodes = this.scheduler.plannedNodes(entry.job.id);
+      const start = this.scheduler.plannedStart(entry.job.id);
+      if (nodes === undefined || start === undefined) unplanned.push(entry.job.id);
+      else pending.push({ id: entry.job.id, start, end: start + entry.job.estimate, nodes });
+    }
+    return { running, pending, unplanned, holds: this.scheduler.externalHolds };
   }
 
   /** Plans the queue once per pass, noting whether the plan differs from the previous one. */

@@ -2,7 +2,8 @@
 // nodes, status and "when will it start", built from the engine's state.
 
 import { queueOrderOf, QueuePacker, toOffset, type ApiQueue } from '../api/queue.js';
-import type { ApiClusterStatus, ApiJob, ApiJobWithEvents, ApiNode, ApiWhen } from '../api/types.js';
+import type { ApiClusterStatus, ApiHolder, ApiJob, ApiJobWithEvents, ApiNode, ApiPlan, ApiPlanItem, ApiWhen } from '../api/types.js';
+import type { PlanHold } from '../core/node-plan.js';
 import type { JobId } from '../core/types.js';
 import { expandPattern } from '../jobspec/pattern.js';
 import type { JobRecord, StoredJobEvent } from '../store/events.js';
@@ -186,35 +187,102 @@ function countAll(engine: ControllerEngine): Counts {
   return { ...counts, pending, running };
 }
 
+/** At most this many holders in `taras when` ("and N more" for the rest). */
+const MAX_HOLDERS = 5;
+
 export function apiWhen(engine: ControllerEngine, record: JobRecord): ApiWhen {
   const job = apiJob(engine, record);
   if (record.state !== 'PENDING') {
     const explanation = record.state === 'RUNNING'
       ? `Job ${record.id} is running since ${job.startTime} on ${record.nodes.join(',')}.`
       : `Job ${record.id} has ended: ${record.state}.`;
-    return { job, plannedStart: job.startTime, predictedEnd: job.predictedEnd, position: null, waitsFor: [], explanation };
+    return {
+      job, plannedStart: job.startTime, predictedEnd: job.predictedEnd, position: null, waitsFor: [], explanation,
+      plannedNodes: record.nodes.length > 0 ? [...record.nodes] : null, heldBy: [], heldByMore: 0, moved: null,
+    };
   }
   const pending = [...engine.active.values()]
     .filter((r) => r.state === 'PENDING')
     .map((r) => ({ id: r.id, planned: engine.plannedStartMs(r.id) ?? Infinity }))
     .sort((a, b) => a.planned - b.planned || a.id - b.id);
   const position = pending.findIndex((p) => p.id === record.id) + 1;
-  const plannedMs = engine.plannedStartMs(record.id as JobId);
-  const waitsFor = [...engine.active.values()]
-    .filter((r) => r.state !== 'PENDING')
-    .map((r) => ({ record: r, endMs: predictedEndMs(engine, r) }))
-    .filter(({ endMs }) => plannedMs !== null && endMs !== null && endMs <= plannedMs)
-    .sort((a, b) => b.endMs! - a.endMs!)
-    .slice(0, 5)
-    .map(({ record: r, endMs }) => ({ id: r.id, user: r.user, predictedEnd: iso(endMs) }));
-  // What the planned start, position and waitsFor do not say already: why there is no plan.
-  const ownNodesOut = !engine.couldBePlanned(record.id as JobId);
-  const explanation = plannedMs === null
-    ? ownNodesOut
-      ? 'Not enough of the nodes that could hold it are up and taking jobs (down and drained nodes do not count); it is planned once they are back.'
-      : 'A job ahead of it waits for nodes that are down or drained, and under this policy no job passes it.'
-    : '';
-  return { job, plannedStart: iso(plannedMs), predictedEnd: job.predictedEnd, position, waitsFor, explanation };
+  const id = record.id as JobId;
+  const plannedMs = engine.plannedStartMs(id);
+  const plannedNodes = engine.plannedNodesOf(id);
+  const holders = plannedMs === null ? [] : engine.heldBy(id).map((hold) => holderOf(engine, hold, plannedNodes ?? []));
+  holders.sort((a, b) => Date.parse(b.until) - Date.parse(a.until) || a.id.localeCompare(b.id, 'en', { numeric: true }));
+  const waitsFor = holders.filter((h) => h.kind === 'running')
+    .map((h) => ({ id: Number(h.id), user: h.user ?? '', predictedEnd: h.until }));
+  const explanation = plannedMs === null ? unplannedExplanation(engine, record) : '';
+  return {
+    job, plannedStart: iso(plannedMs), predictedEnd: job.predictedEnd, position, waitsFor, explanation,
+    plannedNodes: plannedNodes === null ? null : [...plannedNodes], heldBy: holders.slice(0, MAX_HOLDERS),
+    heldByMore: Math.max(0, holders.length - MAX_HOLDERS), moved: engine.movedBecause(id),
+  };
+}
+
+/** A hold in the plan as `taras when` names it: whose, until when, on which of the job's nodes. */
+function holderOf(engine: ControllerEngine, hold: PlanHold, nodes: readonly string[]): ApiHolder {
+  const on = hold.nodes.filter((name) => nodes.includes(name));
+  const until = new Date(hold.end * 1000).toISOString();
+  const [kind, ...rest] = hold.owner.split(':');
+  const name = rest.join(':');
+  if (kind === 'job') {
+    const holder = engine.active.get(Number(name) as JobId);
+    return { kind: holder?.state === 'PENDING' ? 'planned' : 'running', id: name, user: holder?.user ?? null, until, nodes: on };
+  }
+  return { kind: kind === 'maintenance' ? 'maintenance' : 'reservation', id: name, user: null, until, nodes: on };
+}
+
+/** Why a pending job has no planned start: which of its requirements no node that counts can meet. */
+function unplannedExplanation(engine: ControllerEngine, record: JobRecord): string {
+  const spec = engine.specOf(record);
+  const partition = spec.partition ?? engine.config.defaultPartition;
+  const members = new Set(engine.config.partitions.find((p) => p.name === partition)?.nodes ?? []);
+  const counting = engine.config.nodes.filter((node) => members.has(node.name) && engine.pool.counts(node.name));
+  const features = spec.constraint?.anyOf[0] ?? [];
+  const unmet: string[] = [];
+  const withFeatures = counting.filter((node) => features.every((f) => node.features.includes(f)));
+  if (features.length > 0 && withFeatures.length === 0) unmet.push(`the features ${features.join(', ')}`);
+  const memory = spec.memoryMiB ?? 0;
+  if (memory > 0 && !withFeatures.some((node) => node.memoryMiB >= memory)) unmet.push(`${memory} MiB of memory per node`);
+  if (!withFeatures.some((node) => node.cpus >= spec.cpusPerTask)) unmet.push(`${spec.cpusPerTask} CPUs per task`);
+  const out = engine.config.partitions.find((p) => p.name === partition)?.nodes.filter((name) => !engine.pool.counts(name)) ?? [];
+  const outText = out.length === 0 ? '' : ` (out now: ${out.join(', ')})`;
+  if (!engine.couldBePlanned(record.id as JobId)) {
+    return unmet.length > 0
+      ? `No node of partition ${partition} that is up and taking jobs has ${unmet.join(', or ')}${outText}; it is planned once such nodes are back.`
+      : `Not enough nodes of partition ${partition} that could hold it are up and taking jobs (it needs ${spec.nodes.min})${outText}; it is planned once they are back.`;
+  }
+  return 'A job ahead of it waits for nodes that are down or drained, and under this policy no job passes it.';
+}
+
+/** GET /plan: every running and pending job on its nodes over [start, end), and the reservations and windows. */
+export function apiPlan(engine: ControllerEngine, nowMs: number): ApiPlan {
+  const { running, pending, unplanned, holds } = engine.planItems();
+  const endIso = (id: JobId, end: number) => (engine.specOf(engine.active.get(id)!).timeLimitSeconds === 'UNLIMITED' ? null : new Date(end * 1000).toISOString());
+  const jobItem = (item: { id: JobId; start: number; end: number; nodes: readonly string[] }, state: 'RUNNING' | 'PENDING'): ApiPlanItem => {
+    const record = engine.active.get(item.id)!;
+    const startMs = state === 'RUNNING' && record.startTimeMs !== null ? record.startTimeMs : item.start * 1000;
+    return {
+      kind: 'job', id: String(item.id), name: record.name, user: record.user, state, nodes: [...item.nodes],
+      start: new Date(startMs).toISOString(), end: endIso(item.id, item.end),
+    };
+  };
+  const items = [
+    ...running.filter((r) => engine.active.has(r.id)).map((r) => jobItem(r, 'RUNNING')),
+    ...pending.filter((p) => engine.active.has(p.id)).map((p) => jobItem(p, 'PENDING')),
+    ...holds.map((hold): ApiPlanItem => {
+      const [kind, ...rest] = hold.owner.split(':');
+      const name = rest.join(':');
+      const maintenance = kind === 'maintenance';
+      return {
+        kind: maintenance ? 'maintenance' : 'reservation', id: name, name, user: null, state: maintenance ? 'MAINT' : 'RESERVED',
+        nodes: [...hold.nodes], start: new Date(hold.start * 1000).toISOString(), end: hold.end === Infinity ? null : new Date(hold.end * 1000).toISOString(),
+      };
+    }),
+  ];
+  return { now: new Date(nowMs).toISOString(), nodes: engine.config.nodes.map((node) => node.name), items, unplanned: [...unplanned] };
 }
 
 function predictedEndMs(engine: ControllerEngine, record: JobRecord): number | null {

@@ -2,7 +2,7 @@
 // event history) and `taras when` (when it starts and ends and what it waits
 // for, in sentences).
 
-import type { ApiJob, ApiJobEvent, ApiJobWithEvents, ApiWhen } from '../../api/types.js';
+import type { ApiHolder, ApiJob, ApiJobEvent, ApiJobWithEvents, ApiWhen } from '../../api/types.js';
 import { finishedStates } from '../../api/types.js';
 import { formatHumanTime, formatMemory, formatSbatchTime } from '../../jobspec/values.js';
 import { alignColumns, counted, hostlistText, joinList, keyValueLines, ordinal, printable } from './text.js';
@@ -92,15 +92,35 @@ function pendingSentences(when: ApiWhen, clock: LocalClock): string[] {
   } else {
     const due = toMillis(start) <= clock.nowMillis ? `${clock.at(start)} (due now)` : clock.withHint(start);
     const ending = end === null ? ', with no time limit' : ` and end by ${clock.end(end, start)}`;
-    sentences.push(`Job ${job.id} is planned to start ${due} on ${nodes}${ending}.`);
-    if (when.waitsFor.length > 0) {
+    const on = when.plannedNodes && when.plannedNodes.length > 0 ? `${hostlistText(when.plannedNodes)} (${nodes})` : nodes;
+    sentences.push(`Job ${job.id} is planned to start ${due} on ${on}${ending}.`);
+    if (when.heldBy && when.heldBy.length > 0) {
+      const holders = when.heldBy.map((holder) => holderText(holder, start, clock));
+      if (when.heldByMore > 0) holders.push(`${when.heldByMore} more`);
+      sentences.push(`It waits for ${joinList(holders)}.`);
+    } else if (when.waitsFor.length > 0) {
       const jobs = when.waitsFor.map((waited) => waitedJob(waited, start, clock));
       sentences.push(`It waits for ${when.waitsFor.length === 1 ? 'job' : 'jobs'} ${joinList(jobs)}.`);
     }
     if (when.position !== null) sentences.push(when.position === 1 ? 'It is next in line.' : `It is ${ordinal(when.position)} in line.`);
   }
+  if (when.moved) sentences.push(`${capitalized(printable(when.moved))}.`);
   if (when.explanation.trim() !== '') sentences.push(printable(when.explanation.trim()));
   return sentences;
+}
+
+const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
+/** "job 17 (alice, running, ends 14:00) on n1", "maintenance window m (until 18:00)". */
+function holderText(holder: ApiHolder, start: string, clock: LocalClock): string {
+  const until = clock.end(holder.until, start);
+  const on = holder.nodes.length > 0 ? ` on ${hostlistText(holder.nodes)}` : '';
+  switch (holder.kind) {
+    case 'running': return `job ${printable(holder.id)} (${printable(holder.user ?? '?')}, running, ends ${until})${on}`;
+    case 'planned': return `job ${printable(holder.id)} (${printable(holder.user ?? '?')}, planned ahead of it, ends ${until})${on}`;
+    case 'reservation': return `reservation ${printable(holder.id)} (until ${until})${on}`;
+    default: return `maintenance window ${printable(holder.id)} (until ${until})${on}`;
+  }
 }
 
 function runningSentences(job: ApiJob, clock: LocalClock): string[] {

@@ -60,6 +60,10 @@ export class NodePlanPolicy implements Policy {
   private arrivals: QueueEntry[] = [];
   /** conservative: capacity appeared since the last pass (compress). */
   private gained = false;
+  /** conservative: a due job could not start on its nodes; the next pass plans every waiting job again. */
+  private replanNext = false;
+  /** Why the arrivals being planned lost an earlier plan, if they had one. */
+  private arrivalReason: MoveReason = 'capacity';
   private capacityVersion = -1;
   private lossVersion = -1;
   /** Holds the shell adds: advance reservations and maintenance windows. */
@@ -147,11 +151,12 @@ export class NodePlanPolicy implements Policy {
 
   plan(state: SchedulerState, now: Seconds): void {
     if (this.mode === 'conservative') {
+      // (A gain is compressed at the next pass: a plan shown meanwhile keeps every promise.)
       this.bringUpToDate(state, now);
       this.reserveArrivals(state, now);
       return;
     }
-    if (this.projectedAt === now && this.projectedChanges === this.changes && this.current !== null) return;
+    if (this.projectedAt === now && this.projectedChanges === this.changes && this.capacityVersion === state.capacityVersion && this.current !== null) return;
     this.project(state, now);
   }
 
@@ -160,7 +165,10 @@ export class NodePlanPolicy implements Policy {
   /** The kept plan, rebuilt when the capacity it was made for changed. */
   private bringUpToDate(state: SchedulerState, now: Seconds): NodePlan {
     const lost = state.capacityLossVersion !== this.lossVersion || this.externalLoss;
-    if (this.current === null || lost) {
+    if (this.replanNext) {
+      this.replanNext = false;
+      this.rebuild(state, now, false, 'not-free');
+    } else if (this.current === null || lost) {
       this.rebuild(state, now, this.current === null);
     } else if (state.capacityVersion !== this.capacityVersion || this.externalGain) {
       this.rebuild(state, now, true);
@@ -179,10 +187,11 @@ export class NodePlanPolicy implements Policy {
    * reservation that still fits where it was, in queue order; the rest are
    * planned again as arrivals, in queue order.
    */
-  private rebuild(state: SchedulerState, now: Seconds, keep: boolean): void {
+  private rebuild(state: SchedulerState, now: Seconds, keep: boolean, why: MoveReason = 'capacity'): void {
     const plan = this.freshPlan(state, now);
     this.current = plan;
     this.arrivals = [];
+    this.arrivalReason = why;
     for (const entry of state.queue) {
       const resources = entry.job.resources!;
       if (keep && Number.isFinite(entry.reservation) && entry.reservation >= now
@@ -210,11 +219,10 @@ export class NodePlanPolicy implements Policy {
         begun.push(entry);
         continue;
       }
-      // Its nodes are not free or not taking jobs now (a job past its estimate, a node expected back):
-      // the earliest start from the next second on.
-      plan.release(jobOwner(entry.job.id));
-      entry.previous = entry.reservation;
-      this.reserve(plan, entry, now + 1, 'not-free');
+      // Its nodes are not free or not taking jobs now (a job past its estimate, a node expected back).
+      // It keeps its place: the next pass plans every waiting job again in queue order, so none behind
+      // it takes what it waits for (moving it behind their reservations would let them pass).
+      this.replanNext = true;
     }
     state.dropStarted(new Set(begun));
     return begun;
@@ -239,7 +247,8 @@ export class NodePlanPolicy implements Policy {
 
   private reserveArrivals(state: SchedulerState, now: Seconds): void {
     const plan = this.current!;
-    for (const entry of this.arrivals) this.reserve(plan, entry, now, 'capacity');
+    for (const entry of this.arrivals) this.reserve(plan, entry, now, this.arrivalReason);
+    this.arrivalReason = 'capacity';
     this.arrivals.length = 0;
   }
 
