@@ -118,6 +118,8 @@ export const JobSpecSchema = strict({
   })),
   submitEnv: v.optional(environment),
   submitDir: v.optional(absolutePath()),
+  /** Slurm's --reservation: the name of an advance reservation. */
+  reservation: v.optional(v.pipe(text(64, 1), v.regex(/^[A-Za-z0-9_.-]+$/, 'expected a reservation name (letters, digits, _ . -)'))),
 });
 
 /** POST /jobs. The key makes a retry safe: the same key from the same user answers the first job's id. */

@@ -163,6 +163,7 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
     ...(values.constraint === undefined ? {} : { constraint: values.constraint }),
     requeue: defaulted('requeue', false),
     ...(values.signal === undefined ? {} : { signal: values.signal }),
+    ...(values.reservation === undefined ? {} : { reservation: values.reservation }),
   };
   return { ok: true, value: { spec, origins }, warnings: [] };
 }

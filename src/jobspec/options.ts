@@ -7,7 +7,7 @@ import { closestWord } from '../config/suggest.js';
 import { checkPattern } from './pattern.js';
 import type { ItemKey, JobValues } from './types.js';
 import {
-  parseConstraint, parseCount, parseExport, parseMemory, parseNodes, parsePartition, parseSignal, parseText, parseTime,
+  parseConstraint, parseCount, parseExport, parseMemory, parseNodes, parsePartition, parseReservationName, parseSignal, parseText, parseTime,
   type ValueResult,
 } from './values.js';
 
@@ -54,6 +54,7 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'export', long: 'export', tomlKey: 'export', label: 'Export', valueName: 'ALL|NONE|[ALL,]VAR[=value],...', parse: parseExport }),
   option({ key: 'constraint', long: 'constraint', short: 'C', tomlKey: 'constraint', label: 'Constraint', valueName: 'FEATURES', parse: parseConstraint }),
   option({ key: 'requeue', long: 'requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: true, parse: noValue }),
+  option({ key: 'reservation', long: 'reservation', tomlKey: 'reservation', label: 'Reservation', valueName: 'NAME', parse: parseReservationName }),
   option({ key: 'signal', long: 'signal', tomlKey: 'signal', label: 'Warning signal', valueName: '[B:]SIG[@TIME]', parse: parseSignal }),
   option({ key: 'requeue', long: 'no-requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: false, parse: noValue }),
 ];

@@ -38,6 +38,7 @@ export function renderSummary(spec: JobSpec, options: SummaryOptions = {}): stri
     ['Export', formatExport(spec.export), 'export'],
     ['Constraint', spec.constraint?.text ?? '(none)', 'constraint'],
     ['Requeue', spec.requeue ? 'yes' : 'no', 'requeue'],
+    ...(spec.reservation === undefined ? [] : [['Reservation', spec.reservation, 'reservation'] as [string, string, ItemKey]]),
   );
   // Shown only when asked for: most jobs want none.
   if (spec.signal !== undefined) {

@@ -59,6 +59,8 @@ export interface JobValues {
   readonly constraint: Constraint;
   readonly requeue: boolean;
   readonly signal: WarnSignal;
+  /** An advance reservation to run in (Slurm's --reservation). */
+  readonly reservation: string;
   /** The batch script's path as given (command operand or job.toml `script`). */
   readonly script: string;
   readonly scriptArgs: readonly string[];
@@ -125,6 +127,8 @@ export interface JobSpec {
   readonly signal?: WarnSignal;
   /** The submitter's umask (0..0o777): new output files get 0666 & ~umask. Absent: 0o022. */
   readonly umask?: number;
+  /** Runs only in this advance reservation, on its nodes and within its time (Slurm's --reservation). */
+  readonly reservation?: string;
 }
 
 /** A JobSpec with the origin of every value, for the summary. */

@@ -66,6 +66,12 @@ export function parsePartition(raw: string): ValueResult<string> {
   return /^[A-Za-z0-9_.-]+$/.test(text) ? ok(text) : bad(raw, 'a partition name (letters, digits, _ . -)');
 }
 
+/** An advance reservation's name (letters, digits, _ . -). */
+export function parseReservationName(raw: string): ValueResult<string> {
+  const text = raw.trim();
+  return /^[A-Za-z0-9_.-]{1,64}$/.test(text) ? ok(text) : bad(raw, 'a reservation name (1 to 64 letters, digits, _ . -)');
+}
+
 /** Any non-empty text (job name, directory). */
 export function parseText(raw: string): ValueResult<string> {
   return raw.trim() === '' ? bad(raw, 'a non-empty value') : ok(raw.trim());
