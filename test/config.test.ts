@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
-import { type ClusterConfig, defaultClusterConfig, parseClusterConfig } from '../src/config/cluster.js';
+import { type ClusterConfig, defaultClusterConfig, parseClusterConfig, withDataDir } from '../src/config/cluster.js';
 import { type ConfigError, formatConfigError } from '../src/config/errors.js';
 import { expandHostlist } from '../src/config/hostlist.js';
 import { readClusterConfig } from '../src/config/load.js';
@@ -184,6 +184,12 @@ describe('cluster.toml: valid files', () => {
       [config.policy, config.placement, config.listen, config.dataDir, config.socketPath, config.defaultPartition],
       ['easy', 'first-fit', { host: '127.0.0.1', port: 6817 }, '/tmp/taras-test', '/tmp/taras-test/taras.sock', 'batch'],
     );
+  });
+  it('withDataDir (--data over data_dir): the socket and JWT key kept in data_dir move with it, paths elsewhere stay', () => {
+    const inside = withDataDir(configOf(toml('[cluster]', 'data_dir = "state"', 'socket = "run/ctl.sock"', ...MINIMAL)), '/tmp/other');
+    assert.deepEqual([inside.dataDir, inside.socketPath, inside.jwtKeyPath], ['/tmp/other', '/tmp/other/run/ctl.sock', '/tmp/other/jwt.key']);
+    const outside = withDataDir(configOf(toml('[cluster]', 'socket = "/run/taras.sock"', 'jwt_key = "../keys/jwt.key"', ...MINIMAL)), 'rel');
+    assert.deepEqual([outside.dataDir, outside.socketPath, outside.jwtKeyPath], [resolve('rel'), '/run/taras.sock', '/etc/taras/keys/jwt.key']);
   });
 });
 

@@ -3,6 +3,7 @@
 // runs.
 
 import type { Command } from 'commander';
+import type { ClusterConfig } from '../config/cluster.js';
 import { fail } from './flags.js';
 import { controllerAddress, controllerOption, DEFAULT_DATA_DIR, parseAddress, print } from './controller-client.js';
 
@@ -11,21 +12,13 @@ export function registerDaemonCommands(program: Command): void {
     .command('controller')
     .description('run the controller: queue, scheduler and JSON API (loopback by default)')
     .option('--config <file>', 'cluster.toml (default: embedded defaults, 16 nodes of 8 CPUs)')
-    .option('--data <dir>', 'data directory for the embedded defaults', DEFAULT_DATA_DIR)
-    .option('--key <file>', 'cluster key file shared with the agents (default DATA/cluster.key, created if missing)')
-    .option('--port <n>', 'TCP port on the listen address (0: any free port; default from the config, 6817)')
-    .addHelpText('after', '\nExamples:\n  taras controller\n  taras controller --config cluster.toml\n  taras controller --data /tmp/test-cluster --port 7000\n')
-    .action(async (flags: { config?: string; data: string; key?: string; port?: string }) => {
+    .option('--data <dir>', `data directory (default ./${DEFAULT_DATA_DIR}, or data_dir of --config)`)
+    .option('--key <file>', 'the cluster key file shared with the agents (default DATA/cluster.key, created if missing)')
+    .option('--port <n>', 'TCP port on the listen address (0: any free port; default the port of listen in --config, else 6817)')
+    .addHelpText('after', `\n${FLAGS_OVER_FILE}\n\nExamples:\n  taras controller\n  taras controller --config cluster.toml\n  taras controller --data /tmp/test-cluster --port 7000\n`)
+    .action(async (flags: { config?: string; data?: string; key?: string; port?: string }) => {
       const port = flags.port === undefined ? undefined : portNumber(flags.port);
-      const { defaultClusterConfig } = await import('../config/cluster.js');
-      let config = defaultClusterConfig(flags.data);
-      if (flags.config) {
-        const { readClusterConfig } = await import('../config/load.js');
-        const { formatConfigError } = await import('../config/errors.js');
-        const parsed = await readClusterConfig(flags.config);
-        if (!parsed.ok) fail(parsed.errors.map(formatConfigError).join('\n'));
-        config = parsed.config;
-      }
+      const config = await daemonConfig(flags);
       const key = await clusterKey(flags.key ?? `${config.dataDir}/cluster.key`, true);
       const running = await startOrExplain({ config, configPath: flags.config ?? null, clusterKey: key, port, log: (line) => console.error(`${new Date().toISOString()} ${line}`) });
       const stop = () => void running.close().then(() => process.exit(0));
@@ -36,29 +29,44 @@ export function registerDaemonCommands(program: Command): void {
   program
     .command('up')
     .description('a whole cluster on this machine: controller plus a virtual agent (Ctrl-C stops both); what `npm start` runs')
-    .option('--data <dir>', 'data directory (database, cluster key, job directories)', DEFAULT_DATA_DIR)
-    .option('--virtual <NxC>', 'N virtual nodes of C CPUs each (node01..), every job still a real process', '16x8')
-    .option('--port <n>', 'TCP port on 127.0.0.1 (0: any free port)', '6817')
-    .addHelpText('after', '\nExamples:\n  npm start                     (the same as: taras up)\n  taras up --virtual 4x2 --data /tmp/small --port 0\n')
-    .action(async (flags: { data: string; virtual: string; port: string }) => {
-      const { count, cpus } = virtualShape(flags.virtual);
-      const port = portNumber(flags.port);
-      const { defaultClusterConfig, DEFAULT_LISTEN } = await import('../config/cluster.js');
+    .option('--config <file>', 'cluster.toml: its nodes, partitions and features, all served by the one virtual agent (not with --virtual)')
+    .option('--data <dir>', `data directory: database, cluster key, job directories (default ./${DEFAULT_DATA_DIR}, or data_dir of --config)`)
+    .option('--virtual <NxC>', `without --config: N virtual nodes of C CPUs each (node01..), every job still a real process (default ${DEFAULT_VIRTUAL})`)
+    .option('--port <n>', 'TCP port (0: any free port; default the port of listen in --config, else 6817 on 127.0.0.1)')
+    .addHelpText('after', `\n${FLAGS_OVER_FILE}
+With --config the one virtual agent serves the file's nodes as they are at
+the start (restart \`taras up\` after adding nodes); every job is a real process.
+
+Examples:
+  npm start                     (the same as: taras up)
+  taras up --virtual 4x2 --data /tmp/small --port 0
+  taras up --config cluster.toml
+  taras up --config cluster.toml --data /tmp/try --port 0
+`)
+    .action(async (flags: { config?: string; data?: string; virtual?: string; port?: string }) => {
+      if (flags.config !== undefined && flags.virtual !== undefined) {
+        fail(`error: --virtual and --config both say which nodes to run: with --config they are the [[nodes]] of ${flags.config}; drop --virtual (or --config)`);
+      }
+      const shape = flags.config === undefined ? virtualShape(flags.virtual ?? DEFAULT_VIRTUAL) : undefined;
+      const port = flags.port === undefined ? undefined : portNumber(flags.port);
+      const config = await daemonConfig(flags, shape);
+      const { DEFAULT_LISTEN } = await import('../config/cluster.js');
       const { startAgent } = await import('../agent/agent.js');
-      const config = defaultClusterConfig(flags.data, { count, cpus });
       const key = await clusterKey(`${config.dataDir}/cluster.key`, true);
       const log = (line: string) => console.error(`${new Date().toISOString()} ${line}`);
-      const controller = await startOrExplain({ config, clusterKey: key, log, port });
+      const controller = await startOrExplain({ config, configPath: flags.config ?? null, clusterKey: key, log, port });
       const agent = await startAgent({
         controller: { baseUrl: controller.url }, nodes: config.nodes.map((n) => n.name), dataDir: `${config.dataDir}/agent`, clusterKey: key,
         log: (line) => log(`agent: ${line}`),
       });
       const isDefault = controller.url === `http://${DEFAULT_LISTEN.host}:${DEFAULT_LISTEN.port}`;
+      const defaultPartition = config.partitions.find((p) => p.isDefault) ?? config.partitions[0];
+      const what = shape === undefined ? await describeCluster(config, flags.config!) : `${shape.count} virtual nodes of ${shape.cpus} CPUs`;
       print(`
-Taras is up: controller at ${controller.url}, ${count} virtual nodes of ${cpus} CPUs, data in ${config.dataDir}.
+Taras is up: controller at ${controller.url}, ${what}, data in ${config.dataDir}.
 Submit a job and watch the queue from another terminal in this folder:
 ${isDefault ? '' : `  export TARAS_CONTROLLER=${controller.url}\n`}  printf '#!/bin/sh\\n#TARAS --time 5\\necho hello from $TARAS_NODELIST\\nsleep 20\\n' > hello.sh
-  npx taras submit -N 2 hello.sh
+  npx taras submit -N ${Math.min(2, defaultPartition.nodes.length)} hello.sh
   npx taras queue
   npx taras when 1
   npx taras wait 1 && cat taras-1.out
@@ -108,6 +116,45 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
     });
+}
+
+/** How a daemon's flags and its cluster.toml share the say. */
+const FLAGS_OVER_FILE = 'Flags win over the file: --port replaces the port of its listen (its host\nstays), --data its data_dir (the socket and jwt_key kept there move with it).';
+
+const DEFAULT_VIRTUAL = '16x8';
+
+/**
+ * The configuration a daemon runs: the --config file, checked by the loader
+ * `admin reconfigure` uses (each problem one line naming file, line, key and
+ * fix; exit 2), else the embedded defaults (`shape`). An explicit --data wins
+ * over the file's data_dir.
+ */
+async function daemonConfig(flags: { config?: string; data?: string }, shape?: { count: number; cpus: number }): Promise<ClusterConfig> {
+  const { defaultClusterConfig, socketPathProblem, withDataDir } = await import('../config/cluster.js');
+  let config: ClusterConfig;
+  if (flags.config === undefined) {
+    config = defaultClusterConfig(flags.data ?? DEFAULT_DATA_DIR, shape);
+  } else {
+    const [{ readClusterConfig }, { formatConfigError }] = await Promise.all([import('../config/load.js'), import('../config/errors.js')]);
+    const parsed = await readClusterConfig(flags.config);
+    if (!parsed.ok) fail(parsed.errors.map(formatConfigError).join('\n'));
+    config = flags.data === undefined ? parsed.config : withDataDir(parsed.config, flags.data);
+  }
+  const problem = socketPathProblem(config.socketPath);
+  if (problem !== undefined) fail(`error: ${problem}: use a shorter --data`);
+  return config;
+}
+
+/** "4 nodes in 2 partitions from cluster.toml (a: n[1-2], 16 CPUs, the default; b: n[3-4], 8 CPUs)". */
+async function describeCluster(config: ClusterConfig, file: string): Promise<string> {
+  const { compressHostlist } = await import('../config/hostlist.js');
+  const cpus = new Map(config.nodes.map((node) => [node.name, node.cpus]));
+  const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+  const partitions = config.partitions.map((p) => {
+    const total = p.nodes.reduce((sum, name) => sum + (cpus.get(name) ?? 0), 0);
+    return `${p.name}: ${compressHostlist(p.nodes)}, ${count(total, 'CPU')}${p.isDefault ? ', the default' : ''}`;
+  });
+  return `${count(config.nodes.length, 'node')} in ${count(config.partitions.length, 'partition')} from ${file} (${partitions.join('; ')})`;
 }
 
 /**

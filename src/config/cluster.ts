@@ -4,7 +4,7 @@
 // naming file, line, key and fix. It never throws for a user's mistake, so
 // `taras admin reconfigure` can refuse a bad file and keep the one in force.
 
-import { dirname, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { parse, TomlError } from 'smol-toml';
 import type { PolicyName } from '../core/scheduler.js';
 import { type ConfigError, ErrorList } from './errors.js';
@@ -179,12 +179,9 @@ function readSettings(reader: TableReader, file: string): Settings {
   const nonEmpty = { pattern: /\S/, patternHint: 'it is empty' };
   const dataDir = resolve(dirname(file), reader.string('data_dir', { example: '"taras-data"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.dataDir);
   const socketPath = resolve(dataDir, reader.string('socket', { example: '"taras.sock"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.socket);
-  if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
-    reader.error(
-      reader.has('socket') ? 'socket' : 'data_dir',
-      `the socket path ${socketPath} is longer than the ${MAX_SOCKET_PATH_BYTES} bytes a Unix socket allows`,
-      'use a shorter data_dir, or an absolute socket path such as "/tmp/taras.sock"',
-    );
+  const socketProblem = socketPathProblem(socketPath);
+  if (socketProblem !== undefined) {
+    reader.error(reader.has('socket') ? 'socket' : 'data_dir', socketProblem, 'use a shorter data_dir, or an absolute socket path such as "/tmp/taras.sock"');
   }
   const mungeSocket = reader.string('munge_socket', { example: '"/run/munge/munge.socket.2"', ...nonEmpty });
   const timer = (key: string, example: string, min: number, fallback: number): number =>
@@ -210,6 +207,26 @@ function readSettings(reader: TableReader, file: string): Settings {
     ...(mungeSocket === undefined ? {} : { mungeSocket: resolve(dirname(file), mungeSocket) }),
     jwtKeyPath: resolve(dataDir, reader.string('jwt_key', { example: '"jwt.key"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.jwtKey),
   };
+}
+
+/** Why a Unix socket cannot have this path (too long), or undefined. */
+export function socketPathProblem(socketPath: string): string | undefined {
+  if (Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH_BYTES) return undefined;
+  return `the socket path ${socketPath} is longer than the ${MAX_SOCKET_PATH_BYTES} bytes a Unix socket allows`;
+}
+
+/**
+ * `config` kept in another data folder (`--data` over the file's data_dir):
+ * the socket and JWT key the file keeps in data_dir move with it, paths it
+ * puts elsewhere stay.
+ */
+export function withDataDir(config: ClusterConfig, dataDir: string): ClusterConfig {
+  const to = resolve(dataDir);
+  const moved = (path: string): string => {
+    const inside = relative(config.dataDir, path);
+    return inside === '..' || inside.startsWith('../') || isAbsolute(inside) ? path : resolve(to, inside);
+  };
+  return { ...config, dataDir: to, socketPath: moved(config.socketPath), jwtKeyPath: moved(config.jwtKeyPath) };
 }
 
 /** A user name or "@group" (POSIX portable names, as useradd accepts them). */

@@ -406,7 +406,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
       },
     },
     { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: apiNodes(engine) }) },
-    { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { ...apiStatus(engine, Date.now(), motd()), socket: config.socketPath, uid: process.getuid?.() } }) },
+    // The socket listened on since the start: a reconfigure (whose file may name another data_dir, or `--data` overrode it) moves no socket.
+    { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { ...apiStatus(engine, Date.now(), motd()), socket: options.config.socketPath, uid: process.getuid?.() } }) },
     {
       method: 'POST', path: '/admin/drain',
       handler: (ctx) => {
