@@ -9,14 +9,14 @@
 // which a bundle would move). Run after tsc (npm run build does both).
 //
 // Code in a vm.Script cannot use import() on Node 20 without an experimental
-// flag, so the entry's five import('./x.js') of those separate modules are
+// flag, so the entry's import('./x.js') of those separate modules are
 // rewritten to __tarasImport('./x.js'), a function bin/taras.js passes in.
 // import() of Node built-ins becomes require() (esbuild does that for CJS).
 
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
-const separate = ['./daemons.js', './simulate.js', './workload.js', './demo.js', './admin.js'];
+const separate = ['./daemons.js', './simulate.js', './workload.js', './demo.js', './admin.js', './planning.js'];
 const outfile = 'dist/src/cli/main.bundle.cjs';
 
 const separateImports = {

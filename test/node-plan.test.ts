@@ -320,6 +320,27 @@ describe('scheduling on node plans (randomized)', () => {
     assert.equal(scheduler.plannedStart(jobId(4)), 150);
   });
 
+  it('advance reservations: jobs in one use its nodes within its time; others plan around it', () => {
+    const pool = new NodePool([node('n1'), node('n2')]);
+    const scheduler = new Scheduler('conservative', { processors: 16 }, 0, pool);
+    scheduler.setExternalHolds([{ owner: 'reservation:r', start: 100, end: 300, nodes: ['n1'], cpus: 0, memoryMiB: 0, whole: true }]);
+    const window = { owner: 'reservation:r', start: 100, end: 300 };
+    scheduler.submit({ ...job(1, need(1, 4), 150), window });
+    scheduler.submit({ ...job(2, need(1, 4), 100), window });
+    scheduler.submit(job(3, need(1, 8), 150)); // would cross the reservation on n1
+    scheduler.submit(job(4, need(1, 8), 90)); // ends on n1 before it begins
+    scheduler.submit({ ...job(5, need(1, 4), 250), window }); // longer than what is left of it once 1 and 2 hold it
+    assert.deepEqual(scheduler.pass(0, { predictions: true }).map((j) => j.id), [3, 4]);
+    assert.deepEqual(scheduler.nodesOf(jobId(3)), ['n2']);
+    assert.deepEqual(scheduler.nodesOf(jobId(4)), ['n1']);
+    assert.equal(scheduler.plannedStart(jobId(1)), 100);
+    assert.deepEqual(scheduler.plannedNodes(jobId(1)), ['n1']);
+    assert.equal(scheduler.plannedStart(jobId(2)), 100, 'the other half of n1 in the reservation');
+    assert.equal(scheduler.plannedStart(jobId(5)), undefined, 'cannot end by the end of the reservation');
+    scheduler.end(jobId(4), 90);
+    assert.deepEqual(scheduler.pass(100).map((j) => j.id), [1, 2]);
+  });
+
   it('windows: a maintenance hold moves every plan and no job runs into it', () => {
     const pool = new NodePool([node('n1'), node('n2')]);
     const scheduler = new Scheduler('conservative', { processors: 16 }, 0, pool);

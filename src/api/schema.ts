@@ -145,6 +145,22 @@ export const DrainBodySchema = strict({ nodes: nodeNames(1), reason: v.optional(
 export const MotdBodySchema = strict({ text: v.optional(text(LIMITS.textChars)) });
 /** `taras admin token`: for whom (default: the caller) and for how long (default 30 min, at most a year). */
 export const TokenBodySchema = v.optional(strict({ user: v.optional(text(256, 1)), lifespanSeconds: v.optional(int(1, 366 * 86400)) }));
+/**
+ * POST /reservations: an advance reservation (or, kind maintenance, a
+ * window: then the name may be left to the controller). Times in epoch ms;
+ * the nodes by name (expanded) or how many.
+ */
+export const ReservationBodySchema = strict({
+  name: v.optional(v.pipe(text(64, 1), v.regex(/^[A-Za-z0-9_.-]+$/, 'expected a reservation name (letters, digits, _ . -)'))),
+  kind: v.optional(v.picklist(['reservation', 'maintenance'], 'expected "reservation" or "maintenance"')),
+  startMs: int(0, 8.64e15),
+  endMs: int(0, 8.64e15),
+  nodes: v.optional(nodeNames(1)),
+  nodeCount: v.optional(int(1, 1_000_000)),
+  users: v.optional(list(text(256, 1), 1024)),
+  reason: v.optional(text(LIMITS.textChars)),
+});
+
 /** Reconfigure and shutdown take no fields (an empty object or no body). */
 export const EmptyBodySchema = v.optional(strict({}));
 

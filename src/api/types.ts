@@ -120,6 +120,8 @@ export interface ApiWhen {
   heldByMore: number;
   /** Why its planned start moved later than first planned (null: it has not). */
   moved: string | null;
+  /** The advance reservation it runs in, if any (its window bounds the plan). */
+  reservation?: { name: string; start: string; end: string } | null;
 }
 
 /** Something a pending job waits for on its planned nodes. */
@@ -165,6 +167,23 @@ export interface ApiPlan {
   items: ApiPlanItem[];
   /** Pending jobs with no planned start (no node that counts can hold them now), by id. */
   unplanned: number[];
+}
+
+/** An advance reservation or maintenance window (GET /reservations). */
+export interface ApiReservation {
+  name: string;
+  kind: 'reservation' | 'maintenance';
+  /** ACTIVE: its window has begun; PLANNED: not yet. */
+  state: 'ACTIVE' | 'PLANNED';
+  start: string;
+  end: string;
+  nodes: string[];
+  /** Who may run jobs in it; empty: administrators only. */
+  users: string[];
+  reason: string;
+  createdBy: string;
+  /** Pending and running jobs that asked for it. */
+  jobs: number[];
 }
 
 /** Errors: every non-2xx response body. */

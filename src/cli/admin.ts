@@ -16,15 +16,38 @@ interface AdminFlags {
   reason?: string;
   user?: string;
   lifespan?: string;
+  at?: string;
+  until?: string;
+  name?: string;
+}
+
+/**
+ * A maintenance window (`shutdown --at T --until T2`: every node; `drain
+ * NODES --at T --until T2`: those): a hold in the plan, so every planned
+ * start moves around it and no job starts that would run into it.
+ */
+async function scheduleWindow(flags: AdminFlags, nodes?: string[]): Promise<void> {
+  if (flags.at === undefined || flags.until === undefined) fail('a maintenance window needs both --at TIME and --until TIME');
+  const { timeOption, createReservation } = await import('./planning.js');
+  const startMs = await timeOption('--at', flags.at!);
+  const endMs = await timeOption('--until', flags.until!);
+  let names = nodes;
+  if (names === undefined) {
+    names = await withClient(flags.controller, async (api) => (await api.get<ApiNode[]>('/nodes')).map((node) => node.name));
+  }
+  await createReservation(flags.controller, flags.json, {
+    kind: 'maintenance', startMs, endMs, nodes: names, ...(flags.name === undefined ? {} : { name: flags.name }), reason: flags.reason ?? '',
+  });
 }
 
 export function registerAdminCommands(program: Command): void {
   const admin = program.command('admin').description('administration: drain, resume, motd, reconfigure, shutdown, token')
     .addHelpText('after', '\nExamples:\n  taras admin drain node[03-04] --reason "disk swap"\n  taras admin resume node[03-04]\n  taras admin motd "maintenance Friday 18:00"\n  taras admin reconfigure\n  taras admin shutdown\n  taras admin token --lifespan 2h\n');
 
-  /** drain and resume: one request, then the nodes as they are now. */
+  /** drain and resume: one request, then the nodes as they are now; a drain with --at is a maintenance window. */
   const nodesCall = (resume: boolean) => async (nodes: string[], flags: AdminFlags) => {
     const names = (await import('../config/hostlist.js')).expandHostlist(nodes.join(','));
+    if (!resume && (flags.at !== undefined || flags.until !== undefined)) return scheduleWindow(flags, names);
     await withClient(flags.controller, async (api) => {
       const answer = await api.post<ApiNode[]>('/admin/drain', resume ? { nodes: names, resume: true } : { nodes: names, reason: flags.reason });
       if (flags.json) return printJson(answer);
@@ -33,9 +56,13 @@ export function registerAdminCommands(program: Command): void {
     });
   };
   admin.command('drain').argument('<nodes...>', 'node names or ranges (node[01-04])').requiredOption('--reason <text>', 'why (shown in taras nodes)')
+    .option('--at <time>', 'later: a maintenance window from this time (now+1hour, 18:00, 2026-12-01T09:00)')
+    .option('--until <time>', 'the end of the window (with --at)')
+    .option('--name <name>', 'the window\'s name (default maint-DATE-TIME)')
     .option(...controllerOption).option(...jsonOption)
-    .description('stop new jobs on nodes; running jobs finish')
-    .addHelpText('after', '\nExamples:\n  taras admin drain node03 --reason "disk swap"\n  taras admin drain node[01-04] --reason "kernel update" --json\n')
+    .description('stop new jobs on nodes; running jobs finish (with --at/--until: a maintenance window in the plan)')
+    .addHelpText('after', '\nExamples:\n  taras admin drain node03 --reason "disk swap"\n  taras admin drain node[01-04] --reason "kernel update" --json\n'
+      + '  taras admin drain node[01-02] --at 18:00 --until 20:00 --reason "firmware"   (no job runs into the window)\n')
     .action(nodesCall(false));
   admin.command('resume').argument('<nodes...>', 'node names or ranges (node[01-04])').option('--reason <text>', 'ignored (accepted for symmetry with drain)')
     .option(...controllerOption).option(...jsonOption)
@@ -97,10 +124,17 @@ Examples:
           + `or save it (chmod 600) in ~/.config/taras/token; HTTP clients send Authorization: Bearer <token>.\n`);
       });
     });
-  admin.command('shutdown').option(...controllerOption).option(...jsonOption)
-    .description('stop the controller (jobs keep running on their agents)')
-    .addHelpText('after', '\nExamples:\n  taras admin shutdown\n')
+  admin.command('shutdown')
+    .option('--at <time>', 'later: a maintenance window of the whole cluster from this time (now+1hour, 18:00, 2026-12-01T09:00)')
+    .option('--until <time>', 'the end of the window (with --at)')
+    .option('--reason <text>', 'why (with --at)')
+    .option('--name <name>', 'the window\'s name (default maint-DATE-TIME)')
+    .option(...controllerOption).option(...jsonOption)
+    .description('stop the controller now (jobs keep running on their agents); with --at/--until, plan a whole-cluster maintenance window instead')
+    .addHelpText('after', '\nExamples:\n  taras admin shutdown\n  taras admin shutdown --at "tomorrow" --until 2026-12-01T12:00 --reason "power work"\n'
+      + '  taras reserve list        (windows are listed with the reservations; taras reserve delete NAME cancels one)\n')
     .action(async (flags: AdminFlags) => {
+      if (flags.at !== undefined || flags.until !== undefined) return scheduleWindow(flags);
       await withClient(flags.controller, async (api) => {
         const answer = await api.post('/admin/shutdown', {});
         if (flags.json) return printJson(answer);

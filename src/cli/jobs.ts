@@ -27,6 +27,7 @@ export function registerJobCommands(program: Command): void {
     .option('-C, --constraint <features>', 'node features, a&b')
     .option('--requeue', 'requeue the job if its node fails')
     .option('--signal <[B:]sig[@time]>', 'send SIG TIME seconds (default 60) before the time limit; B: to the batch shell only')
+    .option('--reservation <name>', 'run in this advance reservation (taras reserve list)')
     .option('--file <job.toml>', 'job description file (flags override it)')
     .option(...controllerOption)
     .option('--json', 'print {"id": N}')

@@ -12,9 +12,10 @@ const modules: Record<string, () => Promise<(program: Command) => void>> = {
   daemons: async () => (await import('./daemons.js')).registerDaemonCommands,
   jobs: async () => (await import('./jobs.js')).registerJobCommands,
   admin: async () => (await import('./admin.js')).registerAdminCommands,
+  planning: async () => (await import('./planning.js')).registerPlanningCommands,
 };
 const moduleOfCommand: Record<string, string> = {
-  simulate: 'simulate', workload: 'workload', demo: 'demo', admin: 'admin',
+  simulate: 'simulate', workload: 'workload', demo: 'demo', admin: 'admin', reserve: 'planning',
   controller: 'daemons', agent: 'daemons', up: 'daemons',
   submit: 'jobs', queue: 'jobs', show: 'jobs', when: 'jobs', cancel: 'jobs', wait: 'jobs', nodes: 'jobs', status: 'jobs', jobid: 'jobs',
 };

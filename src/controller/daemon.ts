@@ -7,7 +7,7 @@
 import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import {
-  AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema,
+  AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema,
   formatProblems, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
 import { finishedStates, type ApiJob, type ApiJobPage, type JobState } from '../api/types.js';
@@ -26,8 +26,8 @@ import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../
 import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder, type Submission } from './engine.js';
 import { LimitRefused, SubmitLimits } from './limits.js';
 import { lockDataDir } from './lock.js';
-import { isAdmin, mayActOn, publicJob } from './authz.js';
-import { apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiStatus, apiWhen } from './views.js';
+import { isAdmin, isListed, mayActOn, publicJob } from './authz.js';
+import { apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhen } from './views.js';
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
@@ -325,6 +325,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
         if (caller.uid === 0 && !config.allowRootJobs) {
           throw new RouteError(403, 'this cluster does not run jobs as root (allow_root_jobs = false in cluster.toml)', 'submit as an ordinary user');
         }
+        const inReservation = engine.reservationRefusals(body.spec as JobSpec, (users) => admin(caller) || isListed(caller, users));
+        if (inReservation.length > 0) refused(new SubmitRefused(inReservation));
         // The submitter is the verified caller, always: a spec cannot name another user.
         const id = await submitOne({ user: caller.user, uid: caller.uid, spec: body.spec as JobSpec, idempotencyKey: body.idempotencyKey }).catch(refused);
         return { status: 201, body: { id } };
@@ -366,6 +368,54 @@ export async function startController(options: ControllerOptions): Promise<Runni
       const record = findJob(parseId(ctx));
       return { status: 200, body: shownTo(caller, admin(caller))(apiJobWithEvents(engine, record, store.events(record.id))) };
     } },
+    { method: 'GET', path: '/reservations', handler: (ctx) => {
+      callerOf(ctx); // like the queue, for every verified user
+      return { status: 200, body: { reservations: engine.listReservations().map((r) => apiReservation(engine, r, Date.now())) } };
+    } },
+    { method: 'GET', path: '/reservations/:name', handler: (ctx) => {
+      callerOf(ctx);
+      const found = engine.reservations.get(ctx.params.name);
+      if (!found) throw new RouteError(404, `no reservation named ${ctx.params.name}`, 'list them with `taras reserve list`');
+      return { status: 200, body: apiReservation(engine, found, Date.now()) };
+    } },
+    {
+      method: 'POST', path: '/reservations',
+      handler: (ctx) => {
+        const caller = requireAdmin(ctx, 'create reservations and maintenance windows');
+        const body = bodyOf(ReservationBodySchema, ctx, '{"name": "N", "startMs": ..., "endMs": ..., "nodes": ["node01"] or "nodeCount": 2}');
+        const kind = body.kind ?? 'reservation';
+        if (kind === 'reservation' && body.name === undefined) throw new RouteError(400, 'a reservation needs a name', 'add --name NAME');
+        let created;
+        try {
+          created = engine.createReservation({
+            name: body.name ?? engine.windowName(body.startMs), kind, startMs: body.startMs, endMs: body.endMs, nodes: body.nodes,
+            nodeCount: body.nodeCount, users: body.users ?? [], reason: body.reason ?? '', createdBy: caller.user,
+          });
+        } catch (error) {
+          if (error instanceof SubmitRefused) throw new RouteError(400, error.message, 'nothing was created');
+          throw error;
+        }
+        log(`${kind} ${created.reservation.name} created by ${caller.user}: ${created.reservation.nodes.join(',')} from ${new Date(body.startMs).toISOString()} to ${new Date(body.endMs).toISOString()}`);
+        kick();
+        return { status: 201, body: { reservation: apiReservation(engine, created.reservation, Date.now()), overlappingJobs: created.overlapping } };
+      },
+    },
+    {
+      method: 'DELETE', path: '/reservations/:name',
+      handler: (ctx) => {
+        const caller = requireAdmin(ctx, 'delete reservations and maintenance windows');
+        let deleted;
+        try {
+          deleted = engine.deleteReservation(ctx.params.name);
+        } catch (error) {
+          if (error instanceof SubmitRefused) throw new RouteError(404, error.message);
+          throw error;
+        }
+        log(`${deleted.kind} ${deleted.name} deleted by ${caller.user}`);
+        kick();
+        return { status: 200, body: apiReservation(engine, deleted, Date.now()) };
+      },
+    },
     { method: 'GET', path: '/plan', handler: (ctx) => {
       callerOf(ctx); // like the queue, for every verified user
       return { status: 200, body: apiPlan(engine, Date.now()) };
@@ -582,6 +632,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       store.forgetKeysBefore(keysForgottenAtMs - IDEMPOTENCY_KEY_MS);
     }
     engine.checkNodes();
+    engine.expireReservations();
     engine.touch();
     kick();
   }, 1000);

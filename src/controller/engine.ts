@@ -16,6 +16,8 @@ import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import type { ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JsonObject } from '../store/events.js';
 import type { Store } from '../store/store.js';
+import { holdOf, holdOwner, readReservations, RESERVATION_NAME, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
+import { NodePlan } from '../core/node-plan.js';
 
 /** Key of the verified submitter's uid in a stored request. */
 const SUBMIT_UID = 'submitUid';
@@ -205,7 +207,154 @@ export class ControllerEngine {
     }
     for (const partition of config.partitions) this.partitionNodes.set(partition.name, new Set(partition.nodes));
     this.scheduler = new Scheduler(config.policy, { processors: this.pool.totalCpus }, this.nowSeconds(), this.pool);
+    // Before the queue: a job in a reservation is planned within it.
+    const known = new Set(config.nodes.map((node) => node.name));
+    for (const reservation of readReservations(store.setting(RESERVATIONS_SETTING), log)) {
+      const gone = reservation.nodes.filter((name) => !known.has(name));
+      if (gone.length > 0) log(`reservation ${reservation.name}: its nodes ${gone.join(', ')} are no longer in the configuration; it keeps the others`);
+      const nodes = reservation.nodes.filter((name) => known.has(name));
+      if (nodes.length > 0) this.reservations.set(reservation.name, { ...reservation, nodes });
+    }
+    if (this.scheduler.plansOnNodes) this.scheduler.setExternalHolds([...this.reservations.values()].map(holdOf));
     this.recover();
+  }
+
+  /** Advance reservations and maintenance windows, by name. */
+  readonly reservations = new Map<string, Reservation>();
+
+  /** A free name for a maintenance window starting at `startMs`: maint-YYYYMMDD-HHMM (UTC), then -2, -3... */
+  windowName(startMs: number): string {
+    const stamp = new Date(startMs).toISOString().slice(0, 16).replace(/[-:]/g, '').replace('T', '-');
+    let name = `maint-${stamp}`;
+    for (let n = 2; this.reservations.has(name); n++) name = `maint-${stamp}-${n}`;
+    return name;
+  }
+
+  /** Every reservation and window not yet ended, by start. */
+  listReservations(): Reservation[] {
+    return [...this.reservations.values()].sort((a, b) => a.startMs - b.startMs || a.name.localeCompare(b.name));
+  }
+
+  /**
+   * Creates a reservation or maintenance window after checking all of it;
+   * stored before it is planned. With `nodeCount`, the first nodes in
+   * configuration order that no running job and no other reservation holds
+   * during the window. Returns it and the running jobs whose limits reach
+   * into it (they are not stopped; nothing new starts there meanwhile).
+   */
+  createReservation(request: {
+    name: string; kind: ReservationKind; startMs: number; endMs: number; nodes?: readonly string[]; nodeCount?: number;
+    users: readonly string[]; reason: string; createdBy: string;
+  }): { reservation: Reservation; overlapping: JobId[] } {
+    const problems: string[] = [];
+    if (!this.scheduler.plansOnNodes) problems.push(`reservations need the policy fcfs, easy or conservative (this cluster uses ${this.config.policy})`);
+    if (!RESERVATION_NAME.test(request.name)) problems.push(`'${request.name}' is not a reservation name: 1 to 64 letters, digits, _ . -`);
+    if (this.reservations.has(request.name)) problems.push(`a reservation named ${request.name} exists; delete it first or pick another name`);
+    if (!(request.endMs > request.startMs)) problems.push('its end must come after its start');
+    if (!(request.endMs > this.clockMs())) problems.push('it would end in the past');
+    const known = new Set(this.config.nodes.map((node) => node.name));
+    const unknown = (request.nodes ?? []).filter((name) => !known.has(name));
+    if (unknown.length > 0) problems.push(`no node named ${unknown.join(', ')}`);
+    if (problems.length > 0) throw new SubmitRefused(problems);
+    const start = Math.floor(request.startMs / 1000);
+    const end = Math.ceil(request.endMs / 1000);
+    const plan = this.holdsPlan();
+    // Reservations do not overlap one another on a node (Slurm's default); maintenance windows may overlap anything.
+    const clashes = (name: string) => request.kind === 'reservation' && [...this.reservations.values()].some((other) =>
+      other.kind === 'reservation' && other.nodes.includes(name) && other.startMs < request.endMs && request.startMs < other.endMs);
+    let nodes: string[];
+    if (request.nodes !== undefined && request.nodes.length > 0) {
+      nodes = [...new Set(request.nodes)];
+      const taken = nodes.filter(clashes);
+      if (taken.length > 0) throw new SubmitRefused([`${taken.join(', ')} ${taken.length === 1 ? 'is' : 'are'} in another reservation then; pick other nodes or another time`]);
+    } else {
+      const count = request.nodeCount ?? 0;
+      if (!(count >= 1)) throw new SubmitRefused(['give the nodes (--nodelist) or how many (--nodes N)']);
+      nodes = this.config.nodes
+        .filter((node) => !clashes(node.name) && (plan.timeline(node.name)?.fits(start, end - start, node.cpus, node.memoryMiB) ?? false))
+        .slice(0, count).map((node) => node.name);
+      if (nodes.length < count) {
+        throw new SubmitRefused([`only ${nodes.length} of the ${count} nodes are free for the whole window (running jobs, other reservations or nodes out hold the rest); ask for fewer, name them with --nodelist, or pick a later start`]);
+      }
+    }
+    const reservation: Reservation = {
+      name: request.name, kind: request.kind, startMs: request.startMs, endMs: request.endMs, nodes, users: [...request.users], reason: request.reason, createdBy: request.createdBy,
+    };
+    const overlapping = this.scheduler.state.running
+      .filter((run) => run.nodes.some((name) => nodes.includes(name)) && run.start + run.job.estimate > start)
+      .map((run) => run.job.id);
+    this.reservations.set(reservation.name, reservation);
+    this.storeReservations();
+    return { reservation, overlapping };
+  }
+
+  /** Deletes a reservation or window; its pending jobs wait with no plan until they are cancelled or given another. */
+  deleteReservation(name: string): Reservation {
+    const reservation = this.reservations.get(name);
+    if (reservation === undefined) throw new SubmitRefused([`no reservation named ${name}; list them with \`taras reserve list\``]);
+    this.reservations.delete(name);
+    this.storeReservations();
+    return reservation;
+  }
+
+  /** Forgets reservations and windows that have ended (checked every second by the daemon). */
+  expireReservations(): Reservation[] {
+    const now = this.clockMs();
+    const ended = [...this.reservations.values()].filter((r) => r.endMs <= now);
+    if (ended.length === 0) return [];
+    for (const r of ended) this.reservations.delete(r.name);
+    this.storeReservations();
+    for (const r of ended) this.log(`${r.kind} ${r.name} ended`);
+    return ended;
+  }
+
+  /** Stores the reservations, then plans with them; pending jobs in a reservation that changed are planned again. */
+  private storeReservations(): void {
+    this.store.setSetting(RESERVATIONS_SETTING, toStored([...this.reservations.values()]));
+    if (this.scheduler.plansOnNodes) this.scheduler.setExternalHolds([...this.reservations.values()].map(holdOf));
+    for (const record of this.active.values()) {
+      if (record.state !== 'PENDING' || record.held || this.specOf(record).reservation === undefined) continue;
+      if (this.scheduler.cancel(record.id)) this.scheduler.submit(this.coreRequest(record));
+    }
+    this.plannedAt = null;
+    this.dirty = true;
+  }
+
+  /** Running jobs and reservations on every node, nothing pending: what a new reservation must fit beside. */
+  private holdsPlan(): NodePlan {
+    const now = this.nowSeconds();
+    const plan = new NodePlan(this.config.nodes.filter((node) => this.pool.counts(node.name)), now);
+    for (const run of this.scheduler.state.running) {
+      const resources = run.job.resources;
+      if (resources) plan.hold({ owner: `job:${run.job.id}`, start: run.start, end: Math.max(run.start + run.job.estimate, now + 1), nodes: run.nodes, cpus: resources.cpusPerNode, memoryMiB: resources.memoryMiBPerNode });
+    }
+    for (const reservation of this.reservations.values()) if (reservation.kind === 'reservation') plan.hold(holdOf(reservation));
+    return plan;
+  }
+
+  /**
+   * Why the submitter may not submit this job in its reservation (empty: it
+   * may): the reservation exists and has not ended, `mayUse` says the
+   * submitter is one of its users (or an administrator), and its nodes in the job's partition can hold the
+   * job within its time.
+   */
+  reservationRefusals(spec: JobSpec, mayUse: (users: readonly string[]) => boolean): string[] {
+    if (spec.reservation === undefined) return [];
+    const reservation = this.reservations.get(spec.reservation);
+    if (reservation === undefined) return [`no reservation named ${spec.reservation}; list them with \`taras reserve list\``];
+    if (!mayUse(reservation.users)) return [`you are not one of the users of reservation ${reservation.name}; ask an administrator to add you`];
+    const completed = spec.timeLimitSeconds === undefined ? this.complete(spec) : spec;
+    const lengthSeconds = (reservation.endMs - Math.max(reservation.startMs, this.clockMs())) / 1000;
+    if (completed.timeLimitSeconds === 'UNLIMITED' || completed.timeLimitSeconds > lengthSeconds) {
+      return [`its time limit is longer than what is left of reservation ${reservation.name} (${Math.floor(lengthSeconds / 60)} min); ask for less time (--time)`];
+    }
+    const partition = this.partitionOf(completed);
+    const inside = reservation.nodes.filter((name) => this.partitionNodes.get(partition.name)!.has(name));
+    const resources = this.resourcesOf(completed);
+    if (!this.pool.couldEverPlace({ ...resources, eligibleNodes: new Set(inside) })) {
+      return [`the nodes of reservation ${reservation.name} in partition ${partition.name} (${inside.join(', ') || 'none'}) can never hold the job`];
+    }
+    return [];
   }
 
   private nowSeconds(): number {
@@ -322,11 +471,25 @@ export class ControllerEngine {
   private coreRequest(record: JobRecord): JobRequest {
     const spec = this.specOf(record);
     const partition = this.partitionOf(spec);
-    const resources = this.resourcesOf(spec, record.state === 'PENDING' ? undefined : record.nodes);
+    let resources = this.resourcesOf(spec, record.state === 'PENDING' ? undefined : record.nodes);
     const limit = spec.timeLimitSeconds === 'UNLIMITED' ? partition.maxTimeSeconds ?? UNLIMITED_SECONDS : spec.timeLimitSeconds;
+    let window: JobRequest['window'];
+    if (spec.reservation !== undefined && record.state === 'PENDING') {
+      // Within its reservation: its nodes, its time. One that is gone (deleted, ended) leaves the job with no plan.
+      const reservation = this.reservations.get(spec.reservation);
+      const owner = holdOwner({ kind: reservation?.kind ?? 'reservation', name: spec.reservation });
+      window = reservation === undefined
+        ? { owner, start: Infinity, end: Infinity }
+        : { owner, start: Math.floor(reservation.startMs / 1000), end: Math.ceil(reservation.endMs / 1000) };
+      if (reservation !== undefined) {
+        const inside = new Set(reservation.nodes.filter((name) => resources.eligibleNodes?.has(name) ?? true));
+        if (this.pool.couldEverPlace({ ...resources, eligibleNodes: inside })) resources = { ...resources, eligibleNodes: inside };
+        else window = { owner, start: Infinity, end: Infinity };
+      }
+    }
     return {
       id: record.id, submitTime: Math.floor(record.submitTimeMs / 1000), size: resources.nodes * resources.cpusPerNode, estimate: Math.max(1, limit),
-      user: 0, queue: 0, partition: 0, priority: partition.priority, resources,
+      user: 0, queue: 0, partition: 0, priority: partition.priority, resources, ...(window === undefined ? {} : { window }),
     };
   }
 
@@ -777,6 +940,11 @@ export class ControllerEngine {
     this.ensurePlan();
     const seconds = this.scheduler.plannedStart(id);
     return seconds === undefined ? null : seconds * 1000;
+  }
+
+  /** The time limit the plan gives a queued job, in seconds (0 if it is not queued). */
+  plannedEstimateSeconds(id: JobId): number {
+    return this.scheduler.state.getQueued(id)?.job.estimate ?? 0;
   }
 
   /** The nodes a job runs on or is planned on (after the last plan); null: none. */

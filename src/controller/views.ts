@@ -2,13 +2,14 @@
 // nodes, status and "when will it start", built from the engine's state.
 
 import { queueOrderOf, QueuePacker, toOffset, type ApiQueue } from '../api/queue.js';
-import type { ApiClusterStatus, ApiHolder, ApiJob, ApiJobWithEvents, ApiNode, ApiPlan, ApiPlanItem, ApiWhen } from '../api/types.js';
+import type { ApiClusterStatus, ApiHolder, ApiReservation, ApiJob, ApiJobWithEvents, ApiNode, ApiPlan, ApiPlanItem, ApiWhen } from '../api/types.js';
 import type { PlanHold } from '../core/node-plan.js';
 import type { JobId } from '../core/types.js';
 import { expandPattern } from '../jobspec/pattern.js';
 import type { JobRecord, StoredJobEvent } from '../store/events.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import type { ControllerEngine, NodeStatus } from './engine.js';
+import type { Reservation } from './reservations.js';
 
 export const VERSION = '0.1.0';
 
@@ -217,8 +218,14 @@ export function apiWhen(engine: ControllerEngine, record: JobRecord): ApiWhen {
   return {
     job, plannedStart: iso(plannedMs), predictedEnd: job.predictedEnd, position, waitsFor, explanation,
     plannedNodes: plannedNodes === null ? null : [...plannedNodes], heldBy: holders.slice(0, MAX_HOLDERS),
-    heldByMore: Math.max(0, holders.length - MAX_HOLDERS), moved: engine.movedBecause(id),
+    heldByMore: Math.max(0, holders.length - MAX_HOLDERS), moved: engine.movedBecause(id), reservation: reservationOf(engine, record),
   };
+}
+
+function reservationOf(engine: ControllerEngine, record: JobRecord): ApiWhen['reservation'] {
+  const name = engine.specOf(record).reservation;
+  const reservation = name === undefined ? undefined : engine.reservations.get(name);
+  return reservation === undefined ? null : { name: reservation.name, start: new Date(reservation.startMs).toISOString(), end: new Date(reservation.endMs).toISOString() };
 }
 
 /** A hold in the plan as `taras when` names it: whose, until when, on which of the job's nodes. */
@@ -247,6 +254,14 @@ function unplannedExplanation(engine: ControllerEngine, record: JobRecord): stri
   const memory = spec.memoryMiB ?? 0;
   if (memory > 0 && !withFeatures.some((node) => node.memoryMiB >= memory)) unmet.push(`${memory} MiB of memory per node`);
   if (!withFeatures.some((node) => node.cpus >= spec.cpusPerTask)) unmet.push(`${spec.cpusPerTask} CPUs per task`);
+  if (spec.reservation !== undefined) {
+    const reservation = engine.reservations.get(spec.reservation);
+    if (reservation === undefined) return `Its reservation ${spec.reservation} no longer exists (deleted, or ended before it could run): cancel it, or submit it again without --reservation.`;
+    if (reservation.endMs - Math.max(reservation.startMs, Date.now()) < 1000 * engine.plannedEstimateSeconds(record.id as JobId)) {
+      return `What is left of reservation ${reservation.name} is shorter than its time limit.`;
+    }
+    return `Its reservation ${reservation.name} cannot hold it with the jobs planned in it ahead of it.`;
+  }
   const out = engine.config.partitions.find((p) => p.name === partition)?.nodes.filter((name) => !engine.pool.counts(name)) ?? [];
   const outText = out.length === 0 ? '' : ` (out now: ${out.join(', ')})`;
   if (!engine.couldBePlanned(record.id as JobId)) {
@@ -255,6 +270,16 @@ function unplannedExplanation(engine: ControllerEngine, record: JobRecord): stri
       : `Not enough nodes of partition ${partition} that could hold it are up and taking jobs (it needs ${spec.nodes.min})${outText}; it is planned once they are back.`;
   }
   return 'A job ahead of it waits for nodes that are down or drained, and under this policy no job passes it.';
+}
+
+/** A reservation or window as the API shows it, with the active jobs that asked for it. */
+export function apiReservation(engine: ControllerEngine, reservation: Reservation, nowMs: number): ApiReservation {
+  const jobs = [...engine.active.values()].filter((record) => engine.specOf(record).reservation === reservation.name).map((record) => record.id as number);
+  return {
+    name: reservation.name, kind: reservation.kind, state: reservation.startMs <= nowMs ? 'ACTIVE' : 'PLANNED',
+    start: new Date(reservation.startMs).toISOString(), end: new Date(reservation.endMs).toISOString(),
+    nodes: [...reservation.nodes], users: [...reservation.users], reason: reservation.reason, createdBy: reservation.createdBy, jobs: jobs.sort((a, b) => a - b),
+  };
 }
 
 /** GET /plan: every running and pending job on its nodes over [start, end), and the reservations and windows. */

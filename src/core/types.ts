@@ -42,6 +42,11 @@ export interface JobRequest {
   readonly priority?: number;
   /** Node-level needs; `size` is then nodes x cpusPerNode. */
   readonly resources?: ResourceRequest;
+  /**
+   * On node plans: runs only within an advance reservation, whose hold in the
+   * plan (`owner`) it may use, starting at or after `start` and ending by `end`.
+   */
+  readonly window?: { readonly owner: string; readonly start: Seconds; readonly end: Seconds };
 }
 
 /** A job holding processors from `start` until it ends (predicted: start + estimate). */

@@ -178,3 +178,50 @@ export function formatMemory(mebibytes: number): string {
 export function formatNodes(nodes: NodeRange): string {
   return nodes.max === undefined ? String(nodes.min) : `${nodes.min}-${nodes.max}`;
 }
+
+const BEGIN_FORMS = 'now, now+N[seconds|minutes|hours|days|weeks] (now+1hour), today, tomorrow, midnight, noon, teatime, '
+  + 'HH:MM[:SS] (the next such time), YYYY-MM-DD[THH:MM[:SS]] (local time)';
+
+const UNIT_SECONDS: Record<string, number> = {
+  '': 1, s: 1, sec: 1, secs: 1, second: 1, seconds: 1, m: 60, min: 60, mins: 60, minute: 60, minutes: 60,
+  h: 3600, hour: 3600, hours: 3600, d: 86_400, day: 86_400, days: 86_400, w: 604_800, week: 604_800, weeks: 604_800,
+};
+
+/**
+ * A point in time as Slurm's --begin and `scontrol create reservation
+ * StartTime=` read it, in local time: `now[+N unit]` (seconds by default),
+ * `today`, `tomorrow`, `midnight`, `noon`, `teatime` (16:00), `HH:MM[:SS]`
+ * (the next such time), `YYYY-MM-DD[THH:MM[:SS]]`. Returns epoch ms.
+ */
+export function parseClockTime(raw: string, nowMs: number): ValueResult<number> {
+  const text = raw.trim().toLowerCase();
+  const now = new Date(nowMs);
+  const at = (days: number, hours: number, minutes = 0, seconds = 0) =>
+    new Date(now.getFullYear(), now.getMonth(), now.getDate() + days, hours, minutes, seconds).getTime();
+  const relative = /^now(?:\s*\+\s*(\d+)\s*([a-z]*))?$/.exec(text);
+  if (relative) {
+    if (relative[1] === undefined) return ok(nowMs);
+    const unit = UNIT_SECONDS[relative[2]];
+    return unit === undefined ? bad(raw, BEGIN_FORMS) : ok(nowMs + Number(relative[1]) * unit * 1000);
+  }
+  const named: Record<string, () => number> = {
+    today: () => at(0, 0), tomorrow: () => at(1, 0), midnight: () => at(1, 0),
+    noon: () => (at(0, 12) > nowMs ? at(0, 12) : at(1, 12)), teatime: () => (at(0, 16) > nowMs ? at(0, 16) : at(1, 16)),
+  };
+  if (named[text]) return ok(named[text]());
+  const clock = /^(\d{1,2}):(\d{2})(?::(\d{2}))?$/.exec(text);
+  if (clock) {
+    const [h, m, s] = [Number(clock[1]), Number(clock[2]), Number(clock[3] ?? 0)];
+    if (h > 23 || m > 59 || s > 59) return bad(raw, BEGIN_FORMS);
+    const today = at(0, h, m, s);
+    return ok(today > nowMs ? today : at(1, h, m, s));
+  }
+  const date = /^(\d{4})-(\d{2})-(\d{2})(?:t(\d{2}):(\d{2})(?::(\d{2}))?)?$/.exec(text);
+  if (date) {
+    const [y, mo, d, h, mi, s] = [1, 2, 3, 4, 5, 6].map((i) => Number(date[i] ?? 0));
+    const value = new Date(y, mo - 1, d, h, mi, s);
+    if (value.getFullYear() !== y || value.getMonth() !== mo - 1 || value.getDate() !== d || h > 23 || mi > 59 || s > 59) return bad(raw, BEGIN_FORMS);
+    return ok(value.getTime());
+  }
+  return bad(raw, BEGIN_FORMS);
+}

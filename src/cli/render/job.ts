@@ -104,6 +104,9 @@ function pendingSentences(when: ApiWhen, clock: LocalClock): string[] {
     }
     if (when.position !== null) sentences.push(when.position === 1 ? 'It is next in line.' : `It is ${ordinal(when.position)} in line.`);
   }
+  if (when.reservation) {
+    sentences.push(`It runs in reservation ${printable(when.reservation.name)} (${clock.at(when.reservation.start)} to ${clock.end(when.reservation.end, when.reservation.start)}).`);
+  }
   if (when.moved) sentences.push(`${capitalized(printable(when.moved))}.`);
   if (when.explanation.trim() !== '') sentences.push(printable(when.explanation.trim()));
   return sentences;

@@ -44,6 +44,34 @@ function runningHold(run: RunningJob, now: Seconds): PlanHold {
   };
 }
 
+/**
+ * Runs `body` with the hold of the advance reservation a job runs in lifted
+ * (its nodes are the job's to use), then puts it back: jobs in a reservation
+ * and others share one plan, the others planning around the reservation.
+ */
+function insideWindow<T>(plan: NodePlan, job: JobRequest, body: (notBefore: Seconds, latestStart: Seconds) => T): T {
+  const window = job.window;
+  if (window === undefined) return body(-Infinity, Infinity);
+  const lifted = plan.getHold(window.owner);
+  if (lifted !== undefined) plan.release(window.owner);
+  try {
+    return body(window.start, window.end - job.estimate);
+  } finally {
+    if (lifted !== undefined) plan.hold(lifted);
+  }
+}
+
+/** The job's earliest start on the plan from `notBefore` (by `latest`), within its reservation if it has one. */
+function earliestOf(plan: NodePlan, job: JobRequest, notBefore: Seconds, latest = Infinity) {
+  return insideWindow(plan, job, (windowStart, windowLatest) =>
+    plan.earliest(job.resources!, job.estimate, Math.max(notBefore, windowStart), Math.min(latest, windowLatest)));
+}
+
+function fitsOnOf(plan: NodePlan, job: JobRequest, nodes: readonly string[], start: Seconds): boolean {
+  return insideWindow(plan, job, (windowStart, windowLatest) =>
+    start >= windowStart && start <= windowLatest && plan.fitsOn(job.resources!, nodes, start, job.estimate));
+}
+
 function reservationHold(entry: QueueEntry): PlanHold {
   const resources = entry.job.resources!;
   return {
@@ -195,7 +223,7 @@ export class NodePlanPolicy implements Policy {
     for (const entry of state.queue) {
       const resources = entry.job.resources!;
       if (keep && Number.isFinite(entry.reservation) && entry.reservation >= now
-        && plan.fitsOn(resources, entry.plannedNodes, entry.reservation, entry.job.estimate)) {
+        && fitsOnOf(plan, entry.job, entry.plannedNodes, entry.reservation)) {
         plan.hold(reservationHold(entry));
         continue;
       }
@@ -236,7 +264,7 @@ export class NodePlanPolicy implements Policy {
       if (!Number.isFinite(old) || old <= now) continue;
       const resources = entry.job.resources!;
       plan.release(jobOwner(entry.job.id));
-      const slot = plan.earliest(resources, entry.job.estimate, now, old);
+      const slot = earliestOf(plan, entry.job, now, old);
       if (slot !== undefined) {
         entry.reservation = slot.start;
         entry.plannedNodes = slot.nodes;
@@ -254,7 +282,7 @@ export class NodePlanPolicy implements Policy {
 
   /** Reserves the entry at its earliest start from `notBefore` (Infinity: it cannot be planned on the nodes that count). */
   private reserve(plan: NodePlan, entry: QueueEntry, notBefore: Seconds, why: MoveReason): void {
-    const slot = plan.earliest(entry.job.resources!, entry.job.estimate, notBefore);
+    const slot = earliestOf(plan, entry.job, notBefore);
     const previous = entry.previous;
     entry.previous = NaN;
     if (slot === undefined) {
@@ -285,14 +313,14 @@ export class NodePlanPolicy implements Policy {
       if (headFound) {
         // EASY's backfill: only where it fits now beside the head's reservation.
         if (job.size > state.startableProcessors) continue;
-        const slot = plan.earliest(resources, job.estimate, now, now);
+        const slot = earliestOf(plan, job, now, now);
         if (slot !== undefined && this.startable(job, slot.nodes)) {
           this.begin(state, plan, entry, now, slot.nodes);
           begun.push(entry);
         }
         continue;
       }
-      const slot = plan.earliest(resources, job.estimate, now);
+      const slot = earliestOf(plan, job, now);
       if (slot !== undefined && slot.start === now && this.startable(job, slot.nodes)) {
         this.begin(state, plan, entry, now, slot.nodes);
         begun.push(entry);
@@ -317,7 +345,7 @@ export class NodePlanPolicy implements Policy {
     let blocked = false;
     for (const entry of state.queue) {
       const resources = entry.job.resources!;
-      const slot = blocked || !plan.couldHold(resources) ? undefined : plan.earliest(resources, entry.job.estimate, notBefore);
+      const slot = blocked || !plan.couldHold(resources) ? undefined : earliestOf(plan, entry.job, notBefore);
       if (slot === undefined) {
         entry.reservation = Infinity;
         entry.plannedNodes = [];

@@ -1,0 +1,68 @@
+// Advance reservations and maintenance windows: whole nodes held over a
+// time window in the plan (seed 002: reserved capacity is another hold;
+// Slurm's `scontrol create reservation`). A reservation lets its users' jobs
+// (`--reservation NAME`) run on its nodes within its time; a maintenance
+// window (`taras admin shutdown|drain --at T --until T2`, or a reservation
+// created with --maint) is a reservation that shows as maintenance. Every
+// other job plans around them, so no job is started that would run into one.
+// Kept in the store's settings (one JSON list); a stored entry that does not
+// read back is logged and dropped, never a reason not to start.
+
+import type { PlanHold } from '../core/node-plan.js';
+import type { JsonValue } from '../store/events.js';
+
+export const RESERVATIONS_SETTING = 'reservations';
+
+export type ReservationKind = 'reservation' | 'maintenance';
+
+export interface Reservation {
+  readonly name: string;
+  readonly kind: ReservationKind;
+  readonly startMs: number;
+  readonly endMs: number;
+  readonly nodes: readonly string[];
+  /** Who may run jobs in it (user names, `@group`); empty: administrators only. */
+  readonly users: readonly string[];
+  readonly reason: string;
+  readonly createdBy: string;
+}
+
+/** The owner of a reservation's hold in the plan: `reservation:NAME` or `maintenance:NAME`. */
+export const holdOwner = (reservation: Pick<Reservation, 'kind' | 'name'>): string => `${reservation.kind}:${reservation.name}`;
+
+export const RESERVATION_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** The plan's hold of a reservation: every CPU and all memory of its nodes, from its start (rounded down) to its end (rounded up). */
+export function holdOf(reservation: Reservation): PlanHold {
+  return {
+    owner: holdOwner(reservation), start: Math.floor(reservation.startMs / 1000), end: Math.ceil(reservation.endMs / 1000),
+    nodes: reservation.nodes, cpus: 0, memoryMiB: 0, whole: true,
+  };
+}
+
+const isStringList = (value: unknown): value is string[] => Array.isArray(value) && value.every((item) => typeof item === 'string');
+
+/** The reservations stored under RESERVATIONS_SETTING; entries that do not read back are logged and left out. */
+export function readReservations(stored: JsonValue | undefined, log: (line: string) => void): Reservation[] {
+  if (stored === undefined) return [];
+  if (!Array.isArray(stored)) {
+    log(`ignored the stored reservations: not a list (${JSON.stringify(stored).slice(0, 80)})`);
+    return [];
+  }
+  const kept: Reservation[] = [];
+  for (const item of stored) {
+    const r = item as Partial<Record<keyof Reservation, unknown>>;
+    const ok = typeof item === 'object' && item !== null
+      && typeof r.name === 'string' && RESERVATION_NAME.test(r.name)
+      && (r.kind === 'reservation' || r.kind === 'maintenance')
+      && Number.isFinite(r.startMs) && Number.isFinite(r.endMs) && (r.endMs as number) > (r.startMs as number)
+      && isStringList(r.nodes) && r.nodes.length > 0 && isStringList(r.users)
+      && typeof r.reason === 'string' && typeof r.createdBy === 'string';
+    if (ok) kept.push(r as Reservation);
+    else log(`ignored a stored reservation that does not read back: ${JSON.stringify(item).slice(0, 120)}`);
+  }
+  return kept;
+}
+
+export const toStored = (reservations: readonly Reservation[]): JsonValue =>
+  reservations.map((r) => ({ ...r, nodes: [...r.nodes], users: [...r.users] }));
