@@ -113,7 +113,7 @@ describe('a cluster on one machine', () => {
     const wide = JSON.parse(cli(url, 'submit', '-N', '4', 'wide.sh', '--json').stdout) as { id: number };
     const when = cli(url, 'when', String(wide.id));
     assert.equal(when.stdout, `Job ${wide.id} is 1st in line and has no planned start yet (it needs 4 nodes of partition batch).\n`
-      + 'Not enough of the nodes that could hold it are up and taking jobs (down and drained nodes do not count); it is planned once they are back.\n');
+      + 'Fewer than the 4 nodes it needs in partition batch are up and taking jobs (node03, node04 are out); it is planned once they are back.\n');
 
     const resumed = cli(url, 'admin', 'resume', 'node[03-04]');
     assert.match(resumed.stdout, /\nnode03 +(idle|allocated|mixed) /);

@@ -338,7 +338,7 @@ describe('controller engine', () => {
       { user: 'jo', spec: spec() },
     ]);
     engine.schedule();
-    assert.match(apiWhen(engine, store.job(wide)!).explanation, /^Not enough nodes of partition batch that could hold it are up and taking jobs \(it needs 16\) \(out now: node16\)/);
+    assert.match(apiWhen(engine, store.job(wide)!).explanation, /^Fewer than the 16 nodes it needs in partition batch are up and taking jobs \(node16 is out\)/);
     assert.match(apiWhen(engine, store.job(small)!).explanation, /^A job ahead of it waits for nodes that are down or drained/);
   });
 

@@ -263,11 +263,11 @@ function unplannedExplanation(engine: ControllerEngine, record: JobRecord): stri
     return `Its reservation ${reservation.name} cannot hold it with the jobs planned in it ahead of it.`;
   }
   const out = engine.config.partitions.find((p) => p.name === partition)?.nodes.filter((name) => !engine.pool.counts(name)) ?? [];
-  const outText = out.length === 0 ? '' : ` (out now: ${out.join(', ')})`;
+  const outText = out.length === 0 ? '' : ` (${out.join(', ')} ${out.length === 1 ? 'is' : 'are'} out)`;
   if (!engine.couldBePlanned(record.id as JobId)) {
     return unmet.length > 0
       ? `No node of partition ${partition} that is up and taking jobs has ${unmet.join(', or ')}${outText}; it is planned once such nodes are back.`
-      : `Not enough nodes of partition ${partition} that could hold it are up and taking jobs (it needs ${spec.nodes.min})${outText}; it is planned once they are back.`;
+      : `Fewer than the ${spec.nodes.min} nodes it needs in partition ${partition} are up and taking jobs${outText}; it is planned once they are back.`;
   }
   return 'A job ahead of it waits for nodes that are down or drained, and under this policy no job passes it.';
 }
