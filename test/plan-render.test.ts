@@ -40,7 +40,6 @@ const PLAN: ApiPlan = {
 
 const render = (options: Partial<PlanOptions> = {}, plan: ApiPlan = PLAN): string => renderPlan(plan, { width: 80, color: false, timeZone: 'UTC', ...options });
 const lines = (output: string): string[] => output.replace(/\n$/, '').split('\n');
-// eslint-disable-next-line no-control-regex
 const ANSI = /\x1b\[[0-9;]*m/g;
 const visible = (line: string): number => Array.from(line.replace(ANSI, '')).length;
 /** The chart cells of a node's row (after the label column: the longest name, then two spaces). */
