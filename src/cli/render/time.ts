@@ -168,6 +168,24 @@ export class LocalClock {
     return hint === '' ? this.at(instant) : `${this.at(instant)} (${hint})`;
   }
 
+  /** The zone's wall clock at an instant, as epoch milliseconds read as if UTC: for stepping by local hours and days. */
+  wallClock(millis: number): number {
+    return this.shifted(millis);
+  }
+
+  /** The instant at which the zone's wall clock reads `wall` (the inverse of `wallClock`, up to a clock change). */
+  fromWallClock(wall: number): number {
+    const guess = wall - (this.shifted(wall) - wall);
+    return wall - (this.shifted(guess) - guess);
+  }
+
+  /** A label of a time axis: "14:00", or with the weekday "Mon 14:00". */
+  tick(millis: number, withDay: boolean): string {
+    const shifted = this.shifted(millis);
+    const time = this.clock(shifted, false);
+    return withDay ? `${WEEKDAYS[new Date(shifted).getUTCDay()]} ${time}` : time;
+  }
+
   /** The full date and time, for headers: "Tue 24 Nov 2026 12:00". */
   full(instant: Instant): string {
     const millis = toMillis(instant);
