@@ -141,6 +141,30 @@ for (const policy of ['easy', 'conservative'] as const) {
       again.store.close();
     });
 
+    it('what-if plans a copy under another policy, drained nodes or a window, and changes nothing', () => {
+      const { clock, engine } = setup(policy);
+      const t0 = clock.ms;
+      const [a, b, c] = engine.submit([
+        { user: 'ann', spec: spec({ nodes: { min: 4 }, timeLimitSeconds: 3600 }) },
+        { user: 'bob', spec: spec({ nodes: { min: 4 }, timeLimitSeconds: 600 }) },
+        { user: 'bob', spec: spec({ timeLimitSeconds: 600 }) },
+      ]);
+      assert.deepEqual(engine.schedule(), [a]);
+      const before = [b, c].map((id) => engine.plannedStartMs(id));
+      assert.deepEqual(before, [t0 + 60 * MIN, t0 + 70 * MIN]);
+      const window = engine.whatIf({ window: { startMs: t0 + 60 * MIN, endMs: t0 + 120 * MIN, nodes: ['node01'] } });
+      assert.deepEqual(window.map((row) => [row.id, row.nowMs, row.thenMs]), [
+        [b, t0 + 60 * MIN, t0 + 120 * MIN], // needs node01 too: after the window
+        [c, t0 + 70 * MIN, policy === 'conservative' ? t0 + 60 * MIN : t0 + 60 * MIN], // one node: beside the window, no longer behind b
+      ]);
+      const drained = engine.whatIf({ drain: ['node04'] });
+      assert.equal(drained.find((row) => row.id === b)!.thenMs, null, 'four nodes with one drained: no plan');
+      const other = engine.whatIf({ policy: policy === 'easy' ? 'conservative' : 'easy' });
+      assert.deepEqual(other.map((row) => row.thenMs), before);
+      assert.deepEqual([b, c].map((id) => engine.plannedStartMs(id)), before, 'the live plan is untouched');
+      assert.throws(() => engine.whatIf({ drain: ['node09'] }), /no node named node09/);
+    });
+
     it('refuses a bad reservation with every reason and stores nothing', () => {
       const { clock, engine, store } = setup(policy);
       const t0 = clock.ms;
@@ -245,6 +269,12 @@ describe('reservations through the CLI, with real users', { skip: notRootReason 
     const deleted = await taras(null, 'reserve', 'delete', 'lab');
     assert.equal(deleted.status, 0, deleted.stderr);
     assert.match(deleted.stdout, /Reservation lab deleted\.\nJobs \d+ asked for it/);
+    const whatIf = await taras(alice, 'whatif', '--drain', 'n1', '--json');
+    assert.equal(whatIf.status, 0, whatIf.stderr);
+    assert.equal(JSON.parse(whatIf.stdout).jobs.length, 1);
+    const table = await taras(alice, 'whatif', '--policy', 'easy');
+    assert.match(table.stdout, /^JOBID +USER +NOW +WITH EASY +CHANGE\n/);
+    assert.match(table.stdout, /Nothing was changed: this is the plan of a copy\.\n$/);
     const bad = await taras(null, 'reserve', 'create', '--name', 'y', '--start', 'someday', '--duration', '30', '--nodes', '1');
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /--start: got 'someday': expected now, now\+N/);

@@ -161,6 +161,13 @@ export const ReservationBodySchema = strict({
   reason: v.optional(text(LIMITS.textChars)),
 });
 
+/** POST /whatif: the change to plan the live queue under (nothing is changed). */
+export const WhatIfBodySchema = strict({
+  policy: v.optional(v.picklist(['fcfs', 'easy', 'conservative'], 'expected fcfs, easy or conservative')),
+  drain: v.optional(nodeNames(1)),
+  window: v.optional(strict({ startMs: int(0, 8.64e15), endMs: int(0, 8.64e15), nodes: nodeNames(1) })),
+});
+
 /** Reconfigure and shutdown take no fields (an empty object or no body). */
 export const EmptyBodySchema = v.optional(strict({}));
 

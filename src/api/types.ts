@@ -186,6 +186,21 @@ export interface ApiReservation {
   jobs: number[];
 }
 
+/** POST /whatif: every pending job's planned start now and under the change. */
+export interface ApiWhatIf {
+  policy: string;
+  jobs: { id: number; user: string; now: string | null; then: string | null; changeSeconds: number | null }[];
+  /** Over the jobs planned both now and then: mean and worst (largest delay; the largest gain when none is later) change in seconds. */
+  meanChangeSeconds: number | null;
+  worst: { id: number; changeSeconds: number } | null;
+  earlier: number;
+  later: number;
+  same: number;
+  /** Planned now, with no plan under the change (and the reverse). */
+  lostPlan: number;
+  gainedPlan: number;
+}
+
 /** Errors: every non-2xx response body. */
 export interface ApiError {
   error: string;

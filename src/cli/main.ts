@@ -16,7 +16,7 @@ const modules: Record<string, () => Promise<(program: Command) => void>> = {
   plan: async () => (await import('./plan.js')).registerPlanCommand,
 };
 const moduleOfCommand: Record<string, string> = {
-  simulate: 'simulate', workload: 'workload', demo: 'demo', admin: 'admin', reserve: 'planning',
+  simulate: 'simulate', workload: 'workload', demo: 'demo', admin: 'admin', reserve: 'planning', whatif: 'planning',
   controller: 'daemons', agent: 'daemons', up: 'daemons',
   submit: 'jobs', queue: 'jobs', show: 'jobs', when: 'jobs', cancel: 'jobs', wait: 'jobs', nodes: 'jobs', status: 'jobs', jobid: 'jobs',
   plan: 'plan',

@@ -4,7 +4,7 @@
 // StartTime and --begin, durations as sbatch's --time.
 
 import type { Command } from 'commander';
-import type { ApiReservation } from '../api/types.js';
+import type { ApiReservation, ApiWhatIf } from '../api/types.js';
 import { controllerOption, print, printJson, withClient } from './controller-client.js';
 import { fail } from './flags.js';
 
@@ -71,6 +71,7 @@ interface ReserveFlags {
 }
 
 export function registerPlanningCommands(program: Command): void {
+  registerWhatIfCommand(program);
   const reserve = program.command('reserve').description('advance reservations: nodes held for some users over a time window (administrators create them)')
     .addHelpText('after', '\nExamples:\n  taras reserve create --name course --start tomorrow --duration 3:00:00 --nodes 2 --users alice,bob\n'
       + '  taras reserve create --name fix --start 2026-12-01T09:00 --duration 60 --nodelist node[03-04] --maint\n'
@@ -146,6 +147,77 @@ export function registerPlanningCommands(program: Command): void {
         if (flags.json) return printJson(deleted);
         print(`${deleted.kind === 'maintenance' ? 'Maintenance window' : 'Reservation'} ${deleted.name} deleted.`);
         if (deleted.jobs.length > 0) print(`Jobs ${deleted.jobs.join(', ')} asked for it: they wait with no plan; cancel them or submit them again.`);
+      });
+    });
+}
+
+/** The what-if table: each pending job's planned start now and then, the change, and a summary line. */
+export async function renderWhatIf(answer: ApiWhatIf, change: string, now = new Date()): Promise<string> {
+  const { LocalClock, span } = await import('./render/time.js');
+  const { alignColumns, printable } = await import('./render/text.js');
+  const clock = new LocalClock(now);
+  const signed = (seconds: number) => (seconds === 0 ? '=' : `${seconds > 0 ? '+' : '-'}${span(Math.abs(seconds))}`);
+  if (answer.jobs.length === 0) return `No pending jobs: ${change} changes no planned start.\n`;
+  const rows = answer.jobs.map((job) => [
+    String(job.id), printable(job.user), job.now === null ? 'no plan' : clock.at(job.now), job.then === null ? 'no plan' : clock.at(job.then),
+    job.changeSeconds === null ? (job.now === job.then ? '=' : job.then === null ? 'loses its plan' : 'gets a plan') : signed(job.changeSeconds),
+  ]);
+  const lines = alignColumns(['JOBID', 'USER', 'NOW', `WITH ${change.toUpperCase()}`, 'CHANGE'], rows, { right: new Set([0]) });
+  const summary = answer.meanChangeSeconds === null ? 'No job is planned both now and under the change.'
+    : `Mean change ${signed(answer.meanChangeSeconds)}; ${answer.worst === null || answer.worst.changeSeconds <= 0 ? 'no job starts later' : `worst ${signed(answer.worst.changeSeconds)} (job ${answer.worst.id})`}; `
+      + `${answer.earlier} earlier, ${answer.later} later, ${answer.same} unchanged`
+      + `${answer.lostPlan > 0 ? `, ${answer.lostPlan} lose their plan` : ''}${answer.gainedPlan > 0 ? `, ${answer.gainedPlan} get one` : ''}.`;
+  return `${lines.join('\n')}\n\n${summary}\nNothing was changed: this is the plan of a copy.\n`;
+}
+
+interface WhatIfFlags {
+  controller?: string;
+  json?: boolean;
+  policy?: string;
+  drain?: string;
+  reserveAt?: string;
+  reserveUntil?: string;
+  reserveNodes?: string;
+}
+
+export function registerWhatIfCommand(program: Command): void {
+  program.command('whatif')
+    .description('plan the live queue under a change (another policy, drained nodes, a window) and compare every planned start; changes nothing')
+    .option('--policy <name>', 'fcfs, easy or conservative')
+    .option('--drain <nodes>', 'as if these nodes were drained (node[01-04])')
+    .option('--reserve-at <time>', 'as if a window or reservation began then (now+1hour, 18:00, 2026-12-01T09:00)')
+    .option('--reserve-until <time>', 'and ended then')
+    .option('--reserve-nodes <nodes>', 'on these nodes (default: all)')
+    .option(...controllerOption).option(...jsonOption)
+    .addHelpText('after', '\nExamples:\n  taras whatif --policy conservative\n  taras whatif --drain node[03-04]\n'
+      + '  taras whatif --reserve-at 18:00 --reserve-until 20:00 --reserve-nodes node[01-02]\n  taras whatif --policy easy --json\n')
+    .action(async (flags: WhatIfFlags) => {
+      const { expandHostlist } = await import('../config/hostlist.js');
+      const body: Record<string, unknown> = {};
+      const changes: string[] = [];
+      if (flags.policy !== undefined) {
+        if (!['fcfs', 'easy', 'conservative'].includes(flags.policy)) fail(`--policy: got '${flags.policy}': expected fcfs, easy or conservative`);
+        body.policy = flags.policy;
+        changes.push(flags.policy);
+      }
+      if (flags.drain !== undefined) {
+        body.drain = expandHostlist(flags.drain);
+        changes.push(`${flags.drain} drained`);
+      }
+      if (flags.reserveAt !== undefined || flags.reserveUntil !== undefined) {
+        if (flags.reserveAt === undefined || flags.reserveUntil === undefined) fail('a what-if window needs both --reserve-at and --reserve-until');
+        const startMs = await timeOption('--reserve-at', flags.reserveAt!);
+        const endMs = await timeOption('--reserve-until', flags.reserveUntil!);
+        let nodes = flags.reserveNodes === undefined ? undefined : expandHostlist(flags.reserveNodes);
+        if (nodes === undefined) nodes = await withClient(flags.controller, async (api) => (await api.get<{ name: string }[]>('/nodes')).map((n) => n.name));
+        body.window = { startMs, endMs, nodes };
+        changes.push('the window');
+      }
+      if (changes.length === 0) fail('say what to change: --policy, --drain or --reserve-at/--reserve-until (see taras whatif --help)');
+      await withClient(flags.controller, async (api) => {
+        const answer = await api.post<ApiWhatIf>('/whatif', body);
+        if (flags.json) return printJson(answer);
+        print(await renderWhatIf(answer, changes.join(', ')));
       });
     });
 }

@@ -7,7 +7,7 @@
 import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import {
-  AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema,
+  AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, WhatIfBodySchema,
   formatProblems, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
 import { finishedStates, type ApiJob, type ApiJobPage, type JobState } from '../api/types.js';
@@ -27,7 +27,7 @@ import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder, type 
 import { LimitRefused, SubmitLimits } from './limits.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, isListed, mayActOn, publicJob } from './authz.js';
-import { apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhen } from './views.js';
+import { apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhatIf, apiWhen } from './views.js';
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
@@ -416,6 +416,20 @@ export async function startController(options: ControllerOptions): Promise<Runni
         return { status: 200, body: apiReservation(engine, deleted, Date.now()) };
       },
     },
+    {
+      // Read-only (it plans a copy): POST only because the change is a body.
+      method: 'POST', path: '/whatif',
+      handler: (ctx) => {
+        callerOf(ctx);
+        const body = bodyOf(WhatIfBodySchema, ctx, '{"policy": "conservative", "drain": ["node01"], "window": {"startMs": ..., "endMs": ..., "nodes": [...]}}');
+        try {
+          return { status: 200, body: apiWhatIf(body.policy ?? config.policy, engine.whatIf(body)) };
+        } catch (error) {
+          if (error instanceof SubmitRefused) throw new RouteError(400, error.message, 'nothing was changed');
+          throw error;
+        }
+      },
+    },
     { method: 'GET', path: '/plan', handler: (ctx) => {
       callerOf(ctx); // like the queue, for every verified user
       return { status: 200, body: apiPlan(engine, Date.now()) };
@@ -592,7 +606,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   ];
 
   // A change is answered only once it is on the disk (one fdatasync serves every change made before it began).
-  const commitsNothing = new Set(['/agent/heartbeat', '/admin/token']);
+  const commitsNothing = new Set(['/agent/heartbeat', '/admin/token', '/whatif']);
   // Nothing about a job is served anonymously: every route but /status (and the agents', signed) needs a verified caller.
   const guarded = routes.map((route): Route => openToAnonymous(route) ? route : {
     ...route,

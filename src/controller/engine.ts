@@ -7,7 +7,7 @@
 import type { ClusterConfig, PartitionSpec } from '../config/cluster.js';
 import { compressHostlist } from '../config/hostlist.js';
 import { NodePool } from '../core/placement.js';
-import { Scheduler } from '../core/scheduler.js';
+import { Scheduler, type PolicyName } from '../core/scheduler.js';
 import type { PlanHold } from '../core/node-plan.js';
 import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
 import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
@@ -945,6 +945,42 @@ export class ControllerEngine {
   /** The time limit the plan gives a queued job, in seconds (0 if it is not queued). */
   plannedEstimateSeconds(id: JobId): number {
     return this.scheduler.state.getQueued(id)?.job.estimate ?? 0;
+  }
+
+  /**
+   * What-if on the live queue: the planned start of every pending job now and
+   * under a change (another policy, nodes drained, a window or reservation
+   * added), computed on a copy; nothing here changes. `then` null: no plan
+   * under the change.
+   */
+  whatIf(change: { policy?: PolicyName; drain?: readonly string[]; window?: { startMs: number; endMs: number; nodes: readonly string[] } }):
+    { id: JobId; user: string; nowMs: number | null; thenMs: number | null }[] {
+    const policy = change.policy ?? this.config.policy;
+    const problems: string[] = [];
+    if (!['fcfs', 'easy', 'conservative'].includes(policy)) problems.push(`what-if plans with fcfs, easy or conservative, not ${policy}`);
+    const unknown = [...(change.drain ?? []), ...(change.window?.nodes ?? [])].filter((name) => !this.nodes.has(name));
+    if (unknown.length > 0) problems.push(`no node named ${[...new Set(unknown)].join(', ')}`);
+    if (change.window && !(change.window.endMs > change.window.startMs)) problems.push('the window must end after it starts');
+    if (problems.length > 0) throw new SubmitRefused(problems);
+    const now = this.nowSeconds();
+    const pool = new NodePool(this.config.nodes, this.config.placement);
+    for (const node of this.config.nodes) {
+      const drained = change.drain?.includes(node.name) ?? false;
+      pool.setAccepting(node.name, !drained && this.pool.accepts(node.name), !drained && this.pool.counts(node.name));
+    }
+    const copy = new Scheduler(policy, { processors: pool.totalCpus }, now, pool);
+    for (const run of this.scheduler.state.running) copy.adoptRunning(run.job, run.start, run.nodes);
+    for (const entry of this.scheduler.state.queue) copy.submit(entry.job);
+    const holds = [...this.reservations.values()].map(holdOf);
+    if (change.window) {
+      holds.push({ owner: 'maintenance:what-if', start: Math.floor(change.window.startMs / 1000), end: Math.ceil(change.window.endMs / 1000), nodes: change.window.nodes, cpus: 0, memoryMiB: 0, whole: true });
+    }
+    copy.setExternalHolds(holds);
+    copy.plan(now);
+    return this.scheduler.state.queue.map((entry) => {
+      const then = copy.plannedStart(entry.job.id);
+      return { id: entry.job.id, user: this.active.get(entry.job.id)?.user ?? '?', nowMs: this.plannedStartMs(entry.job.id), thenMs: then === undefined ? null : then * 1000 };
+    });
   }
 
   /** The nodes a job runs on or is planned on (after the last plan); null: none. */

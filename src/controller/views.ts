@@ -2,7 +2,7 @@
 // nodes, status and "when will it start", built from the engine's state.
 
 import { queueOrderOf, QueuePacker, toOffset, type ApiQueue } from '../api/queue.js';
-import type { ApiClusterStatus, ApiHolder, ApiReservation, ApiJob, ApiJobWithEvents, ApiNode, ApiPlan, ApiPlanItem, ApiWhen } from '../api/types.js';
+import type { ApiClusterStatus, ApiHolder, ApiReservation, ApiJob, ApiJobWithEvents, ApiNode, ApiPlan, ApiPlanItem, ApiWhatIf, ApiWhen } from '../api/types.js';
 import type { PlanHold } from '../core/node-plan.js';
 import type { JobId } from '../core/types.js';
 import { expandPattern } from '../jobspec/pattern.js';
@@ -279,6 +279,29 @@ export function apiReservation(engine: ControllerEngine, reservation: Reservatio
     name: reservation.name, kind: reservation.kind, state: reservation.startMs <= nowMs ? 'ACTIVE' : 'PLANNED',
     start: new Date(reservation.startMs).toISOString(), end: new Date(reservation.endMs).toISOString(),
     nodes: [...reservation.nodes], users: [...reservation.users], reason: reservation.reason, createdBy: reservation.createdBy, jobs: jobs.sort((a, b) => a - b),
+  };
+}
+
+/** The what-if answer: per job, then the mean and worst change and how many moved which way. */
+export function apiWhatIf(policy: string, rows: readonly { id: JobId; user: string; nowMs: number | null; thenMs: number | null }[]): ApiWhatIf {
+  const jobs = rows.map((row) => ({
+    id: row.id as number, user: row.user, now: iso(row.nowMs), then: iso(row.thenMs),
+    changeSeconds: row.nowMs === null || row.thenMs === null ? null : Math.round((row.thenMs - row.nowMs) / 1000),
+  }));
+  const both = jobs.filter((job) => job.changeSeconds !== null) as (typeof jobs[number] & { changeSeconds: number })[];
+  let worst: ApiWhatIf['worst'] = null;
+  for (const job of both) {
+    if (worst === null || job.changeSeconds > worst.changeSeconds) worst = { id: job.id, changeSeconds: job.changeSeconds };
+  }
+  return {
+    policy, jobs,
+    meanChangeSeconds: both.length === 0 ? null : Math.round(both.reduce((sum, job) => sum + job.changeSeconds, 0) / both.length),
+    worst,
+    earlier: both.filter((job) => job.changeSeconds < 0).length,
+    later: both.filter((job) => job.changeSeconds > 0).length,
+    same: both.filter((job) => job.changeSeconds === 0).length,
+    lostPlan: jobs.filter((job) => job.now !== null && job.then === null).length,
+    gainedPlan: jobs.filter((job) => job.now === null && job.then !== null).length,
   };
 }
 
