@@ -113,7 +113,7 @@ export class NodeTimeline {
   }
 
   /** The earliest t >= notBefore with `cpus` and `memoryMiB` free throughout [t, t + duration); Infinity if never. */
-  earliestFit(notBefore: Seconds, duration: Seconds, cpus: number, memoryMiB: number): Seconds {
+  earliestFit(notBefore: Seconds, duration: Seconds, cpus: number, memoryMiB: number, latest: Seconds = Infinity): Seconds {
     const times = this.times;
     const free = this.cpus;
     const memory = this.memory;
@@ -121,6 +121,8 @@ export class NodeTimeline {
     let start = Math.max(notBefore, times[0]);
     let index = this.stepAt(start);
     for (;;) {
+      // Infinity past `latest`: the caller has an answer at least as good (its search stops there).
+      if (start > latest) return Infinity;
       const end = start + duration;
       let k = index;
       while (k < count && times[k] < end && free[k] >= cpus && memory[k] >= memoryMiB) k++;
@@ -135,6 +137,49 @@ export class NodeTimeline {
   /** The steps as [time, free CPUs, free memory] (tests, displays). */
   steps(): Array<[Seconds, number, number]> {
     return this.times.map((time, i) => [time, this.cpus[i], this.memory[i]]);
+  }
+}
+
+/** The `size` smallest numbers offered so far; `bound` is the largest of them (Infinity until `size` were offered). */
+class BoundedSmallest {
+  private readonly heap: number[] = [];
+
+  constructor(private readonly size: number) {}
+
+  get bound(): number {
+    return this.heap.length < this.size ? Infinity : this.heap[0];
+  }
+
+  clear(): void {
+    this.heap.length = 0;
+  }
+
+  offer(value: number): void {
+    const heap = this.heap;
+    if (heap.length < this.size) {
+      heap.push(value);
+      let i = heap.length - 1;
+      while (i > 0) {
+        const parent = (i - 1) >> 1;
+        if (heap[parent] >= heap[i]) break;
+        [heap[parent], heap[i]] = [heap[i], heap[parent]];
+        i = parent;
+      }
+      return;
+    }
+    if (value >= heap[0]) return;
+    heap[0] = value;
+    let i = 0;
+    for (;;) {
+      const left = 2 * i + 1;
+      const right = left + 1;
+      let largest = i;
+      if (left < heap.length && heap[left] > heap[largest]) largest = left;
+      if (right < heap.length && heap[right] > heap[largest]) largest = right;
+      if (largest === i) break;
+      [heap[largest], heap[i]] = [heap[i], heap[largest]];
+      i = largest;
+    }
   }
 }
 
@@ -263,6 +308,21 @@ export class NodePlan {
     return true;
   }
 
+  /**
+   * Whether any of `nodes` (names; those the request could use) has the
+   * request's CPUs and memory free for `duration` from some start in
+   * [from, latest]: a cheap test before a full search, when only those
+   * nodes gained capacity.
+   */
+  anyFits(request: ResourceRequest, nodes: Iterable<string>, duration: Seconds, from: Seconds, latest: Seconds): boolean {
+    for (const name of nodes) {
+      const planNode = this.byName.get(name);
+      if (planNode === undefined || !this.suits(planNode, request)) continue;
+      if (planNode.timeline.earliestFit(from, duration, request.cpusPerNode, request.memoryMiBPerNode, latest) <= latest) return true;
+    }
+    return false;
+  }
+
   /** Whether enough nodes of the plan could ever hold the request (false: it cannot be planned now). */
   couldHold(request: ResourceRequest): boolean {
     return this.candidatesFor(request).length >= request.nodes;
@@ -280,13 +340,16 @@ export class NodePlan {
     if (candidates.length < needed) return undefined;
     const { cpusPerNode: cpus, memoryMiBPerNode: memory } = request;
     const fitFrom = new Float64Array(candidates.length);
-    for (let i = 0; i < candidates.length; i++) fitFrom[i] = candidates[i].timeline.earliestFit(notBefore, duration, cpus, memory);
-    const order = new Float64Array(candidates.length);
+    // The `needed` smallest fits so far (a max-heap): a node whose fit would come later stops its scan there.
+    const best = new BoundedSmallest(needed);
+    for (let i = 0; i < candidates.length; i++) {
+      const fit = candidates[i].timeline.earliestFit(notBefore, duration, cpus, memory, Math.min(latest, best.bound));
+      fitFrom[i] = fit;
+      best.offer(fit);
+    }
     for (;;) {
       // No start before the `needed`-th smallest per-node earliest fit can have enough nodes.
-      order.set(fitFrom);
-      order.sort();
-      const start = order[needed - 1];
+      const start = best.bound;
       if (start === Infinity || start > latest) return undefined;
       const fitting: PlanNode[] = [];
       for (let i = 0; i < candidates.length; i++) {
@@ -298,9 +361,14 @@ export class NodePlan {
         }
       }
       if (fitting.length >= needed) return { start, nodes: this.choose(fitting, needed, start) };
-      // Fewer than `needed` fit at `start`: the answer is later; every node now knows its next fit from `start` on.
+      // Fewer than `needed` fit at `start`: the answer is later. Nodes cut short at the old bound (Infinity)
+      // and those fitting at `start` look again from `start` on; the bound is rebuilt from every node.
+      best.clear();
       for (let i = 0; i < candidates.length; i++) {
-        if (fitFrom[i] === start) fitFrom[i] = candidates[i].timeline.earliestFit(start + 1, duration, cpus, memory);
+        if (fitFrom[i] <= start || fitFrom[i] === Infinity) {
+          fitFrom[i] = candidates[i].timeline.earliestFit(fitFrom[i] === start ? start + 1 : start, duration, cpus, memory, latest);
+        }
+        best.offer(fitFrom[i]);
       }
     }
   }

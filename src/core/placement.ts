@@ -171,6 +171,18 @@ export class NodePool {
     return this.fits(request, (slot) => slot.counted, true);
   }
 
+  /** The most free CPUs and the most free memory on any node that takes jobs now (each on its own): no job asking more per node can start now. */
+  largestFreeNow(): { cpus: number; memoryMiB: number } {
+    let cpus = 0;
+    let memoryMiB = 0;
+    for (const slot of this.slots) {
+      if (!slot.accepting) continue;
+      if (slot.freeCpus > cpus) cpus = slot.freeCpus;
+      if (slot.freeMemoryMiB > memoryMiB) memoryMiB = slot.freeMemoryMiB;
+    }
+    return { cpus, memoryMiB };
+  }
+
   /** The nodes that count in plans, in the pool's order. */
   countedNodes(): PoolNode[] {
     return this.slots.filter((slot) => slot.counted).map((slot) => slot.node);

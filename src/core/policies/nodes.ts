@@ -88,6 +88,16 @@ export class NodePlanPolicy implements Policy {
   private arrivals: QueueEntry[] = [];
   /** conservative: capacity appeared since the last pass (compress). */
   private gained = false;
+  /**
+   * conservative: where capacity appeared since the last compression: from
+   * `gainFrom` to `gainTo`, on `gainNodes` (null: anywhere). A reservation at
+   * t can move earlier only into a window holding a point before t where
+   * capacity appeared (it fitted at t, so every earlier window was blocked
+   * before t), on at least one node that gained (the others were as they are).
+   */
+  private gainFrom: Seconds = Infinity;
+  private gainTo: Seconds = -Infinity;
+  private gainNodes: Set<string> | null = new Set();
   /** conservative: a due job could not start on its nodes; the next pass plans every waiting job again. */
   private replanNext = false;
   /** Why the arrivals being planned lost an earlier plan, if they had one. */
@@ -156,7 +166,16 @@ export class NodePlanPolicy implements Policy {
     this.changes++;
     if (this.mode !== 'conservative' || this.current === null) return;
     this.current.release(jobOwner(run.job.id));
-    if (at < predictedEnd(run)) this.gained = true;
+    if (at < predictedEnd(run)) this.noteGain(at, predictedEnd(run), run.nodes);
+  }
+
+  /** Capacity appeared on `nodes` (null: anywhere) over [from, to): the next compression looks there. */
+  private noteGain(from: Seconds, to: Seconds, nodes: readonly string[] | null): void {
+    this.gained = true;
+    if (from < this.gainFrom) this.gainFrom = from;
+    if (to > this.gainTo) this.gainTo = to;
+    if (nodes === null) this.gainNodes = null;
+    else if (this.gainNodes !== null) for (const name of nodes) this.gainNodes.add(name);
   }
 
   onCancel(entry: QueueEntry): void {
@@ -164,7 +183,7 @@ export class NodePlanPolicy implements Policy {
     this.moved.delete(entry.job.id);
     if (this.mode !== 'conservative') return;
     this.arrivals = this.arrivals.filter((e) => e !== entry);
-    if (this.current?.release(jobOwner(entry.job.id))) this.gained = true;
+    if (this.current?.release(jobOwner(entry.job.id))) this.noteGain(entry.reservation, entry.reservation + entry.job.estimate, entry.plannedNodes);
   }
 
   adopt(): void {
@@ -232,7 +251,12 @@ export class NodePlanPolicy implements Policy {
       entry.plannedNodes = [];
       this.arrivals.push(entry);
     }
-    this.gained = keep;
+    this.gained = false;
+    this.gainFrom = Infinity;
+    this.gainTo = -Infinity;
+    this.gainNodes = new Set();
+    // Capacity came back (or the shell rebuilt the state): any reservation may move earlier.
+    if (keep) this.noteGain(-Infinity, Infinity, null);
   }
 
   private scheduleConservative(state: SchedulerState, now: Seconds): QueueEntry[] {
@@ -256,21 +280,54 @@ export class NodePlanPolicy implements Policy {
     return begun;
   }
 
-  /** Each reservation, in queue order, moves to its earliest start no later than where it is. */
+  /**
+   * Each reservation, in queue order, moves to its earliest start no later
+   * than where it is, looking only where capacity appeared (see gainFrom).
+   * A job that moves frees its old place: later jobs look there too, and
+   * earlier ones at the next pass.
+   */
   private compress(state: SchedulerState, plan: NodePlan, now: Seconds): void {
+    let from = this.gainFrom;
+    let to = this.gainTo;
+    let nodes = this.gainNodes;
     this.gained = false;
+    this.gainFrom = Infinity;
+    this.gainTo = -Infinity;
+    this.gainNodes = new Set();
+    let moved = false;
     for (const entry of state.queue) {
       const old = entry.reservation;
-      if (!Number.isFinite(old) || old <= now) continue;
-      const resources = entry.job.resources!;
-      plan.release(jobOwner(entry.job.id));
-      const slot = earliestOf(plan, entry.job, now, old);
-      if (slot !== undefined) {
-        entry.reservation = slot.start;
-        entry.plannedNodes = slot.nodes;
+      if (!Number.isFinite(old) || old <= now || old <= from) continue;
+      const { job } = entry;
+      const resources = job.resources!;
+      const lo = Math.max(now, from - job.estimate);
+      const hi = Math.min(old - 1, to);
+      if (lo > hi) continue;
+      const owner = jobOwner(job.id);
+      const held = plan.getHold(owner);
+      plan.release(owner);
+      // At least one of its nodes must be one that gained: test those first (a job in a reservation searches in full).
+      const could = nodes === null || job.window !== undefined || plan.anyFits(resources, nodes, job.estimate, lo, hi);
+      const slot = could ? earliestOf(plan, job, lo, hi) : undefined;
+      if (slot === undefined || slot.start >= old) {
+        if (held !== undefined) plan.hold(held);
+        continue;
       }
+      const oldNodes = entry.plannedNodes;
+      entry.reservation = slot.start;
+      entry.plannedNodes = slot.nodes;
       plan.hold(reservationHold(entry));
+      moved = true;
+      // Its old place is free now: a gain for the jobs after it (and, at the next pass, before it).
+      if (old < from) from = old;
+      if (old + job.estimate > to) to = old + job.estimate;
+      if (nodes !== null) {
+        nodes = new Set(nodes);
+        for (const name of oldNodes) nodes.add(name);
+      }
+      this.noteGain(old, old + job.estimate, oldNodes);
     }
+    if (!moved) this.gained = false;
   }
 
   private reserveArrivals(state: SchedulerState, now: Seconds): void {
@@ -302,9 +359,12 @@ export class NodePlanPolicy implements Policy {
     const plan = this.freshPlan(state, now);
     const begun: QueueEntry[] = [];
     let headFound = false;
+    // No job asking more per node than any node has free now can start now (backfill's cheap test).
+    let largest = this.pool.largestFreeNow();
     for (const entry of state.queue) {
       const { job } = entry;
       const resources = job.resources!;
+      if (headFound && (resources.cpusPerNode > largest.cpus || resources.memoryMiBPerNode > largest.memoryMiB)) continue;
       if (!plan.couldHold(resources)) {
         // It waits for nodes that are out: under fcfs nothing passes it; EASY goes around it.
         if (this.mode === 'fcfs') break;
@@ -317,6 +377,7 @@ export class NodePlanPolicy implements Policy {
         if (slot !== undefined && this.startable(job, slot.nodes)) {
           this.begin(state, plan, entry, now, slot.nodes);
           begun.push(entry);
+          largest = this.pool.largestFreeNow();
         }
         continue;
       }
