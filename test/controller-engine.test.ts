@@ -12,7 +12,7 @@ import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.
 import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from '../src/controller/engine.js';
 import { jobId } from '../src/core/types.js';
 import type { JobSpec } from '../src/jobspec/types.js';
-import { apiPlan, apiWhen } from '../src/controller/views.js';
+import { apiJob, apiPlan, apiWhen } from '../src/controller/views.js';
 import { openStore, type Store } from '../src/store/store.js';
 
 const work = mkdtempSync(join(tmpdir(), 'taras-engine-'));
@@ -459,6 +459,16 @@ describe('controller engine', () => {
       ]);
       assert.equal(plan.items[1].end, new Date(startMs + 600_000).toISOString());
       assert.deepEqual(plan.unplanned, []);
+
+      // The first planned start is kept, then logged with the real start: the filler ends early, the job starts sooner.
+      assert.equal(apiJob(engine, engine.active.get(waiting)!).firstPlannedStart, new Date(startMs).toISOString());
+      clock.ms += 60_000;
+      engine.jobReport({ jobId: filler, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+      assert.deepEqual(engine.schedule(), [waiting]);
+      const started = engine.active.get(waiting)!;
+      assert.equal(started.plannedStartMs, startMs, 'the first promise, in the started event');
+      assert.equal(started.startTimeMs, clock.ms);
+      assert.equal(apiJob(engine, started).firstPlannedStart, new Date(startMs).toISOString());
     });
   }
 });

@@ -289,6 +289,30 @@ describe('scheduling on node plans (randomized)', () => {
     }
   });
 
+  it('easy and fcfs: the planned starts (kept between passes while only arrivals come) equal a projection made from scratch', () => {
+    for (const policy of ['easy', 'fcfs'] as const) {
+      let checked = 0;
+      drive(policy, 21, (scheduler, now) => {
+        const pool = scheduler.state.pool!;
+        const plan = new NodePlan(pool.countedNodes(), now, pool.strategy);
+        for (const run of scheduler.state.running) {
+          const r = run.job.resources!;
+          plan.hold({ owner: `job:${run.job.id}`, start: run.start, end: Math.max(run.start + run.job.estimate, now + 1), nodes: run.nodes, cpus: r.cpusPerNode, memoryMiB: r.memoryMiBPerNode });
+        }
+        let notBefore = now;
+        for (const entry of scheduler.state.queue) {
+          const slot = plan.earliest(entry.job.resources!, entry.job.estimate, notBefore);
+          assert.equal(scheduler.plannedStart(entry.job.id), slot?.start, `${policy} at ${now}: job ${entry.job.id}`);
+          if (slot === undefined) break;
+          plan.hold({ owner: `job:${entry.job.id}`, start: slot.start, end: slot.start + entry.job.estimate, nodes: slot.nodes, cpus: entry.job.resources!.cpusPerNode, memoryMiB: entry.job.resources!.memoryMiBPerNode });
+          if (policy === 'fcfs') notBefore = slot.start;
+          checked++;
+        }
+      });
+      assert.ok(checked > 1000, `${policy}: only ${checked} planned starts checked`);
+    }
+  });
+
   it('fcfs: jobs start in queue order (within a priority), never before the one ahead', () => {
     drive('fcfs', 9, (scheduler, now) => {
       let previous = -Infinity;

@@ -35,6 +35,12 @@ export interface ApiJob {
   startTime: string | null;
   /** Planned start of a pending job: the scheduler's prediction. */
   plannedStart: string | null;
+  /**
+   * The first start it was planned at (after its first pass): for a started
+   * job, logged with its start, so promise and reality can be compared. null
+   * before its first pass, with no plan yet, or logged before Taras kept it.
+   */
+  firstPlannedStart?: string | null;
   /** Start + time limit for running jobs, planned start + limit for pending ones. */
   predictedEnd: string | null;
   endTime: string | null;

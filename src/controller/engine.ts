@@ -219,6 +219,10 @@ export class ControllerEngine {
     this.recover();
   }
 
+  /** The first planned start of pending jobs (epoch ms), and the jobs queued since the last pass that have none yet. */
+  private readonly firstPromises = new Map<JobId, number>();
+  private unpromised: JobId[] = [];
+
   /** Advance reservations and maintenance windows, by name. */
   readonly reservations = new Map<string, Reservation>();
 
@@ -371,7 +375,10 @@ export class ControllerEngine {
   private recover(): void {
     for (const record of this.store.pendingJobs()) {
       const failure = this.recoverOne(record, () => {
-        if (!record.held) this.scheduler.submit(this.coreRequest(record));
+        if (!record.held) {
+          this.scheduler.submit(this.coreRequest(record));
+          this.unpromised.push(record.id);
+        }
       });
       if (failure === undefined) this.active.set(record.id, record);
     }
@@ -610,6 +617,7 @@ export class ControllerEngine {
       this.active.set(record.id, record);
       try {
         this.scheduler.submit(this.coreRequest(record));
+        this.unpromised.push(record.id);
       } catch (error) {
         // Checked above, so this is a bug; the job is stored and answered, so it ends FAILED rather than failing the batch.
         const reason = `the scheduler refused it after it was stored: ${(error as Error).message}`;
@@ -637,7 +645,10 @@ export class ControllerEngine {
         this.scheduler.unstart(job.id, now);
         continue;
       }
-      const record = this.store.append(job.id, { type: 'started', nodes }, this.clockMs());
+      // The first start it was promised goes into the log with the real one (a job that starts in its first pass was promised now).
+      const promisedMs = this.firstPromises.get(job.id) ?? now * 1000;
+      this.firstPromises.delete(job.id);
+      const record = this.store.append(job.id, { type: 'started', nodes, promisedMs }, this.clockMs());
       this.active.set(job.id, record);
       started.push(job.id);
       const stored = this.specOf(record);
@@ -659,7 +670,36 @@ export class ControllerEngine {
         this.jobReport({ jobId: job.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `start failed on ${nodes[0]}` });
       });
     }
+    this.notePromises();
     return started;
+  }
+
+  /**
+   * The first planned start of each job queued since the last pass (kept in
+   * memory until it starts, then written with its start): what `taras
+   * submit` and `taras when` showed it first. A job with no plan yet gets
+   * its first one at a later pass.
+   */
+  private notePromises(): void {
+    if (this.unpromised.length === 0) return;
+    this.ensurePlan();
+    const waiting: JobId[] = [];
+    for (const id of this.unpromised) {
+      if (this.active.get(id)?.state !== 'PENDING') continue;
+      const planned = this.scheduler.plannedStart(id);
+      if (planned === undefined) waiting.push(id);
+      else this.firstPromises.set(id, planned * 1000);
+    }
+    this.unpromised = waiting;
+    // Jobs cancelled before they started leave their promise behind: forget those now and then.
+    if (this.firstPromises.size > this.active.size) {
+      for (const id of this.firstPromises.keys()) if (!this.active.has(id)) this.firstPromises.delete(id);
+    }
+  }
+
+  /** The first planned start of a pending job (epoch ms), null before its first pass or with no plan yet. */
+  firstPromiseMs(id: JobId): number | null {
+    return this.firstPromises.get(id) ?? null;
   }
 
   /** Whether a pass is due (an event arrived since the last one). */

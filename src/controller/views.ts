@@ -40,6 +40,7 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
     submitTime: iso(record.submitTimeMs)!,
     startTime: iso(record.startTimeMs),
     plannedStart: iso(plannedMs),
+    firstPlannedStart: iso(record.state === 'PENDING' ? engine.firstPromiseMs(record.id as JobId) : record.plannedStartMs),
     predictedEnd: startMs !== null && limitSeconds !== null && record.endTimeMs === null ? iso(startMs + limitSeconds * 1000) : null,
     endTime: iso(record.endTimeMs),
     exitCode: record.exitCode,

@@ -36,7 +36,8 @@ export type JobEvent =
   | ({ readonly type: 'submitted' } & NewJob)
   /** A promise: the job will start by `plannedStartMs` (on `nodes`, when the policy reserves nodes). */
   | { readonly type: 'planned'; readonly plannedStartMs: EpochMs; readonly nodes: readonly string[] }
-  | { readonly type: 'started'; readonly nodes: readonly string[] }
+  /** `promisedMs`: the first planned start the job was given (absent in logs written before it was kept). */
+  | { readonly type: 'started'; readonly nodes: readonly string[]; readonly promisedMs?: EpochMs | null }
   | { readonly type: 'signalled'; readonly signal: string; readonly reason?: string; /** A cancel (the job is to end CANCELLED), not a plain signal. */ readonly cancel?: boolean }
   /** The job's processes are gone or going; its nodes are being cleaned up. */
   | { readonly type: 'completing' }
@@ -170,7 +171,7 @@ export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent
     case 'planned':
       return { ...next, plannedStartMs: event.plannedStartMs, reservedNodes: event.nodes };
     case 'started':
-      return { ...next, state: 'RUNNING', reason: null, startTimeMs: timeMs, nodes: event.nodes };
+      return { ...next, state: 'RUNNING', reason: null, startTimeMs: timeMs, nodes: event.nodes, plannedStartMs: event.promisedMs ?? next.plannedStartMs };
     case 'signalled':
       return next;
     case 'completing':

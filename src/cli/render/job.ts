@@ -49,6 +49,12 @@ export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: strin
     ['Submitted', at(job.submitTime)],
   ];
   if (job.state === 'PENDING') rows.push(['Planned start', job.plannedStart === null ? '(not planned yet)' : at(job.plannedStart)]);
+  if (job.firstPlannedStart && (job.state !== 'PENDING' || job.firstPlannedStart !== job.plannedStart)) {
+    // The first promise, and how it was kept.
+    const first = toMillis(job.firstPlannedStart);
+    const kept = job.startTime === null ? '' : toMillis(job.startTime) <= first + 1000 ? ', kept' : `, started ${span((toMillis(job.startTime) - first) / 1000)} later`;
+    rows.push(['First planned', `${at(job.firstPlannedStart)}${kept}`]);
+  }
   if (job.startTime !== null) rows.push(['Started', at(job.startTime)]);
   if (!isFinished(job) && job.predictedEnd !== null) rows.push(['Predicted end', at(job.predictedEnd)]);
   if (job.endTime !== null) {

@@ -108,10 +108,20 @@ export class NodePlanPolicy implements Policy {
   private external: readonly PlanHold[] = [];
   private externalLoss = false;
   private externalGain = false;
-  /** fcfs/easy: whether the projection is still what a new one would be (nothing changed since, same instant). */
+  /**
+   * fcfs/easy: the projection stays what a new one would be while only
+   * arrivals at the back came (no start, end, cancellation, reorder or
+   * capacity change) and nothing in it is due: then only the arrivals are planned.
+   */
+  private projectionValid = false;
   private projectedAt: Seconds = NaN;
-  private changes = 0;
-  private projectedChanges = -1;
+  /** How many queue entries (from the front) the projection has planned, its earliest start, and (fcfs) where the last one starts. */
+  private projected = 0;
+  private projectedEarliest: Seconds = Infinity;
+  private projectedLast: Seconds = -Infinity;
+  private projectedBlocked = false;
+  /** The state's capacityVersion the projection was made for. */
+  private projectedCapacity = -1;
   /** conservative: jobs whose planned start moved later, and why (cleared when they start or leave). */
   readonly moved = new Map<JobId, MoveReason>();
 
@@ -134,7 +144,7 @@ export class NodePlanPolicy implements Policy {
     }
     for (const owner of before.keys()) if (!after.has(owner)) this.externalGain = true;
     this.external = holds;
-    this.changes++;
+    this.projectionValid = false;
   }
 
   get externalHolds(): readonly PlanHold[] {
@@ -152,8 +162,8 @@ export class NodePlanPolicy implements Policy {
     return plan;
   }
 
-  onSubmit(entry: QueueEntry): void {
-    this.changes++;
+  onSubmit(entry: QueueEntry, reordered = false): void {
+    if (reordered) this.projectionValid = false;
     if (this.mode !== 'conservative') return;
     // Reserved in queue order: behind arrivals of the same or a higher priority.
     const priority = entry.job.priority ?? 0;
@@ -163,7 +173,7 @@ export class NodePlanPolicy implements Policy {
   }
 
   onEnd(run: RunningJob, at: Seconds): void {
-    this.changes++;
+    this.projectionValid = false;
     if (this.mode !== 'conservative' || this.current === null) return;
     this.current.release(jobOwner(run.job.id));
     if (at < predictedEnd(run)) this.noteGain(at, predictedEnd(run), run.nodes);
@@ -179,7 +189,7 @@ export class NodePlanPolicy implements Policy {
   }
 
   onCancel(entry: QueueEntry): void {
-    this.changes++;
+    this.projectionValid = false;
     this.moved.delete(entry.job.id);
     if (this.mode !== 'conservative') return;
     this.arrivals = this.arrivals.filter((e) => e !== entry);
@@ -187,13 +197,15 @@ export class NodePlanPolicy implements Policy {
   }
 
   adopt(): void {
-    this.changes++;
+    this.projectionValid = false;
     this.current = null;
   }
 
   schedule(state: SchedulerState, now: Seconds): QueueEntry[] {
-    this.changes++;
-    return this.mode === 'conservative' ? this.scheduleConservative(state, now) : this.scheduleInOrder(state, now);
+    if (this.mode === 'conservative') return this.scheduleConservative(state, now);
+    const begun = this.scheduleInOrder(state, now);
+    if (begun.length > 0) this.projectionValid = false;
+    return begun;
   }
 
   plan(state: SchedulerState, now: Seconds): void {
@@ -203,8 +215,10 @@ export class NodePlanPolicy implements Policy {
       this.reserveArrivals(state, now);
       return;
     }
-    if (this.projectedAt === now && this.projectedChanges === this.changes && this.capacityVersion === state.capacityVersion && this.current !== null) return;
-    this.project(state, now);
+    const reusable = this.projectionValid && this.current !== null && this.projectedCapacity === state.capacityVersion
+      && (now === this.projectedAt || (this.projectedEarliest > now && !(state.running.length > 0 && predictedEnd(state.running[0]) <= now)));
+    if (!reusable) this.project(state, now);
+    else if (this.projected < state.queue.length) this.projectFrom(state, this.current!, now);
   }
 
   // --- conservative -------------------------------------------------------
@@ -401,26 +415,38 @@ export class NodePlanPolicy implements Policy {
 
   /** The projection: every queued job planned in queue order on the running jobs (fcfs: never before the one ahead). */
   private project(state: SchedulerState, now: Seconds): void {
-    const plan = this.freshPlan(state, now);
-    let notBefore = now;
-    let blocked = false;
-    for (const entry of state.queue) {
+    this.current = this.freshPlan(state, now);
+    this.projected = 0;
+    this.projectedEarliest = Infinity;
+    this.projectedLast = -Infinity;
+    this.projectedBlocked = false;
+    this.projectedAt = now;
+    this.projectedCapacity = state.capacityVersion;
+    this.projectionValid = true;
+    this.projectFrom(state, this.current, now);
+  }
+
+  /** Plans the queue entries the projection has not covered yet, in order, on its plan. */
+  private projectFrom(state: SchedulerState, plan: NodePlan, now: Seconds): void {
+    const queue = state.queue;
+    for (let index = this.projected; index < queue.length; index++) {
+      const entry = queue[index];
       const resources = entry.job.resources!;
-      const slot = blocked || !plan.couldHold(resources) ? undefined : earliestOf(plan, entry.job, notBefore);
+      const notBefore = this.mode === 'fcfs' ? Math.max(now, this.projectedLast) : now;
+      const slot = this.projectedBlocked || !plan.couldHold(resources) ? undefined : earliestOf(plan, entry.job, notBefore);
       if (slot === undefined) {
         entry.reservation = Infinity;
         entry.plannedNodes = [];
-        if (this.mode === 'fcfs') blocked = true;
+        if (this.mode === 'fcfs') this.projectedBlocked = true;
         continue;
       }
       entry.reservation = slot.start;
       entry.plannedNodes = slot.nodes;
       plan.hold(reservationHold(entry));
-      if (this.mode === 'fcfs') notBefore = slot.start;
+      if (slot.start < this.projectedEarliest) this.projectedEarliest = slot.start;
+      this.projectedLast = slot.start;
     }
-    this.current = plan;
-    this.projectedAt = now;
-    this.projectedChanges = this.changes;
+    this.projected = queue.length;
   }
 
   // --- shared -----------------------------------------------------------------
