@@ -49,7 +49,6 @@ export class NodePool {
   private countedLosses = 0;
   /** Whether a request fits the counted nodes, as of a version of the pool. */
   private readonly fitsCounted = new WeakMap<ResourceRequest, { version: number; fits: boolean }>();
-  private readonly nodesFor = new WeakMap<ResourceRequest, { version: number; nodes: ReadonlySet<string> }>();
 
   constructor(
     nodes: readonly PoolNode[],
@@ -146,29 +145,6 @@ export class NodePool {
     const fits = this.fits(request, (slot) => slot.counted, false);
     this.fitsCounted.set(request, { version: this.countedChanges, fits });
     return fits;
-  }
-
-  /**
-   * The nodes that count in plans and could hold a part of the request once
-   * idle (its partition, features, memory and CPUs per node): where EASY's
-   * head can use CPUs. Remembered per request until the nodes that count change.
-   */
-  countedNodesFor(request: ResourceRequest): ReadonlySet<string> {
-    const known = this.nodesFor.get(request);
-    if (known !== undefined && known.version === this.countedChanges) return known.nodes;
-    const nodes = new Set<string>();
-    for (const slot of this.slots) if (slot.counted && this.suits(slot, request, slot.node.cpus, slot.node.memoryMiB)) nodes.add(slot.node.name);
-    this.nodesFor.set(request, { version: this.countedChanges, nodes });
-    return nodes;
-  }
-
-  /**
-   * Whether the request would fit now if every node that counts in plans took
-   * jobs: a due job that does not start only because nodes expected back are
-   * not taking jobs yet.
-   */
-  couldPlaceNowOnCounted(request: ResourceRequest): boolean {
-    return this.fits(request, (slot) => slot.counted, true);
   }
 
   /** The most free CPUs and the most free memory on any node that takes jobs now (each on its own): no job asking more per node can start now. */

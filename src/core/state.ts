@@ -91,15 +91,6 @@ export class SchedulerState {
     return !this.pool || !job.resources || this.pool.couldPlaceOnCounted(job.resources);
   }
 
-  /**
-   * Where a job could use CPUs, for EASY's head: on a node pool, the nodes that
-   * count in plans and suit it (its partition, features, memory); null without
-   * one, where every processor serves every job.
-   */
-  nodesFor(job: JobRequest): ReadonlySet<string> | null {
-    return this.pool && job.resources ? this.pool.countedNodesFor(job.resources) : null;
-  }
-
   /** Changes whenever the capacity plans may count on changes (a node down, drained or back). */
   get capacityVersion(): number {
     return this.pool ? this.pool.countedVersion : 0;
@@ -108,11 +99,6 @@ export class SchedulerState {
   /** Changes whenever plans lose capacity (a node down or drained), not when they only gain some. */
   get capacityLossVersion(): number {
     return this.pool ? this.pool.countedLossVersion : 0;
-  }
-
-  /** Whether a job that cannot be placed now would be if the nodes expected back took jobs. */
-  waitsOnlyForExpectedNodes(job: JobRequest): boolean {
-    return this.pool !== undefined && job.resources !== undefined && this.pool.couldPlaceNowOnCounted(job.resources);
   }
 
   enqueue(job: JobRequest, reservation: Seconds = NaN): QueueEntry {

@@ -186,12 +186,8 @@ export class ConservativePolicy implements Policy {
     const begun: QueueEntry[] = [];
     for (const entry of started) {
       const nodes = state.tryPlace(entry.job);
-      if (nodes === null) {
-        // Its hold stays where it is until the next pass plans everything again.
-        if (state.waitsOnlyForExpectedNodes(entry.job)) this.replanNext = true;
-        else this.unplaceable(entry, now);
-        continue;
-      }
+      // In processors the profile is the state: a due job always fits (on nodes, policies/nodes.ts plans instead).
+      if (nodes === null) throw new Error(`conservative: job ${entry.job.id} is due at ${now} but does not fit: the profile and the state disagree`);
       state.startJob(entry, now, nodes);
       begun.push(entry);
     }
@@ -236,21 +232,6 @@ export class ConservativePolicy implements Policy {
         if (entry.freedTo > gainTo) gainTo = entry.freedTo;
       }
     }
-  }
-
-  /**
-   * Due now, but no set of nodes fits it (fragmentation, memory, features:
-   * things the processor profile cannot see). It keeps the earliest later
-   * start the profile allows; placement will be tried again then. Only node
-   * pools can cause this, never trace replay.
-   */
-  private unplaceable(entry: QueueEntry, now: Seconds): void {
-    const { size, estimate } = entry.job;
-    this.profile.release(now, estimate, size);
-    this.noteGain(now, now + estimate);
-    entry.reservation = this.profile.earliestStart(size, estimate, now + 1);
-    this.profile.reserve(entry.reservation, estimate, size);
-    if (entry.reservation < this.earliestReservation) this.earliestReservation = entry.reservation;
   }
 
   /** Reserves the arrivals in queue order; one that waits for nodes that are out gets no reservation (Infinity). */
