@@ -430,6 +430,18 @@ describe('renderStatus', () => {
     assert.ok(output.endsWith('Jobs:        2 running, 3 pending\n'));
   });
 
+  it('maintenance windows and reservations: one line each, local times', () => {
+    const output = renderStatus({
+      ...STATUS, motd: null, windows: [
+        { name: 'maint-20261124-1800', kind: 'maintenance', start: '2026-11-24T18:00:00Z', end: '2026-11-24T20:00:00Z', nodes: ['node01', 'node02'] },
+        { name: 'course', kind: 'reservation', start: '2026-11-25T09:00:00Z', end: '2026-11-25T12:00:00Z', nodes: ['node04'] },
+      ],
+    }, 'http://127.0.0.1:6817', UTC);
+    assert.ok(output.endsWith('Jobs:         2 running, 3 pending\n'
+      + 'Maintenance:  maint-20261124-1800 on node[01-02], today 18:00 to 20:00\n'
+      + 'Reservation:  course on node04, tomorrow 09:00 to 12:00\n'), output);
+  });
+
   it('down: the address tried and how to start a controller', () => {
     assert.equal(renderStatus(null, 'http://127.0.0.1:6817'), text(
       'Controller: down (no answer at http://127.0.0.1:6817)',

@@ -98,6 +98,8 @@ export interface ApiClusterStatus {
   nodes: { total: number; idle: number; allocated: number; mixed: number; down: number; drained: number };
   jobs: { pending: number; running: number };
   motd: string | null;
+  /** Maintenance windows (and reservations) not yet ended, by start: every planned start moves around them. */
+  windows?: { name: string; kind: 'reservation' | 'maintenance'; start: string; end: string; nodes: string[] }[];
   /** The controller's Unix socket: a local CLI that reached /status over TCP uses it instead (verified by the kernel). */
   socket?: string;
   /** The controller's uid: MUNGE credentials are restricted to it (munge --restrict-uid), so no other user can decode them first. */

@@ -167,6 +167,7 @@ export function apiStatus(engine: ControllerEngine, nowMs: number, motd: string 
   return {
     up: true, version: VERSION, cluster: engine.config.name, policy: engine.config.policy, placement: engine.config.placement,
     now: iso(nowMs)!, nodes, jobs: { pending, running }, motd,
+    windows: engine.listReservations().map((r) => ({ name: r.name, kind: r.kind, start: iso(r.startMs)!, end: iso(r.endMs)!, nodes: [...r.nodes] })),
   };
 }
 

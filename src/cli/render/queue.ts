@@ -7,7 +7,7 @@
 import { packRows, queueRowOf, queueSegments, sortQueue, type ApiQueue, type QueueSegment } from '../../api/queue.js';
 import type { ApiClusterStatus, ApiJob } from '../../api/types.js';
 import { formatMemory, formatSbatchTime } from '../../jobspec/values.js';
-import { jobCountsText, nodeCountsText } from './status.js';
+import { jobCountsText, nodeCountsText, windowText } from './status.js';
 import { COLUMN_GAP, counted, displayWidth, fitColumn, flow, hostlistText, printable, truncate } from './text.js';
 import { LocalClock, type Instant } from './time.js';
 
@@ -42,7 +42,9 @@ function header(view: QueueView, clock: LocalClock): string[] {
   const { status } = view;
   const controller = `controller ${status.up ? 'up' : 'down'} (taras ${printable(status.version)})`;
   const first = [clock.full(view.now), `cluster ${printable(status.cluster)}`, controller, `policy ${printable(status.policy)}`];
-  return [...flow(first, view.width), ...flow([nodeCountsText(status.nodes), `jobs: ${jobCountsText(status.jobs)}`], view.width, '; ')];
+  // Maintenance windows move every planned start: the queue says so (reservations are in taras reserve list).
+  const windows = (status.windows ?? []).filter((w) => w.kind === 'maintenance').map((w) => `maintenance ${windowText(w, status.now, clock.timeZone)}`);
+  return [...flow(first, view.width), ...flow([nodeCountsText(status.nodes), `jobs: ${jobCountsText(status.jobs)}`], view.width, '; '), ...windows];
 }
 
 // Indexes into QueueSegment.first/step (SEGMENT_COLUMNS).

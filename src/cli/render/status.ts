@@ -3,8 +3,8 @@
 // the day in a frame. When it is down: the address tried and how to start one.
 
 import type { ApiClusterStatus } from '../../api/types.js';
-import { displayWidth, keyValueLines, printable } from './text.js';
-import { fullTime } from './time.js';
+import { displayWidth, hostlistText, keyValueLines, printable } from './text.js';
+import { fullTime, LocalClock } from './time.js';
 
 /** "6 nodes: 2 idle, 1 allocated, 1 mixed, 1 down, 1 drained" (states with no node left out, idle always shown). */
 export function nodeCountsText(nodes: ApiClusterStatus['nodes']): string {
@@ -17,6 +17,12 @@ export function nodeCountsText(nodes: ApiClusterStatus['nodes']): string {
 
 export function jobCountsText(jobs: ApiClusterStatus['jobs']): string {
   return `${jobs.running} running, ${jobs.pending} pending`;
+}
+
+/** "maint-1 on node[01-04], today 18:00 to 20:00" in local time. */
+export function windowText(window: NonNullable<ApiClusterStatus['windows']>[number], now: string, timeZone?: string): string {
+  const clock = new LocalClock(now, timeZone);
+  return `${printable(window.name)} on ${hostlistText(window.nodes)}, ${clock.at(window.start)} to ${clock.end(window.end, window.start)}`;
 }
 
 /** The message of the day in a box, one line of text per line of the message. */
@@ -52,6 +58,7 @@ export function renderStatus(status: ApiClusterStatus | null, address: string, t
     ['Nodes', nodeCountsText(status.nodes)],
     ['Jobs', jobCountsText(status.jobs)],
   ];
+  for (const window of status.windows ?? []) rows.push([window.kind === 'maintenance' ? 'Maintenance' : 'Reservation', windowText(window, status.now, timeZone)]);
   const lines = keyValueLines(rows);
   if (status.motd !== null && status.motd.trim() !== '') lines.push('', ...framedMessage('Message of the day', status.motd));
   return `${lines.join('\n')}\n`;
