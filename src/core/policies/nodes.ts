@@ -228,9 +228,16 @@ export class NodePlanPolicy implements Policy {
     return begun;
   }
 
-  /** Each reservation, in queue order, moves to its earliest start no later than where it is. */
+  /**
+   * Each reservation, in queue order, moves to its earliest start no later
+   * than where it is. A job that moved (in time or to other nodes) frees its old slot, which jobs ahead
+   * of it in the queue (already compressed) may use: that is a gain, and the
+   * next pass compresses again, as the spec compresses at every pass.
+   * (Otherwise a job could stay planned at an instant at which no pass need
+   * happen: trace replay never started it.)
+   */
   private compress(state: SchedulerState, plan: NodePlan, now: Seconds): void {
-    this.gained = false;
+    let moved = false;
     for (const entry of state.queue) {
       const old = entry.reservation;
       if (!Number.isFinite(old) || old <= now) continue;
@@ -238,11 +245,13 @@ export class NodePlanPolicy implements Policy {
       plan.release(jobOwner(entry.job.id));
       const slot = plan.earliest(resources, entry.job.estimate, now, old);
       if (slot !== undefined) {
+        if (slot.start < old || !sameNodes(slot.nodes, entry.plannedNodes)) moved = true;
         entry.reservation = slot.start;
         entry.plannedNodes = slot.nodes;
       }
       plan.hold(reservationHold(entry));
     }
+    this.gained = moved;
   }
 
   private reserveArrivals(state: SchedulerState, now: Seconds): void {
@@ -354,6 +363,8 @@ export class NodePlanPolicy implements Policy {
   }
 }
 
+const sameNodes = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((name, i) => name === b[i]);
+
 const sameHold = (a: PlanHold, b: PlanHold): boolean =>
   a.start === b.start && a.end === b.end && a.cpus === b.cpus && a.memoryMiB === b.memoryMiB && a.whole === b.whole
-  && a.nodes.length === b.nodes.length && a.nodes.every((name, i) => name === b.nodes[i]);
+  && sameNodes(a.nodes, b.nodes);
