@@ -365,6 +365,30 @@ describe('scheduling on node plans (randomized)', () => {
     assert.deepEqual(scheduler.pass(100).map((j) => j.id), [1, 2]);
   });
 
+  it('conservative: a job that moved in a compression is a gain: the next pass compresses again (as the spec compresses at every pass)', () => {
+    // B (2 nodes) is compressed first to the end of A's old slot; A then moves earlier and starts. B could now
+    // start when A ends (70), though nothing ends early again: without compressing at the next pass it stayed
+    // at 90, an instant at which no pass need happen (trace replay then never started it).
+    const pool = new NodePool([node('n1'), node('n2')]);
+    const onNodes = new Scheduler('conservative', { processors: 16 }, 0, pool);
+    const onProcessors = new Scheduler('conservative', { processors: 16 }, 0);
+    const jobs = [job(1, need(1, 8), 100), job(2, need(1, 8), 30), job(3, need(2, 8), 50), job(4, need(1, 8), 60)];
+    for (const scheduler of [onNodes, onProcessors]) {
+      for (const request of jobs) scheduler.submit(request);
+      scheduler.pass(0, { predictions: true });
+      assert.equal(scheduler.plannedStart(jobId(3)), 100);
+      assert.equal(scheduler.plannedStart(jobId(4)), 30);
+      scheduler.end(jobId(1), 10); // early
+      assert.deepEqual(scheduler.pass(10, { predictions: true }).map((r) => r.id), [4]);
+      assert.equal(scheduler.plannedStart(jobId(3)), 90);
+      scheduler.end(jobId(2), 30); // at its predicted end
+      scheduler.pass(30, { predictions: true });
+      assert.equal(scheduler.plannedStart(jobId(3)), 70);
+      scheduler.end(jobId(4), 70);
+      assert.deepEqual(scheduler.pass(70, { predictions: true }).map((r) => r.id), [3]);
+    }
+  });
+
   it('windows: a maintenance hold moves every plan and no job runs into it', () => {
     const pool = new NodePool([node('n1'), node('n2')]);
     const scheduler = new Scheduler('conservative', { processors: 16 }, 0, pool);

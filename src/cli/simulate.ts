@@ -1,20 +1,24 @@
 // `taras simulate`: replays an SWF trace through the core with one or more
 // policies and prints their figures side by side (or as JSON), optionally
-// writing each policy's per-job result as SWF.
+// writing each policy's per-job result as SWF. With --cluster FILE, on the
+// nodes a cluster.toml describes (src/sim/cluster.ts: the shape rule).
 
 import { writeFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import { Command, Option } from 'commander';
 import { isPolicyName, policyNames, type PolicyName } from '../core/scheduler.js';
+import type { ClusterConfig } from '../config/cluster.js';
+import { clusterFigures, normaliseOnCluster, SHAPE_RULE, type ClusterFigures, type ClusterWorkload, type SimCluster } from '../sim/cluster.js';
 import { summarise, type Summary } from '../sim/metrics.js';
 import { simulate, type SimulationResult } from '../sim/simulator.js';
-import { normalise, readSwf, resultLine, SwfError, type SwfTrace } from '../sim/swf.js';
+import { normalise, readSwf, resultLine, SwfError, type SwfTrace, type Workload } from '../sim/swf.js';
 import { fail, parseIntegerFlag } from './flags.js';
 import { humanDuration, percent, renderTable, round } from './format.js';
 
 export interface SimulateFlags {
   policy: string;
   procs?: string;
+  cluster?: string;
   out?: string;
   json?: boolean;
   skipBadLines?: boolean;
@@ -28,6 +32,8 @@ export interface PolicyReport extends Summary {
   /** Malformed trace lines skipped with --skip-bad-lines. */
   badLines: number;
   out?: string;
+  /** With --cluster: the nodes it ran on (`procs` is then the CPUs of the default partition's nodes). */
+  cluster?: ClusterFigures & { file: string };
 }
 
 class UsageError extends Error {}
@@ -50,11 +56,14 @@ export function outputFileFor(out: string, policy: PolicyName, several: boolean)
   return extension ? `${out.slice(0, -extension.length)}.${policy}${extension}` : `${out}.${policy}.swf`;
 }
 
-function resultSwf(trace: SwfTrace, result: SimulationResult): string {
+function resultSwf(trace: SwfTrace, result: SimulationResult, cluster?: ClusterWorkload): string {
   const ordered = [...result.outcomes].sort((a, b) => a.job.request.id - b.job.request.id);
+  const machine = cluster
+    ? `${cluster.cluster.nodes.length} nodes (partition ${cluster.cluster.partition}: ${result.processors} CPUs; C = ${cluster.cpusPerNode}: ${SHAPE_RULE})`
+    : `${result.processors} processors`;
   const lines = [
     ...trace.headerLines,
-    `; Note: simulated by Taras with policy ${result.policy} on ${result.processors} processors;`,
+    `; Note: simulated by Taras with policy ${result.policy} on ${machine};`,
     `;       field 3 = simulated wait, field 4 = simulated runtime; ${result.skipped} skipped jobs left out`,
     ...ordered.map((o) => resultLine(o.job, o.start)),
   ];
@@ -73,20 +82,45 @@ async function progressReporter(enabled: boolean, label: string, total: number) 
   return { update: (n: number) => bar.update(n), stop: () => bar.stop() };
 }
 
+/** The nodes of a cluster.toml, read with the controller's loader; its errors are usage errors. */
+async function loadCluster(file: string): Promise<SimCluster> {
+  const { readClusterConfig } = await import('../config/load.js');
+  const parsed = await readClusterConfig(file);
+  if (!parsed.ok) {
+    const { formatConfigError } = await import('../config/errors.js');
+    throw new UsageError(parsed.errors.map(formatConfigError).join('\n'));
+  }
+  return simCluster(parsed.config);
+}
+
+/** What replay needs of a cluster configuration: every node, the placement, the default partition's nodes. */
+export function simCluster(config: ClusterConfig): SimCluster {
+  const partition = config.partitions.find((p) => p.name === config.defaultPartition)!;
+  return { nodes: config.nodes, placement: config.placement, partition: partition.name, partitionNodes: partition.nodes };
+}
+
 export async function runSimulate(tracePath: string, flags: SimulateFlags): Promise<PolicyReport[]> {
   const policies = parsePolicies(flags.policy);
   let processors: number | undefined;
   if (flags.procs !== undefined) {
+    if (flags.cluster !== undefined) throw new UsageError('error: give --procs or --cluster, not both (--cluster replays on the nodes of the file)');
     const parsed = parseIntegerFlag('--procs', flags.procs, 1, 1e9, 'a positive integer machine size (e.g. --procs 128)');
     if (!parsed.ok) throw new UsageError(parsed.message);
     processors = parsed.value;
   }
+  const cluster = flags.cluster === undefined ? undefined : await loadCluster(flags.cluster);
   const trace = await readSwf(tracePath, { skipBadLines: flags.skipBadLines });
-  processors ??= trace.headerProcessors;
-  if (processors === undefined) {
-    throw new UsageError(`error: ${tracePath} has no '; MaxProcs:' or '; MaxNodes:' header: give the machine size with --procs N`);
+  let workload: Workload;
+  let onNodes: ClusterWorkload | undefined;
+  if (cluster) {
+    workload = onNodes = normaliseOnCluster(trace, cluster);
+  } else {
+    processors ??= trace.headerProcessors;
+    if (processors === undefined) {
+      throw new UsageError(`error: ${tracePath} has no '; MaxProcs:' or '; MaxNodes:' header: give the machine size with --procs N, or the nodes with --cluster FILE`);
+    }
+    workload = normalise(trace, processors);
   }
-  const workload = normalise(trace, processors);
   const showProgress = !flags.json && process.stdout.isTTY === true;
   const reports: PolicyReport[] = [];
   for (const policy of policies) {
@@ -95,16 +129,18 @@ export async function runSimulate(tracePath: string, flags: SimulateFlags): Prom
     const result = simulate(workload, policy, { onProgress: (started) => progress.update(started) });
     const wallSeconds = (performance.now() - began) / 1000;
     progress.stop();
+    const summary = summarise(result);
     const report: PolicyReport = {
-      ...summarise(result),
+      ...summary,
       wallSeconds,
       jobsPerSecond: wallSeconds > 0 ? result.outcomes.length / wallSeconds : 0,
       passes: result.passes,
       badLines: trace.badLines,
     };
+    if (onNodes) report.cluster = { file: flags.cluster!, ...clusterFigures(onNodes, result, summary) };
     if (flags.out !== undefined) {
       report.out = outputFileFor(flags.out, policy, policies.length > 1);
-      await writeFile(report.out, resultSwf(trace, result));
+      await writeFile(report.out, resultSwf(trace, result, onNodes));
     }
     reports.push(report);
   }
@@ -120,13 +156,26 @@ export function renderReports(tracePath: string, reports: readonly PolicyReport[
     percent(r.utilization), humanDuration(r.makespan), humanDuration(r.predictionMeanAbsError), percent(r.predictionExactShare),
     round(r.predictionEV, 2), round(r.predictionLate, 0), `${round(r.wallSeconds, 2)} s`, round(r.jobsPerSecond, 0),
   ]);
+  const cluster = first.cluster;
+  if (cluster) {
+    head.splice(6, 0, 'asked');
+    rows.forEach((row, i) => row.splice(6, 0, percent(reports[i].cluster!.requestedUtilization)));
+  }
   const lines = [
-    `${basename(tracePath)}: ${first.procs} processors, ${first.jobs + first.skipped} jobs in the trace`,
+    cluster
+      ? `${basename(tracePath)} on ${cluster.nodes} nodes of ${cluster.file} (${cluster.cpus} CPUs; jobs in partition ${cluster.partition}: `
+        + `${cluster.partitionNodes} nodes, ${first.procs} CPUs; ${cluster.placement}), ${first.jobs + first.skipped} jobs in the trace`
+      : `${basename(tracePath)}: ${first.procs} processors, ${first.jobs + first.skipped} jobs in the trace`,
+    ...(cluster
+      ? [`shape rule, C = ${cluster.cpusPerNode}: ${cluster.shapeRule};`,
+        `${cluster.skippedShape} jobs skipped as no set of nodes holds their shape, ${cluster.rounded} given more CPUs than asked, ${cluster.multiNode} on several nodes`]
+      : []),
     '',
-    renderTable(head, rows, new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])),
+    renderTable(head, rows, new Set(head.map((_, i) => i).slice(1))),
     '',
     'bsld: bounded slowdown (10 s bound). pred: prediction at submission vs actual start;',
     'exact: share of jobs started exactly when predicted; EV: CCS normalised error; late: jobs started after their prediction.',
+    ...(cluster ? ['util: CPUs the jobs were given (whole nodes for jobs above C); asked: the processors the trace asked for.'] : []),
   ];
   for (const r of reports) if (r.out) lines.push(`per-job result (${r.policy}): ${r.out}`);
   return lines.join('\n');
@@ -139,6 +188,7 @@ export function registerSimulateCommand(program: Command): void {
     .argument('<trace>', 'SWF trace file (plain or gzip-compressed)')
     .addOption(new Option('-p, --policy <names>', `policy or comma-separated policies: ${policyNames.join(', ')}`).default('easy'))
     .option('--procs <n>', 'machine size P (default: the trace header MaxProcs, else MaxNodes)')
+    .option('--cluster <file>', 'replay on the nodes of this cluster.toml instead of P processors (see "On a cluster" below)')
     .option('-o, --out <file>', 'write the per-job result as SWF (several policies: FILE.<policy>.swf each)')
     .option('--json', 'print a JSON summary (an object, or a list for several policies)')
     .option('--skip-bad-lines', 'skip and count malformed lines instead of stopping at the first')
@@ -151,11 +201,25 @@ Examples:
   taras simulate trace.swf.gz --policy easy --json
   taras simulate trace.swf --policy conservative --procs 64
   taras simulate ../shared/traces/ccs-example.swf --policy ffdh,ffih,ffdh-star,fcfs-star
+  taras simulate trace.swf --policy easy,conservative --cluster cluster.toml
 
 Policies: fcfs, easy (EASY backfilling), conservative (conservative backfilling
 with compression) follow docs/simulation.md to the second; ffdh, ffih,
 ffdh-star, fcfs-star pack each batch of waiting jobs with the CCS level
-algorithms. Exit codes: 0 done, 2 bad input (file, flag, trace line).`,
+algorithms. Exit codes: 0 done, 2 bad input (file, flag, trace line, cluster.toml).
+
+On a cluster (--cluster FILE): the same replay (events, passes, predictions,
+figures) on the nodes of FILE, read as the controller reads it, with its
+placement; fcfs, easy and conservative plan on nodes. A job of s processors
+becomes, with C = the CPU count most nodes of the default partition have (the
+smaller on a tie):
+  s <= C: 1 node x s CPUs;  s > C: ceil(s/C) nodes x C CPUs (whole nodes, rounded up).
+Every job goes to the default partition, asks no memory and no features; its
+limits (max_time, max_nodes) are not applied. A job no set of its nodes could
+hold even when idle is skipped and counted (skippedShape), as a job larger
+than P is in plain replay. procs and util count the default partition's CPUs
+and the CPUs jobs were given; asked (requestedUtilization) the processors the
+trace asked for. The trace's MaxProcs is ignored.`,
     )
     .action(async (trace: string, flags: SimulateFlags) => {
       try {

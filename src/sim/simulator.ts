@@ -1,7 +1,10 @@
 // The trace simulator: replays a workload through the core scheduler with the
 // event order of the spec (ends, then arrivals, then one pass per instant) and
-// records each job's start and its prediction at submission.
+// records each job's start and its prediction at submission. A workload with
+// a cluster is replayed the same way on a NodePool of its nodes (the core's
+// node plans), and each outcome also names the nodes the job ran on.
 
+import { NodePool } from '../core/placement.js';
 import { Scheduler } from '../core/scheduler.js';
 import type { PolicyName } from '../core/scheduler.js';
 import type { Seconds } from '../core/types.js';
@@ -12,10 +15,13 @@ export interface JobOutcome {
   readonly start: Seconds;
   /** Planned start after the pass of the job's submit instant. */
   readonly predictedStart: Seconds;
+  /** On a cluster: the nodes it ran on. */
+  readonly nodes?: readonly string[];
 }
 
 export interface SimulationResult {
   readonly policy: PolicyName;
+  /** The workload's processors (on a cluster, the CPUs of the nodes its jobs may use). */
   readonly processors: number;
   /** Outcomes in the workload's (submit time, id) order. */
   readonly outcomes: readonly JobOutcome[];
@@ -88,7 +94,9 @@ export function simulate(workload: Workload, policy: PolicyName, options: Simula
   jobs.forEach((job, index) => indexById.set(job.request.id, index));
   const starts = new Float64Array(total).fill(NaN);
   const predictions = new Float64Array(total).fill(NaN);
-  const scheduler = new Scheduler(policy, { processors: workload.processors }, total > 0 ? jobs[0].request.submitTime : 0);
+  const pool = workload.cluster ? new NodePool(workload.cluster.nodes, workload.cluster.placement) : undefined;
+  const nodes: (readonly string[])[] | undefined = pool ? new Array(total) : undefined;
+  const scheduler = new Scheduler(policy, { processors: pool ? pool.totalCpus : workload.processors }, total > 0 ? jobs[0].request.submitTime : 0, pool);
   const ends = new EndHeap();
   let nextArrival = 0;
   let started = 0;
@@ -118,6 +126,7 @@ export function simulate(workload: Workload, policy: PolicyName, options: Simula
       const index = indexById.get(request.id)!;
       starts[index] = now;
       ends.push(now + jobs[index].runtime, index);
+      if (nodes) nodes[index] = scheduler.nodesOf(request.id)!;
       started++;
     }
     passes++;
@@ -131,6 +140,13 @@ export function simulate(workload: Workload, policy: PolicyName, options: Simula
     }
   }
   options.onProgress?.(started, total);
-  const outcomes = jobs.map((job, index) => ({ job, start: starts[index], predictedStart: predictions[index] }));
+  if (started < total) {
+    // Nothing left to happen and jobs still waiting: a policy planned a start at an instant with no pass.
+    const waiting = jobs.filter((_, index) => Number.isNaN(starts[index])).slice(0, 5).map((job) => job.request.id);
+    throw new Error(`${policy}: ${total - started} of ${total} jobs never started (e.g. ${waiting.join(', ')}): a scheduling bug`);
+  }
+  const outcomes = nodes
+    ? jobs.map((job, index) => ({ job, start: starts[index], predictedStart: predictions[index], nodes: nodes[index] }))
+    : jobs.map((job, index) => ({ job, start: starts[index], predictedStart: predictions[index] }));
   return { policy, processors: workload.processors, outcomes, skipped: workload.skipped, passes };
 }

@@ -4,7 +4,8 @@
 
 import { readFile } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
-import type { JobRequest } from '../core/types.js';
+import type { JobRequest, ResourceRequest } from '../core/types.js';
+import type { SimCluster } from './cluster.js';
 import { jobId } from '../core/types.js';
 
 export const SWF_FIELDS = [
@@ -124,33 +125,53 @@ export interface SimJob {
 }
 
 export interface Workload {
+  /** Processors the jobs run on: P, or on a cluster the CPUs of the nodes its jobs may use. */
   readonly processors: number;
   /** Simulated jobs in (submit time, job id) order. */
   readonly jobs: readonly SimJob[];
   readonly skipped: number;
+  /** The nodes to replay on (`taras simulate --cluster`); absent: P identical processors. */
+  readonly cluster?: SimCluster;
 }
+
+/** The size (processors) an SWF line asks for: field 5 if > 0, else field 8 (step 1). */
+export const swfSize = (record: SwfRecord): number => (record.fields[4] > 0 ? record.fields[4] : record.fields[7]);
+
+/** What a job of `size` processors (> 0) asks of the machine: its request's size and nodes, or undefined to skip it. */
+export type JobShaper = (size: number) => { readonly size: number; readonly resources?: ResourceRequest } | undefined;
 
 /** Applies the spec's normalisation for a machine of `processors`. */
 export function normalise(trace: SwfTrace, processors: number): Workload {
+  return { processors, ...normaliseWith(trace, (size) => (size > processors ? undefined : { size })) };
+}
+
+/**
+ * The spec's normalisation with the machine's say in step 2 left to `shape`:
+ * jobs with runtime <= 0 or size <= 0 are skipped, then those `shape` turns
+ * down; runtimes are clipped to the estimate. Jobs in (submit time, id) order.
+ */
+export function normaliseWith(trace: SwfTrace, shape: JobShaper): { jobs: SimJob[]; skipped: number } {
   const jobs: SimJob[] = [];
   let skipped = 0;
   for (const record of trace.records) {
     const f = record.fields;
-    const size = f[4] > 0 ? f[4] : f[7];
+    const size = swfSize(record);
     let runtime = f[3];
     const estimate = f[8] > 0 ? f[8] : runtime;
-    if (runtime <= 0 || size <= 0 || size > processors) {
+    const shaped = runtime <= 0 || size <= 0 ? undefined : shape(size);
+    if (shaped === undefined) {
       skipped++;
       continue;
     }
     if (runtime > estimate) runtime = estimate;
     const request: JobRequest = {
-      id: jobId(f[0]), submitTime: f[1], size, estimate, user: f[11], queue: f[14], partition: f[15],
+      id: jobId(f[0]), submitTime: f[1], size: shaped.size, estimate, user: f[11], queue: f[14], partition: f[15],
+      ...(shaped.resources === undefined ? {} : { resources: shaped.resources }),
     };
     jobs.push({ request, runtime, record });
   }
   jobs.sort((a, b) => a.request.submitTime - b.request.submitTime || a.request.id - b.request.id);
-  return { processors, jobs, skipped };
+  return { jobs, skipped };
 }
 
 /** One output line: the input tokens with wait (field 3) and run time (field 4) replaced. */
