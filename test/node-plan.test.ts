@@ -405,3 +405,30 @@ describe('scheduling on node plans (randomized)', () => {
     assert.equal(scheduler.plannedStart(jobId(3)), 1, 'short enough to end before the window');
   });
 });
+
+describe('conservative on nodes when a job overruns its planned end', () => {
+  it('a job killed a moment after its limit delays only the jobs waiting for its nodes, by no more than that', () => {
+    // n1 has feature x. A (x) runs on n1 until 10, B on n2 until 20. J3 needs both nodes (planned at 20),
+    // J4 needs x (planned at 10 on n1). B ends early; A ends a second late (killed at its limit).
+    const pool = new NodePool([node('n1', 8, 16384, ['x']), node('n2')]);
+    const scheduler = new Scheduler('conservative', { processors: 16 }, 0, pool);
+    scheduler.submit(job(1, need(1, 8, { features: ['x'] }), 10));
+    scheduler.submit(job(2, need(1, 8), 20));
+    assert.deepEqual(scheduler.pass(0, { predictions: true }).map((j) => j.id), [1, 2]);
+    scheduler.submit(job(3, need(2, 8), 10));
+    scheduler.submit(job(4, need(1, 8, { features: ['x'] }), 10));
+    scheduler.pass(0, { predictions: true });
+    assert.equal(scheduler.plannedStart(jobId(3)), 20);
+    assert.equal(scheduler.plannedStart(jobId(4)), 10);
+    scheduler.end(jobId(2), 5);
+    scheduler.pass(5, { predictions: true });
+    assert.deepEqual(scheduler.pass(10, { predictions: true }), [], 'A still holds n1');
+    assert.equal(scheduler.plannedStart(jobId(4)), 10, 'J4 keeps its place and nodes');
+    assert.deepEqual(scheduler.plannedNodes(jobId(4)), ['n1']);
+    scheduler.end(jobId(1), 11);
+    assert.deepEqual(scheduler.pass(11, { predictions: true }).map((j) => j.id), [4], 'J4 starts a second late, not J3 ahead of it');
+    assert.equal(scheduler.movedBecause(jobId(3)), undefined);
+    scheduler.end(jobId(4), 21);
+    assert.deepEqual(scheduler.pass(21, { predictions: true }).map((j) => j.id), [3], 'J3 a second late too, no more');
+  });
+});

@@ -285,9 +285,20 @@ export class NodePlanPolicy implements Policy {
         begun.push(entry);
         continue;
       }
-      // Its nodes are not free or not taking jobs now (a job past its estimate, a node expected back).
-      // It keeps its place: the next pass plans every waiting job again in queue order, so none behind
-      // it takes what it waits for (moving it behind their reservations would let them pass).
+      if (entry.plannedNodes.every((name) => this.pool.accepts(name))) {
+        // Its nodes take jobs but are still busy: a running job on them is past its planned end (a job
+        // killed at its limit ends a moment after it: the agent counts from its own start, then the kill
+        // grace), or started late itself for that reason. It waits for exactly those nodes, holding them
+        // from now on: the jobs planned after it there wait as long as it does (no longer than the
+        // overrun), and no other promise moves.
+        plan.hold({ ...reservationHold(entry), start: now, end: now + entry.job.estimate });
+        entry.reservation = now;
+        this.moved.set(entry.job.id, 'not-free');
+        continue;
+      }
+      // Its nodes are not taking jobs now (a node expected back after a restart). It keeps its place:
+      // the next pass plans every waiting job again in queue order, so none behind it takes what it
+      // waits for (moving it behind their reservations would let them pass).
       this.replanNext = true;
     }
     state.dropStarted(new Set(begun));
