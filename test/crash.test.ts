@@ -6,12 +6,12 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { killHard, running, startDaemon, type Daemon } from './daemon-process.js';
+import { killHard, killJobProcesses, running, startDaemon, type Daemon } from './daemon-process.js';
 import type { ApiJobWithEvents, ApiNode } from '../src/api/types.js';
 import { isAlive, readStatus, type RunningStatus } from '../src/agent/jobdir.js';
 import { SeededRandom } from '../src/core/random.js';
@@ -28,33 +28,6 @@ const agentDirs: string[] = [];
 const LISTENING = /listening on (http:\/\/127\.0\.0\.1:(\d+))/;
 
 const sleep = (ms: number) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
-
-/** SIGKILLs the job processes (by process group) and supervisors that agents in `dirs` left running. */
-function killJobProcesses(dirs: readonly string[]): void {
-  for (const dir of dirs) {
-    const jobs = join(dir, 'jobs');
-    if (!existsSync(jobs)) continue;
-    for (const name of readdirSync(jobs)) {
-      let status;
-      try {
-        status = readStatus(join(jobs, name));
-      } catch {
-        continue; // being rewritten; the job is a short one
-      }
-      if (status === null) continue;
-      if (status.state === 'RUNNING' && isAlive(status.pid)) {
-        try {
-          process.kill(-status.pgid, 'SIGKILL');
-        } catch { /* already gone */ }
-      }
-      if (isAlive(status.supervisorPid, status.supervisorStartTicks)) {
-        try {
-          process.kill(status.supervisorPid, 'SIGKILL');
-        } catch { /* already gone */ }
-      }
-    }
-  }
-}
 
 after(async () => {
   for (const child of started) if (running(child)) child.kill('SIGKILL');

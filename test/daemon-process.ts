@@ -1,10 +1,15 @@
-// `taras controller` / `taras agent` as real child processes for tests:
-// started with their stderr drained, ready when their log matches, and
-// killed by the PID the test started (never by name).
+// `taras controller` / `taras agent` / `taras up` as real child processes
+// for tests: started with their stderr drained, ready when their log (or
+// what `up` prints) matches, and killed by the PID the test started (never
+// by name), as are the jobs an agent leaves running (by the pids in their
+// status.json).
 
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isAlive, readStatus } from '../src/agent/jobdir.js';
 
 export interface Daemon {
   readonly child: ChildProcess;
@@ -50,4 +55,49 @@ export async function killHard(child: ChildProcess): Promise<void> {
   child.kill('SIGKILL');
   await Promise.race([exited, sleep(5000)]);
   assert.ok(!running(child), `process ${child.pid} survived SIGKILL`);
+}
+
+/** Resolves with everything printed once `pattern` appears on stdout; rejects after `ms` or when the process exits first. */
+export function waitForOutput(child: ChildProcess, pattern: RegExp, ms: number): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    let text = '';
+    let errors = '';
+    const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${ms} ms; stdout:\n${text}\nstderr:\n${errors}`)), ms);
+    child.stderr!.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    child.stdout!.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      if (pattern.test(text)) {
+        clearTimeout(timer);
+        resolvePromise(text);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`exited (${code}) before ${pattern}:\n${text}\n${errors}`)));
+  });
+}
+
+/** SIGKILLs the job processes (by process group) and supervisors that agents with the data folders `dirs` left running. */
+export function killJobProcesses(dirs: readonly string[]): void {
+  for (const dir of dirs) {
+    const jobs = join(dir, 'jobs');
+    if (!existsSync(jobs)) continue;
+    for (const name of readdirSync(jobs)) {
+      let status;
+      try {
+        status = readStatus(join(jobs, name));
+      } catch {
+        continue; // being rewritten; the job is a short one
+      }
+      if (status === null) continue;
+      if (status.state === 'RUNNING' && isAlive(status.pid)) {
+        try {
+          process.kill(-status.pgid, 'SIGKILL');
+        } catch { /* already gone */ }
+      }
+      if (isAlive(status.supervisorPid, status.supervisorStartTicks)) {
+        try {
+          process.kill(status.supervisorPid, 'SIGKILL');
+        } catch { /* already gone */ }
+      }
+    }
+  }
 }

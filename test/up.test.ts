@@ -16,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { ApiClusterStatus, ApiJob, ApiNode } from '../src/api/types.js';
 import { createApiClient } from '../src/net/client.js';
+import { waitForOutput } from './daemon-process.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const work = mkdtempSync(join(tmpdir(), 'taras-up-'));
@@ -30,24 +31,6 @@ function taras(args: string[], controller: string, cwd = work) {
     cwd, encoding: 'utf8', input: '', timeout: 30_000, env: { ...process.env, TARAS_CONTROLLER: controller, TARAS_JOB_ID: '' },
   });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
-}
-
-/** Resolves with everything printed once `pattern` appears on stdout; rejects after `ms`. */
-function waitForOutput(child: ChildProcess, pattern: RegExp, ms: number): Promise<string> {
-  return new Promise((resolvePromise, reject) => {
-    let text = '';
-    let errors = '';
-    const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${ms} ms; stdout:\n${text}\nstderr:\n${errors}`)), ms);
-    child.stderr!.on('data', (chunk: Buffer) => (errors += chunk.toString()));
-    child.stdout!.on('data', (chunk: Buffer) => {
-      text += chunk.toString();
-      if (pattern.test(text)) {
-        clearTimeout(timer);
-        resolvePromise(text);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`taras up exited (${code}) before ${pattern}:\n${text}\n${errors}`)));
-  });
 }
 
 /** Whether anything answers HTTP at `url`. */
