@@ -33,12 +33,6 @@ export class NodeTimeline {
     return this.times[0];
   }
 
-  /** From when on the node is wholly free for good (Infinity: a hold never ends): no fit starts later than this. */
-  get freeForGoodFrom(): Seconds {
-    const last = this.times.length - 1;
-    return this.cpus[last] === this.totalCpus && this.memory[last] === this.totalMemoryMiB ? this.times[last] : Infinity;
-  }
-
   /** Number of steps (for tests and bounds). */
   get size(): number {
     return this.times.length;
@@ -228,7 +222,6 @@ export class NodePlan {
   private readonly byName = new Map<string, PlanNode>();
   private readonly holds = new Map<string, PlanHold>();
   private readonly candidates = new WeakMap<ResourceRequest, PlanNode[]>();
-  private readonly candidateNames = new WeakMap<ResourceRequest, ReadonlySet<string>>();
 
   constructor(nodes: readonly PoolNode[], origin: Seconds, readonly strategy: PlacementStrategy = 'first-fit') {
     nodes.forEach((node, order) => {
@@ -308,16 +301,6 @@ export class NodePlan {
     return known;
   }
 
-  /** The names of candidatesFor(request), as a set. */
-  private candidateNamesFor(request: ResourceRequest): ReadonlySet<string> {
-    let known = this.candidateNames.get(request);
-    if (known === undefined) {
-      known = new Set(this.candidatesFor(request).map((planNode) => planNode.node.name));
-      this.candidateNames.set(request, known);
-    }
-    return known;
-  }
-
   private suits(planNode: PlanNode, request: ResourceRequest): boolean {
     if (planNode.node.cpus < request.cpusPerNode || planNode.node.memoryMiB < request.memoryMiBPerNode) return false;
     if (request.eligibleNodes !== undefined && !request.eligibleNodes.has(planNode.node.name)) return false;
@@ -332,10 +315,9 @@ export class NodePlan {
    * nodes gained capacity.
    */
   anyFits(request: ResourceRequest, nodes: Iterable<string>, duration: Seconds, from: Seconds, latest: Seconds): boolean {
-    const usable = this.candidateNamesFor(request);
     for (const name of nodes) {
-      if (!usable.has(name)) continue;
-      const planNode = this.byName.get(name)!;
+      const planNode = this.byName.get(name);
+      if (planNode === undefined || !this.suits(planNode, request)) continue;
       if (planNode.timeline.earliestFit(from, duration, request.cpusPerNode, request.memoryMiBPerNode, latest) <= latest) return true;
     }
     return false;
@@ -358,15 +340,10 @@ export class NodePlan {
     if (candidates.length < needed) return undefined;
     const { cpusPerNode: cpus, memoryMiBPerNode: memory } = request;
     const fitFrom = new Float64Array(candidates.length);
-    // An upper bound first: each node fits by the time it is free for good, so the `needed`-th smallest
-    // of those times bounds the answer, and every node's scan stops there.
-    const upper = new BoundedSmallest(needed);
-    for (let i = 0; i < candidates.length; i++) upper.offer(Math.max(notBefore, candidates[i].timeline.freeForGoodFrom));
-    const scanLimit = Math.min(latest, upper.bound);
     // The `needed` smallest fits so far (a max-heap): a node whose fit would come later stops its scan there.
     const best = new BoundedSmallest(needed);
     for (let i = 0; i < candidates.length; i++) {
-      const fit = candidates[i].timeline.earliestFit(notBefore, duration, cpus, memory, Math.min(scanLimit, best.bound));
+      const fit = candidates[i].timeline.earliestFit(notBefore, duration, cpus, memory, Math.min(latest, best.bound));
       fitFrom[i] = fit;
       best.offer(fit);
     }
