@@ -182,6 +182,8 @@ export class ControllerEngine {
   /** Bumped when a new plan differs from the last one (see listingVersion). */
   private planVersion = 0;
   private lastReservations: Float64Array = new Float64Array(0);
+  /** Whether the plan made by the last ensurePlan was compared with lastReservations yet. */
+  private planCompared = false;
   /**
    * Bumped whenever a node's status may have changed (every change goes
    * through refreshNode): with `active.version` (which moves with every start
@@ -1065,9 +1067,7 @@ export class ControllerEngine {
     if (this.plannedAt !== null) return;
     this.plannedAt = this.nowSeconds();
     this.scheduler.plan(this.plannedAt);
-    const reservations = this.scheduler.queuedReservations();
-    if (!sameReservations(reservations, this.lastReservations)) this.planVersion++;
-    this.lastReservations = reservations;
+    this.planCompared = false;
   }
 
   /**
@@ -1077,6 +1077,13 @@ export class ControllerEngine {
    */
   listingVersion(): string {
     this.ensurePlan();
+    // Compared with the previous plan only when a listing asks (a pass over the queue: not once per pass).
+    if (!this.planCompared) {
+      this.planCompared = true;
+      const reservations = this.scheduler.queuedReservations();
+      if (!sameReservations(reservations, this.lastReservations)) this.planVersion++;
+      this.lastReservations = reservations;
+    }
     return `${this.active.version}.${this.planVersion}.${this.pool.acceptingVersion}`;
   }
 }

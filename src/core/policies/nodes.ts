@@ -389,7 +389,11 @@ export class NodePlanPolicy implements Policy {
     for (const entry of state.queue) {
       const { job } = entry;
       const resources = job.resources!;
-      if (headFound && (resources.cpusPerNode > largest.cpus || resources.memoryMiBPerNode > largest.memoryMiB)) continue;
+      if (headFound) {
+        // Nothing free on any node that takes jobs: no backfill can start (the queue need not be walked).
+        if (largest.cpus === 0) break;
+        if (resources.cpusPerNode > largest.cpus || resources.memoryMiBPerNode > largest.memoryMiB) continue;
+      }
       if (!plan.couldHold(resources)) {
         // It waits for nodes that are out: under fcfs nothing passes it; EASY goes around it.
         if (this.mode === 'fcfs') break;
