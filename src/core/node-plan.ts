@@ -332,10 +332,12 @@ export class NodePlan {
    * The earliest start at or after `notBefore` (and at or before `latest`)
    * at which `request.nodes` nodes each have the request's CPUs and memory
    * free for `duration`, and the nodes, chosen by the plan's strategy among
-   * those free then; undefined if there is none.
+   * those free then; undefined if there is none. `onlyAmong`: search those nodes only.
    */
-  earliest(request: ResourceRequest, duration: Seconds, notBefore: Seconds, latest: Seconds = Infinity): NodeSlotPlan | undefined {
-    const candidates = this.candidatesFor(request);
+  earliest(request: ResourceRequest, duration: Seconds, notBefore: Seconds, latest: Seconds = Infinity, onlyAmong?: ReadonlySet<string>): NodeSlotPlan | undefined {
+    const candidates = onlyAmong === undefined ? this.candidatesFor(request)
+      : [...onlyAmong].map((name) => this.byName.get(name)).filter((planNode): planNode is PlanNode => planNode !== undefined && this.suits(planNode, request))
+        .sort((a, b) => a.order - b.order);
     const needed = request.nodes;
     if (candidates.length < needed) return undefined;
     const { cpusPerNode: cpus, memoryMiBPerNode: memory } = request;

@@ -330,10 +330,16 @@ export class NodePlanPolicy implements Policy {
       if (lo > hi) continue;
       const owner = jobOwner(job.id);
       const held = plan.getHold(owner);
+      // At least one of its nodes must be one that gained: test those first (a job in a reservation searches
+      // in full). Its own hold matters to that test only where it lies on a gained node.
+      const ownOnGained = nodes === null || entry.plannedNodes.some((name) => nodes!.has(name));
+      if (!ownOnGained && job.window === undefined && !plan.anyFits(resources, nodes!, job.estimate, lo, hi)) continue;
       plan.release(owner);
-      // At least one of its nodes must be one that gained: test those first (a job in a reservation searches in full).
-      const could = nodes === null || job.window !== undefined || plan.anyFits(resources, nodes, job.estimate, lo, hi);
-      const slot = could ? earliestOf(plan, job, lo, hi) : undefined;
+      const could = ownOnGained ? nodes === null || job.window !== undefined || plan.anyFits(resources, nodes!, job.estimate, lo, hi) : true;
+      // A one-node job can only move onto a node that gained: only those are searched.
+      const slot = !could ? undefined
+        : resources.nodes === 1 && nodes !== null && job.window === undefined ? plan.earliest(resources, job.estimate, lo, hi, nodes)
+          : earliestOf(plan, job, lo, hi);
       if (slot === undefined || slot.start >= old) {
         if (held !== undefined) plan.hold(held);
         continue;
@@ -346,10 +352,7 @@ export class NodePlanPolicy implements Policy {
       // Its old place is free now: a gain for the jobs after it (and, at the next pass, before it).
       if (old < from) from = old;
       if (old + job.estimate > to) to = old + job.estimate;
-      if (nodes !== null) {
-        nodes = new Set(nodes);
-        for (const name of oldNodes) nodes.add(name);
-      }
+      if (nodes !== null) for (const name of oldNodes) nodes.add(name);
       this.noteGain(old, old + job.estimate, oldNodes);
     }
     if (!moved) this.gained = false;
