@@ -280,3 +280,59 @@ describe('reservations through the CLI, with real users', { skip: notRootReason 
     assert.match(bad.stderr, /--start: got 'someday': expected now, now\+N/);
   });
 });
+
+describe('plan and placement are one decision', () => {
+  for (const policy of ['easy', 'conservative'] as const) {
+    it(`${policy}: with every node up, the verify step never refuses a start the plan made (random jobs, early ends)`, () => {
+      const path = join(work, `verify-${policy}.db`);
+      const store = openStore(path);
+      const clock = { ms: Date.UTC(2026, 10, 23, 12, 0, 0) };
+      const base = defaultClusterConfig(work, { count: 6, cpus: 8 });
+      const names = base.nodes.map((n) => n.name);
+      const config = {
+        ...base, policy,
+        nodes: base.nodes.map((n, i) => ({ ...n, cpus: i < 3 ? 8 : 16, memoryMiB: i < 3 ? 8192 : 32768, features: i % 2 === 0 ? ['ssd'] : [] })),
+        partitions: [
+          { ...base.partitions[0], name: 'a', nodes: names.slice(0, 4), isDefault: true },
+          { ...base.partitions[0], name: 'b', nodes: names.slice(2), isDefault: false, priority: 5 },
+        ],
+        defaultPartition: 'a',
+      };
+      const log: string[] = [];
+      const engine = new ControllerEngine(config, store, noAgents, () => clock.ms, (line) => log.push(line));
+      engine.agentRegistered(names, []);
+      let seed = 12345;
+      const next = (n: number) => {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        return seed % n;
+      };
+      const ends = new Map<JobId, number>();
+      let started = 0;
+      for (let step = 0; step < 400; step++) {
+        clock.ms += 1000 * (1 + next(20));
+        for (const [id, at] of ends) {
+          if (at <= clock.ms) {
+            engine.jobReport({ jobId: id, state: 'COMPLETED', exitCode: 0, endTimeMs: at });
+            ends.delete(id);
+          }
+        }
+        if (next(3) === 0) {
+          const partition = next(2) === 0 ? 'a' : 'b';
+          engine.submit([{ user: 'u', spec: spec({
+            partition, nodes: { min: 1 + next(2) }, cpusPerTask: 1 + next(8), timeLimitSeconds: 60 * (1 + next(30)),
+            ...(next(3) === 0 ? { memoryMiB: 1024 * (1 + next(6)) } : {}), ...(next(5) === 0 ? { constraint: { text: 'ssd', anyOf: [['ssd']] } } : {}),
+          }) }]);
+        }
+        engine.touch();
+        for (const id of engine.schedule()) {
+          started++;
+          const limitMs = (engine.specOf(engine.active.get(id)!).timeLimitSeconds as number) * 1000;
+          ends.set(id, clock.ms + (next(2) === 0 ? limitMs : Math.floor((limitMs * next(90)) / 100)));
+        }
+      }
+      assert.ok(started > 60, `only ${started} jobs started`);
+      assert.deepEqual(log.filter((line) => line.startsWith('verify:')), []);
+      store.close();
+    });
+  }
+});
