@@ -334,7 +334,8 @@ export class ControllerEngine {
       const resources = run.job.resources;
       if (resources) plan.hold({ owner: `job:${run.job.id}`, start: run.start, end: Math.max(run.start + run.job.estimate, now + 1), nodes: run.nodes, cpus: resources.cpusPerNode, memoryMiB: resources.memoryMiBPerNode });
     }
-    for (const reservation of this.reservations.values()) if (reservation.kind === 'reservation') plan.hold(holdOf(reservation));
+    // Windows too: a count of nodes for a reservation never lands on nodes under maintenance then.
+    for (const reservation of this.reservations.values()) plan.hold(holdOf(reservation));
     return plan;
   }
 
