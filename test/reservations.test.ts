@@ -165,6 +165,34 @@ for (const policy of ['easy', 'conservative'] as const) {
       assert.throws(() => engine.whatIf({ drain: ['node09'] }), /no node named node09/);
     });
 
+    it('a job keeps the reservation it was accepted into: a later one of the same name (a window, other users) is not its', () => {
+      const { clock, engine } = setup(policy);
+      const t0 = clock.ms;
+      engine.createReservation({ name: 'r', kind: 'reservation', startMs: t0 + 10 * MIN, endMs: t0 + 60 * MIN, nodes: ['node01'], users: ['ann'], reason: '', createdBy: 'root' });
+      const [inR] = engine.submit([{ user: 'ann', spec: spec({ reservation: 'r' }) }]);
+      engine.schedule();
+      assert.equal(engine.plannedStartMs(inR), t0 + 10 * MIN);
+      engine.deleteReservation('r');
+      engine.createReservation({ name: 'r', kind: 'maintenance', startMs: t0, endMs: t0 + 60 * MIN, nodes: ['node02'], users: [], reason: 'fw', createdBy: 'root' });
+      engine.touch();
+      engine.schedule();
+      assert.equal(engine.active.get(inR)!.state, 'PENDING', 'not run in the maintenance window that took the name');
+      assert.equal(engine.plannedStartMs(inR), null);
+      assert.match(apiWhen(engine, engine.active.get(inR)!).explanation, /reservation r no longer exists/);
+    });
+
+    it('a job waiting for a reservation that begins later holds up no one behind it', () => {
+      const { clock, engine } = setup(policy);
+      const t0 = clock.ms;
+      engine.createReservation({ name: 'later', kind: 'reservation', startMs: t0 + 24 * 60 * MIN, endMs: t0 + 25 * 60 * MIN, nodes: ['node01'], users: ['ann'], reason: '', createdBy: 'root' });
+      const [waiting, behind] = engine.submit([
+        { user: 'ann', spec: spec({ reservation: 'later' }) },
+        { user: 'bob', spec: spec({ nodes: { min: 2 } }) },
+      ]);
+      assert.deepEqual(engine.schedule(), [behind]);
+      assert.equal(engine.plannedStartMs(waiting), t0 + 24 * 60 * MIN);
+    });
+
     it('refuses a bad reservation with every reason and stores nothing', () => {
       const { clock, engine, store } = setup(policy);
       const t0 = clock.ms;

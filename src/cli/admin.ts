@@ -30,7 +30,7 @@ async function scheduleWindow(flags: AdminFlags, nodes?: string[]): Promise<void
   if (flags.at === undefined || flags.until === undefined) fail('a maintenance window needs both --at TIME and --until TIME');
   const { timeOption, createReservation } = await import('./planning.js');
   const startMs = await timeOption('--at', flags.at!);
-  const endMs = await timeOption('--until', flags.until!);
+  const endMs = await timeOption('--until', flags.until!, startMs);
   let names = nodes;
   if (names === undefined) {
     names = await withClient(flags.controller, async (api) => (await api.get<ApiNode[]>('/nodes')).map((node) => node.name));

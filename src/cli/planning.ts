@@ -10,10 +10,14 @@ import { fail } from './flags.js';
 
 const jsonOption = ['--json', 'print the controller\'s answer as JSON'] as const;
 
-/** Epoch ms of a time as --start/--at/--until take it, or a usage error naming the option. */
-export async function timeOption(option: string, raw: string, nowMs = Date.now()): Promise<number> {
+/**
+ * Epoch ms of a time as --start/--at/--until take it, or a usage error naming
+ * the option. `after`: an end's start: clock times (18:00, tomorrow) are the
+ * next ones after it; `now+...` is always from now.
+ */
+export async function timeOption(option: string, raw: string, after?: number): Promise<number> {
   const { parseClockTime } = await import('../jobspec/values.js');
-  const parsed = parseClockTime(raw, nowMs);
+  const parsed = parseClockTime(raw, after === undefined || /^\s*now/i.test(raw) ? Date.now() : after);
   if (!parsed.ok) fail(`${option}: ${parsed.message}`);
   return parsed.value;
 }
@@ -95,7 +99,7 @@ export function registerPlanningCommands(program: Command): void {
     .action(async (flags: ReserveFlags) => {
       const startMs = await timeOption('--start', flags.start!);
       if ((flags.duration === undefined) === (flags.end === undefined)) fail('give --duration or --end (one of them)');
-      const endMs = flags.end !== undefined ? await timeOption('--end', flags.end) : startMs + (await durationOption(flags.duration!)) * 1000;
+      const endMs = flags.end !== undefined ? await timeOption('--end', flags.end, startMs) : startMs + (await durationOption(flags.duration!)) * 1000;
       if ((flags.nodes === undefined) === (flags.nodelist === undefined)) fail('give --nodes COUNT or --nodelist NODES (one of them)');
       const body: Record<string, unknown> = {
         name: flags.name, kind: flags.maint ? 'maintenance' : 'reservation', startMs, endMs,
@@ -207,7 +211,7 @@ export function registerWhatIfCommand(program: Command): void {
       if (flags.reserveAt !== undefined || flags.reserveUntil !== undefined) {
         if (flags.reserveAt === undefined || flags.reserveUntil === undefined) fail('a what-if window needs both --reserve-at and --reserve-until');
         const startMs = await timeOption('--reserve-at', flags.reserveAt!);
-        const endMs = await timeOption('--reserve-until', flags.reserveUntil!);
+        const endMs = await timeOption('--reserve-until', flags.reserveUntil!, startMs);
         let nodes = flags.reserveNodes === undefined ? undefined : expandHostlist(flags.reserveNodes);
         if (nodes === undefined) nodes = await withClient(flags.controller, async (api) => (await api.get<{ name: string }[]>('/nodes')).map((n) => n.name));
         body.window = { startMs, endMs, nodes };

@@ -249,6 +249,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
         return reject(error);
       }
       const reasons = engine.refusals(submission.spec);
+      // After the key lookup (a retry is answered whatever the reservation is now) and the cluster's own checks.
+      if (reasons.length === 0) reasons.push(...engine.reservationRefusals(submission.spec, submission.mayUseReservation ?? (() => false)));
       if (reasons.length > 0) return reject(new SubmitRefused(reasons));
       // Group commit: the next batch is committed once the previous one is on the disk, so the
       // submissions that arrive during an fdatasync share the next commit and the next sync.
@@ -325,10 +327,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
         if (caller.uid === 0 && !config.allowRootJobs) {
           throw new RouteError(403, 'this cluster does not run jobs as root (allow_root_jobs = false in cluster.toml)', 'submit as an ordinary user');
         }
-        const inReservation = engine.reservationRefusals(body.spec as JobSpec, (users) => admin(caller) || isListed(caller, users));
-        if (inReservation.length > 0) refused(new SubmitRefused(inReservation));
         // The submitter is the verified caller, always: a spec cannot name another user.
-        const id = await submitOne({ user: caller.user, uid: caller.uid, spec: body.spec as JobSpec, idempotencyKey: body.idempotencyKey }).catch(refused);
+        const id = await submitOne({
+          user: caller.user, uid: caller.uid, spec: body.spec as JobSpec, idempotencyKey: body.idempotencyKey,
+          mayUseReservation: (users) => admin(caller) || isListed(caller, users),
+        }).catch(refused);
         return { status: 201, body: { id } };
       },
     },

@@ -29,6 +29,16 @@ function withSubmitUid(spec: JobSpec, uid: number | undefined): JsonObject {
   return uid === undefined ? clean : { ...clean, [SUBMIT_UID]: uid };
 }
 
+/** Key of the stamp of the reservation a job was accepted into (its creation time): a later one of the same name is another. */
+const RESERVATION_STAMP = 'reservationCreatedMs';
+
+/** The stored request with the stamp of the reservation it runs in (and never a stamp the body carried). */
+function withReservationStamp(request: JsonObject, reservation: Reservation | undefined): JsonObject {
+  const { [RESERVATION_STAMP]: claimed, ...clean } = request;
+  void claimed;
+  return reservation === undefined ? clean : { ...clean, [RESERVATION_STAMP]: reservation.createdMs };
+}
+
 /** The spec fields a job's resources depend on (partition, features, memory, CPUs, tasks, nodes), as one key. */
 function shapeOf(spec: JobSpec): string {
   return `${spec.partition ?? ''}\n${spec.constraint?.text ?? ''}\n${spec.memoryMiB ?? ''}\n${spec.cpusPerTask}\n${spec.ntasks ?? ''}\n${spec.nodes.min}\n${spec.nodes.max ?? ''}`;
@@ -94,6 +104,12 @@ export interface Submission {
   readonly uid?: number;
   readonly spec: JobSpec;
   readonly idempotencyKey?: string;
+  /**
+   * Whether the submitter may run jobs in a reservation with these users (the
+   * daemon: root, an administrator or one of them). Absent: trusted callers
+   * (tests, the engine's own resubmissions) may.
+   */
+  readonly mayUseReservation?: (users: readonly string[]) => boolean;
 }
 
 /** One submission's outcome in a batch: its id (`replayed`: a retry of a key already stored), or why it was refused. */
@@ -216,14 +232,33 @@ export class ControllerEngine {
       if (gone.length > 0) log(`reservation ${reservation.name}: its nodes ${gone.join(', ')} are no longer in the configuration; it keeps the others`);
       const nodes = reservation.nodes.filter((name) => known.has(name));
       if (nodes.length > 0) this.reservations.set(reservation.name, { ...reservation, nodes });
+      this.lastReservationCreatedMs = Math.max(this.lastReservationCreatedMs, reservation.createdMs);
     }
     if (this.scheduler.plansOnNodes) this.scheduler.setExternalHolds([...this.reservations.values()].map(holdOf));
+    else if (this.reservations.size > 0) {
+      log(`policy ${config.policy} does not plan on nodes: the ${this.reservations.size} reservations and maintenance windows are not in its plans (use fcfs, easy or conservative)`);
+    }
     this.recover();
   }
 
   /** The first planned start of pending jobs (epoch ms), and the jobs queued since the last pass that have none yet. */
   private readonly firstPromises = new Map<JobId, number>();
   private unpromised: JobId[] = [];
+
+  private lastReservationCreatedMs = 0;
+
+  /** The reservation a job was accepted into, while it exists (a later one of the same name is not it). */
+  reservationOf(record: JobRecord): Reservation | undefined {
+    const name = this.specOf(record).reservation;
+    const found = name === undefined ? undefined : this.reservations.get(name);
+    return found !== undefined && this.asksFor(record, found) ? found : undefined;
+  }
+
+  /** Whether the job was accepted into this reservation (by name and creation stamp; deleted or not). */
+  asksFor(record: JobRecord, reservation: Reservation): boolean {
+    const stamp = (record.request as { [RESERVATION_STAMP]?: number })[RESERVATION_STAMP];
+    return this.specOf(record).reservation === reservation.name && (stamp === undefined || stamp === reservation.createdMs);
+  }
 
   /** Advance reservations and maintenance windows, by name. */
   readonly reservations = new Map<string, Reservation>();
@@ -283,14 +318,17 @@ export class ControllerEngine {
         throw new SubmitRefused([`only ${nodes.length} of the ${count} nodes are free for the whole window (running jobs, other reservations or nodes out hold the rest); ask for fewer, name them with --nodelist, or pick a later start`]);
       }
     }
+    // Its creation time tells it from an earlier reservation of the same name (jobs keep the one they were accepted into).
+    const createdMs = Math.max(this.clockMs(), this.lastReservationCreatedMs + 1);
+    this.lastReservationCreatedMs = createdMs;
     const reservation: Reservation = {
-      name: request.name, kind: request.kind, startMs: request.startMs, endMs: request.endMs, nodes, users: [...request.users], reason: request.reason, createdBy: request.createdBy,
+      name: request.name, kind: request.kind, startMs: request.startMs, endMs: request.endMs, nodes, users: [...request.users], reason: request.reason, createdBy: request.createdBy, createdMs,
     };
     const overlapping = this.scheduler.state.running
       .filter((run) => run.nodes.some((name) => nodes.includes(name)) && run.start + run.job.estimate > start)
       .map((run) => run.job.id);
     this.reservations.set(reservation.name, reservation);
-    this.storeReservations();
+    this.storeReservations([reservation.name]);
     return { reservation, overlapping };
   }
 
@@ -299,7 +337,7 @@ export class ControllerEngine {
     const reservation = this.reservations.get(name);
     if (reservation === undefined) throw new SubmitRefused([`no reservation named ${name}; list them with \`taras reserve list\``]);
     this.reservations.delete(name);
-    this.storeReservations();
+    this.storeReservations([name]);
     return reservation;
   }
 
@@ -309,18 +347,19 @@ export class ControllerEngine {
     const ended = [...this.reservations.values()].filter((r) => r.endMs <= now);
     if (ended.length === 0) return [];
     for (const r of ended) this.reservations.delete(r.name);
-    this.storeReservations();
+    this.storeReservations(ended.map((r) => r.name));
     for (const r of ended) this.log(`${r.kind} ${r.name} ended`);
     return ended;
   }
 
-  /** Stores the reservations, then plans with them; pending jobs in a reservation that changed are planned again. */
-  private storeReservations(): void {
+  /** Stores the reservations, then plans with them; pending jobs that name one of `changed` are planned again, in their places. */
+  private storeReservations(changed: readonly string[]): void {
     this.store.setSetting(RESERVATIONS_SETTING, toStored([...this.reservations.values()]));
     if (this.scheduler.plansOnNodes) this.scheduler.setExternalHolds([...this.reservations.values()].map(holdOf));
     for (const record of this.active.values()) {
-      if (record.state !== 'PENDING' || record.held || this.specOf(record).reservation === undefined) continue;
-      if (this.scheduler.cancel(record.id)) this.scheduler.submit(this.coreRequest(record));
+      const name = this.specOf(record).reservation;
+      if (record.state !== 'PENDING' || record.held || name === undefined || !changed.includes(name)) continue;
+      this.scheduler.replaceQueued(this.coreRequest(record));
     }
     this.plannedAt = null;
     this.dirty = true;
@@ -403,7 +442,7 @@ export class ControllerEngine {
     // The schema without the environment (checked at submission; only the agent reads it): a third of the cost,
     // about 4 µs a job, 0.2 s for 50,000 queued jobs.
     // The verified uid is the controller's own addition to the stored request (withSubmitUid), not part of the spec.
-    const { submitEnv: _environment, [SUBMIT_UID]: _uid, ...request } = record.request as { submitEnv?: unknown; submitUid?: unknown };
+    const { submitEnv: _environment, [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, ...request } = record.request as { submitEnv?: unknown; submitUid?: unknown; reservationCreatedMs?: unknown };
     const checked = checkBody(JobSpecSchema, request, 'request');
     if (!checked.ok) {
       reason = `its stored request is not valid (${formatProblems(checked.problems)})`;
@@ -486,8 +525,10 @@ export class ControllerEngine {
     let window: JobRequest['window'];
     if (spec.reservation !== undefined && record.state === 'PENDING') {
       // Within its reservation: its nodes, its time. One that is gone (deleted, ended) leaves the job with no plan.
-      const reservation = this.reservations.get(spec.reservation);
-      const owner = holdOwner({ kind: reservation?.kind ?? 'reservation', name: spec.reservation });
+      // The reservation it was accepted into, not a later one of the same name (another window, other users).
+      const found = this.reservations.get(spec.reservation);
+      const reservation = this.reservationOf(record);
+      const owner = holdOwner({ kind: found?.kind ?? 'reservation', name: spec.reservation });
       window = reservation === undefined
         ? { owner, start: Infinity, end: Infinity }
         : { owner, start: Math.floor(reservation.startMs / 1000), end: Math.ceil(reservation.endMs / 1000) };
@@ -595,6 +636,9 @@ export class ControllerEngine {
       try {
         const spec = this.complete(submission.spec);
         this.resourcesOf(spec); // throws for a job no node set can hold
+        // Checked again at the commit: the reservation may have been deleted since the submission was checked.
+        const inReservation = this.reservationRefusals(spec, submission.mayUseReservation ?? (() => true));
+        if (inReservation.length > 0) throw new SubmitRefused(inReservation);
         admitted.push({ index, submission, spec });
       } catch (error) {
         if (!(error instanceof SubmitRefused)) throw error;
@@ -606,7 +650,7 @@ export class ControllerEngine {
       admitted.map(({ submission: { user, uid, idempotencyKey }, spec }) => ({
         user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
         // The verified uid rides in the stored request (no schema change); only the start order reads it.
-        script: spec.script.text, request: withSubmitUid(spec, uid), idempotencyKey,
+        script: spec.script.text, request: withReservationStamp(withSubmitUid(spec, uid), spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation)), idempotencyKey,
       })),
       nowMs,
     );
@@ -733,6 +777,7 @@ export class ControllerEngine {
       const requeued = this.store.job(report.jobId)!;
       this.active.set(report.jobId, requeued);
       this.scheduler.submit(this.coreRequest(requeued));
+      this.unpromised.push(report.jobId); // a new run gets a new first promise
     } else {
       const ended = cancelled
         ? { type: 'ended' as const, state: 'CANCELLED' as const, exitCode: report.exitCode, reason: `cancelled; ${report.reason ?? 'its node failed'} before the job ended` }
@@ -1001,14 +1046,15 @@ export class ControllerEngine {
     const policy = change.policy ?? this.config.policy;
     const problems: string[] = [];
     if (!['fcfs', 'easy', 'conservative'].includes(policy)) problems.push(`what-if plans with fcfs, easy or conservative, not ${policy}`);
-    const unknown = [...(change.drain ?? []), ...(change.window?.nodes ?? [])].filter((name) => !this.nodes.has(name));
-    if (unknown.length > 0) problems.push(`no node named ${[...new Set(unknown)].join(', ')}`);
+    const unknown = [...new Set([...(change.drain ?? []), ...(change.window?.nodes ?? [])])].filter((name) => !this.nodes.has(name));
+    if (unknown.length > 0) problems.push(`no node named ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ` and ${unknown.length - 10} more` : ''}`);
     if (change.window && !(change.window.endMs > change.window.startMs)) problems.push('the window must end after it starts');
     if (problems.length > 0) throw new SubmitRefused(problems);
     const now = this.nowSeconds();
+    const drain = new Set(change.drain ?? []);
     const pool = new NodePool(this.config.nodes, this.config.placement);
     for (const node of this.config.nodes) {
-      const drained = change.drain?.includes(node.name) ?? false;
+      const drained = drain.has(node.name);
       pool.setAccepting(node.name, !drained && this.pool.accepts(node.name), !drained && this.pool.counts(node.name));
     }
     const copy = new Scheduler(policy, { processors: pool.totalCpus }, now, pool);
@@ -1016,7 +1062,7 @@ export class ControllerEngine {
     for (const entry of this.scheduler.state.queue) copy.submit(entry.job);
     const holds = [...this.reservations.values()].map(holdOf);
     if (change.window) {
-      holds.push({ owner: 'maintenance:what-if', start: Math.floor(change.window.startMs / 1000), end: Math.ceil(change.window.endMs / 1000), nodes: change.window.nodes, cpus: 0, memoryMiB: 0, whole: true });
+      holds.push({ owner: 'maintenance:what-if', start: Math.floor(change.window.startMs / 1000), end: Math.ceil(change.window.endMs / 1000), nodes: [...new Set(change.window.nodes)], cpus: 0, memoryMiB: 0, whole: true });
     }
     copy.setExternalHolds(holds);
     copy.plan(now);

@@ -25,6 +25,8 @@ export interface Reservation {
   readonly users: readonly string[];
   readonly reason: string;
   readonly createdBy: string;
+  /** When it was created (unique among reservations): jobs in it keep this, so a later one of the same name is not theirs. */
+  readonly createdMs: number;
 }
 
 /** The owner of a reservation's hold in the plan: `reservation:NAME` or `maintenance:NAME`. */
@@ -58,7 +60,7 @@ export function readReservations(stored: JsonValue | undefined, log: (line: stri
       && Number.isFinite(r.startMs) && Number.isFinite(r.endMs) && (r.endMs as number) > (r.startMs as number)
       && isStringList(r.nodes) && r.nodes.length > 0 && isStringList(r.users)
       && typeof r.reason === 'string' && typeof r.createdBy === 'string';
-    if (ok) kept.push(r as Reservation);
+    if (ok) kept.push({ ...(r as Reservation), createdMs: Number.isFinite(r.createdMs) ? (r.createdMs as number) : 0 });
     else log(`ignored a stored reservation that does not read back: ${JSON.stringify(item).slice(0, 120)}`);
   }
   return kept;

@@ -225,8 +225,7 @@ export function apiWhen(engine: ControllerEngine, record: JobRecord): ApiWhen {
 }
 
 function reservationOf(engine: ControllerEngine, record: JobRecord): ApiWhen['reservation'] {
-  const name = engine.specOf(record).reservation;
-  const reservation = name === undefined ? undefined : engine.reservations.get(name);
+  const reservation = engine.reservationOf(record);
   return reservation === undefined ? null : { name: reservation.name, start: new Date(reservation.startMs).toISOString(), end: new Date(reservation.endMs).toISOString() };
 }
 
@@ -257,7 +256,7 @@ function unplannedExplanation(engine: ControllerEngine, record: JobRecord): stri
   if (memory > 0 && !withFeatures.some((node) => node.memoryMiB >= memory)) unmet.push(`${memory} MiB of memory per node`);
   if (!withFeatures.some((node) => node.cpus >= spec.cpusPerTask)) unmet.push(`${spec.cpusPerTask} CPUs per task`);
   if (spec.reservation !== undefined) {
-    const reservation = engine.reservations.get(spec.reservation);
+    const reservation = engine.reservationOf(record);
     if (reservation === undefined) return `Its reservation ${spec.reservation} no longer exists (deleted, or ended before it could run): cancel it, or submit it again without --reservation.`;
     if (reservation.endMs - Math.max(reservation.startMs, Date.now()) < 1000 * engine.plannedEstimateSeconds(record.id as JobId)) {
       return `What is left of reservation ${reservation.name} is shorter than its time limit.`;
@@ -276,7 +275,7 @@ function unplannedExplanation(engine: ControllerEngine, record: JobRecord): stri
 
 /** A reservation or window as the API shows it, with the active jobs that asked for it. */
 export function apiReservation(engine: ControllerEngine, reservation: Reservation, nowMs: number): ApiReservation {
-  const jobs = [...engine.active.values()].filter((record) => engine.specOf(record).reservation === reservation.name).map((record) => record.id as number);
+  const jobs = [...engine.active.values()].filter((record) => engine.asksFor(record, reservation)).map((record) => record.id as number);
   return {
     name: reservation.name, kind: reservation.kind, state: reservation.startMs <= nowMs ? 'ACTIVE' : 'PLANNED',
     start: new Date(reservation.startMs).toISOString(), end: new Date(reservation.endMs).toISOString(),

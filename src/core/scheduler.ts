@@ -121,6 +121,16 @@ export class Scheduler {
     return this.state.getRunning(id)?.nodes;
   }
 
+  /** A queued job's request changed (its reservation came or went): it keeps its place in the queue and is planned again. */
+  replaceQueued(job: JobRequest): boolean {
+    const entry = this.state.removeQueued(job.id);
+    if (!entry) return false;
+    this.policy.onCancel?.(entry);
+    const again = this.state.reinsert(job);
+    this.policy.onSubmit?.(again, !this.state.isLast(again));
+    return true;
+  }
+
   /** A queued job leaves without starting. Returns false if it is not queued. */
   cancel(id: JobId): boolean {
     const entry = this.state.removeQueued(id);

@@ -202,7 +202,9 @@ export function parseClockTime(raw: string, nowMs: number): ValueResult<number> 
   if (relative) {
     if (relative[1] === undefined) return ok(nowMs);
     const unit = UNIT_SECONDS[relative[2]];
-    return unit === undefined ? bad(raw, BEGIN_FORMS) : ok(nowMs + Number(relative[1]) * unit * 1000);
+    const value = nowMs + Number(relative[1]) * (unit ?? NaN) * 1000;
+    // A century ahead at most: anything further is a typo, not a plan.
+    return unit === undefined || !(value - nowMs <= 100 * 366 * 86_400_000) ? bad(raw, BEGIN_FORMS) : ok(value);
   }
   const named: Record<string, () => number> = {
     today: () => at(0, 0), tomorrow: () => at(1, 0), midnight: () => at(1, 0),

@@ -260,6 +260,12 @@ export class NodePlanPolicy implements Policy {
         plan.hold(reservationHold(entry));
         continue;
       }
+      if (keep && Number.isFinite(entry.reservation) && entry.reservation < now && entry.plannedNodes.length > 0) {
+        // Due and waiting for its own nodes (see scheduleConservative): it keeps them, from now on.
+        entry.reservation = now;
+        plan.hold(reservationHold(entry));
+        continue;
+      }
       if (Number.isFinite(entry.reservation)) entry.previous = entry.reservation;
       entry.reservation = NaN;
       entry.plannedNodes = [];
@@ -285,7 +291,7 @@ export class NodePlanPolicy implements Policy {
         begun.push(entry);
         continue;
       }
-      if (entry.plannedNodes.every((name) => this.pool.accepts(name))) {
+      if (entry.plannedNodes.every((name) => this.pool.accepts(name)) && this.mayWaitInPlace(plan, entry, now)) {
         // Its nodes take jobs but are still busy: a running job on them is past its planned end (a job
         // killed at its limit ends a moment after it: the agent counts from its own start, then the kill
         // grace), or started late itself for that reason. It waits for exactly those nodes, holding them
@@ -294,6 +300,13 @@ export class NodePlanPolicy implements Policy {
         plan.hold({ ...reservationHold(entry), start: now, end: now + entry.job.estimate });
         entry.reservation = now;
         this.moved.set(entry.job.id, 'not-free');
+        continue;
+      }
+      if (entry.plannedNodes.every((name) => this.pool.accepts(name))) {
+        // Waiting would run into a window or out of its reservation: planned again from the next second.
+        plan.release(jobOwner(entry.job.id));
+        entry.previous = entry.reservation;
+        this.reserve(plan, entry, now + 1, 'not-free');
         continue;
       }
       // Its nodes are not taking jobs now (a node expected back after a restart). It keeps its place:
@@ -398,8 +411,8 @@ export class NodePlanPolicy implements Policy {
         if (resources.cpusPerNode > largest.cpus || resources.memoryMiBPerNode > largest.memoryMiB) continue;
       }
       if (!plan.couldHold(resources)) {
-        // It waits for nodes that are out: under fcfs nothing passes it; EASY goes around it.
-        if (this.mode === 'fcfs') break;
+        // It waits for nodes that are out: under fcfs nothing passes it (unless it is in a reservation); EASY goes around it.
+        if (this.mode === 'fcfs' && job.window === undefined) break;
         continue;
       }
       if (headFound) {
@@ -417,6 +430,16 @@ export class NodePlanPolicy implements Policy {
       if (slot !== undefined && slot.start === now && this.startable(job, slot.nodes)) {
         this.begin(state, plan, entry, now, slot.nodes);
         begun.push(entry);
+        continue;
+      }
+      if (job.window !== undefined) {
+        // A job in a reservation waits for its window (or, with none left, for ever): it holds its place
+        // in the window but is nobody's head: the queue behind it goes on.
+        if (slot !== undefined) {
+          entry.reservation = slot.start;
+          entry.plannedNodes = slot.nodes;
+          plan.hold(reservationHold(entry));
+        }
         continue;
       }
       headFound = true;
@@ -455,19 +478,33 @@ export class NodePlanPolicy implements Policy {
       if (slot === undefined) {
         entry.reservation = Infinity;
         entry.plannedNodes = [];
-        if (this.mode === 'fcfs') this.projectedBlocked = true;
+        // Nothing passes a job waiting for nodes that are out under fcfs; a job in a reservation holds nobody up.
+        if (this.mode === 'fcfs' && entry.job.window === undefined) this.projectedBlocked = true;
         continue;
       }
       entry.reservation = slot.start;
       entry.plannedNodes = slot.nodes;
       plan.hold(reservationHold(entry));
       if (slot.start < this.projectedEarliest) this.projectedEarliest = slot.start;
-      this.projectedLast = slot.start;
+      if (entry.job.window === undefined) this.projectedLast = slot.start;
     }
     this.projected = queue.length;
   }
 
   // --- shared -----------------------------------------------------------------
+
+  /**
+   * Whether a due job may wait for its own nodes from `now`: it would still end
+   * within its reservation, and no maintenance window or reservation on those
+   * nodes begins before it would end. Otherwise it is planned again.
+   */
+  private mayWaitInPlace(plan: NodePlan, entry: QueueEntry, now: Seconds): boolean {
+    const { job } = entry;
+    const end = now + job.estimate;
+    if (job.window !== undefined && (now < job.window.start || end > job.window.end)) return false;
+    return !this.external.some((hold) => hold.owner !== job.window?.owner && hold.start < end && hold.end > now
+      && hold.nodes.some((name) => entry.plannedNodes.includes(name)));
+  }
 
   /** Whether the job can start now on exactly these nodes: each takes jobs and has its CPUs and memory free. */
   private startable(job: JobRequest, nodes: readonly string[]): boolean {
