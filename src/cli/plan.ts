@@ -6,10 +6,11 @@ import type { Command } from 'commander';
 import type { ApiPlan } from '../api/types.js';
 import { badFlag, fail, parseIntegerFlag } from './flags.js';
 import { controllerOption, print, printJson, withClient } from './controller-client.js';
+import { parseClockTime } from '../jobspec/values.js';
 
 const DEFAULT_WIDTH = 100;
 const MAX_HOURS = 24 * 366;
-const UNTIL_FORMS = 'HH:MM (the next such time) or a date and time such as 2026-11-25T09:00';
+const UNTIL_FORMS = 'HH:MM (the next such time), tomorrow, now+2hours, or a date and time such as 2026-11-25T09:00';
 
 interface PlanFlags {
   hours?: string;
@@ -27,15 +28,10 @@ interface PlanFlags {
  * of its own.
  */
 export function untilMillis(text: string, nowMillis: number): number | null {
-  const clock = /^(\d{1,2}):(\d{2})$/.exec(text.trim());
-  if (clock !== null) {
-    const [hours, minutes] = [Number(clock[1]), Number(clock[2])];
-    if (hours > 23 || minutes > 59) return null;
-    const at = new Date(nowMillis);
-    at.setHours(hours, minutes, 0, 0);
-    if (at.getTime() <= nowMillis) at.setDate(at.getDate() + 1);
-    return at.getTime();
-  }
+  // The forms --start and --begin take (18:00, tomorrow, now+2hours, 2026-12-01T09:00), then any date Date.parse reads.
+  const clock = parseClockTime(text, nowMillis);
+  if (clock.ok) return clock.value;
+  if (/^\s*(now|\d{1,2}:\d{2})/i.test(text)) return null; // a clock or `now` form it refused (12:60, now+3parsecs)
   // A bare number would parse as a year: not what anyone means by --until.
   if (/^\d+$/.test(text.trim())) return null;
   const parsed = Date.parse(text);
