@@ -198,6 +198,8 @@ export class ControllerEngine {
   /** Bumped when a new plan differs from the last one (see listingVersion). */
   private planVersion = 0;
   private lastReservations: Float64Array = new Float64Array(0);
+  /** Until when (epoch ms) the last plan is shown rather than made again, after one that took long. */
+  private planStaleUntilMs = 0;
   /** Whether the plan made by the last ensurePlan was compared with lastReservations yet. */
   private planCompared = false;
   /**
@@ -1112,8 +1114,15 @@ export class ControllerEngine {
   /** Plans the queue once per pass, noting whether the plan differs from the previous one. */
   private ensurePlan(): void {
     if (this.plannedAt !== null) return;
+    // A plan that took long (EASY's planned starts of a deep queue on many nodes, rebuilt after a job
+    // ended) is shown as it was for a while: ten times what it took, at most 5 s. Starts never wait for it.
+    const nowMs = this.clockMs();
+    if (nowMs < this.planStaleUntilMs) return;
     this.plannedAt = this.nowSeconds();
+    const began = performance.now();
     this.scheduler.plan(this.plannedAt);
+    const took = performance.now() - began;
+    this.planStaleUntilMs = took > 250 ? nowMs + Math.min(5000, 10 * took) : 0;
     this.planCompared = false;
   }
 
