@@ -164,7 +164,7 @@ interface RunRecord {
  */
 function drive(policy: 'fcfs' | 'easy' | 'conservative', seed: number, check: (scheduler: Scheduler, now: number, started: JobRequest[], queueBefore: JobId[]) => void) {
   const random = new SeededRandom(seed);
-  const { pool, partitions } = mixedPool(seed % 2 === 0 ? 'first-fit' : 'best-fit');
+  const { pool, nodes, partitions } = mixedPool(seed % 2 === 0 ? 'first-fit' : 'best-fit');
   const scheduler = new Scheduler(policy, { processors: pool.totalCpus }, 0, pool);
   const runs = new Map<JobId, RunRecord>();
   const endsAt = new Map<JobId, number>();
@@ -220,7 +220,7 @@ function drive(policy: 'fcfs' | 'easy' | 'conservative', seed: number, check: (s
       if (run.firstPromise === undefined) run.firstPromise = now; // started in its first pass
     }
     // Never over-committed: every node's free CPUs and memory stay within [0, total].
-    for (const n of pool.allNodes) {
+    for (const n of nodes) {
       const free = pool.free(n.name);
       assert.ok(free.cpus >= 0 && free.cpus <= n.cpus && free.memoryMiB >= 0, `${policy} seed ${seed}: node ${n.name} over-committed at ${now}`);
     }

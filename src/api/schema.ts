@@ -6,7 +6,7 @@
 // bounded. A refusal names the field by its path and says what it takes.
 
 import * as v from 'valibot';
-import { isSpecSignal } from './types.js';
+import { isSpecSignal, NODE_POLICIES, RESERVATION_NAME, RESERVATION_NAME_RULE } from './types.js';
 
 /** Largest figures a request may carry; far above any real cluster, small enough that no sum overflows or stalls. */
 export const LIMITS = {
@@ -77,6 +77,8 @@ const environment = v.custom<Record<string, string>>((value) => {
 }, ENVIRONMENT_RULE);
 
 /** A JobSpec (src/jobspec/types.ts) as the API takes it, plus what only the submitting shell knows. */
+const reservationName = v.pipe(text(64, 1), v.regex(RESERVATION_NAME, `expected ${RESERVATION_NAME_RULE}`));
+
 export const JobSpecSchema = strict({
   script: strict({
     path: text(LIMITS.pathChars, 1),
@@ -119,7 +121,7 @@ export const JobSpecSchema = strict({
   submitEnv: v.optional(environment),
   submitDir: v.optional(absolutePath()),
   /** Slurm's --reservation: the name of an advance reservation. */
-  reservation: v.optional(v.pipe(text(64, 1), v.regex(/^[A-Za-z0-9_.-]+$/, 'expected a reservation name (letters, digits, _ . -)'))),
+  reservation: v.optional(reservationName),
 });
 
 /** POST /jobs. The key makes a retry safe: the same key from the same user answers the first job's id. */
@@ -151,7 +153,7 @@ export const TokenBodySchema = v.optional(strict({ user: v.optional(text(256, 1)
  * the nodes by name (expanded) or how many.
  */
 export const ReservationBodySchema = strict({
-  name: v.optional(v.pipe(text(64, 1), v.regex(/^[A-Za-z0-9_.-]+$/, 'expected a reservation name (letters, digits, _ . -)'))),
+  name: v.optional(reservationName),
   kind: v.optional(v.picklist(['reservation', 'maintenance'], 'expected "reservation" or "maintenance"')),
   startMs: int(0, 8.64e15),
   endMs: int(0, 8.64e15),
@@ -163,7 +165,7 @@ export const ReservationBodySchema = strict({
 
 /** POST /whatif: the change to plan the live queue under (nothing is changed). */
 export const WhatIfBodySchema = strict({
-  policy: v.optional(v.picklist(['fcfs', 'easy', 'conservative'], 'expected fcfs, easy or conservative')),
+  policy: v.optional(v.picklist(NODE_POLICIES, `expected ${NODE_POLICIES.join(', ')}`)),
   drain: v.optional(nodeNames(1)),
   window: v.optional(strict({ startMs: int(0, 8.64e15), endMs: int(0, 8.64e15), nodes: nodeNames(1) })),
 });

@@ -233,3 +233,10 @@ export const SIGNAL_NAMES: readonly string[] = ['HUP', 'INT', 'QUIT', 'ILL', 'TR
 
 /** A signal as a job spec keeps it: one of SIGNAL_NAMES, or a number from 1 to 64 written plainly. */
 export const isSpecSignal = (text: string): boolean => SIGNAL_NAMES.includes(text) || (/^[1-9]\d?$/.test(text) && Number(text) <= 64);
+
+/** A reservation's name: 1 to 64 letters, digits, _ . - (the API, the job option, the store). */
+export const RESERVATION_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+export const RESERVATION_NAME_RULE = 'a reservation name (1 to 64 letters, digits, _ . -)';
+
+/** The policies that plan on nodes (what-if, reservations); cluster.toml's `policy` takes the same names. */
+export const NODE_POLICIES = ['fcfs', 'easy', 'conservative'] as const;

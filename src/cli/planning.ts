@@ -4,9 +4,9 @@
 // StartTime and --begin, durations as sbatch's --time.
 
 import type { Command } from 'commander';
-import type { ApiReservation, ApiWhatIf } from '../api/types.js';
+import { NODE_POLICIES, type ApiReservation, type ApiWhatIf } from '../api/types.js';
 import { controllerOption, print, printJson, withClient } from './controller-client.js';
-import { fail } from './flags.js';
+import { fail, parseIntegerFlag } from './flags.js';
 
 const jsonOption = ['--json', 'print the controller\'s answer as JSON'] as const;
 
@@ -108,9 +108,9 @@ export function registerPlanningCommands(program: Command): void {
       };
       if (flags.nodelist !== undefined) body.nodes = (await import('../config/hostlist.js')).expandHostlist(flags.nodelist);
       else {
-        const count = Number(flags.nodes);
-        if (!Number.isSafeInteger(count) || count < 1) fail(`--nodes: got '${flags.nodes}': expected a count of nodes, 1 or more`);
-        body.nodeCount = count;
+        const count = parseIntegerFlag('--nodes', flags.nodes!, 1, 1_000_000, 'a count of nodes, 1 or more');
+        if (!count.ok) fail(count.message);
+        body.nodeCount = count.value;
       }
       await createReservation(flags.controller, flags.json, body);
     });
@@ -200,7 +200,7 @@ export function registerWhatIfCommand(program: Command): void {
       const body: Record<string, unknown> = {};
       const changes: string[] = [];
       if (flags.policy !== undefined) {
-        if (!['fcfs', 'easy', 'conservative'].includes(flags.policy)) fail(`--policy: got '${flags.policy}': expected fcfs, easy or conservative`);
+        if (!(NODE_POLICIES as readonly string[]).includes(flags.policy)) fail(`--policy: got '${flags.policy}': expected ${NODE_POLICIES.join(', ')}`);
         body.policy = flags.policy;
         changes.push(flags.policy);
       }

@@ -13,8 +13,9 @@ import { expandHostlist } from './hostlist.js';
 import { SourceIndex } from './locate.js';
 import { readNodes, readPartitions } from './topology.js';
 import { parseWarnSignal, type WarnSignal } from './units.js';
+import { NODE_POLICIES } from '../api/types.js';
 
-export const schedulingPolicies = ['fcfs', 'easy', 'conservative'] as const satisfies readonly PolicyName[];
+export const schedulingPolicies = NODE_POLICIES satisfies readonly PolicyName[];
 export type SchedulingPolicy = (typeof schedulingPolicies)[number];
 
 export const placements = ['first-fit', 'best-fit', 'least-loaded'] as const;

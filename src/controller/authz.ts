@@ -53,9 +53,6 @@ export function isAdmin(caller: Caller | null, admins: readonly string[]): boole
   });
 }
 
-/** Whether the caller is root or named in `list` (user names and "@group"): reservation users, as administrators. */
-export const isListed = isAdmin;
-
 /** Whether the caller may see and act on a job of `owner`. */
 export const mayActOn = (caller: Caller, admin: boolean, owner: string): boolean => admin || caller.user === owner;
 

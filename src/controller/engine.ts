@@ -13,30 +13,34 @@ import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
 import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
 import { suitableNodes, taskLayout, validateAgainstCluster } from '../jobspec/cluster.js';
 import type { JobSpec, WarnSignal } from '../jobspec/types.js';
-import type { ApiCancelResult } from '../api/types.js';
+import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JsonObject } from '../store/events.js';
 import type { Store } from '../store/store.js';
-import { holdOf, holdOwner, readReservations, RESERVATION_NAME, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
-import { NodePlan } from '../core/node-plan.js';
+import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 
 /** Key of the verified submitter's uid in a stored request. */
 const SUBMIT_UID = 'submitUid';
 
-/** The spec as stored: with the verified uid, and never a uid the body itself carried. */
-function withSubmitUid(spec: JobSpec, uid: number | undefined): JsonObject {
-  const { [SUBMIT_UID]: claimed, ...clean } = spec as unknown as JsonObject;
-  void claimed;
-  return uid === undefined ? clean : { ...clean, [SUBMIT_UID]: uid };
+/** A job on its nodes over [start, end) in the plan (seconds). */
+export interface PlannedItem {
+  readonly id: JobId;
+  readonly start: number;
+  readonly end: number;
+  readonly nodes: readonly string[];
 }
 
 /** Key of the stamp of the reservation a job was accepted into (its creation time): a later one of the same name is another. */
 const RESERVATION_STAMP = 'reservationCreatedMs';
 
-/** The stored request with the stamp of the reservation it runs in (and never a stamp the body carried). */
-function withReservationStamp(request: JsonObject, reservation: Reservation | undefined): JsonObject {
-  const { [RESERVATION_STAMP]: claimed, ...clean } = request;
-  void claimed;
-  return reservation === undefined ? clean : { ...clean, [RESERVATION_STAMP]: reservation.createdMs };
+/**
+ * The spec as stored, with the controller's own additions (the verified uid,
+ * the reservation's stamp) and never a value of those keys the body carried.
+ */
+function storedRequest(spec: JobSpec, uid: number | undefined, reservation: Reservation | undefined): JsonObject {
+  const { [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, ...clean } = spec as unknown as JsonObject;
+  return {
+    ...clean, ...(uid === undefined ? {} : { [SUBMIT_UID]: uid }), ...(reservation === undefined ? {} : { [RESERVATION_STAMP]: reservation.createdMs }),
+  };
 }
 
 /** The spec fields a job's resources depend on (partition, features, memory, CPUs, tasks, nodes), as one key. */
@@ -228,11 +232,10 @@ export class ControllerEngine {
     for (const partition of config.partitions) this.partitionNodes.set(partition.name, new Set(partition.nodes));
     this.scheduler = new Scheduler(config.policy, { processors: this.pool.totalCpus }, this.nowSeconds(), this.pool);
     // Before the queue: a job in a reservation is planned within it.
-    const known = new Set(config.nodes.map((node) => node.name));
     for (const reservation of readReservations(store.setting(RESERVATIONS_SETTING), log)) {
-      const gone = reservation.nodes.filter((name) => !known.has(name));
+      const gone = reservation.nodes.filter((name) => !this.nodes.has(name));
       if (gone.length > 0) log(`reservation ${reservation.name}: its nodes ${gone.join(', ')} are no longer in the configuration; it keeps the others`);
-      const nodes = reservation.nodes.filter((name) => known.has(name));
+      const nodes = reservation.nodes.filter((name) => this.nodes.has(name));
       if (nodes.length > 0) this.reservations.set(reservation.name, { ...reservation, nodes });
       this.lastReservationCreatedMs = Math.max(this.lastReservationCreatedMs, reservation.createdMs);
     }
@@ -295,13 +298,11 @@ export class ControllerEngine {
     if (this.reservations.has(request.name)) problems.push(`a reservation named ${request.name} exists; delete it first or pick another name`);
     if (!(request.endMs > request.startMs)) problems.push('its end must come after its start');
     if (!(request.endMs > this.clockMs())) problems.push('it would end in the past');
-    const known = new Set(this.config.nodes.map((node) => node.name));
-    const unknown = (request.nodes ?? []).filter((name) => !known.has(name));
+    const unknown = (request.nodes ?? []).filter((name) => !this.nodes.has(name));
     if (unknown.length > 0) problems.push(`no node named ${unknown.join(', ')}`);
     if (problems.length > 0) throw new SubmitRefused(problems);
     const start = Math.floor(request.startMs / 1000);
     const end = Math.ceil(request.endMs / 1000);
-    const plan = this.holdsPlan();
     // Reservations do not overlap one another on a node (Slurm's default); maintenance windows may overlap anything.
     const clashes = (name: string) => request.kind === 'reservation' && [...this.reservations.values()].some((other) =>
       other.kind === 'reservation' && other.nodes.includes(name) && other.startMs < request.endMs && request.startMs < other.endMs);
@@ -313,9 +314,8 @@ export class ControllerEngine {
     } else {
       const count = request.nodeCount ?? 0;
       if (!(count >= 1)) throw new SubmitRefused(['give the nodes (--nodelist) or how many (--nodes N)']);
-      nodes = this.config.nodes
-        .filter((node) => !clashes(node.name) && (plan.timeline(node.name)?.fits(start, end - start, node.cpus, node.memoryMiB) ?? false))
-        .slice(0, count).map((node) => node.name);
+      // The first nodes no running job, reservation or window takes during the window.
+      nodes = this.scheduler.wholeNodesFree(start, end, this.nowSeconds()).slice(0, count);
       if (nodes.length < count) {
         throw new SubmitRefused([`only ${nodes.length} of the ${count} nodes are free for the whole window (running jobs, other reservations or nodes out hold the rest); ask for fewer, name them with --nodelist, or pick a later start`]);
       }
@@ -367,19 +367,6 @@ export class ControllerEngine {
     this.dirty = true;
   }
 
-  /** Running jobs and reservations on every node, nothing pending: what a new reservation must fit beside. */
-  private holdsPlan(): NodePlan {
-    const now = this.nowSeconds();
-    const plan = new NodePlan(this.config.nodes.filter((node) => this.pool.counts(node.name)), now);
-    for (const run of this.scheduler.state.running) {
-      const resources = run.job.resources;
-      if (resources) plan.hold({ owner: `job:${run.job.id}`, start: run.start, end: Math.max(run.start + run.job.estimate, now + 1), nodes: run.nodes, cpus: resources.cpusPerNode, memoryMiB: resources.memoryMiBPerNode });
-    }
-    // Windows too: a count of nodes for a reservation never lands on nodes under maintenance then.
-    for (const reservation of this.reservations.values()) plan.hold(holdOf(reservation));
-    return plan;
-  }
-
   /**
    * Why the submitter may not submit this job in its reservation (empty: it
    * may): the reservation exists and has not ended, `mayUse` says the
@@ -396,13 +383,18 @@ export class ControllerEngine {
     if (completed.timeLimitSeconds === 'UNLIMITED' || completed.timeLimitSeconds > lengthSeconds) {
       return [`its time limit is longer than what is left of reservation ${reservation.name} (${Math.floor(lengthSeconds / 60)} min); ask for less time (--time)`];
     }
-    const partition = this.partitionOf(completed);
-    const inside = reservation.nodes.filter((name) => this.partitionNodes.get(partition.name)!.has(name));
-    const resources = this.resourcesOf(completed);
-    if (!this.pool.couldEverPlace({ ...resources, eligibleNodes: new Set(inside) })) {
-      return [`the nodes of reservation ${reservation.name} in partition ${partition.name} (${inside.join(', ') || 'none'}) can never hold the job`];
+    const inside = this.resourcesIn(reservation, this.resourcesOf(completed));
+    if (!inside.placeable) {
+      const names = [...inside.request.eligibleNodes!].join(', ') || 'none';
+      return [`the nodes of reservation ${reservation.name} in partition ${this.partitionOf(completed).name} (${names}) can never hold the job`];
     }
     return [];
+  }
+
+  /** A job's resources narrowed to the reservation's nodes (within its partition's), and whether those could ever hold it. */
+  private resourcesIn(reservation: Reservation, resources: ResourceRequest): { request: ResourceRequest; placeable: boolean } {
+    const request = { ...resources, eligibleNodes: new Set(reservation.nodes.filter((name) => resources.eligibleNodes?.has(name) ?? true)) };
+    return { request, placeable: this.pool.couldEverPlace(request) };
   }
 
   private nowSeconds(): number {
@@ -443,7 +435,7 @@ export class ControllerEngine {
     let reason: string | undefined;
     // The schema without the environment (checked at submission; only the agent reads it): a third of the cost,
     // about 4 µs a job, 0.2 s for 50,000 queued jobs.
-    // The verified uid is the controller's own addition to the stored request (withSubmitUid), not part of the spec.
+    // The verified uid and the reservation's stamp are the controller's own additions to the stored request (storedRequest), not part of the spec.
     const { submitEnv: _environment, [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, ...request } = record.request as { submitEnv?: unknown; submitUid?: unknown; reservationCreatedMs?: unknown };
     const checked = checkBody(JobSpecSchema, request, 'request');
     if (!checked.ok) {
@@ -528,16 +520,13 @@ export class ControllerEngine {
     if (spec.reservation !== undefined && record.state === 'PENDING') {
       // Within its reservation: its nodes, its time. One that is gone (deleted, ended) leaves the job with no plan.
       // The reservation it was accepted into, not a later one of the same name (another window, other users).
-      const found = this.reservations.get(spec.reservation);
       const reservation = this.reservationOf(record);
-      const owner = holdOwner({ kind: found?.kind ?? 'reservation', name: spec.reservation });
-      window = reservation === undefined
-        ? { owner, start: Infinity, end: Infinity }
-        : { owner, start: Math.floor(reservation.startMs / 1000), end: Math.ceil(reservation.endMs / 1000) };
-      if (reservation !== undefined) {
-        const inside = new Set(reservation.nodes.filter((name) => resources.eligibleNodes?.has(name) ?? true));
-        if (this.pool.couldEverPlace({ ...resources, eligibleNodes: inside })) resources = { ...resources, eligibleNodes: inside };
-        else window = { owner, start: Infinity, end: Infinity };
+      const owner = holdOwner({ kind: reservation?.kind ?? 'reservation', name: spec.reservation });
+      const inside = reservation === undefined ? undefined : this.resourcesIn(reservation, resources);
+      if (reservation === undefined || !inside!.placeable) window = { owner, start: Infinity, end: Infinity };
+      else {
+        window = { owner, start: Math.floor(reservation.startMs / 1000), end: Math.ceil(reservation.endMs / 1000) };
+        resources = inside!.request;
       }
     }
     return {
@@ -652,7 +641,7 @@ export class ControllerEngine {
       admitted.map(({ submission: { user, uid, idempotencyKey }, spec }) => ({
         user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
         // The verified uid rides in the stored request (no schema change); only the start order reads it.
-        script: spec.script.text, request: withReservationStamp(withSubmitUid(spec, uid), spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation)), idempotencyKey,
+        script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation)), idempotencyKey,
       })),
       nowMs,
     );
@@ -1047,7 +1036,7 @@ export class ControllerEngine {
     { id: JobId; user: string; nowMs: number | null; thenMs: number | null }[] {
     const policy = change.policy ?? this.config.policy;
     const problems: string[] = [];
-    if (!['fcfs', 'easy', 'conservative'].includes(policy)) problems.push(`what-if plans with fcfs, easy or conservative, not ${policy}`);
+    if (!(NODE_POLICIES as readonly string[]).includes(policy)) problems.push(`what-if plans with ${NODE_POLICIES.join(', ')}, not ${policy}`);
     const unknown = [...new Set([...(change.drain ?? []), ...(change.window?.nodes ?? [])])].filter((name) => !this.nodes.has(name));
     if (unknown.length > 0) problems.push(`no node named ${unknown.slice(0, 10).join(', ')}${unknown.length > 10 ? ` and ${unknown.length - 10} more` : ''}`);
     if (change.window && !(change.window.endMs > change.window.startMs)) problems.push('the window must end after it starts');
@@ -1097,10 +1086,10 @@ export class ControllerEngine {
   }
 
   /** The whole plan: running jobs, pending jobs with their planned nodes and starts, and the holds the controller added. */
-  planItems(): { running: { id: JobId; start: number; end: number; nodes: readonly string[] }[]; pending: { id: JobId; start: number; end: number; nodes: readonly string[] }[]; unplanned: JobId[]; holds: readonly PlanHold[] } {
+  planItems(): { running: PlannedItem[]; pending: PlannedItem[]; unplanned: JobId[] } {
     this.ensurePlan();
     const running = this.scheduler.state.running.map((run) => ({ id: run.job.id, start: run.start, end: run.start + run.job.estimate, nodes: run.nodes }));
-    const pending: { id: JobId; start: number; end: number; nodes: readonly string[] }[] = [];
+    const pending: PlannedItem[] = [];
     const unplanned: JobId[] = [];
     for (const entry of this.scheduler.state.queue) {
       const nodes = this.scheduler.plannedNodes(entry.job.id);
@@ -1108,7 +1097,12 @@ export class ControllerEngine {
       if (nodes === undefined || start === undefined) unplanned.push(entry.job.id);
       else pending.push({ id: entry.job.id, start, end: start + entry.job.estimate, nodes });
     }
-    return { running, pending, unplanned, holds: this.scheduler.externalHolds };
+    return { running, pending, unplanned };
+  }
+
+  /** The controller's clock (epoch ms): what views compare times with. */
+  nowMs(): number {
+    return this.clockMs();
   }
 
   /** Plans the queue once per pass, noting whether the plan differs from the previous one. */

@@ -8,6 +8,8 @@
 // Kept in the store's settings (one JSON list); a stored entry that does not
 // read back is logged and dropped, never a reason not to start.
 
+import * as v from 'valibot';
+import { RESERVATION_NAME } from '../api/types.js';
 import type { PlanHold } from '../core/node-plan.js';
 import type { JsonValue } from '../store/events.js';
 
@@ -32,7 +34,13 @@ export interface Reservation {
 /** The owner of a reservation's hold in the plan: `reservation:NAME` or `maintenance:NAME`. */
 export const holdOwner = (reservation: Pick<Reservation, 'kind' | 'name'>): string => `${reservation.kind}:${reservation.name}`;
 
-export const RESERVATION_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+/** Who holds a hold of the plan: `job:ID` (src/core/policies/nodes.ts jobOwner) or a reservation's holdOwner. */
+export function ownerOf(owner: string): { kind: 'job' | ReservationKind; name: string } {
+  const colon = owner.indexOf(':');
+  const kind = owner.slice(0, colon);
+  return { kind: kind === 'job' || kind === 'maintenance' ? kind : 'reservation', name: owner.slice(colon + 1) };
+}
+
 
 /** The plan's hold of a reservation: every CPU and all memory of its nodes, from its start (rounded down) to its end (rounded up). */
 export function holdOf(reservation: Reservation): PlanHold {
@@ -42,7 +50,22 @@ export function holdOf(reservation: Reservation): PlanHold {
   };
 }
 
-const isStringList = (value: unknown): value is string[] => Array.isArray(value) && value.every((item) => typeof item === 'string');
+/** A stored reservation as it must read back (entries written by this version always do). */
+const StoredReservationSchema = v.pipe(
+  v.object({
+    name: v.pipe(v.string(), v.regex(RESERVATION_NAME)),
+    kind: v.picklist(['reservation', 'maintenance']),
+    startMs: v.pipe(v.number(), v.finite()),
+    endMs: v.pipe(v.number(), v.finite()),
+    nodes: v.pipe(v.array(v.string()), v.minLength(1)),
+    users: v.array(v.string()),
+    reason: v.string(),
+    createdBy: v.string(),
+    // Absent in entries written before it was kept.
+    createdMs: v.optional(v.pipe(v.number(), v.finite()), 0),
+  }),
+  v.check((r) => r.endMs > r.startMs),
+);
 
 /** The reservations stored under RESERVATIONS_SETTING; entries that do not read back are logged and left out. */
 export function readReservations(stored: JsonValue | undefined, log: (line: string) => void): Reservation[] {
@@ -53,14 +76,8 @@ export function readReservations(stored: JsonValue | undefined, log: (line: stri
   }
   const kept: Reservation[] = [];
   for (const item of stored) {
-    const r = item as Partial<Record<keyof Reservation, unknown>>;
-    const ok = typeof item === 'object' && item !== null
-      && typeof r.name === 'string' && RESERVATION_NAME.test(r.name)
-      && (r.kind === 'reservation' || r.kind === 'maintenance')
-      && Number.isFinite(r.startMs) && Number.isFinite(r.endMs) && (r.endMs as number) > (r.startMs as number)
-      && isStringList(r.nodes) && r.nodes.length > 0 && isStringList(r.users)
-      && typeof r.reason === 'string' && typeof r.createdBy === 'string';
-    if (ok) kept.push({ ...(r as Reservation), createdMs: Number.isFinite(r.createdMs) ? (r.createdMs as number) : 0 });
+    const read = v.safeParse(StoredReservationSchema, item);
+    if (read.success) kept.push(read.output);
     else log(`ignored a stored reservation that does not read back: ${JSON.stringify(item).slice(0, 120)}`);
   }
   return kept;

@@ -8,8 +8,8 @@ import type { JobId } from '../core/types.js';
 import { expandPattern } from '../jobspec/pattern.js';
 import type { JobRecord, StoredJobEvent } from '../store/events.js';
 import type { ClusterConfig } from '../config/cluster.js';
-import type { ControllerEngine, NodeStatus } from './engine.js';
-import type { Reservation } from './reservations.js';
+import type { ControllerEngine, NodeStatus, PlannedItem } from './engine.js';
+import { ownerOf, type Reservation } from './reservations.js';
 
 export const VERSION = '0.1.0';
 
@@ -226,20 +226,19 @@ export function apiWhen(engine: ControllerEngine, record: JobRecord): ApiWhen {
 
 function reservationOf(engine: ControllerEngine, record: JobRecord): ApiWhen['reservation'] {
   const reservation = engine.reservationOf(record);
-  return reservation === undefined ? null : { name: reservation.name, start: new Date(reservation.startMs).toISOString(), end: new Date(reservation.endMs).toISOString() };
+  return reservation === undefined ? null : { name: reservation.name, start: iso(reservation.startMs)!, end: iso(reservation.endMs)! };
 }
 
 /** A hold in the plan as `taras when` names it: whose, until when, on which of the job's nodes. */
 function holderOf(engine: ControllerEngine, hold: PlanHold, nodes: readonly string[]): ApiHolder {
   const on = hold.nodes.filter((name) => nodes.includes(name));
-  const until = new Date(hold.end * 1000).toISOString();
-  const [kind, ...rest] = hold.owner.split(':');
-  const name = rest.join(':');
+  const until = iso(hold.end * 1000)!;
+  const { kind, name } = ownerOf(hold.owner);
   if (kind === 'job') {
     const holder = engine.active.get(Number(name) as JobId);
     return { kind: holder?.state === 'PENDING' ? 'planned' : 'running', id: name, user: holder?.user ?? null, until, nodes: on };
   }
-  return { kind: kind === 'maintenance' ? 'maintenance' : 'reservation', id: name, user: null, until, nodes: on };
+  return { kind, id: name, user: null, until, nodes: on };
 }
 
 /** Why a pending job has no planned start: which of its requirements no node that counts can meet. */
@@ -258,7 +257,7 @@ function unplannedExplanation(engine: ControllerEngine, record: JobRecord): stri
   if (spec.reservation !== undefined) {
     const reservation = engine.reservationOf(record);
     if (reservation === undefined) return `Its reservation ${spec.reservation} no longer exists (deleted, or ended before it could run): cancel it, or submit it again without --reservation.`;
-    if (reservation.endMs - Math.max(reservation.startMs, Date.now()) < 1000 * engine.plannedEstimateSeconds(record.id as JobId)) {
+    if (reservation.endMs - Math.max(reservation.startMs, engine.nowMs()) < 1000 * engine.plannedEstimateSeconds(record.id as JobId)) {
       return `What is left of reservation ${reservation.name} is shorter than its time limit.`;
     }
     return `Its reservation ${reservation.name} cannot hold it with the jobs planned in it ahead of it.`;
@@ -278,7 +277,7 @@ export function apiReservation(engine: ControllerEngine, reservation: Reservatio
   const jobs = [...engine.active.values()].filter((record) => engine.asksFor(record, reservation)).map((record) => record.id as number);
   return {
     name: reservation.name, kind: reservation.kind, state: reservation.startMs <= nowMs ? 'ACTIVE' : 'PLANNED',
-    start: new Date(reservation.startMs).toISOString(), end: new Date(reservation.endMs).toISOString(),
+    start: iso(reservation.startMs)!, end: iso(reservation.endMs)!,
     nodes: [...reservation.nodes], users: [...reservation.users], reason: reservation.reason, createdBy: reservation.createdBy, jobs: jobs.sort((a, b) => a - b),
   };
 }
@@ -308,35 +307,25 @@ export function apiWhatIf(policy: string, rows: readonly { id: JobId; user: stri
 
 /** GET /plan: every running and pending job on its nodes over [start, end), and the reservations and windows. */
 export function apiPlan(engine: ControllerEngine, nowMs: number): ApiPlan {
-  const { running, pending, unplanned, holds } = engine.planItems();
-  const endIso = (id: JobId, end: number) => (engine.specOf(engine.active.get(id)!).timeLimitSeconds === 'UNLIMITED' ? null : new Date(end * 1000).toISOString());
-  const jobItem = (item: { id: JobId; start: number; end: number; nodes: readonly string[] }, state: 'RUNNING' | 'PENDING'): ApiPlanItem => {
+  const { running, pending, unplanned } = engine.planItems();
+  const endIso = (id: JobId, end: number) => (engine.specOf(engine.active.get(id)!).timeLimitSeconds === 'UNLIMITED' ? null : iso(end * 1000));
+  const jobItem = (item: PlannedItem, state: 'RUNNING' | 'PENDING'): ApiPlanItem => {
     const record = engine.active.get(item.id)!;
     const startMs = state === 'RUNNING' && record.startTimeMs !== null ? record.startTimeMs : item.start * 1000;
     return {
       kind: 'job', id: String(item.id), name: record.name, user: record.user, state, nodes: [...item.nodes],
-      start: new Date(startMs).toISOString(), end: endIso(item.id, item.end),
+      start: iso(startMs)!, end: endIso(item.id, item.end),
     };
   };
   const items = [
     ...running.filter((r) => engine.active.has(r.id)).map((r) => jobItem(r, 'RUNNING')),
     ...pending.filter((p) => engine.active.has(p.id)).map((p) => jobItem(p, 'PENDING')),
-    ...holds.map((hold): ApiPlanItem => {
-      const [kind, ...rest] = hold.owner.split(':');
-      const name = rest.join(':');
-      const maintenance = kind === 'maintenance';
-      return {
-        kind: maintenance ? 'maintenance' : 'reservation', id: name, name, user: null, state: maintenance ? 'MAINT' : 'RESERVED',
-        nodes: [...hold.nodes], start: new Date(hold.start * 1000).toISOString(), end: hold.end === Infinity ? null : new Date(hold.end * 1000).toISOString(),
-      };
-    }),
+    ...engine.listReservations().map((r): ApiPlanItem => ({
+      kind: r.kind, id: r.name, name: r.name, user: null, state: r.kind === 'maintenance' ? 'MAINT' : 'RESERVED',
+      nodes: [...r.nodes], start: iso(r.startMs)!, end: iso(r.endMs),
+    })),
   ];
-  return { now: new Date(nowMs).toISOString(), nodes: engine.config.nodes.map((node) => node.name), items, unplanned: [...unplanned] };
+  return { now: iso(nowMs)!, nodes: engine.config.nodes.map((node) => node.name), items, unplanned: [...unplanned] };
 }
 
-function predictedEndMs(engine: ControllerEngine, record: JobRecord): number | null {
-  const spec = engine.specOf(record);
-  if (record.startTimeMs === null || spec.timeLimitSeconds === 'UNLIMITED') return null;
-  return record.startTimeMs + spec.timeLimitSeconds * 1000;
-}
 

@@ -164,11 +164,6 @@ export class NodePool {
     return this.slots.filter((slot) => slot.counted).map((slot) => slot.node);
   }
 
-  /** Every node of the pool, in its order. */
-  get allNodes(): PoolNode[] {
-    return this.slots.map((slot) => slot.node);
-  }
-
   free(name: string): { cpus: number; memoryMiB: number } {
     const slot = this.slot(name);
     return { cpus: slot.freeCpus, memoryMiB: slot.freeMemoryMiB };

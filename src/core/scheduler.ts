@@ -238,8 +238,11 @@ export class Scheduler {
     policy.setExternalHolds(holds);
   }
 
-  get externalHolds(): readonly PlanHold[] {
-    return this.nodePolicy?.externalHolds ?? [];
+  /** Nodes wholly free over [start, end) beside the running jobs and the shell's holds (see NodePlanPolicy.wholeNodesFree). */
+  wholeNodesFree(start: Seconds, end: Seconds, now: Seconds): string[] {
+    const policy = this.nodePolicy;
+    if (!policy) throw new Error('free nodes over time need a node pool and fcfs, easy or conservative');
+    return policy.wholeNodesFree(this.state, start, end, now);
   }
 
   get queueLength(): number {

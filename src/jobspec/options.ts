@@ -82,7 +82,7 @@ export function optionForKey(key: ItemKey): JobOption | undefined {
 const UNSUPPORTED_LONG = [
   'account', 'array', 'begin', 'comment', 'deadline', 'dependency', 'exclude', 'exclusive', 'get-user-env', 'gpus',
   'gres', 'hold', 'input', 'licenses', 'mail-type', 'mail-user', 'mem-per-cpu', 'mem-per-gpu', 'nice', 'nodelist',
-  'ntasks-per-node', 'open-mode', 'oversubscribe', 'priority', 'qos', 'reservation', 'time-min', 'wait', 'wrap',
+  'ntasks-per-node', 'open-mode', 'oversubscribe', 'priority', 'qos', 'time-min', 'wait', 'wrap',
 ];
 const UNSUPPORTED_SHORT = ['A', 'a', 'd', 'x', 'w', 'G', 'H', 'i', 'L', 'q', 's', 'W'];
 

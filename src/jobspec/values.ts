@@ -2,6 +2,7 @@
 // --mem, --nodes, --export, --constraint), and their display forms. Each
 // parser returns the value or a message saying what was expected.
 
+import { RESERVATION_NAME, RESERVATION_NAME_RULE } from '../api/types.js';
 import { parseDuration, parseMemoryMiB, parseWarnSignal, SBATCH_DURATION_FORMS } from '../config/units.js';
 import type { Constraint, ExportSpec, ExportVariable, NodeRange, TimeLimit, WarnSignal } from './types.js';
 
@@ -69,7 +70,7 @@ export function parsePartition(raw: string): ValueResult<string> {
 /** An advance reservation's name (letters, digits, _ . -). */
 export function parseReservationName(raw: string): ValueResult<string> {
   const text = raw.trim();
-  return /^[A-Za-z0-9_.-]{1,64}$/.test(text) ? ok(text) : bad(raw, 'a reservation name (1 to 64 letters, digits, _ . -)');
+  return RESERVATION_NAME.test(text) ? ok(text) : bad(raw, RESERVATION_NAME_RULE);
 }
 
 /** Any non-empty text (job name, directory). */

@@ -147,14 +147,23 @@ export class NodePlanPolicy implements Policy {
     this.projectionValid = false;
   }
 
-  get externalHolds(): readonly PlanHold[] {
-    return this.external;
-  }
-
-  private freshPlan(state: SchedulerState, now: Seconds): NodePlan {
+  /** The running jobs and the shell's holds on the nodes that count; nothing queued. */
+  private runningPlan(state: SchedulerState, now: Seconds): NodePlan {
     const plan = new NodePlan(this.pool.countedNodes(), now, this.pool.strategy);
     for (const hold of this.external) plan.hold(hold);
     for (const run of state.running) if (run.job.resources) plan.hold(runningHold(run, now));
+    return plan;
+  }
+
+  /** The nodes that count, in pool order, that no running job and no hold of the shell takes any of over [start, end). */
+  wholeNodesFree(state: SchedulerState, start: Seconds, end: Seconds, now: Seconds): string[] {
+    const plan = this.runningPlan(state, now);
+    return this.pool.countedNodes().filter((node) => plan.timeline(node.name)!.fits(start, end - start, node.cpus, node.memoryMiB)).map((node) => node.name);
+  }
+
+  /** A plan from the running jobs and the shell's holds, noting the capacity it was made for. */
+  private freshPlan(state: SchedulerState, now: Seconds): NodePlan {
+    const plan = this.runningPlan(state, now);
     this.capacityVersion = state.capacityVersion;
     this.lossVersion = state.capacityLossVersion;
     this.externalLoss = false;
