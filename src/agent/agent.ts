@@ -23,7 +23,7 @@ import { jobLaunch } from './environment.js';
 import type { WarnSignal } from '../jobspec/types.js';
 import {
   hasEnded, isAlive, isSignalName, prepareJobDir, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName,
-  type SupervisorSpec,
+  type CheckpointSignals, type SupervisorSpec,
 } from './jobdir.js';
 import { lookupUser } from './users.js';
 
@@ -76,6 +76,29 @@ export function warningOf(signal: WarnSignal | null | undefined): Result<Pick<Su
   if (name === undefined || !isSignalName(name)) return { ok: false, error: `--signal ${signal.signal}: this node knows no such signal; use a name such as USR1` };
   // 0 s before the limit means no warning to the supervisor; sbatch sends it at the limit, so do it a moment before.
   return { ok: true, value: { warnSignal: name, warnBeforeSeconds: Math.max(signal.beforeSeconds, 0.001), warnBatchOnly: signal.batchOnly } };
+}
+
+/** What a signal request may carry besides the signal: a preemption (with its grace), a suspend or a resume. */
+type SignalExtras = { preempt?: boolean; graceSeconds?: number; reason?: string; suspend?: boolean; resume?: boolean };
+
+/**
+ * A checkpointing job's signals for the supervisor, its TARAS_CHECKPOINT_*
+ * variables, and on a restart from its checkpoint (the start order's
+ * `restart`: the program class's restart action) `-Restart` after its
+ * arguments and/or TARAS_RESTART=1 (seed 000 2.4.2).
+ */
+export function restartOf(order: Pick<StartOrder, 'checkpoint' | 'restart' | 'run'>): { args: string[]; env: Record<string, string>; checkpoint: CheckpointSignals | null } {
+  const env: Record<string, string> = { TARAS_RESTART_COUNT: String(order.run) };
+  const checkpoint = (order.checkpoint ?? null) as CheckpointSignals | null; // signal names this node checks (parseSpec)
+  if (checkpoint !== null) {
+    Object.assign(env, {
+      TARAS_CHECKPOINT_DURATION: String(checkpoint.durationSeconds), TARAS_CHECKPOINT_SIGNAL: checkpoint.periodicSignal, TARAS_PREEMPT_SIGNAL: checkpoint.preemptSignal,
+      ...(checkpoint.intervalSeconds === null ? {} : { TARAS_CHECKPOINT_INTERVAL: String(checkpoint.intervalSeconds) }),
+    });
+  }
+  const action = order.restart ?? null;
+  if (action === 'env' || action === 'both') env.TARAS_RESTART = '1';
+  return { args: action === 'arg' || action === 'both' ? ['-Restart'] : [], env, checkpoint };
 }
 
 /**
@@ -173,11 +196,12 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           chmodSync(scriptPath, 0o700);
           if (runAs !== null) chownSync(scriptPath, runAs.uid, runAs.gid); // the job runs it as its user
           const limit = order.spec.timeLimitSeconds;
+          const restart = restartOf(order);
           const prepared = prepareJobDir(dir, {
-            jobId: order.jobId, script: scriptPath, args: order.spec.script.args, workingDir: launch.workingDir, env: launch.env,
+            jobId: order.jobId, script: scriptPath, args: [...order.spec.script.args, ...restart.args], workingDir: launch.workingDir, env: { ...launch.env, ...restart.env },
             stdoutPath: launch.stdoutPath, stderrPath: launch.stderrPath, memoryMiB: order.spec.memoryMiB ?? null,
             timeLimitSeconds: limit === 'UNLIMITED' ? null : limit, ...warning.value, killGraceSeconds: order.killGraceSeconds,
-            umask: order.spec.umask ?? 0o022, uid: runAs?.uid ?? null, gid: runAs?.gid ?? null,
+            umask: order.spec.umask ?? 0o022, uid: runAs?.uid ?? null, gid: runAs?.gid ?? null, checkpoint: restart.checkpoint,
           });
           if (!prepared.ok) throw new RouteError(400, `job ${order.jobId}: ${prepared.error}`);
           const launched = launcher.launch(dir);
@@ -190,10 +214,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       {
         method: 'POST', path: '/signal',
         handler: async (ctx) => {
-          const { jobId, signal, cancel } = ctx.body as { jobId: number; signal: SignalName; cancel: boolean };
+          const { jobId, signal, cancel, ...more } = ctx.body as { jobId: number; signal: SignalName; cancel: boolean } & SignalExtras;
           const known = latestRun(jobId);
           if (!known) throw new RouteError(404, `this agent runs no job ${jobId}`);
-          const reply = await requestSignal(known.dir, signal, { cancel });
+          const extras: SignalExtras = {
+            ...(more.preempt === true ? { preempt: true, graceSeconds: Number(more.graceSeconds ?? 0), reason: String(more.reason ?? 'preempted') } : {}),
+            ...(more.suspend === true ? { suspend: true } : {}), ...(more.resume === true ? { resume: true } : {}),
+          };
+          const reply = await requestSignal(known.dir, signal, { cancel, ...extras });
           if (!reply.ok) throw new RouteError(409, reply.error);
           return { status: 200, body: reply };
         },

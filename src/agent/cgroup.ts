@@ -236,6 +236,14 @@ export class JobCgroup {
     return [...pids];
   }
 
+  /** cgroup v2's freezer (cgroup.freeze): true when it did it; false where there is none (v1 here: the caller signals instead). */
+  freeze(frozen: boolean): boolean {
+    const file = join(this.dirs[0]!, 'cgroup.freeze');
+    if (this.mode !== 'v2' || !existsSync(file)) return false;
+    writeFileSync(file, frozen ? '1' : '0');
+    return true;
+  }
+
   /** SIGKILLs every process in the group, including any that left the job's process group or session. */
   killAll(): void {
     const killFile = join(this.dirs[0]!, 'cgroup.kill');

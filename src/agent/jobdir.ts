@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import type { CgroupMode } from './cgroup.js';
 
 export type SignalName = NodeJS.Signals;
-export type EndState = 'COMPLETED' | 'FAILED' | 'TIMEOUT' | 'OUT_OF_MEMORY' | 'CANCELLED';
+export type EndState = 'COMPLETED' | 'FAILED' | 'TIMEOUT' | 'OUT_OF_MEMORY' | 'CANCELLED' | 'PREEMPTED';
 
 /** JOBDIR/spec.json: what the agent asks the supervisor to run. */
 export interface SupervisorSpec {
@@ -47,19 +47,33 @@ export interface SupervisorSpec {
   /** Run the job with these ids (both or neither; a supervisor not running as root can only use its own); null: as the supervisor. */
   readonly uid: number | null;
   readonly gid: number | null;
+  /**
+   * The job checkpoints itself (seed 000 2.4): `periodicSignal` every
+   * `intervalSeconds` (null: none), `preemptSignal` `durationSeconds` before
+   * the time limit (then SIGKILL at the limit). Null: a plain job.
+   */
+  readonly checkpoint: CheckpointSignals | null;
 }
 
-type Defaulted = 'warnSignal' | 'warnBeforeSeconds' | 'warnBatchOnly' | 'umask' | 'openMode' | 'killGraceSeconds' | 'cgroupParent' | 'cgroupMode' | 'uid' | 'gid';
+export interface CheckpointSignals {
+  readonly periodicSignal: SignalName;
+  readonly preemptSignal: SignalName;
+  readonly intervalSeconds: number | null;
+  readonly durationSeconds: number;
+}
+
+type Defaulted = 'warnSignal' | 'warnBeforeSeconds' | 'warnBatchOnly' | 'umask' | 'openMode' | 'killGraceSeconds' | 'cgroupParent' | 'cgroupMode' | 'uid' | 'gid' | 'checkpoint';
 export type SupervisorSpecInput = Omit<SupervisorSpec, Defaulted> & Partial<Pick<SupervisorSpec, Defaulted>>;
 
 export const SPEC_DEFAULTS: Pick<SupervisorSpec, Defaulted> = {
   warnSignal: 'SIGUSR1', warnBeforeSeconds: 0, warnBatchOnly: false, umask: 0o022, openMode: 'append', killGraceSeconds: 30, cgroupParent: null, cgroupMode: 'auto', uid: null, gid: null,
+  checkpoint: null,
 };
 
 export interface SignalSent {
   readonly signal: SignalName;
   readonly time: string;
-  readonly why: 'warning' | 'time limit' | 'kill grace' | 'cancel' | 'request';
+  readonly why: 'warning' | 'time limit' | 'kill grace' | 'cancel' | 'request' | 'checkpoint' | 'preempt' | 'suspend' | 'resume';
 }
 
 export interface StatusBase {
@@ -78,7 +92,10 @@ export interface RunningStatus extends StatusBase {
   /** The job leads its own session and process group: pgid = pid. */
   readonly pgid: number;
   readonly startTime: string;
+  /** When the time limit comes: moved later by the time the job spent suspended. */
   readonly deadline: string | null;
+  /** Stopped by a suspend request (absent: running). */
+  readonly suspended?: boolean;
 }
 
 export interface EndedStatus extends StatusBase {
@@ -103,6 +120,12 @@ export interface ControlRequest {
   readonly signal: SignalName;
   readonly cancel?: boolean;
   readonly reason?: string;
+  /** A preemption: `signal` now, SIGKILL `graceSeconds` later unless the job has exited; it ends PREEMPTED. */
+  readonly preempt?: boolean;
+  readonly graceSeconds?: number;
+  /** Stop every process of the job (SIGSTOP, or the cgroup v2 freezer) and hold the time limit; `resume` continues both. */
+  readonly suspend?: boolean;
+  readonly resume?: boolean;
 }
 
 export type ControlReply = { readonly ok: true; readonly pid: number } | { readonly ok: false; readonly error: string };
@@ -164,6 +187,8 @@ export function parseSpec(text: string, file: string): Result<SupervisorSpec> {
     cgroupMode: take('cgroupMode', '"auto", "v2", "v1" or "rlimit"', (v) => ['auto', 'v2', 'v1', 'rlimit'].includes(v as string)),
     uid: take('uid', 'a user id or null', isIdOrNull),
     gid: take('gid', 'a group id or null', isIdOrNull),
+    checkpoint: take('checkpoint', 'null or {periodicSignal, preemptSignal, intervalSeconds, durationSeconds}', (v) => v === null || (isRecord(v)
+      && isSignalName(v.periodicSignal) && isSignalName(v.preemptSignal) && isPositiveOrNull(v.intervalSeconds) && isNonNegative(v.durationSeconds) && (v.durationSeconds as number) > 0)),
   };
   if ((spec.uid === null) !== (spec.gid === null)) errors.push(`fields "uid" and "gid": give both or neither, got uid ${JSON.stringify(spec.uid)} and gid ${JSON.stringify(spec.gid)}`);
   if (errors.length > 0) return { ok: false, error: `${file}: ${errors.join('; ')}` };
@@ -368,8 +393,12 @@ function unreachable(jobDir: string, error: NodeJS.ErrnoException): string {
  * cancel, the job ends as CANCELLED (SIGKILL follows after the kill grace).
  * Works from any process, such as an agent restarted after the job started.
  */
-export function requestSignal(jobDir: string, signal: SignalName, options: { cancel?: boolean; reason?: string; timeoutMs?: number } = {}): Promise<ControlReply> {
-  const request: ControlRequest = { signal, cancel: options.cancel ?? false, ...(options.reason === undefined ? {} : { reason: options.reason }) };
+export function requestSignal(
+  jobDir: string, signal: SignalName,
+  options: { cancel?: boolean; reason?: string; timeoutMs?: number } & Pick<ControlRequest, 'preempt' | 'graceSeconds' | 'suspend' | 'resume'> = {},
+): Promise<ControlReply> {
+  const { timeoutMs: _timeout, ...rest } = options;
+  const request: ControlRequest = { signal, ...rest, cancel: options.cancel ?? false };
   const timeoutMs = options.timeoutMs ?? 2000;
   return new Promise((resolveReply) => {
     const socket = createConnection(jobFiles(jobDir).socket);

@@ -100,7 +100,13 @@ const log = (message: string): void => {
 class Supervision {
   private readonly signalsSent: SignalSent[] = [];
   private readonly cancelTimers: Array<() => void> = [];
-  private endCause: { readonly state: 'TIMEOUT' | 'CANCELLED'; readonly reason: string } | null = null;
+  /** The time limit's and the periodic checkpoint's timers: held while the job is suspended. */
+  private limitTimers: Array<() => void> = [];
+  private endCause: { readonly state: 'TIMEOUT' | 'CANCELLED' | 'PREEMPTED'; readonly reason: string } | null = null;
+  /** When the time limit comes (performance.now() ms); moved later by each suspension. */
+  private deadlineAt: number | null = null;
+  /** performance.now() when the job was suspended; null while it runs. */
+  private suspendedAt: number | null = null;
   private killArmed = false;
   /** The main process has exited: later cancels and time limits change nothing. */
   private exited = false;
@@ -125,11 +131,8 @@ class Supervision {
     process.on('SIGHUP', () => undefined);
     await this.serveControlSocket();
     const limit = this.spec.timeLimitSeconds;
-    const running: RunningStatus = {
-      ...this.base, state: 'RUNNING', pid: this.child.pid, pgid: this.child.pid, startTime: this.startTime.toISOString(),
-      deadline: limit === null ? null : new Date(this.startTime.getTime() + limit * 1000).toISOString(),
-    };
-    writeJsonAtomically(this.files.status, running);
+    this.deadlineAt = limit === null ? null : performance.now() + limit * 1000;
+    this.writeRunning();
     log(`job ${this.spec.jobId} running as pid ${this.child.pid} (${this.base.mode})`);
     this.armTimeLimit();
     if (this.cgroup === null) {
@@ -147,7 +150,17 @@ class Supervision {
     this.writeEnd({ state: 'FAILED', exitCode: null, signal: 'SIGKILL', reason: `supervisor error: ${(error as Error)?.message ?? String(error)}`, usage: null });
   }
 
-  private after(seconds: number, action: () => void): void {
+  /** status.json while the job runs (or is suspended): the deadline as it stands. */
+  private writeRunning(): void {
+    const deadline = this.deadlineAt === null ? null : new Date(Date.now() + (this.deadlineAt - (this.suspendedAt ?? performance.now()))).toISOString();
+    const running: RunningStatus = {
+      ...this.base, state: 'RUNNING', pid: this.child.pid, pgid: this.child.pid, startTime: this.startTime.toISOString(), deadline,
+      ...(this.suspendedAt === null ? {} : { suspended: true }),
+    };
+    writeJsonAtomically(this.files.status, running);
+  }
+
+  private after(seconds: number, action: () => void, timers = this.cancelTimers): void {
     const deadline = performance.now() + seconds * 1000;
     let handle: NodeJS.Timeout;
     const arm = (): void => {
@@ -156,31 +169,105 @@ class Supervision {
       else handle = setTimeout(arm, Math.min(left, 2 ** 31 - 1)); // setTimeout's longest delay is about 24.8 days
     };
     arm();
-    this.cancelTimers.push(() => clearTimeout(handle));
+    timers.push(() => clearTimeout(handle));
   }
 
-  private every(intervalMs: number, action: () => void): void {
+  private every(intervalMs: number, action: () => void, timers = this.cancelTimers): void {
     const handle = setInterval(action, intervalMs);
-    this.cancelTimers.push(() => clearInterval(handle));
+    timers.push(() => clearInterval(handle));
   }
 
+  /**
+   * The timers of the limit as it stands (armed again, with the time left,
+   * after a resume): the warning signal, the periodic checkpoint signal, and
+   * at the limit SIGTERM or, for a job that checkpoints, its preemption signal
+   * a checkpoint duration earlier and SIGKILL at the limit.
+   */
   private armTimeLimit(): void {
-    const { timeLimitSeconds: limit, warnBeforeSeconds, warnSignal, warnBatchOnly } = this.spec;
-    if (limit === null) return;
-    if (warnBeforeSeconds > 0 && warnBeforeSeconds < limit) this.after(limit - warnBeforeSeconds, () => this.sendSignal(warnSignal, 'warning', warnBatchOnly));
-    this.after(limit, () => this.terminate('TIMEOUT', `time limit of ${limit} s reached`, 'SIGTERM', 'time limit'));
+    const { warnBeforeSeconds, warnSignal, warnBatchOnly, checkpoint } = this.spec;
+    const limit = this.spec.timeLimitSeconds;
+    if (checkpoint !== null && checkpoint.intervalSeconds !== null) {
+      this.every(checkpoint.intervalSeconds * 1000, () => {
+        if (this.endCause === null) this.sendSignal(checkpoint.periodicSignal, 'checkpoint');
+      }, this.limitTimers);
+    }
+    if (this.deadlineAt === null || limit === null) return;
+    const left = (this.deadlineAt - performance.now()) / 1000;
+    if (warnBeforeSeconds > 0 && warnBeforeSeconds < left) this.after(left - warnBeforeSeconds, () => this.sendSignal(warnSignal, 'warning', warnBatchOnly), this.limitTimers);
+    if (checkpoint === null) {
+      this.after(left, () => this.terminate('TIMEOUT', `time limit of ${limit} s reached`, 'SIGTERM', 'time limit'), this.limitTimers);
+      return;
+    }
+    // The last checkpoint ends by the limit: its signal comes a checkpoint duration before it, SIGKILL at it.
+    const reason = `time limit of ${limit} s reached (preemption signal ${checkpoint.durationSeconds} s before it, to checkpoint)`;
+    this.after(Math.max(0, left - checkpoint.durationSeconds), () => {
+      if (this.exited || this.endCause !== null) return;
+      this.endCause = { state: 'TIMEOUT', reason };
+      this.sendSignal('SIGCONT', null);
+      this.sendSignal(checkpoint.preemptSignal, 'preempt');
+    }, this.limitTimers);
+    this.after(left, () => this.terminate('TIMEOUT', reason, 'SIGKILL', 'time limit'), this.limitTimers);
   }
 
   /** The first of time limit and cancel decides the end state; SIGKILL follows after the grace. */
-  private terminate(state: 'TIMEOUT' | 'CANCELLED', reason: string, signal: SignalName, why: SignalSent['why']): void {
+  private terminate(state: 'TIMEOUT' | 'CANCELLED' | 'PREEMPTED', reason: string, signal: SignalName, why: SignalSent['why'], graceSeconds = this.spec.killGraceSeconds): void {
     if (this.exited) return;
     this.endCause ??= { state, reason };
-    this.sendSignal('SIGCONT', null); // a stopped job must run to handle the signal, as Slurm does
+    this.resumeProcesses(); // a stopped job must run to handle the signal, as Slurm does
     this.sendSignal(signal, why);
     if (signal !== 'SIGKILL' && !this.killArmed) {
       this.killArmed = true;
-      this.after(this.spec.killGraceSeconds, () => this.sendSignal('SIGKILL', 'kill grace'));
+      this.after(graceSeconds, () => this.sendSignal('SIGKILL', 'kill grace'));
     }
+  }
+
+  /** Every process of the job: its cgroup's, else its session's (the job leads both its session and its process group). */
+  private jobProcesses(): number[] {
+    return [...new Set([this.child.pid, ...(this.cgroup?.pids() ?? []), ...sessionMembers(this.child.pid)])];
+  }
+
+  /** SIGSTOP (or SIGCONT) to every process of the job, or the cgroup v2 freezer where there is one. */
+  private stopProcesses(stop: boolean): void {
+    if (this.cgroup?.freeze(stop)) return;
+    for (const pid of this.jobProcesses()) {
+      try {
+        process.kill(pid, stop ? 'SIGSTOP' : 'SIGCONT');
+      } catch {
+        // gone
+      }
+    }
+  }
+
+  private resumeProcesses(): void {
+    if (this.suspendedAt !== null) this.resume(false);
+    else this.sendSignal('SIGCONT', null);
+  }
+
+  /** Stops the job and holds its limit: suspended time does not count against it. */
+  private suspend(): string | null {
+    if (this.suspendedAt !== null) return 'the job is already suspended';
+    if (this.endCause !== null) return `the job is ending (${this.endCause.state})`;
+    this.suspendedAt = performance.now();
+    for (const cancel of this.limitTimers) cancel();
+    this.limitTimers = [];
+    this.stopProcesses(true);
+    this.signalsSent.push({ signal: 'SIGSTOP', time: new Date().toISOString(), why: 'suspend' });
+    this.writeRunning();
+    return null;
+  }
+
+  /** Continues the job; its deadline moves later by the time it was suspended. `rearm` false: it is ending, no new timers. */
+  private resume(rearm = true): string | null {
+    if (this.suspendedAt === null) return 'the job is not suspended';
+    const stoppedMs = performance.now() - this.suspendedAt;
+    if (this.deadlineAt !== null) this.deadlineAt += stoppedMs;
+    this.suspendedAt = null;
+    this.stopProcesses(false);
+    this.signalsSent.push({ signal: 'SIGCONT', time: new Date().toISOString(), why: 'resume' });
+    if (rearm) this.armTimeLimit();
+    if (!this.exited) this.writeRunning();
+    log(`job ${this.spec.jobId} resumed after ${(stoppedMs / 1000).toFixed(1)} s suspended`);
+    return null;
   }
 
   /**
@@ -213,7 +300,15 @@ class Supervision {
     }
     if (!isRecord(request) || !isSignalName(request.signal)) return { ok: false, error: `expected {"signal": a signal name such as "SIGTERM"}, got ${line}` };
     if (this.exited) return { ok: false, error: 'the job has ended' };
-    if (request.cancel === true) {
+    if (request.suspend === true || request.resume === true) {
+      const refused = request.suspend === true ? this.suspend() : this.resume();
+      return refused === null ? { ok: true, pid: this.child.pid } : { ok: false, error: refused };
+    }
+    if (request.preempt === true) {
+      const grace = typeof request.graceSeconds === 'number' && request.graceSeconds >= 0 ? request.graceSeconds : this.spec.killGraceSeconds;
+      const reason = typeof request.reason === 'string' && request.reason !== '' ? request.reason : 'preempted';
+      this.terminate('PREEMPTED', reason, request.signal, 'preempt', grace);
+    } else if (request.cancel === true) {
       const reason = typeof request.reason === 'string' && request.reason !== '' ? request.reason : 'cancel requested';
       this.terminate('CANCELLED', reason, request.signal, 'cancel');
     } else {
@@ -247,7 +342,8 @@ class Supervision {
 
   private async finish(exitCode: number | null, signal: SignalName | null): Promise<void> {
     this.exited = true;
-    for (const cancel of this.cancelTimers) cancel();
+    for (const cancel of [...this.cancelTimers, ...this.limitTimers]) cancel();
+    if (this.suspendedAt !== null) this.stopProcesses(false); // a frozen cgroup v2 holds its processes even against SIGKILL
     // The job is its main process: what it left running is killed, as Slurm does when a batch script ends.
     this.sendSignal('SIGKILL', null);
     for (const pid of this.cgroup === null ? sessionMembers(this.child.pid) : []) {

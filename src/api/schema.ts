@@ -122,6 +122,12 @@ export const JobSpecSchema = strict({
   submitDir: v.optional(absolutePath()),
   /** Slurm's --reservation: the name of an advance reservation. */
   reservation: v.optional(reservationName),
+  /** The job checkpoints itself (seed 000 2.4); checked against cluster.toml's program classes and maxima by the controller. */
+  checkpoint: v.optional(strict({
+    intervalSeconds: v.optional(int(1, LIMITS.timeLimitSeconds)),
+    durationSeconds: int(1, LIMITS.timeLimitSeconds),
+    programClass: v.optional(v.pipe(text(64, 1), v.regex(/^[A-Za-z0-9_.-]+$/, 'expected a program class name (letters, digits, _ . -)'))),
+  })),
 });
 
 /** POST /jobs. The key makes a retry safe: the same key from the same user answers the first job's id. */
@@ -178,7 +184,7 @@ const epochMs = int(0, 8.64e15);
 const jobReport = v.looseObject({
   jobId: int(1, Number.MAX_SAFE_INTEGER),
   run: v.optional(int(0, 1_000_000)),
-  state: v.picklist(['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY'], 'expected RUNNING or an end state'),
+  state: v.picklist(['RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY', 'PREEMPTED'], 'expected RUNNING or an end state'),
   exitCode: v.nullable(int(-1_000_000, 1_000_000)),
   endTimeMs: v.nullable(epochMs),
   reason: v.nullish(text(LIMITS.textChars)),

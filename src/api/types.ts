@@ -12,9 +12,13 @@ export type JobState =
   | 'CANCELLED'
   | 'TIMEOUT'
   | 'NODE_FAIL'
-  | 'OUT_OF_MEMORY';
+  | 'OUT_OF_MEMORY'
+  /** Stopped on its nodes (taras suspend, or preempted with preempt_mode = "suspend"). */
+  | 'SUSPENDED'
+  /** Ended by a preemption that does not requeue (preempt_mode = "cancel"). */
+  | 'PREEMPTED';
 
-export const finishedStates: readonly JobState[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY'];
+export const finishedStates: readonly JobState[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY', 'PREEMPTED'];
 
 export interface ApiJob {
   id: number;

@@ -13,6 +13,7 @@ import { expandHostlist } from './hostlist.js';
 import { SourceIndex } from './locate.js';
 import { readNodes, readPartitions } from './topology.js';
 import { parseWarnSignal, type WarnSignal } from './units.js';
+import { CHECKPOINT_DEFAULTS, readProgramClasses, type PreemptMode, type ProgramClass } from './checkpoint.js';
 import { NODE_POLICIES } from '../api/types.js';
 
 export const schedulingPolicies = NODE_POLICIES satisfies readonly PolicyName[];
@@ -50,6 +51,10 @@ export interface PartitionSpec {
   readonly maxNodes: number | null;
   /** Higher first where partitions share nodes (Slurm's partition priority). */
   readonly priority: number;
+  /** What happens to this partition's jobs when a higher-priority partition needs their nodes (Slurm's PreemptMode); absent: off. */
+  readonly preemptMode?: PreemptMode;
+  /** A preempted job without checkpoints gets SIGTERM, then SIGKILL this long after (Slurm's GraceTime); absent: 0. */
+  readonly graceTimeSeconds?: number;
 }
 
 export interface ClusterConfig {
@@ -93,6 +98,12 @@ export interface ClusterConfig {
   readonly mungeSocket?: string;
   /** Absolute; the HS256 key of bearer tokens, created (0600) on first start. */
   readonly jwtKeyPath: string;
+  /** [[program_class]]: checkpoint signals and restart action; the first is the default. Absent: CHECKPOINT_DEFAULTS.classes. */
+  readonly programClasses?: readonly ProgramClass[];
+  /** Longest --checkpoint-interval a job may ask for (seconds); absent: CHECKPOINT_DEFAULTS. */
+  readonly maxCheckpointIntervalSeconds?: number;
+  /** Longest --checkpoint-duration a job may ask for (seconds); absent: CHECKPOINT_DEFAULTS. */
+  readonly maxCheckpointDurationSeconds?: number;
 }
 
 export type ClusterConfigResult =
@@ -121,11 +132,12 @@ export const CLUSTER_DEFAULTS = {
 /** Linux limits a Unix socket path to 108 bytes with the terminating NUL. */
 const MAX_SOCKET_PATH_BYTES = 107;
 
-const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions'] };
+const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions', 'program_class'] };
 
 const CLUSTER_KEYS = {
   known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
-    'max_pending_per_user', 'max_submit_rate', 'max_connections', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key'],
+    'max_pending_per_user', 'max_submit_rate', 'max_connections', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key',
+    'max_checkpoint_interval', 'max_checkpoint_duration'],
   aliases: {
     clustername: 'name',
     schedulertype: 'policy',
@@ -159,12 +171,13 @@ export function parseClusterConfig(text: string, file: string): ClusterConfigRes
   const settings = clusterTable === undefined ? undefined : readSettings(new TableReader('cluster', clusterTable, errors), file);
   const nodes = readNodes(root, errors, index);
   const partitions = readPartitions(root, nodes, errors, index);
+  const programClasses = readProgramClasses(root, errors);
   if (errors.size > 0 || settings === undefined || partitions.defaultName === undefined) {
     return { ok: false, errors: errors.sorted() };
   }
   return {
     ok: true,
-    config: { ...settings, nodes: nodes.specs, partitions: partitions.specs, defaultPartition: partitions.defaultName },
+    config: { ...settings, nodes: nodes.specs, partitions: partitions.specs, defaultPartition: partitions.defaultName, programClasses },
   };
 }
 
@@ -207,6 +220,8 @@ function readSettings(reader: TableReader, file: string): Settings {
     allowRootJobs: reader.boolean('allow_root_jobs') ?? true,
     ...(mungeSocket === undefined ? {} : { mungeSocket: resolve(dirname(file), mungeSocket) }),
     jwtKeyPath: resolve(dataDir, reader.string('jwt_key', { example: '"jwt.key"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.jwtKey),
+    maxCheckpointIntervalSeconds: timer('max_checkpoint_interval', '"1d"', 1, CHECKPOINT_DEFAULTS.maxIntervalSeconds),
+    maxCheckpointDurationSeconds: timer('max_checkpoint_duration', '"10m"', 1, CHECKPOINT_DEFAULTS.maxDurationSeconds),
   };
 }
 

@@ -5,6 +5,7 @@
 
 import type { NodeSpec, PartitionSpec } from './cluster.js';
 import type { ErrorList } from './errors.js';
+import { readPreemption } from './checkpoint.js';
 import { NAME_HINT, NAME_PATTERN, TableReader } from './fields.js';
 import { compressHostlist, parseHostlist } from './hostlist.js';
 import type { SourceIndex } from './locate.js';
@@ -15,8 +16,8 @@ const NODE_KEYS = {
 };
 
 const PARTITION_KEYS = {
-  known: ['name', 'nodes', 'default', 'max_time', 'default_time', 'max_nodes', 'priority'],
-  aliases: { partitionname: 'name', timelimit: 'max_time', time_limit: 'max_time', defaulttime: 'default_time', prioritytier: 'priority', isdefault: 'default' },
+  known: ['name', 'nodes', 'default', 'max_time', 'default_time', 'max_nodes', 'priority', 'preempt_mode', 'grace_time'],
+  aliases: { partitionname: 'name', preemptmode: 'preempt_mode', gracetime: 'grace_time', timelimit: 'max_time', time_limit: 'max_time', defaulttime: 'default_time', prioritytier: 'priority', isdefault: 'default' },
 };
 
 export interface NodesRead {
@@ -130,7 +131,8 @@ export function readPartitions(root: TableReader, nodes: NodesRead, errors: Erro
     }
     const maxNodes = isUnlimited(reader.raw('max_nodes')) ? null : reader.integer('max_nodes', { example: '2', min: 1 }) ?? null;
     const priority = reader.integer('priority', { example: '10', min: 0, max: 65535 }) ?? 1;
-    if (name !== undefined && members !== undefined) specs.push({ name, nodes: members, isDefault, maxTimeSeconds, ...(defaultTimeSeconds === null ? {} : { defaultTimeSeconds }), maxNodes, priority });
+    const preemption = readPreemption(reader);
+    if (name !== undefined && members !== undefined) specs.push({ name, nodes: members, isDefault, maxTimeSeconds, ...(defaultTimeSeconds === null ? {} : { defaultTimeSeconds }), maxNodes, priority, ...preemption });
   });
 
   if (nodes.names !== undefined && complete) reportNodesInNoPartition(nodes, used, errors);

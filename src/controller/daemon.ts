@@ -23,7 +23,7 @@ import { nativeAddon } from '../net/native.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState, JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
-import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder, type Submission } from './engine.js';
+import { ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { LimitRefused, SubmitLimits } from './limits.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
@@ -89,10 +89,10 @@ class HttpAgents implements AgentLink {
     await client.post('/start', order);
   }
 
-  async signal(node: string, id: JobId, signal: string, cancel: boolean): Promise<void> {
+  async signal(node: string, id: JobId, signal: string, cancel: boolean, extras: SignalExtras = {}): Promise<void> {
     const client = this.client(node);
     await this.durable();
-    await client.post('/signal', { jobId: id, signal, cancel });
+    await client.post('/signal', { jobId: id, signal, cancel, ...extras });
   }
 
   close(): void {

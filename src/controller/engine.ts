@@ -5,6 +5,7 @@
 // agents to it, and tests drive it directly.
 
 import type { ClusterConfig, PartitionSpec } from '../config/cluster.js';
+import { CHECKPOINT_DEFAULTS, type ProgramClass, type RestartAction } from '../config/checkpoint.js';
 import { compressHostlist } from '../config/hostlist.js';
 import { NodePool } from '../core/placement.js';
 import { Scheduler, type PolicyName } from '../core/scheduler.js';
@@ -64,12 +65,25 @@ export interface StartOrder {
   readonly warnSignal: WarnSignal | null;
   /** From the cluster configuration: SIGKILL this long after the limit's SIGTERM. */
   readonly killGraceSeconds: number;
+  /** A job that checkpoints (spec.checkpoint): its program class's signals, its interval and duration. Absent: a plain job. */
+  readonly checkpoint?: { periodicSignal: string; preemptSignal: string; intervalSeconds: number | null; durationSeconds: number } | null;
+  /** This run restarts the job from its checkpoint: how to tell it (the program class's restart action). Absent or null: a fresh start. */
+  readonly restart?: RestartAction | null;
 }
 
 /** The controller's side of the agents (HTTP in the daemon, direct calls in tests). */
 export interface AgentLink {
   start(order: StartOrder): Promise<void>;
-  signal(node: string, jobId: JobId, signal: string, cancel: boolean): Promise<void>;
+  signal(node: string, jobId: JobId, signal: string, cancel: boolean, extras?: SignalExtras): Promise<void>;
+}
+
+/** A signal request's other forms: a preemption (SIGKILL `graceSeconds` after the signal unless the job exits), a suspend or a resume. */
+export interface SignalExtras {
+  readonly preempt?: boolean;
+  readonly graceSeconds?: number;
+  readonly reason?: string;
+  readonly suspend?: boolean;
+  readonly resume?: boolean;
 }
 
 /** A refused submission: every reason, each naming the problem. */
@@ -177,7 +191,7 @@ export class ControllerEngine {
   private readonly placeableByShape = new Map<string, boolean>();
   private dirty = true;
   /** Cancels of running jobs whose signal has not reached their agent yet, by job: the node to send to. */
-  private readonly undeliveredCancels = new Map<JobId, { node: string; run: number }>();
+  private readonly undeliveredCancels = new Map<JobId, { node: string; run: number; how: Delivery }>();
   private readonly cancelsInFlight = new Set<JobId>();
   /** Running jobs whose start the agent has not yet confirmed (order in flight). */
   private readonly startsInFlight = new Set<JobId>();
@@ -419,13 +433,18 @@ export class ControllerEngine {
       if (failure === undefined) this.active.set(record.id, record);
     }
     for (const record of this.store.runningJobs()) {
-      const failure = this.recoverOne(record, () =>
-        this.scheduler.adoptRunning(this.coreRequest(record), Math.floor((record.startTimeMs ?? this.clockMs()) / 1000), record.nodes));
+      const failure = this.recoverOne(record, () => {
+        // Time spent suspended does not count against the limit: the job's end moves later by it.
+        const request = this.coreRequest(record);
+        const extended = { ...request, estimate: request.estimate + this.suspendedSecondsOf(record.id) };
+        this.scheduler.adoptRunning(extended, Math.floor((record.startTimeMs ?? this.clockMs()) / 1000), record.nodes);
+      });
       if (failure !== undefined) continue;
       this.active.set(record.id, record);
       // A cancel accepted before the restart may not have reached the agent: send it again (the agent
       // may not be back yet; checkNodes retries).
-      if (record.state === 'RUNNING' && this.cancelRequested(record.id)) this.deliverCancel(record.id, record.nodes[0], record.requeueCount);
+      if (holdsNodes(record.state) && this.cancelRequested(record.id)) this.deliverCancel(record.id, record.nodes[0], record.requeueCount);
+      else if (holdsNodes(record.state)) this.redeliverPreempt(record);
     }
     if (this.active.size > 0) this.log(`recovered ${this.active.size} pending and running jobs from the store`);
   }
@@ -561,6 +580,7 @@ export class ControllerEngine {
       }
     }
     const reasons = validateAgainstCluster(spec, this.config).map((rejection) => rejection.message);
+    reasons.push(...this.checkpointRefusals(spec));
     if ((spec.constraint?.anyOf.length ?? 0) > 1) {
       reasons.push(`--constraint '${spec.constraint!.text}': alternatives (|) are not supported yet; ask for one set of features (a&b)`);
     }
@@ -695,6 +715,7 @@ export class ControllerEngine {
       const order: StartOrder = {
         jobId: job.id, run: record.requeueCount, user: record.user, uid: (spec as { [SUBMIT_UID]?: number })[SUBMIT_UID], name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
         warnSignal: spec.signal ?? this.config.warnSignal, killGraceSeconds: this.config.killGraceSeconds,
+        ...this.checkpointOrder(record),
       };
       this.startsInFlight.add(job.id);
       this.agents.start(order).then(() => {
@@ -761,14 +782,24 @@ export class ControllerEngine {
     const endMs = report.endTimeMs ?? this.clockMs();
     const spec = this.specOf(record);
     // A job being cancelled is not requeued when its node fails: it ends CANCELLED, as asked.
-    const cancelled = report.state === 'NODE_FAIL' && this.cancelRequested(report.jobId);
-    if (report.state === 'NODE_FAIL' && spec.requeue && !cancelled) {
-      this.store.append(report.jobId, { type: 'requeued', reason: report.reason ?? 'node failure' }, endMs);
-      this.scheduler.end(report.jobId, Math.floor(endMs / 1000));
-      const requeued = this.store.job(report.jobId)!;
-      this.active.set(report.jobId, requeued);
-      this.scheduler.submit(this.coreRequest(requeued));
-      this.unpromised.push(report.jobId); // a new run gets a new first promise
+    const cancelled = (report.state === 'NODE_FAIL' || report.state === 'PREEMPTED') && this.cancelRequested(report.jobId);
+    const preempting = cancelled ? undefined : this.preemptRequested(report.jobId);
+    // A checkpointing job that exited after its preemption signal (preempted or at its limit) made its checkpoint.
+    if (spec.checkpoint !== undefined && report.exitCode !== null && (report.state === 'PREEMPTED' || report.state === 'TIMEOUT' || preempting !== undefined)) {
+      this.store.append(report.jobId, { type: 'checkpointed', by: 'exit' }, endMs);
+    }
+    const endedAnyway = report.state === 'COMPLETED' || report.state === 'FAILED' || report.state === 'OUT_OF_MEMORY';
+    if ((preempting !== undefined && !endedAnyway) || (report.state === 'PREEMPTED' && !cancelled)) {
+      // Preempted (Slurm's PreemptMode): back to the queue in its place, keeping its id and history, or ended PREEMPTED.
+      const why = `preempted: ${preempting?.reason ?? report.reason ?? 'preempted'}`;
+      if ((preempting?.mode ?? 'cancel') === 'requeue') this.requeueRun(report.jobId, why, endMs);
+      else {
+        this.store.append(report.jobId, { type: 'ended', state: 'PREEMPTED', exitCode: report.exitCode, reason: why }, endMs);
+        this.scheduler.end(report.jobId, Math.floor(endMs / 1000));
+        this.active.delete(report.jobId);
+      }
+    } else if (report.state === 'NODE_FAIL' && spec.requeue && !cancelled) {
+      this.requeueRun(report.jobId, report.reason ?? 'node failure', endMs);
     } else {
       const ended = cancelled
         ? { type: 'ended' as const, state: 'CANCELLED' as const, exitCode: report.exitCode, reason: `cancelled; ${report.reason ?? 'its node failed'} before the job ended` }
@@ -778,6 +809,205 @@ export class ControllerEngine {
       this.active.delete(report.jobId);
     }
     this.dirty = true;
+  }
+
+  /** Puts a job that held nodes back in the queue, in its place (priority, submit time, id), for its next run. */
+  private requeueRun(id: JobId, reason: string, atMs: number): void {
+    this.store.append(id, { type: 'requeued', reason }, atMs);
+    this.scheduler.end(id, Math.floor(atMs / 1000));
+    const requeued = this.store.job(id)!;
+    this.active.set(id, requeued);
+    this.scheduler.submit(this.coreRequest(requeued));
+    this.unpromised.push(id); // a new run gets a new first promise
+  }
+
+  // ---- checkpoints, preemption, requeue, suspend (seed 000 2.4; Slurm's PreemptMode, scontrol requeue/suspend) ----
+
+  /** The program classes in force (cluster.toml's, else the built-in "script" and "spmd"). */
+  get programClasses(): readonly ProgramClass[] {
+    return this.config.programClasses ?? CHECKPOINT_DEFAULTS.classes;
+  }
+
+  /** The job's program class: the one it named, else the first configured. */
+  programClassOf(spec: JobSpec): ProgramClass | undefined {
+    const name = spec.checkpoint?.programClass;
+    return name === undefined ? this.programClasses[0] : this.programClasses.find((c) => c.name === name);
+  }
+
+  /** Why the job's checkpoint request does not fit this cluster (its program class, the maxima, its time limit). */
+  private checkpointRefusals(spec: JobSpec): string[] {
+    const checkpoint = spec.checkpoint;
+    if (checkpoint === undefined) return [];
+    const reasons: string[] = [];
+    if (this.programClassOf(spec) === undefined) {
+      reasons.push(`no program class '${checkpoint.programClass}' in this cluster: use one of ${this.programClasses.map((c) => c.name).join(', ')} (--program-class)`);
+    }
+    const maxInterval = this.config.maxCheckpointIntervalSeconds ?? CHECKPOINT_DEFAULTS.maxIntervalSeconds;
+    const maxDuration = this.config.maxCheckpointDurationSeconds ?? CHECKPOINT_DEFAULTS.maxDurationSeconds;
+    if (checkpoint.intervalSeconds !== undefined && checkpoint.intervalSeconds > maxInterval) {
+      reasons.push(`--checkpoint-interval of ${checkpoint.intervalSeconds} s is longer than this cluster's max_checkpoint_interval (${maxInterval} s): ask for a shorter one`);
+    }
+    if (checkpoint.durationSeconds > maxDuration) {
+      reasons.push(`--checkpoint-duration of ${checkpoint.durationSeconds} s is longer than this cluster's max_checkpoint_duration (${maxDuration} s): make the checkpoint faster or ask an administrator`);
+    }
+    if (typeof spec.timeLimitSeconds === 'number' && checkpoint.durationSeconds >= spec.timeLimitSeconds) {
+      reasons.push(`--checkpoint-duration (${checkpoint.durationSeconds} s) must be shorter than the time limit (${spec.timeLimitSeconds} s): the last checkpoint starts that long before the limit`);
+    }
+    return reasons;
+  }
+
+  /** The start order's checkpoint fields: the class's signals, and on a run after a checkpoint its restart action. */
+  private checkpointOrder(record: JobRecord): Pick<StartOrder, 'checkpoint' | 'restart'> {
+    const spec = this.specOf(record);
+    const programClass = spec.checkpoint === undefined ? undefined : this.programClassOf(spec);
+    if (spec.checkpoint === undefined || programClass === undefined) return {};
+    const checkpointed = record.requeueCount > 0 && this.store.events(record.id).some(({ event }) => event.type === 'checkpointed');
+    return {
+      checkpoint: { periodicSignal: programClass.periodicSignal, preemptSignal: programClass.preemptSignal, intervalSeconds: spec.checkpoint.intervalSeconds ?? null, durationSeconds: spec.checkpoint.durationSeconds },
+      restart: checkpointed ? programClass.restart : null,
+    };
+  }
+
+  /** The preemption asked for the job's current run (a `signalled` event with `preempt` since its last start), if any. */
+  private preemptRequested(id: JobId): { mode: 'requeue' | 'cancel'; reason: string; atMs: number; graceSeconds: number; signal: string } | undefined {
+    const events = this.store.events(id);
+    let found: ReturnType<ControllerEngine['preemptRequested']>;
+    for (let i = events.length - 1; i >= 0; i--) {
+      const { event, timeMs } = events[i];
+      if (event.type === 'started') break;
+      if (event.type === 'signalled' && event.preempt !== undefined) {
+        found = { mode: event.preempt, reason: event.reason ?? 'preempted', atMs: timeMs, graceSeconds: event.graceSeconds ?? 0, signal: event.signal };
+      }
+    }
+    return found;
+  }
+
+  /** Seconds the job's current run has spent suspended (each suspended..resumed, and one still open). */
+  suspendedSecondsOf(id: JobId): number {
+    let total = 0;
+    let since: number | null = null;
+    for (const { event, timeMs } of this.store.events(id)) {
+      if (event.type === 'started') [total, since] = [0, null];
+      else if (event.type === 'suspended') since = timeMs;
+      else if (event.type === 'resumed' && since !== null) [total, since] = [total + (timeMs - since), null];
+    }
+    if (since !== null) total += this.clockMs() - since;
+    return Math.round(total / 1000);
+  }
+
+  /**
+   * Preempts a running (or suspended) job: the one mechanism interactive
+   * and deadline jobs and partition preemption use. A job that checkpoints
+   * gets its program class's preemption signal and is killed if it has not
+   * exited a checkpoint duration later; any other job gets SIGTERM and
+   * SIGKILL after its partition's grace_time. Then, with mode 'requeue', it
+   * goes back to the queue in its place and restarts (from its checkpoint,
+   * with the class's restart action); a job that neither checkpoints nor
+   * allows requeue (--requeue) ends PREEMPTED instead, as does every job with
+   * mode 'cancel'. Mode 'suspend' stops it on its nodes (they stay its own).
+   * Returns how long until its nodes are expected free. `force`: requeue
+   * even a job without --requeue (taras requeue, as scontrol requeue).
+   */
+  preempt(id: JobId, reason: string, mode: 'requeue' | 'cancel' | 'suspend' = 'requeue', force = false): { waitSeconds: number } {
+    const record = this.active.get(id);
+    if (!record || !holdsNodes(record.state)) throw new SubmitRefused([`job ${id} is not running (${record?.state ?? this.store.job(id)?.state ?? 'no such job'}); only running or suspended jobs can be preempted`]);
+    if (mode === 'suspend') {
+      this.suspend(id, reason);
+      return { waitSeconds: 0 };
+    }
+    const pending = this.preemptRequested(id);
+    if (pending !== undefined) return { waitSeconds: Math.max(0, Math.ceil(pending.graceSeconds - (this.clockMs() - pending.atMs) / 1000)) };
+    if (this.cancelRequested(id)) return { waitSeconds: this.config.killGraceSeconds };
+    const spec = this.specOf(record);
+    const programClass = spec.checkpoint === undefined ? undefined : this.programClassOf(spec);
+    const signal = programClass?.preemptSignal ?? 'SIGTERM';
+    const graceSeconds = spec.checkpoint?.durationSeconds ?? this.partitionOf(spec).graceTimeSeconds ?? 0;
+    const outcome = mode === 'requeue' && (programClass !== undefined || spec.requeue || force) ? 'requeue' : 'cancel';
+    const signalled = this.store.append(id, { type: 'signalled', signal, reason, preempt: outcome, graceSeconds }, this.clockMs());
+    this.active.set(id, signalled);
+    this.log(`job ${id}: preempted (${reason}): ${signal}, killed after ${graceSeconds} s unless it exits; then ${outcome === 'requeue' ? 'requeued' : 'ended PREEMPTED'}`);
+    this.deliverCancel(id, record.nodes[0], record.requeueCount, { signal, cancel: false, extras: { preempt: true, graceSeconds, reason } });
+    return { waitSeconds: graceSeconds };
+  }
+
+  /** A preemption accepted before a restart whose signal may not have reached the agent: sent again (the supervisor keeps the first). */
+  private redeliverPreempt(record: JobRecord): void {
+    const pending = this.preemptRequested(record.id);
+    if (pending === undefined) return;
+    const graceSeconds = Math.max(0, Math.ceil(pending.graceSeconds - (this.clockMs() - pending.atMs) / 1000));
+    this.deliverCancel(record.id, record.nodes[0], record.requeueCount, { signal: pending.signal, cancel: false, extras: { preempt: true, graceSeconds, reason: pending.reason } });
+  }
+
+  /** Whether `user` may act on the job: its owner, or an administrator. */
+  private ownedJob(id: JobId, user: string, admin: boolean, action: string): JobRecord {
+    const record = this.active.get(id) ?? this.store.job(id);
+    if (!record) throw new SubmitRefused([`no job ${id}`]);
+    if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can ${action} it`]);
+    return record;
+  }
+
+  /**
+   * `taras requeue` (scontrol requeue): a running or suspended job is
+   * preempted and goes back to the queue in its place; one that checkpoints
+   * gets its preemption signal first and restarts from its checkpoint.
+   */
+  requeue(id: JobId, user: string, admin = user === 'root'): { waitSeconds: number } {
+    const record = this.ownedJob(id, user, admin, 'requeue');
+    if (!holdsNodes(record.state)) {
+      throw new SubmitRefused([`job ${id} is ${record.state}: only running or suspended jobs can be requeued (a pending job already waits in the queue)`]);
+    }
+    return this.preempt(id, `requeued by ${user}`, 'requeue', true);
+  }
+
+  /** `taras checkpointed`: the job (its owner) says a checkpoint is done; during a preemption, it need not be waited for any longer. */
+  checkpointed(id: JobId, user: string, admin = user === 'root'): JobRecord {
+    const record = this.ownedJob(id, user, admin, 'record a checkpoint of');
+    if (!holdsNodes(record.state)) throw new SubmitRefused([`job ${id} is ${record.state}: only a running job can report a checkpoint`]);
+    if (this.specOf(record).checkpoint === undefined) {
+      throw new SubmitRefused([`job ${id} was not submitted as a checkpointing job: submit it with --checkpoint-duration (and --checkpoint-interval)`]);
+    }
+    const stored = this.store.append(id, { type: 'checkpointed', by: 'job' }, this.clockMs());
+    this.active.set(id, stored);
+    const pending = this.preemptRequested(id);
+    // Its last checkpoint is done: the job is ended now rather than at the end of its checkpoint duration.
+    if (pending !== undefined) void this.agents.signal(record.nodes[0], id, 'SIGKILL', false).catch(() => undefined);
+    return stored;
+  }
+
+  /**
+   * `taras suspend` (scontrol suspend; administrators): every process of
+   * the job is stopped on its nodes, which stay allocated to it; its time
+   * limit is held by the supervisor. Stored first; a job whose agent cannot
+   * be reached is resumed in the log and the error thrown.
+   */
+  suspend(id: JobId, reason: string): JobRecord {
+    const record = this.active.get(id);
+    if (!record || record.state !== 'RUNNING') throw new SubmitRefused([`job ${id} is ${record?.state ?? this.store.job(id)?.state ?? 'unknown'}: only running jobs can be suspended`]);
+    if (this.cancelRequested(id) || this.preemptRequested(id) !== undefined) throw new SubmitRefused([`job ${id} is ending (cancelled or preempted): it cannot be suspended`]);
+    const suspended = this.store.append(id, { type: 'suspended', reason }, this.clockMs());
+    this.active.set(id, suspended);
+    this.agents.signal(record.nodes[0], id, 'SIGSTOP', false, { suspend: true }).catch((error: unknown) => {
+      if (this.active.get(id)?.state !== 'SUSPENDED') return;
+      this.log(`job ${id}: could not suspend it on ${record.nodes[0]} (${(error as Error).message}); it runs on`);
+      this.active.set(id, this.store.append(id, { type: 'resumed', reason: `the suspend did not reach its node: ${(error as Error).message}` }, this.clockMs()));
+    });
+    return suspended;
+  }
+
+  /** `taras resume`: continues a suspended job; its limit, and so its end in the plan, moves later by the time it was stopped. */
+  resume(id: JobId, reason: string): JobRecord {
+    const record = this.active.get(id);
+    if (!record || record.state !== 'SUSPENDED') throw new SubmitRefused([`job ${id} is ${record?.state ?? this.store.job(id)?.state ?? 'unknown'}: only suspended jobs can be resumed`]);
+    const events = this.store.events(id);
+    const since = [...events].reverse().find(({ event }) => event.type === 'suspended')?.timeMs ?? this.clockMs();
+    const resumed = this.store.append(id, { type: 'resumed', reason }, this.clockMs());
+    this.active.set(id, resumed);
+    // The core's end of the job moves later by the time it was stopped: later jobs move with it.
+    this.scheduler.extendRunning(id, Math.round((this.clockMs() - since) / 1000));
+    this.plannedAt = null;
+    this.dirty = true;
+    this.deliverCancel(id, record.nodes[0], record.requeueCount, { signal: 'SIGCONT', cancel: false, extras: { resume: true } });
+    return resumed;
   }
 
   /** Cancels a job of `user` (any job when `admin`: root or a configured administrator): a pending one ends at once, a running one is signalled. */
@@ -792,7 +1022,7 @@ export class ControllerEngine {
       this.dirty = true;
       return ended;
     }
-    if (record.state === 'RUNNING') {
+    if (record.state === 'RUNNING' || record.state === 'SUSPENDED') {
       const signalled = this.store.append(id, { type: 'signalled', signal: 'SIGTERM', reason: `cancelled by ${user}`, cancel: true }, this.clockMs());
       this.active.set(id, signalled);
       this.deliverCancel(id, record.nodes[0], signalled.requeueCount);
@@ -826,7 +1056,7 @@ export class ControllerEngine {
 
   /** The user's pending and running jobs (for `taras cancel --all`). */
   activeJobsOf(user: string): JobId[] {
-    return [...this.active.values()].filter((r) => r.user === user && (r.state === 'PENDING' || r.state === 'RUNNING')).map((r) => r.id);
+    return [...this.active.values()].filter((r) => r.user === user && (r.state === 'PENDING' || holdsNodes(r.state))).map((r) => r.id);
   }
 
   /**
@@ -836,22 +1066,22 @@ export class ControllerEngine {
    * controller that restarts (or reconfigures) finds the cancel in the job's
    * log and sends it again (`recover`).
    */
-  private deliverCancel(id: JobId, node: string, run: number): void {
+  private deliverCancel(id: JobId, node: string, run: number, how: Delivery = CANCEL): void {
     this.cancelsInFlight.add(id);
-    this.agents.signal(node, id, 'SIGTERM', true).then(() => {
+    this.agents.signal(node, id, how.signal, how.cancel, how.extras).then(() => {
       this.cancelsInFlight.delete(id);
       this.undeliveredCancels.delete(id);
     }, (error: unknown) => {
       this.cancelsInFlight.delete(id);
       if (!this.isCurrentRun(id, run)) return;
       if (!this.undeliveredCancels.has(id)) this.log(`job ${id}: could not signal it on ${node} (${(error as Error).message}); will retry`);
-      this.undeliveredCancels.set(id, { node, run });
+      this.undeliveredCancels.set(id, { node, run, how });
     });
   }
 
   private isCurrentRun(id: JobId, run: number): boolean {
     const record = this.active.get(id);
-    return record !== undefined && record.state === 'RUNNING' && record.requeueCount === run;
+    return record !== undefined && holdsNodes(record.state) && record.requeueCount === run;
   }
 
   /** Whether the job's current run was asked to be cancelled (a cancel `signalled` event since its last start). */
@@ -882,7 +1112,7 @@ export class ControllerEngine {
     // know: their start was lost (the controller died before the agent got it).
     const reported = new Set(reports.map((r) => r.jobId));
     for (const record of [...this.active.values()]) {
-      if (record.state !== 'RUNNING' || !nodeNames.includes(record.nodes[0])) continue;
+      if (!holdsNodes(record.state) || !nodeNames.includes(record.nodes[0])) continue;
       if (reported.has(record.id) || this.startsInFlight.has(record.id) || this.confirmed.has(record.id)) continue;
       this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: nowMs, reason: `the agent of ${record.nodes[0]} never received its start` });
     }
@@ -892,7 +1122,7 @@ export class ControllerEngine {
       .filter((r) => r.state === 'RUNNING')
       .filter((r) => {
         const record = this.active.get(r.jobId);
-        return !record || record.state !== 'RUNNING' || (r.run !== undefined && r.run !== record.requeueCount) || !nodeNames.includes(record.nodes[0]);
+        return !record || !holdsNodes(record.state) || (r.run !== undefined && r.run !== record.requeueCount) || !nodeNames.includes(record.nodes[0]);
       })
       .map((r) => ({ jobId: r.jobId, run: r.run }));
   }
@@ -911,9 +1141,9 @@ export class ControllerEngine {
    * NODE_FAIL (or are requeued). Returns the nodes that went down.
    */
   checkNodes(): string[] {
-    for (const [id, { node, run }] of this.undeliveredCancels) {
+    for (const [id, { node, run, how }] of this.undeliveredCancels) {
       if (!this.isCurrentRun(id, run)) this.undeliveredCancels.delete(id);
-      else if (!this.cancelsInFlight.has(id)) this.deliverCancel(id, node, run);
+      else if (!this.cancelsInFlight.has(id)) this.deliverCancel(id, node, run, how);
     }
     const cutoff = this.clockMs() - this.config.nodeTimeoutSeconds * 1000;
     const downed: string[] = [];
@@ -1138,10 +1368,22 @@ export class ControllerEngine {
   }
 }
 
+/** A signal request for a job's agent, re-sent until it gets through: a cancel, a preemption, a resume. */
+interface Delivery {
+  readonly signal: string;
+  readonly cancel: boolean;
+  readonly extras?: SignalExtras;
+}
+
+const CANCEL: Delivery = { signal: 'SIGTERM', cancel: true };
+
+/** States in which a job holds its nodes and has processes there. */
+export const holdsNodes = (state: JobState): boolean => state === 'RUNNING' || state === 'COMPLETING' || state === 'SUSPENDED';
+
 /** What a cancel did, from the job's state before and after it. */
 function cancelOutcome(id: JobId, before: JobState | undefined, after: JobState): ApiCancelResult {
   if (before === 'PENDING') return { id, state: after, result: 'cancelled', message: `job ${id}: cancelled` };
-  if (before === 'RUNNING') return { id, state: after, result: 'signalled', message: `job ${id}: being cancelled (signalled)` };
+  if (before === 'RUNNING' || before === 'SUSPENDED') return { id, state: after, result: 'signalled', message: `job ${id}: being cancelled (signalled)` };
   if (before === 'COMPLETING') return { id, state: after, result: 'ended', message: `job ${id}: already ending (COMPLETING); nothing to cancel` };
   return { id, state: after, result: 'ended', message: `job ${id}: already ended (${after}); nothing to cancel` };
 }

@@ -116,6 +116,18 @@ export class Scheduler {
     this.adopted = true;
   }
 
+  /**
+   * A running job's end moved later by `seconds` (it was suspended that
+   * long: its time limit was held): its estimate grows, and the policy
+   * plans the queue around its new end at the next pass.
+   */
+  extendRunning(id: JobId, seconds: Seconds): void {
+    if (!(seconds > 0)) return;
+    const run = this.state.removeRunning(id);
+    this.state.addRunning({ ...run, job: { ...run.job, estimate: run.job.estimate + seconds } });
+    this.adopted = true;
+  }
+
   /** The nodes a running job was placed on (empty without a node pool). */
   nodesOf(id: JobId): readonly string[] | undefined {
     return this.state.getRunning(id)?.nodes;

@@ -143,6 +143,10 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
   } else if (values.ntasks !== undefined && nodes.max !== undefined && nodes.max > values.ntasks) {
     nodes = values.ntasks === nodes.min ? { min: nodes.min } : { min: nodes.min, max: values.ntasks };
   }
+  if (values.checkpointDuration === undefined && (values.checkpointInterval !== undefined || values.programClass !== undefined)) {
+    const given = values.checkpointInterval !== undefined ? '--checkpoint-interval' : '--program-class';
+    errors.push({ source: 'request', option: given, message: `${given} needs --checkpoint-duration TIME too (how long the job's checkpoint takes at most)` });
+  }
   if (errors.length > 0) return { ok: false, errors, warnings: [] };
 
   const script = values.script!;
@@ -164,6 +168,13 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
     requeue: defaulted('requeue', false),
     ...(values.signal === undefined ? {} : { signal: values.signal }),
     ...(values.reservation === undefined ? {} : { reservation: values.reservation }),
+    ...(values.checkpointDuration === undefined ? {} : {
+      checkpoint: {
+        durationSeconds: values.checkpointDuration,
+        ...(values.checkpointInterval === undefined ? {} : { intervalSeconds: values.checkpointInterval }),
+        ...(values.programClass === undefined ? {} : { programClass: values.programClass }),
+      },
+    }),
   };
   return { ok: true, value: { spec, origins }, warnings: [] };
 }

@@ -7,7 +7,7 @@ import { closestWord } from '../config/suggest.js';
 import { checkPattern } from './pattern.js';
 import type { ItemKey, JobValues } from './types.js';
 import {
-  parseConstraint, parseCount, parseExport, parseMemory, parseNodes, parsePartition, parseReservationName, parseSignal, parseText, parseTime,
+  parseCheckpointTime, parseConstraint, parseCount, parseExport, parseMemory, parseNodes, parsePartition, parseReservationName, parseSignal, parseText, parseTime,
   type ValueResult,
 } from './values.js';
 
@@ -56,6 +56,9 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'requeue', long: 'requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: true, parse: noValue }),
   option({ key: 'reservation', long: 'reservation', tomlKey: 'reservation', label: 'Reservation', valueName: 'NAME', parse: parseReservationName }),
   option({ key: 'signal', long: 'signal', tomlKey: 'signal', label: 'Warning signal', valueName: '[B:]SIG[@TIME]', parse: parseSignal }),
+  option({ key: 'checkpointInterval', long: 'checkpoint-interval', tomlKey: 'checkpoint_interval', label: 'Checkpoint interval', valueName: 'TIME', parse: parseCheckpointTime }),
+  option({ key: 'checkpointDuration', long: 'checkpoint-duration', tomlKey: 'checkpoint_duration', label: 'Checkpoint duration', valueName: 'TIME', parse: parseCheckpointTime }),
+  option({ key: 'programClass', long: 'program-class', tomlKey: 'program_class', label: 'Program class', valueName: 'NAME', parse: parsePartition }),
   option({ key: 'requeue', long: 'no-requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: false, parse: noValue }),
 ];
 

@@ -61,6 +61,12 @@ export interface JobValues {
   readonly signal: WarnSignal;
   /** An advance reservation to run in (Slurm's --reservation). */
   readonly reservation: string;
+  /** Seconds between periodic checkpoint signals (seed 000 2.4.1). */
+  readonly checkpointInterval: number;
+  /** Seconds a checkpoint takes at most: the preemption signal comes this long before the job must be gone. */
+  readonly checkpointDuration: number;
+  /** A [[program_class]] of cluster.toml: the checkpoint signals and how a restart is announced. */
+  readonly programClass: string;
   /** The batch script's path as given (command operand or job.toml `script`). */
   readonly script: string;
   readonly scriptArgs: readonly string[];
@@ -129,6 +135,17 @@ export interface JobSpec {
   readonly umask?: number;
   /** Runs only in this advance reservation, on its nodes and within its time (Slurm's --reservation). */
   readonly reservation?: string;
+  /** The job checkpoints itself (seed 000 2.4): present when it gave --checkpoint-duration. */
+  readonly checkpoint?: CheckpointSpec;
+}
+
+/** `spec.checkpoint`: the job handles its program class's signals, so it can be preempted and restarted from its checkpoint. */
+export interface CheckpointSpec {
+  /** Absent: no periodic checkpoint signal, only the preemption signal. */
+  readonly intervalSeconds?: number;
+  readonly durationSeconds: number;
+  /** Absent: the cluster's first program class. */
+  readonly programClass?: string;
 }
 
 /** A JobSpec with the origin of every value, for the summary. */

@@ -33,6 +33,13 @@ export function parseTime(raw: string): ValueResult<TimeLimit> {
   return ok(parsed.value ?? 'UNLIMITED');
 }
 
+/** A checkpoint interval or duration: a --time form, not UNLIMITED and not zero. */
+export function parseCheckpointTime(raw: string): ValueResult<number> {
+  const parsed = parseDuration(raw, { sbatchOnly: true });
+  if (!parsed.ok || parsed.value === null || parsed.value < 1) return bad(raw, `a duration of at least 1 s: ${SBATCH_DURATION_FORMS} (0:30 is 30 seconds)`);
+  return ok(parsed.value);
+}
+
 /**
  * sbatch --mem: a whole number with an optional K, M, G or T suffix (default M, binary
  * units, any case, a trailing B allowed as in sbatch: `4GB`); K rounds up.

@@ -12,9 +12,10 @@ export type JsonValue = string | number | boolean | null | readonly JsonValue[] 
 export type JsonObject = { readonly [key: string]: JsonValue };
 
 /** How a job left the system; the last state it ever has (unless requeued). */
-export const END_STATES = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY'] as const;
+export const END_STATES = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY', 'PREEMPTED'] as const;
 export type EndState = (typeof END_STATES)[number];
-export const JOB_STATES = ['PENDING', 'RUNNING', 'COMPLETING', ...END_STATES] as const;
+/** SUSPENDED: stopped (SIGSTOP) on its nodes, which it keeps (Slurm's scontrol suspend, PreemptMode=SUSPEND). */
+export const JOB_STATES = ['PENDING', 'RUNNING', 'COMPLETING', 'SUSPENDED', ...END_STATES] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 export const isEndState = (state: JobState): state is EndState => (END_STATES as readonly string[]).includes(state);
@@ -38,7 +39,14 @@ export type JobEvent =
   | { readonly type: 'planned'; readonly plannedStartMs: EpochMs; readonly nodes: readonly string[] }
   /** `promisedMs`: the first planned start the job was given (absent in logs written before it was kept). */
   | { readonly type: 'started'; readonly nodes: readonly string[]; readonly promisedMs?: EpochMs | null }
-  | { readonly type: 'signalled'; readonly signal: string; readonly reason?: string; /** A cancel (the job is to end CANCELLED), not a plain signal. */ readonly cancel?: boolean }
+  | { readonly type: 'signalled'; readonly signal: string; readonly reason?: string; /** A cancel (the job is to end CANCELLED), not a plain signal. */ readonly cancel?: boolean;
+      /** A preemption: the job is to be requeued (or end PREEMPTED) once it exits or is killed `graceSeconds` later. */
+      readonly preempt?: 'requeue' | 'cancel'; readonly graceSeconds?: number }
+  /** The job finished a checkpoint: it said so (`taras checkpointed`) or exited after the preemption signal. */
+  | { readonly type: 'checkpointed'; readonly by: 'job' | 'exit' }
+  /** Stopped on its nodes (SIGSTOP), which it keeps; `resumed` continues it. */
+  | { readonly type: 'suspended'; readonly reason?: string }
+  | { readonly type: 'resumed'; readonly reason?: string }
   /** The job's processes are gone or going; its nodes are being cleaned up. */
   | { readonly type: 'completing' }
   | { readonly type: 'ended'; readonly state: EndState; readonly exitCode: number | null; readonly reason?: string }
@@ -52,7 +60,7 @@ export type JobEventType = JobEvent['type'];
 export type TransitionEvent = Exclude<JobEvent, { readonly type: 'submitted' }>;
 
 export const JOB_EVENT_TYPES: readonly JobEventType[] = [
-  'submitted', 'planned', 'started', 'signalled', 'completing', 'ended', 'requeued', 'held', 'released',
+  'submitted', 'planned', 'started', 'signalled', 'completing', 'ended', 'requeued', 'held', 'released', 'checkpointed', 'suspended', 'resumed',
 ];
 
 /** An event as stored: which job, its position in that job's log (1, 2, ...), and when. */
@@ -98,7 +106,7 @@ export class TransitionError extends Error {
   }
 }
 
-const RUNNING_STATES: readonly JobState[] = ['RUNNING', 'COMPLETING'];
+const RUNNING_STATES: readonly JobState[] = ['RUNNING', 'COMPLETING', 'SUSPENDED'];
 
 /** Which states each event may follow, and why not otherwise (the message names the fix). */
 function refuse(record: JobRecord, event: TransitionEvent): string | undefined {
@@ -127,6 +135,12 @@ function refuse(record: JobRecord, event: TransitionEvent): string | undefined {
       return held ? 'the job is already held' : undefined;
     case 'released':
       return state === 'PENDING' && held ? undefined : 'only held pending jobs can be released';
+    case 'checkpointed':
+      return RUNNING_STATES.includes(state) ? undefined : 'only running jobs checkpoint';
+    case 'suspended':
+      return state === 'RUNNING' ? undefined : 'only running jobs can be suspended';
+    case 'resumed':
+      return state === 'SUSPENDED' ? undefined : 'only suspended jobs can be resumed';
   }
 }
 
@@ -185,6 +199,12 @@ export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent
       return { ...next, held: true, reason: event.reason ?? null };
     case 'released':
       return { ...next, held: false, reason: null };
+    case 'checkpointed':
+      return next;
+    case 'suspended':
+      return { ...next, state: 'SUSPENDED', reason: event.reason ?? null };
+    case 'resumed':
+      return { ...next, state: 'RUNNING', reason: null };
   }
 }
 

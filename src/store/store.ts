@@ -145,7 +145,7 @@ export class Store {
     this.selectJob = db.prepare(`${SELECT_JOBS} WHERE jobs.id = ?`);
     this.selectEvents = db.prepare('SELECT job_id, seq, time_ms, type, payload FROM job_events WHERE job_id = ? ORDER BY seq');
     this.selectPending = db.prepare(`${SELECT_JOBS} WHERE jobs.state = 'PENDING' ORDER BY jobs.submit_time_ms, jobs.id`);
-    this.selectRunning = db.prepare(`${SELECT_JOBS} WHERE jobs.state IN ('RUNNING', 'COMPLETING') ORDER BY jobs.start_time_ms, jobs.id`);
+    this.selectRunning = db.prepare(`${SELECT_JOBS} WHERE jobs.state IN ('RUNNING', 'COMPLETING', 'SUSPENDED') ORDER BY jobs.start_time_ms, jobs.id`);
     this.selectFinishedBefore = db.prepare(`${SELECT_JOBS} WHERE jobs.end_time_ms < ? ORDER BY jobs.end_time_ms, jobs.id`);
     this.selectKey = db.prepare('SELECT job_id FROM idempotency_keys WHERE user_name = ? AND key = ?').pluck();
     this.insertKey = db.prepare('INSERT INTO idempotency_keys (user_name, key, job_id, created_ms) VALUES (?, ?, ?, ?)');
@@ -262,7 +262,7 @@ export class Store {
     return (this.selectPending.all() as JoinedJobRow[]).map(rowToRecord);
   }
 
-  /** Jobs holding nodes: RUNNING and COMPLETING, by start time. */
+  /** Jobs holding nodes: RUNNING, COMPLETING and SUSPENDED, by start time. */
   runningJobs(): JobRecord[] {
     return (this.selectRunning.all() as JoinedJobRow[]).map(rowToRecord);
   }
