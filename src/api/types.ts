@@ -54,6 +54,10 @@ export interface ApiJob {
   stdoutPath: string | null;
   stderrPath: string | null;
   requeue: boolean;
+  /** The job checkpoints itself (taras submit --checkpoint-duration); absent: it does not. */
+  checkpoint?: { intervalSeconds: number | null; durationSeconds: number; programClass: string };
+  /** How many times it was put back in the queue (preempted, requeued, node failure): 0 on its first run. */
+  restarts?: number;
 }
 
 export interface ApiJobEvent {
@@ -71,6 +75,8 @@ export interface ApiJobPage {
 
 export interface ApiJobWithEvents extends ApiJob {
   events: ApiJobEvent[];
+  /** When each checkpoint finished (the job said so, or exited after its preemption signal), oldest first. */
+  checkpoints?: string[];
 }
 
 export type NodeState = 'idle' | 'allocated' | 'mixed' | 'down' | 'drained' | 'draining';

@@ -28,10 +28,13 @@ export function registerJobCommands(program: Command): void {
     .option('--requeue', 'requeue the job if its node fails')
     .option('--signal <[B:]sig[@time]>', 'send SIG TIME seconds (default 60) before the time limit; B: to the batch shell only')
     .option('--reservation <name>', 'run in this advance reservation (taras reserve list)')
+    .option('--checkpoint-interval <time>', 'send the periodic checkpoint signal this often (needs --checkpoint-duration)')
+    .option('--checkpoint-duration <time>', 'the job checkpoints itself, within this time: it can be preempted and restarted from its checkpoint')
+    .option('--program-class <name>', 'the cluster\'s program class: which signals and restart action (default: the first configured)')
     .option('--file <job.toml>', 'job description file (flags override it)')
     .option(...controllerOption)
     .option('--json', 'print {"id": N}')
-    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n')
+    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n')
     .action(async (script: string, args: string[], flags: Record<string, string | boolean | undefined>, cmd: Command) => {
       const { readFileSync } = await import('node:fs');
       // The modules submit needs, not the whole jobspec surface: the TOML parser loads only for --file.

@@ -14,12 +14,14 @@ const modules: Record<string, () => Promise<(program: Command) => void>> = {
   admin: async () => (await import('./admin.js')).registerAdminCommands,
   planning: async () => (await import('./planning.js')).registerPlanningCommands,
   plan: async () => (await import('./plan.js')).registerPlanCommand,
+  checkpoint: async () => (await import('./checkpoint.js')).registerCheckpointCommands,
 };
 const moduleOfCommand: Record<string, string> = {
   simulate: 'simulate', workload: 'workload', demo: 'demo', admin: 'admin', reserve: 'planning', whatif: 'planning',
   controller: 'daemons', agent: 'daemons', up: 'daemons',
   submit: 'jobs', queue: 'jobs', show: 'jobs', when: 'jobs', cancel: 'jobs', wait: 'jobs', nodes: 'jobs', status: 'jobs', jobid: 'jobs',
   plan: 'plan',
+  requeue: 'checkpoint', suspend: 'checkpoint', resume: 'checkpoint', checkpointed: 'checkpoint',
 };
 
 // No top-level await: bin/taras.js runs the bundle of this module as a script (to reuse V8's code cache).
@@ -68,7 +70,7 @@ Examples:
 }
 
 /** The commands that talk to the controller and return: they may exit as soon as they are done (not daemons, not `up`). */
-const CLIENT_MODULES: ReadonlySet<string> = new Set(['jobs', 'admin', 'plan']);
+const CLIENT_MODULES: ReadonlySet<string> = new Set(['jobs', 'admin', 'plan', 'checkpoint']);
 
 /**
  * `taras queue | head`: the reader left, so the output is done: exit quietly (as squeue

@@ -318,6 +318,59 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
   let closing: (() => Promise<void>) | null = null;
 
+  /**
+   * POST /jobs/:id/requeue (its owner or an administrator: scontrol
+   * requeue), /checkpointed (the job's owner: `taras checkpointed`, from
+   * inside the job), /suspend and /resume (administrators: scontrol
+   * suspend/resume). A job of another user is a 403; a job in the wrong
+   * state a 409.
+   */
+  function jobActionRoutes(): Route[] {
+    const act = (ctx: RequestContext, action: (id: JobId, caller: Caller) => object): { status: number; body: unknown } => {
+      const caller = callerOf(ctx);
+      bodyOf(EmptyBodySchema, ctx, 'an empty body or {}');
+      const id = parseId(ctx);
+      findJob(id);
+      try {
+        const body = action(id, caller);
+        kick();
+        return { status: 200, body: { ...apiJob(engine, engine.active.get(id) ?? store.job(id)!), ...body } };
+      } catch (error) {
+        if (!(error instanceof SubmitRefused)) throw error;
+        if (/belongs to/.test(error.message)) throw new RouteError(403, error.message, 'act on your own jobs only');
+        throw new RouteError(409, error.message);
+      }
+    };
+    return [
+      { method: 'POST', path: '/jobs/:id/requeue', handler: (ctx) => act(ctx, (id, caller) => {
+        const { waitSeconds } = engine.requeue(id, caller.user, admin(caller));
+        log(`job ${id}: requeued by ${caller.user}`);
+        return { waitSeconds };
+      }) },
+      { method: 'POST', path: '/jobs/:id/checkpointed', handler: (ctx) => act(ctx, (id, caller) => {
+        // The job's owner only: an administrator cannot say that someone's program has written its checkpoint.
+        engine.checkpointed(id, caller.user, false);
+        return {};
+      }) },
+      { method: 'POST', path: '/jobs/:id/suspend', handler: (ctx) => {
+        const caller = requireAdmin(ctx, 'suspend jobs');
+        return act(ctx, (id) => {
+          engine.suspend(id, `suspended by ${caller.user}`);
+          log(`job ${id}: suspended by ${caller.user}`);
+          return {};
+        });
+      } },
+      { method: 'POST', path: '/jobs/:id/resume', handler: (ctx) => {
+        const caller = requireAdmin(ctx, 'resume jobs');
+        return act(ctx, (id) => {
+          engine.resume(id, `resumed by ${caller.user}`);
+          log(`job ${id}: resumed by ${caller.user}`);
+          return {};
+        });
+      } },
+    ];
+  }
+
   const routes: Route[] = [
     {
       method: 'POST', path: '/jobs',
@@ -372,6 +425,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       const record = findJob(parseId(ctx));
       return { status: 200, body: shownTo(caller, admin(caller))(apiJobWithEvents(engine, record, store.events(record.id))) };
     } },
+    ...jobActionRoutes(),
     // Like the queue, for every verified user (the guard below refuses anonymous callers).
     { method: 'GET', path: '/reservations', handler: () => {
       return { status: 200, body: { reservations: engine.listReservations().map((r) => apiReservation(engine, r, Date.now())) } };

@@ -48,6 +48,13 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
     stdoutPath,
     stderrPath: spec.error === undefined ? stdoutPath : inDir(expandPattern(spec.error, names)),
     requeue: spec.requeue,
+    ...(spec.checkpoint === undefined ? {} : {
+      checkpoint: {
+        intervalSeconds: spec.checkpoint.intervalSeconds ?? null, durationSeconds: spec.checkpoint.durationSeconds,
+        programClass: spec.checkpoint.programClass ?? engine.programClassOf(spec)?.name ?? '?',
+      },
+    }),
+    restarts: record.requeueCount,
   };
 }
 
@@ -90,6 +97,7 @@ export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[]
 export function apiJobWithEvents(engine: ControllerEngine, record: JobRecord, events: readonly StoredJobEvent[]): ApiJobWithEvents {
   return {
     ...apiJob(engine, record),
+    checkpoints: events.filter(({ event }) => event.type === 'checkpointed').map(({ timeMs }) => iso(timeMs)!),
     events: events.map(({ timeMs, event }) => {
       const { type, ...detail } = event as { type: string } & Record<string, unknown>;
       if (type === 'submitted') return { time: iso(timeMs)!, type, detail: { user: detail.user, partition: detail.partition } };

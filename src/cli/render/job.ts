@@ -55,6 +55,13 @@ export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: strin
     const kept = job.startTime === null ? '' : toMillis(job.startTime) <= first + 1000 ? ', kept' : `, started ${span((toMillis(job.startTime) - first) / 1000)} later`;
     rows.push(['First planned', `${at(job.firstPlannedStart)}${kept}`]);
   }
+  if (job.checkpoint !== undefined) {
+    const every = job.checkpoint.intervalSeconds === null ? 'no periodic checkpoints' : `every ${formatHumanTime(job.checkpoint.intervalSeconds)}`;
+    rows.push(['Checkpoints', `${every}, each at most ${formatHumanTime(job.checkpoint.durationSeconds)} (class ${printable(job.checkpoint.programClass)})`]);
+    const done = job.checkpoints ?? [];
+    rows.push(['Last checkpoint', done.length === 0 ? '(none yet)' : `${at(done[done.length - 1])} (${counted(done.length, 'checkpoint')} in all)`]);
+  }
+  if ((job.restarts ?? 0) > 0) rows.push(['Restarts', String(job.restarts)]);
   if (job.startTime !== null) rows.push(['Started', at(job.startTime)]);
   if (!isFinished(job) && job.predictedEnd !== null) rows.push(['Predicted end', at(job.predictedEnd)]);
   if (job.endTime !== null) {
