@@ -53,6 +53,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const say = (text: string) => process.stderr.write(`${text}\n`);
 const work = mkdtempSync(join(tmpdir(), 'taras-cluster-bench-'));
 const started: ChildProcess[] = [];
+/** Children started in a process group of their own (shell loops): stopped with their group. */
+const groupLeaders = new WeakSet<ChildProcess>();
 /** Set once the run is being abandoned (deadline, signal): only `abandon` cleans up then. */
 let abandoning = false;
 
@@ -73,9 +75,11 @@ async function stopAll(): Promise<void> {
 async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  process.kill(child.pid, 'SIGTERM');
+  // A shell loop leads its own process group: its taras call goes with it.
+  const target = groupLeaders.has(child) ? -child.pid : child.pid;
+  process.kill(target, 'SIGTERM');
   const timer = setTimeout(() => {
-    if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, 'SIGKILL');
+    if (child.exitCode === null && child.signalCode === null) process.kill(target, 'SIGKILL');
   }, 3000);
   await exited;
   clearTimeout(timer);
@@ -522,9 +526,91 @@ async function bigCluster(rows: Row[]): Promise<void> {
   }
 }
 
+const LOOP_CALLS = 200;
+const LOOP_SHELLS = 8;
+const STEP_RUNS = 20;
+/** The installed command (the sh launcher npm links), as a user's shell finds it on PATH. */
+const launcher = join(root, 'bin/taras');
+
+/**
+ * Runs `shells` shell loops of `calls` `taras submit` each at once (`command` is how the
+ * loop calls taras) and answers jobs per second over the whole wall time.
+ */
+function shellLoops(shells: number, calls: number, command: string, controller: BenchController, env: NodeJS.ProcessEnv): Promise<number> {
+  const loop = `i=0; while [ $i -lt ${calls} ]; do ${command} submit tiny.sh --controller ${controller.socket} >/dev/null || exit 1; i=$((i+1)); done`;
+  const began = performance.now();
+  return Promise.all(Array.from({ length: shells }, () => new Promise<void>((resolve, reject) => {
+    const child = spawn('/bin/sh', ['-c', loop], { cwd: work, env: cliEnv(env), stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    started.push(child);
+    groupLeaders.add(child);
+    let errors = '';
+    child.stderr!.on('data', (chunk: Buffer) => { errors += chunk.toString(); });
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`a shell loop failed (${code}): ${errors}`))));
+  }))).then(() => (shells * calls) / ((performance.now() - began) / 1000));
+}
+
+/** Median user+system CPU milliseconds and wall milliseconds of a command, from /usr/bin/time over `runs` runs. */
+function cpuOf(argv: string[], env: NodeJS.ProcessEnv, runs = STEP_RUNS): { cpuMs: number; wallMs: number } {
+  const cpu: number[] = [];
+  const wall: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const run = spawnSync('/usr/bin/time', ['-f', 'taras-bench-time %U %S %e', ...argv], { cwd: work, env: cliEnv(env), encoding: 'utf8', timeout: 30_000 });
+    const match = /taras-bench-time ([\d.]+) ([\d.]+) ([\d.]+)/.exec(run.stderr);
+    if (run.status !== 0 || !match) throw new Error(`${argv.join(' ')} failed (${run.status}): ${run.stderr}`);
+    cpu.push((Number(match[1]) + Number(match[2])) * 1000);
+    wall.push(Number(match[3]) * 1000);
+  }
+  return { cpuMs: median(cpu), wallMs: median(wall) };
+}
+
+/**
+ * Issue 13's shell-loop figures: 8 x 200 and 1 x 200 `taras submit` from sh loops through
+ * the installed command (bin/taras), with NODE_EXTRA_CA_CERTS set and not, and the same
+ * through `node bin/taras.js` (what the command was); then one call's CPU split by step.
+ */
+async function cliLoops(rows: Row[]): Promise<void> {
+  const controller = await startController('loops');
+  try {
+    writeFileSync(join(work, 'tiny.sh'), '#!/bin/sh\n#TARAS --time 1\ntrue\n');
+    const withCerts = { ...process.env, NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS ?? '/etc/ssl/certs/ca-certificates.crt' };
+    const withoutCerts = { ...process.env };
+    delete withoutCerts.NODE_EXTRA_CA_CERTS;
+    // The first call writes the code cache; later ones use it, as in any shell session.
+    cpuOf([launcher, 'submit', 'tiny.sh', '--controller', controller.socket], withCerts, 1);
+    const variants: [string, string, NodeJS.ProcessEnv][] = [
+      ['taras (bin/taras), NODE_EXTRA_CA_CERTS set', launcher, withCerts],
+      ['taras (bin/taras), NODE_EXTRA_CA_CERTS unset', launcher, withoutCerts],
+      ['node bin/taras.js, NODE_EXTRA_CA_CERTS set', `${process.execPath} ${taras}`, withCerts],
+    ];
+    for (const [what, command, env] of variants) {
+      say(`${LOOP_SHELLS} x ${LOOP_CALLS} and 1 x ${LOOP_CALLS} shell loops: ${what}...`);
+      const many = await shellLoops(LOOP_SHELLS, LOOP_CALLS, command, controller, env);
+      const one = await shellLoops(1, LOOP_CALLS, command, controller, env);
+      const installed = command === launcher;
+      rows.push({ what: `${LOOP_SHELLS} shell loops x ${LOOP_CALLS}: ${what}`, measured: `${round(many, 1)} jobs/s`, target: installed ? '>= 80 jobs/s' : '-', met: installed ? many >= 80 : undefined });
+      rows.push({ what: `1 shell loop x ${LOOP_CALLS}: ${what}`, measured: `${round(one, 1)} jobs/s`, target: installed ? '>= 30 jobs/s' : '-', met: installed ? one >= 30 : undefined });
+    }
+    say(`one call's CPU by step, median of ${STEP_RUNS} each...`);
+    const nodeStart = cpuOf([process.execPath, '-e', ''], withoutCerts);
+    const certs = cpuOf([process.execPath, '-e', ''], withCerts);
+    const bundle = cpuOf([launcher, 'jobid'], { ...withCerts, TARAS_JOB_ID: '1' });
+    const submit = cpuOf([launcher, 'submit', 'tiny.sh', '--controller', controller.socket], withCerts);
+    const queue = cpuOf([launcher, 'queue', '--controller', controller.socket], withCerts);
+    const cpu = (value: number) => `${round(value, 0)} ms CPU`;
+    rows.push({ what: 'one `taras submit` (bin/taras)', measured: `${cpu(submit.cpuMs)}, ${round(submit.wallMs, 0)} ms`, target: '<= 25 ms CPU, 40 ms', met: submit.cpuMs <= 25 && submit.wallMs <= 40, note: `median of ${STEP_RUNS}, /usr/bin/time` });
+    rows.push({ what: '  Node start (`node -e ""`)', measured: cpu(nodeStart.cpuMs), target: '-', note: `${round(nodeStart.wallMs, 0)} ms wall; the floor of any Node command` });
+    rows.push({ what: '  CA certificates (NODE_EXTRA_CA_CERTS), if Node loaded them', measured: cpu(certs.cpuMs - nodeStart.cpuMs), target: '-', note: 'bin/taras starts Node without them' });
+    rows.push({ what: '  loading the CLI bundle (`taras jobid`, less Node start)', measured: cpu(bundle.cpuMs - nodeStart.cpuMs), target: '-', note: 'with the code cache' });
+    rows.push({ what: '  identity, request, answer, output (submit less jobid)', measured: cpu(submit.cpuMs - bundle.cpuMs), target: '-', note: 'the Unix socket: the kernel vouches for the caller' });
+    rows.push({ what: 'one `taras queue` (bin/taras)', measured: `${cpu(queue.cpuMs)}, ${round(queue.wallMs, 0)} ms`, target: '<= 25 ms CPU, 40 ms', met: queue.cpuMs <= 25 && queue.wallMs <= 40, note: `median of ${STEP_RUNS}; the loops' jobs pending (no agent)` });
+  } finally {
+    await stop(controller.child);
+  }
+}
+
 /** Each part by name; `node dist/bench/cluster.js pass latency` runs only those. */
 const parts: Record<string, (rows: Row[]) => void | Promise<void>> = {
-  submit: submissions, queue: concurrentAndQueue, latency: startLatency, pass: schedulingPass, status: bigCluster,
+  submit: submissions, queue: concurrentAndQueue, latency: startLatency, pass: schedulingPass, status: bigCluster, loops: cliLoops,
 };
 
 async function main(): Promise<void> {

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -148,6 +148,30 @@ describe('bin/taras.js: the code cache', () => {
     chmodSync(join(home, 'taras'), 0o777);
     assert.equal(taras(['jobid'], { XDG_CACHE_HOME: home, TARAS_JOB_ID: '7' }).stdout, '7\n');
     assert.deepEqual(readdirSync(join(home, 'taras')), []);
+  });
+});
+
+describe('bin/taras: the installed command', () => {
+  it('starts Node without NODE_EXTRA_CA_CERTS (no certificate bundle loaded) and gives the variable back to the command', () => {
+    // Linked as npm links it (node_modules/.bin/taras -> ../taras/bin/taras), from another folder.
+    const linkDir = join(work, 'dot-bin');
+    mkdirSync(linkDir, { recursive: true });
+    symlinkSync(join(root, 'bin/taras'), join(linkDir, 'taras'));
+    // At exit, after bin/taras.js ran: what the command's own environment holds (what a submission exports).
+    const probe = join(work, 'probe.cjs');
+    writeFileSync(probe, "process.on('exit', () => process.stderr.write(`ca=${process.env.NODE_EXTRA_CA_CERTS};saved=${process.env.TARAS_NODE_EXTRA_CA_CERTS}\\n`));\n");
+    const env = { ...process.env, TARAS_JOB_ID: '7', NODE_EXTRA_CA_CERTS: join(work, 'no-such-ca.pem'), NODE_OPTIONS: `--require ${probe}` };
+    const direct = spawnSync(process.execPath, [join(root, 'bin/taras.js'), 'jobid'], { cwd: work, encoding: 'utf8', env });
+    assert.match(direct.stderr, /Ignoring extra certs from/, 'Node itself loads the bundle when the variable is set');
+    const launched = spawnSync(join(linkDir, 'taras'), ['jobid'], { cwd: work, encoding: 'utf8', env });
+    assert.equal(launched.status, 0, launched.stderr);
+    assert.equal(launched.stdout, '7\n');
+    assert.doesNotMatch(launched.stderr, /extra certs/);
+    assert.match(launched.stderr, new RegExp(`ca=${join(work, 'no-such-ca.pem')};saved=undefined`));
+    // Unset stays unset; set to nothing stays set to nothing.
+    const { NODE_EXTRA_CA_CERTS: _unset, ...without } = env;
+    assert.match(spawnSync(join(linkDir, 'taras'), ['jobid'], { cwd: work, encoding: 'utf8', env: without }).stderr, /ca=undefined;saved=undefined/);
+    assert.match(spawnSync(join(linkDir, 'taras'), ['jobid'], { cwd: work, encoding: 'utf8', env: { ...env, NODE_EXTRA_CA_CERTS: '' } }).stderr, /ca=;saved=undefined/);
   });
 });
 
