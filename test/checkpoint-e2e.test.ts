@@ -234,4 +234,51 @@ describe('checkpointing jobs', () => {
     assert.ok(ran > 6.3 && ran < 9, `ran ${ran} s: a 4 s limit plus about 2.8 s suspended`);
     assert.deepEqual(job.events.map((e) => e.type).filter((t) => t === 'suspended' || t === 'resumed'), ['suspended', 'resumed']);
   });
+
+  it('a job of a higher-priority partition preempts the most recently started job on its nodes, which restarts from its checkpoint', async () => {
+    writeFileSync(join(work, 'sleeper.sh'), '#!/bin/sh\nsleep 6\necho slept\n');
+    writeFileSync(join(work, 'urgent.sh'), '#!/bin/sh\necho "urgent on $TARAS_NODELIST"\nsleep 1\n');
+    const older = submit(['-t', '1', '-c', '2', 'sleeper.sh']);
+    await until('the older job to run', () => show(older).state === 'RUNNING');
+    await sleep(1100); // a later start, in whole seconds
+    const newer = submit(['-t', '1', '-c', '2', '--checkpoint-duration', '0:03', 'checkpointer.sh'], { STEPS: '50' });
+    await until('the newer job to run', () => show(newer).state === 'RUNNING' && progress(newer) >= 5);
+    const elsewhere = submit(['-t', '1', '-N', '2', '-c', '2', 'sleeper.sh']); // node03-04: outside partition urgent
+    await until('the wide job to run', () => show(elsewhere).state === 'RUNNING');
+    assert.deepEqual([show(older).nodes, show(newer).nodes, show(elsewhere).nodes], [['node01'], ['node02'], ['node03', 'node04']]);
+
+    const urgent = submit(['-t', '1', '-p', 'urgent', '-c', '2', 'urgent.sh']);
+    const done = await finished(urgent);
+    assert.equal(done.state, 'COMPLETED');
+    assert.equal(output(urgent), 'urgent on node02\n');
+    const victim = await finished(newer);
+    assert.equal(victim.state, 'COMPLETED');
+    assert.equal(victim.restarts, 1);
+    const requeued = victim.events.find((e) => e.type === 'requeued')!;
+    assert.match(String(requeued.detail.reason), new RegExp(`preempted: preempted by job ${urgent} of partition urgent \\(priority 10\\)`));
+    assert.match(output(newer), /\nrestart from [1-9]\d* \(run 1\)\n/);
+    assert.match(output(newer), /\ndone at 50\n$/);
+    for (const untouched of [older, elsewhere]) {
+      const job = await finished(untouched);
+      assert.deepEqual([job.state, job.restarts], ['COMPLETED', 0], `job ${untouched} was not preempted`);
+    }
+  });
+
+  it('shutdown --mode checkpoint checkpoints and requeues running jobs; they restart from their checkpoints at the next start', async () => {
+    const id = submit(['-t', '1', '--checkpoint-duration', '0:03', 'checkpointer.sh'], { STEPS: '50' });
+    await until('the job to make progress', () => show(id).state === 'RUNNING' && progress(id) >= 10);
+    const shutdown = cli(['admin', 'shutdown', '--mode', 'checkpoint']);
+    assert.equal(shutdown.code, 0, shutdown.stderr);
+    assert.match(shutdown.stdout, /is shutting down; 1 running job\(s\) are being checkpointed and requeued first \(at most 3 s\); they restart at its next start\./);
+    const controller = started[0];
+    await until('the controller to exit', () => controller.exitCode !== null || controller.signalCode !== null, 15_000);
+    assert.match(output(id), /checkpoint final at \d+/);
+    const saved = Number(/checkpoint final at (\d+)/.exec(output(id))![1]);
+    const port = new URL(url).port;
+    await startDaemon(taras, started, ['controller', '--config', join(work, 'cluster.toml'), '--port', port], /listening on/, work);
+    const job = await finished(id);
+    assert.equal(job.state, 'COMPLETED');
+    assert.match(output(id), new RegExp(`\\nrestart from ${saved} \\(run 1\\)\\n`));
+    assert.match(String(job.events.find((e) => e.type === 'requeued')!.detail.reason), /the controller is shutting down/);
+  });
 });

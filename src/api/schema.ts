@@ -178,6 +178,15 @@ export const WhatIfBodySchema = strict({
 
 /** Reconfigure and shutdown take no fields (an empty object or no body). */
 export const EmptyBodySchema = v.optional(strict({}));
+/**
+ * POST /admin/shutdown: what becomes of running jobs (default leave-running);
+ * with `window`, no shutdown now: the mode is given to that maintenance
+ * window (`taras admin shutdown --at T --until T2 --mode M`).
+ */
+export const ShutdownBodySchema = v.optional(strict({
+  mode: v.optional(v.picklist(['leave-running', 'checkpoint', 'kill'], 'expected "leave-running", "checkpoint" or "kill"')),
+  window: v.optional(reservationName),
+}));
 
 const epochMs = int(0, 8.64e15);
 /** An agent's word about one job. Agent bodies are loose objects: fields other parts add (boot ids, signatures) pass through. */

@@ -26,7 +26,7 @@ interface AdminFlags {
  * NODES --at T --until T2`: those): a hold in the plan, so every planned
  * start moves around it and no job starts that would run into it.
  */
-async function scheduleWindow(flags: AdminFlags, nodes?: string[]): Promise<void> {
+async function scheduleWindow(flags: AdminFlags, nodes?: string[]): Promise<string> {
   if (flags.at === undefined || flags.until === undefined) fail('a maintenance window needs both --at TIME and --until TIME');
   const { timeOption, createReservation } = await import('./planning.js');
   const startMs = await timeOption('--at', flags.at!);
@@ -35,7 +35,7 @@ async function scheduleWindow(flags: AdminFlags, nodes?: string[]): Promise<void
   if (names === undefined) {
     names = await withClient(flags.controller, async (api) => (await api.get<ApiNode[]>('/nodes')).map((node) => node.name));
   }
-  await createReservation(flags.controller, flags.json, {
+  return createReservation(flags.controller, flags.json, {
     kind: 'maintenance', startMs, endMs, nodes: names, ...(flags.name === undefined ? {} : { name: flags.name }), reason: flags.reason ?? '',
   });
 }
@@ -47,7 +47,10 @@ export function registerAdminCommands(program: Command): void {
   /** drain and resume: one request, then the nodes as they are now; a drain with --at is a maintenance window. */
   const nodesCall = (resume: boolean) => async (nodes: string[], flags: AdminFlags) => {
     const names = (await import('../config/hostlist.js')).expandHostlist(nodes.join(','));
-    if (!resume && (flags.at !== undefined || flags.until !== undefined)) return scheduleWindow(flags, names);
+    if (!resume && (flags.at !== undefined || flags.until !== undefined)) {
+      await scheduleWindow(flags, names);
+      return;
+    }
     await withClient(flags.controller, async (api) => {
       const answer = await api.post<ApiNode[]>('/admin/drain', resume ? { nodes: names, resume: true } : { nodes: names, reason: flags.reason });
       if (flags.json) return printJson(answer);
@@ -125,20 +128,49 @@ Examples:
       });
     });
   admin.command('shutdown')
+    .option('--mode <mode>', 'what becomes of running jobs: leave-running (default), checkpoint (preemption signal, requeued, restarted from their checkpoints at the next start) or kill', 'leave-running')
     .option('--at <time>', 'later: a maintenance window of the whole cluster from this time (now+1hour, 18:00, 2026-12-01T09:00)')
     .option('--until <time>', 'the end of the window (with --at)')
     .option('--reason <text>', 'why (with --at)')
     .option('--name <name>', 'the window\'s name (default maint-DATE-TIME)')
     .option(...controllerOption).option(...jsonOption)
-    .description('stop the controller now (jobs keep running on their agents); with --at/--until, plan a whole-cluster maintenance window instead')
-    .addHelpText('after', '\nExamples:\n  taras admin shutdown\n  taras admin shutdown --at "tomorrow" --until 2026-12-01T12:00 --reason "power work"\n'
-      + '  taras reserve list        (windows are listed with the reservations; taras reserve delete NAME cancels one)\n')
-    .action(async (flags: AdminFlags) => {
-      if (flags.at !== undefined || flags.until !== undefined) return scheduleWindow(flags);
+    .description('stop the controller now (by default jobs keep running on their agents); with --at/--until, plan a whole-cluster maintenance window instead')
+    .addHelpText('after', `
+Modes (seed 000 3.2.2): leave-running (the default) stops only the controller; the
+agents go on and their jobs are re-adopted at its next start. checkpoint sends every
+running job its preemption signal (jobs without checkpoints: SIGTERM), waits until
+they have exited (at most their checkpoint duration or grace time), requeues them and
+stops: they restart, from their checkpoints, at the next start. kill cancels them.
+With --at, the mode applies at the window's start: checkpoint signals each job early
+enough that its checkpoint ends by then; the controller keeps running.
+
+Examples:
+  taras admin shutdown
+  taras admin shutdown --mode checkpoint
+  taras admin shutdown --at "tomorrow" --until 2026-12-01T12:00 --reason "power work" --mode checkpoint
+  taras reserve list        (windows are listed with the reservations; taras reserve delete NAME cancels one)
+`)
+    .action(async (flags: AdminFlags & { mode: string }) => {
+      const modes = ['leave-running', 'checkpoint', 'kill'];
+      if (!modes.includes(flags.mode)) fail(`error: --mode ${flags.mode}: expected ${modes.join(', ')}`);
+      if (flags.at !== undefined || flags.until !== undefined) {
+        const name = await scheduleWindow(flags);
+        if (flags.mode === 'leave-running') return;
+        // The window's mode: what it does at its start to the jobs that would run into it.
+        await withClient(flags.controller, async (api) => {
+          const answer = await api.post('/admin/shutdown', { mode: flags.mode, window: name });
+          if (flags.json) return printJson(answer);
+          print(`At its start, jobs running into window ${name} are ${flags.mode === 'kill' ? 'cancelled' : 'checkpointed (their checkpoints end by then) and requeued'}.`);
+        });
+        return;
+      }
       await withClient(flags.controller, async (api) => {
-        const answer = await api.post('/admin/shutdown', {});
+        const answer = await api.post<{ jobs: number[]; waitSeconds: number }>('/admin/shutdown', { mode: flags.mode });
         if (flags.json) return printJson(answer);
-        print(`The controller at ${api.address} is shutting down; running jobs keep running on their agents and are re-adopted at its next start.`);
+        const what = flags.mode === 'leave-running' ? 'running jobs keep running on their agents and are re-adopted at its next start'
+          : flags.mode === 'kill' ? `${answer.jobs.length} running job(s) are being cancelled first`
+            : `${answer.jobs.length} running job(s) are being checkpointed and requeued first (at most ${answer.waitSeconds} s); they restart at its next start`;
+        print(`The controller at ${api.address} is shutting down; ${what}.`);
       });
     });
 }

@@ -46,10 +46,13 @@ export async function renderReservations(list: readonly ApiReservation[], now = 
 }
 
 /** Creates a reservation or window from parsed flags and says what was made (and which running jobs reach into it). */
-export async function createReservation(controller: string | undefined, json: boolean | undefined, body: Record<string, unknown>): Promise<void> {
-  await withClient(controller, async (api) => {
+export async function createReservation(controller: string | undefined, json: boolean | undefined, body: Record<string, unknown>): Promise<string> {
+  return withClient(controller, async (api) => {
     const answer = await api.post<{ reservation: ApiReservation; overlappingJobs: number[] }>('/reservations', body);
-    if (json) return printJson(answer);
+    if (json) {
+      printJson(answer);
+      return answer.reservation.name;
+    }
     const r = answer.reservation;
     const what = r.kind === 'maintenance' ? 'Maintenance window' : 'Reservation';
     print(`${what} ${r.name} created.`);
@@ -57,6 +60,7 @@ export async function createReservation(controller: string | undefined, json: bo
     if (answer.overlappingJobs.length > 0) {
       print(`Running jobs ${answer.overlappingJobs.join(', ')} may run into it (they are not stopped); nothing new starts there that would.`);
     }
+    return r.name;
   });
 }
 

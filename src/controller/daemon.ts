@@ -7,7 +7,7 @@
 import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import {
-  AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, WhatIfBodySchema,
+  AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
   formatProblems, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
 import { finishedStates, type ApiJob, type ApiJobPage, type JobState } from '../api/types.js';
@@ -587,10 +587,29 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'POST', path: '/admin/shutdown',
       handler: (ctx) => {
-        requireAdmin(ctx, 'shut the controller down');
-        bodyOf(EmptyBodySchema, ctx, 'an empty body or {}');
-        setTimeout(() => void closing?.(), 50);
-        return { status: 202, body: { shutdown: true } };
+        const caller = requireAdmin(ctx, 'shut the controller down');
+        const body = bodyOf(ShutdownBodySchema, ctx, '{"mode": "checkpoint"} (or "kill", "leave-running"; "window": NAME for a maintenance window)') ?? {};
+        const mode = body.mode ?? 'leave-running';
+        if (body.window !== undefined) {
+          try {
+            engine.setWindowMode(body.window, mode);
+          } catch (error) {
+            if (error instanceof SubmitRefused) throw new RouteError(404, error.message);
+            throw error;
+          }
+          log(`maintenance window ${body.window}: shutdown mode ${mode} (set by ${caller.user})`);
+          return { status: 200, body: { window: body.window, mode } };
+        }
+        const { waitSeconds, jobs } = engine.shutdownJobs(mode);
+        log(`shutdown by ${caller.user}, mode ${mode}: ${jobs.length} running job(s) ${mode === 'kill' ? 'cancelled' : mode === 'checkpoint' ? 'checkpointed and requeued' : 'left running'}`);
+        // The jobs' ends are recorded before the controller stops: it waits for them (their checkpoint or grace, and a margin).
+        const deadline = Date.now() + (mode === 'leave-running' ? 0 : (waitSeconds + config.killGraceSeconds + 5) * 1000);
+        const stopWhenDone = (): void => {
+          if (Date.now() < deadline && engine.jobsHoldNodes) setTimeout(stopWhenDone, 100);
+          else setTimeout(() => void closing?.(), 50);
+        };
+        stopWhenDone();
+        return { status: 202, body: { shutdown: true, mode, jobs, waitSeconds } };
       },
     },
     {
@@ -701,6 +720,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       store.forgetKeysBefore(keysForgottenAtMs - IDEMPOTENCY_KEY_MS);
     }
     engine.checkNodes();
+    engine.applyWindowModes();
     engine.expireReservations();
     engine.touch();
     kick();

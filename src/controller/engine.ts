@@ -10,6 +10,7 @@ import { compressHostlist } from '../config/hostlist.js';
 import { NodePool } from '../core/placement.js';
 import { Scheduler, type PolicyName } from '../core/scheduler.js';
 import type { PlanHold } from '../core/node-plan.js';
+import { chooseVictims, type PreemptionCandidate } from '../core/preemption.js';
 import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
 import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
 import { suitableNodes, taskLayout, validateAgainstCluster } from '../jobspec/cluster.js';
@@ -690,7 +691,7 @@ export class ControllerEngine {
 
   /** One scheduling pass if anything changed: verify and carry out the core's starts. */
   schedule(): JobId[] {
-    if (!this.dirty) return [];
+    if (!this.dirty || this.stopping) return [];
     this.dirty = false;
     const now = this.nowSeconds();
     const started: JobId[] = [];
@@ -730,7 +731,181 @@ export class ControllerEngine {
       });
     }
     this.notePromises();
+    this.preemptForPartitions(now);
     return started;
+  }
+
+  // ---- shutdown modes (seed 000 3.2.2) ----
+
+  /** The controller is shutting down: nothing more starts (jobs requeued by the shutdown start at the next start). */
+  private stopping = false;
+
+  /**
+   * `taras admin shutdown --mode`: 'checkpoint' preempts every running job
+   * (requeue: one that checkpoints restarts from its checkpoint at the next
+   * start; one that does not is requeued from its start with --requeue, else
+   * ends PREEMPTED); 'kill' cancels them; 'leave-running' touches nothing.
+   * Nothing starts from here on. Returns how long until the jobs are expected gone.
+   */
+  shutdownJobs(mode: ShutdownMode): { waitSeconds: number; jobs: JobId[] } {
+    this.stopping = true;
+    if (mode === 'leave-running') return { waitSeconds: 0, jobs: [] };
+    let waitSeconds = 0;
+    const jobs: JobId[] = [];
+    for (const record of [...this.active.values()]) {
+      if (!holdsNodes(record.state)) continue;
+      jobs.push(record.id);
+      waitSeconds = Math.max(waitSeconds, this.endForShutdown(record, mode, 'the controller is shutting down'));
+    }
+    return { waitSeconds, jobs };
+  }
+
+  /** Ends one running job as the shutdown mode says; how long until it is gone. */
+  private endForShutdown(record: JobRecord, mode: 'checkpoint' | 'kill', reason: string): number {
+    if (mode === 'kill' || record.state === 'COMPLETING') {
+      this.cancel(record.id, reason, true);
+      return this.config.killGraceSeconds;
+    }
+    return this.preempt(record.id, reason, 'requeue').waitSeconds;
+  }
+
+  /** Whether any job still holds nodes (a shutdown waits for none). */
+  get jobsHoldNodes(): boolean {
+    return [...this.active.values()].some((record) => holdsNodes(record.state));
+  }
+
+  /** What a maintenance window does to the jobs that would run into it (`shutdown --at T --mode`), by window name; stored. */
+  windowModes(): Record<string, 'checkpoint' | 'kill'> {
+    return { ...((this.store.setting(WINDOW_MODES_SETTING) as Record<string, 'checkpoint' | 'kill'> | undefined) ?? {}) };
+  }
+
+  /** Gives a maintenance window a shutdown mode: at its start, jobs running into it are checkpointed (their checkpoints end by then) or killed. */
+  setWindowMode(name: string, mode: ShutdownMode): void {
+    const window = this.reservations.get(name);
+    if (window === undefined || window.kind !== 'maintenance') throw new SubmitRefused([`no maintenance window named ${name}; list them with \`taras reserve list\``]);
+    const modes = this.windowModes();
+    if (mode === 'leave-running') delete modes[name];
+    else modes[name] = mode;
+    this.store.setSetting(WINDOW_MODES_SETTING, modes);
+  }
+
+  /**
+   * Once a second: jobs that would still run when a maintenance window with
+   * a mode starts get, in mode 'checkpoint', the preemption signal early
+   * enough that their checkpoint ends by the window's start (others at the
+   * start), or in mode 'kill' are cancelled at its start. Requeued jobs wait
+   * until after the window (the plan keeps them out of it).
+   */
+  applyWindowModes(): void {
+    const modes = this.windowModes();
+    const nowMs = this.clockMs();
+    let changed = false;
+    for (const [name, mode] of Object.entries(modes)) {
+      const window = this.reservations.get(name);
+      if (window === undefined) {
+        delete modes[name];
+        changed = true;
+        continue;
+      }
+      for (const record of [...this.active.values()]) {
+        if (!holdsNodes(record.state) || !record.nodes.some((node) => window.nodes.includes(node))) continue;
+        if (this.cancelRequested(record.id) || this.preemptRequested(record.id) !== undefined) continue;
+        const spec = this.specOf(record);
+        const limitMs = spec.timeLimitSeconds === 'UNLIMITED' ? Infinity : spec.timeLimitSeconds * 1000;
+        if ((record.startTimeMs ?? 0) + limitMs + this.suspendedSecondsOf(record.id) * 1000 <= window.startMs) continue; // it ends before the window
+        const leadMs = mode === 'checkpoint' ? (spec.checkpoint?.durationSeconds ?? 0) * 1000 : 0;
+        if (nowMs < window.startMs - leadMs) continue;
+        this.log(`job ${record.id}: maintenance window ${name} starts ${new Date(window.startMs).toISOString()}: ${mode === 'kill' ? 'cancelled' : 'checkpointed and requeued'}`);
+        this.endForShutdown(record, mode, `shutdown (maintenance window ${name} at ${new Date(window.startMs).toISOString()})`);
+      }
+    }
+    if (changed) this.store.setSetting(WINDOW_MODES_SETTING, modes);
+  }
+
+  /** Pending jobs waiting for the jobs preempted for them (partition preemption): not preempted for again meanwhile. */
+  private readonly preemptedFor = new Map<JobId, readonly JobId[]>();
+  /** Jobs suspended for a higher-priority partition's job: out of the core until their nodes can hold them again. */
+  private readonly suspendedForPartition = new Set<JobId>();
+
+  /**
+   * Slurm's partition preemption (PreemptType=partition_prio): a pending job
+   * that cannot start now may take the nodes of running jobs of partitions
+   * with a lower priority whose preempt_mode is not "off"; as few and as
+   * recently started victims as possible (core chooseVictims,
+   * 'fewest-recent'), each preempted with its own partition's mode. Jobs
+   * suspended for it resume once their nodes are free again.
+   */
+  private preemptForPartitions(now: number): void {
+    this.resumeSuspendedForPartition(now);
+    const byName = new Map(this.config.partitions.map((p) => [p.name, p]));
+    if (!this.config.partitions.some((p) => (p.preemptMode ?? 'off') !== 'off')) return;
+    for (const [id, victims] of this.preemptedFor) {
+      if (this.active.get(id)?.state !== 'PENDING' || victims.every((v) => !holdsNodes(this.active.get(v)?.state ?? 'COMPLETED') || this.suspendedForPartition.has(v))) this.preemptedFor.delete(id);
+    }
+    let looked = 0;
+    for (const entry of this.scheduler.state.queue) {
+      if (++looked > 20) break; // the front of the queue: a deep queue is not searched every pass
+      const record = this.active.get(entry.job.id);
+      if (!record || record.held || this.preemptedFor.has(record.id) || !entry.job.resources) continue;
+      const priority = byName.get(record.partition)?.priority ?? 0;
+      const candidates: (PreemptionCandidate & { mode: 'requeue' | 'cancel' | 'suspend' })[] = [];
+      for (const run of this.scheduler.state.running) {
+        const victim = this.active.get(run.job.id);
+        const partition = victim === undefined ? undefined : byName.get(victim.partition);
+        const mode = partition?.preemptMode ?? 'off';
+        if (!victim || victim.state !== 'RUNNING' || !partition || mode === 'off' || partition.priority >= priority) continue;
+        if (this.cancelRequested(victim.id) || this.preemptRequested(victim.id) !== undefined) continue;
+        const spec = this.specOf(victim);
+        candidates.push({
+          id: victim.id, nodes: run.nodes, cpusPerNode: run.job.resources?.cpusPerNode ?? 0, memoryMiBPerNode: run.job.resources?.memoryMiBPerNode ?? 0,
+          startedAt: run.start, limit: run.job.estimate, waitSeconds: mode === 'suspend' ? 0 : spec.checkpoint?.durationSeconds ?? partition.graceTimeSeconds ?? 0, mode,
+        });
+      }
+      if (candidates.length === 0) continue;
+      const nodes = this.config.nodes.map((node) => {
+        const free = this.pool.free(node.name);
+        return { name: node.name, freeCpus: free.cpus, freeMemoryMiB: free.memoryMiB, features: node.features, accepting: this.pool.accepts(node.name) };
+      });
+      const choice = chooseVictims(entry.job.resources, nodes, candidates, 'fewest-recent', now);
+      if (choice === null || choice.victims.length === 0) continue;
+      this.preemptedFor.set(record.id, choice.victims);
+      for (const victimId of choice.victims) {
+        const victim = candidates.find((c) => c.id === victimId)!;
+        const reason = `preempted by job ${record.id} of partition ${record.partition} (priority ${priority})`;
+        this.log(`job ${victimId}: ${reason} (preempt_mode ${victim.mode})`);
+        if (victim.mode === 'suspend') this.suspendForPartition(victimId, reason, now);
+        else this.preempt(victimId, reason, victim.mode);
+      }
+    }
+  }
+
+  /** Suspends a job and gives its nodes back to the core (PreemptMode=SUSPEND): the preemptor starts on them at the next pass. */
+  private suspendForPartition(id: JobId, reason: string, now: number): void {
+    this.suspend(id, reason);
+    this.scheduler.end(id, now);
+    this.suspendedForPartition.add(id);
+    this.dirty = true;
+  }
+
+  /** Jobs suspended for a partition's job go back on their nodes, and are resumed, once those can hold them again. */
+  private resumeSuspendedForPartition(now: number): void {
+    for (const id of this.suspendedForPartition) {
+      const record = this.active.get(id);
+      if (!record || record.state !== 'SUSPENDED') {
+        this.suspendedForPartition.delete(id);
+        continue;
+      }
+      const request = this.coreRequest(record);
+      const fits = record.nodes.every((name) => {
+        const free = this.pool.free(name);
+        return free.cpus >= (request.resources?.cpusPerNode ?? 0) && free.memoryMiB >= (request.resources?.memoryMiBPerNode ?? 0);
+      });
+      if (!fits) continue;
+      this.suspendedForPartition.delete(id);
+      this.resume(id, 'its nodes are free again');
+      // Back in the core on its nodes, its limit longer by the whole time it was suspended.
+      this.scheduler.adoptRunning({ ...request, estimate: request.estimate + this.suspendedSecondsOf(id) }, Math.floor((record.startTimeMs ?? 0) / 1000), record.nodes);
+    }
   }
 
   /**
@@ -998,12 +1173,13 @@ export class ControllerEngine {
   resume(id: JobId, reason: string): JobRecord {
     const record = this.active.get(id);
     if (!record || record.state !== 'SUSPENDED') throw new SubmitRefused([`job ${id} is ${record?.state ?? this.store.job(id)?.state ?? 'unknown'}: only suspended jobs can be resumed`]);
+    if (this.suspendedForPartition.has(id)) throw new SubmitRefused([`job ${id} was suspended for a job of a higher-priority partition (${record.reason ?? ''}); it resumes by itself once its nodes are free`]);
     const events = this.store.events(id);
     const since = [...events].reverse().find(({ event }) => event.type === 'suspended')?.timeMs ?? this.clockMs();
     const resumed = this.store.append(id, { type: 'resumed', reason }, this.clockMs());
     this.active.set(id, resumed);
     // The core's end of the job moves later by the time it was stopped: later jobs move with it.
-    this.scheduler.extendRunning(id, Math.round((this.clockMs() - since) / 1000));
+    if (this.scheduler.nodesOf(id) !== undefined) this.scheduler.extendRunning(id, Math.round((this.clockMs() - since) / 1000));
     this.plannedAt = null;
     this.dirty = true;
     this.deliverCancel(id, record.nodes[0], record.requeueCount, { signal: 'SIGCONT', cancel: false, extras: { resume: true } });
@@ -1376,6 +1552,13 @@ interface Delivery {
 }
 
 const CANCEL: Delivery = { signal: 'SIGTERM', cancel: true };
+
+/** `taras admin shutdown --mode`: what becomes of running jobs (seed 000 3.2.2). */
+export const SHUTDOWN_MODES = ['leave-running', 'checkpoint', 'kill'] as const;
+export type ShutdownMode = (typeof SHUTDOWN_MODES)[number];
+
+/** The store setting of maintenance windows' shutdown modes. */
+const WINDOW_MODES_SETTING = 'windowShutdownModes';
 
 /** States in which a job holds its nodes and has processes there. */
 export const holdsNodes = (state: JobState): boolean => state === 'RUNNING' || state === 'COMPLETING' || state === 'SUSPENDED';
