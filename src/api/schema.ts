@@ -122,6 +122,11 @@ export const JobSpecSchema = strict({
   submitDir: v.optional(absolutePath()),
   /** Slurm's --reservation: the name of an advance reservation. */
   reservation: v.optional(reservationName),
+  /** A priority job's deadline (taras submit --deadline): epoch ms, and guarantee (the default) or cancel (Slurm's --deadline). */
+  deadline: v.optional(strict({
+    atMs: int(0, Number.MAX_SAFE_INTEGER),
+    policy: v.picklist(['guarantee', 'cancel'], 'expected "guarantee" or "cancel"'),
+  })),
 });
 
 /** POST /jobs. The key makes a retry safe: the same key from the same user answers the first job's id. */

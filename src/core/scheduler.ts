@@ -229,7 +229,7 @@ export class Scheduler {
    * its end as a priority job without a guarantee, and by how much it misses.
    * Pure what-if: nothing changes. Needs node plans.
    */
-  deadlineCheck(job: JobRequest, now: Seconds): DeadlineCheck {
+  deadlineCheck(job: JobRequest, now: Seconds, ahead: readonly JobRequest[] = []): DeadlineCheck {
     const policy = this.nodePolicy;
     if (!policy) throw new Error('deadlines need a node pool and fcfs, easy or conservative');
     if (job.deadline === undefined) throw new RangeError(`job ${job.id} has no deadline`);
@@ -238,11 +238,12 @@ export class Scheduler {
     const conservative = policy.mode === 'conservative';
     const orderWith = (probe?: JobRequest): QueueEntry[] => {
       const queue = [...this.state.queue];
-      if (probe !== undefined) {
-        const entry = { job: probe } as QueueEntry;
+      // `ahead`: jobs accepted before it but not queued yet (earlier in the same batch).
+      for (const arrival of probe === undefined ? ahead : [...ahead, probe]) {
+        const entry = { job: arrival } as QueueEntry;
         // Conservative keeps its scheduled order (an arrival joins behind its priority); fcfs and EASY start from FIFO.
         let at = queue.length;
-        while (conservative && at > 0 && (queue[at - 1].job.priority ?? 0) < (probe.priority ?? 0)) at--;
+        while (conservative && at > 0 && (queue[at - 1].job.priority ?? 0) < (arrival.priority ?? 0)) at--;
         queue.splice(at, 0, entry);
       }
       return conservative ? bestEffortAhead(queue) : fifoOrder(queue);

@@ -7,7 +7,7 @@ import { closestWord } from '../config/suggest.js';
 import { checkPattern } from './pattern.js';
 import type { ItemKey, JobValues } from './types.js';
 import {
-  parseConstraint, parseCount, parseExport, parseMemory, parseNodes, parsePartition, parseReservationName, parseSignal, parseText, parseTime,
+  parseConstraint, parseCount, parseDeadlinePolicy, parseDeadlineText, parseExport, parseMemory, parseNodes, parsePartition, parseReservationName, parseSignal, parseText, parseTime,
   type ValueResult,
 } from './values.js';
 
@@ -55,6 +55,8 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'constraint', long: 'constraint', short: 'C', tomlKey: 'constraint', label: 'Constraint', valueName: 'FEATURES', parse: parseConstraint }),
   option({ key: 'requeue', long: 'requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: true, parse: noValue }),
   option({ key: 'reservation', long: 'reservation', tomlKey: 'reservation', label: 'Reservation', valueName: 'NAME', parse: parseReservationName }),
+  option({ key: 'deadline', long: 'deadline', tomlKey: 'deadline', label: 'Deadline', valueName: 'TIME', parse: parseDeadlineText }),
+  option({ key: 'deadlinePolicy', long: 'deadline-policy', tomlKey: 'deadline_policy', label: 'Deadline policy', valueName: 'guarantee|cancel', parse: parseDeadlinePolicy }),
   option({ key: 'signal', long: 'signal', tomlKey: 'signal', label: 'Warning signal', valueName: '[B:]SIG[@TIME]', parse: parseSignal }),
   option({ key: 'requeue', long: 'no-requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: false, parse: noValue }),
 ];
@@ -80,7 +82,7 @@ export function optionForKey(key: ItemKey): JobOption | undefined {
  * rather than "unknown". Long names, then short letters.
  */
 const UNSUPPORTED_LONG = [
-  'account', 'array', 'begin', 'comment', 'deadline', 'dependency', 'exclude', 'exclusive', 'get-user-env', 'gpus',
+  'account', 'array', 'begin', 'comment', 'dependency', 'exclude', 'exclusive', 'get-user-env', 'gpus',
   'gres', 'hold', 'input', 'licenses', 'mail-type', 'mail-user', 'mem-per-cpu', 'mem-per-gpu', 'nice', 'nodelist',
   'ntasks-per-node', 'open-mode', 'oversubscribe', 'priority', 'qos', 'time-min', 'wait', 'wrap',
 ];

@@ -41,6 +41,15 @@ export interface Constraint {
 /** sbatch's `--signal=[B:]SIG[@TIME]` (shared with cluster.toml's warn_signal). */
 export type { WarnSignal };
 
+export const DEADLINE_POLICIES = ['guarantee', 'cancel'] as const;
+export type DeadlinePolicy = (typeof DEADLINE_POLICIES)[number];
+
+/** A priority job's deadline: the instant (epoch ms) it must end by, and what to do when it no longer can. */
+export interface DeadlineSpec {
+  readonly atMs: number;
+  readonly policy: DeadlinePolicy;
+}
+
 /** Every item a source can set, by the name the code uses. */
 export interface JobValues {
   readonly nodes: NodeRange;
@@ -61,6 +70,10 @@ export interface JobValues {
   readonly signal: WarnSignal;
   /** An advance reservation to run in (Slurm's --reservation). */
   readonly reservation: string;
+  /** Slurm's --deadline as written (now+2hours, 18:00, 2026-12-01T09:00): read at build time (BuildContext.nowMs). */
+  readonly deadline: string;
+  /** What a deadline means: guarantee (Artaras: a priority job, guaranteed when the plan meets it) or cancel (Slurm's: ended DEADLINE when it no longer can). */
+  readonly deadlinePolicy: DeadlinePolicy;
   /** The batch script's path as given (command operand or job.toml `script`). */
   readonly script: string;
   readonly scriptArgs: readonly string[];
@@ -129,6 +142,8 @@ export interface JobSpec {
   readonly umask?: number;
   /** Runs only in this advance reservation, on its nodes and within its time (Slurm's --reservation). */
   readonly reservation?: string;
+  /** A priority job: must end by this deadline (taras submit --deadline, --deadline-policy). */
+  readonly deadline?: DeadlineSpec;
 }
 
 /** A JobSpec with the origin of every value, for the summary. */

@@ -12,7 +12,7 @@ export type JsonValue = string | number | boolean | null | readonly JsonValue[] 
 export type JsonObject = { readonly [key: string]: JsonValue };
 
 /** How a job left the system; the last state it ever has (unless requeued). */
-export const END_STATES = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY'] as const;
+export const END_STATES = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY', 'DEADLINE'] as const;
 export type EndState = (typeof END_STATES)[number];
 export const JOB_STATES = ['PENDING', 'RUNNING', 'COMPLETING', ...END_STATES] as const;
 export type JobState = (typeof JOB_STATES)[number];
@@ -45,14 +45,16 @@ export type JobEvent =
   /** Back to the queue with its original submit time (node failure with --requeue, admin requeue). */
   | { readonly type: 'requeued'; readonly reason?: string }
   | { readonly type: 'held'; readonly reason?: string }
-  | { readonly type: 'released' };
+  | { readonly type: 'released' }
+  /** A priority job's deadline guarantee was lost or its deadline missed, and why (seed 000 2.2.3's excuses, or what changed in the plan). */
+  | { readonly type: 'deadline'; readonly missed: boolean; readonly cause: string };
 
 export type JobEventType = JobEvent['type'];
 /** Every event but the first: what happens to a job that exists. */
 export type TransitionEvent = Exclude<JobEvent, { readonly type: 'submitted' }>;
 
 export const JOB_EVENT_TYPES: readonly JobEventType[] = [
-  'submitted', 'planned', 'started', 'signalled', 'completing', 'ended', 'requeued', 'held', 'released',
+  'submitted', 'planned', 'started', 'signalled', 'completing', 'ended', 'requeued', 'held', 'released', 'deadline',
 ];
 
 /** An event as stored: which job, its position in that job's log (1, 2, ...), and when. */
@@ -117,7 +119,7 @@ function refuse(record: JobRecord, event: TransitionEvent): string | undefined {
     case 'ended':
       if (RUNNING_STATES.includes(state)) return undefined;
       if (state === 'PENDING') {
-        return event.state === 'CANCELLED' || event.state === 'FAILED' ? undefined : 'a job that never started can only end CANCELLED or FAILED';
+        return event.state === 'CANCELLED' || event.state === 'FAILED' || event.state === 'DEADLINE' ? undefined : 'a job that never started can only end CANCELLED or FAILED (or DEADLINE: --deadline-policy cancel)';
       }
       return 'the job has already ended';
     case 'requeued':
@@ -127,6 +129,8 @@ function refuse(record: JobRecord, event: TransitionEvent): string | undefined {
       return held ? 'the job is already held' : undefined;
     case 'released':
       return state === 'PENDING' && held ? undefined : 'only held pending jobs can be released';
+    case 'deadline':
+      return undefined;
   }
 }
 
@@ -185,6 +189,8 @@ export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent
       return { ...next, held: true, reason: event.reason ?? null };
     case 'released':
       return { ...next, held: false, reason: null };
+    case 'deadline':
+      return next;
   }
 }
 

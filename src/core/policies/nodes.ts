@@ -233,6 +233,7 @@ export class NodePlanPolicy implements Policy {
       this.meetDeadlines(state, now);
       return;
     }
+    if (this.deadlinesSeen) this.orderForDeadlines(state, now, fifoOrder(state.queue));
     const reusable = this.projectionValid && this.current !== null && this.projectedCapacity === state.capacityVersion
       && (now === this.projectedAt || (this.projectedEarliest > now && !(state.running.length > 0 && predictedEnd(state.running[0]) <= now)));
     if (!reusable) this.project(state, now);
