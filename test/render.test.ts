@@ -38,6 +38,9 @@ function job(fields: Partial<ApiJob> & Pick<ApiJob, 'id' | 'user' | 'state' | 'n
     stdoutPath: `/home/${fields.user}/taras-${fields.id}.out`,
     stderrPath: `/home/${fields.user}/taras-${fields.id}.out`,
     requeue: false,
+    type: 'normal',
+    deadline: null,
+    guaranteed: null,
     ...fields,
   };
 }

@@ -34,7 +34,17 @@ export interface QueueRow {
   submit?: number;
   limitSeconds?: number | null;
   workingDir?: string;
+  /** The job type's letter (N normal, P priority, I interactive); absent: N. */
+  type?: string;
+  /** A priority job's deadline (ms); absent or null: none. */
+  deadline?: number | null;
 }
+
+/** The letter `taras queue` shows for a job type. */
+export const typeLetter = (type: string | undefined): string => (type === 'priority' ? 'P' : type === 'interactive' ? 'I' : 'N');
+
+/** The type column's values on the wire: the index of the letter here (not interned: a queue of normal jobs sends no strings for it). */
+export const TYPE_LETTERS = ['N', 'P', 'I'] as const;
 
 /**
  * The queue as parallel columns, one entry per job in queue order, so 50,000
@@ -61,6 +71,9 @@ export interface QueueTable {
   end: (number | null)[];
   endTime: (number | null)[];
   name: number[];
+  /** Only when some job is not normal: the type letter's index in TYPE_LETTERS, and the deadline (seconds after timeBase, null: none). */
+  type?: number[];
+  deadline?: (number | null)[];
   /** With long=1 only. */
   long?: {
     cpus: number[];
@@ -122,6 +135,7 @@ export function queueRowOf(job: ApiJob): QueueRow {
     endTime: millis(job.endTime), name: job.name,
     cpus: job.ntasks * job.cpusPerTask, memoryMiB: job.memoryMiB, submit: Date.parse(job.submitTime), limitSeconds: job.timeLimitSeconds,
     workingDir: job.workingDir ?? undefined,
+    type: typeLetter(job.type), deadline: millis(job.deadline ?? null),
   };
 }
 
@@ -134,7 +148,7 @@ export function packRows(status: ApiClusterStatus, rows: readonly QueueRow[], lo
   const packer = new QueuePacker(status, base, long);
   for (const row of rows) {
     packer.add(row.id, row.user, row.state, row.partition, row.nodes.join(','), row.nodeCount,
-      toOffset(row.start, base), toOffset(row.end, base), toOffset(row.endTime, base), row.name);
+      toOffset(row.start, base), toOffset(row.end, base), toOffset(row.endTime, base), row.name, row.type, toOffset(row.deadline ?? null, base));
     if (long) packer.addLong(row.cpus ?? 0, row.memoryMiB ?? null, toOffset(row.submit ?? null, base) ?? 0, row.limitSeconds ?? null, row.workingDir ?? '');
   }
   return packer.finish();
@@ -161,6 +175,8 @@ export interface ApiQueue {
   columns: {
     id: Runs; user: Runs; state: Runs; partition: Runs; nodes: Runs; nodeCount: Runs; start: Runs; length: Runs; endTime: Runs; name: Runs;
     cpus?: Runs; memoryMiB?: Runs; submit?: Runs; limitSeconds?: Runs; workingDir?: Runs;
+    /** Only when some job is not normal (a priority or interactive job): the type letter (its index in TYPE_LETTERS) and the deadline (seconds after timeBase, or null). */
+    type?: Runs; deadline?: Runs;
   };
 }
 
@@ -228,6 +244,10 @@ export class QueuePacker {
   private readonly length = new RunColumn();
   private readonly endTime = new RunColumn();
   private readonly name = new RunColumn();
+  private readonly type = new RunColumn();
+  private readonly deadline = new RunColumn();
+  /** Whether a job that is not normal was added: only then do the type and deadline columns travel. */
+  private typed = false;
   private readonly long: { cpus: RunColumn; memoryMiB: RunColumn; submit: DifferenceColumn; limitSeconds: RunColumn; workingDir: RunColumn } | null;
 
   constructor(readonly status: ApiClusterStatus, readonly timeBase: number, long: boolean) {
@@ -244,9 +264,12 @@ export class QueuePacker {
     return index;
   }
 
-  /** One job; `start`, `end`, `endTime` in seconds after timeBase; `nodes` the allocated nodes joined by commas. */
+  /** One job; `start`, `end`, `endTime`, `deadline` in seconds after timeBase; `nodes` the allocated nodes joined by commas; `type` its letter (N, P, I). */
   add(id: number, user: string, state: string, partition: string, nodes: string, nodeCount: number,
-    start: number | null, end: number | null, endTime: number | null, name: string): void {
+    start: number | null, end: number | null, endTime: number | null, name: string, type = 'N', deadline: number | null = null): void {
+    if (type !== 'N' || deadline !== null) this.typed = true;
+    this.type.push(Math.max(0, (TYPE_LETTERS as readonly string[]).indexOf(type)));
+    this.deadline.push(deadline);
     this.count++;
     this.id.push(id);
     this.user.push(this.intern(user));
@@ -275,6 +298,10 @@ export class QueuePacker {
       id: this.id.runs, user: this.user.runs, state: this.state.runs, partition: this.partition.runs, nodes: this.nodes.runs,
       nodeCount: this.nodeCount.runs, start: this.start.runs, length: this.length.runs, endTime: this.endTime.runs, name: this.name.runs,
     };
+    if (this.typed) {
+      columns.type = this.type.runs;
+      columns.deadline = this.deadline.runs;
+    }
     if (this.long) {
       columns.cpus = this.long.cpus.runs;
       columns.memoryMiB = this.long.memoryMiB.runs;
@@ -293,7 +320,7 @@ export function packQueue(table: QueueTable): ApiQueue {
   for (const string of text) packer.intern(string); // the same indexes as the table's
   for (let i = 0; i < table.id.length; i++) {
     packer.add(table.id[i], text[table.user[i]], text[table.state[i]], text[table.partition[i]], text[table.nodes[i]], table.nodeCount[i],
-      table.start[i], table.end[i], table.endTime[i], text[table.name[i]]);
+      table.start[i], table.end[i], table.endTime[i], text[table.name[i]], TYPE_LETTERS[table.type?.[i] ?? 0], table.deadline?.[i] ?? null);
     const long = table.long;
     if (long) packer.addLong(long.cpus[i], long.memoryMiB[i], long.submit[i], long.limitSeconds[i], text[long.workingDir[i]]);
   }
@@ -313,6 +340,10 @@ export function unpackQueue(api: ApiQueue): QueueTable {
     nodes: numbers(column('nodes')), nodeCount: numbers(column('nodeCount')), start,
     end: length.map((span, i) => (span === null || start[i] === null ? null : start[i]! + span)), endTime: column('endTime'), name: numbers(column('name')),
   };
+  if (columns.type !== undefined) {
+    table.type = numbers(column('type'));
+    table.deadline = column('deadline');
+  }
   if (columns.cpus !== undefined) {
     table.long = {
       cpus: numbers(column('cpus')), memoryMiB: column('memoryMiB'), submit: numbers(sums(column('submit'))),
@@ -325,7 +356,7 @@ export function unpackQueue(api: ApiQueue): QueueTable {
 /** The columns of an ApiQueue in the order QueueSegment indexes them. */
 export const SEGMENT_COLUMNS = [
   'id', 'user', 'state', 'partition', 'nodes', 'nodeCount', 'start', 'length', 'endTime', 'name',
-  'cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir',
+  'cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir', 'type', 'deadline',
 ] as const satisfies readonly (keyof ApiQueue['columns'])[];
 
 /** The columns that travel as differences from the previous row: within a run they grow by the run's value per row. */
@@ -348,6 +379,9 @@ export interface QueueSegment {
 /** The columns only a `long=1` answer has: all of them or none. */
 const LONG_COLUMNS: ReadonlySet<string> = new Set(['cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir']);
 
+/** The columns that travel only when some job is not normal (absent: every job normal, no deadline). */
+const TYPE_COLUMNS: ReadonlySet<string> = new Set(['type', 'deadline']);
+
 /** An ApiQueue as segments, without unpacking it; a malformed answer throws, naming the column. Without `long=1`, the long columns are all null. */
 export function queueSegments(api: ApiQueue): QueueSegment[] {
   const { count } = api;
@@ -357,7 +391,7 @@ export function queueSegments(api: ApiQueue): QueueSegment[] {
   const runs = SEGMENT_COLUMNS.map((name) => {
     const column = api.columns[name];
     if (column !== undefined) return column;
-    if (LONG_COLUMNS.has(name) && !long) return count > 0 ? [null, count] : [];
+    if ((LONG_COLUMNS.has(name) && !long) || TYPE_COLUMNS.has(name)) return count > 0 ? [null, count] : [];
     throw new Error(`GET /queue: column ${name} is missing`);
   });
   const difference = SEGMENT_COLUMNS.map((name) => DIFFERENCE_COLUMNS.has(name));

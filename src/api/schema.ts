@@ -128,6 +128,11 @@ export const JobSpecSchema = strict({
     durationSeconds: int(1, LIMITS.timeLimitSeconds),
     programClass: v.optional(v.pipe(text(64, 1), v.regex(/^[A-Za-z0-9_.-]+$/, 'expected a program class name (letters, digits, _ . -)'))),
   })),
+  /** A priority job's deadline (taras submit --deadline): epoch ms, and guarantee (the default) or cancel (Slurm's --deadline). */
+  deadline: v.optional(strict({
+    atMs: int(0, Number.MAX_SAFE_INTEGER),
+    policy: v.picklist(['guarantee', 'cancel'], 'expected "guarantee" or "cancel"'),
+  })),
 });
 
 /** POST /jobs. The key makes a retry safe: the same key from the same user answers the first job's id. */

@@ -16,9 +16,37 @@ export type JobState =
   /** Stopped on its nodes (taras suspend, or preempted with preempt_mode = "suspend"). */
   | 'SUSPENDED'
   /** Ended by a preemption that does not requeue (preempt_mode = "cancel"). */
-  | 'PREEMPTED';
+  | 'PREEMPTED'
+  /** Slurm's: a job with --deadline-policy cancel that could no longer end by its deadline. */
+  | 'DEADLINE';
 
-export const finishedStates: readonly JobState[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY', 'PREEMPTED'];
+export const finishedStates: readonly JobState[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY', 'PREEMPTED', 'DEADLINE'];
+
+/** Seed 000 2.1.3's job types (one letter in `taras queue`: N, P, I). */
+export type JobType = 'normal' | 'priority' | 'interactive';
+
+/** A priority job's deadline as `taras when` and `taras submit` tell it. */
+export interface ApiDeadline {
+  deadline: string;
+  policy: 'guarantee' | 'cancel';
+  guaranteed: boolean;
+  /** Its planned (or, running, predicted) end; null: no plan. */
+  plannedEnd: string | null;
+  /** How far the planned end is past the deadline (0: in time; null: no plan). */
+  shortfallSeconds: number | null;
+  /** A guaranteed job no queue place lets end in time any more (nodes lost, a job past its limit...). */
+  atRisk: boolean;
+  /** One sentence: "guaranteed to end by ..." or why not. */
+  text: string;
+}
+
+/** POST /jobs: the new job's id; for a priority job, what the plan says of its deadline. */
+export interface ApiSubmitted {
+  id: number;
+  deadline?: ApiDeadline;
+  /** A priority job that runs without a guarantee, or as a normal job (priority quota short): why. */
+  warning?: string;
+}
 
 export interface ApiJob {
   id: number;
@@ -58,6 +86,12 @@ export interface ApiJob {
   checkpoint?: { intervalSeconds: number | null; durationSeconds: number; programClass: string };
   /** How many times it was put back in the queue (preempted, requeued, node failure): 0 on its first run. */
   restarts?: number;
+  /** normal, priority (a deadline: seed 000 2.2.3) or interactive. */
+  type: JobType;
+  /** A priority job's deadline; null for other jobs. */
+  deadline: string | null;
+  /** Whether a priority job was accepted with a guarantee (the plan met its deadline); null for other jobs. */
+  guaranteed: boolean | null;
 }
 
 export interface ApiJobEvent {
@@ -140,6 +174,8 @@ export interface ApiWhen {
   moved: string | null;
   /** The advance reservation it runs in, if any (its window bounds the plan). */
   reservation?: { name: string; start: string; end: string } | null;
+  /** A priority job's deadline: guaranteed or not, and by how much it would miss. */
+  deadline?: ApiDeadline | null;
 }
 
 /** Something a pending job waits for on its planned nodes. */

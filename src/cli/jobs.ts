@@ -31,6 +31,8 @@ export function registerJobCommands(program: Command): void {
     .option('--checkpoint-interval <time>', 'send the periodic checkpoint signal this often (needs --checkpoint-duration)')
     .option('--checkpoint-duration <time>', 'the job checkpoints itself, within this time: it can be preempted and restarted from its checkpoint')
     .option('--program-class <name>', 'the cluster\'s program class: which signals and restart action (default: the first configured)')
+    .option('--deadline <time>', 'a priority job that must end by TIME (18:00, now+2hours, tomorrow, 2026-12-01T09:00): guaranteed if the plan can, else run first without a guarantee')
+    .option('--deadline-policy <policy>', 'guarantee (default) or cancel (Slurm\'s: refused if it cannot end in time; ended DEADLINE once it no longer can)')
     .option('--file <job.toml>', 'job description file (flags override it)')
     .option(...controllerOption)
     .option('--json', 'print {"id": N}')
@@ -114,7 +116,7 @@ export function registerJobCommands(program: Command): void {
         if (!prompted.ok) fail(prompted.errors.map((e) => `error: ${jobspec.formatError(e)}`).join('\n'));
         merged = jobspec.mergeJobSpec(fileLayer, directives, flagLayer, prompted.value);
       }
-      const built = jobspec.buildJobSpec(merged, { scriptText, submitDir: process.cwd() });
+      const built = jobspec.buildJobSpec(merged, { scriptText, submitDir: process.cwd(), nowMs: Date.now() });
       if (!built.ok) fail(built.errors.map((e) => `error: ${jobspec.formatError(e)}`).join('\n'));
       if (ask) {
         const [{ localIdentity }, summary] = await Promise.all([import('../net/local-user.js'), import('../jobspec/summary.js')]);
@@ -139,10 +141,14 @@ export function registerJobCommands(program: Command): void {
       // The schema the controller checks: a request it would refuse is not sent.
       const checked = checkBody(SubmitBodySchema, body);
       if (!checked.ok) fail(`error: the request is not valid: ${formatProblems(checked.problems)}`);
-      const { id } = await withClient(flags.controller as string | undefined,
-        (api) => withRetries('submit', () => api.post<{ id: number }>('/jobs', body)));
-      if (flags.json) printJson({ id });
-      else print(`Submitted job ${id}`);
+      const answer = await withClient(flags.controller as string | undefined,
+        (api) => withRetries('submit', () => api.post<import('../api/types.js').ApiSubmitted>('/jobs', body)));
+      if (flags.json) printJson(answer);
+      else {
+        print(`Submitted job ${answer.id}`);
+        if (answer.deadline) print(`Deadline: ${answer.deadline.text}`);
+        if (answer.warning) process.stderr.write(`warning: ${answer.warning}\n`);
+      }
     });
 
   program

@@ -10,7 +10,7 @@ import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
   formatProblems, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
-import { finishedStates, type ApiJob, type ApiJobPage, type JobState } from '../api/types.js';
+import { finishedStates, type ApiJob, type ApiJobPage, type ApiSubmitted, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
@@ -27,7 +27,7 @@ import { ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, typ
 import { LimitRefused, SubmitLimits } from './limits.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
-import { apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhatIf, apiWhen } from './views.js';
+import { apiDeadline, apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhatIf, apiWhen } from './views.js';
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
@@ -386,7 +386,13 @@ export async function startController(options: ControllerOptions): Promise<Runni
           // A reservation's users are listed as administrators are (names and "@group"), so the same test serves.
           mayUseReservation: (users) => admin(caller) || isAdmin(caller, users),
         }).catch(refused);
-        return { status: 201, body: { id } };
+        const answer: ApiSubmitted = { id };
+        const admission = engine.takeAdmission(id);
+        const record = engine.active.get(id) ?? store.job(id);
+        const deadline = record === undefined ? null : apiDeadline(engine, record);
+        if (deadline !== null) answer.deadline = deadline;
+        if (admission?.warning) answer.warning = admission.warning;
+        return { status: 201, body: answer };
       },
     },
     {

@@ -34,15 +34,45 @@ export interface PlannedItem {
 /** Key of the stamp of the reservation a job was accepted into (its creation time): a later one of the same name is another. */
 const RESERVATION_STAMP = 'reservationCreatedMs';
 
+/** Key of a priority job's guarantee in its stored request: whether the plan met its deadline at submission. */
+const DEADLINE_GUARANTEED = 'deadlineGuaranteed';
+
 /**
  * The spec as stored, with the controller's own additions (the verified uid,
- * the reservation's stamp) and never a value of those keys the body carried.
+ * the reservation's stamp, a deadline's guarantee) and never a value of those keys the body carried.
  */
-function storedRequest(spec: JobSpec, uid: number | undefined, reservation: Reservation | undefined): JsonObject {
-  const { [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, ...clean } = spec as unknown as JsonObject;
+function storedRequest(spec: JobSpec, uid: number | undefined, reservation: Reservation | undefined, guaranteed?: boolean): JsonObject {
+  const { [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, [DEADLINE_GUARANTEED]: _guaranteed, ...clean } = spec as unknown as JsonObject;
   return {
     ...clean, ...(uid === undefined ? {} : { [SUBMIT_UID]: uid }), ...(reservation === undefined ? {} : { [RESERVATION_STAMP]: reservation.createdMs }),
+    ...(guaranteed === undefined ? {} : { [DEADLINE_GUARANTEED]: guaranteed }),
   };
+}
+
+/** Whether a stored priority job was accepted with a guarantee. */
+export function deadlineGuaranteed(record: JobRecord): boolean | null {
+  const spec = record.request as { deadline?: unknown; [DEADLINE_GUARANTEED]?: boolean };
+  return spec.deadline === undefined ? null : spec[DEADLINE_GUARANTEED] === true;
+}
+
+/**
+ * The priority quota hook (seed 000 2.1.6, 2.2.3): whether the user may run
+ * this job with priority. A job whose priority quota is short runs as a
+ * normal job, with a warning. Quota come with accounts later: always allows.
+ */
+export function priorityQuotaAllows(_user: string, _spec: JobSpec): { allowed: true } | { allowed: false; warning: string } {
+  return { allowed: true };
+}
+
+/** Ids of jobs checked before they are stored (above every real id, so they sort after the queue's jobs). */
+const DRAFT_ID = Number.MAX_SAFE_INTEGER;
+
+/** What the submitter is told of a priority job's deadline (POST /jobs). */
+export interface DeadlineAdmission {
+  readonly guaranteed: boolean;
+  readonly plannedEndMs: number | null;
+  readonly shortfallSeconds: number | null;
+  readonly warning: string | null;
 }
 
 /** The spec fields a job's resources depend on (partition, features, memory, CPUs, tasks, nodes), as one key. */
@@ -237,6 +267,7 @@ export class ControllerEngine {
     private readonly stranded: StrandedJobs = 'fail',
   ) {
     this.pool = new NodePool(config.nodes, config.placement);
+    this.startedMs = clockMs();
     for (const node of config.nodes) {
       this.expectedUntilMs.set(node.name, clockMs() + config.nodeTimeoutSeconds * 1000);
       this.deadlines.add(this.expectedUntilMs.get(node.name)!);
@@ -456,7 +487,7 @@ export class ControllerEngine {
     // The schema without the environment (checked at submission; only the agent reads it): a third of the cost,
     // about 4 µs a job, 0.2 s for 50,000 queued jobs.
     // The verified uid and the reservation's stamp are the controller's own additions to the stored request (storedRequest), not part of the spec.
-    const { submitEnv: _environment, [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, ...request } = record.request as { submitEnv?: unknown; submitUid?: unknown; reservationCreatedMs?: unknown };
+    const { submitEnv: _environment, [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, [DEADLINE_GUARANTEED]: _guaranteed, ...request } = record.request as { submitEnv?: unknown; submitUid?: unknown; reservationCreatedMs?: unknown; deadlineGuaranteed?: unknown };
     const checked = checkBody(JobSpecSchema, request, 'request');
     if (!checked.ok) {
       reason = `its stored request is not valid (${formatProblems(checked.problems)})`;
@@ -549,9 +580,10 @@ export class ControllerEngine {
         resources = inside!.request;
       }
     }
+    const deadline = spec.deadline === undefined ? {} : { deadline: Math.floor(spec.deadline.atMs / 1000), guaranteed: deadlineGuaranteed(record) === true };
     return {
       id: record.id, submitTime: Math.floor(record.submitTimeMs / 1000), size: resources.nodes * resources.cpusPerNode, estimate: Math.max(1, limit),
-      user: 0, queue: 0, partition: 0, priority: partition.priority, resources, ...(window === undefined ? {} : { window }),
+      user: 0, queue: 0, partition: 0, priority: partition.priority, resources, ...(window === undefined ? {} : { window }), ...deadline,
     };
   }
 
@@ -643,15 +675,29 @@ export class ControllerEngine {
    */
   acceptEach(jobs: readonly Submission[]): Accepted[] {
     const outcomes: (Accepted | undefined)[] = jobs.map(() => undefined);
-    const admitted: { index: number; submission: Submission; spec: JobSpec }[] = [];
+    const admitted: { index: number; submission: Submission; spec: JobSpec; admission?: DeadlineAdmission }[] = [];
+    const batchAhead: JobRequest[] = [];
     jobs.forEach((submission, index) => {
       try {
-        const spec = this.complete(submission.spec);
+        let spec = this.complete(submission.spec);
         this.resourcesOf(spec); // throws for a job no node set can hold
         // Checked again at the commit: the reservation may have been deleted since the submission was checked.
         const inReservation = this.reservationRefusals(spec, submission.mayUseReservation ?? (() => true));
         if (inReservation.length > 0) throw new SubmitRefused(inReservation);
-        admitted.push({ index, submission, spec });
+        let admission: DeadlineAdmission | undefined;
+        if (spec.deadline !== undefined) {
+          const quota = priorityQuotaAllows(submission.user, spec);
+          if (!quota.allowed) {
+            const { deadline: _dropped, ...normal } = spec;
+            spec = normal;
+            admission = { guaranteed: false, plannedEndMs: null, shortfallSeconds: null, warning: `${quota.warning}: it runs as a normal job` };
+          } else {
+            admission = this.admitDeadline(spec, batchAhead);
+          }
+        }
+        // The jobs admitted ahead of it in this batch count in the next one's deadline check.
+        if (this.scheduler.plansOnNodes) batchAhead.push(this.coreRequest(this.draftRecord(spec, DRAFT_ID - jobs.length + index, submission.uid, admission?.guaranteed)));
+        admitted.push({ index, submission, spec, admission });
       } catch (error) {
         if (!(error instanceof SubmitRefused)) throw error;
         outcomes[index] = { refused: error };
@@ -659,10 +705,10 @@ export class ControllerEngine {
     });
     const nowMs = this.clockMs();
     const records = this.store.submitRecords(
-      admitted.map(({ submission: { user, uid, idempotencyKey }, spec }) => ({
+      admitted.map(({ submission: { user, uid, idempotencyKey }, spec, admission }) => ({
         user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
         // The verified uid rides in the stored request (no schema change); only the start order reads it.
-        script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation)), idempotencyKey,
+        script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), spec.deadline === undefined ? undefined : admission?.guaranteed), idempotencyKey,
       })),
       nowMs,
     );
@@ -673,6 +719,10 @@ export class ControllerEngine {
         return;
       }
       outcomes[index] = { id: record.id, replayed: false };
+      const { admission } = admitted[position];
+      if (admission !== undefined) this.admissions.set(record.id, admission);
+      if (admission?.guaranteed) this.countedAtAcceptance.set(record.id, this.pool.countedNodes().length);
+      if (admission !== undefined && this.admissions.size > 10_000) this.admissions.delete(this.admissions.keys().next().value!);
       this.active.set(record.id, record);
       try {
         this.scheduler.submit(this.coreRequest(record));
@@ -687,6 +737,125 @@ export class ControllerEngine {
     });
     this.dirty = true;
     return outcomes as Accepted[];
+  }
+
+  /** What each priority job's submitter was told (POST /jobs answers it once; bounded). */
+  private readonly admissions = new Map<JobId, DeadlineAdmission>();
+
+  /** What the submitter of this job is told of its deadline (once: the answer to POST /jobs). */
+  takeAdmission(id: JobId): DeadlineAdmission | null {
+    const admission = this.admissions.get(id) ?? null;
+    this.admissions.delete(id);
+    return admission;
+  }
+
+  /** A record for a spec not stored yet: what coreRequest needs to see the job as the core will. */
+  private draftRecord(spec: JobSpec, id: number, uid: number | undefined, guaranteed: boolean | undefined): JobRecord {
+    const request = storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), spec.deadline === undefined ? undefined : guaranteed);
+    return { id: id as JobId, request, state: 'PENDING', nodes: [], submitTimeMs: this.clockMs() } as unknown as JobRecord;
+  }
+
+  /**
+   * The deadline check at submission (seed 000 2.2.3), on the plan: met (a
+   * guarantee), short (no guarantee: it runs first among normal jobs, and
+   * the submitter is told by how much it would miss), or refused (no plan
+   * could ever meet it; or --deadline-policy cancel and the plan cannot).
+   */
+  private admitDeadline(spec: JobSpec, batchAhead: readonly JobRequest[]): DeadlineAdmission {
+    const deadlineMs = spec.deadline!.atMs;
+    const when = new Date(deadlineMs).toISOString();
+    if (!this.scheduler.plansOnNodes) {
+      if (spec.deadline!.policy === 'cancel') throw new SubmitRefused([`deadlines need the policy fcfs, easy or conservative (this cluster uses ${this.config.policy})`]);
+      return { guaranteed: false, plannedEndMs: null, shortfallSeconds: null, warning: `policy ${this.config.policy} does not plan on nodes: the deadline ${when} cannot be guaranteed; the job runs as a normal job` };
+    }
+    const check = this.scheduler.deadlineCheck(this.coreRequest(this.draftRecord(spec, DRAFT_ID, undefined, true)), this.nowSeconds(), batchAhead);
+    if (check.verdict === 'never') {
+      const limit = spec.timeLimitSeconds === 'UNLIMITED' ? 'no time limit' : `a time limit of ${spec.timeLimitSeconds} s`;
+      throw new SubmitRefused([`the deadline ${when} can never be met: with ${limit} the job could end at ${new Date(check.earliestEnd * 1000).toISOString()} at the earliest, even on an idle cluster; give a later --deadline or a shorter --time`]);
+    }
+    if (check.verdict === 'met') return { guaranteed: true, plannedEndMs: check.plannedEnd * 1000, shortfallSeconds: 0, warning: null };
+    const why = check.cause === 'other-deadlines' ? 'guaranteed jobs with earlier deadlines come first' : 'the nodes it needs are taken until then';
+    const miss = Number.isFinite(check.shortfall) ? `it would end ${check.shortfall} s after it (planned end ${new Date(check.plannedEnd * 1000).toISOString()})` : 'the nodes that count now cannot hold it';
+    if (spec.deadline!.policy === 'cancel') {
+      throw new SubmitRefused([`the deadline ${when} cannot be met (${why}): ${miss}; with --deadline-policy cancel the job is refused: give a later deadline or leave the policy out`]);
+    }
+    return {
+      guaranteed: false, plannedEndMs: Number.isFinite(check.plannedEnd) ? check.plannedEnd * 1000 : null, shortfallSeconds: Number.isFinite(check.shortfall) ? check.shortfall : null,
+      warning: `the deadline ${when} cannot be guaranteed (${why}): ${miss}; the job runs as early as possible, ahead of normal jobs`,
+    };
+  }
+
+  /** Guaranteed jobs whose loss of guarantee was logged, and those handed to deadlineNeedsNodes or ended DEADLINE. */
+  private readonly deadlineLogged = new Set<JobId>();
+  private readonly deadlineDueHandled = new Set<JobId>();
+  /** When this engine started (a job submitted before was accepted by a controller that was down meanwhile, or restarted). */
+  private startedMs = 0;
+  /** How many nodes counted in plans when each guaranteed job was accepted (fewer later: nodes lost). */
+  private readonly countedAtAcceptance = new Map<JobId, number>();
+
+  /** Why a guaranteed job's deadline is at risk or missed: the seed's excuses first, else what changed in the plan. */
+  private deadlineCause(record: JobRecord): string {
+    const counted = this.pool.countedNodes().length;
+    const atAcceptance = this.countedAtAcceptance.get(record.id);
+    if (atAcceptance !== undefined && counted < atAcceptance) return `nodes lost: ${atAcceptance - counted} of the nodes that counted when it was accepted are down or drained`;
+    if (record.submitTimeMs < this.startedMs) return 'the controller was down: it was accepted before the controller restarted';
+    const overdue = this.scheduler.state.running.filter((run) => run.start + run.job.estimate <= this.nowSeconds()).map((run) => run.job.id);
+    if (overdue.length > 0) return `plan changed: running jobs past their time limit (${overdue.slice(0, 5).join(', ')})`;
+    return 'plan changed: jobs with earlier deadlines, reservations or maintenance windows took its place';
+  }
+
+  /**
+   * After a pass: guaranteed jobs that lost their guarantee are logged once
+   * with the cause; one that had to start by now and did not is ended
+   * DEADLINE (--deadline-policy cancel) or handed to deadlineNeedsNodes.
+   */
+  private checkDeadlines(now: number): void {
+    for (const entry of this.scheduler.state.queue) {
+      const id = entry.job.id;
+      if (!entry.job.guaranteed || this.deadlineLogged.has(id) || !this.scheduler.atRisk(id)) continue;
+      const record = this.active.get(id);
+      if (record === undefined) continue;
+      this.deadlineLogged.add(id);
+      const cause = this.deadlineCause(record);
+      this.log(`job ${id}: its deadline ${new Date(entry.job.deadline! * 1000).toISOString()} can no longer be guaranteed (${cause})`);
+      this.active.set(id, this.store.append(id, { type: 'deadline', missed: false, cause }, this.clockMs()));
+    }
+    for (const { id, latestStart } of this.scheduler.deadlinesDue(now)) {
+      if (this.deadlineDueHandled.has(id)) continue;
+      const record = this.active.get(id);
+      if (record?.state !== 'PENDING') continue;
+      this.deadlineDueHandled.add(id);
+      if (this.specOf(record).deadline?.policy === 'cancel') {
+        const reason = `DeadLine: it could no longer end by its deadline ${new Date(this.specOf(record).deadline!.atMs).toISOString()} (${this.deadlineCause(record)})`;
+        this.log(`job ${id} ended DEADLINE: ${reason}`);
+        this.store.append(id, { type: 'ended', state: 'DEADLINE', exitCode: null, reason }, this.clockMs());
+        this.scheduler.cancel(id);
+        this.active.delete(id);
+        this.dirty = true;
+        continue;
+      }
+      this.deadlineNeedsNodes(id, latestStart);
+    }
+  }
+
+  /**
+   * A guaranteed job had to start by `latestStartS` to end by its deadline and
+   * its nodes are not free: running jobs must make room (seed 000 2.2.3: the
+   * scheduler checkpoints and preempts one). Called once per job, at the first
+   * pass at or after its latest start. The preemption itself belongs to the
+   * preemption branch (engine.preempt, core chooseVictims): wired there.
+   */
+  private deadlineNeedsNodes(id: JobId, latestStartS: number): void {
+    this.log(`job ${id}: must start by ${new Date(latestStartS * 1000).toISOString()} to meet its deadline and its nodes are not free: preemption needed (not wired yet)`);
+  }
+
+  /** A priority job that ended after its deadline: logged, with the cause. */
+  private noteMissedDeadline(record: JobRecord, endMs: number): void {
+    const deadline = this.specOf(record).deadline;
+    if (deadline === undefined || endMs <= deadline.atMs) return;
+    const cause = deadlineGuaranteed(record) ? this.deadlineCause(record) : 'it was accepted without a guarantee (the plan could not meet it at submission)';
+    this.log(`job ${record.id}: missed its deadline ${new Date(deadline.atMs).toISOString()} by ${Math.ceil((endMs - deadline.atMs) / 1000)} s (${cause})`);
+    this.store.append(record.id, { type: 'deadline', missed: true, cause: `ended ${Math.ceil((endMs - deadline.atMs) / 1000)} s after its deadline: ${cause}` }, endMs);
   }
 
   /** One scheduling pass if anything changed: verify and carry out the core's starts. */
@@ -732,6 +901,7 @@ export class ControllerEngine {
     }
     this.notePromises();
     this.preemptForPartitions(now);
+    this.checkDeadlines(now);
     return started;
   }
 
@@ -979,6 +1149,7 @@ export class ControllerEngine {
       const ended = cancelled
         ? { type: 'ended' as const, state: 'CANCELLED' as const, exitCode: report.exitCode, reason: `cancelled; ${report.reason ?? 'its node failed'} before the job ended` }
         : { type: 'ended' as const, state: report.state, exitCode: report.exitCode, reason: report.reason };
+      this.noteMissedDeadline(record, endMs);
       this.store.append(report.jobId, ended, endMs);
       this.scheduler.end(report.jobId, Math.floor(endMs / 1000));
       this.active.delete(report.jobId);
@@ -1427,6 +1598,12 @@ export class ControllerEngine {
     return seconds === undefined ? null : seconds * 1000;
   }
 
+  /** Whether a pending guaranteed job can no longer end by its deadline in any queue place (after the last plan). */
+  deadlineAtRisk(id: JobId): boolean {
+    this.ensurePlan();
+    return this.scheduler.atRisk(id);
+  }
+
   /** The time limit the plan gives a queued job, in seconds (0 if it is not queued). */
   plannedEstimateSeconds(id: JobId): number {
     return this.scheduler.state.getQueued(id)?.job.estimate ?? 0;
@@ -1487,6 +1664,7 @@ export class ControllerEngine {
     switch (this.scheduler.movedBecause(id)) {
       case 'capacity': return 'its planned start moved later because capacity was taken away after it was planned (a node down or drained, a reservation or maintenance window added)';
       case 'not-free': return 'its planned start moved later because its nodes were not free at that time (a job past its time limit, or a node not yet back)';
+      case 'deadline': return 'its planned start moved later because a priority job moved ahead of it to meet its deadline';
       default: return null;
     }
   }

@@ -1,14 +1,16 @@
 // The controller's answers in the API vocabulary (src/api/types.ts): jobs,
 // nodes, status and "when will it start", built from the engine's state.
 
-import { queueOrderOf, QueuePacker, toOffset, type ApiQueue } from '../api/queue.js';
+import { queueOrderOf, QueuePacker, toOffset, typeLetter, type ApiQueue } from '../api/queue.js';
+import type { ApiDeadline, JobType } from '../api/types.js';
+import type { JobSpec } from '../jobspec/types.js';
 import type { ApiClusterStatus, ApiHolder, ApiReservation, ApiJob, ApiJobWithEvents, ApiNode, ApiPlan, ApiPlanItem, ApiWhatIf, ApiWhen } from '../api/types.js';
 import type { PlanHold } from '../core/node-plan.js';
 import type { JobId } from '../core/types.js';
 import { expandPattern } from '../jobspec/pattern.js';
 import type { JobRecord, StoredJobEvent } from '../store/events.js';
 import type { ClusterConfig } from '../config/cluster.js';
-import type { ControllerEngine, NodeStatus, PlannedItem } from './engine.js';
+import { deadlineGuaranteed, type ControllerEngine, type NodeStatus, type PlannedItem } from './engine.js';
 import { ownerOf, type Reservation } from './reservations.js';
 
 export const VERSION = '0.1.0';
@@ -55,7 +57,34 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
       },
     }),
     restarts: record.requeueCount,
+    type: jobTypeOf(spec),
+    deadline: iso(spec.deadline?.atMs),
+    guaranteed: deadlineGuaranteed(record),
   };
+}
+
+/** A job's type from its spec (each kind of job adds its case: interactive jobs come with their branch). */
+export function jobTypeOf(spec: JobSpec): JobType {
+  return spec.deadline !== undefined ? 'priority' : 'normal';
+}
+
+/** What the plan says of a priority job's deadline (null for other jobs). */
+export function apiDeadline(engine: ControllerEngine, record: JobRecord): ApiDeadline | null {
+  const deadline = engine.specOf(record).deadline;
+  if (deadline === undefined) return null;
+  const job = apiJob(engine, record);
+  const guaranteed = deadlineGuaranteed(record) === true;
+  const endMs = record.endTimeMs ?? (job.predictedEnd === null ? null : Date.parse(job.predictedEnd));
+  const shortfall = endMs === null ? null : Math.max(0, Math.ceil((endMs - deadline.atMs) / 1000));
+  const atRisk = record.state === 'PENDING' && engine.deadlineAtRisk(record.id as JobId);
+  const by = new Date(deadline.atMs).toISOString();
+  const late = shortfall === null ? 'it has no planned start now' : `its planned end is ${shortfall} s after it`;
+  let text: string;
+  if (record.endTimeMs !== null) text = shortfall === 0 ? `ended by its deadline ${by}` : `ended ${shortfall} s after its deadline ${by}`;
+  else if (guaranteed && !atRisk) text = `guaranteed to end by ${by}`;
+  else if (guaranteed) text = `not guaranteed any more: no queue place lets it end by ${by} (${late}); nodes must be freed for it`;
+  else text = shortfall === 0 ? `not guaranteed to end by ${by}: planned to end in time, ahead of normal jobs` : `not guaranteed to end by ${by}: ${late} (the plan could not meet it at submission; it runs ahead of normal jobs)`;
+  return { deadline: by, policy: deadline.policy, guaranteed, plannedEnd: iso(endMs), shortfallSeconds: shortfall, atRisk, text };
 }
 
 /**
@@ -85,6 +114,7 @@ export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[]
     packer.add(
       record.id, record.user, record.state, record.partition, record.nodes.length === 0 ? '' : record.nodes.join(','), record.nodes.length > 0 ? record.nodes.length : spec.nodes.min,
       start, start !== null && limitSeconds !== null && record.endTimeMs === null ? start + limitSeconds : null, toOffset(record.endTimeMs, base), record.name,
+      typeLetter(jobTypeOf(spec)), toOffset(spec.deadline?.atMs ?? null, base),
     );
     if (long) {
       packer.addLong((spec.ntasks ?? spec.nodes.min) * spec.cpusPerTask, spec.memoryMiB ?? null, Math.floor(record.submitTimeMs / 1000) - base, limitSeconds,
@@ -209,7 +239,7 @@ export function apiWhen(engine: ControllerEngine, record: JobRecord): ApiWhen {
       : `Job ${record.id} has ended: ${record.state}.`;
     return {
       job, plannedStart: job.startTime, predictedEnd: job.predictedEnd, position: null, waitsFor: [], explanation,
-      plannedNodes: record.nodes.length > 0 ? [...record.nodes] : null, heldBy: [], heldByMore: 0, moved: null,
+      plannedNodes: record.nodes.length > 0 ? [...record.nodes] : null, heldBy: [], heldByMore: 0, moved: null, deadline: apiDeadline(engine, record),
     };
   }
   const pending = [...engine.active.values()]
@@ -229,6 +259,7 @@ export function apiWhen(engine: ControllerEngine, record: JobRecord): ApiWhen {
     job, plannedStart: iso(plannedMs), predictedEnd: job.predictedEnd, position, waitsFor, explanation,
     plannedNodes: plannedNodes === null ? null : [...plannedNodes], heldBy: holders.slice(0, MAX_HOLDERS),
     heldByMore: Math.max(0, holders.length - MAX_HOLDERS), moved: engine.movedBecause(id), reservation: reservationOf(engine, record),
+    deadline: apiDeadline(engine, record),
   };
 }
 

@@ -12,7 +12,9 @@ import type { Policy } from './policies/policy.js';
 import type { PlanHold } from './node-plan.js';
 import type { NodePool } from './placement.js';
 import { SchedulerState } from './state.js';
-import type { JobId, JobRequest, Machine, RunningJob, Seconds } from './types.js';
+import { isGuaranteed, latestStartOf, type JobId, type JobRequest, type Machine, type RunningJob, type Seconds } from './types.js';
+import { bestEffortAhead, deadlineOrder, fifoOrder } from './policies/deadline-order.js';
+import type { QueueEntry } from './state.js';
 
 export const policyNames = ['fcfs', 'easy', 'conservative', ...(Object.keys(batchPackers) as (keyof typeof batchPackers)[])] as const;
 export type PolicyName = (typeof policyNames)[number];
@@ -35,6 +37,18 @@ export function createPolicy(name: PolicyName, machine: Machine, origin: Seconds
       return new BatchPolicy(name);
   }
 }
+
+/**
+ * Would a job with a deadline, queued now, end by it? `met`: yes, with a
+ * guarantee (planned end). `short`: not with a guarantee; it would run as a
+ * priority job without one and end `shortfall` seconds after its deadline
+ * (Infinity: the nodes that count cannot hold it now); `cause` says why.
+ * `never`: no plan ever could (deadline before now + its time limit).
+ */
+export type DeadlineCheck =
+  | { readonly verdict: 'met'; readonly plannedEnd: Seconds }
+  | { readonly verdict: 'short'; readonly plannedEnd: Seconds; readonly shortfall: Seconds; readonly cause: 'capacity' | 'other-deadlines' }
+  | { readonly verdict: 'never'; readonly earliestEnd: Seconds };
 
 export interface PassOptions {
   /** Compute planned starts for every queued job (always available for conservative). */
@@ -75,6 +89,7 @@ export class Scheduler {
     if (job.resources && this.state.pool && !this.state.pool.couldEverPlace(job.resources)) {
       throw new RangeError(`job ${job.id} fits on no set of nodes of this cluster, even when all are idle`);
     }
+    if (job.deadline !== undefined) this.deadlinesSeen = true;
     const entry = this.state.enqueue(job);
     this.policy.onSubmit?.(entry, !this.state.isLast(entry));
   }
@@ -202,9 +217,73 @@ export class Scheduler {
     return new Map(this.state.queue.map((e) => [e.job.id, e.reservation]));
   }
 
-  /** The next instant after `now` at which a pass is due though no job ends or arrives. */
+  /** The next instant after `now` at which a pass is due though no job ends or arrives (a guaranteed job's latest start included). */
   nextWakeup(now: Seconds): Seconds | undefined {
-    return this.policy.nextWakeup?.(now);
+    const policy = this.policy.nextWakeup?.(now);
+    if (!this.deadlinesSeen) return policy;
+    let next = policy;
+    for (const entry of this.state.queue) {
+      if (!isGuaranteed(entry.job)) continue;
+      const latest = latestStartOf(entry.job);
+      if (latest > now && (next === undefined || latest < next)) next = latest;
+    }
+    return next;
+  }
+
+  // --- deadlines ------------------------------------------------------------
+
+  private deadlinesSeen = false;
+
+  /**
+   * The admission check (seed 000 2.2.3): the deadline order with the job
+   * added, as a guaranteed job at its FIFO place. Guaranteed if it ends by
+   * its deadline without putting another guaranteed job at risk; otherwise
+   * its end as a priority job without a guarantee, and by how much it misses.
+   * Pure what-if: nothing changes. Needs node plans.
+   */
+  deadlineCheck(job: JobRequest, now: Seconds, ahead: readonly JobRequest[] = []): DeadlineCheck {
+    const policy = this.nodePolicy;
+    if (!policy) throw new Error('deadlines need a node pool and fcfs, easy or conservative');
+    if (job.deadline === undefined) throw new RangeError(`job ${job.id} has no deadline`);
+    if (job.deadline < now + job.estimate) return { verdict: 'never', earliestEnd: now + job.estimate };
+    const planner = policy.orderPlanner(this.state, now);
+    const conservative = policy.mode === 'conservative';
+    const orderWith = (probe?: JobRequest): QueueEntry[] => {
+      const queue = [...this.state.queue];
+      // `ahead`: jobs accepted before it but not queued yet (earlier in the same batch).
+      for (const arrival of probe === undefined ? ahead : [...ahead, probe]) {
+        const entry = { job: arrival } as QueueEntry;
+        // Conservative keeps its scheduled order (an arrival joins behind its priority); fcfs and EASY start from FIFO.
+        let at = queue.length;
+        while (conservative && at > 0 && (queue[at - 1].job.priority ?? 0) < (arrival.priority ?? 0)) at--;
+        queue.splice(at, 0, entry);
+      }
+      return conservative ? bestEffortAhead(queue) : fifoOrder(queue);
+    };
+    const before = deadlineOrder(orderWith(), planner, now).atRisk;
+    const guaranteed = deadlineOrder(orderWith({ ...job, guaranteed: true }), planner, now);
+    const end = (starts: ReadonlyMap<JobId, Seconds>) => (starts.get(job.id) ?? Infinity) + job.estimate;
+    const breaksOthers = [...guaranteed.atRisk].some((id) => id !== job.id && !before.has(id));
+    if (!guaranteed.atRisk.has(job.id) && !breaksOthers) return { verdict: 'met', plannedEnd: end(guaranteed.starts) };
+    const plannedEnd = end(deadlineOrder(orderWith({ ...job, guaranteed: false }), planner, now).starts);
+    return { verdict: 'short', plannedEnd, shortfall: Math.max(0, plannedEnd - job.deadline), cause: breaksOthers && guaranteed.starts.get(job.id)! + job.estimate <= job.deadline ? 'other-deadlines' : 'capacity' };
+  }
+
+  /** Guaranteed jobs no queue place lets end by their deadline any more (after the last pass). */
+  atRisk(id: JobId): boolean {
+    return this.nodePolicy?.atRisk.has(id) ?? false;
+  }
+
+  /**
+   * Queued guaranteed jobs that had to start by now to end by their deadline
+   * and did not (after this pass): the moment to free nodes for them, or
+   * (Slurm's --deadline) to end them. Latest start first.
+   */
+  deadlinesDue(now: Seconds): { id: JobId; latestStart: Seconds }[] {
+    if (!this.deadlinesSeen) return [];
+    return this.state.queue.filter((entry) => isGuaranteed(entry.job) && latestStartOf(entry.job) <= now)
+      .map((entry) => ({ id: entry.job.id, latestStart: latestStartOf(entry.job) }))
+      .sort((a, b) => a.latestStart - b.latestStart || a.id - b.id);
   }
 
   /** The node policy, when jobs are planned on nodes. */

@@ -47,7 +47,21 @@ export interface JobRequest {
    * plan (`owner`) it may use, starting at or after `start` and ending by `end`.
    */
   readonly window?: { readonly owner: string; readonly start: Seconds; readonly end: Seconds };
+  /**
+   * A priority job (seed 000 2.2.3): it must end by this instant. On node
+   * plans (policies/deadline-order.ts) a guaranteed one keeps its FCFS place
+   * when that meets the deadline, else moves to the latest queue place that
+   * does; one without a guarantee goes ahead of normal jobs, earliest deadline first.
+   */
+  readonly deadline?: Seconds;
+  /** Accepted with a guarantee (the plan met the deadline at submission). */
+  readonly guaranteed?: boolean;
 }
+
+/** The latest start at which a job with a deadline still ends by it. */
+export const latestStartOf = (job: JobRequest): Seconds => job.deadline! - job.estimate;
+
+export const isGuaranteed = (job: JobRequest): boolean => job.deadline !== undefined && job.guaranteed === true;
 
 /** A job holding processors from `start` until it ends (predicted: start + estimate). */
 export interface RunningJob {

@@ -9,9 +9,9 @@ import { formatOrigin } from './types.js';
 import { optionForKey } from './options.js';
 import { LayerBuilder } from './layer.js';
 import type {
-  ItemKey, JobSpec, JobSpecDraft, JobSpecError, JobValues, NodeRange, Origin, Parsed, ResolvedJobSpec, SpecLayer,
+  DeadlineSpec, ItemKey, JobSpec, JobSpecDraft, JobSpecError, JobValues, NodeRange, Origin, Parsed, ResolvedJobSpec, SpecLayer,
 } from './types.js';
-import type { ValueResult } from './values.js';
+import { parseClockTime, type ValueResult } from './values.js';
 
 export interface MergedJobSpec {
   readonly values: JobSpecDraft;
@@ -108,6 +108,8 @@ export interface BuildContext {
   readonly scriptText: string;
   /** Absolute directory `taras submit` ran in: the default working directory, and the base of a relative --chdir. */
   readonly submitDir: string;
+  /** The submitting clock (epoch ms): what --deadline's relative forms (now+1hour, 18:00) count from. */
+  readonly nowMs?: number;
 }
 
 const where = (origin: Origin | undefined) => (origin === undefined ? '' : ` (${formatOrigin(origin)})`);
@@ -147,6 +149,7 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
     const given = values.checkpointInterval !== undefined ? '--checkpoint-interval' : '--program-class';
     errors.push({ source: 'request', option: given, message: `${given} needs --checkpoint-duration TIME too (how long the job's checkpoint takes at most)` });
   }
+  const deadline = deadlineOf(values, origins, context.nowMs, errors);
   if (errors.length > 0) return { ok: false, errors, warnings: [] };
 
   const script = values.script!;
@@ -175,6 +178,27 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
         ...(values.programClass === undefined ? {} : { programClass: values.programClass }),
       },
     }),
+    ...(deadline === undefined ? {} : { deadline }),
   };
   return { ok: true, value: { spec, origins }, warnings: [] };
+}
+
+/** --deadline read against the submitting clock, with its policy (guarantee unless --deadline-policy says cancel). */
+function deadlineOf(values: JobSpecDraft, origins: { [K in ItemKey]?: Origin }, nowMs: number | undefined, errors: JobSpecError[]): DeadlineSpec | undefined {
+  if (values.deadline === undefined) {
+    if (values.deadlinePolicy !== undefined) {
+      errors.push({ source: 'request', option: '--deadline-policy', message: `--deadline-policy${where(origins.deadlinePolicy)} goes with a deadline: add --deadline TIME or leave it out` });
+    }
+    return undefined;
+  }
+  if (nowMs === undefined) {
+    errors.push({ source: 'request', option: '--deadline', message: 'a deadline is read against the time of submission, which this caller did not give (BuildContext.nowMs)' });
+    return undefined;
+  }
+  const at = parseClockTime(values.deadline, nowMs);
+  if (!at.ok) {
+    errors.push({ source: 'request', option: '--deadline', message: at.message });
+    return undefined;
+  }
+  return { atMs: at.value, policy: values.deadlinePolicy ?? 'guarantee' };
 }

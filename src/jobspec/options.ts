@@ -7,7 +7,8 @@ import { closestWord } from '../config/suggest.js';
 import { checkPattern } from './pattern.js';
 import type { ItemKey, JobValues } from './types.js';
 import {
-  parseCheckpointTime, parseConstraint, parseCount, parseExport, parseMemory, parseNodes, parsePartition, parseReservationName, parseSignal, parseText, parseTime,
+  parseCheckpointTime, parseConstraint, parseCount, parseDeadlinePolicy, parseDeadlineText, parseExport, parseMemory, parseNodes, parsePartition, parseReservationName, parseSignal,
+  parseText, parseTime,
   type ValueResult,
 } from './values.js';
 
@@ -55,6 +56,8 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'constraint', long: 'constraint', short: 'C', tomlKey: 'constraint', label: 'Constraint', valueName: 'FEATURES', parse: parseConstraint }),
   option({ key: 'requeue', long: 'requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: true, parse: noValue }),
   option({ key: 'reservation', long: 'reservation', tomlKey: 'reservation', label: 'Reservation', valueName: 'NAME', parse: parseReservationName }),
+  option({ key: 'deadline', long: 'deadline', tomlKey: 'deadline', label: 'Deadline', valueName: 'TIME', parse: parseDeadlineText }),
+  option({ key: 'deadlinePolicy', long: 'deadline-policy', tomlKey: 'deadline_policy', label: 'Deadline policy', valueName: 'guarantee|cancel', parse: parseDeadlinePolicy }),
   option({ key: 'signal', long: 'signal', tomlKey: 'signal', label: 'Warning signal', valueName: '[B:]SIG[@TIME]', parse: parseSignal }),
   option({ key: 'checkpointInterval', long: 'checkpoint-interval', tomlKey: 'checkpoint_interval', label: 'Checkpoint interval', valueName: 'TIME', parse: parseCheckpointTime }),
   option({ key: 'checkpointDuration', long: 'checkpoint-duration', tomlKey: 'checkpoint_duration', label: 'Checkpoint duration', valueName: 'TIME', parse: parseCheckpointTime }),
@@ -83,7 +86,7 @@ export function optionForKey(key: ItemKey): JobOption | undefined {
  * rather than "unknown". Long names, then short letters.
  */
 const UNSUPPORTED_LONG = [
-  'account', 'array', 'begin', 'comment', 'deadline', 'dependency', 'exclude', 'exclusive', 'get-user-env', 'gpus',
+  'account', 'array', 'begin', 'comment', 'dependency', 'exclude', 'exclusive', 'get-user-env', 'gpus',
   'gres', 'hold', 'input', 'licenses', 'mail-type', 'mail-user', 'mem-per-cpu', 'mem-per-gpu', 'nice', 'nodelist',
   'ntasks-per-node', 'open-mode', 'oversubscribe', 'priority', 'qos', 'time-min', 'wait', 'wrap',
 ];

@@ -39,6 +39,7 @@ export function renderSummary(spec: JobSpec, options: SummaryOptions = {}): stri
     ['Constraint', spec.constraint?.text ?? '(none)', 'constraint'],
     ['Requeue', spec.requeue ? 'yes' : 'no', 'requeue'],
     ...(spec.reservation === undefined ? [] : [['Reservation', spec.reservation, 'reservation'] as [string, string, ItemKey]]),
+    ...(spec.deadline === undefined ? [] : [['Deadline', `${new Date(spec.deadline.atMs).toString().slice(0, 24)} (${spec.deadline.policy})`, 'deadline'] as [string, string, ItemKey]]),
   );
   // Shown only when asked for: most jobs want none.
   if (spec.signal !== undefined) {

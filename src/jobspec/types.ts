@@ -41,6 +41,15 @@ export interface Constraint {
 /** sbatch's `--signal=[B:]SIG[@TIME]` (shared with cluster.toml's warn_signal). */
 export type { WarnSignal };
 
+export const DEADLINE_POLICIES = ['guarantee', 'cancel'] as const;
+export type DeadlinePolicy = (typeof DEADLINE_POLICIES)[number];
+
+/** A priority job's deadline: the instant (epoch ms) it must end by, and what to do when it no longer can. */
+export interface DeadlineSpec {
+  readonly atMs: number;
+  readonly policy: DeadlinePolicy;
+}
+
 /** Every item a source can set, by the name the code uses. */
 export interface JobValues {
   readonly nodes: NodeRange;
@@ -67,6 +76,10 @@ export interface JobValues {
   readonly checkpointDuration: number;
   /** A [[program_class]] of cluster.toml: the checkpoint signals and how a restart is announced. */
   readonly programClass: string;
+  /** Slurm's --deadline as written (now+2hours, 18:00, 2026-12-01T09:00): read at build time (BuildContext.nowMs). */
+  readonly deadline: string;
+  /** What a deadline means: guarantee (Artaras: a priority job, guaranteed when the plan meets it) or cancel (Slurm's: ended DEADLINE when it no longer can). */
+  readonly deadlinePolicy: DeadlinePolicy;
   /** The batch script's path as given (command operand or job.toml `script`). */
   readonly script: string;
   readonly scriptArgs: readonly string[];
@@ -137,6 +150,8 @@ export interface JobSpec {
   readonly reservation?: string;
   /** The job checkpoints itself (seed 000 2.4): present when it gave --checkpoint-duration. */
   readonly checkpoint?: CheckpointSpec;
+  /** A priority job: must end by this deadline (taras submit --deadline, --deadline-policy). */
+  readonly deadline?: DeadlineSpec;
 }
 
 /** `spec.checkpoint`: the job handles its program class's signals, so it can be preempted and restarted from its checkpoint. */

@@ -4,7 +4,7 @@
 
 import { RESERVATION_NAME, RESERVATION_NAME_RULE } from '../api/types.js';
 import { parseDuration, parseMemoryMiB, parseWarnSignal, SBATCH_DURATION_FORMS } from '../config/units.js';
-import type { Constraint, ExportSpec, ExportVariable, NodeRange, TimeLimit, WarnSignal } from './types.js';
+import { DEADLINE_POLICIES, type Constraint, type DeadlinePolicy, type ExportSpec, type ExportVariable, type NodeRange, type TimeLimit, type WarnSignal } from './types.js';
 
 export type ValueResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly message: string };
 
@@ -78,6 +78,18 @@ export function parsePartition(raw: string): ValueResult<string> {
 export function parseReservationName(raw: string): ValueResult<string> {
   const text = raw.trim();
   return RESERVATION_NAME.test(text) ? ok(text) : bad(raw, RESERVATION_NAME_RULE);
+}
+
+/** --deadline as written: checked here (any form parseClockTime reads), read against the clock when the spec is built. */
+export function parseDeadlineText(raw: string): ValueResult<string> {
+  const checked = parseClockTime(raw, 0);
+  return checked.ok ? ok(raw.trim()) : checked;
+}
+
+/** --deadline-policy: guarantee or cancel. */
+export function parseDeadlinePolicy(raw: string): ValueResult<DeadlinePolicy> {
+  const text = raw.trim().toLowerCase();
+  return (DEADLINE_POLICIES as readonly string[]).includes(text) ? ok(text as DeadlinePolicy) : bad(raw, 'guarantee (the default: a priority job) or cancel (Slurm\'s: ended DEADLINE when it can no longer end in time)');
 }
 
 /** Any non-empty text (job name, directory). */

@@ -12,7 +12,7 @@ export type JsonValue = string | number | boolean | null | readonly JsonValue[] 
 export type JsonObject = { readonly [key: string]: JsonValue };
 
 /** How a job left the system; the last state it ever has (unless requeued). */
-export const END_STATES = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY', 'PREEMPTED'] as const;
+export const END_STATES = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY', 'PREEMPTED', 'DEADLINE'] as const;
 export type EndState = (typeof END_STATES)[number];
 /** SUSPENDED: stopped (SIGSTOP) on its nodes, which it keeps (Slurm's scontrol suspend, PreemptMode=SUSPEND). */
 export const JOB_STATES = ['PENDING', 'RUNNING', 'COMPLETING', 'SUSPENDED', ...END_STATES] as const;
@@ -53,14 +53,16 @@ export type JobEvent =
   /** Back to the queue with its original submit time (node failure with --requeue, admin requeue). */
   | { readonly type: 'requeued'; readonly reason?: string }
   | { readonly type: 'held'; readonly reason?: string }
-  | { readonly type: 'released' };
+  | { readonly type: 'released' }
+  /** A priority job's deadline guarantee was lost or its deadline missed, and why (seed 000 2.2.3's excuses, or what changed in the plan). */
+  | { readonly type: 'deadline'; readonly missed: boolean; readonly cause: string };
 
 export type JobEventType = JobEvent['type'];
 /** Every event but the first: what happens to a job that exists. */
 export type TransitionEvent = Exclude<JobEvent, { readonly type: 'submitted' }>;
 
 export const JOB_EVENT_TYPES: readonly JobEventType[] = [
-  'submitted', 'planned', 'started', 'signalled', 'completing', 'ended', 'requeued', 'held', 'released', 'checkpointed', 'suspended', 'resumed',
+  'submitted', 'planned', 'started', 'signalled', 'completing', 'ended', 'requeued', 'held', 'released', 'checkpointed', 'suspended', 'resumed', 'deadline',
 ];
 
 /** An event as stored: which job, its position in that job's log (1, 2, ...), and when. */
@@ -125,7 +127,7 @@ function refuse(record: JobRecord, event: TransitionEvent): string | undefined {
     case 'ended':
       if (RUNNING_STATES.includes(state)) return undefined;
       if (state === 'PENDING') {
-        return event.state === 'CANCELLED' || event.state === 'FAILED' ? undefined : 'a job that never started can only end CANCELLED or FAILED';
+        return event.state === 'CANCELLED' || event.state === 'FAILED' || event.state === 'DEADLINE' ? undefined : 'a job that never started can only end CANCELLED or FAILED (or DEADLINE: --deadline-policy cancel)';
       }
       return 'the job has already ended';
     case 'requeued':
@@ -141,6 +143,8 @@ function refuse(record: JobRecord, event: TransitionEvent): string | undefined {
       return state === 'RUNNING' ? undefined : 'only running jobs can be suspended';
     case 'resumed':
       return state === 'SUSPENDED' ? undefined : 'only suspended jobs can be resumed';
+    case 'deadline':
+      return undefined;
   }
 }
 
@@ -205,6 +209,8 @@ export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent
       return { ...next, state: 'SUSPENDED', reason: event.reason ?? null };
     case 'resumed':
       return { ...next, state: 'RUNNING', reason: null };
+    case 'deadline':
+      return next;
   }
 }
 

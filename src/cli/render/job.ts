@@ -169,5 +169,12 @@ export function renderWhen(when: ApiWhen, now: Instant, timeZone?: string): stri
     : isFinished(job)
       ? finishedSentences(job, clock)
       : runningSentences(job, clock);
+  if (when.deadline) {
+    const { deadline } = when;
+    const local = clock.at(Date.parse(deadline.deadline));
+    sentences.push(deadline.guaranteed && !deadline.atRisk && job.endTime === null
+      ? `Guaranteed to end by its deadline, ${local}.`
+      : `Deadline ${local} (${deadline.policy}): ${deadline.text}.`);
+  }
   return `${sentences.join('\n')}\n`;
 }

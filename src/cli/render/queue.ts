@@ -4,7 +4,7 @@
 // Only the NAME column gives way to the terminal width. Filters (--user,
 // --state) are the caller's; this renders what it is given.
 
-import { packRows, queueRowOf, queueSegments, sortQueue, type ApiQueue, type QueueSegment } from '../../api/queue.js';
+import { packRows, queueRowOf, queueSegments, sortQueue, TYPE_LETTERS, type ApiQueue, type QueueSegment } from '../../api/queue.js';
 import type { ApiClusterStatus, ApiJob } from '../../api/types.js';
 import { formatMemory, formatSbatchTime } from '../../jobspec/values.js';
 import { jobCountsText, nodeCountsText, windowText } from './status.js';
@@ -49,7 +49,7 @@ function header(view: QueueView, clock: LocalClock): string[] {
 
 // Indexes into QueueSegment.first/step (SEGMENT_COLUMNS).
 const ID = 0, USER = 1, STATE = 2, PARTITION = 3, NODES = 4, NODE_COUNT = 5, START = 6, LENGTH = 7, END_TIME = 8, NAME = 9;
-const CPUS = 10, MEMORY = 11, SUBMIT = 12, LIMIT = 13, WORKDIR = 14;
+const CPUS = 10, MEMORY = 11, SUBMIT = 12, LIMIT = 13, WORKDIR = 14, TYPE = 15, DEADLINE = 16;
 
 /** A column of the table, read a segment at a time (rows where every packed column stays in one run). */
 interface QueueColumn {
@@ -134,13 +134,22 @@ function columns(queue: ApiQueue, long: boolean, clock: LocalClock): QueueColumn
     constant('LIMIT', (segment) => (segment.first[LIMIT] === null ? 'UNLIMITED' : formatSbatchTime(segment.first[LIMIT]!))),
     interned('WORKDIR', WORKDIR, text, widths),
   ];
+  // T (N normal, P priority, I interactive) and DEADLINE: only when some job listed is not normal.
+  const typed = queue.columns.type !== undefined;
+  const type = constant('T', (segment) => TYPE_LETTERS[segment.first[TYPE] ?? 0] ?? 'N');
+  const deadline = constant('DEADLINE', (segment) => {
+    const at = segment.first[DEADLINE];
+    return at === null ? '-' : clock.at((base + at) * 1000);
+  });
   return [
     id,
+    ...(typed ? [type] : []),
     interned('USER', USER, text, widths),
     interned('STATE', STATE, text, widths),
     interned('PARTITION', PARTITION, text, widths),
     nodes,
     ...(long && queue.columns.cpus !== undefined ? longColumns : [start, end]),
+    ...(typed ? [deadline] : []),
     // Last, and the only column cut to fit the terminal.
     interned('NAME', NAME, text, widths),
   ];

@@ -27,13 +27,15 @@ import type { QueueEntry, SchedulerState } from '../state.js';
 import type { JobId, JobRequest, RunningJob, Seconds } from '../types.js';
 import { predictedEnd } from '../types.js';
 import type { Policy } from './policy.js';
+import { bestEffortAhead, deadlineOrder, fifoOrder, sameOrder, type OrderPlanner } from './deadline-order.js';
+import { isGuaranteed, latestStartOf } from '../types.js';
 
 export type NodePolicyMode = 'fcfs' | 'easy' | 'conservative';
 
 export const jobOwner = (id: JobId): string => `job:${id}`;
 
 /** Why a conservative job's planned start moved later (shown by `taras when`). */
-export type MoveReason = 'capacity' | 'not-free';
+export type MoveReason = 'capacity' | 'not-free' | 'deadline';
 
 /** A running job's hold: its nodes until its predicted end (a job past its estimate holds them one more second at a time). */
 function runningHold(run: RunningJob, now: Seconds): PlanHold {
@@ -124,6 +126,10 @@ export class NodePlanPolicy implements Policy {
   private projectedCapacity = -1;
   /** conservative: jobs whose planned start moved later, and why (cleared when they start or leave). */
   readonly moved = new Map<JobId, MoveReason>();
+  /** Guaranteed jobs that no queue place lets end by their deadline, as of the last deadline order. */
+  atRisk: ReadonlySet<JobId> = new Set();
+  /** Whether a job with a deadline was ever queued: until then the deadline order costs nothing. */
+  private deadlinesSeen = false;
 
   constructor(readonly mode: NodePolicyMode, private readonly pool: NodePool) {
     this.name = mode;
@@ -173,6 +179,7 @@ export class NodePlanPolicy implements Policy {
 
   onSubmit(entry: QueueEntry, reordered = false): void {
     if (reordered) this.projectionValid = false;
+    if (entry.job.deadline !== undefined) this.deadlinesSeen = true;
     if (this.mode !== 'conservative') return;
     // Reserved in queue order: behind arrivals of the same or a higher priority.
     const priority = entry.job.priority ?? 0;
@@ -212,6 +219,7 @@ export class NodePlanPolicy implements Policy {
 
   schedule(state: SchedulerState, now: Seconds): QueueEntry[] {
     if (this.mode === 'conservative') return this.scheduleConservative(state, now);
+    if (this.deadlinesSeen) this.orderForDeadlines(state, now, fifoOrder(state.queue));
     const begun = this.scheduleInOrder(state, now);
     if (begun.length > 0) this.projectionValid = false;
     return begun;
@@ -222,8 +230,10 @@ export class NodePlanPolicy implements Policy {
       // (A gain is compressed at the next pass: a plan shown meanwhile keeps every promise.)
       this.bringUpToDate(state, now);
       this.reserveArrivals(state, now);
+      this.meetDeadlines(state, now);
       return;
     }
+    if (this.deadlinesSeen) this.orderForDeadlines(state, now, fifoOrder(state.queue));
     const reusable = this.projectionValid && this.current !== null && this.projectedCapacity === state.capacityVersion
       && (now === this.projectedAt || (this.projectedEarliest > now && !(state.running.length > 0 && predictedEnd(state.running[0]) <= now)));
     if (!reusable) this.project(state, now);
@@ -289,9 +299,10 @@ export class NodePlanPolicy implements Policy {
   }
 
   private scheduleConservative(state: SchedulerState, now: Seconds): QueueEntry[] {
-    const plan = this.bringUpToDate(state, now);
+    let plan = this.bringUpToDate(state, now);
     if (this.gained) this.compress(state, plan, now);
     this.reserveArrivals(state, now);
+    if (this.meetDeadlines(state, now)) plan = this.current!;
     const begun: QueueEntry[] = [];
     for (const entry of state.queue) {
       if (!(entry.reservation <= now)) continue;
@@ -403,6 +414,54 @@ export class NodePlanPolicy implements Policy {
     if (slot.start > previous) this.moved.set(entry.job.id, why);
   }
 
+  // --- deadlines (seed 000 5.4) ------------------------------------------------
+
+  /** How this policy plans a queue in order, for the deadline order (conservative and EASY: each job at its earliest; fcfs: never before the one ahead). */
+  orderPlanner(state: SchedulerState, now: Seconds): OrderPlanner {
+    return {
+      fresh: () => this.runningPlan(state, now),
+      earliest: (plan, job, notBefore) => (plan.couldHold(job.resources!) ? earliestOf(plan, job, notBefore) : undefined),
+      hold: (plan, job, start, nodes) => plan.hold(reservationHold({ job, reservation: start, plannedNodes: nodes } as QueueEntry)),
+      inOrder: this.mode === 'fcfs',
+    };
+  }
+
+  /**
+   * The queue in the deadline order made from `base`; returns whether the
+   * order changed. fcfs and EASY make it afresh each pass from the FIFO order
+   * while any job with a deadline was ever queued (none: nothing is done).
+   */
+  private orderForDeadlines(state: SchedulerState, now: Seconds, base: readonly QueueEntry[]): boolean {
+    if (!this.deadlinesSeen) return false;
+    const result = deadlineOrder(base, this.orderPlanner(state, now), now);
+    this.atRisk = result.atRisk;
+    if (sameOrder(result.order, state.queue)) return false;
+    state.queue = result.order;
+    this.projectionValid = false;
+    return true;
+  }
+
+  /**
+   * conservative: a guaranteed job whose reservation no longer ends by its
+   * deadline (an arrival whose FCFS place is too late, or capacity lost)
+   * moves up from the current (scheduled) order, and every queued job is
+   * planned again in the new order (the jobs it passes may start later than
+   * promised: told 'deadline'). Returns whether the plan was made again.
+   */
+  private meetDeadlines(state: SchedulerState, now: Seconds): boolean {
+    if (!this.deadlinesSeen) return false;
+    const missing = state.queue.some((entry) => isGuaranteed(entry.job) && !(entry.reservation <= latestStartOf(entry.job)));
+    const base = bestEffortAhead(state.queue);
+    if (!missing && sameOrder(base, state.queue)) {
+      if (this.atRisk.size > 0) this.atRisk = new Set();
+      return false;
+    }
+    if (!this.orderForDeadlines(state, now, base)) return false;
+    this.rebuild(state, now, false, 'deadline');
+    this.reserveArrivals(state, now);
+    return true;
+  }
+
   // --- fcfs and EASY --------------------------------------------------------
 
   private scheduleInOrder(state: SchedulerState, now: Seconds): QueueEntry[] {
@@ -411,9 +470,28 @@ export class NodePlanPolicy implements Policy {
     let headFound = false;
     // No job asking more per node than any node has free now can start now (backfill's cheap test).
     let largest = this.pool.largestFreeNow();
-    for (const entry of state.queue) {
+    // EASY with guaranteed deadlines: every job up to the last guaranteed one is planned in order (as the
+    // deadline order assumed), so no backfill delays a guaranteed job; backfill starts only beside them.
+    const protectThrough = this.deadlinesSeen ? lastIndexWhere(state.queue, (entry) => isGuaranteed(entry.job)) : -1;
+    for (let index = 0; index < state.queue.length; index++) {
+      const entry = state.queue[index];
       const { job } = entry;
       const resources = job.resources!;
+      if (headFound && index <= protectThrough) {
+        if (!plan.couldHold(resources)) continue;
+        const slot = earliestOf(plan, job, now);
+        if (slot === undefined) continue;
+        if (slot.start === now && this.startable(job, slot.nodes)) {
+          this.begin(state, plan, entry, now, slot.nodes);
+          begun.push(entry);
+          largest = this.pool.largestFreeNow();
+          continue;
+        }
+        entry.reservation = slot.start;
+        entry.plannedNodes = slot.nodes;
+        plan.hold(reservationHold(entry));
+        continue;
+      }
       if (headFound) {
         // Nothing free on any node that takes jobs: no backfill can start (the queue need not be walked).
         if (largest.cpus === 0) break;
@@ -531,6 +609,11 @@ export class NodePlanPolicy implements Policy {
     this.moved.delete(entry.job.id);
     plan.hold(runningHold(state.getRunning(entry.job.id)!, now));
   }
+}
+
+function lastIndexWhere<T>(items: readonly T[], test: (item: T) => boolean): number {
+  for (let index = items.length - 1; index >= 0; index--) if (test(items[index])) return index;
+  return -1;
 }
 
 const sameHold = (a: PlanHold, b: PlanHold): boolean =>
