@@ -10,7 +10,7 @@ import { compressHostlist } from '../config/hostlist.js';
 import { NodePool } from '../core/placement.js';
 import { Scheduler, type PolicyName } from '../core/scheduler.js';
 import type { PlanHold } from '../core/node-plan.js';
-import { chooseVictims, type PreemptionCandidate } from '../core/preemption.js';
+import { chooseVictims, type PreemptionCandidate, type PreemptionNode, type VictimChoice } from '../core/preemption.js';
 import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
 import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
 import { suitableNodes, taskLayout, validateAgainstCluster } from '../jobspec/cluster.js';
@@ -820,6 +820,7 @@ export class ControllerEngine {
       this.log(`job ${id}: its deadline ${new Date(entry.job.deadline! * 1000).toISOString()} can no longer be guaranteed (${cause})`);
       this.active.set(id, this.store.append(id, { type: 'deadline', missed: false, cause }, this.clockMs()));
     }
+    this.preemptForDeadlines(now);
     for (const { id, latestStart } of this.scheduler.deadlinesDue(now)) {
       if (this.deadlineDueHandled.has(id)) continue;
       const record = this.active.get(id);
@@ -839,14 +840,86 @@ export class ControllerEngine {
   }
 
   /**
-   * A guaranteed job had to start by `latestStartS` to end by its deadline and
-   * its nodes are not free: running jobs must make room (seed 000 2.2.3: the
-   * scheduler checkpoints and preempts one). Called once per job, at the first
-   * pass at or after its latest start. The preemption itself belongs to the
-   * preemption branch (engine.preempt, core chooseVictims): wired there.
+   * Guaranteed jobs (policy guarantee) no queue place lets start by their
+   * latest start: their victims are preempted that victim's checkpoint time
+   * before it (seed 000 2.2.3: wait as long as the deadline allows, then
+   * checkpoint and remove a running job), so the nodes are free in time.
    */
-  private deadlineNeedsNodes(id: JobId, latestStartS: number): void {
-    this.log(`job ${id}: must start by ${new Date(latestStartS * 1000).toISOString()} to meet its deadline and its nodes are not free: preemption needed (not wired yet)`);
+  private preemptForDeadlines(now: number): void {
+    for (const entry of this.scheduler.state.queue) {
+      const { id, deadline, estimate, resources } = entry.job;
+      if (!entry.job.guaranteed || deadline === undefined || resources === undefined || this.deadlineDueHandled.has(id) || !this.scheduler.atRisk(id)) continue;
+      const record = this.active.get(id);
+      if (record?.state !== 'PENDING' || this.specOf(record).deadline?.policy !== 'guarantee') continue;
+      const latestStart = deadline - estimate;
+      const choice = this.choosePreemption(resources, (victim) => this.preemptableForDeadline(victim));
+      if (choice === null || choice.victims.length === 0 || now < latestStart - choice.waitSeconds) continue;
+      this.deadlineDueHandled.add(id);
+      this.deadlineNeedsNodes(id, latestStart, choice);
+    }
+  }
+
+  /** Deadline jobs preempt normal batch jobs only: never an interactive or another priority job. */
+  private preemptableForDeadline(victim: JobRecord): boolean {
+    const spec = this.specOf(victim);
+    return spec.deadline === undefined && (spec as { interactive?: unknown }).interactive === undefined;
+  }
+
+  /** Whether a guaranteed job is waiting for the moment to preempt for it (the once-a-second check passes again while one is). */
+  get deadlinesAtRisk(): boolean {
+    return this.scheduler.state.queue.some((entry) => entry.job.guaranteed === true && !this.deadlineDueHandled.has(entry.job.id) && this.scheduler.atRisk(entry.job.id));
+  }
+
+  /**
+   * A guaranteed job had to start by `latestStartS` to end by its deadline and
+   * its nodes are not free: the scheduler checkpoints and removes running jobs
+   * to make room (seed 000 2.2.3), the one furthest into its limit since its
+   * last (re)start first, never an interactive or another priority job; the
+   * victims restart from their checkpoints afterwards. Called once per job,
+   * at the first pass at or after its latest start.
+   */
+  private deadlineNeedsNodes(id: JobId, latestStartS: number, chosen?: VictimChoice): void {
+    const request = this.scheduler.state.queue.find((entry) => entry.job.id === id)?.job.resources;
+    const latest = new Date(latestStartS * 1000).toISOString();
+    const choice = chosen ?? (request === undefined ? null : this.choosePreemption(request, (victim) => this.preemptableForDeadline(victim)));
+    if (choice === null || choice.victims.length === 0) {
+      const cause = 'no running job can be preempted to free the nodes it needs (only interactive or priority jobs hold them, or nodes are lost)';
+      this.log(`job ${id}: must start by ${latest} to meet its deadline: ${cause}`);
+      this.active.set(id, this.store.append(id, { type: 'deadline', missed: false, cause }, this.clockMs()));
+      return;
+    }
+    for (const victim of choice.victims) this.preempt(victim, `preempted for job ${id}, which must start by ${latest} to meet its deadline`);
+    this.log(`job ${id}: must start by ${latest} to meet its deadline: preempted job${choice.victims.length === 1 ? '' : 's'} ${choice.victims.join(', ')} (nodes free in about ${choice.waitSeconds} s)`);
+  }
+
+  /**
+   * The running jobs to checkpoint and remove so a job asking `request` can
+   * start now (core chooseVictims, seed 000's rule: the longest run relative
+   * to its limit since its last restart goes first), among those `may`
+   * allows and not already ending; null when no such set frees enough.
+   */
+  private choosePreemption(request: ResourceRequest, may: (victim: JobRecord) => boolean): VictimChoice | null {
+    const now = this.nowSeconds();
+    const candidates: PreemptionCandidate[] = [];
+    for (const run of this.scheduler.state.running) {
+      const victim = this.active.get(run.job.id);
+      if (!victim || victim.state !== 'RUNNING' || !run.job.resources || !may(victim)) continue;
+      if (this.cancelRequested(victim.id) || this.preemptRequested(victim.id) !== undefined) continue;
+      const spec = this.specOf(victim);
+      candidates.push({
+        id: victim.id, nodes: run.nodes, cpusPerNode: run.job.resources.cpusPerNode, memoryMiBPerNode: run.job.resources.memoryMiBPerNode,
+        startedAt: run.start, limit: run.job.estimate, waitSeconds: spec.checkpoint?.durationSeconds ?? this.partitionOf(spec).graceTimeSeconds ?? 0,
+      });
+    }
+    return chooseVictims(request, this.preemptionNodes(), candidates, 'longest-relative', now);
+  }
+
+  /** Every node's free capacity now, as chooseVictims takes it. */
+  private preemptionNodes(): PreemptionNode[] {
+    return this.config.nodes.map((node) => {
+      const free = this.pool.free(node.name);
+      return { name: node.name, freeCpus: free.cpus, freeMemoryMiB: free.memoryMiB, features: node.features, accepting: this.pool.accepts(node.name) };
+    });
   }
 
   /** A priority job that ended after its deadline: logged, with the cause. */
@@ -1488,6 +1561,8 @@ export class ControllerEngine {
    * NODE_FAIL (or are requeued). Returns the nodes that went down.
    */
   checkNodes(): string[] {
+    // A guaranteed job at risk is preempted for a victim's checkpoint time before its latest start: look every second.
+    if (this.deadlinesAtRisk) this.dirty = true;
     for (const [id, { node, run, how }] of this.undeliveredCancels) {
       if (!this.isCurrentRun(id, run)) this.undeliveredCancels.delete(id);
       else if (!this.cancelsInFlight.has(id)) this.deliverCancel(id, node, run, how);
