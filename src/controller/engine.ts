@@ -20,6 +20,9 @@ import type { EndState, JobRecord, JobState, JsonObject } from '../store/events.
 import type { Store } from '../store/store.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 
+/** How much earlier than strictly needed a deadline's victims are preempted: delivery, the end's report, the next pass. */
+const DEADLINE_PREEMPT_MARGIN_SECONDS = 3;
+
 /** Key of the verified submitter's uid in a stored request. */
 const SUBMIT_UID = 'submitUid';
 
@@ -853,16 +856,21 @@ export class ControllerEngine {
       if (record?.state !== 'PENDING' || this.specOf(record).deadline?.policy !== 'guarantee') continue;
       const latestStart = deadline - estimate;
       const choice = this.choosePreemption(resources, (victim) => this.preemptableForDeadline(victim));
-      if (choice === null || choice.victims.length === 0 || now < latestStart - choice.waitSeconds) continue;
+      // A margin for the signal to arrive, the victim's end to be reported and the next pass to start the job.
+      if (choice === null || choice.victims.length === 0 || now < latestStart - choice.waitSeconds - DEADLINE_PREEMPT_MARGIN_SECONDS) continue;
       this.deadlineDueHandled.add(id);
       this.deadlineNeedsNodes(id, latestStart, choice);
     }
   }
 
-  /** Deadline jobs preempt normal batch jobs only: never an interactive or another priority job. */
+  /**
+   * Deadline jobs preempt normal batch jobs that lose no work for good: ones
+   * that checkpoint or may be requeued (--requeue); never an interactive or
+   * another priority job.
+   */
   private preemptableForDeadline(victim: JobRecord): boolean {
     const spec = this.specOf(victim);
-    return spec.deadline === undefined && (spec as { interactive?: unknown }).interactive === undefined;
+    return spec.deadline === undefined && (spec as { interactive?: unknown }).interactive === undefined && (spec.checkpoint !== undefined || spec.requeue);
   }
 
   /** Whether a guaranteed job is waiting for the moment to preempt for it (the once-a-second check passes again while one is). */
