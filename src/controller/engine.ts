@@ -701,6 +701,8 @@ export class ControllerEngine {
       const { admission } = admitted[position];
       if (admission !== undefined) this.admissions.set(record.id, admission);
       if (admission?.guaranteed) this.countedAtAcceptance.set(record.id, this.pool.countedNodes().length);
+      // A priority job's submitter and `taras when` read its plan at once: the next read plans again (not only the next pass).
+      if (admission !== undefined) this.plannedAt = null;
       if (admission !== undefined && this.admissions.size > 10_000) this.admissions.delete(this.admissions.keys().next().value!);
       this.active.set(record.id, record);
       try {

@@ -57,7 +57,7 @@ export function fifoOrder(queue: readonly QueueEntry[]): QueueEntry[] {
 
 /**
  * The queue with priority jobs that have no guarantee moved ahead of the
- * normal jobs of their partition priority, earliest deadline first; the rest
+ * other jobs of their partition priority, earliest deadline first; the rest
  * keep their order (conservative's scheduled order).
  */
 export function bestEffortAhead(queue: readonly QueueEntry[]): QueueEntry[] {
@@ -66,7 +66,9 @@ export function bestEffortAhead(queue: readonly QueueEntry[]): QueueEntry[] {
   const order = queue.filter((entry) => !hasBestEffortDeadline(entry.job));
   for (const entry of urgent) {
     const priority = entry.job.priority ?? 0;
-    let at = order.findIndex((other) => other.job.deadline === undefined && (other.job.priority ?? 0) <= priority);
+    // Ahead of the first job of its partition priority or lower that is not one of them (guaranteed jobs are
+    // placed again by deadlineOrder, which moves them up again where their deadlines need it).
+    let at = order.findIndex((other) => !hasBestEffortDeadline(other.job) && (other.job.priority ?? 0) <= priority);
     if (at < 0) at = order.length;
     order.splice(at, 0, entry);
   }
