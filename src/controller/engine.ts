@@ -791,6 +791,10 @@ export class ControllerEngine {
    * DEADLINE (--deadline-policy cancel) or handed to deadlineNeedsNodes.
    */
   private checkDeadlines(now: number): void {
+    // Forget jobs that left now and then (the sets only ever hold priority jobs).
+    for (const kept of [this.deadlineLogged, this.deadlineDueHandled, this.countedAtAcceptance]) {
+      if (kept.size > this.active.size) for (const id of kept.keys()) if (!this.active.has(id)) kept.delete(id);
+    }
     for (const entry of this.scheduler.state.queue) {
       const id = entry.job.id;
       if (!entry.job.guaranteed || this.deadlineLogged.has(id) || !this.scheduler.atRisk(id)) continue;

@@ -254,7 +254,10 @@ export class Scheduler {
     const breaksOthers = [...guaranteed.atRisk].some((id) => id !== job.id && !before.has(id));
     if (!guaranteed.atRisk.has(job.id) && !breaksOthers) return { verdict: 'met', plannedEnd: end(guaranteed.starts) };
     const plannedEnd = end(deadlineOrder(orderWith({ ...job, guaranteed: false }), planner, now).starts);
-    return { verdict: 'short', plannedEnd, shortfall: Math.max(0, plannedEnd - job.deadline), cause: breaksOthers && guaranteed.starts.get(job.id)! + job.estimate <= job.deadline ? 'other-deadlines' : 'capacity' };
+    // Other deadlines are the cause when the job would meet its own at the front of the queue (the running jobs only).
+    const alone = planner.earliest(planner.fresh(), job, now);
+    const cause = alone !== undefined && alone.start <= latestStartOf(job) ? 'other-deadlines' : 'capacity';
+    return { verdict: 'short', plannedEnd, shortfall: Math.max(0, plannedEnd - job.deadline), cause };
   }
 
   /** Guaranteed jobs no queue place lets end by their deadline any more (after the last pass). */
