@@ -249,11 +249,11 @@ export class Scheduler {
       return conservative ? bestEffortAhead(queue) : fifoOrder(queue);
     };
     const before = deadlineOrder(orderWith(), planner, now).atRisk;
-    const guaranteed = deadlineOrder(orderWith({ ...job, guaranteed: true }), planner, now);
+    const guaranteed = deadlineOrder(orderWith({ ...job, guaranteed: true }), planner, now, true);
     const end = (starts: ReadonlyMap<JobId, Seconds>) => (starts.get(job.id) ?? Infinity) + job.estimate;
     const breaksOthers = [...guaranteed.atRisk].some((id) => id !== job.id && !before.has(id));
     if (!guaranteed.atRisk.has(job.id) && !breaksOthers) return { verdict: 'met', plannedEnd: end(guaranteed.starts) };
-    const plannedEnd = end(deadlineOrder(orderWith({ ...job, guaranteed: false }), planner, now).starts);
+    const plannedEnd = end(deadlineOrder(orderWith({ ...job, guaranteed: false }), planner, now, true).starts);
     // Other deadlines are the cause when the job would meet its own at the front of the queue (the running jobs only).
     const alone = planner.earliest(planner.fresh(), job, now);
     const cause = alone !== undefined && alone.start <= latestStartOf(job) ? 'other-deadlines' : 'capacity';
