@@ -780,6 +780,10 @@ export class ControllerEngine {
     const atAcceptance = this.countedAtAcceptance.get(record.id);
     if (atAcceptance !== undefined && counted < atAcceptance) return `nodes lost: ${atAcceptance - counted} of the nodes that counted when it was accepted are down or drained`;
     if (record.submitTimeMs < this.startedMs) return 'the controller was down: it was accepted before the controller restarted';
+    // Interactive jobs started since it was accepted (spec.interactive comes with interactive jobs; none before).
+    const interactive = [...this.active.values()].filter((other) => other.state === 'RUNNING' && (other.startTimeMs ?? 0) >= record.submitTimeMs
+      && (other.request as { interactive?: unknown }).interactive !== undefined).map((other) => other.id);
+    if (interactive.length > 0) return `interactive jobs in between (${interactive.slice(0, 5).join(', ')})`;
     const overdue = this.scheduler.state.running.filter((run) => run.start + run.job.estimate <= this.nowSeconds()).map((run) => run.job.id);
     if (overdue.length > 0) return `plan changed: running jobs past their time limit (${overdue.slice(0, 5).join(', ')})`;
     return 'plan changed: jobs with earlier deadlines, reservations or maintenance windows took its place';
