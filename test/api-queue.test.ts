@@ -20,7 +20,7 @@ const status: ApiClusterStatus = {
   nodes: { total: 1, idle: 1, allocated: 0, mixed: 0, down: 0, drained: 0 }, jobs: { pending: 0, running: 0 }, motd: null,
 };
 
-function randomTable(random: SeededRandom, count: number, long: boolean): QueueTable {
+function randomTable(random: SeededRandom, count: number, long: boolean, typed = false): QueueTable {
   const pick = <T>(values: T[]): T => values[random.int(0, values.length - 1)];
   const maybe = (value: number): number | null => (random.chance(0.2) ? null : value);
   let id = 0;
@@ -39,6 +39,11 @@ function randomTable(random: SeededRandom, count: number, long: boolean): QueueT
     endTime: Array.from({ length: count }, () => (random.chance(0.9) ? null : random.int(-100, 0))),
     name: Array.from({ length: count }, () => pick([7, 7, 7, 5])),
   };
+  if (typed && count > 0) {
+    // Only a queue with a job that is not normal carries these columns (the first job is a priority one).
+    table.type = Array.from({ length: count }, (_, i) => (i === 0 ? 1 : pick([0, 0, 1, 2])));
+    table.deadline = table.type.map((type) => (type === 1 ? random.int(0, 7200) : null));
+  }
   if (long) {
     table.long = {
       cpus: Array.from({ length: count }, () => pick([1, 8])),
@@ -55,7 +60,7 @@ describe('GET /queue wire format', () => {
   it('packs and unpacks random tables exactly, and a queue of similar jobs to a few hundred bytes', () => {
     const random = new SeededRandom(11);
     for (let round = 0; round < 50; round++) {
-      const table = randomTable(random, random.int(0, 300), round % 2 === 0);
+      const table = randomTable(random, random.int(0, 300), round % 2 === 0, round % 3 === 0);
       assert.deepEqual(unpackQueue(JSON.parse(JSON.stringify(packQueue(table)))), table);
     }
     const similar = randomTable(new SeededRandom(3), 50_000, false);
@@ -107,7 +112,8 @@ describe('GET /queue segments and the table drawn from them', () => {
     const random = new SeededRandom(17);
     for (let round = 0; round < 40; round++) {
       const long = round % 2 === 1;
-      const packed = packQueue(randomTable(random, random.int(0, 400), long));
+      const typed = round % 3 === 0;
+      const packed = packQueue(randomTable(random, random.int(0, 400), long, typed));
       const table = unpackQueue(packed);
       const expanded: Record<string, (number | null)[]> = Object.fromEntries(SEGMENT_COLUMNS.map((name) => [name, []]));
       for (const segment of queueSegments(packed)) {
@@ -119,6 +125,10 @@ describe('GET /queue segments and the table drawn from them', () => {
       assert.deepEqual(expanded.start, table.start);
       assert.deepEqual(expanded.length.map((span, i) => (span === null || table.start[i] === null ? null : table.start[i]! + span)), table.end);
       for (const name of ['user', 'state', 'partition', 'nodes', 'nodeCount', 'endTime', 'name'] as const) assert.deepEqual(expanded[name], table[name], name);
+      if (typed && table.id.length > 0) {
+        assert.deepEqual(expanded.type, table.type);
+        assert.deepEqual(expanded.deadline, table.deadline);
+      } else assert.ok(expanded.type.every((value) => value === null) && packed.columns.type === undefined, 'no type column for normal jobs only');
       if (long) {
         assert.deepEqual(expanded.submit, table.long!.submit);
         for (const name of ['cpus', 'memoryMiB', 'limitSeconds', 'workingDir'] as const) assert.deepEqual(expanded[name], table.long![name], name);

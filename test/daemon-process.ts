@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isAlive, readStatus } from '../src/agent/jobdir.js';
@@ -100,4 +100,20 @@ export function killJobProcesses(dirs: readonly string[]): void {
       }
     }
   }
+}
+
+/**
+ * After a test of `taras up`: Ctrl-C (SIGINT) to each process started that
+ * still runs, SIGKILL after 10 s; the jobs its agent left running killed by
+ * their pids; the test's folder removed.
+ */
+export async function stopUp(started: readonly ChildProcess[], data: string, work: string): Promise<void> {
+  for (const child of started) {
+    if (!running(child)) continue;
+    const exited = new Promise((resolveExit) => child.once('exit', resolveExit));
+    child.kill('SIGINT'); // Ctrl-C: the controller and the agent stop cleanly
+    if (await Promise.race([exited.then(() => true), sleep(10_000, false, { ref: false })]) === false) child.kill('SIGKILL');
+  }
+  killJobProcesses([join(data, 'agent')]);
+  rmSync(work, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 }

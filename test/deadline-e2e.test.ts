@@ -13,7 +13,7 @@
 
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { finishedStates, type ApiJob, type ApiJobWithEvents, type ApiNode, type ApiSubmitted, type ApiWhen } from '../src/api/types.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { createApiClient, type ApiClient } from '../src/net/client.js';
-import { killJobProcesses, waitForOutput } from './daemon-process.js';
+import { stopUp, waitForOutput } from './daemon-process.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const work = mkdtempSync(join(tmpdir(), 'taras-deadline-e2e-'));
@@ -30,16 +30,7 @@ const data = join(work, 'data');
 const dir = join(work, 'jobs');
 const started: ChildProcess[] = [];
 
-after(async () => {
-  for (const child of started) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const exited = new Promise((resolveExit) => child.once('exit', resolveExit));
-    child.kill('SIGINT');
-    if (await Promise.race([exited.then(() => true), sleep(10_000, false, { ref: false })]) === false) child.kill('SIGKILL');
-  }
-  killJobProcesses([join(data, 'agent')]);
-  rmSync(work, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-});
+after(() => stopUp(started, data, work));
 
 const CLUSTER = `[cluster]
 name = "deadline-e2e"

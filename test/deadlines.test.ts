@@ -128,3 +128,19 @@ describe('deadlines: the moment nodes must be freed', () => {
     assert.deepEqual(scheduler.deadlinesDue(1000), []);
   });
 });
+
+describe('deadlines: priority jobs without a guarantee', () => {
+  it('go ahead of normal jobs, earliest deadline first, under each policy', () => {
+    for (const policy of policies) {
+      const scheduler = busy(policy);
+      // Both short (the node is busy until 100): no guarantee; the later deadline is submitted first.
+      for (const [id, deadline] of [[11, 108], [10, 105]]) {
+        const request = job(id, 10, { deadline });
+        assert.equal(scheduler.deadlineCheck(request, 0).verdict, 'short');
+        scheduler.submit({ ...request, guaranteed: false });
+      }
+      scheduler.pass(0, { predictions: true });
+      assert.deepEqual(starts(scheduler, [10, 11, 2, 3, 4]), [100, 110, 120, 220, 320], policy);
+    }
+  });
+});

@@ -287,6 +287,19 @@ describe('precedence and completion', () => {
     assert.deepEqual(errorsOf(promptLayer({ timeLimitSeconds: 'soon', requeue: 'maybe' })).map((e) => e.option), ['--time', '--requeue']);
   });
 
+  it('--deadline (#TARAS or flag) is read against the submitting clock, guarantee by default; the policy alone is refused', () => {
+    const nowMs = new Date(2026, 10, 24, 12, 0, 0).getTime();
+    const build = (line: string, flags: Record<string, string> = {}) => buildJobSpec(
+      mergeJobSpec(undefined, valueOf(parseDirectives(script(line), 'r.sh')), valueOf(parseFlagValues({ time: '1', ...flags }, { script: 'r.sh' }))),
+      { scriptText: 'text', submitDir: '/home/alice', nowMs });
+    assert.deepEqual(valueOf(build('#TARAS --deadline 18:00')).spec.deadline, { atMs: new Date(2026, 10, 24, 18, 0, 0).getTime(), policy: 'guarantee' });
+    assert.deepEqual(valueOf(build('#TARAS --deadline now+2hours', { deadlinePolicy: 'cancel' })).spec.deadline, { atMs: nowMs + 7_200_000, policy: 'cancel' });
+    assert.deepEqual(errorsOf(build('#TARAS --deadline-policy cancel')).map((e) => [e.option, e.message]),
+      [['--deadline-policy', '--deadline-policy (r.sh:2) goes with a deadline: add --deadline TIME or leave it out']]);
+    assert.match(errorsOf(parseDirectives(script('#TARAS --deadline soon'), 'r.sh'))[0].message, /got 'soon': expected now, now\+N/);
+    assert.match(errorsOf(parseDirectives(script('#TARAS --deadline-policy maybe'), 'r.sh'))[0].message, /expected guarantee .* or cancel/);
+  });
+
   it('fills sbatch defaults and resolves a relative working directory against the submit directory', () => {
     const merged = mergeJobSpec(undefined, valueOf(parseDirectives(script('#TARAS -t 5 -D out'), 'jobs/run.sh')), valueOf(parseFlagValues({}, { script: 'jobs/run.sh' })));
     const { spec, origins } = valueOf(buildJobSpec(merged, { scriptText: 'text', submitDir: '/home/alice' }));

@@ -18,7 +18,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -28,7 +28,7 @@ import { finishedStates, type ApiCancelResult, type ApiJob, type ApiJobPage, typ
 import { SeededRandom } from '../src/core/random.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { createApiClient, type ApiClient } from '../src/net/client.js';
-import { killJobProcesses, waitForOutput } from './daemon-process.js';
+import { stopUp, waitForOutput } from './daemon-process.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const work = mkdtempSync(join(tmpdir(), 'taras-plan-e2e-'));
@@ -49,16 +49,7 @@ const SLACK_MS = 1500;
 /** Waiting for every job to end, from the first submission. */
 const DEADLINE_MS = 90_000;
 
-after(async () => {
-  for (const child of started) {
-    if (child.exitCode !== null || child.signalCode !== null) continue;
-    const exited = new Promise((resolveExit) => child.once('exit', resolveExit));
-    child.kill('SIGINT'); // Ctrl-C: the controller and the agent stop cleanly
-    if (await Promise.race([exited.then(() => true), sleep(10_000, false, { ref: false })]) === false) child.kill('SIGKILL');
-  }
-  killJobProcesses([join(data, 'agent')]);
-  rmSync(work, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
-});
+after(() => stopUp(started, data, work));
 
 /** n1..n3: 4 CPUs, 4 GiB (partition a, the default); n4, n5: 2 CPUs, 2 GiB, feature b (partition b). */
 const CLUSTER = `[cluster]

@@ -168,6 +168,20 @@ describe('renderQueue', () => {
     assert.ok(widest(output) <= 200);
   });
 
+  it('with a priority job listed: a T column (N, P) after the id and DEADLINE after END, aligned', () => {
+    const priority = { ...PENDING_42, type: 'priority' as const, deadline: '2026-11-24T17:00:00Z', guaranteed: true };
+    const output = renderQueue({ status: STATUS, jobs: [UNPLANNED_44, PENDING_43, RUNNING_19, priority, RUNNING_17], now: NOW, width: 200, timeZone: UTC });
+    assert.equal(output, text(
+      ...HEADER_200,
+      'JOBID  T  USER   STATE    PARTITION  NODES        START           END    DEADLINE     NAME',
+      '   17  N  alice  RUNNING  batch      node[01-02]  today 10:00     14:00  -            train-resnet50-imagenet-full',
+      '   19  N  bob    RUNNING  batch      node03       today 11:05     14:05  -            postprocess',
+      '   42  P  carol  PENDING  batch      2 nodes      today 14:05     16:05  today 17:00  sweep-learning-rate-0.001',
+      '   43  N  alice  PENDING  batch      1 node       tomorrow 09:30  11:30  -            eval',
+      '   44  N  dave   PENDING  gpu        1 node       -               -      -            render-frames',
+    ));
+  });
+
   it('cuts only the names, with an ellipsis, so every line fits 80 columns', () => {
     const output = renderQueue({ status: STATUS, jobs: JOBS, now: NOW, width: 80, timeZone: UTC });
     assert.equal(output, text(

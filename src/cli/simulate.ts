@@ -10,6 +10,7 @@ import { isPolicyName, policyNames, type PolicyName } from '../core/scheduler.js
 import type { ClusterConfig } from '../config/cluster.js';
 import { clusterFigures, normaliseOnCluster, SHAPE_RULE, type ClusterFigures, type ClusterWorkload, type SimCluster } from '../sim/cluster.js';
 import { summarise, type Summary } from '../sim/metrics.js';
+import { applyJobTypes, deadlineFigures, JobTypesError, parseJobTypes, type DeadlineFigures } from '../sim/jobtypes.js';
 import { simulate, type SimulationResult } from '../sim/simulator.js';
 import { normalise, readSwf, resultLine, SwfError, type SwfTrace, type Workload } from '../sim/swf.js';
 import { fail, parseIntegerFlag } from './flags.js';
@@ -22,6 +23,7 @@ export interface SimulateFlags {
   out?: string;
   json?: boolean;
   skipBadLines?: boolean;
+  jobtypes?: string;
 }
 
 /** A summary plus how fast the run went. */
@@ -34,6 +36,8 @@ export interface PolicyReport extends Summary {
   out?: string;
   /** With --cluster: the nodes it ran on (`procs` is then the CPUs of the default partition's nodes). */
   cluster?: ClusterFigures & { file: string };
+  /** With --jobtypes: per type, and the priority jobs' deadlines met and missed. */
+  deadlines?: DeadlineFigures & { file: string };
 }
 
 class UsageError extends Error {}
@@ -108,6 +112,12 @@ export async function runSimulate(tracePath: string, flags: SimulateFlags): Prom
     if (!parsed.ok) throw new UsageError(parsed.message);
     processors = parsed.value;
   }
+  if (flags.jobtypes !== undefined) {
+    if (flags.cluster === undefined) throw new UsageError('error: --jobtypes needs --cluster FILE: deadlines are planned on nodes (the processor model has no deadline order)');
+    const other = policies.filter((policy) => !['fcfs', 'easy', 'conservative'].includes(policy));
+    if (other.length > 0) throw new UsageError(`error: --jobtypes plans deadlines with fcfs, easy or conservative, not ${other.join(', ')}`);
+  }
+  const types = flags.jobtypes === undefined ? undefined : await readJobTypes(flags.jobtypes);
   const cluster = flags.cluster === undefined ? undefined : await loadCluster(flags.cluster);
   const trace = await readSwf(tracePath, { skipBadLines: flags.skipBadLines });
   let workload: Workload;
@@ -121,6 +131,8 @@ export async function runSimulate(tracePath: string, flags: SimulateFlags): Prom
     }
     workload = normalise(trace, processors);
   }
+  let unknownJobs = 0;
+  if (types !== undefined) ({ workload, unknown: unknownJobs } = applyJobTypes(workload, types));
   const showProgress = !flags.json && process.stdout.isTTY === true;
   const reports: PolicyReport[] = [];
   for (const policy of policies) {
@@ -138,6 +150,7 @@ export async function runSimulate(tracePath: string, flags: SimulateFlags): Prom
       badLines: trace.badLines,
     };
     if (onNodes) report.cluster = { file: flags.cluster!, ...clusterFigures(onNodes, result, summary) };
+    if (types !== undefined) report.deadlines = { file: flags.jobtypes!, ...deadlineFigures(result, unknownJobs) };
     if (flags.out !== undefined) {
       report.out = outputFileFor(flags.out, policy, policies.length > 1);
       await writeFile(report.out, resultSwf(trace, result, onNodes));
@@ -146,6 +159,46 @@ export async function runSimulate(tracePath: string, flags: SimulateFlags): Prom
   }
   if (trace.badLines > 0) process.stderr.write(`skipped ${trace.badLines} malformed line(s) of ${tracePath}\n`);
   return reports;
+}
+
+/** The --jobtypes file; its problems are usage errors naming file:line. */
+async function readJobTypes(file: string) {
+  const { readFile } = await import('node:fs/promises');
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`error: --jobtypes ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): give a CSV file of job,type,deadline`);
+  }
+  try {
+    return parseJobTypes(text, file);
+  } catch (error) {
+    if (error instanceof JobTypesError) throw new UsageError(`error: ${error.message}`);
+    throw error;
+  }
+}
+
+/** Per policy: normal and priority jobs' waits, and the deadlines met and missed. */
+function deadlineLines(reports: readonly PolicyReport[]): string[] {
+  const withTypes = reports.filter((r) => r.deadlines !== undefined);
+  if (withTypes.length === 0) return [];
+  const head = ['policy', 'normal', 'wait', 'bsld', 'priority', 'wait', 'bsld', 'guaranteed', 'met', 'missed', 'unguaranteed', 'met', 'missed', 'refused', 'worst miss'];
+  const rows = withTypes.map((r) => {
+    const { normal, priority } = r.deadlines!;
+    return [
+      r.policy, round(normal.jobs, 0), humanDuration(normal.meanWait), round(normal.meanBoundedSlowdown, 2),
+      round(priority.jobs, 0), humanDuration(priority.meanWait), round(priority.meanBoundedSlowdown, 2),
+      round(priority.guaranteed, 0), round(priority.guaranteedMet, 0), round(priority.guaranteedMissed, 0),
+      round(priority.unguaranteed, 0), round(priority.unguaranteedMet, 0), round(priority.unguaranteedMissed, 0),
+      round(priority.refused, 0), humanDuration(priority.worstMissSeconds),
+    ];
+  });
+  const { file, unknownJobs } = withTypes[0].deadlines!;
+  return [
+    '', `job types from ${basename(file)}${unknownJobs > 0 ? ` (${unknownJobs} job numbers not in the replayed workload)` : ''}:`,
+    renderTable(head, rows, new Set(head.map((_, i) => i).slice(1))),
+    'guaranteed: the plan met the deadline at arrival; unguaranteed: it could not (ran ahead of normal jobs); refused: no plan ever could (ran as a normal job).',
+  ];
 }
 
 export function renderReports(tracePath: string, reports: readonly PolicyReport[]): string {
@@ -176,6 +229,7 @@ export function renderReports(tracePath: string, reports: readonly PolicyReport[
     'bsld: bounded slowdown (10 s bound). pred: prediction at submission vs actual start;',
     'exact: share of jobs started exactly when predicted; EV: CCS normalised error; late: jobs started after their prediction.',
     ...(cluster ? ['util: CPUs the jobs were given (whole nodes for jobs above C); asked: the processors the trace asked for.'] : []),
+    ...deadlineLines(reports),
   ];
   for (const r of reports) if (r.out) lines.push(`per-job result (${r.policy}): ${r.out}`);
   return lines.join('\n');
@@ -192,6 +246,7 @@ export function registerSimulateCommand(program: Command): void {
     .option('-o, --out <file>', 'write the per-job result as SWF (several policies: FILE.<policy>.swf each)')
     .option('--json', 'print a JSON summary (an object, or a list for several policies)')
     .option('--skip-bad-lines', 'skip and count malformed lines instead of stopping at the first')
+    .option('--jobtypes <file>', 'job types and deadlines per SWF job number (CSV job,type,deadline; needs --cluster; see "Job types" below)')
     .addHelpText(
       'after',
       `
@@ -202,6 +257,7 @@ Examples:
   taras simulate trace.swf --policy conservative --procs 64
   taras simulate ../shared/traces/ccs-example.swf --policy ffdh,ffih,ffdh-star,fcfs-star
   taras simulate trace.swf --policy easy,conservative --cluster cluster.toml
+  taras simulate trace.swf --policy easy,conservative --cluster cluster.toml --jobtypes types.csv
 
 Policies: fcfs, easy (EASY backfilling), conservative (conservative backfilling
 with compression) follow docs/simulation.md to the second; ffdh, ffih,
@@ -219,7 +275,18 @@ limits (max_time, max_nodes) are not applied. A job no set of its nodes could
 hold even when idle is skipped and counted (skippedShape), as a job larger
 than P is in plain replay. procs and util count the default partition's CPUs
 and the CPUs jobs were given; asked (requestedUtilization) the processors the
-trace asked for. The trace's MaxProcs is ignored.`,
+trace asked for. The trace's MaxProcs is ignored.
+
+Job types (--jobtypes FILE, with --cluster and fcfs, easy or conservative):
+CSV lines job,type,deadline: the SWF job number, normal or priority, and for
+a priority job the seconds after its submission by which it must end
+(42,priority,3600). Jobs not named are normal. At each priority job's arrival
+the replay checks its deadline on the plan as the controller does: met, it is
+guaranteed (kept at its FCFS place, or moved to the latest place that meets
+it); short, it runs ahead of normal jobs without a guarantee; never (before
+its submission plus its limit), it is refused and runs as a normal job. The
+report adds per type the jobs, mean wait and bounded slowdown, and the
+deadlines met and missed (--json: "deadlines").`,
     )
     .action(async (trace: string, flags: SimulateFlags) => {
       try {

@@ -27,7 +27,7 @@ import { ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, typ
 import { LimitRefused, SubmitLimits } from './limits.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
-import { apiDeadline, apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhatIf, apiWhen } from './views.js';
+import { admittedDeadline, apiDeadline, apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhatIf, apiWhen } from './views.js';
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
@@ -389,7 +389,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         const answer: ApiSubmitted = { id };
         const admission = engine.takeAdmission(id);
         const record = engine.active.get(id) ?? store.job(id);
-        const deadline = record === undefined ? null : apiDeadline(engine, record);
+        const deadline = record === undefined ? null : admission !== null ? admittedDeadline(engine, record, admission) : apiDeadline(engine, record);
         if (deadline !== null) answer.deadline = deadline;
         if (admission?.warning) answer.warning = admission.warning;
         return { status: 201, body: answer };

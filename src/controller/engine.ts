@@ -725,6 +725,8 @@ export class ControllerEngine {
       const { admission } = admitted[position];
       if (admission !== undefined) this.admissions.set(record.id, admission);
       if (admission?.guaranteed) this.countedAtAcceptance.set(record.id, this.pool.countedNodes().length);
+      // A priority job's submitter and `taras when` read its plan at once: the next read plans again (not only the next pass).
+      if (admission !== undefined) this.plannedAt = null;
       if (admission !== undefined && this.admissions.size > 10_000) this.admissions.delete(this.admissions.keys().next().value!);
       this.active.set(record.id, record);
       try {
@@ -802,6 +804,10 @@ export class ControllerEngine {
     const atAcceptance = this.countedAtAcceptance.get(record.id);
     if (atAcceptance !== undefined && counted < atAcceptance) return `nodes lost: ${atAcceptance - counted} of the nodes that counted when it was accepted are down or drained`;
     if (record.submitTimeMs < this.startedMs) return 'the controller was down: it was accepted before the controller restarted';
+    // Interactive jobs started since it was accepted (spec.interactive comes with interactive jobs; none before).
+    const interactive = [...this.active.values()].filter((other) => other.state === 'RUNNING' && (other.startTimeMs ?? 0) >= record.submitTimeMs
+      && (other.request as { interactive?: unknown }).interactive !== undefined).map((other) => other.id);
+    if (interactive.length > 0) return `interactive jobs in between (${interactive.slice(0, 5).join(', ')})`;
     const overdue = this.scheduler.state.running.filter((run) => run.start + run.job.estimate <= this.nowSeconds()).map((run) => run.job.id);
     if (overdue.length > 0) return `plan changed: running jobs past their time limit (${overdue.slice(0, 5).join(', ')})`;
     return 'plan changed: jobs with earlier deadlines, reservations or maintenance windows took its place';
@@ -813,6 +819,10 @@ export class ControllerEngine {
    * DEADLINE (--deadline-policy cancel) or handed to deadlineNeedsNodes.
    */
   private checkDeadlines(now: number): void {
+    // Forget jobs that left now and then (the sets only ever hold priority jobs).
+    for (const kept of [this.deadlineLogged, this.deadlineDueHandled, this.countedAtAcceptance]) {
+      if (kept.size > this.active.size) for (const id of kept.keys()) if (!this.active.has(id)) kept.delete(id);
+    }
     for (const entry of this.scheduler.state.queue) {
       const id = entry.job.id;
       if (!entry.job.guaranteed || this.deadlineLogged.has(id) || !this.scheduler.atRisk(id)) continue;

@@ -3,14 +3,14 @@
 
 import { queueOrderOf, QueuePacker, toOffset, typeLetter, type ApiQueue } from '../api/queue.js';
 import type { ApiDeadline, JobType } from '../api/types.js';
-import type { JobSpec } from '../jobspec/types.js';
+import type { DeadlineSpec, JobSpec } from '../jobspec/types.js';
 import type { ApiClusterStatus, ApiHolder, ApiReservation, ApiJob, ApiJobWithEvents, ApiNode, ApiPlan, ApiPlanItem, ApiWhatIf, ApiWhen } from '../api/types.js';
 import type { PlanHold } from '../core/node-plan.js';
 import type { JobId } from '../core/types.js';
 import { expandPattern } from '../jobspec/pattern.js';
 import type { JobRecord, StoredJobEvent } from '../store/events.js';
 import type { ClusterConfig } from '../config/cluster.js';
-import { deadlineGuaranteed, type ControllerEngine, type NodeStatus, type PlannedItem } from './engine.js';
+import { deadlineGuaranteed, type ControllerEngine, type DeadlineAdmission, type NodeStatus, type PlannedItem } from './engine.js';
 import { ownerOf, type Reservation } from './reservations.js';
 
 export const VERSION = '0.1.0';
@@ -73,14 +73,23 @@ export function apiDeadline(engine: ControllerEngine, record: JobRecord): ApiDea
   const deadline = engine.specOf(record).deadline;
   if (deadline === undefined) return null;
   const job = apiJob(engine, record);
-  const guaranteed = deadlineGuaranteed(record) === true;
   const endMs = record.endTimeMs ?? (job.predictedEnd === null ? null : Date.parse(job.predictedEnd));
-  const shortfall = endMs === null ? null : Math.max(0, Math.ceil((endMs - deadline.atMs) / 1000));
   const atRisk = record.state === 'PENDING' && engine.deadlineAtRisk(record.id as JobId);
+  return deadlineStatus(deadline, deadlineGuaranteed(record) === true, endMs, record.endTimeMs !== null, atRisk);
+}
+
+/** What POST /jobs tells a priority job's submitter: the check made before it was stored. */
+export function admittedDeadline(engine: ControllerEngine, record: JobRecord, admission: DeadlineAdmission): ApiDeadline | null {
+  const deadline = engine.specOf(record).deadline;
+  return deadline === undefined ? null : deadlineStatus(deadline, admission.guaranteed, admission.plannedEndMs, false, false);
+}
+
+function deadlineStatus(deadline: DeadlineSpec, guaranteed: boolean, endMs: number | null, ended: boolean, atRisk: boolean): ApiDeadline {
+  const shortfall = endMs === null ? null : Math.max(0, Math.ceil((endMs - deadline.atMs) / 1000));
   const by = new Date(deadline.atMs).toISOString();
   const late = shortfall === null ? 'it has no planned start now' : `its planned end is ${shortfall} s after it`;
   let text: string;
-  if (record.endTimeMs !== null) text = shortfall === 0 ? `ended by its deadline ${by}` : `ended ${shortfall} s after its deadline ${by}`;
+  if (ended) text = shortfall === 0 ? `ended by its deadline ${by}` : `ended ${shortfall} s after its deadline ${by}`;
   else if (guaranteed && !atRisk) text = `guaranteed to end by ${by}`;
   else if (guaranteed) text = `not guaranteed any more: no queue place lets it end by ${by} (${late}); nodes must be freed for it`;
   else text = shortfall === 0 ? `not guaranteed to end by ${by}: planned to end in time, ahead of normal jobs` : `not guaranteed to end by ${by}: ${late} (the plan could not meet it at submission; it runs ahead of normal jobs)`;

@@ -261,12 +261,15 @@ export class Scheduler {
       return conservative ? bestEffortAhead(queue) : fifoOrder(queue);
     };
     const before = deadlineOrder(orderWith(), planner, now).atRisk;
-    const guaranteed = deadlineOrder(orderWith({ ...job, guaranteed: true }), planner, now);
+    const guaranteed = deadlineOrder(orderWith({ ...job, guaranteed: true }), planner, now, true);
     const end = (starts: ReadonlyMap<JobId, Seconds>) => (starts.get(job.id) ?? Infinity) + job.estimate;
     const breaksOthers = [...guaranteed.atRisk].some((id) => id !== job.id && !before.has(id));
     if (!guaranteed.atRisk.has(job.id) && !breaksOthers) return { verdict: 'met', plannedEnd: end(guaranteed.starts) };
-    const plannedEnd = end(deadlineOrder(orderWith({ ...job, guaranteed: false }), planner, now).starts);
-    return { verdict: 'short', plannedEnd, shortfall: Math.max(0, plannedEnd - job.deadline), cause: breaksOthers && guaranteed.starts.get(job.id)! + job.estimate <= job.deadline ? 'other-deadlines' : 'capacity' };
+    const plannedEnd = end(deadlineOrder(orderWith({ ...job, guaranteed: false }), planner, now, true).starts);
+    // Other deadlines are the cause when the job would meet its own at the front of the queue (the running jobs only).
+    const alone = planner.earliest(planner.fresh(), job, now);
+    const cause = alone !== undefined && alone.start <= latestStartOf(job) ? 'other-deadlines' : 'capacity';
+    return { verdict: 'short', plannedEnd, shortfall: Math.max(0, plannedEnd - job.deadline), cause };
   }
 
   /** Guaranteed jobs no queue place lets end by their deadline any more (after the last pass). */

@@ -8,6 +8,7 @@ import { NodePool } from '../core/placement.js';
 import { Scheduler } from '../core/scheduler.js';
 import type { PolicyName } from '../core/scheduler.js';
 import type { Seconds } from '../core/types.js';
+import type { Admission } from './jobtypes.js';
 import type { SimJob, Workload } from './swf.js';
 
 export interface JobOutcome {
@@ -17,6 +18,8 @@ export interface JobOutcome {
   readonly predictedStart: Seconds;
   /** On a cluster: the nodes it ran on. */
   readonly nodes?: readonly string[];
+  /** A priority job (a deadline, from --jobtypes): how its arrival's deadline check admitted it. */
+  readonly admission?: Admission;
 }
 
 export interface SimulationResult {
@@ -98,6 +101,9 @@ export function simulate(workload: Workload, policy: PolicyName, options: Simula
   const nodes: (readonly string[])[] | undefined = pool ? new Array(total) : undefined;
   const scheduler = new Scheduler(policy, { processors: pool ? pool.totalCpus : workload.processors }, total > 0 ? jobs[0].request.submitTime : 0, pool);
   const ends = new EndHeap();
+  // Priority jobs (--jobtypes): each arrival's deadline is checked on the plan, as the controller does.
+  const admissions: (Admission | undefined)[] | undefined = jobs.some((job) => job.request.deadline !== undefined) ? new Array(total) : undefined;
+  if (admissions && !scheduler.plansOnNodes) throw new Error(`deadlines are planned on nodes: replay with a cluster and fcfs, easy or conservative (not ${policy})`);
   let nextArrival = 0;
   let started = 0;
   let passes = 0;
@@ -116,7 +122,14 @@ export function simulate(workload: Workload, policy: PolicyName, options: Simula
     // 2. Arrivals at this instant, already in (submit time, id) order.
     const firstArrival = nextArrival;
     while (nextArrival < total && jobs[nextArrival].request.submitTime === now) {
-      scheduler.submit(jobs[nextArrival].request);
+      const request = jobs[nextArrival].request;
+      if (admissions && request.deadline !== undefined) {
+        const check = scheduler.deadlineCheck(request, now);
+        admissions[nextArrival] = check.verdict === 'met' ? 'guaranteed' : check.verdict === 'short' ? 'unguaranteed' : 'refused';
+        // A refused job still ran in the trace: it is replayed as a normal job.
+        const { deadline: _refused, ...normal } = request;
+        scheduler.submit(check.verdict === 'never' ? normal : { ...request, guaranteed: check.verdict === 'met' });
+      } else scheduler.submit(request);
       nextArrival++;
     }
     // 3. One pass; predictions are needed only for this instant's arrivals.
@@ -146,7 +159,7 @@ export function simulate(workload: Workload, policy: PolicyName, options: Simula
     throw new Error(`${policy}: ${total - started} of ${total} jobs never started (e.g. ${waiting.join(', ')}): a scheduling bug`);
   }
   const outcomes = nodes
-    ? jobs.map((job, index) => ({ job, start: starts[index], predictedStart: predictions[index], nodes: nodes[index] }))
+    ? jobs.map((job, index) => ({ job, start: starts[index], predictedStart: predictions[index], nodes: nodes[index], ...(admissions?.[index] === undefined ? {} : { admission: admissions[index] }) }))
     : jobs.map((job, index) => ({ job, start: starts[index], predictedStart: predictions[index] }));
   return { policy, processors: workload.processors, outcomes, skipped: workload.skipped, passes };
 }

@@ -77,6 +77,7 @@ export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: strin
     ['Error', job.stderrPath === job.stdoutPath && job.stderrPath !== null ? '(with the output)' : path(job.stderrPath)],
     ['Requeue', job.requeue ? 'yes, if its node fails' : 'no'],
   );
+  if (job.deadline !== null) rows.push(['Deadline', `${at(job.deadline)}, ${job.guaranteed ? 'guaranteed' : 'not guaranteed'} (a priority job)`]);
   const lines = [`Job ${job.id}`, ...keyValueLines(rows).map((line) => `  ${line}`), ''];
   if (job.events.length === 0) lines.push('No events recorded.');
   else {

@@ -35,7 +35,7 @@ export interface DeadlineOrder {
   readonly order: QueueEntry[];
   /** Guaranteed jobs no queue place lets end by their deadline now. */
   readonly atRisk: ReadonlySet<JobId>;
-  /** Planned start of every job in `order` (Infinity: no plan). */
+  /** With `withStarts`: the planned start of every job in `order` (Infinity: no plan); else empty. */
   readonly starts: ReadonlyMap<JobId, Seconds>;
 }
 
@@ -57,7 +57,7 @@ export function fifoOrder(queue: readonly QueueEntry[]): QueueEntry[] {
 
 /**
  * The queue with priority jobs that have no guarantee moved ahead of the
- * normal jobs of their partition priority, earliest deadline first; the rest
+ * other jobs of their partition priority, earliest deadline first; the rest
  * keep their order (conservative's scheduled order).
  */
 export function bestEffortAhead(queue: readonly QueueEntry[]): QueueEntry[] {
@@ -66,7 +66,9 @@ export function bestEffortAhead(queue: readonly QueueEntry[]): QueueEntry[] {
   const order = queue.filter((entry) => !hasBestEffortDeadline(entry.job));
   for (const entry of urgent) {
     const priority = entry.job.priority ?? 0;
-    let at = order.findIndex((other) => other.job.deadline === undefined && (other.job.priority ?? 0) <= priority);
+    // Ahead of the first job of its partition priority or lower that is not one of them (guaranteed jobs are
+    // placed again by deadlineOrder, which moves them up again where their deadlines need it).
+    let at = order.findIndex((other) => !hasBestEffortDeadline(other.job) && (other.job.priority ?? 0) <= priority);
     if (at < 0) at = order.length;
     order.splice(at, 0, entry);
   }
@@ -124,10 +126,11 @@ const tighterFirst = (a: QueueEntry, b: QueueEntry): number => latestStartOf(a.j
  * breaks an earlier one. One that no such place serves is at risk and waits
  * right behind the tighter ones, as early as they allow.
  */
-export function deadlineOrder(queue: readonly QueueEntry[], planner: OrderPlanner, now: Seconds): DeadlineOrder {
+export function deadlineOrder(queue: readonly QueueEntry[], planner: OrderPlanner, now: Seconds, withStarts = false): DeadlineOrder {
   const order = queue.filter((entry) => !isGuaranteed(entry.job));
   const guaranteed = queue.filter((entry) => isGuaranteed(entry.job));
-  if (guaranteed.length === 0) return { order, atRisk: new Set(), starts: plannedStartsInOrder(order, planner, now) };
+  const startsOf = () => (withStarts ? plannedStartsInOrder(order, planner, now) : new Map<JobId, Seconds>());
+  if (guaranteed.length === 0) return { order, atRisk: new Set(), starts: startsOf() };
   // Each guaranteed job's place in `queue`, counted in the other jobs ahead of it.
   const othersAhead = new Map<QueueEntry, number>();
   let others = 0;
@@ -159,7 +162,7 @@ export function deadlineOrder(queue: readonly QueueEntry[], planner: OrderPlanne
     order.splice(place, 0, entry);
     placedThrough = place + 1;
   }
-  return { order, atRisk, starts: plannedStartsInOrder(order, planner, now) };
+  return { order, atRisk, starts: startsOf() };
 }
 
 /** Whether two orders put the same entries in the same places. */

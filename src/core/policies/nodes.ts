@@ -219,7 +219,7 @@ export class NodePlanPolicy implements Policy {
 
   schedule(state: SchedulerState, now: Seconds): QueueEntry[] {
     if (this.mode === 'conservative') return this.scheduleConservative(state, now);
-    if (this.deadlinesSeen) this.orderForDeadlines(state, now, fifoOrder(state.queue));
+    if (this.deadlinesQueued(state)) this.orderForDeadlines(state, now, fifoOrder(state.queue));
     const begun = this.scheduleInOrder(state, now);
     if (begun.length > 0) this.projectionValid = false;
     return begun;
@@ -233,7 +233,7 @@ export class NodePlanPolicy implements Policy {
       this.meetDeadlines(state, now);
       return;
     }
-    if (this.deadlinesSeen) this.orderForDeadlines(state, now, fifoOrder(state.queue));
+    if (this.deadlinesQueued(state)) this.orderForDeadlines(state, now, fifoOrder(state.queue));
     const reusable = this.projectionValid && this.current !== null && this.projectedCapacity === state.capacityVersion
       && (now === this.projectedAt || (this.projectedEarliest > now && !(state.running.length > 0 && predictedEnd(state.running[0]) <= now)));
     if (!reusable) this.project(state, now);
@@ -426,13 +426,21 @@ export class NodePlanPolicy implements Policy {
     };
   }
 
+  /** Whether a job with a deadline is queued (checked only once one has been). */
+  private deadlinesQueued(state: SchedulerState): boolean {
+    if (this.deadlinesSeen && state.queue.some((entry) => entry.job.deadline !== undefined)) return true;
+    if (this.atRisk.size > 0) this.atRisk = new Set();
+    return false;
+  }
+
   /**
    * The queue in the deadline order made from `base`; returns whether the
    * order changed. fcfs and EASY make it afresh each pass from the FIFO order
    * while any job with a deadline was ever queued (none: nothing is done).
    */
   private orderForDeadlines(state: SchedulerState, now: Seconds, base: readonly QueueEntry[]): boolean {
-    if (!this.deadlinesSeen) return false;
+    // None queued now: only deadline jobs ever move, so the others are in FIFO order already.
+    if (!this.deadlinesQueued(state)) return false;
     const result = deadlineOrder(base, this.orderPlanner(state, now), now);
     this.atRisk = result.atRisk;
     if (sameOrder(result.order, state.queue)) return false;
@@ -449,7 +457,7 @@ export class NodePlanPolicy implements Policy {
    * promised: told 'deadline'). Returns whether the plan was made again.
    */
   private meetDeadlines(state: SchedulerState, now: Seconds): boolean {
-    if (!this.deadlinesSeen) return false;
+    if (!this.deadlinesQueued(state)) return false;
     const missing = state.queue.some((entry) => isGuaranteed(entry.job) && !(entry.reservation <= latestStartOf(entry.job)));
     const base = bestEffortAhead(state.queue);
     if (!missing && sameOrder(base, state.queue)) {
@@ -472,7 +480,7 @@ export class NodePlanPolicy implements Policy {
     let largest = this.pool.largestFreeNow();
     // EASY with guaranteed deadlines: every job up to the last guaranteed one is planned in order (as the
     // deadline order assumed), so no backfill delays a guaranteed job; backfill starts only beside them.
-    const protectThrough = this.deadlinesSeen ? lastIndexWhere(state.queue, (entry) => isGuaranteed(entry.job)) : -1;
+    const protectThrough = this.deadlinesQueued(state) ? lastIndexWhere(state.queue, (entry) => isGuaranteed(entry.job)) : -1;
     for (let index = 0; index < state.queue.length; index++) {
       const entry = state.queue[index];
       const { job } = entry;
