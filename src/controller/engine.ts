@@ -901,7 +901,7 @@ export class ControllerEngine {
     const latest = new Date(latestStartS * 1000).toISOString();
     const choice = chosen ?? (request === undefined ? null : this.choosePreemption(request, (victim) => this.preemptableForDeadline(victim)));
     if (choice === null || choice.victims.length === 0) {
-      const cause = 'no running job can be preempted to free the nodes it needs (only interactive or priority jobs hold them, or nodes are lost)';
+      const cause = 'no running job can be preempted to free the nodes it needs (the jobs holding them are interactive, priority, or neither checkpoint nor may be requeued; or nodes are lost)';
       this.log(`job ${id}: must start by ${latest} to meet its deadline: ${cause}`);
       this.active.set(id, this.store.append(id, { type: 'deadline', missed: false, cause }, this.clockMs()));
       return;
