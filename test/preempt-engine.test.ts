@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.js';
 import { ControllerEngine, type AgentLink, type SignalExtras, type StartOrder } from '../src/controller/engine.js';
+import type { JobId } from '../src/core/types.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { openStore } from '../src/store/store.js';
 
@@ -121,12 +122,18 @@ describe('preemption in the engine', () => {
     assert.match(store.job(low)!.reason!, new RegExp(`preempted by job ${high} of partition high`));
     engine.touch();
     assert.deepEqual(engine.schedule(), [high]);
+    // A controller restart meanwhile: the victim stays out of the core (no node counted twice) and still resumes by itself.
+    const again = new ControllerEngine(config, store, agents, () => clock.ms);
+    const running = (id: JobId) => ({ jobId: id, run: 0, state: 'RUNNING' as const, exitCode: null, endTimeMs: null });
+    again.agentRegistered(['node01'], [running(low), running(high)]);
+    assert.deepEqual(again.scheduler.state.running.map((r) => r.job.id), [high]);
     clock.ms += 30_000;
-    engine.jobReport({ jobId: high, run: 0, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
-    engine.schedule();
+    again.jobReport({ jobId: high, run: 0, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+    again.schedule();
     assert.equal(store.job(low)!.state, 'RUNNING');
     assert.ok(agents.signals.some((s) => s.jobId === low && s.extras.resume === true));
-    assert.equal(engine.suspendedSecondsOf(low), 30);
+    assert.equal(again.suspendedSecondsOf(low), 30);
+    assert.deepEqual(again.scheduler.state.running.map((r) => r.job.id), [low]);
   });
 
   it('a maintenance window with mode checkpoint signals each job running into it a checkpoint duration before its start', () => {

@@ -435,6 +435,11 @@ export class ControllerEngine {
     }
     for (const record of this.store.runningJobs()) {
       const failure = this.recoverOne(record, () => {
+        // Suspended for a partition's job: out of the core until its nodes are free again, as before the restart.
+        if (record.state === 'SUSPENDED' && record.reason?.startsWith(PARTITION_PREEMPTION) === true) {
+          this.suspendedForPartition.add(record.id);
+          return;
+        }
         // Time spent suspended does not count against the limit: the job's end moves later by it.
         const request = this.coreRequest(record);
         const extended = { ...request, estimate: request.estimate + this.suspendedSecondsOf(record.id) };
@@ -871,7 +876,7 @@ export class ControllerEngine {
       this.preemptedFor.set(record.id, choice.victims);
       for (const victimId of choice.victims) {
         const victim = candidates.find((c) => c.id === victimId)!;
-        const reason = `preempted by job ${record.id} of partition ${record.partition} (priority ${priority})`;
+        const reason = `${PARTITION_PREEMPTION}${record.id} of partition ${record.partition} (priority ${priority})`;
         this.log(`job ${victimId}: ${reason} (preempt_mode ${victim.mode})`);
         if (victim.mode === 'suspend') this.suspendForPartition(victimId, reason, now);
         else this.preempt(victimId, reason, victim.mode);
@@ -1556,6 +1561,9 @@ const CANCEL: Delivery = { signal: 'SIGTERM', cancel: true };
 /** `taras admin shutdown --mode`: what becomes of running jobs (seed 000 3.2.2). */
 export const SHUTDOWN_MODES = ['leave-running', 'checkpoint', 'kill'] as const;
 export type ShutdownMode = (typeof SHUTDOWN_MODES)[number];
+
+/** How the reason of a partition preemption starts (a job suspended so is recognised after a restart). */
+const PARTITION_PREEMPTION = 'preempted by job ';
 
 /** The store setting of maintenance windows' shutdown modes. */
 const WINDOW_MODES_SETTING = 'windowShutdownModes';
