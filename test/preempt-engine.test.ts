@@ -136,6 +136,22 @@ describe('preemption in the engine', () => {
     assert.deepEqual(again.scheduler.state.running.map((r) => r.job.id), [low]);
   });
 
+  it('preempt in mode suspend gives the nodes back at once; a job suspended so can still be cancelled', () => {
+    const { store, clock, engine } = setup(defaultClusterConfig(work, { count: 1, cpus: 8 }));
+    const [victim, next] = engine.submit([{ user: 'alice', spec: spec() }, { user: 'bob', spec: spec() }]);
+    engine.schedule();
+    assert.deepEqual(engine.preempt(victim, 'an interactive job', 'suspend'), { waitSeconds: 0 });
+    assert.equal(store.job(victim)!.state, 'SUSPENDED');
+    assert.equal(store.job(victim)!.reason, 'preempted (suspended): an interactive job');
+    assert.deepEqual(engine.schedule(), [next], 'its node is free for the next job');
+    assert.throws(() => engine.resume(victim, 'by hand'), /resumes by itself once its nodes are free/);
+    engine.cancel(victim, 'alice');
+    clock.ms += 1000;
+    engine.jobReport({ jobId: victim, run: 0, state: 'CANCELLED', exitCode: null, endTimeMs: clock.ms });
+    assert.equal(store.job(victim)!.state, 'CANCELLED');
+    assert.deepEqual(engine.scheduler.state.running.map((r) => r.job.id), [next]);
+  });
+
   it('a maintenance window with mode checkpoint signals each job running into it a checkpoint duration before its start', () => {
     const { store, clock, agents, engine } = setup();
     const [ckpt, plain] = engine.submit([{ user: 'alice', spec: spec({ checkpoint: { durationSeconds: 60 } }) }, { user: 'alice', spec: spec() }]);

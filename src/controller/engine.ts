@@ -436,7 +436,7 @@ export class ControllerEngine {
     for (const record of this.store.runningJobs()) {
       const failure = this.recoverOne(record, () => {
         // Suspended for a partition's job: out of the core until its nodes are free again, as before the restart.
-        if (record.state === 'SUSPENDED' && record.reason?.startsWith(PARTITION_PREEMPTION) === true) {
+        if (record.state === 'SUSPENDED' && (record.reason?.startsWith(PARTITION_PREEMPTION) === true || record.reason?.startsWith(SUSPENDED_BY_PREEMPTION) === true)) {
           this.suspendedForPartition.add(record.id);
           return;
         }
@@ -884,7 +884,7 @@ export class ControllerEngine {
     }
   }
 
-  /** Suspends a job and gives its nodes back to the core (PreemptMode=SUSPEND): the preemptor starts on them at the next pass. */
+  /** Suspends a job and gives its nodes back to the core (PreemptMode=SUSPEND, preempt(..., 'suspend')): the preemptor starts on them at the next pass. */
   private suspendForPartition(id: JobId, reason: string, now: number): void {
     this.suspend(id, reason);
     this.scheduler.end(id, now);
@@ -975,7 +975,7 @@ export class ControllerEngine {
       if ((preempting?.mode ?? 'cancel') === 'requeue') this.requeueRun(report.jobId, why, endMs);
       else {
         this.store.append(report.jobId, { type: 'ended', state: 'PREEMPTED', exitCode: report.exitCode, reason: why }, endMs);
-        this.scheduler.end(report.jobId, Math.floor(endMs / 1000));
+        this.endInCore(report.jobId, Math.floor(endMs / 1000));
         this.active.delete(report.jobId);
       }
     } else if (report.state === 'NODE_FAIL' && spec.requeue && !cancelled) {
@@ -985,16 +985,22 @@ export class ControllerEngine {
         ? { type: 'ended' as const, state: 'CANCELLED' as const, exitCode: report.exitCode, reason: `cancelled; ${report.reason ?? 'its node failed'} before the job ended` }
         : { type: 'ended' as const, state: report.state, exitCode: report.exitCode, reason: report.reason };
       this.store.append(report.jobId, ended, endMs);
-      this.scheduler.end(report.jobId, Math.floor(endMs / 1000));
+      this.endInCore(report.jobId, Math.floor(endMs / 1000));
       this.active.delete(report.jobId);
     }
     this.dirty = true;
   }
 
+  /** The core forgets a running job; one suspended for a preemption is no longer in it (its nodes were given back). */
+  private endInCore(id: JobId, at: number): void {
+    this.suspendedForPartition.delete(id);
+    if (this.scheduler.nodesOf(id) !== undefined) this.scheduler.end(id, at);
+  }
+
   /** Puts a job that held nodes back in the queue, in its place (priority, submit time, id), for its next run. */
   private requeueRun(id: JobId, reason: string, atMs: number): void {
     this.store.append(id, { type: 'requeued', reason }, atMs);
-    this.scheduler.end(id, Math.floor(atMs / 1000));
+    this.endInCore(id, Math.floor(atMs / 1000));
     const requeued = this.store.job(id)!;
     this.active.set(id, requeued);
     this.scheduler.submit(this.coreRequest(requeued));
@@ -1084,7 +1090,8 @@ export class ControllerEngine {
    * goes back to the queue in its place and restarts (from its checkpoint,
    * with the class's restart action); a job that neither checkpoints nor
    * allows requeue (--requeue) ends PREEMPTED instead, as does every job with
-   * mode 'cancel'. Mode 'suspend' stops it on its nodes (they stay its own).
+   * mode 'cancel'. Mode 'suspend' stops it on its nodes and gives them to the
+   * core at once; it resumes there, by itself, once they are free again.
    * Returns how long until its nodes are expected free. `force`: requeue
    * even a job without --requeue (taras requeue, as scontrol requeue).
    */
@@ -1092,7 +1099,8 @@ export class ControllerEngine {
     const record = this.active.get(id);
     if (!record || !holdsNodes(record.state)) throw new SubmitRefused([`job ${id} is not running (${record?.state ?? this.store.job(id)?.state ?? 'no such job'}); only running or suspended jobs can be preempted`]);
     if (mode === 'suspend') {
-      this.suspend(id, reason);
+      // Its nodes go back to the core at once; it resumes there once they are free again.
+      if (record.state === 'RUNNING') this.suspendForPartition(id, `${SUSPENDED_BY_PREEMPTION}${reason}`, this.nowSeconds());
       return { waitSeconds: 0 };
     }
     const pending = this.preemptRequested(id);
@@ -1178,7 +1186,7 @@ export class ControllerEngine {
   resume(id: JobId, reason: string): JobRecord {
     const record = this.active.get(id);
     if (!record || record.state !== 'SUSPENDED') throw new SubmitRefused([`job ${id} is ${record?.state ?? this.store.job(id)?.state ?? 'unknown'}: only suspended jobs can be resumed`]);
-    if (this.suspendedForPartition.has(id)) throw new SubmitRefused([`job ${id} was suspended for a job of a higher-priority partition (${record.reason ?? ''}); it resumes by itself once its nodes are free`]);
+    if (this.suspendedForPartition.has(id)) throw new SubmitRefused([`job ${id} was suspended by a preemption (${record.reason ?? ''}); it resumes by itself once its nodes are free`]);
     const events = this.store.events(id);
     const since = [...events].reverse().find(({ event }) => event.type === 'suspended')?.timeMs ?? this.clockMs();
     const resumed = this.store.append(id, { type: 'resumed', reason }, this.clockMs());
@@ -1564,6 +1572,9 @@ export type ShutdownMode = (typeof SHUTDOWN_MODES)[number];
 
 /** How the reason of a partition preemption starts (a job suspended so is recognised after a restart). */
 const PARTITION_PREEMPTION = 'preempted by job ';
+
+/** How the reason of a job suspended by `preempt(..., 'suspend')` starts. */
+const SUSPENDED_BY_PREEMPTION = 'preempted (suspended): ';
 
 /** The store setting of maintenance windows' shutdown modes. */
 const WINDOW_MODES_SETTING = 'windowShutdownModes';
