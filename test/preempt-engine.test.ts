@@ -152,6 +152,26 @@ describe('preemption in the engine', () => {
     assert.deepEqual(engine.scheduler.state.running.map((r) => r.job.id), [next]);
   });
 
+  it('shutdown modes: kill cancels running jobs, checkpoint preempts them with requeue; nothing starts afterwards', () => {
+    const { store, clock, agents, engine } = setup(defaultClusterConfig(work, { count: 2, cpus: 8 }));
+    const [a, b, queued] = engine.submit([{ user: 'alice', spec: spec({ checkpoint: { durationSeconds: 20 } }) }, { user: 'bob', spec: spec() }, { user: 'bob', spec: spec() }]);
+    engine.schedule();
+    assert.deepEqual(engine.shutdownJobs('checkpoint'), { waitSeconds: 20, jobs: [a, b] });
+    assert.deepEqual(agents.signals.map((s) => [s.jobId, s.signal, s.extras.preempt]), [[a, 'SIGUSR2', true], [b, 'SIGTERM', true]]);
+    clock.ms += 5000;
+    engine.jobReport({ jobId: a, run: 0, state: 'PREEMPTED', exitCode: 0, endTimeMs: clock.ms });
+    engine.touch();
+    assert.deepEqual(engine.schedule(), [], 'a node is free and two jobs wait, but nothing starts while shutting down');
+    assert.deepEqual([store.job(a)!.state, store.job(queued)!.state], ['PENDING', 'PENDING']);
+    assert.equal(engine.jobsHoldNodes, true, 'b has not ended yet');
+
+    const other = setup(defaultClusterConfig(work, { count: 1, cpus: 8 }));
+    const [c] = other.engine.submit([{ user: 'carol', spec: spec({ checkpoint: { durationSeconds: 20 } }) }]);
+    other.engine.schedule();
+    other.engine.shutdownJobs('kill');
+    assert.deepEqual(other.agents.signals.map((s) => [s.jobId, s.signal, s.cancel]), [[c, 'SIGTERM', true]]);
+  });
+
   it('a maintenance window with mode checkpoint signals each job running into it a checkpoint duration before its start', () => {
     const { store, clock, agents, engine } = setup();
     const [ckpt, plain] = engine.submit([{ user: 'alice', spec: spec({ checkpoint: { durationSeconds: 60 } }) }, { user: 'alice', spec: spec() }]);

@@ -760,15 +760,15 @@ export class ControllerEngine {
     for (const record of [...this.active.values()]) {
       if (!holdsNodes(record.state)) continue;
       jobs.push(record.id);
-      waitSeconds = Math.max(waitSeconds, this.endForShutdown(record, mode, 'the controller is shutting down'));
+      waitSeconds = Math.max(waitSeconds, this.endForShutdown(record, mode, 'the controller is shutting down', 'the shutdown'));
     }
     return { waitSeconds, jobs };
   }
 
-  /** Ends one running job as the shutdown mode says; how long until it is gone. */
-  private endForShutdown(record: JobRecord, mode: 'checkpoint' | 'kill', reason: string): number {
+  /** Ends one running job as the shutdown mode says (`reason` of a preemption, `by` of a cancel); how long until it is gone. */
+  private endForShutdown(record: JobRecord, mode: 'checkpoint' | 'kill', reason: string, by: string): number {
     if (mode === 'kill' || record.state === 'COMPLETING') {
-      this.cancel(record.id, reason, true);
+      this.cancel(record.id, by, true);
       return this.config.killGraceSeconds;
     }
     return this.preempt(record.id, reason, 'requeue').waitSeconds;
@@ -821,7 +821,7 @@ export class ControllerEngine {
         const leadMs = mode === 'checkpoint' ? (spec.checkpoint?.durationSeconds ?? 0) * 1000 : 0;
         if (nowMs < window.startMs - leadMs) continue;
         this.log(`job ${record.id}: maintenance window ${name} starts ${new Date(window.startMs).toISOString()}: ${mode === 'kill' ? 'cancelled' : 'checkpointed and requeued'}`);
-        this.endForShutdown(record, mode, `shutdown (maintenance window ${name} at ${new Date(window.startMs).toISOString()})`);
+        this.endForShutdown(record, mode, `shutdown (maintenance window ${name} at ${new Date(window.startMs).toISOString()})`, `maintenance window ${name}`);
       }
     }
     if (changed) this.store.setSetting(WINDOW_MODES_SETTING, modes);
