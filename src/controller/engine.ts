@@ -971,7 +971,9 @@ export class ControllerEngine {
     const endedAnyway = report.state === 'COMPLETED' || report.state === 'FAILED' || report.state === 'OUT_OF_MEMORY';
     if ((preempting !== undefined && !endedAnyway) || (report.state === 'PREEMPTED' && !cancelled)) {
       // Preempted (Slurm's PreemptMode): back to the queue in its place, keeping its id and history, or ended PREEMPTED.
-      const why = `preempted: ${preempting?.reason ?? report.reason ?? 'preempted'}`;
+      // Slurm's words: a job requeued by hand is "requeued by X", one taken off its nodes "preempted: why".
+      const asked = preempting?.reason ?? report.reason ?? 'preempted';
+      const why = asked.startsWith('requeued by ') ? asked : `preempted: ${asked}`;
       if ((preempting?.mode ?? 'cancel') === 'requeue') this.requeueRun(report.jobId, why, endMs);
       else {
         this.store.append(report.jobId, { type: 'ended', state: 'PREEMPTED', exitCode: report.exitCode, reason: why }, endMs);
