@@ -128,6 +128,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const launcher = new SupervisorLauncher(join(options.dataDir, 'standby-supervisors.log'));
   const netLog = lineLog(log);
   const controller = createApiClient(options.controller, { clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
+  const controllerText = 'baseUrl' in options.controller ? options.controller.baseUrl : `unix:${options.controller.socketPath}`;
   /** Job runs (JOBDIR jobs/ID.RUN) whose end is not yet acknowledged by the controller. */
   const watched = new Map<string, { jobId: number; run: number; dir: string }>();
   const runKey = (jobId: number, run: number) => `${jobId}.${run}`;
@@ -197,6 +198,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           if (runAs !== null) chownSync(scriptPath, runAs.uid, runAs.gid); // the job runs it as its user
           const limit = order.spec.timeLimitSeconds;
           const restart = restartOf(order);
+          // `taras checkpointed` (and any taras command) inside the job reaches this controller unless the job says otherwise.
+          if (launch.env.TARAS_CONTROLLER === undefined) restart.env.TARAS_CONTROLLER = controllerText;
           const prepared = prepareJobDir(dir, {
             jobId: order.jobId, script: scriptPath, args: [...order.spec.script.args, ...restart.args], workingDir: launch.workingDir, env: { ...launch.env, ...restart.env },
             stdoutPath: launch.stdoutPath, stderrPath: launch.stderrPath, memoryMiB: order.spec.memoryMiB ?? null,

@@ -48,10 +48,10 @@ export function signalName(value: unknown): string | undefined {
   return name in osConstants.signals && name !== 'SIGKILL' && name !== 'SIGSTOP' ? name : undefined;
 }
 
-/** [[program_class]] tables; the built-in "script" and "spmd" classes when the file has none. The first is the default. */
-export function readProgramClasses(root: TableReader, errors: ErrorList): ProgramClass[] {
+/** [[program_class]] tables; undefined when the file has none (the built-in "script" and "spmd" classes apply). The first is the default. */
+export function readProgramClasses(root: TableReader, errors: ErrorList): ProgramClass[] | undefined {
   const tables = root.arrayOfTables('program_class');
-  if (tables === undefined || tables.length === 0) return [...CHECKPOINT_DEFAULTS.classes];
+  if (tables === undefined || tables.length === 0) return undefined;
   const classes: ProgramClass[] = [];
   tables.forEach((table: Table, index) => {
     const reader = new TableReader(`program_class[${index}]`, table, errors);
@@ -66,7 +66,12 @@ export function readProgramClasses(root: TableReader, errors: ErrorList): Progra
     };
     const periodicSignal = signal('periodic_signal', 'SIGUSR1');
     const preemptSignal = signal('preempt_signal', 'SIGUSR2');
-    if (periodicSignal === preemptSignal) reader.error('preempt_signal', `the preemption signal is the periodic signal (${periodicSignal}): a job could not tell them apart`, 'give preempt_signal another signal, such as "USR2"');
+    if (periodicSignal === preemptSignal) {
+      // The key the file gave is at fault; the fix names a signal that differs from the other one.
+      const key = reader.has('preempt_signal') ? 'preempt_signal' : 'periodic_signal';
+      const other = periodicSignal === 'SIGUSR2' ? 'USR1' : 'USR2';
+      reader.error(key, `the preemption signal and the periodic signal are both ${periodicSignal}: a job could not tell them apart`, `give ${key} another signal, such as "${other}"`);
+    }
     const restart = reader.has('restart') ? (reader.string('restart', { example: '"arg"' }) as RestartAction | undefined) : 'arg';
     if (restart !== undefined && !(RESTART_ACTIONS as readonly string[]).includes(restart)) {
       reader.error('restart', `"${restart}" is not a restart action`, `write restart = "arg" (one of ${RESTART_ACTIONS.join(', ')}: -Restart added to the arguments, TARAS_RESTART=1, both, nothing)`);
@@ -76,14 +81,14 @@ export function readProgramClasses(root: TableReader, errors: ErrorList): Progra
   return classes;
 }
 
-/** A partition's preempt_mode and grace_time. */
-export function readPreemption(reader: TableReader): { preemptMode: PreemptMode; graceTimeSeconds: number } {
-  let preemptMode: PreemptMode = 'off';
+/** A partition's preempt_mode and grace_time, where the file gives them (absent: off and 0). */
+export function readPreemption(reader: TableReader): { preemptMode?: PreemptMode; graceTimeSeconds?: number } {
+  let preemptMode: PreemptMode | undefined;
   if (reader.has('preempt_mode')) {
     const text = reader.string('preempt_mode', { example: '"requeue"' })?.toLowerCase();
     if (text !== undefined && (PREEMPT_MODES as readonly string[]).includes(text)) preemptMode = text as PreemptMode;
     else if (text !== undefined) reader.error('preempt_mode', `"${text}" is not a preemption mode`, `write preempt_mode = "requeue" (one of ${PREEMPT_MODES.join(', ')})`);
   }
-  const graceTimeSeconds = reader.duration('grace_time', { example: '"30s"', minutesIfBare: false, unlimited: false, min: 0 }) ?? 0;
-  return { preemptMode, graceTimeSeconds };
+  const graceTimeSeconds = reader.duration('grace_time', { example: '"30s"', minutesIfBare: false, unlimited: false, min: 0 }) ?? undefined;
+  return { ...(preemptMode === undefined ? {} : { preemptMode }), ...(graceTimeSeconds === undefined ? {} : { graceTimeSeconds }) };
 }

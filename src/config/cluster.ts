@@ -13,7 +13,7 @@ import { expandHostlist } from './hostlist.js';
 import { SourceIndex } from './locate.js';
 import { readNodes, readPartitions } from './topology.js';
 import { parseWarnSignal, type WarnSignal } from './units.js';
-import { CHECKPOINT_DEFAULTS, readProgramClasses, type PreemptMode, type ProgramClass } from './checkpoint.js';
+import { readProgramClasses, type PreemptMode, type ProgramClass } from './checkpoint.js';
 import { NODE_POLICIES } from '../api/types.js';
 
 export const schedulingPolicies = NODE_POLICIES satisfies readonly PolicyName[];
@@ -177,7 +177,7 @@ export function parseClusterConfig(text: string, file: string): ClusterConfigRes
   }
   return {
     ok: true,
-    config: { ...settings, nodes: nodes.specs, partitions: partitions.specs, defaultPartition: partitions.defaultName, programClasses },
+    config: { ...settings, nodes: nodes.specs, partitions: partitions.specs, defaultPartition: partitions.defaultName, ...(programClasses === undefined ? {} : { programClasses }) },
   };
 }
 
@@ -220,10 +220,14 @@ function readSettings(reader: TableReader, file: string): Settings {
     allowRootJobs: reader.boolean('allow_root_jobs') ?? true,
     ...(mungeSocket === undefined ? {} : { mungeSocket: resolve(dirname(file), mungeSocket) }),
     jwtKeyPath: resolve(dataDir, reader.string('jwt_key', { example: '"jwt.key"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.jwtKey),
-    maxCheckpointIntervalSeconds: timer('max_checkpoint_interval', '"1d"', 1, CHECKPOINT_DEFAULTS.maxIntervalSeconds),
-    maxCheckpointDurationSeconds: timer('max_checkpoint_duration', '"10m"', 1, CHECKPOINT_DEFAULTS.maxDurationSeconds),
+    ...optionalTimer('maxCheckpointIntervalSeconds', reader.duration('max_checkpoint_interval', { example: '"1d"', minutesIfBare: false, unlimited: false, min: 1 })),
+    ...optionalTimer('maxCheckpointDurationSeconds', reader.duration('max_checkpoint_duration', { example: '"10m"', minutesIfBare: false, unlimited: false, min: 1 })),
   };
 }
+
+/** A setting only where the file gives it (the engine applies CHECKPOINT_DEFAULTS otherwise). */
+const optionalTimer = <K extends string>(key: K, seconds: number | null | undefined): { [P in K]?: number } =>
+  (seconds === null || seconds === undefined ? {} : { [key]: seconds }) as { [P in K]?: number };
 
 /** Why a Unix socket cannot have this path (too long), or undefined. */
 export function socketPathProblem(socketPath: string): string | undefined {

@@ -469,6 +469,11 @@ export class ControllerEngine {
     }
     for (const record of this.store.runningJobs()) {
       const failure = this.recoverOne(record, () => {
+        // Suspended for a partition's job: out of the core until its nodes are free again, as before the restart.
+        if (record.state === 'SUSPENDED' && (record.reason?.startsWith(PARTITION_PREEMPTION) === true || record.reason?.startsWith(SUSPENDED_BY_PREEMPTION) === true)) {
+          this.suspendedForPartition.add(record.id);
+          return;
+        }
         // Time spent suspended does not count against the limit: the job's end moves later by it.
         const request = this.coreRequest(record);
         const extended = { ...request, estimate: request.estimate + this.suspendedSecondsOf(record.id) };
@@ -1016,15 +1021,15 @@ export class ControllerEngine {
     for (const record of [...this.active.values()]) {
       if (!holdsNodes(record.state)) continue;
       jobs.push(record.id);
-      waitSeconds = Math.max(waitSeconds, this.endForShutdown(record, mode, 'the controller is shutting down'));
+      waitSeconds = Math.max(waitSeconds, this.endForShutdown(record, mode, 'the controller is shutting down', 'the shutdown'));
     }
     return { waitSeconds, jobs };
   }
 
-  /** Ends one running job as the shutdown mode says; how long until it is gone. */
-  private endForShutdown(record: JobRecord, mode: 'checkpoint' | 'kill', reason: string): number {
+  /** Ends one running job as the shutdown mode says (`reason` of a preemption, `by` of a cancel); how long until it is gone. */
+  private endForShutdown(record: JobRecord, mode: 'checkpoint' | 'kill', reason: string, by: string): number {
     if (mode === 'kill' || record.state === 'COMPLETING') {
-      this.cancel(record.id, reason, true);
+      this.cancel(record.id, by, true);
       return this.config.killGraceSeconds;
     }
     return this.preempt(record.id, reason, 'requeue').waitSeconds;
@@ -1077,7 +1082,7 @@ export class ControllerEngine {
         const leadMs = mode === 'checkpoint' ? (spec.checkpoint?.durationSeconds ?? 0) * 1000 : 0;
         if (nowMs < window.startMs - leadMs) continue;
         this.log(`job ${record.id}: maintenance window ${name} starts ${new Date(window.startMs).toISOString()}: ${mode === 'kill' ? 'cancelled' : 'checkpointed and requeued'}`);
-        this.endForShutdown(record, mode, `shutdown (maintenance window ${name} at ${new Date(window.startMs).toISOString()})`);
+        this.endForShutdown(record, mode, `shutdown (maintenance window ${name} at ${new Date(window.startMs).toISOString()})`, `maintenance window ${name}`);
       }
     }
     if (changed) this.store.setSetting(WINDOW_MODES_SETTING, modes);
@@ -1132,7 +1137,7 @@ export class ControllerEngine {
       this.preemptedFor.set(record.id, choice.victims);
       for (const victimId of choice.victims) {
         const victim = candidates.find((c) => c.id === victimId)!;
-        const reason = `preempted by job ${record.id} of partition ${record.partition} (priority ${priority})`;
+        const reason = `${PARTITION_PREEMPTION}${record.id} of partition ${record.partition} (priority ${priority})`;
         this.log(`job ${victimId}: ${reason} (preempt_mode ${victim.mode})`);
         if (victim.mode === 'suspend') this.suspendForPartition(victimId, reason, now);
         else this.preempt(victimId, reason, victim.mode);
@@ -1140,7 +1145,7 @@ export class ControllerEngine {
     }
   }
 
-  /** Suspends a job and gives its nodes back to the core (PreemptMode=SUSPEND): the preemptor starts on them at the next pass. */
+  /** Suspends a job and gives its nodes back to the core (PreemptMode=SUSPEND, preempt(..., 'suspend')): the preemptor starts on them at the next pass. */
   private suspendForPartition(id: JobId, reason: string, now: number): void {
     this.suspend(id, reason);
     this.scheduler.end(id, now);
@@ -1227,11 +1232,13 @@ export class ControllerEngine {
     const endedAnyway = report.state === 'COMPLETED' || report.state === 'FAILED' || report.state === 'OUT_OF_MEMORY';
     if ((preempting !== undefined && !endedAnyway) || (report.state === 'PREEMPTED' && !cancelled)) {
       // Preempted (Slurm's PreemptMode): back to the queue in its place, keeping its id and history, or ended PREEMPTED.
-      const why = `preempted: ${preempting?.reason ?? report.reason ?? 'preempted'}`;
+      // Slurm's words: a job requeued by hand is "requeued by X", one taken off its nodes "preempted: why".
+      const asked = preempting?.reason ?? report.reason ?? 'preempted';
+      const why = asked.startsWith('requeued by ') ? asked : `preempted: ${asked}`;
       if ((preempting?.mode ?? 'cancel') === 'requeue') this.requeueRun(report.jobId, why, endMs);
       else {
         this.store.append(report.jobId, { type: 'ended', state: 'PREEMPTED', exitCode: report.exitCode, reason: why }, endMs);
-        this.scheduler.end(report.jobId, Math.floor(endMs / 1000));
+        this.endInCore(report.jobId, Math.floor(endMs / 1000));
         this.active.delete(report.jobId);
       }
     } else if (report.state === 'NODE_FAIL' && spec.requeue && !cancelled) {
@@ -1242,16 +1249,22 @@ export class ControllerEngine {
         : { type: 'ended' as const, state: report.state, exitCode: report.exitCode, reason: report.reason };
       this.noteMissedDeadline(record, endMs);
       this.store.append(report.jobId, ended, endMs);
-      this.scheduler.end(report.jobId, Math.floor(endMs / 1000));
+      this.endInCore(report.jobId, Math.floor(endMs / 1000));
       this.active.delete(report.jobId);
     }
     this.dirty = true;
   }
 
+  /** The core forgets a running job; one suspended for a preemption is no longer in it (its nodes were given back). */
+  private endInCore(id: JobId, at: number): void {
+    this.suspendedForPartition.delete(id);
+    if (this.scheduler.nodesOf(id) !== undefined) this.scheduler.end(id, at);
+  }
+
   /** Puts a job that held nodes back in the queue, in its place (priority, submit time, id), for its next run. */
   private requeueRun(id: JobId, reason: string, atMs: number): void {
     this.store.append(id, { type: 'requeued', reason }, atMs);
-    this.scheduler.end(id, Math.floor(atMs / 1000));
+    this.endInCore(id, Math.floor(atMs / 1000));
     const requeued = this.store.job(id)!;
     this.active.set(id, requeued);
     this.scheduler.submit(this.coreRequest(requeued));
@@ -1341,7 +1354,8 @@ export class ControllerEngine {
    * goes back to the queue in its place and restarts (from its checkpoint,
    * with the class's restart action); a job that neither checkpoints nor
    * allows requeue (--requeue) ends PREEMPTED instead, as does every job with
-   * mode 'cancel'. Mode 'suspend' stops it on its nodes (they stay its own).
+   * mode 'cancel'. Mode 'suspend' stops it on its nodes and gives them to the
+   * core at once; it resumes there, by itself, once they are free again.
    * Returns how long until its nodes are expected free. `force`: requeue
    * even a job without --requeue (taras requeue, as scontrol requeue).
    */
@@ -1349,7 +1363,8 @@ export class ControllerEngine {
     const record = this.active.get(id);
     if (!record || !holdsNodes(record.state)) throw new SubmitRefused([`job ${id} is not running (${record?.state ?? this.store.job(id)?.state ?? 'no such job'}); only running or suspended jobs can be preempted`]);
     if (mode === 'suspend') {
-      this.suspend(id, reason);
+      // Its nodes go back to the core at once; it resumes there once they are free again.
+      if (record.state === 'RUNNING') this.suspendForPartition(id, `${SUSPENDED_BY_PREEMPTION}${reason}`, this.nowSeconds());
       return { waitSeconds: 0 };
     }
     const pending = this.preemptRequested(id);
@@ -1435,7 +1450,7 @@ export class ControllerEngine {
   resume(id: JobId, reason: string): JobRecord {
     const record = this.active.get(id);
     if (!record || record.state !== 'SUSPENDED') throw new SubmitRefused([`job ${id} is ${record?.state ?? this.store.job(id)?.state ?? 'unknown'}: only suspended jobs can be resumed`]);
-    if (this.suspendedForPartition.has(id)) throw new SubmitRefused([`job ${id} was suspended for a job of a higher-priority partition (${record.reason ?? ''}); it resumes by itself once its nodes are free`]);
+    if (this.suspendedForPartition.has(id)) throw new SubmitRefused([`job ${id} was suspended by a preemption (${record.reason ?? ''}); it resumes by itself once its nodes are free`]);
     const events = this.store.events(id);
     const since = [...events].reverse().find(({ event }) => event.type === 'suspended')?.timeMs ?? this.clockMs();
     const resumed = this.store.append(id, { type: 'resumed', reason }, this.clockMs());
@@ -1827,6 +1842,12 @@ const CANCEL: Delivery = { signal: 'SIGTERM', cancel: true };
 /** `taras admin shutdown --mode`: what becomes of running jobs (seed 000 3.2.2). */
 export const SHUTDOWN_MODES = ['leave-running', 'checkpoint', 'kill'] as const;
 export type ShutdownMode = (typeof SHUTDOWN_MODES)[number];
+
+/** How the reason of a partition preemption starts (a job suspended so is recognised after a restart). */
+const PARTITION_PREEMPTION = 'preempted by job ';
+
+/** How the reason of a job suspended by `preempt(..., 'suspend')` starts. */
+const SUSPENDED_BY_PREEMPTION = 'preempted (suspended): ';
 
 /** The store setting of maintenance windows' shutdown modes. */
 const WINDOW_MODES_SETTING = 'windowShutdownModes';

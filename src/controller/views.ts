@@ -43,7 +43,7 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
     startTime: iso(record.startTimeMs),
     plannedStart: iso(plannedMs),
     firstPlannedStart: iso(record.state === 'PENDING' ? engine.firstPromiseMs(record.id as JobId) : record.plannedStartMs),
-    predictedEnd: startMs !== null && limitSeconds !== null && record.endTimeMs === null ? iso(startMs + limitSeconds * 1000) : null,
+    predictedEnd: startMs !== null && limitSeconds !== null && record.endTimeMs === null ? iso(startMs + endAfterSeconds(engine, record, limitSeconds) * 1000) : null,
     endTime: iso(record.endTimeMs),
     exitCode: record.exitCode,
     workingDir: spec.workingDir,
@@ -94,6 +94,12 @@ function deadlineStatus(deadline: DeadlineSpec, guaranteed: boolean, endMs: numb
   else if (guaranteed) text = `not guaranteed any more: no queue place lets it end by ${by} (${late}); nodes must be freed for it`;
   else text = shortfall === 0 ? `not guaranteed to end by ${by}: planned to end in time, ahead of normal jobs` : `not guaranteed to end by ${by}: ${late} (the plan could not meet it at submission; it runs ahead of normal jobs)`;
   return { deadline: by, policy: deadline.policy, guaranteed, plannedEnd: iso(endMs), shortfallSeconds: shortfall, atRisk, text };
+}
+
+/** How long after its start a job ends at the latest: its limit, and for a running job the core's end (its limit plus the time it was suspended). */
+function endAfterSeconds(engine: ControllerEngine, record: JobRecord, limitSeconds: number): number {
+  if (record.state === 'PENDING') return limitSeconds;
+  return Math.max(limitSeconds, engine.scheduler.state.getRunning(record.id)?.job.estimate ?? limitSeconds);
 }
 
 /**
@@ -243,8 +249,8 @@ const MAX_HOLDERS = 5;
 export function apiWhen(engine: ControllerEngine, record: JobRecord): ApiWhen {
   const job = apiJob(engine, record);
   if (record.state !== 'PENDING') {
-    const explanation = record.state === 'RUNNING'
-      ? `Job ${record.id} is running since ${job.startTime} on ${record.nodes.join(',')}.`
+    const explanation = record.state === 'RUNNING' || record.state === 'SUSPENDED'
+      ? `Job ${record.id} is ${record.state === 'RUNNING' ? 'running' : 'suspended'} since ${job.startTime} on ${record.nodes.join(',')}.`
       : `Job ${record.id} has ended: ${record.state}.`;
     return {
       job, plannedStart: job.startTime, predictedEnd: job.predictedEnd, position: null, waitsFor: [], explanation,

@@ -143,6 +143,10 @@ function holderText(holder: ApiHolder, start: string, clock: LocalClock): string
 function runningSentences(job: ApiJob, clock: LocalClock): string[] {
   const on = job.nodes.length === 0 ? '' : ` on ${hostlistText(job.nodes)}`;
   if (job.state === 'COMPLETING') return [`Job ${job.id} is completing: its processes are ending${on}.`];
+  if (job.state === 'SUSPENDED') {
+    const why = job.reason === null || job.reason === '' ? '' : ` (${printable(job.reason)})`;
+    return [`Job ${job.id} is suspended${on}${why}: its nodes stay its own, and its time limit moves later by the time it stays suspended.`];
+  }
   const since = job.startTime === null ? '' : ` since ${clock.withHint(job.startTime)}`;
   let ending = ' and has no time limit';
   if (job.predictedEnd !== null) {

@@ -1,0 +1,193 @@
+// ControllerEngine.preempt and what it is built on, with a real store and
+// core and agents answered in-process: what each kind of job gets (signal,
+// grace, requeue or PREEMPTED), the restart action only after a checkpoint,
+// suspend/resume moving the job's end in the plan, partition preemption in
+// suspend mode, and a maintenance window's checkpoint mode signalling each job
+// a checkpoint duration before the window.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.js';
+import { ControllerEngine, type AgentLink, type SignalExtras, type StartOrder } from '../src/controller/engine.js';
+import type { JobId } from '../src/core/types.js';
+import type { JobSpec } from '../src/jobspec/types.js';
+import { openStore } from '../src/store/store.js';
+
+const work = mkdtempSync(join(tmpdir(), 'taras-preempt-'));
+after(() => rmSync(work, { recursive: true, force: true }));
+let files = 0;
+
+const spec = (extra: Partial<JobSpec> = {}): JobSpec => ({
+  script: { path: '/tmp/job.sh', text: '#!/bin/sh\n', args: [] }, nodes: { min: 1 }, cpusPerTask: 8, timeLimitSeconds: 600, name: 'job',
+  workingDir: '/tmp', output: 'taras-%j.out', export: { all: true, variables: [] }, requeue: false, ...extra,
+});
+
+class Agents implements AgentLink {
+  readonly orders: StartOrder[] = [];
+  readonly signals: { jobId: number; signal: string; cancel: boolean; extras: SignalExtras }[] = [];
+  async start(order: StartOrder): Promise<void> {
+    this.orders.push(order);
+  }
+  async signal(_node: string, jobId: number, signal: string, cancel: boolean, extras: SignalExtras = {}): Promise<void> {
+    this.signals.push({ jobId, signal, cancel, extras });
+  }
+}
+
+function setup(config: ClusterConfig = defaultClusterConfig(work, { count: 2, cpus: 8 })) {
+  const store = openStore(join(work, `store-${++files}.db`));
+  const clock = { ms: Date.UTC(2026, 10, 23, 12, 0, 0) };
+  const agents = new Agents();
+  const engine = new ControllerEngine(config, store, agents, () => clock.ms);
+  engine.agentRegistered([...engine.nodes.keys()], []);
+  return { store, clock, agents, engine };
+}
+
+describe('preemption in the engine', () => {
+  it('a checkpointing job gets its class\'s preemption signal and its checkpoint duration; requeued, it restarts with the restart action only after a checkpoint', () => {
+    const { store, clock, agents, engine } = setup();
+    const [id] = engine.submit([{ user: 'alice', spec: spec({ checkpoint: { durationSeconds: 40, intervalSeconds: 300 } }) }]);
+    engine.schedule();
+    assert.deepEqual(agents.orders[0].checkpoint, { periodicSignal: 'SIGUSR1', preemptSignal: 'SIGUSR2', intervalSeconds: 300, durationSeconds: 40 });
+    assert.equal(agents.orders[0].restart, null, 'a first start is no restart');
+    assert.deepEqual(engine.preempt(id, 'for an interactive job'), { waitSeconds: 40 });
+    assert.deepEqual(engine.preempt(id, 'again'), { waitSeconds: 40 }, 'a second call waits for the first');
+    assert.deepEqual(agents.signals, [{ jobId: id, signal: 'SIGUSR2', cancel: false, extras: { preempt: true, graceSeconds: 40, reason: 'for an interactive job' } }]);
+    clock.ms += 10_000;
+    engine.jobReport({ jobId: id, run: 0, state: 'PREEMPTED', exitCode: 0, endTimeMs: clock.ms });
+    assert.equal(store.job(id)!.state, 'PENDING');
+    assert.equal(store.job(id)!.reason, 'preempted: for an interactive job');
+    engine.schedule();
+    assert.equal(agents.orders[1].run, 1);
+    assert.equal(agents.orders[1].restart, 'arg', 'it exited after its signal: it has a checkpoint');
+    // Killed before it exited: no checkpoint is recorded for that run.
+    engine.preempt(id, 'again');
+    engine.jobReport({ jobId: id, run: 1, state: 'PREEMPTED', exitCode: null, endTimeMs: clock.ms });
+    assert.equal(store.events(id).filter((e) => e.event.type === 'checkpointed').length, 1, 'killed: no checkpoint recorded');
+  });
+
+  it('a job without checkpoints: SIGTERM and the partition\'s grace; requeued from the start with --requeue, else PREEMPTED; mode cancel ends it PREEMPTED', () => {
+    const base = defaultClusterConfig(work, { count: 2, cpus: 8 });
+    const config = { ...base, partitions: base.partitions.map((p) => ({ ...p, graceTimeSeconds: 7 })) };
+    const { store, clock, agents, engine } = setup(config);
+    const [plain, requeueable] = engine.submit([{ user: 'alice', spec: spec() }, { user: 'alice', spec: spec({ requeue: true }) }]);
+    engine.schedule();
+    assert.deepEqual(engine.preempt(plain, 'room needed'), { waitSeconds: 7 });
+    assert.deepEqual(engine.preempt(requeueable, 'room needed'), { waitSeconds: 7 });
+    assert.ok(agents.signals.every((s) => s.signal === 'SIGTERM' && s.extras.graceSeconds === 7));
+    clock.ms += 1000;
+    for (const id of [plain, requeueable]) engine.jobReport({ jobId: id, run: 0, state: 'PREEMPTED', exitCode: 143, endTimeMs: clock.ms });
+    assert.deepEqual([store.job(plain)!.state, store.job(requeueable)!.state], ['PREEMPTED', 'PENDING']);
+    engine.schedule();
+    assert.equal(agents.orders.find((o) => o.jobId === requeueable && o.run === 1)?.restart, undefined, 'no checkpoints: a fresh start');
+    engine.preempt(requeueable, 'cancel it', 'cancel');
+    engine.jobReport({ jobId: requeueable, run: 1, state: 'PREEMPTED', exitCode: 143, endTimeMs: clock.ms });
+    assert.equal(store.job(requeueable)!.state, 'PREEMPTED');
+    assert.equal(store.job(requeueable)!.reason, 'preempted: cancel it');
+  });
+
+  it('resume moves the job\'s end in the plan later by the time it was suspended, so a waiting job moves too', () => {
+    const { store, clock, agents, engine } = setup(defaultClusterConfig(work, { count: 1, cpus: 8 }));
+    const [running, waiting] = engine.submit([{ user: 'alice', spec: spec() }, { user: 'bob', spec: spec() }]);
+    engine.schedule();
+    const before = engine.plannedStartMs(waiting)!;
+    assert.equal(before, clock.ms + 600_000);
+    engine.suspend(running, 'suspended by root');
+    assert.equal(store.job(running)!.state, 'SUSPENDED');
+    assert.deepEqual(agents.signals.at(-1), { jobId: running, signal: 'SIGSTOP', cancel: false, extras: { suspend: true } });
+    clock.ms += 120_000;
+    engine.resume(running, 'resumed by root');
+    assert.equal(store.job(running)!.state, 'RUNNING');
+    engine.touch();
+    engine.schedule();
+    assert.equal(engine.plannedStartMs(waiting), before + 120_000);
+    assert.equal(engine.suspendedSecondsOf(running), 120);
+  });
+
+  it('partition preemption with preempt_mode suspend: the victim is stopped, the preemptor runs on its node, then the victim resumes there', () => {
+    const base = defaultClusterConfig(work, { count: 1, cpus: 8 });
+    const config: ClusterConfig = {
+      ...base,
+      partitions: [{ ...base.partitions[0], preemptMode: 'suspend' }, { name: 'high', nodes: ['node01'], isDefault: false, maxTimeSeconds: null, maxNodes: null, priority: 9 }],
+    };
+    const { store, clock, agents, engine } = setup(config);
+    const [low] = engine.submit([{ user: 'alice', spec: spec() }]);
+    engine.schedule();
+    clock.ms += 5000;
+    const [high] = engine.submit([{ user: 'bob', spec: spec({ partition: 'high' }) }]);
+    engine.schedule(); // cannot start: the victim is suspended and leaves the core
+    assert.equal(store.job(low)!.state, 'SUSPENDED');
+    assert.match(store.job(low)!.reason!, new RegExp(`preempted by job ${high} of partition high`));
+    engine.touch();
+    assert.deepEqual(engine.schedule(), [high]);
+    // A controller restart meanwhile: the victim stays out of the core (no node counted twice) and still resumes by itself.
+    const again = new ControllerEngine(config, store, agents, () => clock.ms);
+    const running = (id: JobId) => ({ jobId: id, run: 0, state: 'RUNNING' as const, exitCode: null, endTimeMs: null });
+    again.agentRegistered(['node01'], [running(low), running(high)]);
+    assert.deepEqual(again.scheduler.state.running.map((r) => r.job.id), [high]);
+    clock.ms += 30_000;
+    again.jobReport({ jobId: high, run: 0, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+    again.schedule();
+    assert.equal(store.job(low)!.state, 'RUNNING');
+    assert.ok(agents.signals.some((s) => s.jobId === low && s.extras.resume === true));
+    assert.equal(again.suspendedSecondsOf(low), 30);
+    assert.deepEqual(again.scheduler.state.running.map((r) => r.job.id), [low]);
+  });
+
+  it('preempt in mode suspend gives the nodes back at once; a job suspended so can still be cancelled', () => {
+    const { store, clock, engine } = setup(defaultClusterConfig(work, { count: 1, cpus: 8 }));
+    const [victim, next] = engine.submit([{ user: 'alice', spec: spec() }, { user: 'bob', spec: spec() }]);
+    engine.schedule();
+    assert.deepEqual(engine.preempt(victim, 'an interactive job', 'suspend'), { waitSeconds: 0 });
+    assert.equal(store.job(victim)!.state, 'SUSPENDED');
+    assert.equal(store.job(victim)!.reason, 'preempted (suspended): an interactive job');
+    assert.deepEqual(engine.schedule(), [next], 'its node is free for the next job');
+    assert.throws(() => engine.resume(victim, 'by hand'), /resumes by itself once its nodes are free/);
+    engine.cancel(victim, 'alice');
+    clock.ms += 1000;
+    engine.jobReport({ jobId: victim, run: 0, state: 'CANCELLED', exitCode: null, endTimeMs: clock.ms });
+    assert.equal(store.job(victim)!.state, 'CANCELLED');
+    assert.deepEqual(engine.scheduler.state.running.map((r) => r.job.id), [next]);
+  });
+
+  it('shutdown modes: kill cancels running jobs, checkpoint preempts them with requeue; nothing starts afterwards', () => {
+    const { store, clock, agents, engine } = setup(defaultClusterConfig(work, { count: 2, cpus: 8 }));
+    const [a, b, queued] = engine.submit([{ user: 'alice', spec: spec({ checkpoint: { durationSeconds: 20 } }) }, { user: 'bob', spec: spec() }, { user: 'bob', spec: spec() }]);
+    engine.schedule();
+    assert.deepEqual(engine.shutdownJobs('checkpoint'), { waitSeconds: 20, jobs: [a, b] });
+    assert.deepEqual(agents.signals.map((s) => [s.jobId, s.signal, s.extras.preempt]), [[a, 'SIGUSR2', true], [b, 'SIGTERM', true]]);
+    clock.ms += 5000;
+    engine.jobReport({ jobId: a, run: 0, state: 'PREEMPTED', exitCode: 0, endTimeMs: clock.ms });
+    engine.touch();
+    assert.deepEqual(engine.schedule(), [], 'a node is free and two jobs wait, but nothing starts while shutting down');
+    assert.deepEqual([store.job(a)!.state, store.job(queued)!.state], ['PENDING', 'PENDING']);
+    assert.equal(engine.jobsHoldNodes, true, 'b has not ended yet');
+
+    const other = setup(defaultClusterConfig(work, { count: 1, cpus: 8 }));
+    const [c] = other.engine.submit([{ user: 'carol', spec: spec({ checkpoint: { durationSeconds: 20 } }) }]);
+    other.engine.schedule();
+    other.engine.shutdownJobs('kill');
+    assert.deepEqual(other.agents.signals.map((s) => [s.jobId, s.signal, s.cancel]), [[c, 'SIGTERM', true]]);
+  });
+
+  it('a maintenance window with mode checkpoint signals each job running into it a checkpoint duration before its start', () => {
+    const { store, clock, agents, engine } = setup();
+    const [ckpt, plain] = engine.submit([{ user: 'alice', spec: spec({ checkpoint: { durationSeconds: 60 } }) }, { user: 'alice', spec: spec() }]);
+    engine.schedule();
+    const startMs = clock.ms + 300_000;
+    engine.createReservation({ name: 'maint-x', kind: 'maintenance', startMs, endMs: startMs + 3_600_000, nodes: ['node01', 'node02'], users: [], reason: 'power', createdBy: 'root' });
+    engine.setWindowMode('maint-x', 'checkpoint');
+    clock.ms = startMs - 61_000;
+    engine.applyWindowModes();
+    assert.equal(agents.signals.length, 0, 'too early');
+    clock.ms = startMs - 60_000;
+    engine.applyWindowModes();
+    assert.deepEqual(agents.signals.map((s) => [s.jobId, s.signal]), [[ckpt, 'SIGUSR2']]);
+    clock.ms = startMs;
+    engine.applyWindowModes();
+    assert.deepEqual(agents.signals.map((s) => [s.jobId, s.signal]), [[ckpt, 'SIGUSR2'], [plain, 'SIGTERM']]);
+    assert.match(store.events(ckpt).at(-1)!.event.type, /signalled/);
+  });
+});
