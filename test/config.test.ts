@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
-import { type ClusterConfig, defaultClusterConfig, parseClusterConfig, withDataDir } from '../src/config/cluster.js';
+import { type ClusterConfig, defaultClusterConfig, INTERACTIVE_DEFAULTS, parseClusterConfig, withDataDir } from '../src/config/cluster.js';
 import { type ConfigError, formatConfigError } from '../src/config/errors.js';
 import { expandHostlist } from '../src/config/hostlist.js';
 import { readClusterConfig } from '../src/config/load.js';
@@ -120,6 +120,7 @@ describe('cluster.toml: valid files', () => {
       allowRootJobs: false,
       mungeSocket: '/run/munge/other.socket',
       jwtKeyPath: '/etc/taras/state/keys/jwt.key',
+      interactive: INTERACTIVE_DEFAULTS,
     };
     assert.deepEqual(config, expected);
   });

@@ -86,6 +86,7 @@ export class InteractiveSession {
   private idleTimer: NodeJS.Timeout | null = null;
   private ended: SessionEnd | null = null;
   handlers: SessionHandlers = { input: () => undefined, expire: () => undefined };
+  private firstClient: (() => void) | null = null;
 
   constructor(private readonly socketPath: string, private readonly jobId: number, readonly spec: InteractiveSpec, private readonly log: (line: string) => void) {}
 
@@ -98,7 +99,6 @@ export class InteractiveSession {
     });
     chmodSync(this.socketPath, 0o600); // the agent's user only: it checked who attaches
     this.server = server;
-    this.armGrace();
     if (this.spec.idleSeconds > 0) {
       this.idleTimer = setInterval(() => {
         if (Date.now() - this.lastActivityMs >= this.spec.idleSeconds * 1000) {
@@ -106,6 +106,33 @@ export class InteractiveSession {
         }
       }, Math.min(1000, this.spec.idleSeconds * 250));
     }
+  }
+
+  /**
+   * Resolves true when the first client attaches (the job starts then, as
+   * srun's step starts once its I/O is connected: nothing it prints is
+   * missed), false when none came within the grace.
+   */
+  waitForClient(): Promise<'attached' | 'grace' | 'cancelled'> {
+    if (this.client !== null) return Promise.resolve('attached');
+    return new Promise((resolveWait) => {
+      // A cancel before the start (the agent cannot reach a control socket yet) is a SIGTERM to the supervisor.
+      const onTerm = (): void => done('cancelled');
+      const timer = setTimeout(() => done('grace'), this.spec.graceSeconds * 1000);
+      const done = (outcome: 'attached' | 'grace' | 'cancelled'): void => {
+        clearTimeout(timer);
+        process.off('SIGTERM', onTerm);
+        this.firstClient = null;
+        resolveWait(outcome);
+      };
+      process.once('SIGTERM', onTerm);
+      this.firstClient = () => done('attached');
+    });
+  }
+
+  /** From the job's start on: a client that left before it started has the grace from now. */
+  armGraceIfDetached(): void {
+    if (this.client === null) this.armGrace();
   }
 
   private armGrace(): void {
@@ -122,6 +149,8 @@ export class InteractiveSession {
       this.client.end();
     }
     this.client = socket;
+    this.firstClient?.();
+    this.firstClient = null;
     if (this.graceTimer !== null) clearTimeout(this.graceTimer);
     this.graceTimer = null;
     this.log(`job ${this.jobId}: a client attached`);

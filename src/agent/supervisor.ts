@@ -124,6 +124,7 @@ class Supervision {
     if (session !== null) {
       const { handlers } = session;
       session.handlers = { input: handlers.input, expire: (state, reason) => this.terminate(state, reason, 'SIGHUP', state === 'TIMEOUT' ? 'time limit' : 'cancel') };
+      session.armGraceIfDetached();
     }
   }
 
@@ -343,6 +344,16 @@ export async function runSupervisor(jobDir: string): Promise<number> {
     if (Buffer.byteLength(files.stream) > MAX_SOCKET_PATH_BYTES) return failBeforeStart(`${files.stream} is longer than a Unix socket path may be (${MAX_SOCKET_PATH_BYTES} bytes): use a shorter job directory`);
     session = new InteractiveSession(files.stream, spec.jobId, spec.interactive, log);
     await session.listen();
+    const outcome = await session.waitForClient();
+    if (outcome !== 'attached') {
+      const reason = outcome === 'cancelled' ? 'cancelled before a client attached: the command was not run'
+        : `no client attached to the interactive session within ${spec.interactive.graceSeconds} s of its start (interactive_grace): the command was not run`;
+      await cgroup?.remove();
+      writeJsonAtomically(files.status, { ...notStartedStatus(base, reason), state: 'CANCELLED' });
+      log(`job not started: ${reason}`);
+      await session.close(0);
+      return 1;
+    }
   }
   const started = await startJob(spec, cgroup, session, files.launch);
   if (!started.ok) {

@@ -50,6 +50,8 @@ export interface ApiJob {
   stdoutPath: string | null;
   stderrPath: string | null;
   requeue: boolean;
+  /** normal (batch), or interactive (taras run / alloc); from the stored spec. */
+  type?: 'normal' | 'priority' | 'interactive';
 }
 
 export interface ApiJobEvent {

@@ -64,6 +64,8 @@ export interface StartOrder {
   readonly warnSignal: WarnSignal | null;
   /** From the cluster configuration: SIGKILL this long after the limit's SIGTERM. */
   readonly killGraceSeconds: number;
+  /** An interactive job's session (cluster.toml's interactive_grace, _idle, _warn); absent for batch jobs. */
+  readonly interactive?: { readonly graceSeconds: number; readonly idleSeconds: number; readonly warnSeconds: number };
 }
 
 /** The controller's side of the agents (HTTP in the daemon, direct calls in tests). */
@@ -540,6 +542,14 @@ export class ControllerEngine {
    * default_time (as Slurm's DefaultTime), and none is a refusal.
    */
   complete(spec: JobSpec): JobSpec {
+    const completed = this.completeTime(spec);
+    // An interactive job runs at most interactive_max_time (seed 000 2.2.2: the lower of the two limits).
+    const max = completed.interactive === undefined ? null : this.config.interactive.maxTimeSeconds;
+    if (max === null || (completed.timeLimitSeconds !== 'UNLIMITED' && completed.timeLimitSeconds <= max)) return completed;
+    return { ...completed, timeLimitSeconds: max };
+  }
+
+  private completeTime(spec: JobSpec): JobSpec {
     if (spec.timeLimitSeconds !== undefined) return spec;
     const name = spec.partition ?? this.config.defaultPartition;
     const partition = this.config.partitions.find((p) => p.name === name);
@@ -553,7 +563,7 @@ export class ControllerEngine {
 
   /** Why this cluster cannot take the job (empty: it can). */
   refusals(spec: JobSpec): string[] {
-    if (spec.timeLimitSeconds === undefined) {
+    if (spec.timeLimitSeconds === undefined || spec.interactive !== undefined) {
       try {
         spec = this.complete(spec);
       } catch (error) {
@@ -695,6 +705,7 @@ export class ControllerEngine {
       const order: StartOrder = {
         jobId: job.id, run: record.requeueCount, user: record.user, uid: (spec as { [SUBMIT_UID]?: number })[SUBMIT_UID], name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
         warnSignal: spec.signal ?? this.config.warnSignal, killGraceSeconds: this.config.killGraceSeconds,
+        ...(spec.interactive === undefined ? {} : { interactive: this.interactiveSession() }),
       };
       this.startsInFlight.add(job.id);
       this.agents.start(order).then(() => {
@@ -733,6 +744,12 @@ export class ControllerEngine {
     if (this.firstPromises.size > this.active.size) {
       for (const id of this.firstPromises.keys()) if (!this.active.has(id)) this.firstPromises.delete(id);
     }
+  }
+
+  /** What an interactive job's supervisor needs of cluster.toml. */
+  private interactiveSession(): NonNullable<StartOrder['interactive']> {
+    const { graceSeconds, idleSeconds, warnSeconds } = this.config.interactive;
+    return { graceSeconds, idleSeconds, warnSeconds };
   }
 
   /** The first planned start of a pending job (epoch ms), null before its first pass or with no plan yet. */

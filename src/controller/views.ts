@@ -45,9 +45,11 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
     endTime: iso(record.endTimeMs),
     exitCode: record.exitCode,
     workingDir: spec.workingDir,
-    stdoutPath,
-    stderrPath: spec.error === undefined ? stdoutPath : inDir(expandPattern(spec.error, names)),
+    // An interactive job's output goes to the user's terminal, not to files.
+    stdoutPath: spec.interactive === undefined ? stdoutPath : null,
+    stderrPath: spec.interactive !== undefined ? null : spec.error === undefined ? stdoutPath : inDir(expandPattern(spec.error, names)),
     requeue: spec.requeue,
+    type: spec.interactive !== undefined ? 'interactive' : 'normal',
   };
 }
 

@@ -129,6 +129,21 @@ export interface JobSpec {
   readonly umask?: number;
   /** Runs only in this advance reservation, on its nodes and within its time (Slurm's --reservation). */
   readonly reservation?: string;
+  /** An interactive job (`taras run`, `taras alloc`): attached to the user's terminal instead of output files. */
+  readonly interactive?: InteractiveRequest;
+}
+
+/** What makes a job interactive (stored in its spec). */
+export interface InteractiveRequest {
+  /** A terminal on the node (the CLI's stdin is one); false: plain pipes, stdout and stderr apart. */
+  readonly pty: boolean;
+  /** The command and its arguments; empty: the user's login shell (taras alloc). */
+  readonly command: readonly string[];
+  /** The terminal's size at the start. */
+  readonly cols?: number;
+  readonly rows?: number;
+  /** --immediate=S: the request fails unless the job starts within S seconds. */
+  readonly immediateSeconds?: number;
 }
 
 /** A JobSpec with the origin of every value, for the summary. */
