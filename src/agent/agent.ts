@@ -225,7 +225,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         method: 'GET', path: '/jobs/:id/stream',
         handler: async (_ctx, accept) => {
           const jobId = Number(_ctx.params.id);
-          const known = latestRun(jobId);
+          // ?run=N: a run whose end was reported already (its session waits for a late client) is no longer watched.
+          const run = Number(_ctx.query.get('run') ?? NaN);
+          const known = Number.isSafeInteger(run) && run >= 0 ? { dir: join(jobsDir, runKey(jobId, run)) } : latestRun(jobId);
           if (!known) throw new RouteError(404, `this agent runs no job ${jobId}`);
           const socket = await new Promise<Socket | string>((resolveSocket) => {
             const connection = createConnection(jobFiles(known.dir).stream);

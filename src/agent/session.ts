@@ -87,6 +87,9 @@ export class InteractiveSession {
   private ended: SessionEnd | null = null;
   handlers: SessionHandlers = { input: () => undefined, expire: () => undefined };
   private firstClient: (() => void) | null = null;
+  /** A client got the job's end. */
+  private delivered = false;
+  private lateClient: (() => void) | null = null;
 
   constructor(private readonly socketPath: string, private readonly jobId: number, readonly spec: InteractiveSpec, private readonly log: (line: string) => void) {}
 
@@ -161,7 +164,9 @@ export class InteractiveSession {
     this.droppedBytes = 0;
     if (this.ended !== null) {
       this.send(socket, { t: 'exit', ...this.ended });
+      this.delivered = true;
       socket.end();
+      this.lateClient?.();
       return;
     }
     let buffer = '';
@@ -224,12 +229,27 @@ export class InteractiveSession {
     this.idleTimer = null;
     if (this.client !== null) {
       this.send(this.client, { t: 'exit', ...end });
+      this.delivered = true;
       this.client.end();
     }
   }
 
-  /** Waits (bounded) for the client to take the last frames, then stops listening. */
+  /**
+   * Waits (bounded) for the client to take the last frames, then stops
+   * listening. A job that ended while nobody was attached keeps its session
+   * for the grace: `taras attach` then gets the output and the exit code.
+   */
   async close(waitMs: number): Promise<void> {
+    if (this.ended !== null && !this.delivered && this.client === null) {
+      this.log(`job ${this.jobId}: ended while detached; its output waits up to ${this.spec.graceSeconds} s for taras attach`);
+      await new Promise<void>((resolveLate) => {
+        const timer = setTimeout(resolveLate, this.spec.graceSeconds * 1000);
+        this.lateClient = () => {
+          clearTimeout(timer);
+          resolveLate();
+        };
+      });
+    }
     const client = this.client;
     if (client !== null && !client.destroyed) {
       await new Promise<void>((resolveClose) => {

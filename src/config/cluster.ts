@@ -230,10 +230,10 @@ function readSettings(reader: TableReader, file: string): Settings {
     jwtKeyPath: resolve(dataDir, reader.string('jwt_key', { example: '"jwt.key"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.jwtKey),
     interactive: {
       policy: reader.choice('interactive', interactivePolicies) ?? INTERACTIVE_DEFAULTS.policy,
-      graceSeconds: timer('interactive_grace', '"5min"', 1, INTERACTIVE_DEFAULTS.graceSeconds),
+      graceSeconds: timer('interactive_grace', '"5m"', 1, INTERACTIVE_DEFAULTS.graceSeconds),
       idleSeconds: timer('interactive_idle', '"1h"', 0, INTERACTIVE_DEFAULTS.idleSeconds),
       maxTimeSeconds: reader.duration('interactive_max_time', { example: '"8h"', minutesIfBare: false, unlimited: false, min: 1 }) ?? INTERACTIVE_DEFAULTS.maxTimeSeconds,
-      warnSeconds: timer('interactive_warn', '"10min"', 0, INTERACTIVE_DEFAULTS.warnSeconds),
+      warnSeconds: timer('interactive_warn', '"10m"', 0, INTERACTIVE_DEFAULTS.warnSeconds),
     },
   };
 }

@@ -91,10 +91,10 @@ class HttpAgents implements AgentLink {
   }
 
   /** An interactive job's stream at its node's agent, signed for that agent (src/controller/interactive.ts). */
-  async openStream(node: string, id: JobId): Promise<import('ws').WebSocket> {
+  async openStream(node: string, id: JobId, run: number): Promise<import('ws').WebSocket> {
     const url = this.byNode.get(node);
     if (!url) throw new Error(`no agent has registered node ${node}`);
-    return openWebSocket({ baseUrl: url }, `/jobs/${id}/stream`, { clusterKey: this.clusterKey ?? undefined, destination: this.destinations.get(url)!, timeoutMs: 5000 });
+    return openWebSocket({ baseUrl: url }, `/jobs/${id}/stream?run=${run}`, { clusterKey: this.clusterKey ?? undefined, destination: this.destinations.get(url)!, timeoutMs: 5000 });
   }
 
   async signal(node: string, id: JobId, signal: string, cancel: boolean): Promise<void> {
@@ -634,7 +634,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
   });
   const server = createApiServer({
     routes: durableRoutes,
-    upgrades: [attachRoute({ engine, findJob, parseId: (raw) => parseId({ params: { id: raw } } as unknown as RequestContext), openStream: (node, id) => agents.openStream(node, id) })],
+    upgrades: [attachRoute({ engine, findJob, parseId: (raw) => parseId({ params: { id: raw } } as unknown as RequestContext), openStream: (node, id, run) => agents.openStream(node, id, run),
+      graceSeconds: () => engine.config.interactive.graceSeconds })],
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? (route) => route.path.startsWith('/agent/') : undefined,
     authenticator: createAuthenticator({ jwtKey, mungeSocket: config.mungeSocket }),

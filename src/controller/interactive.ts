@@ -22,7 +22,9 @@ export interface AttachDeps {
   readonly findJob: (id: JobId) => JobRecord;
   readonly parseId: (raw: string) => JobId;
   /** A signed WebSocket to the job's stream at the agent of `node`. */
-  readonly openStream: (node: string, id: JobId) => Promise<WebSocket>;
+  readonly openStream: (node: string, id: JobId, run: number) => Promise<WebSocket>;
+  /** interactive_grace: an ended job's session keeps its last output this long. */
+  readonly graceSeconds: () => number;
 }
 
 export function attachRoute(deps: AttachDeps): UpgradeRoute {
@@ -38,13 +40,16 @@ export function attachRoute(deps: AttachDeps): UpgradeRoute {
         throw new RouteError(409, `job ${id} is a batch job: it has no terminal to attach to`, `its output is in its output file (taras show ${id})`);
       }
       if (record.state === 'PENDING') throw new RouteError(409, `job ${id} has not started yet (PENDING)`, `taras when ${id} says when it should`);
-      if (record.state !== 'RUNNING') {
-        throw new RouteError(409, `job ${id} has ended: ${record.state}${record.exitCode === null ? '' : ` (exit code ${record.exitCode})`}${record.reason ? `: ${record.reason}` : ''}`);
-      }
+      const ended = `job ${id} has ended: ${record.state}${record.exitCode === null ? '' : ` (exit code ${record.exitCode})`}${record.reason ? `: ${record.reason}` : ''}`;
+      // An ended job's session waits for a late client for the grace (its output and exit code); past it there is nothing to attach to.
+      const lingering = record.state !== 'RUNNING' && record.endTimeMs !== null && Date.now() - record.endTimeMs < deps.graceSeconds() * 1000;
+      if (record.state !== 'RUNNING' && !lingering) throw new RouteError(409, ended);
+      if (record.nodes.length === 0) throw new RouteError(409, ended);
       let upstream: WebSocket;
       try {
-        upstream = await deps.openStream(record.nodes[0], id);
+        upstream = await deps.openStream(record.nodes[0], id, record.requeueCount);
       } catch (error) {
+        if (record.state !== 'RUNNING') throw new RouteError(409, ended);
         throw new RouteError(502, `cannot reach job ${id}'s session on ${record.nodes[0]}: ${(error as Error).message}`, 'try taras attach again in a moment');
       }
       relaySockets(await accept(), upstream);
