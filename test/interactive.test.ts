@@ -236,3 +236,92 @@ describe('interactive jobs (taras run / attach) on a real controller and agent',
     assert.ok(readFileSync(join(cluster.data, 'cluster.key'), 'utf8').length >= 32);
   });
 });
+
+/** `taras submit` of a job that sleeps, holding `nodes` nodes of 2 CPUs each; resolves with its id once it runs (or, `pending`, once queued). */
+async function holdNodes(cluster: Cluster, nodes: number, seconds: number, pending = false): Promise<number> {
+  const script = join(work, `sleep-${seconds}.sh`);
+  writeFileSync(script, `#!/bin/sh\nsleep ${seconds}\n`);
+  const submit = withPipes(cluster, ['submit', '-N', String(nodes), '-c', '2', '-t', '1', script, '--json']);
+  assert.equal(await submit.exited, 0, submit.stderr());
+  const { id } = JSON.parse(submit.stdout()) as { id: number };
+  await waitForState(cluster.api, id, [pending ? 'PENDING' : 'RUNNING'], 10_000);
+  return id;
+}
+
+describe('interactive = "immediate" (the default): at once or not at all, ahead of the queue', () => {
+  let cluster: Cluster;
+  before(async () => {
+    cluster = await startCluster('im', 'interactive_grace = "3s"');
+  });
+
+  it('refuses with the reason when no nodes are free, and the job ends CANCELLED with it', { timeout: 30_000 }, async () => {
+    const holder = await holdNodes(cluster, 2, 30);
+    const run = withPipes(cluster, ['run', '--', 'echo', 'hi']);
+    assert.equal(await run.exited, 1);
+    assert.equal(run.stdout(), '');
+    assert.match(run.stderr(), /did not start: CANCELLED \(no nodes free for it now \(interactive = "immediate": an interactive job starts at once or not at all\)/);
+    const job = await latestJob(cluster.api);
+    assert.equal(job.type, 'interactive');
+    assert.equal(job.state, 'CANCELLED');
+    assert.match(job.reason ?? '', /interactive = "immediate"/);
+    await cluster.api.delete(`/jobs/${holder}`);
+    await waitForState(cluster.api, holder, ['CANCELLED'], 40_000);
+  });
+
+  it('goes ahead of pending batch jobs (after the running ones): starts on a free node a waiting batch job could not let it backfill', { timeout: 60_000 }, async () => {
+    const running = await holdNodes(cluster, 1, 30);
+    const waiting = await holdNodes(cluster, 2, 30, true); // needs both nodes: waits for the first one's end
+    const run = withPipes(cluster, ['run', '-t', '5', '--', 'echo', 'front']);
+    assert.equal(await run.exited, 0, run.stderr());
+    assert.equal(run.stdout(), 'front\n');
+    assert.equal((await cluster.api.get<ApiJob>(`/jobs/${waiting}`)).state, 'PENDING');
+    await cluster.api.delete(`/jobs/${waiting}`);
+    await cluster.api.delete(`/jobs/${running}`);
+    await waitForState(cluster.api, running, ['CANCELLED'], 40_000);
+  });
+});
+
+describe('interactive = "queued": waits its turn, showing its planned start', () => {
+  let cluster: Cluster;
+  before(async () => {
+    cluster = await startCluster('iq', 'interactive = "queued"\ninteractive_grace = "3s"\ninteractive_idle = "2s"');
+  });
+
+  it('shows the planned start while it waits, then runs', { timeout: 40_000 }, async () => {
+    const holder = await holdNodes(cluster, 2, 4);
+    const run = withPipes(cluster, ['run', '--', 'echo', 'after']);
+    assert.equal(await run.exited, 0, run.stderr());
+    assert.equal(run.stdout(), 'after\n');
+    const id = (await latestJob(cluster.api)).id;
+    assert.match(run.stderr(), new RegExp(`taras: job ${id} queued: planned start \\d{1,2}:\\d\\d:\\d\\d`));
+    assert.equal((await cluster.api.get<ApiJob>(`/jobs/${holder}`)).state, 'COMPLETED');
+  });
+
+  it('Ctrl-C while it waits cancels it; --immediate=1 fails it when it has not started within 1 s', { timeout: 40_000 }, async () => {
+    const holder = await holdNodes(cluster, 2, 30);
+    const run = withPipes(cluster, ['run', '--', 'echo', 'never']);
+    await new Promise<void>((resolveQueued) => run.child.stderr!.on('data', () => {
+      if (/queued/.test(run.stderr())) resolveQueued();
+    }));
+    const id = (await latestJob(cluster.api)).id;
+    run.child.kill('SIGINT');
+    assert.equal(await run.exited, 130);
+    assert.equal(run.stdout(), '');
+    const cancelled = await waitForState(cluster.api, id, ['CANCELLED'], 5_000);
+    assert.equal(cancelled.reason, 'cancelled by root');
+
+    const hurried = withPipes(cluster, ['run', '--immediate=1', '--', 'echo', 'never']);
+    assert.equal(await hurried.exited, 1);
+    assert.match(hurried.stderr(), /not started within 1 s \(--immediate=1\)/);
+    await cluster.api.delete(`/jobs/${holder}`);
+    await waitForState(cluster.api, holder, ['CANCELLED'], 40_000);
+  });
+
+  it('a session idle (no input, no output) past interactive_idle ends TIMEOUT with the reason', { timeout: 30_000 }, async () => {
+    const run = withPipes(cluster, ['run', '--', 'sleep', '30']);
+    assert.equal(await run.exited, 129); // SIGHUP ended it: 128 + 1
+    const job = await waitForState(cluster.api, (await latestJob(cluster.api)).id, ['TIMEOUT'], 5_000);
+    assert.match(job.reason ?? '', /interactive session idle \(no input and no output\) for 2 s \(interactive_idle\)/);
+    assert.match(run.stderr(), new RegExp(`job ${job.id} ended: TIMEOUT \\(interactive session idle`));
+  });
+});

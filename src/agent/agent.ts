@@ -9,7 +9,7 @@
 // requests name it, so one captured before a restart is refused after it.
 
 import { randomUUID } from 'node:crypto';
-import { createConnection, type Socket } from 'node:net';
+import { createConnection, Socket } from 'node:net';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { constants as osConstants, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -57,6 +57,8 @@ const REPORTED = 'reported';
 
 /** Output an interactive job's supervisor keeps while no client is attached. */
 const INTERACTIVE_BUFFER_BYTES = 1024 * 1024;
+/** How long (x 50 ms) a stream request waits for a just-started job's supervisor to listen. */
+const STREAM_WAIT_TRIES = 100;
 
 /** The ids to run a job of `user` with: null for the agent's own user (root's jobs run as root); an error when they cannot be used. */
 export function credentialsFor(user: string, verifiedUid?: number): Result<{ uid: number; gid: number } | null> {
@@ -229,15 +231,21 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           const run = Number(_ctx.query.get('run') ?? NaN);
           const known = Number.isSafeInteger(run) && run >= 0 ? { dir: join(jobsDir, runKey(jobId, run)) } : latestRun(jobId);
           if (!known) throw new RouteError(404, `this agent runs no job ${jobId}`);
-          const socket = await new Promise<Socket | string>((resolveSocket) => {
+          const connect = () => new Promise<Socket | NodeJS.ErrnoException>((resolveSocket) => {
             const connection = createConnection(jobFiles(known.dir).stream);
             connection.once('connect', () => resolveSocket(connection));
-            connection.once('error', (error: NodeJS.ErrnoException) => {
-              const status = readStatus(known.dir);
-              resolveSocket(hasEnded(status) ? `job ${jobId} has ended (${status.state})` : `job ${jobId} has no terminal session here (${error.code ?? error.message})`);
-            });
+            connection.once('error', resolveSocket);
           });
-          if (typeof socket === 'string') throw new RouteError(409, socket);
+          // A job just started: its supervisor may not listen yet (at most a few seconds).
+          let socket = await connect();
+          for (let tries = 0; !(socket instanceof Socket) && readStatus(known.dir) === null && tries < STREAM_WAIT_TRIES; tries++) {
+            await new Promise((resolveWait) => setTimeout(resolveWait, 50));
+            socket = await connect();
+          }
+          if (!(socket instanceof Socket)) {
+            const status = readStatus(known.dir);
+            throw new RouteError(409, hasEnded(status) ? `job ${jobId} has ended (${status.state})` : `job ${jobId} has no terminal session here (${socket.code ?? socket.message})`);
+          }
           relayLines(await accept(), socket);
         },
       },

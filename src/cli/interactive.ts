@@ -79,9 +79,10 @@ const clock = (iso: string): string => new Date(iso).toLocaleTimeString();
 /**
  * Waits until the job runs (true) or ended first (false, with its reason
  * said). Shows the planned start while it waits, and updates it; Ctrl-C
- * cancels the job; --immediate=S cancels it after S seconds.
+ * cancels the job. The controller ends a job that must start at once
+ * (interactive = "immediate", --immediate=S) and did not, with the reason.
  */
-async function waitForStart(flag: string | undefined, id: number, immediateSeconds: number | undefined): Promise<ApiJob> {
+async function waitForStart(flag: string | undefined, id: number): Promise<ApiJob> {
   const api = await client(flag);
   let shown = '';
   let interrupted = false;
@@ -89,16 +90,14 @@ async function waitForStart(flag: string | undefined, id: number, immediateSecon
     interrupted = true;
   };
   process.on('SIGINT', onInterrupt);
-  const startedMs = Date.now();
   try {
     for (;;) {
       const job = await withRetries('taras', () => api.get<ApiJob>(`/jobs/${id}`));
       if (job.state !== 'PENDING') return job;
-      const timedOut = immediateSeconds !== undefined && Date.now() - startedMs >= immediateSeconds * 1000;
-      if (interrupted || timedOut) {
+      if (interrupted) {
         await api.delete(`/jobs/${id}`).catch(() => undefined);
-        say(interrupted ? `job ${id} cancelled (Ctrl-C while it waited)` : `job ${id} did not start within ${immediateSeconds} s (--immediate): cancelled`, false);
-        process.exit(interrupted ? 130 : 1);
+        say(`job ${id} cancelled (Ctrl-C while it waited)`, false);
+        process.exit(130);
       }
       const line = job.plannedStart === null ? `job ${id} queued: ${job.reason ?? 'waiting'}; no planned start yet` : `job ${id} queued: planned start ${clock(job.plannedStart)}`;
       if (line !== shown) say(`${line} (Ctrl-C cancels)`, false);
@@ -214,7 +213,7 @@ async function runInteractive(command: readonly string[], flags: Flags, cmd: Com
   } finally {
     api.close();
   }
-  const job = await waitForStart(controller, id, spec.interactive?.immediateSeconds);
+  const job = await waitForStart(controller, id);
   if (job.state !== 'RUNNING') {
     say(`job ${id} ${job.state === 'CANCELLED' || job.state === 'FAILED' ? 'did not start' : 'ended'}: ${job.state}${job.reason ? ` (${job.reason})` : ''}`, false);
     process.exit(job.exitCode ?? 1);
