@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -167,6 +167,17 @@ describe('interactive jobs (taras run / attach) on a real controller and agent',
     assert.equal(ended.exitCode, 42);
   });
 
+  it('taras alloc: the user\'s login shell (from passwd) on the first allocated node, its exit code', { timeout: 30_000 }, async () => {
+    const loginShell = readFileSync('/etc/passwd', 'utf8').split('\n').find((line) => line.startsWith('root:'))!.split(':')[6];
+    const alloc = onTerminal(cluster, ['alloc', '-t', '2']);
+    await sleep(1000);
+    alloc.terminal.write('echo "shell=$(readlink /proc/$$/exe) node=$TARAS_NODELIST"\r');
+    await alloc.waitFor(/shell=\/\S+ node=n[12]\r/);
+    assert.equal(/shell=(\/\S+) node=/.exec(alloc.output())?.[1], realpathSync(loginShell));
+    alloc.terminal.write('exit 3\r');
+    assert.equal(await alloc.exited, 3);
+  });
+
   it('plain pipes when stdin is not a terminal: echo data | taras run -- wc -c prints 5; stdout and stderr apart', { timeout: 30_000 }, async () => {
     const count = withPipes(cluster, ['run', '--', 'wc', '-c'], 'data\n');
     assert.equal(await count.exited, 0, count.stderr());
@@ -218,6 +229,16 @@ describe('interactive jobs (taras run / attach) on a real controller and agent',
     await waitForOutput(run.child, /up/, 10_000);
     const job = await latestJob(cluster.api);
     const mallory = createTestUser('att');
+    // The user's own interactive job runs as them (the exec helper's privilege drop), on a terminal too.
+    const asUser = pty.spawn('setpriv', ['--reuid', mallory.name, '--regid', mallory.name, '--init-groups', process.execPath, taras, 'run', '-t', '2', '--', 'sh', '-c', 'echo "who=$(id -un) tty=$(tty)"'], {
+      cols: 80, rows: 24, cwd: mallory.home, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: mallory.home, TERM: 'xterm', TARAS_CONTROLLER: `unix:${cluster.socket}` },
+    });
+    terminals.push(asUser);
+    let userOutput = '';
+    asUser.onData((data) => (userOutput += data));
+    assert.equal(await new Promise<number>((resolveExit) => asUser.onExit(({ exitCode }) => resolveExit(exitCode))), 0, userOutput);
+    assert.match(userOutput, new RegExp(`who=${mallory.name} tty=/dev/pts/\\d+`));
+
     const refused = await runAs(mallory, [taras, 'attach', String(job.id)], { env: { TARAS_CONTROLLER: `unix:${cluster.socket}` } });
     assert.equal(refused.status, 1, refused.stdout + refused.stderr);
     assert.match(refused.stderr, new RegExp(`job ${job.id} belongs to root: only its owner may attach to it`));
