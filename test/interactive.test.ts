@@ -346,3 +346,69 @@ describe('interactive = "queued": waits its turn, showing its planned start', ()
     assert.match(run.stderr(), new RegExp(`job ${job.id} ended: TIMEOUT \\(interactive session idle`));
   });
 });
+
+describe('the session lives in the job\'s supervisor: an agent restart does not end it', () => {
+  it('kill -9 of the agent: taras run reconnects once a new agent is up, and the job goes on to its exit code', { timeout: 90_000 }, async () => {
+    const data = join(work, 'restart');
+    dataDirs.push(data);
+    const file = join(work, 'restart.toml');
+    writeFileSync(file, '[cluster]\nname = "restart"\ninteractive_grace = "60s"\n\n[[nodes]]\nnames = "n[1-2]"\ncpus = 2\nmemory = "2G"\n\n'
+      + '[[partitions]]\nname = "main"\nnodes = "n[1-2]"\ndefault = true\ndefault_time = "10m"\n');
+    const controller = spawn(process.execPath, [taras, 'controller', '--config', file, '--data', data, '--port', '0'], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+    started.push(controller);
+    let controllerLog = '';
+    const url = await new Promise<string>((resolveUrl, reject) => {
+      const timer = setTimeout(() => reject(new Error(`controller not ready:\n${controllerLog}`)), 15_000);
+      controller.stderr!.on('data', (chunk: Buffer) => {
+        controllerLog += chunk.toString();
+        const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(controllerLog);
+        if (match) {
+          clearTimeout(timer);
+          resolveUrl(match[1]);
+        }
+      });
+    });
+    const startAgent = async (): Promise<ChildProcess> => {
+      const agent = spawn(process.execPath, [taras, 'agent', '--controller', url, '--nodes', 'n[1-2]', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')],
+        { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+      started.push(agent);
+      let log = '';
+      await new Promise<void>((resolveReady, reject) => {
+        const timer = setTimeout(() => reject(new Error(`agent not ready:\n${log}`)), 15_000);
+        agent.stderr!.on('data', (chunk: Buffer) => {
+          log += chunk.toString();
+          if (/registered 2 node/.test(log)) {
+            clearTimeout(timer);
+            resolveReady();
+          }
+        });
+      });
+      return agent;
+    };
+    const agent = await startAgent();
+    const cluster: Cluster = { data, socket: join(data, 'taras.sock'), agentUrl: '', api: createApiClient({ socketPath: join(data, 'taras.sock') }, { timeoutMs: 10_000 }) };
+    for (let tries = 0; ; tries++) {
+      const nodes = await cluster.api.get<{ state: string }[]>('/nodes');
+      if (nodes.every((node) => node.state === 'idle')) break;
+      assert.ok(tries < 100, JSON.stringify(nodes));
+      await sleep(100);
+    }
+
+    const run = onTerminal(cluster, ['run', '-t', '5', '--', 'sh', '-i']);
+    await run.waitFor(/\$ $/);
+    run.terminal.write('echo before-$((1+2))\r');
+    await run.waitFor(/before-3/);
+    agent.kill('SIGKILL');
+    await new Promise((resolveExit) => agent.once('exit', resolveExit));
+    await run.waitFor(/lost the connection to job \d+: reconnecting/);
+    await sleep(1000);
+    await startAgent();
+    const mark = run.output().length;
+    // Typed while the CLI may still be reconnecting: it is sent once it is back.
+    await sleep(3000);
+    run.terminal.write('echo after-$((2+3))\r');
+    await run.waitFor(/after-5/, 20_000, mark);
+    run.terminal.write('exit 9\r');
+    assert.equal(await run.exited, 9, run.output());
+  });
+});

@@ -11,6 +11,7 @@
 // {"t":"size","cols":N,"rows":N}, {"t":"signal","sig":"SIGINT"}. From it:
 // {"t":"hello","pty":BOOL,"jobId":N}, {"t":"out"|"err","d":BASE64},
 // {"t":"note","text":"..."} (Taras's own lines: warnings, replay notices),
+// {"t":"detached","text":"..."} (another client took the session over),
 // {"t":"exit","state":S,"exitCode":N|null,"signal":S|null,"reason":S|null}.
 
 import { chmodSync, existsSync, unlinkSync } from 'node:fs';
@@ -148,7 +149,7 @@ export class InteractiveSession {
   private attach(socket: Socket): void {
     socket.on('error', () => undefined);
     if (this.client !== null) {
-      this.send(this.client, { t: 'note', text: 'another client attached to this job: detaching this one' });
+      this.send(this.client, { t: 'detached', text: 'another client attached to this job: detaching this one' });
       this.client.end();
     }
     this.client = socket;

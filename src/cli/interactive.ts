@@ -125,13 +125,24 @@ async function exitCodeOf(end: ExitFrame): Promise<number> {
   return signal === undefined ? 1 : 128 + signal;
 }
 
-/** Joins the terminal to the job's session until it ends (its exit code) or the connection is lost. */
+/** How long a lost connection (an agent or controller restart) is retried before giving up. */
+const RECONNECT_FOR_MS = 30_000;
+
+/**
+ * Joins the terminal to the job's session until it ends (its exit code). A
+ * connection lost without the job's end (the agent or the controller
+ * restarted: the session lives on in the job's supervisor) is opened again,
+ * for up to 30 s; then it says how to reattach and returns 1.
+ */
 async function attach(flag: string | undefined, id: number): Promise<number> {
-  const { target, credentials } = await connection(flag);
   const { openWebSocket, ApiRequestError, ControllerUnreachableError } = await import('../net/client.js');
+  const open = async (): Promise<WebSocket> => {
+    const { target, credentials } = await connection(flag);
+    return openWebSocket(target, `/jobs/${id}/attach`, { credentials, timeoutMs: 15_000 });
+  };
   let socket: WebSocket;
   try {
-    socket = await openWebSocket(target, `/jobs/${id}/attach`, { credentials, timeoutMs: 15_000 });
+    socket = await open();
   } catch (error) {
     if (error instanceof ApiRequestError) fail(`error: ${error.error}${error.fix ? ` (${error.fix})` : ''}`, 1);
     if (error instanceof ControllerUnreachableError) fail(`error: ${error.message}`, 1);
@@ -149,7 +160,16 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
   };
   const sendSize = (): void => send({ t: 'size', cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });
   let ended: ExitFrame | null = null;
+  let takenOver: string | null = null;
+  let inputStarted = false;
+  let inputEnded = false;
   const startInput = (pty: boolean): void => {
+    if (inputStarted) {
+      if (raw) sendSize(); // a new connection: the session may have missed a resize
+      if (inputEnded) send({ t: 'eof' });
+      return;
+    }
+    inputStarted = true;
     if (pty && stdin.isTTY) {
       stdin.setRawMode(true);
       raw = true;
@@ -162,11 +182,14 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
       process.on('SIGINT', () => send({ t: 'signal', sig: 'SIGINT' }));
     }
     stdin.on('data', (data: Buffer) => send({ t: 'in', d: data.toString('base64') }));
-    stdin.on('end', () => send({ t: 'eof' }));
+    stdin.on('end', () => {
+      inputEnded = true;
+      send({ t: 'eof' });
+    });
     stdin.resume();
   };
-  await new Promise<void>((resolveEnd) => {
-    socket.on('message', (data) => {
+  const follow = (current: WebSocket): Promise<void> => new Promise<void>((resolveEnd) => {
+    current.on('message', (data) => {
       let frame: { t?: string; d?: string; text?: string; pty?: boolean } & Partial<ExitFrame>;
       try {
         frame = JSON.parse(data.toString());
@@ -177,20 +200,46 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
       else if (frame.t === 'out' && frame.d !== undefined) process.stdout.write(Buffer.from(frame.d, 'base64'));
       else if (frame.t === 'err' && frame.d !== undefined) process.stderr.write(Buffer.from(frame.d, 'base64'));
       else if (frame.t === 'note' && frame.text !== undefined) say(frame.text, raw);
+      else if (frame.t === 'detached') takenOver = frame.text ?? 'another client attached';
       else if (frame.t === 'exit') ended = { state: frame.state ?? 'FAILED', exitCode: frame.exitCode ?? null, signal: frame.signal ?? null, reason: frame.reason ?? null };
     });
-    socket.on('close', () => resolveEnd());
-    socket.on('error', () => resolveEnd());
-    socket.resume();
+    current.on('close', () => resolveEnd());
+    current.on('error', () => resolveEnd());
+    current.resume();
   });
-  const wasRaw = raw;
+  await follow(socket);
+  while (ended === null) {
+    if (takenOver !== null) {
+      const wasRaw = raw;
+      restore();
+      say(takenOver, wasRaw);
+      return 1;
+    }
+    say(`lost the connection to job ${id}: reconnecting (up to ${RECONNECT_FOR_MS / 1000} s)`, raw);
+    const giveUpMs = Date.now() + RECONNECT_FOR_MS;
+    let again: WebSocket | null = null;
+    let refusal: string | null = null;
+    while (again === null && refusal === null && Date.now() < giveUpMs) {
+      try {
+        again = await open();
+      } catch (error) {
+        // 409: it ended or has no session any more; anything else (unreachable, 502 while the agent is away): try again.
+        if (error instanceof ApiRequestError && (error.status === 409 || error.status === 403 || error.status === 404)) refusal = error.error;
+        else await new Promise((resolveWait) => setTimeout(resolveWait, 500));
+      }
+    }
+    if (again === null) {
+      const wasRaw = raw;
+      restore();
+      say(refusal ?? `could not reconnect to job ${id}; it keeps running for a while (interactive_grace): reattach with \`taras attach ${id}\``, wasRaw);
+      return 1;
+    }
+    socket = again;
+    await follow(socket);
+  }
   restore();
   stdin.pause();
-  const end = ended as ExitFrame | null;
-  if (end === null) {
-    say(`lost the connection to job ${id}; it keeps running for a while (interactive_grace): reattach with \`taras attach ${id}\``, wasRaw);
-    return 1;
-  }
+  const end = ended as ExitFrame;
   if (end.state !== 'COMPLETED' && !(end.state === 'FAILED' && end.exitCode !== null)) say(`job ${id} ended: ${end.state}${end.reason ? ` (${end.reason})` : ''}`, false);
   return exitCodeOf(end);
 }
