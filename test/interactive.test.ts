@@ -178,6 +178,32 @@ describe('interactive jobs (taras run / attach) on a real controller and agent',
     assert.equal(await alloc.exited, 3);
   });
 
+  it('the terminal is restored after the job ends and when the CLI is killed with SIGTERM', { timeout: 40_000 }, async () => {
+    const pidFile = join(work, 'cli.pid');
+    const inner = `echo $$ > ${pidFile}; exec ${process.execPath} ${taras} run -t 2 -- sleep 30`;
+    const shell = pty.spawn('/bin/sh', ['-c', `${process.execPath} ${taras} run -t 2 -- sh -c 'exit 4'; echo rc=$?; stty -a; sh -c '${inner}'; echo rc=$?; stty -a`], {
+      cols: 200, rows: 30, cwd: work, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/root', TERM: 'xterm', TARAS_CONTROLLER: `unix:${cluster.socket}` },
+    });
+    terminals.push(shell);
+    let output = '';
+    shell.onData((data) => (output += data));
+    const done = new Promise<number>((resolveExit) => shell.onExit(({ exitCode }) => resolveExit(exitCode)));
+    const deadline = Date.now() + 20_000;
+    while (!/rc=4/.test(output) || !/\d/.test(readFileSync(pidFile, { encoding: 'utf8', flag: 'a+' }))) {
+      assert.ok(Date.now() < deadline, output);
+      await sleep(100);
+    }
+    await sleep(2000); // the second job runs, its terminal in raw mode
+    process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGTERM');
+    assert.equal(await done, 0, output);
+    const [afterExit, afterKill] = output.split(/rc=\d+/).slice(1);
+    assert.match(output, /rc=4[\s\S]*rc=143/);
+    for (const modes of [afterExit, afterKill]) {
+      assert.match(modes, /(^|\s)icanon(\s|;|$)/m, modes);
+      assert.match(modes, /(^|\s)echo(\s|;|$)/m, modes);
+    }
+  });
+
   it('plain pipes when stdin is not a terminal: echo data | taras run -- wc -c prints 5; stdout and stderr apart', { timeout: 30_000 }, async () => {
     const count = withPipes(cluster, ['run', '--', 'wc', '-c'], 'data\n');
     assert.equal(await count.exited, 0, count.stderr());

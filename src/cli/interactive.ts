@@ -155,6 +155,13 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
     raw = false;
   };
   process.on('exit', restore);
+  // Killed politely: the terminal is given back before we go (SIGKILL cannot be caught; the shell's `reset` fixes that).
+  for (const [signal, code] of [['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+    process.once(signal, () => {
+      restore();
+      process.exit(code);
+    });
+  }
   const send = (frame: object): void => {
     if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
   };
