@@ -97,11 +97,17 @@ export class InteractiveSession {
   async listen(): Promise<void> {
     if (existsSync(this.socketPath)) unlinkSync(this.socketPath);
     const server = createServer((socket) => this.attach(socket));
-    await new Promise<void>((resolveListen, rejectListen) => {
-      server.once('error', rejectListen);
-      server.listen(this.socketPath, () => resolveListen());
-    });
-    chmodSync(this.socketPath, 0o600); // the agent's user only: it checked who attaches
+    // Created 0600 (the agent's user only: it checked who attaches), with no moment of a looser mode.
+    const umask = process.umask(0o177);
+    try {
+      await new Promise<void>((resolveListen, rejectListen) => {
+        server.once('error', rejectListen);
+        server.listen(this.socketPath, () => resolveListen());
+      });
+    } finally {
+      process.umask(umask);
+    }
+    chmodSync(this.socketPath, 0o600);
     this.server = server;
     if (this.spec.idleSeconds > 0) {
       this.idleTimer = setInterval(() => {
