@@ -228,6 +228,9 @@ describe('interactive jobs (taras run / attach) on a real controller and agent',
     assert.match(again.output(), /second-21\r+\n/);
     assert.match(again.output(), /third-31\r+\n/);
     assert.equal((await waitForState(cluster.api, job.id, ['FAILED'], 10_000)).exitCode, 5);
+    const show = withPipes(cluster, ['show', String(job.id)]);
+    assert.equal(await show.exited, 0, show.stderr());
+    assert.match(show.stdout(), new RegExp(`Output: +\\(interactive: the terminal of taras run; taras attach ${job.id}\\)`));
   });
 
   it('a session with no client past interactive_grace ends CANCELLED with the reason', { timeout: 30_000 }, async () => {
