@@ -15,8 +15,18 @@
 // itself failed); an empty pipe at EOF means the exec happened. fd 5, when
 // open, is the cgroup gate the job's wrapper reads: it becomes fd 3.
 //
-// Usage: taras-exec --user UID GID NAME   (NAME "-": no passwd entry: primary group only)
-//        taras-exec --self                (the supervisor's own ids: no change)
+// Usage: taras-exec [MODE] --user UID GID NAME   (NAME "-": no passwd entry: primary group only)
+//        taras-exec [MODE] --self                (the supervisor's own ids: no change)
+// MODE (interactive jobs; absent: a batch job, output to files, stdin /dev/null):
+//   --stdio       stdin, stdout and stderr stay what the supervisor gave (pipes);
+//                 the output paths of the description are not opened.
+//   --pty FILE    started by node-pty on a terminal (fds 0-2, the controlling
+//                 tty): the description is read from FILE (opened as root
+//                 before the drop: a root-owned file in the job directory the
+//                 supervisor names, never a path of the job's), there is no
+//                 error pipe (a failure is one line on the terminal, exit 126),
+//                 and it stops itself (SIGSTOP) first, so the supervisor can move
+//                 it into the job's cgroup before anything runs, then SIGCONTs it.
 // Description on fd 3: NUL-terminated strings: "taras-exec 1", working
 // directory, stdout path, stderr path, umask (octal), "append" | "truncate",
 // script to check readable ("" for none), N, N environment entries, M, M argv
@@ -26,6 +36,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +53,9 @@
 #define MAX_DESCRIPTION (64 * 1024 * 1024)
 
 static char label[512] = "uid ?";
+/** Where fail() writes: the error pipe, or the terminal in --pty mode. */
+static int error_fd = ERROR_FD;
+static int pty_mode = 0;
 
 /** Reports why the job cannot start on the error pipe, and exits. */
 static void fail(int code, const char *format, ...) {
@@ -52,7 +66,15 @@ static void fail(int code, const char *format, ...) {
   va_end(args);
   if (length < 0) length = 0;
   if ((size_t) length >= sizeof message) length = sizeof message - 1;
-  ssize_t written = write(ERROR_FD, message, (size_t) length);
+  if (pty_mode) {
+    // On the user's terminal: one line, the raw terminal needs CR LF.
+    ssize_t ignored = write(error_fd, "taras: ", 7);
+    ignored = write(error_fd, message, (size_t) length);
+    ignored = write(error_fd, "\r\n", 2);
+    (void) ignored;
+    _exit(code);
+  }
+  ssize_t written = write(error_fd, message, (size_t) length);
   if (written < 0) {
     // No supervisor to tell: stderr is all there is.
     fprintf(stderr, "taras-exec: %s\n", message);
@@ -214,8 +236,32 @@ static void move_fd(int from, int to, const char *what) {
 }
 
 int main(int argc, char **argv) {
+  int stdio_mode = 0;
+  const char *pty_description = NULL;
+  if (argc >= 2 && strcmp(argv[1], "--stdio") == 0) {
+    stdio_mode = 1;
+    argc -= 1;
+    argv += 1;
+  } else if (argc >= 3 && strcmp(argv[1], "--pty") == 0) {
+    pty_mode = 1;
+    error_fd = 2;
+    pty_description = argv[2];
+    argc -= 2;
+    argv += 2;
+  }
+  if (pty_mode) {
+    // node-pty's child: nothing of the supervisor's but the terminal; wait for the cgroup move.
+    close_range(3, ~0U, 0);
+    raise(SIGSTOP);
+    int fd = open(pty_description, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) fail(126, "taras-exec: cannot open the launch description %s: %s", pty_description, strerror(errno));
+    if (fd != DESCRIPTION_FD) {
+      if (dup2(fd, DESCRIPTION_FD) < 0) fail(126, "taras-exec: cannot set up the launch description: %s", strerror(errno));
+      close(fd);
+    }
+  }
   // The error pipe closes at the exec: EOF with nothing read means the job runs.
-  if (fcntl(ERROR_FD, F_SETFD, FD_CLOEXEC) != 0) {
+  if (!pty_mode && fcntl(ERROR_FD, F_SETFD, FD_CLOEXEC) != 0) {
     fprintf(stderr, "taras-exec: fd %d (the error pipe) is not open: run by the Taras supervisor only\n", ERROR_FD);
     return 126;
   }
@@ -238,7 +284,7 @@ int main(int argc, char **argv) {
     fail(126, "taras-exec: usage: taras-exec --user UID GID NAME | --self");
   }
   // Every fd opened below lands above 2, so the dup2s onto 0, 1 and 2 cannot clobber one another.
-  for (int fd = open("/dev/null", O_RDWR); fd >= 0; fd = open("/dev/null", O_RDWR)) {
+  for (int fd = open("/dev/null", O_RDWR); fd >= 0 && !stdio_mode && !pty_mode; fd = open("/dev/null", O_RDWR)) {
     if (fd > 2) {
       close(fd);
       break;
@@ -277,14 +323,16 @@ int main(int argc, char **argv) {
     if (fd < 0 && errno == EACCES) fail(126, "the job's script %s is not readable by %s (EACCES): every directory on its path must be searchable by them", script, label);
     if (fd >= 0) close(fd);
   }
-  int truncate = strcmp(open_mode, "truncate") == 0;
-  int out = open_output(stdout_path, truncate, uid);
-  int err = strcmp(stderr_path, stdout_path) == 0 ? out : open_output(stderr_path, truncate, uid);
-  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null < 0) fail(126, "taras-exec: cannot open /dev/null: %s", strerror(errno));
-  move_fd(null, 0, "stdin");
-  move_fd(out, 1, "stdout");
-  move_fd(err, 2, "stderr");
+  if (!stdio_mode && !pty_mode) {
+    int truncate = strcmp(open_mode, "truncate") == 0;
+    int out = open_output(stdout_path, truncate, uid);
+    int err = strcmp(stderr_path, stdout_path) == 0 ? out : open_output(stderr_path, truncate, uid);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0) fail(126, "taras-exec: cannot open /dev/null: %s", strerror(errno));
+    move_fd(null, 0, "stdin");
+    move_fd(out, 1, "stdout");
+    move_fd(err, 2, "stderr");
+  }
   // Nothing else the supervisor had open reaches the job (the error pipe, too, closes at the exec).
   close_range(gate ? 4 : 3, ~0U, CLOSE_RANGE_CLOEXEC);
   execve(arguments[0], arguments, environment);

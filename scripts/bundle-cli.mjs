@@ -41,7 +41,8 @@ const result = await build({
   platform: 'node',
   format: 'cjs',
   target: 'node20',
-  external: ['better-sqlite3', 'cli-progress', ...separate],
+  // ws's optional native speed-ups (not installed: it falls back to JavaScript).
+  external: ['better-sqlite3', 'cli-progress', 'bufferutil', 'utf-8-validate', ...separate],
   plugins: [separateImports],
   // import('node:fs') and the like become require(): a vm.Script cannot import().
   supported: { 'dynamic-import': false },

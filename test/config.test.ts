@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
-import { type ClusterConfig, defaultClusterConfig, parseClusterConfig, withDataDir } from '../src/config/cluster.js';
+import { type ClusterConfig, defaultClusterConfig, INTERACTIVE_DEFAULTS, parseClusterConfig, withDataDir } from '../src/config/cluster.js';
 import { type ConfigError, formatConfigError } from '../src/config/errors.js';
 import { expandHostlist } from '../src/config/hostlist.js';
 import { readClusterConfig } from '../src/config/load.js';
@@ -120,6 +120,7 @@ describe('cluster.toml: valid files', () => {
       allowRootJobs: false,
       mungeSocket: '/run/munge/other.socket',
       jwtKeyPath: '/etc/taras/state/keys/jwt.key',
+      interactive: INTERACTIVE_DEFAULTS,
     };
     assert.deepEqual(config, expected);
   });
@@ -147,6 +148,7 @@ describe('cluster.toml: valid files', () => {
       admins: [],
       allowRootJobs: true,
       jwtKeyPath: '/etc/taras/taras-data/jwt.key',
+      interactive: INTERACTIVE_DEFAULTS,
     });
   });
 
@@ -154,6 +156,15 @@ describe('cluster.toml: valid files', () => {
     const config = configOf(toml(...MINIMAL, 'default = false'));
     assert.equal(config.partitions[0].isDefault, true);
     assert.equal(config.defaultPartition, 'batch');
+  });
+
+  it('interactive jobs: policy, grace, idle, longest time and warning (interactive*)', () => {
+    const config = configOf(toml('[cluster]', 'interactive = "queued"', 'interactive_grace = "90s"', 'interactive_idle = "1h"', 'interactive_max_time = "8h"',
+      'interactive_warn = "5m"', ...MINIMAL));
+    assert.deepEqual(config.interactive, { policy: 'queued', graceSeconds: 90, idleSeconds: 3600, maxTimeSeconds: 8 * 3600, warnSeconds: 300 });
+    const error = onlyError(toml('[cluster]', 'interactive = "now"', ...MINIMAL));
+    assert.equal(error.key, 'cluster.interactive');
+    assert.match(error.message, /unknown interactive "now"/);
   });
 
   it('accepts an IPv6 listen address and an absolute socket path', () => {
@@ -217,7 +228,7 @@ describe('cluster.toml: each mistake names file, line, key and fix', () => {
       { line: 6, key: 'nodes[0].RealMemory', message: 'unknown key "RealMemory" in this [[nodes]] table (did you mean "memory"?)' },
       { line: 8, key: 'partition', message: 'unknown key "partition" at the top level (did you mean "partitions"?)' },
     ]);
-    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_signal, warn_before_limit, kill_grace, max_pending_per_user, max_submit_rate, max_connections, admins, allow_root_jobs, munge_socket, jwt_key, max_checkpoint_interval, max_checkpoint_duration');
+    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_signal, warn_before_limit, kill_grace, max_pending_per_user, max_submit_rate, max_connections, admins, allow_root_jobs, munge_socket, jwt_key, max_checkpoint_interval, max_checkpoint_duration, interactive, interactive_grace, interactive_idle, interactive_max_time, interactive_warn');
   });
 
   it('unknown key far from any known one gets no suggestion', () => {

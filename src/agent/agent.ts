@@ -9,6 +9,7 @@
 // requests name it, so one captured before a restart is refused after it.
 
 import { randomUUID } from 'node:crypto';
+import { createConnection, Socket } from 'node:net';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { constants as osConstants, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -18,11 +19,12 @@ import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { lineLog } from '../net/log.js';
 import { makeFolder, tightenMode } from '../net/private-files.js';
 import { createApiServer, RouteError } from '../net/server.js';
+import { relayLines } from '../net/stream.js';
 import { detectCgroupMode } from './cgroup.js';
 import { jobLaunch } from './environment.js';
 import type { WarnSignal } from '../jobspec/types.js';
 import {
-  hasEnded, isAlive, isSignalName, prepareJobDir, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName,
+  hasEnded, isAlive, isSignalName, jobFiles, prepareJobDir, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName,
   type CheckpointSignals, type SupervisorSpec,
 } from './jobdir.js';
 import { lookupUser } from './users.js';
@@ -52,6 +54,11 @@ interface Report {
 }
 
 const REPORTED = 'reported';
+
+/** Output an interactive job's supervisor keeps while no client is attached. */
+const INTERACTIVE_BUFFER_BYTES = 1024 * 1024;
+/** How long (x 50 ms) a stream request waits for a just-started job's supervisor to listen. */
+const STREAM_WAIT_TRIES = 100;
 
 /** The ids to run a job of `user` with: null for the agent's own user (root's jobs run as root); an error when they cannot be used. */
 export function credentialsFor(user: string, verifiedUid?: number): Result<{ uid: number; gid: number } | null> {
@@ -182,7 +189,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           const credentials = credentialsFor(order.user, order.uid);
           if (!credentials.ok) return notStarted(credentials.error);
           const runAs = credentials.value;
-          const warning = warningOf(order.warnSignal);
+          // Interactive jobs get no warning signal (no checkpoints: seed 000 2.2.2); their warning is a line on the terminal.
+          const warning = warningOf(order.spec.interactive === undefined ? order.warnSignal : null);
           if (!warning.ok) return notStarted(warning.error);
           makeJobDir(dir, runAs);
           const nodefilePath = join(dir, 'nodefile');
@@ -197,11 +205,20 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           chmodSync(scriptPath, 0o700);
           if (runAs !== null) chownSync(scriptPath, runAs.uid, runAs.gid); // the job runs it as its user
           const limit = order.spec.timeLimitSeconds;
-          const restart = restartOf(order);
+          const asked = order.spec.interactive;
+          // taras alloc: the user's login shell, from this node's passwd.
+          const loginShell = (): string => { const found = lookupUser(order.user); return found.ok && found.value.shell !== '' ? found.value.shell : '/bin/sh'; };
+          // Interactive jobs take no checkpoints (seed 000 2.2.2): no signals, no restart action.
+          const restart = asked === undefined ? restartOf(order) : { args: [] as string[], env: {} as Record<string, string>, checkpoint: null };
           // `taras checkpointed` (and any taras command) inside the job reaches this controller unless the job says otherwise.
           if (launch.env.TARAS_CONTROLLER === undefined) restart.env.TARAS_CONTROLLER = controllerText;
+          const args = asked === undefined ? [...order.spec.script.args, ...restart.args] : asked.command.length > 0 ? asked.command : [loginShell()];
           const prepared = prepareJobDir(dir, {
-            jobId: order.jobId, script: scriptPath, args: [...order.spec.script.args, ...restart.args], workingDir: launch.workingDir, env: { ...launch.env, ...restart.env },
+            interactive: asked === undefined ? null : {
+              pty: asked.pty, cols: asked.cols ?? 80, rows: asked.rows ?? 24, bufferBytes: INTERACTIVE_BUFFER_BYTES,
+              graceSeconds: order.interactive?.graceSeconds ?? 300, idleSeconds: order.interactive?.idleSeconds ?? 0, warnSeconds: order.interactive?.warnSeconds ?? 0,
+            },
+            jobId: order.jobId, script: scriptPath, args, workingDir: launch.workingDir, env: { ...launch.env, ...restart.env },
             stdoutPath: launch.stdoutPath, stderrPath: launch.stderrPath, memoryMiB: order.spec.memoryMiB ?? null,
             timeLimitSeconds: limit === 'UNLIMITED' ? null : limit, ...warning.value, killGraceSeconds: order.killGraceSeconds,
             umask: order.spec.umask ?? 0o022, uid: runAs?.uid ?? null, gid: runAs?.gid ?? null, checkpoint: restart.checkpoint,
@@ -225,8 +242,43 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             ...(more.suspend === true ? { suspend: true } : {}), ...(more.resume === true ? { resume: true } : {}),
           };
           const reply = await requestSignal(known.dir, signal, { cancel, ...extras });
+          const waiting = launchedPid.get(runKey(jobId, known.run));
+          if (!reply.ok && cancel && readStatus(known.dir) === null && waiting !== undefined && isAlive(waiting)) {
+            // An interactive job's supervisor waiting for its first client has no control socket yet: SIGTERM cancels it.
+            process.kill(waiting, 'SIGTERM');
+            return { status: 200, body: { ok: true, pid: waiting } };
+          }
           if (!reply.ok) throw new RouteError(409, reply.error);
           return { status: 200, body: reply };
+        },
+      },
+    ],
+    upgrades: [
+      {
+        // An interactive job's stream, for the controller (signed like its other requests): relayed to the supervisor's stream.sock.
+        method: 'GET', path: '/jobs/:id/stream',
+        handler: async (_ctx, accept) => {
+          const jobId = Number(_ctx.params.id);
+          // ?run=N: a run whose end was reported already (its session waits for a late client) is no longer watched.
+          const run = Number(_ctx.query.get('run') ?? NaN);
+          const known = Number.isSafeInteger(run) && run >= 0 ? { dir: join(jobsDir, runKey(jobId, run)) } : latestRun(jobId);
+          if (!known) throw new RouteError(404, `this agent runs no job ${jobId}`);
+          const connect = () => new Promise<Socket | NodeJS.ErrnoException>((resolveSocket) => {
+            const connection = createConnection(jobFiles(known.dir).stream);
+            connection.once('connect', () => resolveSocket(connection));
+            connection.once('error', resolveSocket);
+          });
+          // A job just started: its supervisor may not listen yet (at most a few seconds).
+          let socket = await connect();
+          for (let tries = 0; !(socket instanceof Socket) && readStatus(known.dir) === null && tries < STREAM_WAIT_TRIES; tries++) {
+            await new Promise((resolveWait) => setTimeout(resolveWait, 50));
+            socket = await connect();
+          }
+          if (!(socket instanceof Socket)) {
+            const status = readStatus(known.dir);
+            throw new RouteError(409, hasEnded(status) ? `job ${jobId} has ended (${status.state})` : `job ${jobId} has no terminal session here (${socket.code ?? socket.message})`);
+          }
+          relayLines(await accept(), socket);
         },
       },
     ],

@@ -11,6 +11,7 @@ import { constants as osConstants } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CgroupMode } from './cgroup.js';
+import type { InteractiveSpec } from './session.js';
 
 export type SignalName = NodeJS.Signals;
 export type EndState = 'COMPLETED' | 'FAILED' | 'TIMEOUT' | 'OUT_OF_MEMORY' | 'CANCELLED' | 'PREEMPTED';
@@ -53,6 +54,8 @@ export interface SupervisorSpec {
    * the time limit (then SIGKILL at the limit). Null: a plain job.
    */
   readonly checkpoint: CheckpointSignals | null;
+  /** An interactive job (session.ts): its stdio is a terminal or pipes streamed over stream.sock, not the output files; null: a batch job. */
+  readonly interactive: InteractiveSpec | null;
 }
 
 export interface CheckpointSignals {
@@ -62,12 +65,13 @@ export interface CheckpointSignals {
   readonly durationSeconds: number;
 }
 
-type Defaulted = 'warnSignal' | 'warnBeforeSeconds' | 'warnBatchOnly' | 'umask' | 'openMode' | 'killGraceSeconds' | 'cgroupParent' | 'cgroupMode' | 'uid' | 'gid' | 'checkpoint';
+type Defaulted = 'warnSignal' | 'warnBeforeSeconds' | 'warnBatchOnly' | 'umask' | 'openMode' | 'killGraceSeconds' | 'cgroupParent' | 'cgroupMode' | 'uid' | 'gid' | 'checkpoint' | 'interactive';
 export type SupervisorSpecInput = Omit<SupervisorSpec, Defaulted> & Partial<Pick<SupervisorSpec, Defaulted>>;
 
 export const SPEC_DEFAULTS: Pick<SupervisorSpec, Defaulted> = {
   warnSignal: 'SIGUSR1', warnBeforeSeconds: 0, warnBatchOnly: false, umask: 0o022, openMode: 'append', killGraceSeconds: 30, cgroupParent: null, cgroupMode: 'auto', uid: null, gid: null,
   checkpoint: null,
+  interactive: null,
 };
 
 export interface SignalSent {
@@ -137,6 +141,10 @@ export const jobFiles = (jobDir: string) => ({
   socket: join(jobDir, 'control.sock'),
   log: join(jobDir, 'supervisor.log'),
   lock: join(jobDir, 'supervisor.lock'),
+  /** An interactive job's stream (session.ts), root-only. */
+  stream: join(jobDir, 'stream.sock'),
+  /** An interactive job's launch description on a terminal (taras-exec --pty reads it as root), root-only. */
+  launch: join(jobDir, 'launch'),
 });
 
 /** sun_path holds 108 bytes with the terminating NUL. */
@@ -151,6 +159,11 @@ const isNonNegative = (value: unknown): boolean => typeof value === 'number' && 
 const isPositiveOrNull = (value: unknown): boolean => value === null || (isNonNegative(value) && (value as number) > 0);
 const isString = (value: unknown): boolean => typeof value === 'string' && value !== '';
 const isIdOrNull = (value: unknown): boolean => value === null || (Number.isInteger(value) && (value as number) >= 0 && (value as number) < 2 ** 32 - 1);
+
+const isInteractiveOrNull = (value: unknown): boolean => value === null || (isRecord(value) && typeof value.pty === 'boolean'
+  && [value.cols, value.rows].every((n) => Number.isInteger(n) && (n as number) >= 1 && (n as number) <= 10_000)
+  && isPositiveOrNull(value.graceSeconds) && value.graceSeconds !== null && isNonNegative(value.idleSeconds) && isNonNegative(value.warnSeconds)
+  && Number.isInteger(value.bufferBytes) && (value.bufferBytes as number) >= 1024);
 
 /** Validates spec.json; the error names the file, every bad field and what it should hold. */
 export function parseSpec(text: string, file: string): Result<SupervisorSpec> {
@@ -189,6 +202,7 @@ export function parseSpec(text: string, file: string): Result<SupervisorSpec> {
     gid: take('gid', 'a group id or null', isIdOrNull),
     checkpoint: take('checkpoint', 'null or {periodicSignal, preemptSignal, intervalSeconds, durationSeconds}', (v) => v === null || (isRecord(v)
       && isSignalName(v.periodicSignal) && isSignalName(v.preemptSignal) && isPositiveOrNull(v.intervalSeconds) && isNonNegative(v.durationSeconds) && (v.durationSeconds as number) > 0)),
+    interactive: take('interactive', 'null or {pty, cols, rows, graceSeconds, idleSeconds, warnSeconds, bufferBytes}', isInteractiveOrNull),
   };
   if ((spec.uid === null) !== (spec.gid === null)) errors.push(`fields "uid" and "gid": give both or neither, got uid ${JSON.stringify(spec.uid)} and gid ${JSON.stringify(spec.gid)}`);
   if (errors.length > 0) return { ok: false, error: `${file}: ${errors.join('; ')}` };

@@ -12,8 +12,10 @@
 // through jobdir.ts.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, realpathSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, realpathSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:net';
+import { constants as osConstants } from 'node:os';
 import { resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +25,7 @@ import {
   type ControlReply, type EndedStatus, type EndState, type Result, type RunningStatus, type SignalName, type SignalSent, type StatusBase,
   type SupervisorSpec,
 } from './jobdir.js';
+import { InteractiveSession, type ClientFrame } from './session.js';
 import { lookupUserById, type UnixUser } from './users.js';
 
 /** USER_HZ, the unit of /proc times: 100 on every Linux architecture Node runs on. */
@@ -121,8 +124,15 @@ class Supervision {
     private readonly spec: SupervisorSpec,
     private readonly base: StatusBase,
     private readonly cgroup: JobCgroup | null,
-    private readonly child: ChildProcess & { readonly pid: number },
-  ) {}
+    private readonly child: { readonly pid: number },
+    private readonly session: InteractiveSession | null,
+  ) {
+    if (session !== null) {
+      const { handlers } = session;
+      session.handlers = { input: handlers.input, expire: (state, reason) => this.terminate(state, reason, 'SIGHUP', state === 'TIMEOUT' ? 'time limit' : 'cancel') };
+      session.armGraceIfDetached();
+    }
+  }
 
   async run(exited: Promise<[number | null, SignalName | null]>): Promise<void> {
     // Before anything says RUNNING: a SIGTERM that arrives once the status is out must find a handler, not kill us.
@@ -141,6 +151,7 @@ class Supervision {
     }
     const [exitCode, signal] = await exited;
     await this.finish(exitCode, signal);
+    await this.session?.close(2000); // the end reaches the client before the supervisor exits
   }
 
   /** Ends the job with SIGKILL and records a failure; for the supervisor's own errors. */
@@ -193,6 +204,12 @@ class Supervision {
     }
     if (this.deadlineAt === null || limit === null) return;
     const left = (this.deadlineAt - performance.now()) / 1000;
+    const terminalWarning = this.spec.interactive?.warnSeconds ?? 0;
+    if (this.session !== null && terminalWarning > 0 && terminalWarning < left) {
+      const end = new Date(Date.now() + left * 1000);
+      this.after(left - terminalWarning, () => this.session!.note(
+        `job ${this.spec.jobId} reaches its time limit in ${formatMinutes(terminalWarning)} (at ${end.toISOString().slice(11, 19)} UTC) and will be ended then: save your work`), this.limitTimers);
+    }
     if (warnBeforeSeconds > 0 && warnBeforeSeconds < left) this.after(left - warnBeforeSeconds, () => this.sendSignal(warnSignal, 'warning', warnBatchOnly), this.limitTimers);
     if (checkpoint === null) {
       this.after(left, () => this.terminate('TIMEOUT', `time limit of ${limit} s reached`, 'SIGTERM', 'time limit'), this.limitTimers);
@@ -214,6 +231,8 @@ class Supervision {
     if (this.exited) return;
     this.endCause ??= { state, reason };
     this.resumeProcesses(); // a stopped job must run to handle the signal, as Slurm does
+    // An interactive shell ignores SIGTERM: a terminal session ends with SIGHUP, as when its terminal goes away.
+    if (this.session !== null && signal === 'SIGTERM') this.sendSignal('SIGHUP', why);
     this.sendSignal(signal, why);
     if (signal !== 'SIGKILL' && !this.killArmed) {
       this.killArmed = true;
@@ -379,6 +398,7 @@ class Supervision {
     if (existsSync(this.files.socket)) unlinkSync(this.files.socket);
     log(`job ${this.spec.jobId} ended: ${status.state}${status.reason === null ? '' : ` (${status.reason})`}`);
     writeJsonAtomically(this.files.status, status);
+    this.session?.finish({ state: status.state, exitCode: status.exitCode, signal: status.signal, reason: status.reason });
   }
 }
 
@@ -415,13 +435,32 @@ export async function runSupervisor(jobDir: string): Promise<number> {
     cgroup = created.value;
     base = { ...base, cgroup: cgroup.dirs };
   }
-  const started = await startJob(spec, cgroup);
+  let session: InteractiveSession | null = null;
+  if (spec.interactive !== null) {
+    if (Buffer.byteLength(files.stream) > MAX_SOCKET_PATH_BYTES) return failBeforeStart(`${files.stream} is longer than a Unix socket path may be (${MAX_SOCKET_PATH_BYTES} bytes): use a shorter job directory`);
+    session = new InteractiveSession(files.stream, spec.jobId, spec.interactive, log);
+    await session.listen();
+    const outcome = await session.waitForClient();
+    if (outcome !== 'attached') {
+      const reason = outcome === 'cancelled' ? 'cancelled before a client attached: the command was not run'
+        : `no client attached to the interactive session within ${spec.interactive.graceSeconds} s of its start (interactive_grace): the command was not run`;
+      await cgroup?.remove();
+      writeJsonAtomically(files.status, { ...notStartedStatus(base, reason), state: 'CANCELLED' });
+      log(`job not started: ${reason}`);
+      await session.close(0);
+      return 1;
+    }
+  }
+  const started = await startJob(spec, cgroup, session, files.launch);
   if (!started.ok) {
     await cgroup?.remove();
-    return failBeforeStart(started.error);
+    session?.finish({ state: 'FAILED', exitCode: null, signal: null, reason: started.error });
+    const code = failBeforeStart(started.error);
+    await session?.close(1000);
+    return code;
   }
   const { child, exited } = started.value;
-  const supervision = new Supervision(files, spec, base, cgroup, child);
+  const supervision = new Supervision(files, spec, base, cgroup, child, session);
   process.on('uncaughtException', (error) => {
     log(`error: ${error.stack ?? error.message}`);
     supervision.abort(error);
@@ -437,7 +476,9 @@ export async function runSupervisor(jobDir: string): Promise<number> {
   }
 }
 
-type StartedJob = { child: ChildProcess & { readonly pid: number }; exited: Promise<[number | null, SignalName | null]> };
+type StartedJob = { child: { readonly pid: number }; exited: Promise<[number | null, SignalName | null]> };
+
+const formatMinutes = (seconds: number): string => (seconds >= 120 ? `${Math.round(seconds / 60)} min` : `${Math.round(seconds)} s`);
 
 /** The ids a job runs with when they are not the supervisor's own, and whose they are. */
 interface JobCredentials {
@@ -496,7 +537,7 @@ function readAll(stream: Readable): Promise<string> {
  * process group; in cgroup mode moves it into the job's cgroup before it may
  * exec the script.
  */
-async function startJob(spec: SupervisorSpec, cgroup: JobCgroup | null): Promise<Result<StartedJob>> {
+async function startJob(spec: SupervisorSpec, cgroup: JobCgroup | null, session: InteractiveSession | null, launchFile: string): Promise<Result<StartedJob>> {
   const credentials = jobCredentials(spec);
   if (!credentials.ok) return credentials;
   const runAs = credentials.value;
@@ -504,21 +545,26 @@ async function startJob(spec: SupervisorSpec, cgroup: JobCgroup | null): Promise
   // What login would set, unless the job's environment (the submitter's, with --export=ALL) has it.
   const userVariables: Record<string, string> = runAs?.user ? { HOME: runAs.user.home, USER: runAs.user.name, LOGNAME: runAs.user.name } : {};
   const virtualMemoryKiB = cgroup === null && spec.memoryMiB !== null ? Math.floor(spec.memoryMiB * 1024) : null;
-  const shell = ['/bin/sh', '-c', wrapperScript(cgroup !== null, virtualMemoryKiB), 'taras-job', spec.script, ...spec.args];
+  const onTerminal = session !== null && session.spec.pty;
+  const shell = ['/bin/sh', '-c', wrapperScript(cgroup !== null && !onTerminal, virtualMemoryKiB), 'taras-job', spec.script, ...spec.args];
   const helperArgs = runAs === null ? ['--self'] : ['--user', String(runAs.uid), String(runAs.gid), runAs.user?.name ?? '-'];
-  const child = spawn(EXEC_HELPER, helperArgs, {
+  const description = launchDescription(spec, { ...userVariables, ...spec.env }, shell);
+  if (session !== null && onTerminal) return startOnTerminal(session, cgroup, helperArgs, description, launchFile);
+  const stdio = session === null ? 'ignore' as const : 'pipe' as const;
+  const child = spawn(EXEC_HELPER, session === null ? helperArgs : ['--stdio', ...helperArgs], {
     cwd: '/', env: {}, detached: true,
-    stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe', ...(cgroup === null ? [] : ['pipe' as const])],
+    stdio: [stdio, stdio, stdio, 'pipe', 'pipe', ...(cgroup === null ? [] : ['pipe' as const])],
   });
-  const exited = new Promise<[number | null, SignalName | null]>((resolveExit) => child.once('exit', (code, signal) => resolveExit([code, signal])));
+  let exited = new Promise<[number | null, SignalName | null]>((resolveExit) => child.once('exit', (code, signal) => resolveExit([code, signal])));
+  if (session !== null) exited = streamPipes(session, child, exited);
   const spawned = await new Promise<Error | null>((resolveSpawn) => {
     child.once('spawn', () => resolveSpawn(null));
     child.once('error', resolveSpawn);
   });
   if (spawned !== null || child.pid === undefined) return { ok: false, error: `cannot start the exec helper ${EXEC_HELPER}: ${spawned?.message ?? 'no pid'}` };
-  const description = child.stdio[DESCRIPTION_FD] as Writable;
-  description.on('error', () => undefined); // the helper failed before reading: its error pipe says why
-  description.end(launchDescription(spec, { ...userVariables, ...spec.env }, shell));
+  const descriptionPipe = child.stdio[DESCRIPTION_FD] as Writable;
+  descriptionPipe.on('error', () => undefined); // the helper failed before reading: its error pipe says why
+  descriptionPipe.end(description);
   const refusal = (await readAll(child.stdio[ERROR_FD] as Readable)).trim();
   if (refusal !== '') {
     await exited;
@@ -537,6 +583,126 @@ async function startJob(spec: SupervisorSpec, cgroup: JobCgroup | null): Promise
     gate.end(`${JOINED}\n`);
   }
   return { ok: true, value: { child: child as ChildProcess & { readonly pid: number }, exited } };
+}
+
+// ---- interactive jobs: pipes or a terminal ------------------------------
+
+/** Resolves `exited` once the job's output pipes are drained too (at most half a second later: a child may keep them open). */
+function afterOutput(exited: Promise<[number | null, SignalName | null]>, streams: readonly Readable[]): Promise<[number | null, SignalName | null]> {
+  const drained = Promise.all(streams.map((stream) => new Promise<void>((resolveEnd) => {
+    if (stream.readableEnded || stream.destroyed) resolveEnd();
+    stream.once('end', resolveEnd);
+    stream.once('close', resolveEnd);
+  })));
+  return exited.then(async (result) => {
+    await Promise.race([drained, new Promise((resolveWait) => setTimeout(resolveWait, 500))]);
+    return result;
+  });
+}
+
+/** Pipes mode: the job's stdout and stderr go to the session apart, its stdin comes from it (end of input included). */
+function streamPipes(session: InteractiveSession, child: ChildProcess, exited: Promise<[number | null, SignalName | null]>): Promise<[number | null, SignalName | null]> {
+  const stdout = child.stdout!;
+  const stderr = child.stderr!;
+  stdout.on('data', (data: Buffer) => session.output('out', data));
+  stderr.on('data', (data: Buffer) => session.output('err', data));
+  child.stdin!.on('error', () => undefined); // the job closed its stdin: input to it is dropped
+  session.handlers = {
+    ...session.handlers,
+    input: (frame: ClientFrame) => {
+      if (frame.t === 'in' && child.stdin!.writable) child.stdin!.write(frame.d);
+      else if (frame.t === 'eof') child.stdin!.end();
+      else if (frame.t === 'signal' && child.pid !== undefined) signalGroup(child.pid, frame.sig);
+    },
+  };
+  return afterOutput(exited, [stdout, stderr]);
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // gone
+  }
+}
+
+/** node-pty (a native module, loaded only for jobs on a terminal). */
+type PtyModule = typeof import('node-pty');
+const loadPty = (): PtyModule => createRequire(import.meta.url)('node-pty') as PtyModule;
+
+/**
+ * Terminal mode: node-pty starts the exec helper on a new terminal (it is the
+ * session leader, the terminal its controlling one) with `--pty FILE`: it
+ * reads the launch description from FILE (root's, in the job directory) and
+ * stops itself first, so it joins the job's cgroup before anything of the
+ * job runs; then it drops to the user and execs the job as in batch mode,
+ * with the terminal as stdin, stdout and stderr. The master side stays here:
+ * the job survives an agent restart, and `taras attach` finds it again.
+ */
+async function startOnTerminal(session: InteractiveSession, cgroup: JobCgroup | null, helperArgs: readonly string[], description: Buffer, launchFile: string): Promise<Result<StartedJob>> {
+  writeFileSync(launchFile, description, { mode: 0o600 });
+  chmodSync(launchFile, 0o600);
+  let pty: PtyModule;
+  try {
+    pty = loadPty();
+  } catch (error) {
+    return { ok: false, error: `node-pty cannot be loaded (${(error as Error).message}): run \`npm install\` in the Taras folder (it builds node-pty)` };
+  }
+  let terminal: import('node-pty').IPty;
+  try {
+    terminal = pty.spawn(EXEC_HELPER, ['--pty', launchFile, ...helperArgs], {
+      name: 'xterm', cols: session.spec.cols, rows: session.spec.rows, cwd: '/', env: {}, encoding: null,
+    } as import('node-pty').IPtyForkOptions);
+  } catch (error) {
+    return { ok: false, error: `cannot start the job on a terminal: ${(error as Error).message}` };
+  }
+  const pid = terminal.pid;
+  let lastOutputMs = Date.now();
+  terminal.onData((data: string | Buffer) => {
+    lastOutputMs = Date.now();
+    session.output('out', typeof data === 'string' ? Buffer.from(data) : data);
+  });
+  let ended = false;
+  const exited = new Promise<[number | null, SignalName | null]>((resolveExit) => terminal.onExit(({ exitCode, signal }) => {
+    ended = true;
+    const name = signal ? (Object.entries(osConstants.signals).find(([, number]) => number === signal)?.[0] as SignalName | undefined) ?? null : null;
+    // The terminal may still hold output the job wrote just before it exited: wait until it has been quiet for 50 ms (at most 1 s).
+    const giveUpMs = Date.now() + 1000;
+    const settle = (): void => {
+      if (Date.now() - lastOutputMs >= 50 || Date.now() >= giveUpMs) resolveExit(name === null ? [exitCode, null] : [null, name]);
+      else setTimeout(settle, 20);
+    };
+    settle();
+  }));
+  // The helper stops itself before anything else: then it joins the cgroup and goes on.
+  const stoppedBy = Date.now() + 5000;
+  while (!ended && procStat(pid)?.[0] !== 'T' && Date.now() < stoppedBy) await new Promise((resolveWait) => setTimeout(resolveWait, 5));
+  if (ended || procStat(pid)?.[0] !== 'T') {
+    signalGroup(pid, 'SIGKILL');
+    await exited;
+    return { ok: false, error: 'the exec helper did not start on its terminal' };
+  }
+  if (cgroup !== null) {
+    const joined = cgroup.addProcess(pid);
+    if (!joined.ok) {
+      signalGroup(pid, 'SIGKILL');
+      signalGroup(pid, 'SIGCONT');
+      await exited;
+      return joined;
+    }
+  }
+  session.handlers = {
+    ...session.handlers,
+    input: (frame: ClientFrame) => {
+      if (ended) return;
+      if (frame.t === 'in') terminal.write(frame.d);
+      else if (frame.t === 'eof') terminal.write('\x04'); // Ctrl-D: end of input to the program reading the terminal
+      else if (frame.t === 'size') terminal.resize(frame.cols, frame.rows);
+      else signalGroup(pid, frame.sig);
+    },
+  };
+  process.kill(pid, 'SIGCONT');
+  return { ok: true, value: { child: { pid }, exited } };
 }
 
 // ---- entry point --------------------------------------------------------

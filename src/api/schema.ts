@@ -133,6 +133,14 @@ export const JobSpecSchema = strict({
     atMs: int(0, Number.MAX_SAFE_INTEGER),
     policy: v.picklist(['guarantee', 'cancel'], 'expected "guarantee" or "cancel"'),
   })),
+  /** An interactive job (taras run / alloc): see InteractiveRequest in src/jobspec/types.ts. */
+  interactive: v.optional(strict({
+    pty: bool(),
+    command: list(text(LIMITS.pathChars), LIMITS.listItems),
+    cols: v.optional(int(1, 10_000)),
+    rows: v.optional(int(1, 10_000)),
+    immediateSeconds: v.optional(int(0, 86_400)),
+  })),
 });
 
 /** POST /jobs. The key makes a retry safe: the same key from the same user answers the first job's id. */

@@ -108,7 +108,7 @@ const isLoopback = (url: string): boolean => /^http:\/\/(127\.\d+\.\d+\.\d+|loca
  * socket, used if this process can reach it; else MUNGE (restricted to the
  * uid the same answer gives) or a token.
  */
-async function connection(flag: string | undefined): Promise<{ target: ControllerTarget; credentials?: Credentials }> {
+export async function connection(flag: string | undefined): Promise<{ target: ControllerTarget; credentials?: Credentials }> {
   const given = flag ?? process.env.TARAS_CONTROLLER;
   if (given === undefined) {
     const local = resolve(DEFAULT_DATA_DIR, 'taras.sock');

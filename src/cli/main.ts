@@ -15,6 +15,7 @@ const modules: Record<string, () => Promise<(program: Command) => void>> = {
   planning: async () => (await import('./planning.js')).registerPlanningCommands,
   plan: async () => (await import('./plan.js')).registerPlanCommand,
   checkpoint: async () => (await import('./checkpoint.js')).registerCheckpointCommands,
+  interactive: async () => (await import('./interactive.js')).registerInteractiveCommands,
 };
 const moduleOfCommand: Record<string, string> = {
   simulate: 'simulate', workload: 'workload', demo: 'demo', admin: 'admin', reserve: 'planning', whatif: 'planning',
@@ -22,6 +23,7 @@ const moduleOfCommand: Record<string, string> = {
   submit: 'jobs', queue: 'jobs', show: 'jobs', when: 'jobs', cancel: 'jobs', wait: 'jobs', nodes: 'jobs', status: 'jobs', jobid: 'jobs',
   plan: 'plan',
   requeue: 'checkpoint', suspend: 'checkpoint', resume: 'checkpoint', checkpointed: 'checkpoint',
+  run: 'interactive', alloc: 'interactive', attach: 'interactive',
 };
 
 // No top-level await: bin/taras.js runs the bundle of this module as a script (to reuse V8's code cache).
@@ -51,7 +53,8 @@ Examples:
   taras simulate trace.swf --policy fcfs,easy,conservative
   taras workload generate --jobs 100000 --procs 256 --load 0.9 --seed 7 > big.swf
   taras up                                     a whole cluster on this machine (controller + 16 virtual nodes)
-  taras submit -N 2 -t 30 run.sh; taras queue; taras when 42; taras wait 42`,
+  taras submit -N 2 -t 30 run.sh; taras queue; taras when 42; taras wait 42
+  taras run -t 30 -- hostname; taras alloc -N 2; taras attach 42`,
     );
 
   for (const register of registering) (await register)(program);

@@ -104,7 +104,27 @@ export interface ClusterConfig {
   readonly maxCheckpointIntervalSeconds?: number;
   /** Longest --checkpoint-duration a job may ask for (seconds); absent: CHECKPOINT_DEFAULTS. */
   readonly maxCheckpointDurationSeconds?: number;
+  /** Interactive jobs (`taras run`, `taras alloc`): policy, grace, idle limit, longest time, warning. */
+  readonly interactive: InteractiveSettings;
 }
+
+/** Policies for interactive jobs: start at once or fail (Artaras, seed 000 2.2.2), or wait in the queue (Argonne). */
+export const interactivePolicies = ['immediate', 'queued'] as const;
+
+export interface InteractiveSettings {
+  /** `interactive`: "immediate" (default) or "queued". */
+  readonly policy: (typeof interactivePolicies)[number];
+  /** `interactive_grace`: a session with no client ends this long after the last one left (default 5 min). */
+  readonly graceSeconds: number;
+  /** `interactive_idle`: a session with no input and no output ends after this long; 0 (default): never. */
+  readonly idleSeconds: number;
+  /** `interactive_max_time`: an interactive job's limit is at most this; null (default): its own limit only. */
+  readonly maxTimeSeconds: number | null;
+  /** `interactive_warn`: a line on the user's terminal this long before the limit (default 10 min); 0: none. */
+  readonly warnSeconds: number;
+}
+
+export const INTERACTIVE_DEFAULTS: InteractiveSettings = { policy: 'immediate', graceSeconds: 300, idleSeconds: 0, maxTimeSeconds: null, warnSeconds: 600 };
 
 export type ClusterConfigResult =
   | { readonly ok: true; readonly config: ClusterConfig }
@@ -137,7 +157,8 @@ const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions', 'program_class'] }
 const CLUSTER_KEYS = {
   known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
     'max_pending_per_user', 'max_submit_rate', 'max_connections', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key',
-    'max_checkpoint_interval', 'max_checkpoint_duration'],
+    'max_checkpoint_interval', 'max_checkpoint_duration',
+    'interactive', 'interactive_grace', 'interactive_idle', 'interactive_max_time', 'interactive_warn'],
   aliases: {
     clustername: 'name',
     schedulertype: 'policy',
@@ -222,6 +243,13 @@ function readSettings(reader: TableReader, file: string): Settings {
     jwtKeyPath: resolve(dataDir, reader.string('jwt_key', { example: '"jwt.key"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.jwtKey),
     ...optionalTimer('maxCheckpointIntervalSeconds', reader.duration('max_checkpoint_interval', { example: '"1d"', minutesIfBare: false, unlimited: false, min: 1 })),
     ...optionalTimer('maxCheckpointDurationSeconds', reader.duration('max_checkpoint_duration', { example: '"10m"', minutesIfBare: false, unlimited: false, min: 1 })),
+    interactive: {
+      policy: reader.choice('interactive', interactivePolicies) ?? INTERACTIVE_DEFAULTS.policy,
+      graceSeconds: timer('interactive_grace', '"5m"', 1, INTERACTIVE_DEFAULTS.graceSeconds),
+      idleSeconds: timer('interactive_idle', '"1h"', 0, INTERACTIVE_DEFAULTS.idleSeconds),
+      maxTimeSeconds: reader.duration('interactive_max_time', { example: '"8h"', minutesIfBare: false, unlimited: false, min: 1 }) ?? INTERACTIVE_DEFAULTS.maxTimeSeconds,
+      warnSeconds: timer('interactive_warn', '"10m"', 0, INTERACTIVE_DEFAULTS.warnSeconds),
+    },
   };
 }
 
@@ -303,6 +331,7 @@ export function defaultClusterConfig(dataDir: string, shape: { count: number; cp
     placement: CLUSTER_DEFAULTS.placement,
     listen: DEFAULT_LISTEN,
     dataDir: absoluteDataDir,
+    interactive: INTERACTIVE_DEFAULTS,
     socketPath: resolve(absoluteDataDir, CLUSTER_DEFAULTS.socket),
     nodeTimeoutSeconds: CLUSTER_DEFAULTS.nodeTimeoutSeconds,
     keepFinishedSeconds: CLUSTER_DEFAULTS.keepFinishedSeconds,

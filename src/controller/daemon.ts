@@ -14,7 +14,7 @@ import { finishedStates, type ApiJob, type ApiJobPage, type ApiSubmitted, type J
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
-import { createApiClient, type ApiClient } from '../net/client.js';
+import { createApiClient, openWebSocket, type ApiClient } from '../net/client.js';
 import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { createAuthenticator, HOW_TO_AUTHENTICATE, issueToken, loadOrCreateJwtKey, MAX_TOKEN_SECONDS, type Caller } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
@@ -25,6 +25,7 @@ import type { EndState, JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { LimitRefused, SubmitLimits } from './limits.js';
+import { attachRoute } from './interactive.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
 import { admittedDeadline, apiDeadline, apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhatIf, apiWhen } from './views.js';
@@ -87,6 +88,13 @@ class HttpAgents implements AgentLink {
     const client = this.client(order.nodes[0]);
     await this.durable();
     await client.post('/start', order);
+  }
+
+  /** An interactive job's stream at its node's agent, signed for that agent (src/controller/interactive.ts). */
+  async openStream(node: string, id: JobId, run: number): Promise<import('ws').WebSocket> {
+    const url = this.byNode.get(node);
+    if (!url) throw new Error(`no agent has registered node ${node}`);
+    return openWebSocket({ baseUrl: url }, `/jobs/${id}/stream?run=${run}`, { clusterKey: this.clusterKey ?? undefined, destination: this.destinations.get(url)!, timeoutMs: 5000 });
   }
 
   async signal(node: string, id: JobId, signal: string, cancel: boolean, extras: SignalExtras = {}): Promise<void> {
@@ -705,6 +713,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
   });
   const server = createApiServer({
     routes: durableRoutes,
+    upgrades: [attachRoute({ engine, findJob, parseId: (raw) => parseId({ params: { id: raw } } as unknown as RequestContext), openStream: (node, id, run) => agents.openStream(node, id, run),
+      graceSeconds: () => engine.config.interactive.graceSeconds })],
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? (route) => route.path.startsWith('/agent/') : undefined,
     authenticator: createAuthenticator({ jwtKey, mungeSocket: config.mungeSocket }),

@@ -103,6 +103,8 @@ export interface StartOrder {
   readonly checkpoint?: { periodicSignal: string; preemptSignal: string; intervalSeconds: number | null; durationSeconds: number } | null;
   /** This run restarts the job from its checkpoint: how to tell it (the program class's restart action). Absent or null: a fresh start. */
   readonly restart?: RestartAction | null;
+  /** An interactive job's session (cluster.toml's interactive_grace, _idle, _warn); absent for batch jobs. */
+  readonly interactive?: { readonly graceSeconds: number; readonly idleSeconds: number; readonly warnSeconds: number };
 }
 
 /** The controller's side of the agents (HTTP in the daemon, direct calls in tests). */
@@ -166,6 +168,11 @@ export interface Submission {
 
 /** One submission's outcome in a batch: its id (`replayed`: a retry of a key already stored), or why it was refused. */
 export type Accepted = { readonly id: JobId; readonly replayed: boolean } | { readonly refused: SubmitRefused };
+
+/** Above every partition priority: an immediate interactive job is first in the queue. */
+const INTERACTIVE_PRIORITY = 1_000_000_000;
+/** How long past the victims' checkpoints an interactive job may take to start. */
+const INTERACTIVE_START_SLACK_SECONDS = 10;
 
 /** A year stands for "no limit" in the time profile. */
 const UNLIMITED_SECONDS = 365 * 86400;
@@ -463,6 +470,7 @@ export class ControllerEngine {
         if (!record.held) {
           this.scheduler.submit(this.coreRequest(record));
           this.unpromised.push(record.id);
+          this.noteStartDeadline(record);
         }
       });
       if (failure === undefined) this.active.set(record.id, record);
@@ -591,7 +599,7 @@ export class ControllerEngine {
     const deadline = spec.deadline === undefined ? {} : { deadline: Math.floor(spec.deadline.atMs / 1000), guaranteed: deadlineGuaranteed(record) === true };
     return {
       id: record.id, submitTime: Math.floor(record.submitTimeMs / 1000), size: resources.nodes * resources.cpusPerNode, estimate: Math.max(1, limit),
-      user: 0, queue: 0, partition: 0, priority: partition.priority, resources, ...(window === undefined ? {} : { window }), ...deadline,
+      user: 0, queue: 0, partition: 0, priority: partition.priority + this.interactiveBoost(spec), resources, ...(window === undefined ? {} : { window }), ...deadline,
     };
   }
 
@@ -600,6 +608,14 @@ export class ControllerEngine {
    * default_time (as Slurm's DefaultTime), and none is a refusal.
    */
   complete(spec: JobSpec): JobSpec {
+    const completed = this.completeTime(spec);
+    // An interactive job runs at most interactive_max_time (seed 000 2.2.2: the lower of the two limits).
+    const max = completed.interactive === undefined ? null : this.config.interactive.maxTimeSeconds;
+    if (max === null || (completed.timeLimitSeconds !== 'UNLIMITED' && completed.timeLimitSeconds <= max)) return completed;
+    return { ...completed, timeLimitSeconds: max };
+  }
+
+  private completeTime(spec: JobSpec): JobSpec {
     if (spec.timeLimitSeconds !== undefined) return spec;
     const name = spec.partition ?? this.config.defaultPartition;
     const partition = this.config.partitions.find((p) => p.name === name);
@@ -613,7 +629,7 @@ export class ControllerEngine {
 
   /** Why this cluster cannot take the job (empty: it can). */
   refusals(spec: JobSpec): string[] {
-    if (spec.timeLimitSeconds === undefined) {
+    if (spec.timeLimitSeconds === undefined || spec.interactive !== undefined) {
       try {
         spec = this.complete(spec);
       } catch (error) {
@@ -737,6 +753,7 @@ export class ControllerEngine {
       try {
         this.scheduler.submit(this.coreRequest(record));
         this.unpromised.push(record.id);
+        this.noteStartDeadline(record);
       } catch (error) {
         // Checked above, so this is a bug; the job is stored and answered, so it ends FAILED rather than failing the batch.
         const reason = `the scheduler refused it after it was stored: ${(error as Error).message}`;
@@ -982,6 +999,7 @@ export class ControllerEngine {
         jobId: job.id, run: record.requeueCount, user: record.user, uid: (spec as { [SUBMIT_UID]?: number })[SUBMIT_UID], name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
         warnSignal: spec.signal ?? this.config.warnSignal, killGraceSeconds: this.config.killGraceSeconds,
         ...this.checkpointOrder(record),
+        ...(spec.interactive === undefined ? {} : { interactive: this.interactiveSession() }),
       };
       this.startsInFlight.add(job.id);
       this.agents.start(order).then(() => {
@@ -995,6 +1013,7 @@ export class ControllerEngine {
         this.jobReport({ jobId: job.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `start failed on ${nodes[0]}` });
       });
     }
+    this.endLateInteractive();
     this.notePromises();
     this.preemptForPartitions(now);
     this.checkDeadlines(now);
@@ -1175,6 +1194,74 @@ export class ControllerEngine {
   }
 
   /**
+   * Pending interactive jobs that must start by a time (epoch ms): under
+   * `interactive = "immediate"` at once (the first pass after the
+   * submission), with --immediate=S within S seconds. Past it they end
+   * CANCELLED with the reason: nothing waits.
+   */
+  private readonly mustStartBy = new Map<JobId, { byMs: number; why: 'policy' | 'flag'; seconds: number; freeing: boolean }>();
+
+  /** Immediate interactive jobs go to the front of the queue, after running jobs (seed 000 5.4.3): above every partition priority. */
+  private interactiveBoost(spec: JobSpec): number {
+    return spec.interactive !== undefined && this.config.interactive.policy === 'immediate' ? INTERACTIVE_PRIORITY : 0;
+  }
+
+  private noteStartDeadline(record: JobRecord): void {
+    const asked = this.specOf(record).interactive;
+    if (asked === undefined) return;
+    const immediate = this.config.interactive.policy === 'immediate';
+    if (!immediate && asked.immediateSeconds === undefined) return;
+    const seconds = asked.immediateSeconds ?? 0;
+    this.mustStartBy.set(record.id, { byMs: record.submitTimeMs + seconds * 1000, why: asked.immediateSeconds === undefined ? 'policy' : 'flag', seconds, freeing: false });
+  }
+
+  /** Ends the interactive jobs that did not start in time (after a pass: those that could start have). */
+  private endLateInteractive(): void {
+    if (this.mustStartBy.size === 0) return;
+    const nowMs = this.clockMs();
+    for (const [id, deadline] of this.mustStartBy) {
+      const record = this.active.get(id);
+      if (record?.state !== 'PENDING') {
+        this.mustStartBy.delete(id);
+        continue;
+      }
+      if (nowMs < deadline.byMs) continue;
+      if (this.config.interactive.policy === 'immediate' && !deadline.freeing) {
+        // Artaras: nodes are freed for it by preempting batch jobs (the integrator wires engine.preempt here).
+        const freeing = this.freeNodesForInteractive(id);
+        if (freeing !== null && (deadline.why === 'policy' || freeing.waitSeconds <= deadline.seconds)) {
+          this.mustStartBy.set(id, { ...deadline, byMs: nowMs + (freeing.waitSeconds + INTERACTIVE_START_SLACK_SECONDS) * 1000, freeing: true });
+          continue;
+        }
+      }
+      const reason = deadline.why === 'flag'
+        ? `not started within ${deadline.seconds} s (--immediate=${deadline.seconds}); try again later or ask for fewer resources`
+        : 'no nodes free for it now (interactive = "immediate": an interactive job starts at once or not at all); '
+          + 'try again later, ask for fewer nodes or CPUs, or submit a batch job with taras submit';
+      this.mustStartBy.delete(id);
+      this.log(`job ${id} (interactive): ${reason}`);
+      this.store.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason }, nowMs);
+      this.scheduler.cancel(id);
+      this.active.delete(id);
+      this.dirty = true;
+    }
+  }
+
+  /**
+   * The one point where preemption will free nodes for an immediate
+   * interactive job (seed 000 2.2.2): choose victims among the running batch
+   * jobs (never an interactive one) with core/preemption.ts's chooseVictims
+   * under the 'longest-relative' rule, call this.preempt(victim, reason) for
+   * each, and answer how long their checkpoints take ({ waitSeconds }: the
+   * job stays pending that long, plus a little, and its CLI shows the wait
+   * and lets the user abort with Ctrl-C). Null: nothing can be freed, and
+   * the job ends with the reason. Not wired yet: always null.
+   */
+  private freeNodesForInteractive(_id: JobId): { waitSeconds: number } | null {
+    return null;
+  }
+
+  /**
    * The first planned start of each job queued since the last pass (kept in
    * memory until it starts, then written with its start): what `taras
    * submit` and `taras when` showed it first. A job with no plan yet gets
@@ -1195,6 +1282,12 @@ export class ControllerEngine {
     if (this.firstPromises.size > this.active.size) {
       for (const id of this.firstPromises.keys()) if (!this.active.has(id)) this.firstPromises.delete(id);
     }
+  }
+
+  /** What an interactive job's supervisor needs of cluster.toml. */
+  private interactiveSession(): NonNullable<StartOrder['interactive']> {
+    const { graceSeconds, idleSeconds, warnSeconds } = this.config.interactive;
+    return { graceSeconds, idleSeconds, warnSeconds };
   }
 
   /** The first planned start of a pending job (epoch ms), null before its first pass or with no plan yet. */

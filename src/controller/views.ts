@@ -47,8 +47,9 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
     endTime: iso(record.endTimeMs),
     exitCode: record.exitCode,
     workingDir: spec.workingDir,
-    stdoutPath,
-    stderrPath: spec.error === undefined ? stdoutPath : inDir(expandPattern(spec.error, names)),
+    // An interactive job's output goes to the user's terminal, not to files.
+    stdoutPath: spec.interactive === undefined ? stdoutPath : null,
+    stderrPath: spec.interactive !== undefined ? null : spec.error === undefined ? stdoutPath : inDir(expandPattern(spec.error, names)),
     requeue: spec.requeue,
     ...(spec.checkpoint === undefined ? {} : {
       checkpoint: {
@@ -63,9 +64,9 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
   };
 }
 
-/** A job's type from its spec (each kind of job adds its case: interactive jobs come with their branch). */
+/** A job's type from its spec (seed 000 2.1.3): interactive (taras run / alloc), priority (a deadline) or normal. */
 export function jobTypeOf(spec: JobSpec): JobType {
-  return spec.deadline !== undefined ? 'priority' : 'normal';
+  return spec.interactive !== undefined ? 'interactive' : spec.deadline !== undefined ? 'priority' : 'normal';
 }
 
 /** What the plan says of a priority job's deadline (null for other jobs). */

@@ -152,6 +152,8 @@ export interface JobSpec {
   readonly checkpoint?: CheckpointSpec;
   /** A priority job: must end by this deadline (taras submit --deadline, --deadline-policy). */
   readonly deadline?: DeadlineSpec;
+  /** An interactive job (`taras run`, `taras alloc`): attached to the user's terminal instead of output files. */
+  readonly interactive?: InteractiveRequest;
 }
 
 /** `spec.checkpoint`: the job handles its program class's signals, so it can be preempted and restarted from its checkpoint. */
@@ -161,6 +163,19 @@ export interface CheckpointSpec {
   readonly durationSeconds: number;
   /** Absent: the cluster's first program class. */
   readonly programClass?: string;
+}
+
+/** What makes a job interactive (stored in its spec). */
+export interface InteractiveRequest {
+  /** A terminal on the node (the CLI's stdin is one); false: plain pipes, stdout and stderr apart. */
+  readonly pty: boolean;
+  /** The command and its arguments; empty: the user's login shell (taras alloc). */
+  readonly command: readonly string[];
+  /** The terminal's size at the start. */
+  readonly cols?: number;
+  readonly rows?: number;
+  /** --immediate=S: the request fails unless the job starts within S seconds. */
+  readonly immediateSeconds?: number;
 }
 
 /** A JobSpec with the origin of every value, for the summary. */

@@ -120,6 +120,56 @@ function readAll(res: IncomingMessage): Promise<string> {
   });
 }
 
+/**
+ * A WebSocket to `path` (an interactive job's stream), authenticated as the
+ * client's other requests are: its credentials and, with a cluster key, its
+ * signature (over GET, the path and an empty body). A refusal comes back as
+ * ApiRequestError with the server's {error, fix}. ws loads here only.
+ */
+export async function openWebSocket(target: ControllerTarget, path: string, options: ApiClientOptions): Promise<import('ws').WebSocket> {
+  const { WebSocket } = await import('ws');
+  let url: string;
+  let address: string;
+  let fullPath: string;
+  if ('socketPath' in target) {
+    fullPath = path;
+    url = `ws+unix://${target.socketPath}:${path}`;
+    address = `unix:${target.socketPath}`;
+  } else {
+    const base = new URL(target.baseUrl);
+    fullPath = base.pathname.replace(/\/+$/, '') + path;
+    url = `ws://${base.host}${fullPath}`;
+    address = base.origin;
+  }
+  const headers: Record<string, string> = {};
+  const empty = new Uint8Array(0);
+  if (options.credentials !== undefined) Object.assign(headers, await options.credentials('GET', fullPath, empty));
+  if (options.clusterKey !== undefined) {
+    const { signRequest, freshNonce } = await loadSigning();
+    Object.assign(headers, signRequest(options.clusterKey, {
+      method: 'GET', path: fullPath, body: empty, timestamp: (options.clock ?? Date.now)(), nonce: freshNonce(), destination: options.destination ?? CONTROLLER_DESTINATION,
+    }));
+  }
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, { headers, handshakeTimeout: timeoutMs, maxPayload: 4 * 1024 * 1024 });
+    // Paused until the caller has its listeners on: nothing the other end sends first is lost (resume() to start).
+    socket.once('open', () => {
+      socket.pause();
+      resolve(socket);
+    });
+    socket.once('unexpected-response', (_req, res) => {
+      readAll(res).then((text) => {
+        const parsed = parseJson(text);
+        const apiError = parsed.ok && typeof (parsed.value as { error?: unknown })?.error === 'string' ? (parsed.value as { error: string; fix?: string }) : undefined;
+        reject(new ApiRequestError(res.statusCode ?? 0, apiError?.error ?? `HTTP ${res.statusCode} from ${address}`, apiError?.fix, 'GET', path,
+          res.headers[REFUSED_HEADER] as RefusalCode | undefined));
+      }, (error: NodeJS.ErrnoException) => reject(unreachable(error, address, 'GET', timeoutMs)));
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => reject(unreachable(error, address, 'GET', timeoutMs)));
+  });
+}
+
 export function createApiClient(target: ControllerTarget, options: ApiClientOptions): ApiClient {
   const agent = new Agent({ keepAlive: true });
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;

@@ -8,7 +8,9 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { WebSocket, WebSocketServer } from 'ws';
 import type { ApiError } from '../api/types.js';
 import { carriesSignature, CONTROLLER_DESTINATION, missingSignature, NonceCache, REFUSED_HEADER, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
 import type { Authenticator, Caller, Identified, Transport } from './identity.js';
@@ -48,6 +50,15 @@ export interface RouteResult {
 export type Handler = (ctx: RequestContext) => RouteResult | Promise<RouteResult>;
 export type Route = RouteSpec<Handler>;
 
+/**
+ * A WebSocket route (GET with `Upgrade: websocket`): checked like any other
+ * request (cluster-key signature, the caller's identity) before the handler
+ * runs; the handler checks what it must (throwing RouteError answers with an
+ * HTTP error and no upgrade), then calls `accept` for the socket.
+ */
+export type UpgradeHandler = (ctx: RequestContext, accept: () => Promise<WebSocket>) => void | Promise<void>;
+export type UpgradeRoute = RouteSpec<UpgradeHandler>;
+
 /** Thrown by a handler to answer with an ApiError: `throw new RouteError(404, 'no job 12', 'list jobs with taras queue')`. */
 export class RouteError extends Error {
   /** @param headers sent with the answer, e.g. `{ 'retry-after': '1' }` with a 429. */
@@ -59,6 +70,8 @@ export class RouteError extends Error {
 
 export interface ApiServerOptions {
   routes: readonly Route[];
+  /** WebSocket routes (interactive jobs' streams); none by default. */
+  upgrades?: readonly UpgradeRoute[];
   /** When given, signed requests are verified and routes for which `requireKeyFor` is true (default: all) need a valid signature. */
   clusterKey?: ClusterKey;
   requireKeyFor?: (route: Route) => boolean;
@@ -113,6 +126,8 @@ const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
 
 const ANONYMOUS: Identified = { ok: true, caller: null };
+
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 500: 'Internal Server Error', 503: 'Service Unavailable' };
 
 const JSON_FIX = 'send a JSON document with content-type application/json';
 
@@ -217,6 +232,81 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
   const destination = options.destination ?? (() => CONTROLLER_DESTINATION);
   const servers: { server: Server; transport: Transport; socketPath?: string }[] = [];
   const guard = new ConnectionGuard(log, { maxConnections: options.maxConnections, maxPendingBodyBytes: options.maxPendingBodyBytes });
+  const upgrades = options.upgrades !== undefined && options.upgrades.length > 0 ? new RouteTable<UpgradeHandler>(options.upgrades) : null;
+  /** ws loads with the first WebSocket route used. */
+  let sockets: Promise<WebSocketServer> | null = null;
+  /** Upgraded connections are no longer the HTTP server's: close() ends them itself. */
+  const liveSockets = new Set<WebSocket>();
+  const webSocketServer = (): Promise<WebSocketServer> => (sockets ??= import('ws').then(({ WebSocketServer: Server }) => new Server({ noServer: true, maxPayload: 4 * 1024 * 1024 })));
+
+  /** An HTTP answer on a socket that asked for an upgrade and does not get one. */
+  function refuseUpgrade(socket: Duplex, status: number, error: string, fix?: string, extraHeaders: Record<string, string> = {}): void {
+    const text = JSON.stringify(errorBody(error, fix));
+    const headers = { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), connection: 'close', ...extraHeaders };
+    socket.end(`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${text}`);
+  }
+
+  async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, transport: Transport, socketPath: string | undefined): Promise<void> {
+    const target = req.url ?? '/';
+    const queryAt = target.indexOf('?');
+    const pathname = queryAt < 0 ? target : target.slice(0, queryAt);
+    const remote = transport === 'unix' ? `unix:${socketPath}` : `${req.socket.remoteAddress}:${req.socket.remotePort}`;
+    const match = upgrades === null ? null : upgrades.match(req.method ?? 'GET', pathname);
+    if (match === null || match.kind !== 'found') {
+      refuseUpgrade(socket, 404, `no WebSocket route ${req.method} ${pathname}`, upgrades === null ? 'this server has none' : `valid: ${upgrades.listing.join(', ')}`);
+      return;
+    }
+    guard.answering(req.socket as Socket); // a live stream is never displaced as idle
+    let signed = false;
+    if (clusterKey !== undefined && (requireKeyFor(match.route as unknown as Route) || carriesSignature(req.headers))) {
+      const verdict = verifyRequest(clusterKey, { method: req.method ?? 'GET', path: target, body: Buffer.alloc(0), headers: req.headers },
+        { now: clock(), maxSkewSeconds: options.maxSkewSeconds, seenNonces, destination: destination() });
+      if (!verdict.ok) {
+        log.warn(`refused ${req.method} ${target} (WebSocket) from ${remote}: ${verdict.reason}`);
+        refuseUpgrade(socket, 401, `cluster key check failed: ${verdict.reason}`, verdict.fix, { [REFUSED_HEADER]: verdict.code });
+        return;
+      }
+      signed = true;
+    }
+    let identified: Identified = ANONYMOUS;
+    if (options.authenticator !== undefined) {
+      const verdict = options.authenticator.identify(req, transport, target, Buffer.alloc(0));
+      identified = verdict instanceof Promise ? await verdict : verdict;
+    }
+    if (!identified.ok) {
+      log.warn(`refused ${req.method} ${target} (WebSocket) from ${remote}: ${identified.reason}`);
+      refuseUpgrade(socket, 401, identified.reason, identified.fix);
+      return;
+    }
+    const ctx: RequestContext = {
+      method: 'GET', path: pathname, params: match.params, query: new URLSearchParams(queryAt < 0 ? '' : target.slice(queryAt + 1)), body: undefined,
+      caller: identified.caller, transport, remoteAddress: remote, signed, route: match.route.path,
+    };
+    let accepted = false;
+    const accept = async (): Promise<WebSocket> => {
+      accepted = true;
+      const server = await webSocketServer();
+      return new Promise((resolveSocket) => server.handleUpgrade(req, socket, head, (webSocket) => {
+        liveSockets.add(webSocket);
+        webSocket.once('close', () => liveSockets.delete(webSocket));
+        resolveSocket(webSocket);
+      }));
+    };
+    try {
+      await match.route.handler(ctx, accept);
+    } catch (error) {
+      if (accepted) {
+        log.error(`WebSocket GET ${match.route.path} from ${remote} failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+        socket.destroy();
+      } else if (error instanceof RouteError) {
+        refuseUpgrade(socket, error.status, error.message, error.fix, error.headers);
+      } else {
+        const incident = randomBytes(4).toString('hex');
+        log.error(`internal error ${incident} in WebSocket ${match.route.path} (${target}) from ${remote}: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+        refuseUpgrade(socket, 500, `internal error while handling ${match.route.path} (incident ${incident})`, `the log has the details under incident ${incident}`);
+      }
+    }
+  }
 
   function refuseSignature(req: IncomingMessage, res: ServerResponse, remote: string, refusal: Refusal): void {
     log.warn(`refused ${req.method} ${req.url} from ${remote}: ${refusal.reason}`);
@@ -332,6 +422,14 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       });
     });
     server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      socket.on('error', () => undefined);
+      if (!guard.admitted(req.socket)) return;
+      handleUpgrade(req, socket, head, transport, socketPath).catch((error: unknown) => {
+        log.error(`WebSocket handling failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+        socket.destroy();
+      });
+    });
     guard.attach(server, transport === 'unix' ? `Unix socket ${socketPath}` : 'TCP');
     servers.push({ server, transport, socketPath });
     return server;
@@ -384,6 +482,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
     },
 
     async close(graceMs = 5_000): Promise<void> {
+      for (const webSocket of liveSockets) webSocket.terminate();
       const closing = servers.splice(0).map(({ server }) => new Promise<void>((resolve) => {
         const force = setTimeout(() => server.closeAllConnections(), graceMs);
         force.unref();

@@ -71,10 +71,12 @@ export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: strin
   if (job.exitCode !== null) rows.push(['Exit code', String(job.exitCode)]);
   // null: another user's job; its paths are for its owner and administrators.
   const path = (value: string | null) => (value === null ? '(private)' : printable(value));
+  // An interactive job's output goes to the terminal of taras run (or attach), not to files.
+  const terminal = job.type === 'interactive' ? `(interactive: the terminal of taras run; taras attach ${job.id})` : null;
   rows.push(
     ['Working dir', path(job.workingDir)],
-    ['Output', path(job.stdoutPath)],
-    ['Error', job.stderrPath === job.stdoutPath && job.stderrPath !== null ? '(with the output)' : path(job.stderrPath)],
+    ['Output', terminal ?? path(job.stdoutPath)],
+    ['Error', terminal !== null ? '(with the output)' : job.stderrPath === job.stdoutPath && job.stderrPath !== null ? '(with the output)' : path(job.stderrPath)],
     ['Requeue', job.requeue ? 'yes, if its node fails' : 'no'],
   );
   if (job.deadline !== null) rows.push(['Deadline', `${at(job.deadline)}, ${job.guaranteed ? 'guaranteed' : 'not guaranteed'} (a priority job)`]);

@@ -1,0 +1,273 @@
+// The terminal session of an interactive job, in its supervisor: a root-only
+// Unix socket (JOBDIR/stream.sock, mode 0600) where the agent connects on
+// behalf of the job's user (after the controller checked who they are), the
+// output kept while nobody is attached (bounded: the oldest bytes go first,
+// and the next client is told how many), and the session's own ends: no
+// client past the grace, or no input and no output past the idle limit.
+// One client at a time: a new one (`taras attach` after a lost connection)
+// takes the session over from the old. Node built-ins only.
+//
+// Frames are JSON lines. To the job: {"t":"in","d":BASE64}, {"t":"eof"},
+// {"t":"size","cols":N,"rows":N}, {"t":"signal","sig":"SIGINT"}. From it:
+// {"t":"hello","pty":BOOL,"jobId":N}, {"t":"out"|"err","d":BASE64},
+// {"t":"note","text":"..."} (Taras's own lines: warnings, replay notices),
+// {"t":"detached","text":"..."} (another client took the session over),
+// {"t":"exit","state":S,"exitCode":N|null,"signal":S|null,"reason":S|null}.
+
+import { chmodSync, existsSync, unlinkSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+
+/** spec.json's `interactive`: how the supervisor runs and streams an interactive job. */
+export interface InteractiveSpec {
+  /** A terminal on the node (the client's stdin is one); false: pipes. */
+  readonly pty: boolean;
+  readonly cols: number;
+  readonly rows: number;
+  /** The session ends this long after its last client left (or after the start, until one comes). */
+  readonly graceSeconds: number;
+  /** The session ends after this long with no input and no output; 0: never. */
+  readonly idleSeconds: number;
+  /** A line on the terminal this long before the time limit; 0: none. */
+  readonly warnSeconds: number;
+  /** Output kept while no client is attached. */
+  readonly bufferBytes: number;
+}
+
+/** Signals a client may ask for (pipes mode: Ctrl-C of the CLI; a terminal sends its own bytes). */
+export const CLIENT_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
+
+export type ClientFrame =
+  | { readonly t: 'in'; readonly d: Buffer }
+  | { readonly t: 'eof' }
+  | { readonly t: 'size'; readonly cols: number; readonly rows: number }
+  | { readonly t: 'signal'; readonly sig: NodeJS.Signals };
+
+const isDimension = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 10_000;
+
+/** A client's frame, checked; null for anything else (ignored). */
+export function parseClientFrame(line: string): ClientFrame | null {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (typeof frame !== 'object' || frame === null) return null;
+  const f = frame as Record<string, unknown>;
+  if (f.t === 'in' && typeof f.d === 'string') return { t: 'in', d: Buffer.from(f.d, 'base64') };
+  if (f.t === 'eof') return { t: 'eof' };
+  if (f.t === 'size' && isDimension(f.cols) && isDimension(f.rows)) return { t: 'size', cols: f.cols, rows: f.rows };
+  if (f.t === 'signal' && CLIENT_SIGNALS.includes(f.sig as NodeJS.Signals)) return { t: 'signal', sig: f.sig as NodeJS.Signals };
+  return null;
+}
+
+export interface SessionEnd {
+  readonly state: string;
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly reason: string | null;
+}
+
+export interface SessionHandlers {
+  input(frame: ClientFrame): void;
+  /** The session must end (no client past the grace, or idle): the supervisor ends the job with this state and reason. */
+  expire(state: 'CANCELLED' | 'TIMEOUT', reason: string): void;
+}
+
+const MAX_LINE_BYTES = 1024 * 1024;
+
+export class InteractiveSession {
+  private server: Server | null = null;
+  private client: Socket | null = null;
+  private readonly kept: string[] = [];
+  private keptBytes = 0;
+  private droppedBytes = 0;
+  private lastActivityMs = Date.now();
+  private graceTimer: NodeJS.Timeout | null = null;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private ended: SessionEnd | null = null;
+  handlers: SessionHandlers = { input: () => undefined, expire: () => undefined };
+  private firstClient: (() => void) | null = null;
+  /** A client got the job's end. */
+  private delivered = false;
+  private lateClient: (() => void) | null = null;
+
+  constructor(private readonly socketPath: string, private readonly jobId: number, readonly spec: InteractiveSpec, private readonly log: (line: string) => void) {}
+
+  async listen(): Promise<void> {
+    if (existsSync(this.socketPath)) unlinkSync(this.socketPath);
+    const server = createServer((socket) => this.attach(socket));
+    // Created 0600 (the agent's user only: it checked who attaches), with no moment of a looser mode.
+    const umask = process.umask(0o177);
+    try {
+      await new Promise<void>((resolveListen, rejectListen) => {
+        server.once('error', rejectListen);
+        server.listen(this.socketPath, () => resolveListen());
+      });
+    } finally {
+      process.umask(umask);
+    }
+    chmodSync(this.socketPath, 0o600);
+    this.server = server;
+    if (this.spec.idleSeconds > 0) {
+      this.idleTimer = setInterval(() => {
+        if (Date.now() - this.lastActivityMs >= this.spec.idleSeconds * 1000) {
+          this.handlers.expire('TIMEOUT', `interactive session idle (no input and no output) for ${this.spec.idleSeconds} s (interactive_idle)`);
+        }
+      }, Math.min(1000, this.spec.idleSeconds * 250));
+    }
+  }
+
+  /**
+   * Resolves true when the first client attaches (the job starts then, as
+   * srun's step starts once its I/O is connected: nothing it prints is
+   * missed), false when none came within the grace.
+   */
+  waitForClient(): Promise<'attached' | 'grace' | 'cancelled'> {
+    if (this.client !== null) return Promise.resolve('attached');
+    return new Promise((resolveWait) => {
+      // A cancel before the start (the agent cannot reach a control socket yet) is a SIGTERM to the supervisor.
+      const onTerm = (): void => done('cancelled');
+      const timer = setTimeout(() => done('grace'), this.spec.graceSeconds * 1000);
+      const done = (outcome: 'attached' | 'grace' | 'cancelled'): void => {
+        clearTimeout(timer);
+        process.off('SIGTERM', onTerm);
+        this.firstClient = null;
+        resolveWait(outcome);
+      };
+      process.once('SIGTERM', onTerm);
+      this.firstClient = () => done('attached');
+    });
+  }
+
+  /** From the job's start on: a client that left before it started has the grace from now. */
+  armGraceIfDetached(): void {
+    if (this.client === null) this.armGrace();
+  }
+
+  private armGrace(): void {
+    if (this.graceTimer !== null || this.ended !== null) return;
+    this.graceTimer = setTimeout(() => {
+      this.handlers.expire('CANCELLED', `no client attached to the interactive session for ${this.spec.graceSeconds} s (interactive_grace); reattach sooner with taras attach`);
+    }, this.spec.graceSeconds * 1000);
+  }
+
+  private attach(socket: Socket): void {
+    socket.on('error', () => undefined);
+    if (this.client !== null) {
+      this.send(this.client, { t: 'detached', text: 'another client attached to this job: detaching this one' });
+      this.client.end();
+    }
+    this.client = socket;
+    this.firstClient?.();
+    this.firstClient = null;
+    if (this.graceTimer !== null) clearTimeout(this.graceTimer);
+    this.graceTimer = null;
+    this.log(`job ${this.jobId}: a client attached`);
+    this.send(socket, { t: 'hello', pty: this.spec.pty, jobId: this.jobId });
+    if (this.droppedBytes > 0) this.send(socket, { t: 'note', text: `${this.droppedBytes} bytes of output produced while detached were dropped (the buffer keeps ${this.spec.bufferBytes})` });
+    for (const line of this.kept.splice(0)) socket.write(line);
+    this.keptBytes = 0;
+    this.droppedBytes = 0;
+    if (this.ended !== null) {
+      this.send(socket, { t: 'exit', ...this.ended });
+      this.delivered = true;
+      socket.end();
+      this.lateClient?.();
+      return;
+    }
+    let buffer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      buffer += chunk;
+      for (let newline = buffer.indexOf('\n'); newline >= 0; newline = buffer.indexOf('\n')) {
+        const frame = parseClientFrame(buffer.slice(0, newline));
+        buffer = buffer.slice(newline + 1);
+        if (frame === null) continue;
+        if (frame.t === 'in') this.lastActivityMs = Date.now();
+        this.handlers.input(frame);
+      }
+      if (buffer.length > MAX_LINE_BYTES) socket.destroy();
+    });
+    socket.on('close', () => {
+      if (this.client !== socket) return;
+      this.client = null;
+      this.log(`job ${this.jobId}: the client detached`);
+      this.armGrace();
+    });
+  }
+
+  private send(socket: Socket, frame: object): void {
+    socket.write(`${JSON.stringify(frame)}\n`);
+  }
+
+  /** A frame for the client, or kept for the next one (bounded: the oldest output goes first). */
+  private deliver(frame: object): void {
+    const line = `${JSON.stringify(frame)}\n`;
+    if (this.client !== null) {
+      this.client.write(line);
+      return;
+    }
+    this.kept.push(line);
+    this.keptBytes += line.length;
+    while (this.keptBytes > this.spec.bufferBytes && this.kept.length > 1) {
+      const dropped = this.kept.shift()!;
+      this.keptBytes -= dropped.length;
+      this.droppedBytes += dropped.length;
+    }
+  }
+
+  output(stream: 'out' | 'err', data: Buffer): void {
+    this.lastActivityMs = Date.now();
+    this.deliver({ t: stream, d: data.toString('base64') });
+  }
+
+  /** A line from Taras itself (a warning before the time limit). */
+  note(text: string): void {
+    this.deliver({ t: 'note', text });
+  }
+
+  /** The job has ended: the client (or the next one, while the supervisor lives) gets the end. */
+  finish(end: SessionEnd): void {
+    this.ended = end;
+    if (this.graceTimer !== null) clearTimeout(this.graceTimer);
+    if (this.idleTimer !== null) clearInterval(this.idleTimer);
+    this.graceTimer = null;
+    this.idleTimer = null;
+    if (this.client !== null) {
+      this.send(this.client, { t: 'exit', ...end });
+      this.delivered = true;
+      this.client.end();
+    }
+  }
+
+  /**
+   * Waits (bounded) for the client to take the last frames, then stops
+   * listening. A job that ended while nobody was attached keeps its session
+   * for the grace: `taras attach` then gets the output and the exit code.
+   */
+  async close(waitMs: number): Promise<void> {
+    if (this.ended !== null && !this.delivered && this.client === null) {
+      this.log(`job ${this.jobId}: ended while detached; its output waits up to ${this.spec.graceSeconds} s for taras attach`);
+      await new Promise<void>((resolveLate) => {
+        const timer = setTimeout(resolveLate, this.spec.graceSeconds * 1000);
+        this.lateClient = () => {
+          clearTimeout(timer);
+          resolveLate();
+        };
+      });
+    }
+    const client = this.client;
+    if (client !== null && !client.destroyed) {
+      await new Promise<void>((resolveClose) => {
+        const timer = setTimeout(resolveClose, waitMs);
+        client.once('close', () => {
+          clearTimeout(timer);
+          resolveClose();
+        });
+      });
+    }
+    this.server?.close();
+    if (existsSync(this.socketPath)) unlinkSync(this.socketPath);
+  }
+}

@@ -1,0 +1,325 @@
+// Interactive jobs: `taras run [flags] -- CMD [ARGS]` (srun --pty), `taras
+// alloc [flags]` (salloc: a shell on the first allocated node) and `taras
+// attach ID` (back to a session after a lost connection). The job is
+// submitted like a batch job with `spec.interactive`, waited for (its planned
+// start shown; Ctrl-C cancels it), then joined over a WebSocket to the
+// controller, which relays to the job's supervisor. On a terminal the job gets
+// a terminal too: raw mode here, the window size at the start and on
+// SIGWINCH, every key (Ctrl-C, Ctrl-Z) passed as bytes; otherwise plain pipes
+// (stdout and stderr apart, end of input passed on). The job's exit code is
+// ours; the terminal is restored on every way out.
+
+import type { Command } from 'commander';
+import type { WebSocket } from 'ws';
+import type { ApiJob } from '../api/types.js';
+import type { JobSpec } from '../jobspec/types.js';
+import { fail, parseIntegerFlag } from './flags.js';
+import { client, connection, controllerOption, parseJobIds, withRetries } from './controller-client.js';
+
+type Flags = Record<string, string | boolean | undefined>;
+
+/** The flags run and alloc share with submit (where they apply). */
+function resourceFlags(command: Command): Command {
+  return command
+    .option('-N, --nodes <n>', 'nodes (N or N-M)')
+    .option('-n, --ntasks <n>', 'tasks')
+    .option('-c, --cpus-per-task <n>', 'CPUs per task')
+    .option('--mem <size>', 'memory per node (e.g. 4G)')
+    .option('-t, --time <limit>', 'time limit (default: the partition\'s default_time); at most interactive_max_time')
+    .option('-p, --partition <name>', 'partition')
+    .option('-J, --job-name <name>', 'job name')
+    .option('-D, --chdir <dir>', 'working directory on the node')
+    .option('-C, --constraint <features>', 'node features, a&b')
+    .option('--reservation <name>', 'run in this advance reservation')
+    .option('--immediate [seconds]', 'fail unless the job starts within this many seconds (default 0: now)')
+    .option(...controllerOption);
+}
+
+const SPEC_FLAGS = ['nodes', 'ntasks', 'cpusPerTask', 'mem', 'time', 'partition', 'jobName', 'chdir', 'constraint', 'reservation'];
+
+/** The job request of `taras run`/`alloc`: submit's flags, the command, the terminal. */
+async function interactiveSpec(command: readonly string[], flags: Flags, cmd: Command): Promise<JobSpec> {
+  const [types, flagsModule, mergeModule] = await Promise.all([import('../jobspec/types.js'), import('../jobspec/flags.js'), import('../jobspec/merge.js')]);
+  const given: Flags = {};
+  for (const key of SPEC_FLAGS) if (cmd.getOptionValueSource(key) === 'cli') given[key] = flags[key];
+  // No --time: a placeholder here, and the controller applies the partition's default_time.
+  const timeGiven = given.time !== undefined;
+  if (!timeGiven) given.time = '1';
+  const name = command[0] ?? 'alloc';
+  const layer = flagsModule.parseFlagValues(given, { script: name, args: [] });
+  if (!layer.ok) fail(layer.errors.map((e) => `error: ${types.formatError(e)}`).join('\n'));
+  const built = mergeModule.buildJobSpec(mergeModule.mergeJobSpec(undefined, undefined, layer.value), { scriptText: '#!/bin/sh\nexec "$@"\n', submitDir: process.cwd() });
+  if (!built.ok) fail(built.errors.map((e) => `error: ${types.formatError(e)}`).join('\n'));
+  const { timeLimitSeconds, ...rest } = built.value.spec;
+  let immediateSeconds: number | undefined;
+  if (flags.immediate !== undefined) {
+    const parsed = flags.immediate === true ? { ok: true as const, value: 0 } : parseIntegerFlag('--immediate', flags.immediate as string, 0, 86_400, 'a number of seconds from 0 to 86400');
+    if (!parsed.ok) fail(parsed.message);
+    immediateSeconds = parsed.value;
+  }
+  const onTerminal = process.stdin.isTTY === true;
+  return {
+    ...rest, ...(timeGiven ? { timeLimitSeconds } : {}),
+    name: typeof flags.jobName === 'string' ? rest.name : name.split('/').pop() || name,
+    interactive: {
+      pty: onTerminal, command: [...command],
+      ...(onTerminal && process.stdout.isTTY ? { cols: process.stdout.columns, rows: process.stdout.rows } : {}),
+      ...(immediateSeconds === undefined ? {} : { immediateSeconds }),
+    },
+  } as JobSpec;
+}
+
+/** A note from Taras on the user's terminal, between the job's output. */
+function say(text: string, raw: boolean): void {
+  process.stderr.write(raw ? `\r\ntaras: ${text}\r\n` : `taras: ${text}\n`);
+}
+
+const clock = (iso: string): string => new Date(iso).toLocaleTimeString();
+
+/**
+ * Waits until the job runs (true) or ended first (false, with its reason
+ * said). Shows the planned start while it waits, and updates it; Ctrl-C
+ * cancels the job. The controller ends a job that must start at once
+ * (interactive = "immediate", --immediate=S) and did not, with the reason.
+ */
+async function waitForStart(flag: string | undefined, id: number): Promise<ApiJob> {
+  const api = await client(flag);
+  let shown = '';
+  let interrupted = false;
+  const onInterrupt = (): void => {
+    interrupted = true;
+  };
+  process.on('SIGINT', onInterrupt);
+  try {
+    for (;;) {
+      const job = await withRetries('taras', () => api.get<ApiJob>(`/jobs/${id}`));
+      if (job.state !== 'PENDING') return job;
+      if (interrupted) {
+        await api.delete(`/jobs/${id}`).catch(() => undefined);
+        say(`job ${id} cancelled (Ctrl-C while it waited)`, false);
+        process.exit(130);
+      }
+      const line = job.plannedStart === null ? `job ${id} queued: ${job.reason ?? 'waiting'}; no planned start yet` : `job ${id} queued: planned start ${clock(job.plannedStart)}`;
+      if (line !== shown) say(`${line} (Ctrl-C cancels)`, false);
+      shown = line;
+      await new Promise((resolveWait) => setTimeout(resolveWait, 250));
+    }
+  } finally {
+    process.off('SIGINT', onInterrupt);
+    api.close();
+  }
+}
+
+interface ExitFrame {
+  state: string;
+  exitCode: number | null;
+  signal: string | null;
+  reason: string | null;
+}
+
+/** The CLI's exit code for the job's end: its exit code, 128 + the signal that ended it, else 1. */
+async function exitCodeOf(end: ExitFrame): Promise<number> {
+  if (end.exitCode !== null) return end.exitCode;
+  const { constants } = await import('node:os');
+  const signal = end.signal === null ? undefined : (constants.signals as Record<string, number>)[end.signal];
+  return signal === undefined ? 1 : 128 + signal;
+}
+
+/** How long a lost connection (an agent or controller restart) is retried before giving up. */
+const RECONNECT_FOR_MS = 30_000;
+
+/**
+ * Joins the terminal to the job's session until it ends (its exit code). A
+ * connection lost without the job's end (the agent or the controller
+ * restarted: the session lives on in the job's supervisor) is opened again,
+ * for up to 30 s; then it says how to reattach and returns 1.
+ */
+async function attach(flag: string | undefined, id: number): Promise<number> {
+  const { openWebSocket, ApiRequestError, ControllerUnreachableError } = await import('../net/client.js');
+  const open = async (): Promise<WebSocket> => {
+    const { target, credentials } = await connection(flag);
+    return openWebSocket(target, `/jobs/${id}/attach`, { credentials, timeoutMs: 15_000 });
+  };
+  let socket: WebSocket;
+  try {
+    socket = await open();
+  } catch (error) {
+    if (error instanceof ApiRequestError) fail(`error: ${error.error}${error.fix ? ` (${error.fix})` : ''}`, 1);
+    if (error instanceof ControllerUnreachableError) fail(`error: ${error.message}`, 1);
+    throw error;
+  }
+  const stdin = process.stdin;
+  let raw = false;
+  const restore = (): void => {
+    if (raw && stdin.isTTY) stdin.setRawMode(false);
+    raw = false;
+  };
+  process.on('exit', restore);
+  // Killed politely: the terminal is given back before we go (SIGKILL cannot be caught; the shell's `reset` fixes that).
+  for (const [signal, code] of [['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+    process.once(signal, () => {
+      restore();
+      process.exit(code);
+    });
+  }
+  const send = (frame: object): void => {
+    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
+  };
+  const sendSize = (): void => send({ t: 'size', cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });
+  let ended: ExitFrame | null = null;
+  let takenOver: string | null = null;
+  let inputStarted = false;
+  let inputEnded = false;
+  const startInput = (pty: boolean): void => {
+    if (inputStarted) {
+      if (raw) sendSize(); // a new connection: the session may have missed a resize
+      if (inputEnded) send({ t: 'eof' });
+      return;
+    }
+    inputStarted = true;
+    if (pty && stdin.isTTY) {
+      stdin.setRawMode(true);
+      raw = true;
+      if (process.stdout.isTTY) {
+        sendSize();
+        process.stdout.on('resize', sendSize); // SIGWINCH
+      }
+    } else {
+      // Pipes: Ctrl-C of this command goes to the job as SIGINT.
+      process.on('SIGINT', () => send({ t: 'signal', sig: 'SIGINT' }));
+    }
+    stdin.on('data', (data: Buffer) => send({ t: 'in', d: data.toString('base64') }));
+    stdin.on('end', () => {
+      inputEnded = true;
+      send({ t: 'eof' });
+    });
+    stdin.resume();
+  };
+  const follow = (current: WebSocket): Promise<void> => new Promise<void>((resolveEnd) => {
+    current.on('message', (data) => {
+      let frame: { t?: string; d?: string; text?: string; pty?: boolean } & Partial<ExitFrame>;
+      try {
+        frame = JSON.parse(data.toString());
+      } catch {
+        return;
+      }
+      if (frame.t === 'hello') startInput(frame.pty === true);
+      else if (frame.t === 'out' && frame.d !== undefined) process.stdout.write(Buffer.from(frame.d, 'base64'));
+      else if (frame.t === 'err' && frame.d !== undefined) process.stderr.write(Buffer.from(frame.d, 'base64'));
+      else if (frame.t === 'note' && frame.text !== undefined) say(frame.text, raw);
+      else if (frame.t === 'detached') takenOver = frame.text ?? 'another client attached';
+      else if (frame.t === 'exit') ended = { state: frame.state ?? 'FAILED', exitCode: frame.exitCode ?? null, signal: frame.signal ?? null, reason: frame.reason ?? null };
+    });
+    current.on('close', () => resolveEnd());
+    current.on('error', () => resolveEnd());
+    current.resume();
+  });
+  await follow(socket);
+  while (ended === null) {
+    if (takenOver !== null) {
+      const wasRaw = raw;
+      restore();
+      say(takenOver, wasRaw);
+      return 1;
+    }
+    say(`lost the connection to job ${id}: reconnecting (up to ${RECONNECT_FOR_MS / 1000} s)`, raw);
+    const giveUpMs = Date.now() + RECONNECT_FOR_MS;
+    let again: WebSocket | null = null;
+    let refusal: string | null = null;
+    while (again === null && refusal === null && Date.now() < giveUpMs) {
+      try {
+        again = await open();
+      } catch (error) {
+        // 409: it ended or has no session any more; anything else (unreachable, 502 while the agent is away): try again.
+        if (error instanceof ApiRequestError && (error.status === 409 || error.status === 403 || error.status === 404)) refusal = error.error;
+        else await new Promise((resolveWait) => setTimeout(resolveWait, 500));
+      }
+    }
+    if (again === null) {
+      const wasRaw = raw;
+      restore();
+      say(refusal ?? `could not reconnect to job ${id}; it keeps running for a while (interactive_grace): reattach with \`taras attach ${id}\``, wasRaw);
+      return 1;
+    }
+    socket = again;
+    await follow(socket);
+  }
+  restore();
+  stdin.pause();
+  const end = ended as ExitFrame;
+  if (end.state !== 'COMPLETED' && !(end.state === 'FAILED' && end.exitCode !== null)) say(`job ${id} ended: ${end.state}${end.reason ? ` (${end.reason})` : ''}`, false);
+  return exitCodeOf(end);
+}
+
+/** Submits the interactive job, waits for its start and attaches: the process exits with the job's exit code. */
+async function runInteractive(command: readonly string[], flags: Flags, cmd: Command): Promise<never> {
+  const spec = await interactiveSpec(command, flags, cmd);
+  const controller = flags.controller as string | undefined;
+  const api = await client(controller);
+  let id: number;
+  try {
+    const submitEnv = { ...process.env } as Record<string, string>;
+    const body = { spec: { ...spec, umask: process.umask(), submitEnv, submitDir: process.cwd() }, idempotencyKey: `${Date.now().toString(36)}-${process.pid.toString(36)}-${Math.random().toString(36).slice(2, 12)}` };
+    ({ id } = await withRetries('taras', () => api.post<{ id: number }>('/jobs', body)));
+  } catch (error) {
+    const { ApiRequestError, ControllerUnreachableError } = await import('../net/client.js');
+    if (error instanceof ApiRequestError) fail(`error: ${error.error}${error.fix ? ` (${error.fix})` : ''}`, error.status === 400 ? 2 : 1);
+    if (error instanceof ControllerUnreachableError) fail(`error: ${error.message}`, 1);
+    throw error;
+  } finally {
+    api.close();
+  }
+  const job = await waitForStart(controller, id);
+  if (job.state !== 'RUNNING') {
+    say(`job ${id} ${job.state === 'CANCELLED' || job.state === 'FAILED' ? 'did not start' : 'ended'}: ${job.state}${job.reason ? ` (${job.reason})` : ''}`, false);
+    process.exit(job.exitCode ?? 1);
+  }
+  process.exit(await attach(controller, id));
+}
+
+export function registerInteractiveCommands(program: Command): void {
+  resourceFlags(program
+    .command('run')
+    .description('run a command on a node, attached to this terminal (srun --pty)')
+    .argument('<command...>', 'the command and its arguments (put -- before it)'))
+    .addHelpText('after', `
+On a terminal the job gets one too (Ctrl-C, Ctrl-Z and window size reach it);
+otherwise stdin, stdout and stderr are plain pipes. The exit code is the job's.
+A lost connection leaves the job running for interactive_grace: taras attach ID.
+
+Examples:
+  taras run -- hostname
+  taras run -N 1 -c 4 -t 30 -- python3 train.py --epochs 3
+  echo data | taras run -- wc -c          prints 5
+  taras run --immediate=60 -- ./debug.sh  fail unless started within a minute
+`)
+    .action(async (command: string[], flags: Flags, cmd: Command) => runInteractive(command, flags, cmd));
+
+  resourceFlags(program
+    .command('alloc')
+    .description('a shell (your login shell) on the first allocated node (salloc)'))
+    .addHelpText('after', `
+The allocation ends when the shell exits; its exit code is the command's.
+
+Examples:
+  taras alloc
+  taras alloc -N 2 -t 1:00:00 -p debug
+`)
+    .action(async (flags: Flags, cmd: Command) => runInteractive([], flags, cmd));
+
+  program
+    .command('attach')
+    .description('reattach this terminal to a running interactive job (sattach)')
+    .argument('<id>', 'job id')
+    .option(...controllerOption)
+    .addHelpText('after', `
+Output the job produced while no one was attached is shown first (up to 1 MiB).
+
+Examples:
+  taras attach 42
+`)
+    .action(async (raw: string, flags: { controller?: string }) => {
+      const [id] = parseJobIds([raw]);
+      process.exit(await attach(flags.controller, id));
+    });
+}

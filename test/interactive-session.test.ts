@@ -1,0 +1,98 @@
+// The supervisor's side of an interactive session (src/agent/session.ts) on a
+// real Unix socket: who may connect, the frames a client may send, the bounded
+// replay of output produced while nobody was attached, one client at a time,
+// and the grace and idle ends.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createConnection, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, describe, it } from 'node:test';
+import { InteractiveSession, parseClientFrame, type InteractiveSpec } from '../src/agent/session.js';
+
+const work = mkdtempSync(join(tmpdir(), 'taras-session-'));
+after(() => rmSync(work, { recursive: true, force: true }));
+
+const SPEC: InteractiveSpec = { pty: false, cols: 80, rows: 24, graceSeconds: 30, idleSeconds: 0, warnSeconds: 0, bufferBytes: 1024 };
+let count = 0;
+
+function session(spec: Partial<InteractiveSpec> = {}): InteractiveSession {
+  return new InteractiveSession(join(work, `s${++count}.sock`), 7, { ...SPEC, ...spec }, () => undefined);
+}
+
+/** A client: the frames it got so far. */
+async function connect(path: string): Promise<{ socket: Socket; frames: () => Record<string, unknown>[] }> {
+  const socket = createConnection(path);
+  let text = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => (text += chunk));
+  await new Promise((resolveConnect) => socket.once('connect', resolveConnect));
+  return { socket, frames: () => text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) };
+}
+
+const outputOf = (frames: Record<string, unknown>[]) => frames.filter((f) => f.t === 'out').map((f) => Buffer.from(f.d as string, 'base64').toString()).join('');
+
+describe('interactive session (supervisor side)', () => {
+  it('accepts only well-formed client frames', () => {
+    assert.deepEqual(parseClientFrame('{"t":"in","d":"aGk="}'), { t: 'in', d: Buffer.from('hi') });
+    assert.deepEqual(parseClientFrame('{"t":"size","cols":120,"rows":40}'), { t: 'size', cols: 120, rows: 40 });
+    assert.deepEqual(parseClientFrame('{"t":"signal","sig":"SIGINT"}'), { t: 'signal', sig: 'SIGINT' });
+    assert.equal(parseClientFrame('{"t":"signal","sig":"SIGKILL"}'), null); // only what a terminal could send
+    assert.equal(parseClientFrame('{"t":"size","cols":0,"rows":40}'), null);
+    assert.equal(parseClientFrame('{"t":"exit"}'), null);
+    assert.equal(parseClientFrame('not json'), null);
+  });
+
+  it('its socket is 0600; output while detached is kept within bufferBytes (the oldest dropped, counted) and replayed to the next client', async () => {
+    const s = session({ bufferBytes: 1024 });
+    await s.listen();
+    const path = join(work, `s${count}.sock`);
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+    for (let i = 0; i < 40; i++) s.output('out', Buffer.from(`line-${String(i).padStart(2, '0')}\n`)); // about 40 frames of 40 bytes
+    const client = await connect(path);
+    await sleep(100);
+    const frames = client.frames();
+    assert.deepEqual(frames[0], { t: 'hello', pty: false, jobId: 7 });
+    assert.match(String(frames[1].text), /^\d+ bytes of output produced while detached were dropped \(the buffer keeps 1024\)$/);
+    const replayed = outputOf(frames);
+    assert.ok(replayed.endsWith('line-39\n'), replayed);
+    assert.ok(!replayed.includes('line-00'), replayed);
+    assert.ok(replayed.length < 1024);
+    s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
+    await s.close(1000);
+    assert.deepEqual(client.frames().at(-1), { t: 'exit', state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
+  });
+
+  it('a second client takes over: the first is told and closed; input reaches the handler', async () => {
+    const s = session();
+    const inputs: unknown[] = [];
+    s.handlers = { ...s.handlers, input: (frame) => inputs.push(frame) };
+    await s.listen();
+    const path = join(work, `s${count}.sock`);
+    const first = await connect(path);
+    const closed = new Promise((resolveClose) => first.socket.once('close', resolveClose));
+    const second = await connect(path);
+    await closed;
+    assert.ok(first.frames().some((f) => f.t === 'detached'));
+    second.socket.write('{"t":"in","d":"eA=="}\n{"t":"eof"}\n');
+    await sleep(100);
+    assert.deepEqual(inputs, [{ t: 'in', d: Buffer.from('x') }, { t: 'eof' }]);
+    s.finish({ state: 'FAILED', exitCode: 3, signal: null, reason: 'exit code 3' });
+    await s.close(1000);
+  });
+
+  it('no client past the grace: CANCELLED; no input and no output past the idle limit: TIMEOUT', async () => {
+    const s = session({ graceSeconds: 1, idleSeconds: 1 });
+    const ends: string[] = [];
+    s.handlers = { ...s.handlers, expire: (state, reason) => ends.push(`${state}: ${reason}`) };
+    await s.listen();
+    s.armGraceIfDetached();
+    await sleep(1600);
+    assert.ok(ends.includes('CANCELLED: no client attached to the interactive session for 1 s (interactive_grace); reattach sooner with taras attach'), ends.join('\n'));
+    assert.ok(ends.some((end) => end.startsWith('TIMEOUT: interactive session idle (no input and no output) for 1 s')), ends.join('\n'));
+    s.finish({ state: 'CANCELLED', exitCode: null, signal: 'SIGHUP', reason: 'grace' });
+    await s.close(0);
+  });
+});

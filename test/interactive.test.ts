@@ -1,0 +1,443 @@
+// Interactive jobs as a user runs them: `taras up --config` (a real controller
+// and agent), `taras run` / `taras attach` as real processes, driven through a
+// real terminal (node-pty) where the test is about terminals. Every process
+// started here is stopped by its PID; the Unix user made here is removed.
+
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import type { IPty } from 'node-pty';
+import type { ApiJob } from '../src/api/types.js';
+import { ApiRequestError, createApiClient, openWebSocket, type ApiClient } from '../src/net/client.js';
+import { runAs } from './auth-helpers.js';
+import { killJobProcesses, waitForOutput } from './daemon-process.js';
+import { createTestUser, notRootReason, removeTestUsers } from './unix-users.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const taras = join(root, 'bin/taras.js');
+const pty = createRequire(import.meta.url)('node-pty') as typeof import('node-pty');
+const work = mkdtempSync(join(tmpdir(), 'taras-interactive-'));
+chmodSync(work, 0o711); // another user's CLI reaches the controller's socket in here
+const started: ChildProcess[] = [];
+const terminals: IPty[] = [];
+const dataDirs: string[] = [];
+
+after(async () => {
+  for (const terminal of terminals) {
+    try {
+      process.kill(terminal.pid, 'SIGKILL');
+    } catch { /* gone */ }
+  }
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  killJobProcesses(dataDirs.map((data) => join(data, 'agent')));
+  removeTestUsers();
+  await sleep(200);
+  rmSync(work, { recursive: true, force: true });
+});
+
+interface Cluster {
+  readonly data: string;
+  readonly socket: string;
+  readonly agentUrl: string;
+  readonly api: ApiClient;
+}
+
+/** `taras up --config` with these [cluster] lines, on two nodes of two CPUs; resolves once both nodes are idle. */
+async function startCluster(name: string, clusterLines: string): Promise<Cluster> {
+  const data = join(work, name);
+  dataDirs.push(data);
+  const file = join(work, `${name}.toml`);
+  writeFileSync(file, `[cluster]\nname = "${name}"\npolicy = "easy"\n${clusterLines}\n\n[[nodes]]\nnames = "n[1-2]"\ncpus = 2\nmemory = "2G"\n\n[[partitions]]\nname = "main"\nnodes = "n[1-2]"\ndefault = true\ndefault_time = "10m"\n`);
+  const up = spawn(process.execPath, [taras, 'up', '--config', file, '--port', '0', '--data', data], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(up);
+  let log = '';
+  up.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
+  await waitForOutput(up, /Ctrl-C stops/, 20_000);
+  const agentUrl = /agent: agent for \d+ node\(s\) listening on (http:\/\/[\d.:]+)/.exec(log)?.[1];
+  assert.ok(agentUrl, log);
+  const socket = join(data, 'taras.sock');
+  const api = createApiClient({ socketPath: socket }, { timeoutMs: 10_000 });
+  for (let tries = 0; ; tries++) {
+    const nodes = await api.get<{ state: string }[]>('/nodes');
+    if (nodes.length === 2 && nodes.every((node) => node.state === 'idle')) break;
+    assert.ok(tries < 100, `the agent did not register: ${JSON.stringify(nodes)}\n${log}`);
+    await sleep(100);
+  }
+  return { data, socket, agentUrl, api };
+}
+
+/**
+ * A CLI command on a real terminal (node-pty), with its output so far and its
+ * exit code. The job's terminal turns \n into \r\n and the CLI's (raw mode
+ * keeps output processing, as libuv sets it) adds another \r: lines end \r\r\n.
+ */
+function onTerminal(cluster: Cluster, args: string[], size = { cols: 100, rows: 30 }) {
+  const terminal = pty.spawn(process.execPath, [taras, ...args], {
+    cols: size.cols, rows: size.rows, cwd: work, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/root', TERM: 'xterm', TARAS_CONTROLLER: `unix:${cluster.socket}`, PS1: '$ ' },
+  });
+  terminals.push(terminal);
+  let output = '';
+  terminal.onData((data) => (output += data));
+  const exited = new Promise<number>((resolveExit) => terminal.onExit(({ exitCode }) => resolveExit(exitCode)));
+  return {
+    terminal,
+    output: () => output,
+    exited,
+    /** Resolves once the output (from `from` on) matches; fails after `ms`. */
+    async waitFor(pattern: RegExp, ms = 10_000, from = 0): Promise<void> {
+      const deadline = Date.now() + ms;
+      while (!pattern.test(output.slice(from))) {
+        assert.ok(Date.now() < deadline, `no ${pattern} within ${ms} ms; the terminal shows:\n${JSON.stringify(output)}`);
+        await sleep(25);
+      }
+    },
+  };
+}
+
+/** A CLI command with plain pipes: stdin given (then closed), stdout and stderr apart, and its exit code. */
+function withPipes(cluster: Cluster, args: string[], stdin: string | null = null) {
+  const child = spawn(process.execPath, [taras, ...args], { cwd: work, env: { ...process.env, TARAS_CONTROLLER: `unix:${cluster.socket}` }, stdio: ['pipe', 'pipe', 'pipe'] });
+  started.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  if (stdin === null) child.stdin!.end();
+  else child.stdin!.end(stdin);
+  const exited = new Promise<number | null>((resolveExit) => child.on('close', (code) => resolveExit(code)));
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+}
+
+async function latestJob(api: ApiClient): Promise<ApiJob> {
+  const page = await api.get<{ jobs: ApiJob[] }>('/jobs');
+  return page.jobs[page.jobs.length - 1];
+}
+
+async function waitForState(api: ApiClient, id: number, states: readonly string[], ms: number): Promise<ApiJob> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const job = await api.get<ApiJob>(`/jobs/${id}`);
+    if (states.includes(job.state)) return job;
+    assert.ok(Date.now() < deadline, `job ${id} is ${job.state} (${job.reason}), not ${states.join('/')} after ${ms} ms`);
+    await sleep(100);
+  }
+}
+
+describe('interactive jobs (taras run / attach) on a real controller and agent', () => {
+  let cluster: Cluster;
+  before(async () => {
+    cluster = await startCluster('ia', 'interactive_grace = "3s"\ninteractive_max_time = "2m"\ninteractive_warn = "115s"');
+  });
+
+  it('a terminal on the node: output, window size, Ctrl-C, exit code, type interactive', { timeout: 60_000 }, async () => {
+    const run = onTerminal(cluster, ['run', '-t', '5', '--', 'sh', '-i']);
+    await run.waitFor(/\$ $/);
+    run.terminal.write('stty size\r');
+    await run.waitFor(/\r+\n30 100\r+\n/);
+    const job = await latestJob(cluster.api);
+    assert.equal(job.type, 'interactive');
+    assert.equal(job.state, 'RUNNING');
+    assert.equal(job.stdoutPath, null);
+
+    run.terminal.resize(120, 40); // SIGWINCH here; the size goes to the job's terminal
+    await sleep(300);
+    let mark = run.output().length;
+    run.terminal.write('stty size\r');
+    await run.waitFor(/\r+\n40 120\r+\n/, 10_000, mark);
+
+    // Ctrl-C is a byte: the job's terminal turns it into SIGINT for the foreground command, not for the CLI.
+    mark = run.output().length;
+    run.terminal.write('sleep 30; echo slept\r');
+    await sleep(500);
+    const interruptedAt = Date.now();
+    run.terminal.write('\x03');
+    await run.waitFor(/\$ $/, 5_000, mark + 10);
+    assert.ok(Date.now() - interruptedAt < 5_000);
+    assert.doesNotMatch(run.output().slice(mark), /\nslept/);
+
+    run.terminal.write('exit 42\r');
+    assert.equal(await run.exited, 42);
+    const ended = await waitForState(cluster.api, job.id, ['FAILED'], 10_000);
+    assert.equal(ended.exitCode, 42);
+  });
+
+  it('taras alloc: the user\'s login shell (from passwd) on the first allocated node, its exit code', { timeout: 30_000 }, async () => {
+    const loginShell = readFileSync('/etc/passwd', 'utf8').split('\n').find((line) => line.startsWith('root:'))!.split(':')[6];
+    const alloc = onTerminal(cluster, ['alloc', '-t', '2']);
+    await sleep(1000);
+    alloc.terminal.write('echo "shell=$(readlink /proc/$$/exe) node=$TARAS_NODELIST"\r');
+    await alloc.waitFor(/shell=\/\S+ node=n[12]\r/);
+    assert.equal(/shell=(\/\S+) node=/.exec(alloc.output())?.[1], realpathSync(loginShell));
+    alloc.terminal.write('exit 3\r');
+    assert.equal(await alloc.exited, 3);
+  });
+
+  it('the terminal is restored after the job ends and when the CLI is killed with SIGTERM', { timeout: 40_000 }, async () => {
+    const pidFile = join(work, 'cli.pid');
+    const inner = `echo $$ > ${pidFile}; exec ${process.execPath} ${taras} run -t 2 -- sleep 30`;
+    const shell = pty.spawn('/bin/sh', ['-c', `${process.execPath} ${taras} run -t 2 -- sh -c 'exit 4'; echo rc=$?; stty -a; sh -c '${inner}'; echo rc=$?; stty -a`], {
+      cols: 200, rows: 30, cwd: work, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/root', TERM: 'xterm', TARAS_CONTROLLER: `unix:${cluster.socket}` },
+    });
+    terminals.push(shell);
+    let output = '';
+    shell.onData((data) => (output += data));
+    const done = new Promise<number>((resolveExit) => shell.onExit(({ exitCode }) => resolveExit(exitCode)));
+    const deadline = Date.now() + 20_000;
+    while (!/rc=4/.test(output) || !/\d/.test(readFileSync(pidFile, { encoding: 'utf8', flag: 'a+' }))) {
+      assert.ok(Date.now() < deadline, output);
+      await sleep(100);
+    }
+    await sleep(2000); // the second job runs, its terminal in raw mode
+    process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGTERM');
+    assert.equal(await done, 0, output);
+    const [afterExit, afterKill] = output.split(/rc=\d+/).slice(1);
+    assert.match(output, /rc=4[\s\S]*rc=143/);
+    for (const modes of [afterExit, afterKill]) {
+      assert.match(modes, /(^|\s)icanon(\s|;|$)/m, modes);
+      assert.match(modes, /(^|\s)echo(\s|;|$)/m, modes);
+    }
+  });
+
+  it('plain pipes when stdin is not a terminal: echo data | taras run -- wc -c prints 5; stdout and stderr apart', { timeout: 30_000 }, async () => {
+    const count = withPipes(cluster, ['run', '--', 'wc', '-c'], 'data\n');
+    assert.equal(await count.exited, 0, count.stderr());
+    assert.equal(count.stdout().trim(), '5');
+
+    const apart = withPipes(cluster, ['run', '-t', '2', '--', 'sh', '-c', 'echo out; echo err >&2; exit 7']);
+    assert.equal(await apart.exited, 7);
+    assert.equal(apart.stdout(), 'out\n');
+    assert.equal(apart.stderr(), 'err\n');
+  });
+
+  it('taras attach after the client was killed (kill -9) gets the output produced meanwhile and the exit code', { timeout: 60_000 }, async () => {
+    const run = onTerminal(cluster, ['run', '-t', '5', '--', 'sh', '-c', 'echo first; sleep 2; echo second-$((20+1)); sleep 2; echo third-$((30+1)); exit 5']);
+    await run.waitFor(/first/);
+    const job = await latestJob(cluster.api);
+    process.kill(run.terminal.pid, 'SIGKILL');
+    await run.exited;
+    await sleep(2500); // "second" is printed while no client is attached
+    assert.doesNotMatch(run.output(), /second-21/);
+    const again = onTerminal(cluster, ['attach', String(job.id)]);
+    assert.equal(await again.exited, 5, again.output());
+    assert.match(again.output(), /second-21\r+\n/);
+    assert.match(again.output(), /third-31\r+\n/);
+    assert.equal((await waitForState(cluster.api, job.id, ['FAILED'], 10_000)).exitCode, 5);
+    const show = withPipes(cluster, ['show', String(job.id)]);
+    assert.equal(await show.exited, 0, show.stderr());
+    assert.match(show.stdout(), new RegExp(`Output: +\\(interactive: the terminal of taras run; taras attach ${job.id}\\)`));
+  });
+
+  it('a session with no client past interactive_grace ends CANCELLED with the reason', { timeout: 30_000 }, async () => {
+    const run = withPipes(cluster, ['run', '-t', '5', '--', 'sh', '-c', 'echo started; sleep 60']);
+    await waitForOutput(run.child, /started/, 10_000);
+    const job = await latestJob(cluster.api);
+    run.child.kill('SIGKILL');
+    const ended = await waitForState(cluster.api, job.id, ['CANCELLED'], 10_000);
+    assert.match(ended.reason ?? '', /no client attached to the interactive session for 3 s \(interactive_grace\)/);
+    const events = (await cluster.api.get<{ events: { type: string; detail: Record<string, unknown> }[] }>(`/jobs/${job.id}`)).events;
+    assert.ok(events.some((event) => event.type === 'ended'), JSON.stringify(events));
+  });
+
+  it('interactive_max_time caps the limit and the warning line appears interactive_warn before the end', { timeout: 30_000 }, async () => {
+    const run = withPipes(cluster, ['run', '-t', '10', '--', 'sh', '-c', 'sleep 7; echo done']);
+    await waitForOutput(run.child, /done/, 20_000);
+    assert.equal(await run.exited, 0);
+    const job = await latestJob(cluster.api);
+    assert.equal(job.timeLimitSeconds, 120); // 10 min asked, interactive_max_time 2 min
+    assert.match(run.stderr(), new RegExp(`taras: job ${job.id} reaches its time limit in 115 s \\(at \\d\\d:\\d\\d:\\d\\d UTC\\) and will be ended then`));
+  });
+
+  it('only the owner attaches: another Unix user is refused; an unsigned or forged stream request to the agent is refused', { skip: notRootReason, timeout: 60_000 }, async () => {
+    const run = withPipes(cluster, ['run', '-t', '5', '--', 'sh', '-c', 'echo up; sleep 30']);
+    await waitForOutput(run.child, /up/, 10_000);
+    const job = await latestJob(cluster.api);
+    const mallory = createTestUser('att');
+    // The user's own interactive job runs as them (the exec helper's privilege drop), on a terminal too.
+    const asUser = pty.spawn('setpriv', ['--reuid', mallory.name, '--regid', mallory.name, '--init-groups', process.execPath, taras, 'run', '-t', '2', '--', 'sh', '-c', 'echo "who=$(id -un) tty=$(tty)"'], {
+      cols: 80, rows: 24, cwd: mallory.home, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: mallory.home, TERM: 'xterm', TARAS_CONTROLLER: `unix:${cluster.socket}` },
+    });
+    terminals.push(asUser);
+    let userOutput = '';
+    asUser.onData((data) => (userOutput += data));
+    assert.equal(await new Promise<number>((resolveExit) => asUser.onExit(({ exitCode }) => resolveExit(exitCode))), 0, userOutput);
+    assert.match(userOutput, new RegExp(`who=${mallory.name} tty=/dev/pts/\\d+`));
+
+    const refused = await runAs(mallory, [taras, 'attach', String(job.id)], { env: { TARAS_CONTROLLER: `unix:${cluster.socket}` } });
+    assert.equal(refused.status, 1, refused.stdout + refused.stderr);
+    assert.match(refused.stderr, new RegExp(`job ${job.id} belongs to root: only its owner may attach to it`));
+
+    const unsigned = await openWebSocket({ baseUrl: cluster.agentUrl }, `/jobs/${job.id}/stream`, { timeoutMs: 5000 }).then(() => null, (error: unknown) => error);
+    assert.ok(unsigned instanceof ApiRequestError, String(unsigned));
+    assert.equal(unsigned.status, 401);
+    assert.match(unsigned.error, /missing signature/);
+    const forged = await openWebSocket({ baseUrl: cluster.agentUrl }, `/jobs/${job.id}/stream`, { timeoutMs: 5000, clusterKey: Buffer.from('f'.repeat(64)), destination: 'anything' })
+      .then(() => null, (error: unknown) => error);
+    assert.ok(forged instanceof ApiRequestError, String(forged));
+    assert.equal(forged.status, 401);
+    assert.match(forged.error, /bad signature/);
+    run.child.kill('SIGKILL');
+    await cluster.api.delete(`/jobs/${job.id}`);
+    assert.ok(readFileSync(join(cluster.data, 'cluster.key'), 'utf8').length >= 32);
+  });
+});
+
+/** `taras submit` of a job that sleeps, holding `nodes` nodes of 2 CPUs each; resolves with its id once it runs (or, `pending`, once queued). */
+async function holdNodes(cluster: Cluster, nodes: number, seconds: number, pending = false): Promise<number> {
+  const script = join(work, `sleep-${seconds}.sh`);
+  writeFileSync(script, `#!/bin/sh\nsleep ${seconds}\n`);
+  const submit = withPipes(cluster, ['submit', '-N', String(nodes), '-c', '2', '-t', '1', script, '--json']);
+  assert.equal(await submit.exited, 0, submit.stderr());
+  const { id } = JSON.parse(submit.stdout()) as { id: number };
+  await waitForState(cluster.api, id, [pending ? 'PENDING' : 'RUNNING'], 10_000);
+  return id;
+}
+
+describe('interactive = "immediate" (the default): at once or not at all, ahead of the queue', () => {
+  let cluster: Cluster;
+  before(async () => {
+    cluster = await startCluster('im', 'interactive_grace = "3s"');
+  });
+
+  it('refuses with the reason when no nodes are free, and the job ends CANCELLED with it', { timeout: 30_000 }, async () => {
+    const holder = await holdNodes(cluster, 2, 30);
+    const run = withPipes(cluster, ['run', '--', 'echo', 'hi']);
+    assert.equal(await run.exited, 1);
+    assert.equal(run.stdout(), '');
+    assert.match(run.stderr(), /did not start: CANCELLED \(no nodes free for it now \(interactive = "immediate": an interactive job starts at once or not at all\)/);
+    const job = await latestJob(cluster.api);
+    assert.equal(job.type, 'interactive');
+    assert.equal(job.state, 'CANCELLED');
+    assert.match(job.reason ?? '', /interactive = "immediate"/);
+    await cluster.api.delete(`/jobs/${holder}`);
+    await waitForState(cluster.api, holder, ['CANCELLED'], 40_000);
+  });
+
+  it('goes ahead of pending batch jobs (after the running ones): starts on a free node a waiting batch job could not let it backfill', { timeout: 60_000 }, async () => {
+    const running = await holdNodes(cluster, 1, 30);
+    const waiting = await holdNodes(cluster, 2, 30, true); // needs both nodes: waits for the first one's end
+    const run = withPipes(cluster, ['run', '-t', '5', '--', 'echo', 'front']);
+    assert.equal(await run.exited, 0, run.stderr());
+    assert.equal(run.stdout(), 'front\n');
+    assert.equal((await cluster.api.get<ApiJob>(`/jobs/${waiting}`)).state, 'PENDING');
+    await cluster.api.delete(`/jobs/${waiting}`);
+    await cluster.api.delete(`/jobs/${running}`);
+    await waitForState(cluster.api, running, ['CANCELLED'], 40_000);
+  });
+});
+
+describe('interactive = "queued": waits its turn, showing its planned start', () => {
+  let cluster: Cluster;
+  before(async () => {
+    cluster = await startCluster('iq', 'interactive = "queued"\ninteractive_grace = "3s"\ninteractive_idle = "2s"');
+  });
+
+  it('shows the planned start while it waits, then runs', { timeout: 40_000 }, async () => {
+    const holder = await holdNodes(cluster, 2, 4);
+    const run = withPipes(cluster, ['run', '--', 'echo', 'after']);
+    assert.equal(await run.exited, 0, run.stderr());
+    assert.equal(run.stdout(), 'after\n');
+    const id = (await latestJob(cluster.api)).id;
+    assert.match(run.stderr(), new RegExp(`taras: job ${id} queued: planned start \\d{1,2}:\\d\\d:\\d\\d`));
+    assert.equal((await cluster.api.get<ApiJob>(`/jobs/${holder}`)).state, 'COMPLETED');
+  });
+
+  it('Ctrl-C while it waits cancels it; --immediate=1 fails it when it has not started within 1 s', { timeout: 40_000 }, async () => {
+    const holder = await holdNodes(cluster, 2, 30);
+    const run = withPipes(cluster, ['run', '--', 'echo', 'never']);
+    await new Promise<void>((resolveQueued) => run.child.stderr!.on('data', () => {
+      if (/queued/.test(run.stderr())) resolveQueued();
+    }));
+    const id = (await latestJob(cluster.api)).id;
+    run.child.kill('SIGINT');
+    assert.equal(await run.exited, 130);
+    assert.equal(run.stdout(), '');
+    const cancelled = await waitForState(cluster.api, id, ['CANCELLED'], 5_000);
+    assert.equal(cancelled.reason, 'cancelled by root');
+
+    const hurried = withPipes(cluster, ['run', '--immediate=1', '--', 'echo', 'never']);
+    assert.equal(await hurried.exited, 1);
+    assert.match(hurried.stderr(), /not started within 1 s \(--immediate=1\)/);
+    await cluster.api.delete(`/jobs/${holder}`);
+    await waitForState(cluster.api, holder, ['CANCELLED'], 40_000);
+  });
+
+  it('a session idle (no input, no output) past interactive_idle ends TIMEOUT with the reason', { timeout: 30_000 }, async () => {
+    const run = withPipes(cluster, ['run', '--', 'sleep', '30']);
+    assert.equal(await run.exited, 129); // SIGHUP ended it: 128 + 1
+    const job = await waitForState(cluster.api, (await latestJob(cluster.api)).id, ['TIMEOUT'], 5_000);
+    assert.match(job.reason ?? '', /interactive session idle \(no input and no output\) for 2 s \(interactive_idle\)/);
+    assert.match(run.stderr(), new RegExp(`job ${job.id} ended: TIMEOUT \\(interactive session idle`));
+  });
+});
+
+describe('the session lives in the job\'s supervisor: an agent restart does not end it', () => {
+  it('kill -9 of the agent: taras run reconnects once a new agent is up, and the job goes on to its exit code', { timeout: 90_000 }, async () => {
+    const data = join(work, 'restart');
+    dataDirs.push(data);
+    const file = join(work, 'restart.toml');
+    writeFileSync(file, '[cluster]\nname = "restart"\ninteractive_grace = "60s"\n\n[[nodes]]\nnames = "n[1-2]"\ncpus = 2\nmemory = "2G"\n\n'
+      + '[[partitions]]\nname = "main"\nnodes = "n[1-2]"\ndefault = true\ndefault_time = "10m"\n');
+    const controller = spawn(process.execPath, [taras, 'controller', '--config', file, '--data', data, '--port', '0'], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+    started.push(controller);
+    let controllerLog = '';
+    const url = await new Promise<string>((resolveUrl, reject) => {
+      const timer = setTimeout(() => reject(new Error(`controller not ready:\n${controllerLog}`)), 15_000);
+      controller.stderr!.on('data', (chunk: Buffer) => {
+        controllerLog += chunk.toString();
+        const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(controllerLog);
+        if (match) {
+          clearTimeout(timer);
+          resolveUrl(match[1]);
+        }
+      });
+    });
+    const startAgent = async (): Promise<ChildProcess> => {
+      const agent = spawn(process.execPath, [taras, 'agent', '--controller', url, '--nodes', 'n[1-2]', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')],
+        { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+      started.push(agent);
+      let log = '';
+      await new Promise<void>((resolveReady, reject) => {
+        const timer = setTimeout(() => reject(new Error(`agent not ready:\n${log}`)), 15_000);
+        agent.stderr!.on('data', (chunk: Buffer) => {
+          log += chunk.toString();
+          if (/registered 2 node/.test(log)) {
+            clearTimeout(timer);
+            resolveReady();
+          }
+        });
+      });
+      return agent;
+    };
+    const agent = await startAgent();
+    const cluster: Cluster = { data, socket: join(data, 'taras.sock'), agentUrl: '', api: createApiClient({ socketPath: join(data, 'taras.sock') }, { timeoutMs: 10_000 }) };
+    for (let tries = 0; ; tries++) {
+      const nodes = await cluster.api.get<{ state: string }[]>('/nodes');
+      if (nodes.every((node) => node.state === 'idle')) break;
+      assert.ok(tries < 100, JSON.stringify(nodes));
+      await sleep(100);
+    }
+
+    const run = onTerminal(cluster, ['run', '-t', '5', '--', 'sh', '-i']);
+    await run.waitFor(/\$ $/);
+    run.terminal.write('echo before-$((1+2))\r');
+    await run.waitFor(/before-3/);
+    agent.kill('SIGKILL');
+    await new Promise((resolveExit) => agent.once('exit', resolveExit));
+    await run.waitFor(/lost the connection to job \d+: reconnecting/);
+    await sleep(1000);
+    await startAgent();
+    const mark = run.output().length;
+    // Typed while the CLI may still be reconnecting: it is sent once it is back.
+    await sleep(3000);
+    run.terminal.write('echo after-$((2+3))\r');
+    await run.waitFor(/after-5/, 20_000, mark);
+    run.terminal.write('exit 9\r');
+    assert.equal(await run.exited, 9, run.output());
+  });
+});
