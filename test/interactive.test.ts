@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -316,6 +316,43 @@ describe('interactive = "immediate" (the default): at once or not at all, ahead 
     assert.match(job.reason ?? '', /interactive = "immediate"/);
     await cluster.api.delete(`/jobs/${holder}`);
     await waitForState(cluster.api, holder, ['CANCELLED'], 40_000);
+  });
+
+  it('frees a node by preempting the batch job furthest into its limit, which checkpoints, waits and resumes from its checkpoint afterwards', { timeout: 90_000 }, async () => {
+    // Two checkpointing jobs of 10 s of steps, one per node: A (limit 1 min) starts first, B (limit 10 min) second.
+    // Relative to their limits A has run much longer: A is the victim, B is never touched.
+    const ckpt = join(work, 'ckpt');
+    mkdirSync(ckpt, { recursive: true });
+    const submitCheckpointing = async (name: string, limit: string): Promise<number> => {
+      const submit = spawn(process.execPath, [taras, 'submit', '-c', '2', '-t', limit, '--checkpoint-duration', '0:03', '--job-name', name, '--json',
+        join(root, 'test/fixtures/checkpointer.sh')], { cwd: ckpt, env: { ...process.env, TARAS_CONTROLLER: `unix:${cluster.socket}`, STEPS: '100', CKPT_DIR: ckpt } });
+      let out = '';
+      submit.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      await new Promise((resolveExit) => submit.on('close', resolveExit));
+      const { id } = JSON.parse(out) as { id: number };
+      await waitForState(cluster.api, id, ['RUNNING'], 10_000);
+      return id;
+    };
+    const a = await submitCheckpointing('A', '1');
+    await sleep(1500);
+    const b = await submitCheckpointing('B', '10');
+    await sleep(1000);
+    const run = withPipes(cluster, ['run', '-c', '2', '--', 'echo', 'interactive']);
+    assert.equal(await run.exited, 0, run.stderr());
+    assert.equal(run.stdout(), 'interactive\n');
+    assert.match(run.stderr(), new RegExp(`waits: freeing nodes for it: job ${a} \\(root\\) checkpoints and leaves within 3 s`));
+    const afterRun = await cluster.api.get<ApiJob & { restarts?: number }>(`/jobs/${b}`);
+    assert.equal(afterRun.state, 'RUNNING', 'B is not the victim');
+    assert.equal(afterRun.restarts, 0);
+    // A went back to the queue, restarts from its checkpoint (not from the start) and completes; its output is appended.
+    const done = await waitForState(cluster.api, a, ['COMPLETED'], 40_000);
+    assert.equal((done as ApiJob & { restarts?: number }).restarts, 1);
+    const output = readFileSync(join(ckpt, `taras-${a}.out`), 'utf8');
+    assert.match(output, /^fresh start \(run 0\)\n/);
+    const resumed = /restart from (\d+) \(run 1\)/.exec(output);
+    assert.ok(resumed !== null && Number(resumed[1]) > 10, `A resumed from its checkpoint:\n${output}`);
+    assert.match(output, /done at 100\n$/);
+    await waitForState(cluster.api, b, ['COMPLETED'], 40_000);
   });
 
   it('goes ahead of pending batch jobs (after the running ones): starts on a free node a waiting batch job could not let it backfill', { timeout: 60_000 }, async () => {

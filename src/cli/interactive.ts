@@ -99,7 +99,9 @@ async function waitForStart(flag: string | undefined, id: number): Promise<ApiJo
         say(`job ${id} cancelled (Ctrl-C while it waited)`, false);
         process.exit(130);
       }
-      const line = job.plannedStart === null ? `job ${id} queued: ${job.reason ?? 'waiting'}; no planned start yet` : `job ${id} queued: planned start ${clock(job.plannedStart)}`;
+      // Freeing nodes by preemption (interactive = "immediate"): whom it waits for and how long.
+      const line = job.reason?.startsWith('freeing nodes') === true ? `job ${id} waits: ${job.reason}`
+        : job.plannedStart === null ? `job ${id} queued: ${job.reason ?? 'waiting'}; no planned start yet` : `job ${id} queued: planned start ${clock(job.plannedStart)}`;
       if (line !== shown) say(`${line} (Ctrl-C cancels)`, false);
       shown = line;
       await new Promise((resolveWait) => setTimeout(resolveWait, 250));

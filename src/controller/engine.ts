@@ -1216,6 +1216,9 @@ export class ControllerEngine {
   }
 
   /** Ends the interactive jobs that did not start in time (after a pass: those that could start have). */
+  /** Pending jobs' reasons the log does not hold (freeNodesForInteractive), until they start or end. */
+  private readonly waitingReasons = new Map<JobId, string>();
+
   private endLateInteractive(): void {
     if (this.mustStartBy.size === 0) return;
     const nowMs = this.clockMs();
@@ -1223,13 +1226,14 @@ export class ControllerEngine {
       const record = this.active.get(id);
       if (record?.state !== 'PENDING') {
         this.mustStartBy.delete(id);
+        this.waitingReasons.delete(id);
         continue;
       }
       if (nowMs < deadline.byMs) continue;
       if (this.config.interactive.policy === 'immediate' && !deadline.freeing) {
         // Artaras: nodes are freed for it by preempting batch jobs (the integrator wires engine.preempt here).
-        const freeing = this.freeNodesForInteractive(id);
-        if (freeing !== null && (deadline.why === 'policy' || freeing.waitSeconds <= deadline.seconds)) {
+        const freeing = this.freeNodesForInteractive(id, deadline.why === 'policy' ? null : deadline.seconds);
+        if (freeing !== null) {
           this.mustStartBy.set(id, { ...deadline, byMs: nowMs + (freeing.waitSeconds + INTERACTIVE_START_SLACK_SECONDS) * 1000, freeing: true });
           continue;
         }
@@ -1239,6 +1243,7 @@ export class ControllerEngine {
         : 'no nodes free for it now (interactive = "immediate": an interactive job starts at once or not at all); '
           + 'try again later, ask for fewer nodes or CPUs, or submit a batch job with taras submit';
       this.mustStartBy.delete(id);
+      this.waitingReasons.delete(id);
       this.log(`job ${id} (interactive): ${reason}`);
       this.store.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason }, nowMs);
       this.scheduler.cancel(id);
@@ -1248,17 +1253,37 @@ export class ControllerEngine {
   }
 
   /**
-   * The one point where preemption will free nodes for an immediate
-   * interactive job (seed 000 2.2.2): choose victims among the running batch
-   * jobs (never an interactive one) with core/preemption.ts's chooseVictims
-   * under the 'longest-relative' rule, call this.preempt(victim, reason) for
-   * each, and answer how long their checkpoints take ({ waitSeconds }: the
-   * job stays pending that long, plus a little, and its CLI shows the wait
-   * and lets the user abort with Ctrl-C). Null: nothing can be freed, and
-   * the job ends with the reason. Not wired yet: always null.
+   * Frees nodes for an immediate interactive job (seed 000 2.2.2): running
+   * batch jobs are checkpointed and removed, the one that has run longest
+   * relative to its limit since its last (re)start first (chooseVictims,
+   * 'longest-relative'); never an interactive job, and only jobs that lose
+   * no work for good (they checkpoint or may be requeued: they go back to
+   * the queue and restart when nodes allow). Nothing is preempted when the
+   * victims' checkpoints would take longer than `maxWaitSeconds`
+   * (--immediate=S). The job's reason says whom it waits for and how long,
+   * which `taras run` shows (Ctrl-C aborts). Null: nothing can be freed.
    */
-  private freeNodesForInteractive(_id: JobId): { waitSeconds: number } | null {
-    return null;
+  private freeNodesForInteractive(id: JobId, maxWaitSeconds: number | null = null): { waitSeconds: number } | null {
+    const record = this.active.get(id);
+    const request = this.scheduler.state.queue.find((entry) => entry.job.id === id)?.job.resources;
+    if (record === undefined || request === undefined) return null;
+    const choice = this.choosePreemption(request, (victim) => {
+      const spec = this.specOf(victim);
+      return spec.interactive === undefined && (spec.checkpoint !== undefined || spec.requeue);
+    });
+    if (choice === null || choice.victims.length === 0 || (maxWaitSeconds !== null && choice.waitSeconds > maxWaitSeconds)) return null;
+    for (const victim of choice.victims) this.preempt(victim, `preempted for interactive job ${id} of ${record.user}`);
+    const victims = choice.victims.map((victim) => `${victim} (${this.active.get(victim)?.user ?? '?'})`).join(', ');
+    const text = `freeing nodes for it: job${choice.victims.length === 1 ? '' : 's'} ${victims} ${choice.victims.length === 1 ? 'checkpoints' : 'checkpoint'} and `
+      + `${choice.victims.length === 1 ? 'leaves' : 'leave'} within ${choice.waitSeconds} s`;
+    this.waitingReasons.set(id, text);
+    this.log(`job ${id} (interactive): ${text}`);
+    return { waitSeconds: choice.waitSeconds };
+  }
+
+  /** Why a pending job waits, where the engine knows more than its log (an interactive job waiting for its victims' checkpoints). */
+  waitingReason(id: JobId): string | undefined {
+    return this.waitingReasons.get(id);
   }
 
   /**

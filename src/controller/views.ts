@@ -30,7 +30,7 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
     name: record.name,
     user: record.user,
     state: record.state,
-    reason: record.reason,
+    reason: (record.state === 'PENDING' ? engine.waitingReason(record.id) : undefined) ?? record.reason,
     partition: record.partition,
     nodes: [...record.nodes],
     // A job that ran knows its nodes; a pending one shows its minimum (-n may spread it wider: taskLayout).
