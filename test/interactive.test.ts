@@ -355,6 +355,23 @@ describe('interactive = "immediate" (the default): at once or not at all, ahead 
     await waitForState(cluster.api, b, ['COMPLETED'], 40_000);
   });
 
+  it('taras submit --immediate (sbatch\'s): a batch job that cannot start now fails (exit 1, CANCELLED with the reason) and preempts nothing; one that can starts', { timeout: 40_000 }, async () => {
+    const holder = await holdNodes(cluster, 2, 30);
+    writeFileSync(join(work, 'now.sh'), '#!/bin/sh\nsleep 1\n');
+    const refused = withPipes(cluster, ['submit', '--immediate', '-c', '2', '-t', '1', join(work, 'now.sh')]);
+    assert.equal(await refused.exited, 1);
+    const job = await latestJob(cluster.api);
+    assert.match(refused.stderr(), new RegExp(`job ${job.id} did not start: CANCELLED \\(not started within 0 s \\(--immediate=0\\)`));
+    assert.equal(job.state, 'CANCELLED');
+    assert.equal((await cluster.api.get<ApiJob>(`/jobs/${holder}`)).state, 'RUNNING', 'a batch job preempts nothing');
+    await cluster.api.delete(`/jobs/${holder}`);
+    await waitForState(cluster.api, holder, ['CANCELLED'], 40_000);
+    const accepted = withPipes(cluster, ['submit', '--immediate=5', '-c', '2', '-t', '1', join(work, 'now.sh')]);
+    assert.equal(await accepted.exited, 0, accepted.stderr());
+    assert.match(accepted.stdout(), /^Submitted job \d+\n$/);
+    await waitForState(cluster.api, Number(/\d+/.exec(accepted.stdout())![0]), ['COMPLETED'], 20_000);
+  });
+
   it('goes ahead of pending batch jobs (after the running ones): starts on a free node a waiting batch job could not let it backfill', { timeout: 60_000 }, async () => {
     const running = await holdNodes(cluster, 1, 30);
     const waiting = await holdNodes(cluster, 2, 30, true); // needs both nodes: waits for the first one's end

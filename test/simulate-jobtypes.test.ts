@@ -56,11 +56,11 @@ describe('simulate --jobtypes', () => {
   it('reads job,type,deadline lines; every problem names file:line and the fix', () => {
     const types = parseJobTypes(TYPES, 'types.csv');
     assert.deepEqual([...types], [[5, { type: 'priority', deadlineAfterSubmit: 250 }], [6, { type: 'priority', deadlineAfterSubmit: 60 }], [7, { type: 'priority', deadlineAfterSubmit: 10 }], [2, { type: 'normal' }]]);
-    assert.throws(() => parseJobTypes('1,priority,\n2,urgent,5\n3,interactive,\n3,normal,\n3,normal,\n4,normal,60\nx,normal,', 't.csv'), (error: Error) => {
+    assert.throws(() => parseJobTypes('1,priority,\n2,urgent,5\n3,interactive,30\n3,normal,\n3,normal,\n4,normal,60\nx,normal,', 't.csv'), (error: Error) => {
       assert.equal(error.message, [
         "t.csv:1: a priority job needs its deadline in whole seconds after its submission (> 0), got ''",
-        "t.csv:2: type 'urgent' is not normal or priority",
-        't.csv:3: interactive jobs are not simulated yet; use normal or priority',
+        "t.csv:2: type 'urgent' is not normal, priority or interactive",
+        't.csv:3: an interactive job has no deadline; leave the third field empty or make it priority',
         't.csv:5: job 3 is named twice; keep one line per job',
         't.csv:6: a normal job has no deadline; leave the third field empty or make it priority',
         "t.csv:7: job 'x' is not an SWF job number (a whole number)",
@@ -84,6 +84,16 @@ describe('simulate --jobtypes', () => {
       assert.equal(figures.normal.meanWait, (0 + 190 + 290 + 390 + 470) / 5);
     });
   }
+
+  it('an interactive job goes first in the queue, after the running job: it overtakes every waiting job, and is counted on its own', () => {
+    const { workload } = workloadWith('job,type,deadline\n7,interactive,\n');
+    const result = simulate(workload, 'easy');
+    // 7 arrives at 30 while 1 runs and 2-6 wait: it starts when 1 ends, ahead of them all.
+    assert.deepEqual(startsOf(result), { 1: 0, 7: 100, 2: 150, 3: 250, 4: 350, 5: 450, 6: 500 });
+    const figures = deadlineFigures(result, 0);
+    assert.deepEqual(figures.interactive, { jobs: 1, meanWait: 70, meanBoundedSlowdown: (70 + 50) / 50 });
+    assert.equal(figures.normal.jobs, 6);
+  });
 
   it('without job types the same trace replays in FIFO order', () => {
     const result = simulate(workloadWith().workload, 'easy');

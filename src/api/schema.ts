@@ -122,6 +122,8 @@ export const JobSpecSchema = strict({
   submitDir: v.optional(absolutePath()),
   /** Slurm's --reservation: the name of an advance reservation. */
   reservation: v.optional(reservationName),
+  /** sbatch --immediate[=S]: the job ends CANCELLED unless it starts within S seconds. */
+  immediateSeconds: v.optional(int(0, 86_400)),
   /** The job checkpoints itself (seed 000 2.4); checked against cluster.toml's program classes and maxima by the controller. */
   checkpoint: v.optional(strict({
     intervalSeconds: v.optional(int(1, LIMITS.timeLimitSeconds)),

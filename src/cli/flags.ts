@@ -22,6 +22,11 @@ export function parseIntegerFlag(
   return { ok: true, value };
 }
 
+/** `--immediate[=S]` (sbatch, srun, salloc): seconds a job may take to start, 0 without a value. */
+export function parseImmediateFlag(raw: string | boolean): FlagResult<number> {
+  return raw === true ? { ok: true, value: 0 } : parseIntegerFlag('--immediate', String(raw), 0, 86_400, 'a number of seconds from 0 to 86400');
+}
+
 /** Ends the command with one line on stderr and an exit code (2: bad input). */
 export function fail(message: string, exitCode = USAGE_EXIT_CODE): never {
   process.stderr.write(message.endsWith('\n') ? message : `${message}\n`);

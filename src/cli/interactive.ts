@@ -13,7 +13,7 @@ import type { Command } from 'commander';
 import type { WebSocket } from 'ws';
 import type { ApiJob } from '../api/types.js';
 import type { JobSpec } from '../jobspec/types.js';
-import { fail, parseIntegerFlag } from './flags.js';
+import { fail, parseImmediateFlag } from './flags.js';
 import { client, connection, controllerOption, parseJobIds, withRetries } from './controller-client.js';
 
 type Flags = Record<string, string | boolean | undefined>;
@@ -53,7 +53,7 @@ async function interactiveSpec(command: readonly string[], flags: Flags, cmd: Co
   const { timeLimitSeconds, ...rest } = built.value.spec;
   let immediateSeconds: number | undefined;
   if (flags.immediate !== undefined) {
-    const parsed = flags.immediate === true ? { ok: true as const, value: 0 } : parseIntegerFlag('--immediate', flags.immediate as string, 0, 86_400, 'a number of seconds from 0 to 86400');
+    const parsed = parseImmediateFlag(flags.immediate as string | boolean);
     if (!parsed.ok) fail(parsed.message);
     immediateSeconds = parsed.value;
   }

@@ -4,7 +4,7 @@
 // pays only for what it uses.
 
 import type { Command } from 'commander';
-import { fail } from './flags.js';
+import { fail, parseImmediateFlag } from './flags.js';
 import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, print, printJson, withClient, withRetries } from './controller-client.js';
 
 export function registerJobCommands(program: Command): void {
@@ -33,10 +33,11 @@ export function registerJobCommands(program: Command): void {
     .option('--program-class <name>', 'the cluster\'s program class: which signals and restart action (default: the first configured)')
     .option('--deadline <time>', 'a priority job that must end by TIME (18:00, now+2hours, tomorrow, 2026-12-01T09:00): guaranteed if the plan can, else run first without a guarantee')
     .option('--deadline-policy <policy>', 'guarantee (default) or cancel (Slurm\'s: refused if it cannot end in time; ended DEADLINE once it no longer can)')
+    .option('--immediate [seconds]', 'sbatch\'s: fail unless the job starts within this many seconds (default 0: now); waits to say which')
     .option('--file <job.toml>', 'job description file (flags override it)')
     .option(...controllerOption)
     .option('--json', 'print {"id": N}')
-    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n')
+    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n  taras submit --immediate -N 2 -t 10 run.sh     # fails (exit 1) unless it starts now\n')
     .action(async (script: string, args: string[], flags: Record<string, string | boolean | undefined>, cmd: Command) => {
       const { readFileSync } = await import('node:fs');
       // The modules submit needs, not the whole jobspec surface: the TOML parser loads only for --file.
@@ -47,7 +48,7 @@ export function registerJobCommands(program: Command): void {
       const jobspec = { ...types, ...directivesModule, ...flagsModule, ...mergeModule };
       const given: Record<string, string | boolean | undefined> = {};
       for (const key of Object.keys(flags)) {
-        if (['file', 'controller', 'json'].includes(key)) continue;
+        if (['file', 'controller', 'json', 'immediate'].includes(key)) continue;
         if (cmd.getOptionValueSource(key) === 'cli') given[key] = flags[key];
       }
       let scriptText: string;
@@ -132,7 +133,16 @@ export function registerJobCommands(program: Command): void {
         closePrompt();
       }
       // The umask decides the mode of the job's new output files, as if the submitter had created them.
-      const spec = { ...built.value.spec, umask: process.umask(), submitEnv: { ...process.env } as Record<string, string>, submitDir: process.cwd() };
+      let immediateSeconds: number | undefined;
+      if (flags.immediate !== undefined) {
+        const parsed = parseImmediateFlag(flags.immediate);
+        if (!parsed.ok) fail(parsed.message);
+        immediateSeconds = parsed.value;
+      }
+      const spec = {
+        ...built.value.spec, umask: process.umask(), submitEnv: { ...process.env } as Record<string, string>, submitDir: process.cwd(),
+        ...(immediateSeconds === undefined ? {} : { immediateSeconds }),
+      };
       // The key makes the retries below safe: the controller answers a key it has stored with the job it created.
       // Keys are per user, so a key only has to differ from this user's other keys: time, pid and a random part do
       // (node:crypto's randomUUID would cost `taras submit` about 8 ms of loading).
@@ -143,6 +153,11 @@ export function registerJobCommands(program: Command): void {
       if (!checked.ok) fail(`error: the request is not valid: ${formatProblems(checked.problems)}`);
       const answer = await withClient(flags.controller as string | undefined,
         (api) => withRetries('submit', () => api.post<import('../api/types.js').ApiSubmitted>('/jobs', body)));
+      // --immediate (sbatch's): the controller ends the job unless it starts in time; say which, as the exit code.
+      if (immediateSeconds !== undefined) {
+        const started = await withClient(flags.controller as string | undefined, (api) => untilStartedOrEnded(api, answer.id));
+        if (started.state !== 'RUNNING') fail(`error: job ${answer.id} did not start: ${started.state} (${started.reason ?? 'no reason given'})`, 1);
+      }
       if (flags.json) printJson(answer);
       else {
         print(`Submitted job ${answer.id}`);
@@ -307,4 +322,13 @@ export function registerJobCommands(program: Command): void {
       if (!id) fail('error: not inside a Taras job (TARAS_JOB_ID is not set)', 1);
       print(id);
     });
+}
+
+/** Polls a job until it runs (or ran) or ended without running: --immediate's answer. */
+async function untilStartedOrEnded(api: import('../net/client.js').ApiClient, id: number): Promise<import('../api/types.js').ApiJob> {
+  for (;;) {
+    const job = await withRetries('submit', () => api.get<import('../api/types.js').ApiJob>(`/jobs/${id}`));
+    if (job.state !== 'PENDING') return job.startTime !== null ? { ...job, state: 'RUNNING' } : job;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 200));
+  }
 }

@@ -182,11 +182,14 @@ async function readJobTypes(file: string) {
 function deadlineLines(reports: readonly PolicyReport[]): string[] {
   const withTypes = reports.filter((r) => r.deadlines !== undefined);
   if (withTypes.length === 0) return [];
-  const head = ['policy', 'normal', 'wait', 'bsld', 'priority', 'wait', 'bsld', 'guaranteed', 'met', 'missed', 'unguaranteed', 'met', 'missed', 'refused', 'worst miss'];
+  const interactive = withTypes.some((r) => r.deadlines!.interactive.jobs > 0);
+  const head = ['policy', 'normal', 'wait', 'bsld', ...(interactive ? ['interactive', 'wait', 'bsld'] : []), 'priority', 'wait', 'bsld', 'guaranteed', 'met', 'missed', 'unguaranteed', 'met', 'missed', 'refused', 'worst miss'];
   const rows = withTypes.map((r) => {
     const { normal, priority } = r.deadlines!;
+    const asked = r.deadlines!.interactive;
     return [
       r.policy, round(normal.jobs, 0), humanDuration(normal.meanWait), round(normal.meanBoundedSlowdown, 2),
+      ...(interactive ? [round(asked.jobs, 0), humanDuration(asked.meanWait), round(asked.meanBoundedSlowdown, 2)] : []),
       round(priority.jobs, 0), humanDuration(priority.meanWait), round(priority.meanBoundedSlowdown, 2),
       round(priority.guaranteed, 0), round(priority.guaranteedMet, 0), round(priority.guaranteedMissed, 0),
       round(priority.unguaranteed, 0), round(priority.unguaranteedMet, 0), round(priority.unguaranteedMissed, 0),
@@ -278,9 +281,11 @@ and the CPUs jobs were given; asked (requestedUtilization) the processors the
 trace asked for. The trace's MaxProcs is ignored.
 
 Job types (--jobtypes FILE, with --cluster and fcfs, easy or conservative):
-CSV lines job,type,deadline: the SWF job number, normal or priority, and for
-a priority job the seconds after its submission by which it must end
-(42,priority,3600). Jobs not named are normal. At each priority job's arrival
+CSV lines job,type,deadline: the SWF job number, normal, priority or
+interactive, and for a priority job the seconds after its submission by which
+it must end (42,priority,3600). Jobs not named are normal. An interactive job
+goes first in the queue, after the running jobs; replay preempts nothing for
+it (it waits for free nodes). At each priority job's arrival
 the replay checks its deadline on the plan as the controller does: met, it is
 guaranteed (kept at its FCFS place, or moved to the latest place that meets
 it); short, it runs ahead of normal jobs without a guarantee; never (before

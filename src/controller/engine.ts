@@ -1206,19 +1206,20 @@ export class ControllerEngine {
     return spec.interactive !== undefined && this.config.interactive.policy === 'immediate' ? INTERACTIVE_PRIORITY : 0;
   }
 
+  /** Jobs that must start by a time: immediate interactive jobs, and any job with --immediate=S (`taras submit --immediate`, sbatch's). */
   private noteStartDeadline(record: JobRecord): void {
-    const asked = this.specOf(record).interactive;
-    if (asked === undefined) return;
-    const immediate = this.config.interactive.policy === 'immediate';
-    if (!immediate && asked.immediateSeconds === undefined) return;
-    const seconds = asked.immediateSeconds ?? 0;
-    this.mustStartBy.set(record.id, { byMs: record.submitTimeMs + seconds * 1000, why: asked.immediateSeconds === undefined ? 'policy' : 'flag', seconds, freeing: false });
+    const spec = this.specOf(record);
+    const asked = spec.interactive;
+    const flagSeconds = asked?.immediateSeconds ?? spec.immediateSeconds;
+    if (flagSeconds === undefined && (asked === undefined || this.config.interactive.policy !== 'immediate')) return;
+    const seconds = flagSeconds ?? 0;
+    this.mustStartBy.set(record.id, { byMs: record.submitTimeMs + seconds * 1000, why: flagSeconds === undefined ? 'policy' : 'flag', seconds, freeing: false });
   }
 
-  /** Ends the interactive jobs that did not start in time (after a pass: those that could start have). */
   /** Pending jobs' reasons the log does not hold (freeNodesForInteractive), until they start or end. */
   private readonly waitingReasons = new Map<JobId, string>();
 
+  /** Ends the jobs that did not start in time (after a pass: those that could start have); an immediate interactive job first has nodes freed for it. */
   private endLateInteractive(): void {
     if (this.mustStartBy.size === 0) return;
     const nowMs = this.clockMs();
@@ -1230,8 +1231,8 @@ export class ControllerEngine {
         continue;
       }
       if (nowMs < deadline.byMs) continue;
-      if (this.config.interactive.policy === 'immediate' && !deadline.freeing) {
-        // Artaras: nodes are freed for it by preempting batch jobs (the integrator wires engine.preempt here).
+      if (this.config.interactive.policy === 'immediate' && !deadline.freeing && this.specOf(record).interactive !== undefined) {
+        // Artaras: nodes are freed for an interactive job by preempting batch jobs (never for a batch job's --immediate).
         const freeing = this.freeNodesForInteractive(id, deadline.why === 'policy' ? null : deadline.seconds);
         if (freeing !== null) {
           this.mustStartBy.set(id, { ...deadline, byMs: nowMs + (freeing.waitSeconds + INTERACTIVE_START_SLACK_SECONDS) * 1000, freeing: true });

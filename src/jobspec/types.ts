@@ -148,6 +148,8 @@ export interface JobSpec {
   readonly umask?: number;
   /** Runs only in this advance reservation, on its nodes and within its time (Slurm's --reservation). */
   readonly reservation?: string;
+  /** sbatch --immediate[=S]: ended (CANCELLED, with the reason) unless it starts within S seconds of its submission. */
+  readonly immediateSeconds?: number;
   /** The job checkpoints itself (seed 000 2.4): present when it gave --checkpoint-duration. */
   readonly checkpoint?: CheckpointSpec;
   /** A priority job: must end by this deadline (taras submit --deadline, --deadline-policy). */

@@ -4,11 +4,16 @@
 //
 // The file is CSV, one job a line: `job,type,deadline`
 //   job       the SWF job number (field 1)
-//   type      normal or priority (interactive jobs are not simulated yet)
+//   type      normal, priority or interactive
 //   deadline  seconds after the job's submission by which it must end
 //             (priority: required, > 0; normal: empty)
 // Blank lines and lines starting with # are skipped; a first line
 // `job,type,deadline` is a header. Jobs the file does not name are normal.
+//
+// An interactive job goes first in the queue, after the running jobs (seed 000
+// 5.4.3), as the controller queues it; the replay preempts nothing for it (it
+// waits for free nodes, as under interactive = "queued"), so its wait is the
+// figure to compare.
 //
 // At each priority job's arrival the replay makes the controller's admission
 // check (Scheduler.deadlineCheck): met, it is queued with a guarantee; short,
@@ -19,7 +24,10 @@
 import type { SimJob, Workload } from './swf.js';
 import type { SimulationResult } from './simulator.js';
 
-export type SimJobType = 'normal' | 'priority';
+export type SimJobType = 'normal' | 'priority' | 'interactive';
+
+/** An interactive job's queue priority in replay: above every partition's, as the controller's. */
+export const SIM_INTERACTIVE_PRIORITY = 1_000_000_000;
 
 /** A job's type and (priority) deadline in seconds after its submission. */
 export interface JobTypeEntry {
@@ -54,16 +62,12 @@ export function parseJobTypes(text: string, file: string): Map<number, JobTypeEn
       return;
     }
     const type = typeText.toLowerCase();
-    if (type === 'interactive') {
-      problems.push(`${at}: interactive jobs are not simulated yet; use normal or priority`);
+    if (type !== 'normal' && type !== 'priority' && type !== 'interactive') {
+      problems.push(`${at}: type '${typeText}' is not normal, priority or interactive`);
       return;
     }
-    if (type !== 'normal' && type !== 'priority') {
-      problems.push(`${at}: type '${typeText}' is not normal or priority`);
-      return;
-    }
-    if (type === 'normal') {
-      if (deadlineText !== '') problems.push(`${at}: a normal job has no deadline; leave the third field empty or make it priority`);
+    if (type !== 'priority') {
+      if (deadlineText !== '') problems.push(`${at}: ${type === 'normal' ? 'a normal' : 'an interactive'} job has no deadline; leave the third field empty or make it priority`);
       else entries.set(job, { type });
       return;
     }
@@ -85,6 +89,7 @@ export function applyJobTypes(workload: Workload, types: ReadonlyMap<number, Job
     const entry = types.get(job.request.id);
     if (entry === undefined) return job;
     named++;
+    if (entry.type === 'interactive') return { ...job, request: { ...job.request, priority: SIM_INTERACTIVE_PRIORITY } };
     if (entry.type !== 'priority') return job;
     return { ...job, request: { ...job.request, deadline: job.request.submitTime + entry.deadlineAfterSubmit! } };
   });
@@ -97,6 +102,7 @@ export type Admission = 'guaranteed' | 'unguaranteed' | 'refused';
 /** Per type, the spec's wait and slowdown; for priority jobs, deadlines met and missed. */
 export interface DeadlineFigures {
   normal: { jobs: number; meanWait: number; meanBoundedSlowdown: number };
+  interactive: { jobs: number; meanWait: number; meanBoundedSlowdown: number };
   priority: {
     jobs: number; meanWait: number; meanBoundedSlowdown: number;
     guaranteed: number; unguaranteed: number; refused: number;
@@ -110,11 +116,11 @@ export interface DeadlineFigures {
 }
 
 export function deadlineFigures(result: SimulationResult, unknownJobs: number): DeadlineFigures {
-  const wait = { normal: [0, 0, 0], priority: [0, 0, 0] };
+  const wait = { normal: [0, 0, 0], priority: [0, 0, 0], interactive: [0, 0, 0] };
   const priority = { guaranteed: 0, unguaranteed: 0, refused: 0, guaranteedMet: 0, guaranteedMissed: 0, unguaranteedMet: 0, unguaranteedMissed: 0, worstMissSeconds: 0 };
   for (const { job, start, admission } of result.outcomes) {
     const deadline = job.request.deadline;
-    const kind = deadline === undefined || admission === 'refused' ? 'normal' : 'priority';
+    const kind = job.request.priority === SIM_INTERACTIVE_PRIORITY ? 'interactive' : deadline === undefined || admission === 'refused' ? 'normal' : 'priority';
     const waited = start - job.request.submitTime;
     const sums = wait[kind];
     sums[0]++;
@@ -130,5 +136,5 @@ export function deadlineFigures(result: SimulationResult, unknownJobs: number): 
     if (late > priority.worstMissSeconds) priority.worstMissSeconds = late;
   }
   const figures = (sums: number[]) => ({ jobs: sums[0], meanWait: sums[0] === 0 ? 0 : sums[1] / sums[0], meanBoundedSlowdown: sums[0] === 0 ? 0 : sums[2] / sums[0] });
-  return { normal: figures(wait.normal), priority: { ...figures(wait.priority), ...priority }, unknownJobs };
+  return { normal: figures(wait.normal), interactive: figures(wait.interactive), priority: { ...figures(wait.priority), ...priority }, unknownJobs };
 }
