@@ -529,6 +529,7 @@ async function bigCluster(rows: Row[]): Promise<void> {
 const LOOP_CALLS = 200;
 const LOOP_SHELLS = 8;
 const STEP_RUNS = 20;
+const MANY_JOBS = 5_000;
 /** The installed command (the sh launcher npm links), as a user's shell finds it on PATH. */
 const launcher = join(root, 'bin/taras');
 
@@ -590,6 +591,14 @@ async function cliLoops(rows: Row[]): Promise<void> {
       rows.push({ what: `${LOOP_SHELLS} shell loops x ${LOOP_CALLS}: ${what}`, measured: `${round(many, 1)} jobs/s`, target: installed ? '>= 80 jobs/s' : '-', met: installed ? many >= 80 : undefined });
       rows.push({ what: `1 shell loop x ${LOOP_CALLS}: ${what}`, measured: `${round(one, 1)} jobs/s`, target: installed ? '>= 30 jobs/s' : '-', met: installed ? one >= 30 : undefined });
     }
+    say(`taras submit --many: ${MANY_JOBS} jobs in one call...`);
+    const lines = Array.from({ length: MANY_JOBS }, (_, i) => JSON.stringify({ script: 'tiny.sh', arguments: [String(i)] })).join('\n');
+    writeFileSync(join(work, 'many.jsonl'), `${lines}\n`);
+    const manyBegan = performance.now();
+    const many = spawnSync(launcher, ['submit', '--many', 'many.jsonl', '--controller', controller.socket], { cwd: work, env: cliEnv(withCerts), encoding: 'utf8', timeout: 120_000 });
+    if (many.status !== 0) throw new Error(`taras submit --many failed (${many.status}): ${many.stderr}`);
+    const manyRate = MANY_JOBS / ((performance.now() - manyBegan) / 1000);
+    rows.push({ what: `taras submit --many, ${MANY_JOBS} jobs in one call`, measured: `${round(manyRate, 0)} jobs/s`, target: '-', note: 'JSON lines; the whole call, Node start included' });
     say(`one call's CPU by step, median of ${STEP_RUNS} each...`);
     const nodeStart = cpuOf([process.execPath, '-e', ''], withoutCerts);
     const certs = cpuOf([process.execPath, '-e', ''], withCerts);

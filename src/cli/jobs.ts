@@ -11,7 +11,7 @@ export function registerJobCommands(program: Command): void {
   program
     .command('submit')
     .description('submit a batch script (#TARAS directives and sbatch-style flags)')
-    .argument('<script>', 'the batch script')
+    .argument('[script]', 'the batch script (none with --many)')
     .argument('[args...]', 'arguments for the script')
     .option('-N, --nodes <n>', 'nodes (N or N-M)')
     .option('-n, --ntasks <n>', 'tasks')
@@ -35,10 +35,11 @@ export function registerJobCommands(program: Command): void {
     .option('--deadline-policy <policy>', 'guarantee (default) or cancel (Slurm\'s: refused if it cannot end in time; ended DEADLINE once it no longer can)')
     .option('--immediate [seconds]', 'sbatch\'s: fail unless the job starts within this many seconds (default 0: now); waits to say which')
     .option('--file <job.toml>', 'job description file (flags override it)')
+    .option('--many <file>', 'many jobs in one call: a file (- for standard input) of JSON lines with job.toml\'s keys; the flags apply to each')
     .option(...controllerOption)
     .option('--json', 'print {"id": N}')
-    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n  taras submit --immediate -N 2 -t 10 run.sh     # fails (exit 1) unless it starts now\n')
-    .action(async (script: string, args: string[], flags: Record<string, string | boolean | undefined>, cmd: Command) => {
+    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n  taras submit --immediate -N 2 -t 10 run.sh     # fails (exit 1) unless it starts now\n  taras submit --many jobs.jsonl -t 10           # one job a line: {"script": "run.sh", "arguments": ["3"]}\n')
+    .action(async (script: string | undefined, args: string[], flags: Record<string, string | boolean | undefined>, cmd: Command) => {
       const { readFileSync } = await import('node:fs');
       // The modules submit needs, not the whole jobspec surface: the TOML parser loads only for --file.
       // The summary is only shown on a terminal: it loads there.
@@ -48,9 +49,22 @@ export function registerJobCommands(program: Command): void {
       const jobspec = { ...types, ...directivesModule, ...flagsModule, ...mergeModule };
       const given: Record<string, string | boolean | undefined> = {};
       for (const key of Object.keys(flags)) {
-        if (['file', 'controller', 'json', 'immediate'].includes(key)) continue;
+        if (['file', 'controller', 'json', 'immediate', 'many'].includes(key)) continue;
         if (cmd.getOptionValueSource(key) === 'cli') given[key] = flags[key];
       }
+      let immediateSeconds: number | undefined;
+      if (flags.immediate !== undefined) {
+        const parsed = parseImmediateFlag(flags.immediate);
+        if (!parsed.ok) fail(parsed.message);
+        immediateSeconds = parsed.value;
+      }
+      if (typeof flags.many === 'string') {
+        if (script !== undefined) fail(`error: --many ${flags.many} names every job's script in its lines: leave out the script ${script} (or --many)`);
+        if (flags.file !== undefined) fail('error: --many and --file: each line of --many is already a job description; leave out --file');
+        const { submitMany } = await import('./many.js');
+        return submitMany(flags.many, { given, controller: flags.controller as string | undefined, json: flags.json === true, immediateSeconds });
+      }
+      if (script === undefined) fail('error: taras submit needs a batch script (taras submit run.sh), or --many FILE for many jobs');
       let scriptText: string;
       try {
         scriptText = readFileSync(script, 'utf8');
@@ -133,12 +147,6 @@ export function registerJobCommands(program: Command): void {
         closePrompt();
       }
       // The umask decides the mode of the job's new output files, as if the submitter had created them.
-      let immediateSeconds: number | undefined;
-      if (flags.immediate !== undefined) {
-        const parsed = parseImmediateFlag(flags.immediate);
-        if (!parsed.ok) fail(parsed.message);
-        immediateSeconds = parsed.value;
-      }
       const spec = {
         ...built.value.spec, umask: process.umask(), submitEnv: { ...process.env } as Record<string, string>, submitDir: process.cwd(),
         ...(immediateSeconds === undefined ? {} : { immediateSeconds }),

@@ -60,8 +60,19 @@ export function parseJobFile(tomlText: string, file: string, parseToml: TomlPars
     builder.error({ file, line }, `not valid TOML: ${firstLine}`);
     return builder.result();
   }
+  return parseJobObject(document, file, (key) => lineOf(tomlText, key), builder);
+}
+
+/**
+ * The items of one job description already read into an object (a job.toml,
+ * or one JSON line of `taras submit --many`): the same keys and value forms;
+ * `lineOf` says where each key is written.
+ */
+export function parseJobObject(
+  document: Record<string, unknown>, file: string, lineOf: (key: string) => number | undefined, builder = new LayerBuilder('file'),
+): Parsed<SpecLayer> {
   for (const [key, value] of Object.entries(document)) {
-    const where = { file, line: lineOf(tomlText, key), option: key };
+    const where = { file, line: lineOf(key), option: key };
     const origin = { source: 'file' as const, ...where };
     if (key === SCRIPT_KEYS.script) {
       if (typeof value === 'string' && value.trim() !== '') builder.set('script', value.trim(), origin);

@@ -1,0 +1,149 @@
+// `taras submit --many FILE` (or `-`: standard input): many jobs in one call,
+// one JSON object per line with job.toml's keys (`script`, `arguments`,
+// `time`, `nodes`, `job_name`, ...). Each line is read like a job.toml, then
+// its script's #TARAS lines, then the command's flags, which apply to every
+// job. Every line is checked before anything is sent: one bad line refuses the
+// whole file, naming file:line. The jobs then go over one connection, eight
+// requests in flight, each with its own idempotency key (a retry after a lost
+// answer never submits twice), in line order of their ids.
+
+import { readFileSync } from 'node:fs';
+import type { ApiSubmitted } from '../api/types.js';
+import type { ApiClient } from '../net/client.js';
+import { withClient, withRetries } from './controller-client.js';
+import { fail } from './flags.js';
+
+/** Requests in flight at once: enough to keep the controller's group commit full, few enough to be polite. */
+const IN_FLIGHT = 8;
+/** The most jobs one call takes (the controller's per-user cap is the real limit). */
+const MAX_JOBS = 100_000;
+
+export interface ManyOptions {
+  /** The command's own job flags (as given), applied to every job. */
+  readonly given: Record<string, string | boolean | undefined>;
+  readonly controller: string | undefined;
+  readonly json: boolean;
+  readonly immediateSeconds: number | undefined;
+}
+
+/** Reads, checks and submits every job of `source`; prints their ids. Exits 2 on any bad line, nothing sent. */
+export async function submitMany(source: string, options: ManyOptions): Promise<void> {
+  const [types, directivesModule, flagsModule, mergeModule, jobfile, schema] = await Promise.all([
+    import('../jobspec/types.js'), import('../jobspec/directives.js'), import('../jobspec/flags.js'), import('../jobspec/merge.js'),
+    import('../jobspec/jobfile.js'), import('../api/schema.js'),
+  ]);
+  const name = source === '-' ? 'standard input' : source;
+  let text: string;
+  try {
+    text = readFileSync(source === '-' ? 0 : source, 'utf8');
+  } catch (error) {
+    fail(`error: --many ${name}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): give a file of JSON lines, or - for standard input`);
+  }
+  const flagLayer = flagsModule.parseFlagValues(options.given);
+  if (!flagLayer.ok) fail(flagLayer.errors.map((e) => `error: ${types.formatError(e)}`).join('\n'));
+  const scripts = new Map<string, string | Error>();
+  const readScript = (path: string): string | Error => {
+    if (!scripts.has(path)) {
+      try {
+        scripts.set(path, readFileSync(path, 'utf8'));
+      } catch (error) {
+        scripts.set(path, error as Error);
+      }
+    }
+    return scripts.get(path)!;
+  };
+  const errors: string[] = [];
+  const bodies: { line: number; body: unknown }[] = [];
+  const submitEnv = { ...process.env } as Record<string, string>;
+  const submitDir = process.cwd();
+  const base = `${Date.now().toString(36)}-${process.pid.toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  const lines = text.split('\n');
+  for (let index = 0; index < lines.length && errors.length < 20; index++) {
+    const raw = lines[index].trim();
+    const line = index + 1;
+    const at = `${name}:${line}`;
+    if (raw === '' || raw.startsWith('#')) continue;
+    let document: unknown;
+    try {
+      document = JSON.parse(raw);
+    } catch (error) {
+      errors.push(`${at}: not JSON (${(error as Error).message}): write one job a line as an object, e.g. {"script": "run.sh", "time": 10}`);
+      continue;
+    }
+    if (typeof document !== 'object' || document === null || Array.isArray(document)) {
+      errors.push(`${at}: expected an object of job.toml's keys, e.g. {"script": "run.sh", "arguments": ["1"], "time": 10}`);
+      continue;
+    }
+    const layer = jobfile.parseJobObject(document as Record<string, unknown>, name, () => line);
+    if (!layer.ok) {
+      errors.push(...layer.errors.map(types.formatError));
+      continue;
+    }
+    const script = layer.value.values.script;
+    if (script === undefined) {
+      errors.push(`${at}: no "script": every line names its batch script`);
+      continue;
+    }
+    const scriptText = readScript(script);
+    if (scriptText instanceof Error) {
+      errors.push(`${at}: cannot read the script ${script}: give the path of a batch script`);
+      continue;
+    }
+    const directives = directivesModule.parseDirectives(scriptText, script);
+    if (!directives.ok) {
+      errors.push(...directives.errors.map(types.formatError));
+      continue;
+    }
+    const built = mergeModule.buildJobSpec(mergeModule.mergeJobSpec(layer.value, directives.value, flagLayer.value), { scriptText, submitDir });
+    if (!built.ok) {
+      errors.push(...built.errors.map((e) => `${at}: ${types.formatError(e)}`));
+      continue;
+    }
+    const spec = {
+      ...built.value.spec, umask: process.umask(), submitEnv, submitDir,
+      ...(options.immediateSeconds === undefined ? {} : { immediateSeconds: options.immediateSeconds }),
+    };
+    const body = { spec, idempotencyKey: `${base}-${line}` };
+    const checked = schema.checkBody(schema.SubmitBodySchema, body);
+    if (!checked.ok) errors.push(`${at}: the request is not valid: ${schema.formatProblems(checked.problems)}`);
+    else bodies.push({ line, body });
+    if (bodies.length > MAX_JOBS) fail(`error: --many ${name}: more than ${MAX_JOBS} jobs in one call; split the file`);
+  }
+  if (errors.length > 0) fail(`${errors.map((e) => `error: ${e}`).join('\n')}\nnothing was submitted`);
+  if (bodies.length === 0) fail(`error: --many ${name}: no jobs (one JSON object a line; blank lines and # comments are skipped)`);
+  const ids = await withClient(options.controller, (api) => sendAll(api, bodies.map((b) => b.body)));
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify(bodies.map(({ line }, i) => ({ line, id: ids[i] })))}\n`);
+    return;
+  }
+  process.stdout.write(`Submitted ${ids.length} job${ids.length === 1 ? '' : 's'}: ${idRanges(ids)}\n`);
+}
+
+/** Sends every body, IN_FLIGHT at a time, each retried while the controller cannot be reached; ids in the bodies' order. */
+async function sendAll(api: ApiClient, bodies: readonly unknown[]): Promise<number[]> {
+  const ids: number[] = new Array(bodies.length);
+  let next = 0;
+  const progress = process.stderr.isTTY && bodies.length >= 1000;
+  let done = 0;
+  await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, bodies.length) }, async () => {
+    while (next < bodies.length) {
+      const index = next++;
+      ids[index] = (await withRetries('submit', () => api.post<ApiSubmitted>('/jobs', bodies[index]))).id;
+      if (progress && ++done % 500 === 0) process.stderr.write(`\rsubmitted ${done} of ${bodies.length}`);
+    }
+  }));
+  if (progress) process.stderr.write(`\rsubmitted ${bodies.length} of ${bodies.length}\n`);
+  return ids;
+}
+
+/** `12-15,18,20-21`: ids as ranges, in the order given. */
+export function idRanges(ids: readonly number[]): string {
+  const parts: string[] = [];
+  for (let i = 0; i < ids.length;) {
+    let j = i;
+    while (j + 1 < ids.length && ids[j + 1] === ids[j] + 1) j++;
+    parts.push(j === i ? String(ids[i]) : `${ids[i]}-${ids[j]}`);
+    i = j + 1;
+  }
+  return parts.join(',');
+}
