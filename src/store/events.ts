@@ -44,8 +44,12 @@ export type JobEvent =
       readonly preempt?: 'requeue' | 'cancel'; readonly graceSeconds?: number }
   /** The job finished a checkpoint: it said so (`taras checkpointed`) or exited after the preemption signal. */
   | { readonly type: 'checkpointed'; readonly by: 'job' | 'exit' }
-  /** Stopped on its nodes (SIGSTOP), which it keeps; `resumed` continues it. */
-  | { readonly type: 'suspended'; readonly reason?: string }
+  /**
+   * Stopped on its nodes (SIGSTOP), which it keeps; `resumed` continues it. `by` 'preemption': suspended for
+   * another job (a partition's, or preempt(..., 'suspend'): `preemptor` when known); its nodes went back to the
+   * core and it resumes by itself once they are free again.
+   */
+  | { readonly type: 'suspended'; readonly reason?: string; readonly by?: 'admin' | 'preemption'; readonly preemptor?: JobId }
   | { readonly type: 'resumed'; readonly reason?: string }
   /** The job's processes are gone or going; its nodes are being cleaned up. */
   | { readonly type: 'completing' }
