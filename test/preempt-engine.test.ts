@@ -337,4 +337,21 @@ describe('preemption in the engine: review fixes', () => {
     engine.schedule();
     assert.equal(agents.orders.find((o) => o.jobId === id && o.run === 1)?.restart, null, 'restarted from the start');
   });
+
+  it('partition preemption takes no victims for a job a maintenance window keeps from starting now, and never an interactive job', () => {
+    const { store, clock, engine } = setup(twoPartitions('requeue', 2));
+    const [batch, session] = engine.submit([{ user: 'alice', spec: spec({ requeue: true }) }, { user: 'alice', spec: spec({ interactive: { pty: false, command: ['sh'] } }) }]);
+    engine.schedule();
+    const startMs = clock.ms + 100_000;
+    engine.createReservation({ name: 'maint-z', kind: 'maintenance', startMs, endMs: startMs + 3_600_000, nodes: ['node01', 'node02'], users: [], reason: 'power', createdBy: 'root' });
+    const [high] = engine.submit([{ user: 'bob', spec: spec({ partition: 'high' }) }]);
+    engine.touch();
+    engine.schedule();
+    assert.equal(store.events(batch).some((e) => e.event.type === 'signalled'), false, 'the window would keep it waiting: nobody preempted');
+    engine.deleteReservation('maint-z');
+    engine.touch();
+    engine.schedule();
+    assert.deepEqual([batch, session].filter((id) => store.events(id).some((e) => e.event.type === 'signalled')), [batch], 'the batch job is preempted, the interactive one never');
+    assert.equal(store.job(high)!.state, 'PENDING');
+  });
 });

@@ -1143,7 +1143,8 @@ export class ControllerEngine {
     for (const entry of this.scheduler.state.queue) {
       if (++looked > 20) break; // the front of the queue: a deep queue is not searched every pass
       const record = this.active.get(entry.job.id);
-      if (!record || record.held || this.preemptedFor.has(record.id) || !entry.job.resources) continue;
+      // A job in a reservation or maintenance window starts in it, not now: no one is preempted for it.
+      if (!record || record.held || this.preemptedFor.has(record.id) || !entry.job.resources || entry.job.window !== undefined) continue;
       const priority = byName.get(record.partition)?.priority ?? 0;
       const candidates: (PreemptionCandidate & { mode: 'requeue' | 'cancel' | 'suspend' })[] = [];
       for (const run of this.scheduler.state.running) {
@@ -1153,6 +1154,7 @@ export class ControllerEngine {
         if (!victim || victim.state !== 'RUNNING' || !partition || mode === 'off' || partition.priority >= priority) continue;
         if (this.cancelRequested(victim.id) || this.preemptRequested(victim.id) !== undefined) continue;
         const spec = this.specOf(victim);
+        if (spec.interactive !== undefined) continue; // a terminal session is never a partition-preemption victim
         candidates.push({
           id: victim.id, nodes: run.nodes, cpusPerNode: run.job.resources?.cpusPerNode ?? 0, memoryMiBPerNode: run.job.resources?.memoryMiBPerNode ?? 0,
           startedAt: run.start, limit: run.job.estimate, waitSeconds: mode === 'suspend' ? 0 : spec.checkpoint?.durationSeconds ?? partition.graceTimeSeconds ?? 0, mode,
@@ -1165,6 +1167,10 @@ export class ControllerEngine {
       });
       const choice = chooseVictims(entry.job.resources, nodes, candidates, 'fewest-recent', now);
       if (choice === null || choice.victims.length === 0) continue;
+      // Freed, the victims' nodes must hold it now for its whole limit: a reservation or maintenance window on
+      // them (which the plan keeps it out of) would leave it waiting, and the victims preempted for nothing.
+      const freed = new Set(choice.victims.flatMap((v) => candidates.find((c) => c.id === v)!.nodes));
+      if (this.holdOnNodesWithin(freed, now, entry.job.estimate)) continue;
       this.preemptedFor.set(record.id, choice.victims);
       for (const victimId of choice.victims) {
         const victim = candidates.find((c) => c.id === victimId)!;
@@ -1174,6 +1180,15 @@ export class ControllerEngine {
         else this.preempt(victimId, reason, victim.mode);
       }
     }
+  }
+
+  /** Whether a reservation or maintenance window takes any of `nodes` between `now` and `seconds` later. */
+  private holdOnNodesWithin(nodes: ReadonlySet<string>, now: number, seconds: number): boolean {
+    const [fromMs, toMs] = [now * 1000, (now + seconds) * 1000];
+    for (const reservation of this.reservations.values()) {
+      if (reservation.startMs < toMs && reservation.endMs > fromMs && reservation.nodes.some((name) => nodes.has(name))) return true;
+    }
+    return false;
   }
 
   /** Suspends a job and gives its nodes back to the core (PreemptMode=SUSPEND, preempt(..., 'suspend')): the preemptor starts on them at the next pass. */
