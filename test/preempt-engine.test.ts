@@ -354,4 +354,22 @@ describe('preemption in the engine: review fixes', () => {
     assert.deepEqual([batch, session].filter((id) => store.events(id).some((e) => e.event.type === 'signalled')), [batch], 'the batch job is preempted, the interactive one never');
     assert.equal(store.job(high)!.state, 'PENDING');
   });
+
+  it('the owner\'s own requeue queues the job as if submitted now; an administrator\'s keeps its place', () => {
+    const { store, clock, agents, engine } = setup(defaultClusterConfig(work, { count: 1, cpus: 8 }));
+    const [first, second] = engine.submit([{ user: 'alice', spec: spec({ requeue: true }) }, { user: 'bob', spec: spec({ requeue: true }) }]);
+    engine.schedule();
+    clock.ms += 500_000;
+    engine.requeue(first, 'alice', false);
+    engine.jobReport({ jobId: first, run: 0, state: 'PREEMPTED', exitCode: 143, endTimeMs: clock.ms });
+    assert.equal(store.job(first)!.submitTimeMs, clock.ms, 'queued as if submitted at its requeue');
+    assert.deepEqual(engine.schedule(), [second], 'the job queued meanwhile goes first');
+    clock.ms += 1000;
+    engine.requeue(second, 'root', true);
+    engine.jobReport({ jobId: second, run: 0, state: 'PREEMPTED', exitCode: 143, endTimeMs: clock.ms });
+    assert.equal(store.job(second)!.submitTimeMs < store.job(first)!.submitTimeMs, true, 'an administrator\'s requeue keeps the submit time');
+    engine.touch();
+    assert.deepEqual(engine.schedule(), [second], 'and its place, ahead of the owner-requeued job');
+    assert.equal(agents.orders.filter((o) => o.jobId === second).length, 2);
+  });
 });

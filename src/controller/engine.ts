@@ -1365,7 +1365,7 @@ export class ControllerEngine {
       // Slurm's words: a job requeued by hand is "requeued by X", one taken off its nodes "preempted: why".
       const asked = preempting?.reason ?? report.reason ?? 'preempted';
       const why = asked.startsWith('requeued by ') ? asked : `preempted: ${asked}`;
-      if ((preempting?.mode ?? 'cancel') === 'requeue') this.requeueRun(report.jobId, why, endMs);
+      if ((preempting?.mode ?? 'cancel') === 'requeue') this.requeueRun(report.jobId, why, endMs, preempting?.asNew === true);
       else {
         this.append(report.jobId, { type: 'ended', state: 'PREEMPTED', exitCode: report.exitCode, reason: why }, endMs);
         this.endInCore(report.jobId, Math.floor(endMs / 1000));
@@ -1391,13 +1391,16 @@ export class ControllerEngine {
     if (this.scheduler.nodesOf(id) !== undefined) this.scheduler.end(id, at);
   }
 
-  /** Puts a job that held nodes back in the queue, in its place (priority, submit time, id), for its next run. */
-  private requeueRun(id: JobId, reason: string, atMs: number): void {
-    this.append(id, { type: 'requeued', reason }, atMs);
+  /**
+   * Puts a job that held nodes back in the queue, in its place (priority, submit time, id), for its next run;
+   * `asNew` (the owner's own requeue): as if submitted now, behind the jobs queued meanwhile.
+   */
+  private requeueRun(id: JobId, reason: string, atMs: number, asNew = false): void {
+    this.append(id, { type: 'requeued', reason, ...(asNew ? { asNew } : {}) }, atMs);
     this.endInCore(id, Math.floor(atMs / 1000));
     const requeued = this.store.job(id)!;
     this.active.set(id, requeued);
-    this.scheduler.submit(this.coreRequest(requeued));
+    this.scheduler.submit(this.coreRequest(requeued), true);
     this.unpromised.push(id); // a new run gets a new first promise
   }
 
@@ -1492,7 +1495,7 @@ export class ControllerEngine {
    * Returns how long until its nodes are expected free. `force`: requeue
    * even a job without --requeue (taras requeue, as scontrol requeue).
    */
-  preempt(id: JobId, reason: string, mode: 'requeue' | 'cancel' | 'suspend' = 'requeue', force = false): { waitSeconds: number } {
+  preempt(id: JobId, reason: string, mode: 'requeue' | 'cancel' | 'suspend' = 'requeue', force = false, asNew = false): { waitSeconds: number } {
     const record = this.active.get(id);
     if (!record || !holdsNodes(record.state)) throw new SubmitRefused([`job ${id} is not running (${record?.state ?? this.store.job(id)?.state ?? 'no such job'}); only running or suspended jobs can be preempted`]);
     if (mode === 'suspend') {
@@ -1508,7 +1511,7 @@ export class ControllerEngine {
     const signal = programClass?.preemptSignal ?? 'SIGTERM';
     const graceSeconds = spec.checkpoint?.durationSeconds ?? this.partitionOf(spec).graceTimeSeconds ?? 0;
     const outcome = mode === 'requeue' && (programClass !== undefined || spec.requeue || force) ? 'requeue' : 'cancel';
-    const signalled = this.append(id, { type: 'signalled', signal, reason, preempt: outcome, graceSeconds }, this.clockMs());
+    const signalled = this.append(id, { type: 'signalled', signal, reason, preempt: outcome, graceSeconds, ...(asNew && outcome === 'requeue' ? { requeueAsNew: true } : {}) }, this.clockMs());
     this.active.set(id, signalled);
     this.log(`job ${id}: preempted (${reason}): ${signal}, killed after ${graceSeconds} s unless it exits; then ${outcome === 'requeue' ? 'requeued' : 'ended PREEMPTED'}`);
     this.deliverCancel(id, record.nodes[0], record.requeueCount, { signal, cancel: false, extras: { preempt: true, graceSeconds, reason } });
@@ -1556,7 +1559,9 @@ export class ControllerEngine {
     if (!holdsNodes(record.state)) {
       throw new SubmitRefused([`job ${id} is ${record.state}: only running or suspended jobs can be requeued (a pending job already waits in the queue)`]);
     }
-    return this.preempt(id, `requeued by ${user}`, 'requeue', true);
+    // The owner's own requeue queues it as if submitted now (Slurm resets a requeued job's eligibility): a job
+    // cannot requeue itself before its limit again and again at the head of the queue. An administrator's keeps its place.
+    return this.preempt(id, `requeued by ${user}`, 'requeue', true, !admin);
   }
 
   /** `taras checkpointed`: the job (its owner) says a checkpoint is done; during a preemption, it need not be waited for any longer. */

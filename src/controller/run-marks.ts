@@ -14,6 +14,8 @@ export interface PreemptAsked {
   readonly atMs: number;
   readonly graceSeconds: number;
   readonly signal: string;
+  /** The owner's own requeue: the job queues as if submitted now. */
+  readonly asNew: boolean;
 }
 
 export interface RunMarks {
@@ -64,7 +66,7 @@ export class RunMarksBook {
       // Logs written before the `cancel` flag existed say so in the reason.
       if (event.cancel === true || event.reason?.startsWith('cancelled by') === true) marks.cancel = true;
       if (event.preempt !== undefined && marks.preempt === undefined) {
-        marks.preempt = { mode: event.preempt, reason: event.reason ?? 'preempted', atMs: timeMs, graceSeconds: event.graceSeconds ?? 0, signal: event.signal };
+        marks.preempt = { mode: event.preempt, reason: event.reason ?? 'preempted', atMs: timeMs, graceSeconds: event.graceSeconds ?? 0, signal: event.signal, asNew: event.requeueAsNew === true };
       }
     } else if (event.type === 'suspended') {
       marks.suspendedSinceMs = timeMs;
