@@ -44,4 +44,12 @@ describe('job launch environment', () => {
     assert.equal(none.PROJECT, 'p');
     assert.equal(none.MODE, 'fast');
   });
+
+  it('a job submitted from inside a restarted job does not inherit its restart and checkpoint variables', () => {
+    const inherited = { TARAS_RESTART: '1', TARAS_RESTART_COUNT: '2', TARAS_CHECKPOINT_SIGNAL: 'SIGUSR1', TARAS_CHECKPOINT_DURATION: '30', TARAS_PREEMPT_SIGNAL: 'SIGUSR2' };
+    const base = input();
+    const env = jobLaunch({ ...base, submitEnv: { ...base.submitEnv, ...inherited } }).env;
+    for (const name of Object.keys(inherited)) assert.equal(env[name], undefined, name);
+    assert.equal(env.PROJECT, 'p', 'the rest of the environment is kept');
+  });
 });

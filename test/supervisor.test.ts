@@ -245,6 +245,22 @@ describe('the job supervisor', { concurrency: true }, () => {
     assert.ok(Math.abs(seconds(status.startTime!, term!.time) - 2) < 0.5, `SIGTERM at ${term!.time}`);
   });
 
+  it('suspend and resume are idempotent (a request sent again is done), and the warning is sent once even when a resume comes after it', async () => {
+    const body = `trap 'echo warned >> marker' USR1\ntrap 'exit 0' TERM\nwhile :; do sleep 0.05; done`;
+    const { dir, workDir } = prepareJob(body, { timeLimitSeconds: 3, warnBeforeSeconds: 2, killGraceSeconds: 5 });
+    launch(dir);
+    const running = await waitForRunning(dir);
+    await waitForStatus(dir, () => existsSync(join(workDir, 'marker')), 5000); // warned at 1 s
+    assert.deepEqual(await requestSignal(dir, 'SIGSTOP', { suspend: true }), { ok: true, pid: running.pid });
+    assert.deepEqual(await requestSignal(dir, 'SIGSTOP', { suspend: true }), { ok: true, pid: running.pid }, 'already suspended: done');
+    assert.deepEqual(await requestSignal(dir, 'SIGCONT', { resume: true }), { ok: true, pid: running.pid });
+    assert.deepEqual(await requestSignal(dir, 'SIGCONT', { resume: true }), { ok: true, pid: running.pid }, 'not suspended: done');
+    const status = await waitForEnd(dir);
+    assert.equal(status.state, 'TIMEOUT');
+    assert.equal(readFileSync(join(workDir, 'marker'), 'utf8'), 'warned\n', 'one warning, not again after the resume');
+    assert.deepEqual(signalsOf(status), ['SIGUSR1 warning', 'SIGSTOP suspend', 'SIGCONT resume', 'SIGTERM time limit']);
+  });
+
   it('time limit: a script ignoring SIGTERM is SIGKILLed after the grace', async () => {
     const { status } = await runJob(`trap '' TERM\nwhile :; do sleep 0.05; done`, { timeLimitSeconds: 1, killGraceSeconds: 1 });
     assert.equal(status.state, 'TIMEOUT');

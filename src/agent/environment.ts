@@ -33,6 +33,9 @@ export interface Launch {
 /** Kept even with --export=NONE, so the script can find a shell and its home. */
 const MINIMAL = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG'];
 
+/** Variables the agent sets for one run of a job (restart, preemption signal): never inherited from the submitting shell. */
+const RUN_OWN = new Set(['TARAS_RESTART', 'TARAS_RESTART_COUNT', 'TARAS_PREEMPT_SIGNAL']);
+
 export function jobLaunch(input: LaunchInput): Launch {
   const { spec, submitEnv } = input;
   const env: Record<string, string> = {};
@@ -42,6 +45,9 @@ export function jobLaunch(input: LaunchInput): Launch {
     const value = variable.value ?? submitEnv[variable.name];
     if (value !== undefined) env[variable.name] = value;
   }
+  // A job submitted from inside a restarted or checkpointing job must not inherit that run's own variables (it
+  // would "restart"): the agent adds this run's own after this (restartAction, checkpoint signals).
+  for (const name of Object.keys(env)) if (RUN_OWN.has(name) || name.startsWith('TARAS_CHECKPOINT_')) delete env[name];
   const names = { jobId: input.jobId, user: input.user, name: spec.name };
   const workingDir = spec.workingDir;
   const inWorkingDir = (path: string) => (isAbsolute(path) ? path : join(workingDir, path));

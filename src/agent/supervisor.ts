@@ -111,6 +111,8 @@ class Supervision {
   /** performance.now() when the job was suspended; null while it runs. */
   private suspendedAt: number | null = null;
   private killArmed = false;
+  /** The --signal warning was sent (once a run, even across a suspend and resume). */
+  private warned = false;
   /** The main process has exited: later cancels and time limits change nothing. */
   private exited = false;
   /** The end status is written. */
@@ -210,7 +212,13 @@ class Supervision {
       this.after(left - terminalWarning, () => this.session!.note(
         `job ${this.spec.jobId} reaches its time limit in ${formatMinutes(terminalWarning)} (at ${end.toISOString().slice(11, 19)} UTC) and will be ended then: save your work`), this.limitTimers);
     }
-    if (warnBeforeSeconds > 0 && warnBeforeSeconds < left) this.after(left - warnBeforeSeconds, () => this.sendSignal(warnSignal, 'warning', warnBatchOnly), this.limitTimers);
+    // The warning goes once a run: a resume after it arms it again only if it was not sent yet.
+    if (warnBeforeSeconds > 0 && warnBeforeSeconds < left && !this.warned) {
+      this.after(left - warnBeforeSeconds, () => {
+        this.warned = true;
+        this.sendSignal(warnSignal, 'warning', warnBatchOnly);
+      }, this.limitTimers);
+    }
     if (checkpoint === null) {
       this.after(left, () => this.terminate('TIMEOUT', `time limit of ${limit} s reached`, 'SIGTERM', 'time limit'), this.limitTimers);
       return;
@@ -264,7 +272,8 @@ class Supervision {
 
   /** Stops the job and holds its limit: suspended time does not count against it. */
   private suspend(): string | null {
-    if (this.suspendedAt !== null) return 'the job is already suspended';
+    // Already suspended: a request sent again (the controller restarted, or retried one that got through) is done.
+    if (this.suspendedAt !== null) return null;
     if (this.endCause !== null) return `the job is ending (${this.endCause.state})`;
     this.suspendedAt = performance.now();
     for (const cancel of this.limitTimers) cancel();
@@ -277,7 +286,7 @@ class Supervision {
 
   /** Continues the job; its deadline moves later by the time it was suspended. `rearm` false: it is ending, no new timers. */
   private resume(rearm = true): string | null {
-    if (this.suspendedAt === null) return 'the job is not suspended';
+    if (this.suspendedAt === null) return null; // not suspended: a resume sent again is done
     const stoppedMs = performance.now() - this.suspendedAt;
     if (this.deadlineAt !== null) this.deadlineAt += stoppedMs;
     this.suspendedAt = null;

@@ -16,8 +16,9 @@ import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
 import { suitableNodes, taskLayout, validateAgainstCluster } from '../jobspec/cluster.js';
 import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
-import type { EndState, JobRecord, JobState, JsonObject } from '../store/events.js';
+import type { EndState, JobRecord, JobState, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
+import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 
 /** How much earlier than strictly needed a deadline's victims are preempted: delivery, the end's report, the next pass. */
@@ -231,9 +232,16 @@ export class ControllerEngine {
   /** Whether any set of nodes could ever hold a job of that shape (all idle), by the same key. */
   private readonly placeableByShape = new Map<string, boolean>();
   private dirty = true;
-  /** Cancels of running jobs whose signal has not reached their agent yet, by job: the node to send to. */
-  private readonly undeliveredCancels = new Map<JobId, { node: string; run: number; how: Delivery }>();
-  private readonly cancelsInFlight = new Set<JobId>();
+  /**
+   * Signals to running jobs that have not reached their agent yet, by job and kind (`slotOf`: an end, cancel
+   * or preemption, and a suspend or resume, each kept apart): the node to send to.
+   */
+  private readonly undeliveredCancels = new Map<string, { id: JobId; node: string; run: number; how: Delivery }>();
+  private readonly cancelsInFlight = new Set<string>();
+  /** Each running job's pending cancel or preemption and suspended time, kept with the events stored (no store reads per pass). */
+  private readonly marks = new RunMarksBook();
+  /** Seconds of a suspended job's open suspension already added to its end in the core (keepSuspendedEndsMoving). */
+  private readonly extendedWhileSuspended = new Map<JobId, number>();
   /** Running jobs whose start the agent has not yet confirmed (order in flight). */
   private readonly startsInFlight = new Set<JobId>();
   /** Running jobs an agent has confirmed (accepted the start, or reported them running). */
@@ -477,14 +485,16 @@ export class ControllerEngine {
     }
     for (const record of this.store.runningJobs()) {
       const failure = this.recoverOne(record, () => {
-        // Suspended for a partition's job: out of the core until its nodes are free again, as before the restart.
-        if (record.state === 'SUSPENDED' && (record.reason?.startsWith(PARTITION_PREEMPTION) === true || record.reason?.startsWith(SUSPENDED_BY_PREEMPTION) === true)) {
+        this.marks.replay(record.id, this.store.events(record.id));
+        // Suspended for a preemption (a partition's job): out of the core until its nodes are free again, as before the restart.
+        if (record.state === 'SUSPENDED' && this.marks.get(record.id)?.byPreemption === true) {
           this.suspendedForPartition.add(record.id);
           return;
         }
-        // Time spent suspended does not count against the limit: the job's end moves later by it.
+        // Time spent suspended does not count against the limit: the job's end moves later by the closed
+        // suspensions; an open one moves it as it goes (keepSuspendedEndsMoving).
         const request = this.coreRequest(record);
-        const extended = { ...request, estimate: request.estimate + this.suspendedSecondsOf(record.id) };
+        const extended = { ...request, estimate: request.estimate + this.marks.suspendedSeconds(record.id) };
         this.scheduler.adoptRunning(extended, Math.floor((record.startTimeMs ?? this.clockMs()) / 1000), record.nodes);
       });
       if (failure !== undefined) continue;
@@ -492,7 +502,8 @@ export class ControllerEngine {
       // A cancel accepted before the restart may not have reached the agent: send it again (the agent
       // may not be back yet; checkNodes retries).
       if (holdsNodes(record.state) && this.cancelRequested(record.id)) this.deliverCancel(record.id, record.nodes[0], record.requeueCount);
-      else if (holdsNodes(record.state)) this.redeliverPreempt(record);
+      else if (holdsNodes(record.state) && this.preemptRequested(record.id) !== undefined) this.redeliverPreempt(record);
+      else if (holdsNodes(record.state)) this.redeliverPause(record);
     }
     if (this.active.size > 0) this.log(`recovered ${this.active.size} pending and running jobs from the store`);
   }
@@ -519,7 +530,7 @@ export class ControllerEngine {
     if (this.stranded === 'refuse') throw new SubmitRefused([`job ${record.id}: ${reason}`]);
     reason = `this cluster can no longer run it: ${reason}`;
     this.log(`job ${record.id} (${record.user}) ended FAILED at start-up: ${reason}`);
-    this.store.append(record.id, { type: 'ended', state: 'FAILED', exitCode: null, reason }, this.clockMs());
+    this.append(record.id, { type: 'ended', state: 'FAILED', exitCode: null, reason }, this.clockMs());
     return reason;
   }
 
@@ -759,7 +770,7 @@ export class ControllerEngine {
         const reason = `the scheduler refused it after it was stored: ${(error as Error).message}`;
         this.log(`job ${record.id}: ${reason}`);
         this.active.delete(record.id);
-        this.store.append(record.id, { type: 'ended', state: 'FAILED', exitCode: null, reason }, nowMs);
+        this.append(record.id, { type: 'ended', state: 'FAILED', exitCode: null, reason }, nowMs);
       }
     });
     this.dirty = true;
@@ -853,7 +864,7 @@ export class ControllerEngine {
       this.deadlineLogged.add(id);
       const cause = this.deadlineCause(record);
       this.log(`job ${id}: its deadline ${new Date(entry.job.deadline! * 1000).toISOString()} can no longer be guaranteed (${cause})`);
-      this.active.set(id, this.store.append(id, { type: 'deadline', missed: false, cause }, this.clockMs()));
+      this.active.set(id, this.append(id, { type: 'deadline', missed: false, cause }, this.clockMs()));
     }
     this.preemptForDeadlines(now);
     for (const { id, latestStart } of this.scheduler.deadlinesDue(now)) {
@@ -864,7 +875,7 @@ export class ControllerEngine {
       if (this.specOf(record).deadline?.policy === 'cancel') {
         const reason = `DeadLine: it could no longer end by its deadline ${new Date(this.specOf(record).deadline!.atMs).toISOString()} (${this.deadlineCause(record)})`;
         this.log(`job ${id} ended DEADLINE: ${reason}`);
-        this.store.append(id, { type: 'ended', state: 'DEADLINE', exitCode: null, reason }, this.clockMs());
+        this.append(id, { type: 'ended', state: 'DEADLINE', exitCode: null, reason }, this.clockMs());
         this.scheduler.cancel(id);
         this.active.delete(id);
         this.dirty = true;
@@ -925,7 +936,7 @@ export class ControllerEngine {
     if (choice === null || choice.victims.length === 0) {
       const cause = 'no running job can be preempted to free the nodes it needs (the jobs holding them are interactive, priority, or neither checkpoint nor may be requeued; or nodes are lost)';
       this.log(`job ${id}: must start by ${latest} to meet its deadline: ${cause}`);
-      this.active.set(id, this.store.append(id, { type: 'deadline', missed: false, cause }, this.clockMs()));
+      this.active.set(id, this.append(id, { type: 'deadline', missed: false, cause }, this.clockMs()));
       return;
     }
     for (const victim of choice.victims) this.preempt(victim, `preempted for job ${id}, which must start by ${latest} to meet its deadline`);
@@ -968,14 +979,15 @@ export class ControllerEngine {
     if (deadline === undefined || endMs <= deadline.atMs) return;
     const cause = deadlineGuaranteed(record) ? this.deadlineCause(record) : 'it was accepted without a guarantee (the plan could not meet it at submission)';
     this.log(`job ${record.id}: missed its deadline ${new Date(deadline.atMs).toISOString()} by ${Math.ceil((endMs - deadline.atMs) / 1000)} s (${cause})`);
-    this.store.append(record.id, { type: 'deadline', missed: true, cause: `ended ${Math.ceil((endMs - deadline.atMs) / 1000)} s after its deadline: ${cause}` }, endMs);
+    this.append(record.id, { type: 'deadline', missed: true, cause: `ended ${Math.ceil((endMs - deadline.atMs) / 1000)} s after its deadline: ${cause}` }, endMs);
   }
 
   /** One scheduling pass if anything changed: verify and carry out the core's starts. */
   schedule(): JobId[] {
     if (!this.dirty || this.stopping) return [];
-    this.dirty = false;
     const now = this.nowSeconds();
+    this.keepSuspendedEndsMoving(now, false);
+    this.dirty = false;
     const started: JobId[] = [];
     this.plannedAt = null;
     for (const job of this.scheduler.pass(now)) {
@@ -989,7 +1001,7 @@ export class ControllerEngine {
       // The first start it was promised goes into the log with the real one (a job that starts in its first pass was promised now).
       const promisedMs = this.firstPromises.get(job.id) ?? now * 1000;
       this.firstPromises.delete(job.id);
-      const record = this.store.append(job.id, { type: 'started', nodes, promisedMs }, this.clockMs());
+      const record = this.append(job.id, { type: 'started', nodes, promisedMs }, this.clockMs());
       this.active.set(job.id, record);
       started.push(job.id);
       const stored = this.specOf(record);
@@ -1131,7 +1143,8 @@ export class ControllerEngine {
     for (const entry of this.scheduler.state.queue) {
       if (++looked > 20) break; // the front of the queue: a deep queue is not searched every pass
       const record = this.active.get(entry.job.id);
-      if (!record || record.held || this.preemptedFor.has(record.id) || !entry.job.resources) continue;
+      // A job in a reservation or maintenance window starts in it, not now: no one is preempted for it.
+      if (!record || record.held || this.preemptedFor.has(record.id) || !entry.job.resources || entry.job.window !== undefined) continue;
       const priority = byName.get(record.partition)?.priority ?? 0;
       const candidates: (PreemptionCandidate & { mode: 'requeue' | 'cancel' | 'suspend' })[] = [];
       for (const run of this.scheduler.state.running) {
@@ -1141,6 +1154,7 @@ export class ControllerEngine {
         if (!victim || victim.state !== 'RUNNING' || !partition || mode === 'off' || partition.priority >= priority) continue;
         if (this.cancelRequested(victim.id) || this.preemptRequested(victim.id) !== undefined) continue;
         const spec = this.specOf(victim);
+        if (spec.interactive !== undefined) continue; // a terminal session is never a partition-preemption victim
         candidates.push({
           id: victim.id, nodes: run.nodes, cpusPerNode: run.job.resources?.cpusPerNode ?? 0, memoryMiBPerNode: run.job.resources?.memoryMiBPerNode ?? 0,
           startedAt: run.start, limit: run.job.estimate, waitSeconds: mode === 'suspend' ? 0 : spec.checkpoint?.durationSeconds ?? partition.graceTimeSeconds ?? 0, mode,
@@ -1153,21 +1167,34 @@ export class ControllerEngine {
       });
       const choice = chooseVictims(entry.job.resources, nodes, candidates, 'fewest-recent', now);
       if (choice === null || choice.victims.length === 0) continue;
+      // Freed, the victims' nodes must hold it now for its whole limit: a reservation or maintenance window on
+      // them (which the plan keeps it out of) would leave it waiting, and the victims preempted for nothing.
+      const freed = new Set(choice.victims.flatMap((v) => candidates.find((c) => c.id === v)!.nodes));
+      if (this.holdOnNodesWithin(freed, now, entry.job.estimate)) continue;
       this.preemptedFor.set(record.id, choice.victims);
       for (const victimId of choice.victims) {
         const victim = candidates.find((c) => c.id === victimId)!;
         const reason = `${PARTITION_PREEMPTION}${record.id} of partition ${record.partition} (priority ${priority})`;
         this.log(`job ${victimId}: ${reason} (preempt_mode ${victim.mode})`);
-        if (victim.mode === 'suspend') this.suspendForPartition(victimId, reason, now);
+        if (victim.mode === 'suspend') this.suspendForPartition(victimId, reason, now, record.id);
         else this.preempt(victimId, reason, victim.mode);
       }
     }
   }
 
+  /** Whether a reservation or maintenance window takes any of `nodes` between `now` and `seconds` later. */
+  private holdOnNodesWithin(nodes: ReadonlySet<string>, now: number, seconds: number): boolean {
+    const [fromMs, toMs] = [now * 1000, (now + seconds) * 1000];
+    for (const reservation of this.reservations.values()) {
+      if (reservation.startMs < toMs && reservation.endMs > fromMs && reservation.nodes.some((name) => nodes.has(name))) return true;
+    }
+    return false;
+  }
+
   /** Suspends a job and gives its nodes back to the core (PreemptMode=SUSPEND, preempt(..., 'suspend')): the preemptor starts on them at the next pass. */
-  private suspendForPartition(id: JobId, reason: string, now: number): void {
-    this.suspend(id, reason);
-    this.scheduler.end(id, now);
+  private suspendForPartition(id: JobId, reason: string, now: number, preemptor?: JobId): void {
+    this.suspend(id, reason, { by: 'preemption', preemptor });
+    if (this.scheduler.nodesOf(id) !== undefined) this.scheduler.end(id, now);
     this.suspendedForPartition.add(id);
     this.dirty = true;
   }
@@ -1180,6 +1207,8 @@ export class ControllerEngine {
         this.suspendedForPartition.delete(id);
         continue;
       }
+      // Being cancelled or preempted: it ends where it is, out of the core.
+      if (this.cancelRequested(id) || this.preemptRequested(id) !== undefined) continue;
       const request = this.coreRequest(record);
       const fits = record.nodes.every((name) => {
         const free = this.pool.free(name);
@@ -1246,7 +1275,7 @@ export class ControllerEngine {
       this.mustStartBy.delete(id);
       this.waitingReasons.delete(id);
       this.log(`job ${id} (interactive): ${reason}`);
-      this.store.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason }, nowMs);
+      this.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason }, nowMs);
       this.scheduler.cancel(id);
       this.active.delete(id);
       this.dirty = true;
@@ -1321,6 +1350,14 @@ export class ControllerEngine {
     return this.firstPromises.get(id) ?? null;
   }
 
+  /** Stores an event of a job and notes it in the in-memory marks of its run. */
+  private append(id: JobId, event: TransitionEvent, timeMs: number): JobRecord {
+    const record = this.store.append(id, event, timeMs);
+    this.marks.note(id, event, timeMs);
+    if (event.type !== 'suspended' && event.type !== 'signalled' && event.type !== 'checkpointed' && event.type !== 'deadline') this.extendedWhileSuspended.delete(id);
+    return record;
+  }
+
   /** Whether a pass is due (an event arrived since the last one). */
   get needsPass(): boolean {
     return this.dirty;
@@ -1344,9 +1381,9 @@ export class ControllerEngine {
     // A job being cancelled is not requeued when its node fails: it ends CANCELLED, as asked.
     const cancelled = (report.state === 'NODE_FAIL' || report.state === 'PREEMPTED') && this.cancelRequested(report.jobId);
     const preempting = cancelled ? undefined : this.preemptRequested(report.jobId);
-    // A checkpointing job that exited after its preemption signal (preempted or at its limit) made its checkpoint.
-    if (spec.checkpoint !== undefined && report.exitCode !== null && (report.state === 'PREEMPTED' || report.state === 'TIMEOUT' || preempting !== undefined)) {
-      this.store.append(report.jobId, { type: 'checkpointed', by: 'exit' }, endMs);
+    // A checkpointing job that exited cleanly (code 0) after its preemption signal (preempted or at its limit) made its checkpoint.
+    if (spec.checkpoint !== undefined && report.exitCode === 0 && (report.state === 'PREEMPTED' || report.state === 'TIMEOUT' || preempting !== undefined)) {
+      this.append(report.jobId, { type: 'checkpointed', by: 'exit' }, endMs);
     }
     const endedAnyway = report.state === 'COMPLETED' || report.state === 'FAILED' || report.state === 'OUT_OF_MEMORY';
     if ((preempting !== undefined && !endedAnyway) || (report.state === 'PREEMPTED' && !cancelled)) {
@@ -1354,9 +1391,9 @@ export class ControllerEngine {
       // Slurm's words: a job requeued by hand is "requeued by X", one taken off its nodes "preempted: why".
       const asked = preempting?.reason ?? report.reason ?? 'preempted';
       const why = asked.startsWith('requeued by ') ? asked : `preempted: ${asked}`;
-      if ((preempting?.mode ?? 'cancel') === 'requeue') this.requeueRun(report.jobId, why, endMs);
+      if ((preempting?.mode ?? 'cancel') === 'requeue') this.requeueRun(report.jobId, why, endMs, preempting?.asNew === true);
       else {
-        this.store.append(report.jobId, { type: 'ended', state: 'PREEMPTED', exitCode: report.exitCode, reason: why }, endMs);
+        this.append(report.jobId, { type: 'ended', state: 'PREEMPTED', exitCode: report.exitCode, reason: why }, endMs);
         this.endInCore(report.jobId, Math.floor(endMs / 1000));
         this.active.delete(report.jobId);
       }
@@ -1367,7 +1404,7 @@ export class ControllerEngine {
         ? { type: 'ended' as const, state: 'CANCELLED' as const, exitCode: report.exitCode, reason: `cancelled; ${report.reason ?? 'its node failed'} before the job ended` }
         : { type: 'ended' as const, state: report.state, exitCode: report.exitCode, reason: report.reason };
       this.noteMissedDeadline(record, endMs);
-      this.store.append(report.jobId, ended, endMs);
+      this.append(report.jobId, ended, endMs);
       this.endInCore(report.jobId, Math.floor(endMs / 1000));
       this.active.delete(report.jobId);
     }
@@ -1380,13 +1417,16 @@ export class ControllerEngine {
     if (this.scheduler.nodesOf(id) !== undefined) this.scheduler.end(id, at);
   }
 
-  /** Puts a job that held nodes back in the queue, in its place (priority, submit time, id), for its next run. */
-  private requeueRun(id: JobId, reason: string, atMs: number): void {
-    this.store.append(id, { type: 'requeued', reason }, atMs);
+  /**
+   * Puts a job that held nodes back in the queue, in its place (priority, submit time, id), for its next run;
+   * `asNew` (the owner's own requeue): as if submitted now, behind the jobs queued meanwhile.
+   */
+  private requeueRun(id: JobId, reason: string, atMs: number, asNew = false): void {
+    this.append(id, { type: 'requeued', reason, ...(asNew ? { asNew } : {}) }, atMs);
     this.endInCore(id, Math.floor(atMs / 1000));
     const requeued = this.store.job(id)!;
     this.active.set(id, requeued);
-    this.scheduler.submit(this.coreRequest(requeued));
+    this.scheduler.submit(this.coreRequest(requeued), true);
     this.unpromised.push(id); // a new run gets a new first promise
   }
 
@@ -1438,30 +1478,33 @@ export class ControllerEngine {
   }
 
   /** The preemption asked for the job's current run (a `signalled` event with `preempt` since its last start), if any. */
-  private preemptRequested(id: JobId): { mode: 'requeue' | 'cancel'; reason: string; atMs: number; graceSeconds: number; signal: string } | undefined {
-    const events = this.store.events(id);
-    let found: ReturnType<ControllerEngine['preemptRequested']>;
-    for (let i = events.length - 1; i >= 0; i--) {
-      const { event, timeMs } = events[i];
-      if (event.type === 'started') break;
-      if (event.type === 'signalled' && event.preempt !== undefined) {
-        found = { mode: event.preempt, reason: event.reason ?? 'preempted', atMs: timeMs, graceSeconds: event.graceSeconds ?? 0, signal: event.signal };
-      }
-    }
-    return found;
+  private preemptRequested(id: JobId): PreemptAsked | undefined {
+    return this.marks.get(id)?.preempt;
   }
 
   /** Seconds the job's current run has spent suspended (each suspended..resumed, and one still open). */
   suspendedSecondsOf(id: JobId): number {
-    let total = 0;
-    let since: number | null = null;
-    for (const { event, timeMs } of this.store.events(id)) {
-      if (event.type === 'started') [total, since] = [0, null];
-      else if (event.type === 'suspended') since = timeMs;
-      else if (event.type === 'resumed' && since !== null) [total, since] = [total + (timeMs - since), null];
+    return this.marks.suspendedSeconds(id, this.clockMs());
+  }
+
+  /**
+   * A job suspended on its nodes (not for a preemption) stays in the core, where its time limit would run out
+   * while it is stopped: its end there moves later as the suspension goes on (at each pass, and at once when it
+   * would look overdue), by whole seconds not yet given (the rest at its resume).
+   */
+  private keepSuspendedEndsMoving(now: number, onlyOverdue: boolean): void {
+    for (const id of this.marks.suspended) {
+      const since = this.marks.get(id)?.suspendedSinceMs;
+      const run = this.scheduler.state.getRunning(id);
+      if (since === null || since === undefined || run === undefined) continue;
+      if (onlyOverdue && run.start + run.job.estimate > now + 1) continue;
+      const owed = Math.floor((now * 1000 - since) / 1000) - (this.extendedWhileSuspended.get(id) ?? 0);
+      if (owed <= 0) continue;
+      this.scheduler.extendRunning(id, owed);
+      this.extendedWhileSuspended.set(id, (this.extendedWhileSuspended.get(id) ?? 0) + owed);
+      this.plannedAt = null;
+      this.dirty = true;
     }
-    if (since !== null) total += this.clockMs() - since;
-    return Math.round(total / 1000);
   }
 
   /**
@@ -1478,7 +1521,7 @@ export class ControllerEngine {
    * Returns how long until its nodes are expected free. `force`: requeue
    * even a job without --requeue (taras requeue, as scontrol requeue).
    */
-  preempt(id: JobId, reason: string, mode: 'requeue' | 'cancel' | 'suspend' = 'requeue', force = false): { waitSeconds: number } {
+  preempt(id: JobId, reason: string, mode: 'requeue' | 'cancel' | 'suspend' = 'requeue', force = false, asNew = false): { waitSeconds: number } {
     const record = this.active.get(id);
     if (!record || !holdsNodes(record.state)) throw new SubmitRefused([`job ${id} is not running (${record?.state ?? this.store.job(id)?.state ?? 'no such job'}); only running or suspended jobs can be preempted`]);
     if (mode === 'suspend') {
@@ -1494,7 +1537,7 @@ export class ControllerEngine {
     const signal = programClass?.preemptSignal ?? 'SIGTERM';
     const graceSeconds = spec.checkpoint?.durationSeconds ?? this.partitionOf(spec).graceTimeSeconds ?? 0;
     const outcome = mode === 'requeue' && (programClass !== undefined || spec.requeue || force) ? 'requeue' : 'cancel';
-    const signalled = this.store.append(id, { type: 'signalled', signal, reason, preempt: outcome, graceSeconds }, this.clockMs());
+    const signalled = this.append(id, { type: 'signalled', signal, reason, preempt: outcome, graceSeconds, ...(asNew && outcome === 'requeue' ? { requeueAsNew: true } : {}) }, this.clockMs());
     this.active.set(id, signalled);
     this.log(`job ${id}: preempted (${reason}): ${signal}, killed after ${graceSeconds} s unless it exits; then ${outcome === 'requeue' ? 'requeued' : 'ended PREEMPTED'}`);
     this.deliverCancel(id, record.nodes[0], record.requeueCount, { signal, cancel: false, extras: { preempt: true, graceSeconds, reason } });
@@ -1507,6 +1550,21 @@ export class ControllerEngine {
     if (pending === undefined) return;
     const graceSeconds = Math.max(0, Math.ceil(pending.graceSeconds - (this.clockMs() - pending.atMs) / 1000));
     this.deliverCancel(record.id, record.nodes[0], record.requeueCount, { signal: pending.signal, cancel: false, extras: { preempt: true, graceSeconds, reason: pending.reason } });
+  }
+
+  /** The signal that puts a job in its last asked suspend/resume state, if it was ever suspended in this run. */
+  private pauseDelivery(id: JobId): Delivery | undefined {
+    const pause = this.marks.get(id)?.pause;
+    return pause === 'suspend' ? SUSPEND : pause === 'resume' ? RESUME : undefined;
+  }
+
+  /**
+   * After a restart: a suspend or resume stored before it may not have reached the agent; the last one is sent
+   * again (the supervisor takes one it already carried out as done).
+   */
+  private redeliverPause(record: JobRecord): void {
+    const how = this.pauseDelivery(record.id);
+    if (how !== undefined) this.deliverCancel(record.id, record.nodes[0], record.requeueCount, how);
   }
 
   /** Whether `user` may act on the job: its owner, or an administrator. */
@@ -1527,7 +1585,9 @@ export class ControllerEngine {
     if (!holdsNodes(record.state)) {
       throw new SubmitRefused([`job ${id} is ${record.state}: only running or suspended jobs can be requeued (a pending job already waits in the queue)`]);
     }
-    return this.preempt(id, `requeued by ${user}`, 'requeue', true);
+    // The owner's own requeue queues it as if submitted now (Slurm resets a requeued job's eligibility): a job
+    // cannot requeue itself before its limit again and again at the head of the queue. An administrator's keeps its place.
+    return this.preempt(id, `requeued by ${user}`, 'requeue', true, !admin);
   }
 
   /** `taras checkpointed`: the job (its owner) says a checkpoint is done; during a preemption, it need not be waited for any longer. */
@@ -1537,7 +1597,7 @@ export class ControllerEngine {
     if (this.specOf(record).checkpoint === undefined) {
       throw new SubmitRefused([`job ${id} was not submitted as a checkpointing job: submit it with --checkpoint-duration (and --checkpoint-interval)`]);
     }
-    const stored = this.store.append(id, { type: 'checkpointed', by: 'job' }, this.clockMs());
+    const stored = this.append(id, { type: 'checkpointed', by: 'job' }, this.clockMs());
     this.active.set(id, stored);
     const pending = this.preemptRequested(id);
     // Its last checkpoint is done: the job is ended now rather than at the end of its checkpoint duration.
@@ -1551,16 +1611,17 @@ export class ControllerEngine {
    * limit is held by the supervisor. Stored first; a job whose agent cannot
    * be reached is resumed in the log and the error thrown.
    */
-  suspend(id: JobId, reason: string): JobRecord {
+  suspend(id: JobId, reason: string, preemptor?: { by: 'preemption'; preemptor?: JobId }): JobRecord {
     const record = this.active.get(id);
     if (!record || record.state !== 'RUNNING') throw new SubmitRefused([`job ${id} is ${record?.state ?? this.store.job(id)?.state ?? 'unknown'}: only running jobs can be suspended`]);
     if (this.cancelRequested(id) || this.preemptRequested(id) !== undefined) throw new SubmitRefused([`job ${id} is ending (cancelled or preempted): it cannot be suspended`]);
-    const suspended = this.store.append(id, { type: 'suspended', reason }, this.clockMs());
+    const suspended = this.append(id, { type: 'suspended', reason, by: preemptor?.by ?? 'admin', ...(preemptor?.preemptor === undefined ? {} : { preemptor: preemptor.preemptor }) }, this.clockMs());
     this.active.set(id, suspended);
-    this.agents.signal(record.nodes[0], id, 'SIGSTOP', false, { suspend: true }).catch((error: unknown) => {
+    this.undeliveredCancels.delete(`${id}:pause`); // an undelivered resume is superseded
+    this.agents.signal(record.nodes[0], id, SUSPEND.signal, SUSPEND.cancel, SUSPEND.extras).catch((error: unknown) => {
       if (this.active.get(id)?.state !== 'SUSPENDED') return;
       this.log(`job ${id}: could not suspend it on ${record.nodes[0]} (${(error as Error).message}); it runs on`);
-      this.active.set(id, this.store.append(id, { type: 'resumed', reason: `the suspend did not reach its node: ${(error as Error).message}` }, this.clockMs()));
+      this.active.set(id, this.append(id, { type: 'resumed', reason: `the suspend did not reach its node: ${(error as Error).message}` }, this.clockMs()));
     });
     return suspended;
   }
@@ -1570,15 +1631,15 @@ export class ControllerEngine {
     const record = this.active.get(id);
     if (!record || record.state !== 'SUSPENDED') throw new SubmitRefused([`job ${id} is ${record?.state ?? this.store.job(id)?.state ?? 'unknown'}: only suspended jobs can be resumed`]);
     if (this.suspendedForPartition.has(id)) throw new SubmitRefused([`job ${id} was suspended by a preemption (${record.reason ?? ''}); it resumes by itself once its nodes are free`]);
-    const events = this.store.events(id);
-    const since = [...events].reverse().find(({ event }) => event.type === 'suspended')?.timeMs ?? this.clockMs();
-    const resumed = this.store.append(id, { type: 'resumed', reason }, this.clockMs());
+    const since = this.marks.get(id)?.suspendedSinceMs ?? this.clockMs();
+    const given = this.extendedWhileSuspended.get(id) ?? 0;
+    const resumed = this.append(id, { type: 'resumed', reason }, this.clockMs());
     this.active.set(id, resumed);
-    // The core's end of the job moves later by the time it was stopped: later jobs move with it.
-    if (this.scheduler.nodesOf(id) !== undefined) this.scheduler.extendRunning(id, Math.round((this.clockMs() - since) / 1000));
+    // The core's end of the job moves later by the time it was stopped (less what it was given while stopped): later jobs move with it.
+    if (this.scheduler.nodesOf(id) !== undefined) this.scheduler.extendRunning(id, Math.round((this.clockMs() - since) / 1000) - given);
     this.plannedAt = null;
     this.dirty = true;
-    this.deliverCancel(id, record.nodes[0], record.requeueCount, { signal: 'SIGCONT', cancel: false, extras: { resume: true } });
+    this.deliverCancel(id, record.nodes[0], record.requeueCount, RESUME);
     return resumed;
   }
 
@@ -1588,14 +1649,14 @@ export class ControllerEngine {
     if (!record) throw new SubmitRefused([`no job ${id}`]);
     if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can cancel it`]);
     if (record.state === 'PENDING') {
-      const ended = this.store.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason: `cancelled by ${user}` }, this.clockMs());
+      const ended = this.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason: `cancelled by ${user}` }, this.clockMs());
       this.scheduler.cancel(id);
       this.active.delete(id);
       this.dirty = true;
       return ended;
     }
     if (record.state === 'RUNNING' || record.state === 'SUSPENDED') {
-      const signalled = this.store.append(id, { type: 'signalled', signal: 'SIGTERM', reason: `cancelled by ${user}`, cancel: true }, this.clockMs());
+      const signalled = this.append(id, { type: 'signalled', signal: 'SIGTERM', reason: `cancelled by ${user}`, cancel: true }, this.clockMs());
       this.active.set(id, signalled);
       this.deliverCancel(id, record.nodes[0], signalled.requeueCount);
       return signalled;
@@ -1639,15 +1700,20 @@ export class ControllerEngine {
    * log and sends it again (`recover`).
    */
   private deliverCancel(id: JobId, node: string, run: number, how: Delivery = CANCEL): void {
-    this.cancelsInFlight.add(id);
+    const slot = slotOf(id, how);
+    this.cancelsInFlight.add(slot);
     this.agents.signal(node, id, how.signal, how.cancel, how.extras).then(() => {
-      this.cancelsInFlight.delete(id);
-      this.undeliveredCancels.delete(id);
+      this.cancelsInFlight.delete(slot);
+      // A later signal of the same kind may wait in the slot meanwhile: only this one is delivered.
+      if (this.undeliveredCancels.get(slot)?.how === how) this.undeliveredCancels.delete(slot);
     }, (error: unknown) => {
-      this.cancelsInFlight.delete(id);
+      this.cancelsInFlight.delete(slot);
       if (!this.isCurrentRun(id, run)) return;
-      if (!this.undeliveredCancels.has(id)) this.log(`job ${id}: could not signal it on ${node} (${(error as Error).message}); will retry`);
-      this.undeliveredCancels.set(id, { node, run, how });
+      const waiting = this.undeliveredCancels.get(slot);
+      if (waiting === undefined) this.log(`job ${id}: could not signal it on ${node} (${(error as Error).message}); will retry`);
+      // A suspend or resume: the last one asked is the state to reach the job.
+      const latest = slot.endsWith(':pause') ? this.pauseDelivery(id) ?? how : how;
+      this.undeliveredCancels.set(slot, { id, node, run, how: latest });
     });
   }
 
@@ -1658,14 +1724,7 @@ export class ControllerEngine {
 
   /** Whether the job's current run was asked to be cancelled (a cancel `signalled` event since its last start). */
   private cancelRequested(id: JobId): boolean {
-    const events = this.store.events(id);
-    for (let i = events.length - 1; i >= 0; i--) {
-      const { event } = events[i];
-      if (event.type === 'started') return false;
-      // Logs written before the `cancel` flag existed say so in the reason.
-      if (event.type === 'signalled' && (event.cancel === true || event.reason?.startsWith('cancelled by') === true)) return true;
-    }
-    return false;
+    return this.marks.get(id)?.cancel === true;
   }
 
   /** An agent (re)registered its nodes and reports what it knows of its jobs. */
@@ -1715,10 +1774,11 @@ export class ControllerEngine {
   checkNodes(): string[] {
     // A guaranteed job at risk is preempted for a victim's checkpoint time before its latest start: look every second.
     if (this.deadlinesAtRisk) this.dirty = true;
-    for (const [id, { node, run, how }] of this.undeliveredCancels) {
-      if (!this.isCurrentRun(id, run)) this.undeliveredCancels.delete(id);
-      else if (!this.cancelsInFlight.has(id)) this.deliverCancel(id, node, run, how);
+    for (const [slot, { id, node, run, how }] of this.undeliveredCancels) {
+      if (!this.isCurrentRun(id, run)) this.undeliveredCancels.delete(slot);
+      else if (!this.cancelsInFlight.has(slot)) this.deliverCancel(id, node, run, how);
     }
+    this.keepSuspendedEndsMoving(this.nowSeconds(), true);
     const cutoff = this.clockMs() - this.config.nodeTimeoutSeconds * 1000;
     const downed: string[] = [];
     for (const [name, status] of this.nodes) {
@@ -1957,6 +2017,12 @@ interface Delivery {
 }
 
 const CANCEL: Delivery = { signal: 'SIGTERM', cancel: true };
+
+/** A job's delivery slot: its end (cancel, preemption) and its suspend/resume are kept and retried apart. */
+const slotOf = (id: JobId, how: Delivery): string => `${id}:${how.extras?.suspend === true || how.extras?.resume === true ? 'pause' : 'end'}`;
+
+const SUSPEND: Delivery = { signal: 'SIGSTOP', cancel: false, extras: { suspend: true } };
+const RESUME: Delivery = { signal: 'SIGCONT', cancel: false, extras: { resume: true } };
 
 /** `taras admin shutdown --mode`: what becomes of running jobs (seed 000 3.2.2). */
 export const SHUTDOWN_MODES = ['leave-running', 'checkpoint', 'kill'] as const;

@@ -79,8 +79,11 @@ export class Scheduler {
     this.policy = createPolicy(policyName, machine, origin, pool);
   }
 
-  /** A job joins the back of the queue. Rejects jobs that can never run here. */
-  submit(job: JobRequest): void {
+  /**
+   * A job joins the back of the queue (`inPlace`: its place by priority, submit time and id, as a requeued job).
+   * Rejects jobs that can never run here.
+   */
+  submit(job: JobRequest, inPlace = false): void {
     if (!(job.size >= 1 && job.size <= this.machine.processors)) {
       throw new RangeError(`job ${job.id} asks for ${job.size} processors; the machine has ${this.machine.processors}`);
     }
@@ -90,7 +93,7 @@ export class Scheduler {
       throw new RangeError(`job ${job.id} fits on no set of nodes of this cluster, even when all are idle`);
     }
     if (job.deadline !== undefined) this.deadlinesSeen = true;
-    const entry = this.state.enqueue(job);
+    const entry = inPlace ? this.state.reinsert(job) : this.state.enqueue(job);
     this.policy.onSubmit?.(entry, !this.state.isLast(entry));
   }
 

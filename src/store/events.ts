@@ -41,17 +41,23 @@ export type JobEvent =
   | { readonly type: 'started'; readonly nodes: readonly string[]; readonly promisedMs?: EpochMs | null }
   | { readonly type: 'signalled'; readonly signal: string; readonly reason?: string; /** A cancel (the job is to end CANCELLED), not a plain signal. */ readonly cancel?: boolean;
       /** A preemption: the job is to be requeued (or end PREEMPTED) once it exits or is killed `graceSeconds` later. */
-      readonly preempt?: 'requeue' | 'cancel'; readonly graceSeconds?: number }
+      readonly preempt?: 'requeue' | 'cancel'; readonly graceSeconds?: number;
+      /** The owner's own `taras requeue`: requeued, the job queues as if submitted then (not in its old place). */
+      readonly requeueAsNew?: boolean }
   /** The job finished a checkpoint: it said so (`taras checkpointed`) or exited after the preemption signal. */
   | { readonly type: 'checkpointed'; readonly by: 'job' | 'exit' }
-  /** Stopped on its nodes (SIGSTOP), which it keeps; `resumed` continues it. */
-  | { readonly type: 'suspended'; readonly reason?: string }
+  /**
+   * Stopped on its nodes (SIGSTOP), which it keeps; `resumed` continues it. `by` 'preemption': suspended for
+   * another job (a partition's, or preempt(..., 'suspend'): `preemptor` when known); its nodes went back to the
+   * core and it resumes by itself once they are free again.
+   */
+  | { readonly type: 'suspended'; readonly reason?: string; readonly by?: 'admin' | 'preemption'; readonly preemptor?: JobId }
   | { readonly type: 'resumed'; readonly reason?: string }
   /** The job's processes are gone or going; its nodes are being cleaned up. */
   | { readonly type: 'completing' }
   | { readonly type: 'ended'; readonly state: EndState; readonly exitCode: number | null; readonly reason?: string }
   /** Back to the queue with its original submit time (node failure with --requeue, admin requeue). */
-  | { readonly type: 'requeued'; readonly reason?: string }
+  | { readonly type: 'requeued'; readonly reason?: string; /** Queued as if submitted now (the owner's own requeue): its submit time becomes the requeue's. */ readonly asNew?: boolean }
   | { readonly type: 'held'; readonly reason?: string }
   | { readonly type: 'released' }
   /** A priority job's deadline guarantee was lost or its deadline missed, and why (seed 000 2.2.3's excuses, or what changed in the plan). */
@@ -198,7 +204,7 @@ export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent
       return { ...next, state: event.state, reason: event.reason ?? null, endTimeMs: timeMs, exitCode: event.exitCode };
     case 'requeued':
       // Keeps submit time (and so its place in the queue) and the hold flag; forgets the run.
-      return { ...next, ...NOT_RUN, state: 'PENDING', reason: event.reason ?? null, requeueCount: record.requeueCount + 1 };
+      return { ...next, ...NOT_RUN, state: 'PENDING', reason: event.reason ?? null, requeueCount: record.requeueCount + 1, ...(event.asNew === true ? { submitTimeMs: timeMs } : {}) };
     case 'held':
       return { ...next, held: true, reason: event.reason ?? null };
     case 'released':
