@@ -52,7 +52,14 @@ export function attachRoute(deps: AttachDeps): UpgradeRoute {
         if (record.state !== 'RUNNING') throw new RouteError(409, ended);
         throw new RouteError(502, `cannot reach job ${id}'s session on ${record.nodes[0]}: ${(error as Error).message}`, 'try taras attach again in a moment');
       }
-      relaySockets(await accept(), upstream);
+      let client: WebSocket;
+      try {
+        client = await accept();
+      } catch (error) {
+        upstream.terminate(); // the client left during the handshake: nothing keeps the session's stream open
+        throw error;
+      }
+      relaySockets(client, upstream);
     },
   };
 }

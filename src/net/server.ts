@@ -219,6 +219,11 @@ function drainOrCut(req: IncomingMessage, alreadyRead: number): void {
   req.resume();
 }
 
+/** How long a refused upgrade's socket stays for the answer to leave before it is closed. */
+const REFUSED_UPGRADE_LINGER_MS = 1000;
+/** The longest a WebSocket handshake may take, checks and the route's own work (opening its upstream) included. */
+const UPGRADE_HANDSHAKE_MS = 15_000;
+
 export function createApiServer(options: ApiServerOptions): ApiServer {
   const table = new RouteTable<Handler>(options.routes);
   const { clusterKey, log } = options;
@@ -239,11 +244,24 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
   const liveSockets = new Set<WebSocket>();
   const webSocketServer = (): Promise<WebSocketServer> => (sockets ??= import('ws').then(({ WebSocketServer: Server }) => new Server({ noServer: true, maxPayload: 4 * 1024 * 1024 })));
 
-  /** An HTTP answer on a socket that asked for an upgrade and does not get one. */
+  /**
+   * An HTTP answer on a socket that asked for an upgrade and does not get one;
+   * the socket is closed whatever the peer does (an upgrade request is beyond
+   * node:http's timeouts: a peer that never closes would keep it forever).
+   */
   function refuseUpgrade(socket: Duplex, status: number, error: string, fix?: string, extraHeaders: Record<string, string> = {}): void {
     const text = JSON.stringify(errorBody(error, fix));
     const headers = { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), connection: 'close', ...extraHeaders };
     socket.end(`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${text}`);
+    setTimeout(() => socket.destroy(), REFUSED_UPGRADE_LINGER_MS).unref();
+  }
+
+  /** What ws's handleUpgrade needs, checked first: it drops a request without them silently (never calling back). */
+  function upgradeHeadersProblem(req: IncomingMessage): string | undefined {
+    if (req.headers.upgrade?.toLowerCase() !== 'websocket') return 'the request does not ask for a WebSocket (Upgrade: websocket)';
+    if (!/^[+/0-9A-Za-z]{22}==$/.test(req.headers['sec-websocket-key'] ?? '')) return 'no valid Sec-WebSocket-Key header';
+    if (!['8', '13'].includes(req.headers['sec-websocket-version'] ?? '')) return 'Sec-WebSocket-Version must be 13';
+    return undefined;
   }
 
   async function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, transport: Transport, socketPath: string | undefined): Promise<void> {
@@ -256,7 +274,14 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       refuseUpgrade(socket, 404, `no WebSocket route ${req.method} ${pathname}`, upgrades === null ? 'this server has none' : `valid: ${upgrades.listing.join(', ')}`);
       return;
     }
-    guard.answering(req.socket as Socket); // a live stream is never displaced as idle
+    const badHeaders = upgradeHeadersProblem(req);
+    if (badHeaders !== undefined) {
+      refuseUpgrade(socket, 400, `bad WebSocket request: ${badHeaders}`, 'use a WebSocket client (taras attach)');
+      return;
+    }
+    // The whole handshake (checks, the route's own work, the upgrade) has a deadline: a stalled one is dropped.
+    const handshake = setTimeout(() => socket.destroy(), UPGRADE_HANDSHAKE_MS);
+    handshake.unref();
     let signed = false;
     if (clusterKey !== undefined && (requireKeyFor(match.route as unknown as Route) || carriesSignature(req.headers))) {
       const verdict = verifyRequest(clusterKey, { method: req.method ?? 'GET', path: target, body: Buffer.alloc(0), headers: req.headers },
@@ -278,6 +303,8 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       refuseUpgrade(socket, 401, identified.reason, identified.fix);
       return;
     }
+    // Only a verified caller's stream is kept from being displaced as idle when connections run short.
+    guard.answering(req.socket as Socket);
     const ctx: RequestContext = {
       method: 'GET', path: pathname, params: match.params, query: new URLSearchParams(queryAt < 0 ? '' : target.slice(queryAt + 1)), body: undefined,
       caller: identified.caller, transport, remoteAddress: remote, signed, route: match.route.path,
@@ -286,15 +313,25 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
     const accept = async (): Promise<WebSocket> => {
       accepted = true;
       const server = await webSocketServer();
-      return new Promise((resolveSocket) => server.handleUpgrade(req, socket, head, (webSocket) => {
-        liveSockets.add(webSocket);
-        webSocket.once('close', () => liveSockets.delete(webSocket));
-        resolveSocket(webSocket);
-      }));
+      return new Promise((resolveSocket, rejectSocket) => {
+        // A peer gone before the upgrade: the route must not wait for it (and lets go of what it opened for it).
+        const gone = () => rejectSocket(new Error('the client left before the WebSocket was open'));
+        if (socket.destroyed) return gone();
+        socket.once('close', gone);
+        server.handleUpgrade(req, socket, head, (webSocket) => {
+          socket.off('close', gone);
+          clearTimeout(handshake);
+          liveSockets.add(webSocket);
+          webSocket.once('close', () => liveSockets.delete(webSocket));
+          resolveSocket(webSocket);
+        });
+      });
     };
     try {
       await match.route.handler(ctx, accept);
+      if (!accepted) clearTimeout(handshake);
     } catch (error) {
+      clearTimeout(handshake);
       if (accepted) {
         log.error(`WebSocket GET ${match.route.path} from ${remote} failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
         socket.destroy();

@@ -9,12 +9,26 @@ import type { WebSocket } from 'ws';
 
 /** Largest frame relayed; a longer line or message closes both ends. */
 const MAX_FRAME_BYTES = 4 * 1024 * 1024;
+/**
+ * Backpressure: past this many bytes waiting to be sent to one end, reading
+ * from the other stops until they are sent (a client that stops reading
+ * stalls its job's output instead of filling the relay's memory).
+ */
+const HIGH_WATER_BYTES = 1024 * 1024;
+
+/** Sends on `to`; pauses `source` while `to` has more than HIGH_WATER_BYTES waiting, resuming once it has sent them. */
+function sendPacing(to: WebSocket, text: string, source: { pause(): void; resume(): void }): void {
+  to.send(text, () => {
+    if (to.bufferedAmount < HIGH_WATER_BYTES) source.resume();
+  });
+  if (to.bufferedAmount >= HIGH_WATER_BYTES) source.pause();
+}
 
 /** WebSocket <-> WebSocket (the controller). */
 export function relaySockets(a: WebSocket, b: WebSocket): void {
   const forward = (from: WebSocket, to: WebSocket): void => {
     from.on('message', (data, isBinary) => {
-      if (!isBinary && to.readyState === to.OPEN) to.send(data.toString());
+      if (!isBinary && to.readyState === to.OPEN) sendPacing(to, data.toString(), from);
     });
     from.on('close', () => to.close());
     from.on('error', () => to.terminate());
@@ -28,11 +42,12 @@ export function relaySockets(a: WebSocket, b: WebSocket): void {
 /** WebSocket <-> JSON lines on a Unix socket (the agent and the supervisor's stream.sock). */
 export function relayLines(webSocket: WebSocket, socket: Socket): void {
   let buffer = '';
+  let waitingForDrain = false;
   socket.setEncoding('utf8');
   socket.on('data', (chunk: string) => {
     buffer += chunk;
     for (let newline = buffer.indexOf('\n'); newline >= 0; newline = buffer.indexOf('\n')) {
-      if (webSocket.readyState === webSocket.OPEN) webSocket.send(buffer.slice(0, newline));
+      if (webSocket.readyState === webSocket.OPEN) sendPacing(webSocket, buffer.slice(0, newline), socket);
       buffer = buffer.slice(newline + 1);
     }
     if (buffer.length > MAX_FRAME_BYTES) socket.destroy();
@@ -42,7 +57,16 @@ export function relayLines(webSocket: WebSocket, socket: Socket): void {
   webSocket.on('message', (data, isBinary) => {
     const text = data.toString();
     // One frame per message: a message holding a newline would be two frames.
-    if (!isBinary && !text.includes('\n') && socket.writable) socket.write(`${text}\n`);
+    if (isBinary || text.includes('\n') || !socket.writable) return;
+    // The other way too: a session that does not read its input stops this client's messages, not the relay's memory.
+    if (!socket.write(`${text}\n`) && !waitingForDrain) {
+      waitingForDrain = true;
+      webSocket.pause();
+      socket.once('drain', () => {
+        waitingForDrain = false;
+        webSocket.resume();
+      });
+    }
   });
   webSocket.on('close', () => socket.end());
   webSocket.on('error', () => socket.destroy());

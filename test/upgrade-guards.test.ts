@@ -1,0 +1,142 @@
+// WebSocket upgrades on the API server (src/net/server.ts) against a peer
+// that misbehaves: a refused upgrade is closed by the server even when the
+// peer never closes; a request without the WebSocket headers (which ws would
+// drop without a word) is refused at once; a client that leaves during the
+// handshake frees what the route opened; and the relay (src/net/stream.ts)
+// stops reading a source while the other end has a megabyte unsent.
+
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { WebSocket } from 'ws';
+import { createAuthenticator } from '../src/net/identity.js';
+import type { NetLog } from '../src/net/log.js';
+import { createApiServer, RouteError, type ApiServer } from '../src/net/server.js';
+import { relaySockets } from '../src/net/stream.js';
+
+const quiet: NetLog = { info: () => {}, warn: () => {}, error: () => {} };
+let server: ApiServer;
+let port = 0;
+const events: string[] = [];
+
+before(async () => {
+  server = createApiServer({
+    routes: [],
+    authenticator: createAuthenticator({}),
+    log: quiet,
+    upgrades: [
+      {
+        method: 'GET', path: '/private', handler: (ctx) => {
+          if (ctx.caller === null) throw new RouteError(401, 'who are you?');
+        },
+      },
+      {
+        // What the attach route does: open something for the client, then accept.
+        method: 'GET', path: '/slow', handler: async (_ctx, accept) => {
+          events.push('opened upstream');
+          await sleep(300);
+          try {
+            await accept();
+          } catch {
+            events.push('released upstream');
+          }
+        },
+      },
+    ],
+  });
+  const bound = await server.listen({ host: '127.0.0.1', port: 0 });
+  port = bound.tcp!.port;
+});
+after(async () => {
+  await server.close();
+});
+
+/**
+ * A raw TCP peer that sends `request` and never ends its side. Once answered,
+ * it keeps writing now and then: to a server that still holds the socket the
+ * writes go through unnoticed; once the server has closed it they fail
+ * (reset), and the peer sees its socket close. Resolves with what it received
+ * and whether that happened within `ms`.
+ */
+function rawPeer(request: string, ms: number): Promise<{ received: string; closedByServer: boolean }> {
+  return new Promise((resolvePeer) => {
+    const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true }, () => socket.write(request));
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk.toString()));
+    const poke = setInterval(() => {
+      if (received !== '' && socket.writable) socket.write('x');
+    }, 200);
+    const finish = (closedByServer: boolean) => {
+      clearInterval(poke);
+      clearTimeout(timer);
+      socket.destroy();
+      resolvePeer({ received, closedByServer });
+    };
+    const timer = setTimeout(() => finish(false), ms);
+    socket.on('close', () => finish(true));
+    socket.on('error', () => finish(true));
+  });
+}
+
+const upgradeHeaders = 'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
+
+describe('WebSocket upgrades against misbehaving peers', () => {
+  it('a refused upgrade (anonymous caller) is answered and then closed by the server, though the peer never closes', async () => {
+    const peer = await rawPeer(`GET /private HTTP/1.1\r\nHost: x\r\n${upgradeHeaders}\r\n`, 5000);
+    assert.match(peer.received, /^HTTP\/1\.1 401 /);
+    assert.equal(peer.closedByServer, true);
+  });
+
+  it('an upgrade without the WebSocket headers is refused with 400 at once (ws would drop it without calling back)', async () => {
+    const peer = await rawPeer('GET /slow HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n', 5000);
+    assert.match(peer.received, /^HTTP\/1\.1 400 /);
+    assert.match(peer.received, /Sec-WebSocket-Key/);
+    assert.equal(peer.closedByServer, true);
+    assert.ok(!events.includes('opened upstream'), 'the route never ran');
+  });
+
+  it('a client that leaves during the handshake: accept() fails and the route lets go of what it opened', async () => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(`GET /slow HTTP/1.1\r\nHost: x\r\n${upgradeHeaders}\r\n`));
+    socket.on('error', () => {});
+    await sleep(100);
+    socket.destroy();
+    for (let i = 0; i < 50 && !events.includes('released upstream'); i++) await sleep(20);
+    assert.deepEqual(events, ['opened upstream', 'released upstream']);
+  });
+
+  it('the relay stops reading a source while the other end has a megabyte unsent, and goes on once it is sent', async () => {
+    // Two socket pairs through a local ws server: producer -> relay(a, b) -> consumer; the consumer does not read at first.
+    const { WebSocketServer } = await import('ws');
+    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    await new Promise((resolveListen) => wss.once('listening', resolveListen));
+    const address = wss.address() as { port: number };
+    const serverSides: WebSocket[] = [];
+    wss.on('connection', (ws) => serverSides.push(ws));
+    const producer = new WebSocket(`ws://127.0.0.1:${address.port}`);
+    const consumer = new WebSocket(`ws://127.0.0.1:${address.port}`);
+    await Promise.all([producer, consumer].map((ws) => new Promise((resolveOpen) => ws.once('open', resolveOpen))));
+    for (let i = 0; i < 50 && serverSides.length < 2; i++) await sleep(10);
+    const [fromProducer, toConsumer] = serverSides;
+    relaySockets(fromProducer, toConsumer);
+    consumer.pause(); // a client that stops reading
+    const chunk = 'x'.repeat(64 * 1024);
+    let sent = 0;
+    const until = Date.now() + 5000;
+    // The producer keeps sending; once the relay pauses it, its own unsent bytes grow and it stops too.
+    while (Date.now() < until && producer.bufferedAmount < 8 * 1024 * 1024) {
+      producer.send(chunk);
+      sent += chunk.length;
+      await sleep(1);
+    }
+    assert.ok(producer.bufferedAmount >= 8 * 1024 * 1024, `the relay stopped reading: the producer has ${producer.bufferedAmount} bytes unsent`);
+    assert.ok(toConsumer.bufferedAmount < 16 * 1024 * 1024, `the relay holds ${toConsumer.bufferedAmount} bytes, not all ${sent}`);
+    let received = 0;
+    consumer.on('message', (data) => (received += (data as Buffer).length));
+    consumer.resume();
+    for (let i = 0; i < 500 && received < sent; i++) await sleep(20);
+    assert.equal(received, sent, 'everything arrives once the consumer reads again');
+    for (const ws of [producer, consumer]) ws.terminate();
+    await new Promise((resolveClose) => wss.close(resolveClose));
+  });
+});
