@@ -179,6 +179,7 @@ export class InteractiveSession {
     let buffer = '';
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => {
+      if (this.client !== socket) return; // taken over by a newer client: its input no longer counts
       buffer += chunk;
       for (let newline = buffer.indexOf('\n'); newline >= 0; newline = buffer.indexOf('\n')) {
         const frame = parseClientFrame(buffer.slice(0, newline));

@@ -616,9 +616,13 @@ function streamPipes(session: InteractiveSession, child: ChildProcess, exited: P
   stdout.on('data', (data: Buffer) => session.output('out', data));
   stderr.on('data', (data: Buffer) => session.output('err', data));
   child.stdin!.on('error', () => undefined); // the job closed its stdin: input to it is dropped
+  // Once the job has exited its pid (and group) may be reused: nothing a client sends reaches it any more.
+  let gone = false;
+  void exited.then(() => (gone = true), () => (gone = true));
   session.handlers = {
     ...session.handlers,
     input: (frame: ClientFrame) => {
+      if (gone) return;
       if (frame.t === 'in' && child.stdin!.writable) child.stdin!.write(frame.d);
       else if (frame.t === 'eof') child.stdin!.end();
       else if (frame.t === 'signal' && child.pid !== undefined) signalGroup(child.pid, frame.sig);
