@@ -136,10 +136,12 @@ class Supervision {
     }
   }
 
-  async run(exited: Promise<[number | null, SignalName | null]>): Promise<void> {
+  /** `cancelledEarly`: a cancel (SIGTERM) that came while the job was being started: it ends the job at once. */
+  async run(exited: Promise<[number | null, SignalName | null]>, cancelledEarly: string | null = null): Promise<void> {
     // Before anything says RUNNING: a SIGTERM that arrives once the status is out must find a handler, not kill us.
     process.on('SIGTERM', () => this.terminate('CANCELLED', 'the supervisor got SIGTERM (node shutdown?)', 'SIGTERM', 'cancel'));
     process.on('SIGINT', () => this.terminate('CANCELLED', 'the supervisor got SIGINT', 'SIGTERM', 'cancel'));
+    if (cancelledEarly !== null) this.terminate('CANCELLED', cancelledEarly, 'SIGTERM', 'cancel');
     process.on('SIGHUP', () => undefined);
     await this.serveControlSocket();
     const limit = this.spec.timeLimitSeconds;
@@ -420,6 +422,13 @@ export async function runSupervisor(jobDir: string): Promise<number> {
     log(`not starting: ${files.lock} exists (${(error as NodeJS.ErrnoException).code}); a supervisor already ran for ${jobDir}`);
     return 1;
   }
+  // From the first moment a SIGTERM (a cancel) must not kill this root process and orphan the job: until the job
+  // runs under its supervision, a cancel is only recorded; it stops the start, or ends the job as soon as it runs.
+  let cancelledEarly: string | null = null;
+  const onEarlyTerm = () => (cancelledEarly ??= 'cancelled (the supervisor got SIGTERM) before the job started');
+  const onEarlyInt = () => (cancelledEarly ??= 'cancelled (the supervisor got SIGINT) before the job started');
+  process.on('SIGTERM', onEarlyTerm);
+  process.on('SIGINT', onEarlyInt);
   let base: StatusBase = { jobId: null, supervisorPid: process.pid, supervisorStartTicks: processStartTicks(process.pid), mode: null, modeReason: null, cgroup: [] };
   const failBeforeStart = (reason: string): number => {
     writeJsonAtomically(files.status, notStartedStatus(base, reason));
@@ -460,6 +469,13 @@ export async function runSupervisor(jobDir: string): Promise<number> {
       return 1;
     }
   }
+  if (cancelledEarly !== null) {
+    await cgroup?.remove();
+    writeJsonAtomically(files.status, { ...notStartedStatus(base, cancelledEarly), state: 'CANCELLED' });
+    log(`job not started: ${cancelledEarly}`);
+    await session?.close(0);
+    return 1;
+  }
   const started = await startJob(spec, cgroup, session, files.launch);
   if (!started.ok) {
     await cgroup?.remove();
@@ -475,8 +491,10 @@ export async function runSupervisor(jobDir: string): Promise<number> {
     supervision.abort(error);
     process.exit(1);
   });
+  process.off('SIGTERM', onEarlyTerm);
+  process.off('SIGINT', onEarlyInt);
   try {
-    await supervision.run(exited);
+    await supervision.run(exited, cancelledEarly);
     return 0;
   } catch (error) {
     log(`error: ${(error as Error).stack ?? String(error)}`);
