@@ -12,7 +12,7 @@
 // through jobdir.ts.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, realpathSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, type Server } from 'node:net';
 import { constants as osConstants } from 'node:os';
@@ -657,6 +657,9 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/** Input typed before the job's exec is kept up to this much, then dropped. */
+const EARLY_INPUT_BYTES = 64 * 1024;
+
 /** node-pty (a native module, loaded only for jobs on a terminal). */
 type PtyModule = typeof import('node-pty');
 const loadPty = (): PtyModule => createRequire(import.meta.url)('node-pty') as PtyModule;
@@ -722,17 +725,50 @@ async function startOnTerminal(session: InteractiveSession, cgroup: JobCgroup | 
       return joined;
     }
   }
+  const deliver = (frame: ClientFrame): void => {
+    if (ended) return;
+    if (frame.t === 'in') terminal.write(frame.d);
+    else if (frame.t === 'eof') terminal.write('\x04'); // Ctrl-D: end of input to the program reading the terminal
+    else if (frame.t === 'size') terminal.resize(frame.cols, frame.rows);
+    else signalGroup(pid, frame.sig);
+  };
+  // Until the helper has exec'd the job it may still be root: keys typed then (^\ would make it dump core, ^Z
+  // stop it) and signals wait, a bounded amount, and go to the job once it runs.
+  const early: ClientFrame[] = [];
+  let earlyBytes = 0;
+  let execd = false;
   session.handlers = {
     ...session.handlers,
     input: (frame: ClientFrame) => {
-      if (ended) return;
-      if (frame.t === 'in') terminal.write(frame.d);
-      else if (frame.t === 'eof') terminal.write('\x04'); // Ctrl-D: end of input to the program reading the terminal
-      else if (frame.t === 'size') terminal.resize(frame.cols, frame.rows);
-      else signalGroup(pid, frame.sig);
+      if (execd) return deliver(frame);
+      if (frame.t === 'size') return deliver(frame); // the window size is the terminal's, not the helper's
+      earlyBytes += frame.t === 'in' ? frame.d.length : 16;
+      if (earlyBytes <= EARLY_INPUT_BYTES) early.push(frame);
     },
   };
   process.kill(pid, 'SIGCONT');
+  const execBy = Date.now() + 5000;
+  let helperPath = EXEC_HELPER;
+  try {
+    helperPath = realpathSync(EXEC_HELPER); // what /proc/PID/exe shows
+  } catch {
+    // it ran, so it exists; keep the path as built
+  }
+  const awaitExec = (): void => {
+    let exe: string | null = null;
+    try {
+      exe = readlinkSync(`/proc/${pid}/exe`);
+    } catch {
+      exe = null; // gone: it failed, or it ended
+    }
+    if (exe !== null && exe === helperPath && !ended && Date.now() < execBy) {
+      setTimeout(awaitExec, 5);
+      return;
+    }
+    execd = true;
+    for (const frame of early.splice(0)) deliver(frame);
+  };
+  awaitExec();
   return { ok: true, value: { child: { pid }, exited } };
 }
 
