@@ -35,6 +35,29 @@ async function connect(path: string): Promise<{ socket: Socket; frames: () => Re
 const outputOf = (frames: Record<string, unknown>[]) => frames.filter((f) => f.t === 'out').map((f) => Buffer.from(f.d as string, 'base64').toString()).join('');
 
 describe('interactive session (supervisor side)', () => {
+  it('a client that stops reading pauses the job\'s output past a megabyte unsent, and it goes on once the client reads', async () => {
+    const s = session();
+    await s.listen();
+    const path = join(work, `s${count}.sock`);
+    const flow: string[] = [];
+    s.handlers = { ...s.handlers, pauseOutput: () => flow.push('pause'), resumeOutput: () => flow.push('resume') };
+    const client = await connect(path);
+    const waiting = s.waitForClient();
+    await waiting;
+    client.socket.pause(); // it stops reading
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    for (let i = 0; i < 200 && !flow.includes('pause'); i++) {
+      s.output('out', chunk);
+      await sleep(1);
+    }
+    assert.deepEqual(flow, ['pause'], 'the job\'s output is no longer read');
+    client.socket.resume();
+    for (let i = 0; i < 200 && !flow.includes('resume'); i++) await sleep(10);
+    assert.deepEqual(flow, ['pause', 'resume']);
+    client.socket.destroy();
+    await s.close(0);
+  });
+
   it('accepts only well-formed client frames', () => {
     assert.deepEqual(parseClientFrame('{"t":"in","d":"aGk="}'), { t: 'in', d: Buffer.from('hi') });
     assert.deepEqual(parseClientFrame('{"t":"size","cols":120,"rows":40}'), { t: 'size', cols: 120, rows: 40 });

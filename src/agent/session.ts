@@ -70,11 +70,16 @@ export interface SessionEnd {
 
 export interface SessionHandlers {
   input(frame: ClientFrame): void;
+  /** Stop and go on reading the job's output (backpressure: the client has OUTPUT_HIGH_WATER_BYTES unsent). */
+  pauseOutput?(): void;
+  resumeOutput?(): void;
   /** The session must end (no client past the grace, or idle): the supervisor ends the job with this state and reason. */
   expire(state: 'CANCELLED' | 'TIMEOUT', reason: string): void;
 }
 
 const MAX_LINE_BYTES = 1024 * 1024;
+/** Past this much output unsent to the client, the job's output is no longer read until it is sent (its writes then block). */
+const OUTPUT_HIGH_WATER_BYTES = 1024 * 1024;
 
 export class InteractiveSession {
   private server: Server | null = null;
@@ -87,6 +92,7 @@ export class InteractiveSession {
   private idleTimer: NodeJS.Timeout | null = null;
   private ended: SessionEnd | null = null;
   handlers: SessionHandlers = { input: () => undefined, expire: () => undefined };
+  private outputPaused = false;
   private firstClient: (() => void) | null = null;
   /** A client got the job's end. */
   private delivered = false;
@@ -206,7 +212,20 @@ export class InteractiveSession {
   private deliver(frame: object): void {
     const line = `${JSON.stringify(frame)}\n`;
     if (this.client !== null) {
-      this.client.write(line);
+      const client = this.client;
+      if (!client.write(line) && client.writableLength > OUTPUT_HIGH_WATER_BYTES && !this.outputPaused) {
+        this.outputPaused = true;
+        this.handlers.pauseOutput?.();
+        const resume = () => {
+          client.off('drain', resume);
+          client.off('close', resume);
+          this.outputPaused = false;
+          this.handlers.resumeOutput?.();
+        };
+        // Sent, or the client gone (then output is kept, bounded, for the next one): read the job's output again.
+        client.on('drain', resume);
+        client.on('close', resume);
+      }
       return;
     }
     this.kept.push(line);
@@ -221,6 +240,15 @@ export class InteractiveSession {
   output(stream: 'out' | 'err', data: Buffer): void {
     this.lastActivityMs = Date.now();
     this.deliver({ t: stream, d: data.toString('base64') });
+  }
+
+  /** Stops reading the client's frames (input the job does not take yet), until `resumeInput`. */
+  pauseInput(): void {
+    this.client?.pause();
+  }
+
+  resumeInput(): void {
+    this.client?.resume();
   }
 
   /** A line from Taras itself (a warning before the time limit). */

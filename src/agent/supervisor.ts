@@ -131,7 +131,7 @@ class Supervision {
   ) {
     if (session !== null) {
       const { handlers } = session;
-      session.handlers = { input: handlers.input, expire: (state, reason) => this.terminate(state, reason, 'SIGHUP', state === 'TIMEOUT' ? 'time limit' : 'cancel') };
+      session.handlers = { ...handlers, expire: (state, reason) => this.terminate(state, reason, 'SIGHUP', state === 'TIMEOUT' ? 'time limit' : 'cancel') };
       session.armGraceIfDetached();
     }
   }
@@ -634,14 +634,27 @@ function streamPipes(session: InteractiveSession, child: ChildProcess, exited: P
   stdout.on('data', (data: Buffer) => session.output('out', data));
   stderr.on('data', (data: Buffer) => session.output('err', data));
   child.stdin!.on('error', () => undefined); // the job closed its stdin: input to it is dropped
+  child.stdin!.on('close', () => session.resumeInput()); // nothing more to wait for: frames (Ctrl-C) flow again
   // Once the job has exited its pid (and group) may be reused: nothing a client sends reaches it any more.
   let gone = false;
   void exited.then(() => (gone = true), () => (gone = true));
   session.handlers = {
     ...session.handlers,
+    pauseOutput: () => {
+      stdout.pause();
+      stderr.pause();
+    },
+    resumeOutput: () => {
+      stdout.resume();
+      stderr.resume();
+    },
     input: (frame: ClientFrame) => {
       if (gone) return;
-      if (frame.t === 'in' && child.stdin!.writable) child.stdin!.write(frame.d);
+      // Input the job does not read yet: stop reading the client until the pipe takes it (bounded by the pipe, not memory).
+      if (frame.t === 'in' && child.stdin!.writable && !child.stdin!.write(frame.d)) {
+        session.pauseInput();
+        child.stdin!.once('drain', () => session.resumeInput());
+      }
       else if (frame.t === 'eof') child.stdin!.end();
       else if (frame.t === 'signal' && child.pid !== undefined) signalGroup(child.pid, frame.sig);
     },
@@ -739,6 +752,8 @@ async function startOnTerminal(session: InteractiveSession, cgroup: JobCgroup | 
   let execd = false;
   session.handlers = {
     ...session.handlers,
+    pauseOutput: () => terminal.pause(),
+    resumeOutput: () => terminal.resume(),
     input: (frame: ClientFrame) => {
       if (execd) return deliver(frame);
       if (frame.t === 'size') return deliver(frame); // the window size is the terminal's, not the helper's
