@@ -138,9 +138,8 @@ class Supervision {
 
   /** `cancelledEarly`: a cancel (SIGTERM) that came while the job was being started: it ends the job at once. */
   async run(exited: Promise<[number | null, SignalName | null]>, cancelledEarly: string | null = null): Promise<void> {
-    // Before anything says RUNNING: a SIGTERM that arrives once the status is out must find a handler, not kill us.
-    process.on('SIGTERM', () => this.terminate('CANCELLED', 'the supervisor got SIGTERM (node shutdown?)', 'SIGTERM', 'cancel'));
-    process.on('SIGINT', () => this.terminate('CANCELLED', 'the supervisor got SIGINT', 'SIGTERM', 'cancel'));
+    // Before anything says RUNNING: a SIGTERM that arrives once the status is out must end the job, not kill us.
+    stopSignals.take((signal) => this.terminate('CANCELLED', signal === 'SIGTERM' ? 'the supervisor got SIGTERM (node shutdown?)' : 'the supervisor got SIGINT', 'SIGTERM', 'cancel'));
     if (cancelledEarly !== null) this.terminate('CANCELLED', cancelledEarly, 'SIGTERM', 'cancel');
     process.on('SIGHUP', () => undefined);
     await this.serveControlSocket();
@@ -422,13 +421,11 @@ export async function runSupervisor(jobDir: string): Promise<number> {
     log(`not starting: ${files.lock} exists (${(error as NodeJS.ErrnoException).code}); a supervisor already ran for ${jobDir}`);
     return 1;
   }
-  // From the first moment a SIGTERM (a cancel) must not kill this root process and orphan the job: until the job
-  // runs under its supervision, a cancel is only recorded; it stops the start, or ends the job as soon as it runs.
-  let cancelledEarly: string | null = null;
-  const onEarlyTerm = () => (cancelledEarly ??= 'cancelled (the supervisor got SIGTERM) before the job started');
-  const onEarlyInt = () => (cancelledEarly ??= 'cancelled (the supervisor got SIGINT) before the job started');
-  process.on('SIGTERM', onEarlyTerm);
-  process.on('SIGINT', onEarlyInt);
+  // A SIGTERM (a cancel) must not kill this root process and orphan the job: until the job runs under its
+  // supervision, a cancel is only recorded (stopSignals); it stops the start, or ends the job as soon as it runs.
+  stopSignals.listen();
+  const cancelledEarly = (): string | null =>
+    stopSignals.early === null ? null : `cancelled (the supervisor got ${stopSignals.early}) before the job started`;
   let base: StatusBase = { jobId: null, supervisorPid: process.pid, supervisorStartTicks: processStartTicks(process.pid), mode: null, modeReason: null, cgroup: [] };
   const failBeforeStart = (reason: string): number => {
     writeJsonAtomically(files.status, notStartedStatus(base, reason));
@@ -458,7 +455,7 @@ export async function runSupervisor(jobDir: string): Promise<number> {
     if (Buffer.byteLength(files.stream) > MAX_SOCKET_PATH_BYTES) return failBeforeStart(`${files.stream} is longer than a Unix socket path may be (${MAX_SOCKET_PATH_BYTES} bytes): use a shorter job directory`);
     session = new InteractiveSession(files.stream, spec.jobId, spec.interactive, log);
     await session.listen();
-    const outcome = await session.waitForClient();
+    const outcome = stopSignals.early !== null ? 'cancelled' : await session.waitForClient();
     if (outcome !== 'attached') {
       const reason = outcome === 'cancelled' ? 'cancelled before a client attached: the command was not run'
         : `no client attached to the interactive session within ${spec.interactive.graceSeconds} s of its start (interactive_grace): the command was not run`;
@@ -469,10 +466,11 @@ export async function runSupervisor(jobDir: string): Promise<number> {
       return 1;
     }
   }
-  if (cancelledEarly !== null) {
+  const cancelled = cancelledEarly();
+  if (cancelled !== null) {
     await cgroup?.remove();
-    writeJsonAtomically(files.status, { ...notStartedStatus(base, cancelledEarly), state: 'CANCELLED' });
-    log(`job not started: ${cancelledEarly}`);
+    writeJsonAtomically(files.status, { ...notStartedStatus(base, cancelled), state: 'CANCELLED' });
+    log(`job not started: ${cancelled}`);
     await session?.close(0);
     return 1;
   }
@@ -491,10 +489,8 @@ export async function runSupervisor(jobDir: string): Promise<number> {
     supervision.abort(error);
     process.exit(1);
   });
-  process.off('SIGTERM', onEarlyTerm);
-  process.off('SIGINT', onEarlyInt);
   try {
-    await supervision.run(exited, cancelledEarly);
+    await supervision.run(exited, cancelledEarly());
     return 0;
   } catch (error) {
     log(`error: ${(error as Error).stack ?? String(error)}`);
@@ -789,6 +785,32 @@ async function startOnTerminal(session: InteractiveSession, cgroup: JobCgroup | 
 
 // ---- entry point --------------------------------------------------------
 
+/**
+ * SIGTERM and SIGINT, with one listener each for the life of the process:
+ * recorded (`early`) until a Supervision takes them. Node drops a signal it
+ * caught but had not yet dispatched when its last listener goes, and between
+ * two listeners the default action would kill this root process mid-start.
+ */
+const stopSignals = {
+  early: null as 'SIGTERM' | 'SIGINT' | null,
+  handler: null as ((signal: 'SIGTERM' | 'SIGINT') => void) | null,
+  listening: false,
+  listen(): void {
+    if (this.listening) return;
+    this.listening = true;
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      process.on(signal, () => {
+        if (this.handler !== null) this.handler(signal);
+        else this.early ??= signal;
+      });
+    }
+  },
+  take(handler: (signal: 'SIGTERM' | 'SIGINT') => void): void {
+    this.listen();
+    this.handler = handler;
+  },
+};
+
 function isEntryPoint(): boolean {
   const entry = process.argv[1];
   if (entry === undefined) return false;
@@ -814,6 +836,8 @@ function supervise(jobDir: string): void {
  * stdin is the job directory to supervise. End of input first: exit 0.
  */
 function standBy(): void {
+  // The agent may cancel (SIGTERM) the job it has just written here before this line is read: it must not be lost.
+  stopSignals.listen();
   let input = '';
   const onData = (chunk: Buffer): void => {
     input += chunk.toString();
