@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -293,6 +294,59 @@ describe('the job supervisor', { concurrency: true }, () => {
     assert.equal(status.state, 'CANCELLED');
     assert.equal(status.reason, 'the supervisor got SIGTERM (node shutdown?)');
     assert.deepEqual(signalsOf(status), ['SIGTERM cancel']);
+  });
+
+  it('a SIGTERM while the job is being started (a cancel before there is a control socket) is never lost: the job ends CANCELLED', async () => {
+    const launcher = new SupervisorLauncher(join(root, 'standby-cancel.log'));
+    try {
+      // From a standby that has not read its job yet, through the start, to a job just running.
+      for (const delayMs of [0, 5, 20, 60, 120, 250]) {
+        await new Promise((r) => setTimeout(r, 700)); // the next standby is loaded
+        const { dir } = prepareJob('sleep 30');
+        const launched = launcher.launch(dir);
+        assert.ok(launched.ok, launched.ok ? '' : launched.error);
+        launchedDirs.push(dir);
+        launchedPids.push(launched.value);
+        if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+        process.kill(launched.value, 'SIGTERM');
+        const status = await waitForEnd(dir);
+        assert.equal(status.state, 'CANCELLED', `SIGTERM ${delayMs} ms after the launch: ${readLog(dir)}`);
+        assert.match(status.reason ?? '', /SIGTERM/);
+      }
+    } finally {
+      launcher.close();
+    }
+  });
+
+  it('a job on a terminal that reads no input: the supervisor stops reading the client past 64 KiB queued, and the job still ends on time', async () => {
+    const interactive = { pty: true, cols: 80, rows: 24, graceSeconds: 30, idleSeconds: 0, warnSeconds: 0, bufferBytes: 1 << 20 };
+    const { dir } = prepareJob('sleep 3', { interactive });
+    launch(dir);
+    let client: Socket | null = null;
+    for (let tries = 0; tries < 100 && client === null; tries++) {
+      client = await new Promise<Socket | null>((resolveConnect) => {
+        const socket = createConnection(jobFiles(dir).stream);
+        socket.once('connect', () => resolveConnect(socket));
+        socket.once('error', () => resolveConnect(null));
+      });
+      if (client === null) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(client !== null, `the session socket listens (log: ${readLog(dir)})`);
+    let frames = '';
+    client.setEncoding('utf8');
+    client.on('data', (chunk: string) => (frames += chunk)); // the echo is read: only input may back up
+    await waitForRunning(dir);
+    const chunk = JSON.stringify({ t: 'in', d: Buffer.alloc(48 * 1024, 'a').toString('base64') }) + '\n';
+    const chunks = 256; // 12 MiB of keys
+    for (let i = 0; i < chunks; i++) client.write(chunk);
+    await new Promise((r) => setTimeout(r, 1500));
+    const unsent = client.writableLength;
+    assert.ok(unsent > (chunks * chunk.length) / 2, `the supervisor stopped reading: ${unsent} of ${chunks * chunk.length} bytes still wait in the client`);
+    const status = await waitForEnd(dir);
+    assert.equal(status.state, 'COMPLETED', readLog(dir));
+    for (let i = 0; i < 100 && !frames.includes('"t":"exit"'); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.match(frames, /"t":"exit","state":"COMPLETED"/, 'the end reaches the client');
+    client.destroy();
   });
 
   it('the supervisor survives kill -9 of the launcher\'s process group and records the real exit code and end time', async () => {

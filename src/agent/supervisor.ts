@@ -668,6 +668,8 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
 
 /** Input typed before the job's exec is kept up to this much, then dropped. */
 const EARLY_INPUT_BYTES = 64 * 1024;
+/** Input queued for a terminal past which the client is no longer read (as a pipe holds 64 KiB). */
+const TERMINAL_INPUT_HIGH_BYTES = 64 * 1024;
 
 /** node-pty (a native module, loaded only for jobs on a terminal). */
 type PtyModule = typeof import('node-pty');
@@ -682,6 +684,21 @@ const loadPty = (): PtyModule => createRequire(import.meta.url)('node-pty') as P
  * with the terminal as stdin, stdout and stderr. The master side stays here:
  * the job survives an agent restart, and `taras attach` finds it again.
  */
+/**
+ * The bytes node-pty has queued for the terminal and not yet written (it
+ * retries on EAGAIN with no event when done): its private write queue; 0 if
+ * a later node-pty has none (then input is not paused: see README Limits).
+ */
+function ptyWriteQueueBytes(terminal: import('node-pty').IPty): number {
+  const queue = (terminal as unknown as { _writeStream?: { _writeQueue?: unknown } })._writeStream?._writeQueue;
+  if (!Array.isArray(queue)) return 0;
+  let bytes = 0;
+  for (const task of queue as { buffer?: unknown; offset?: unknown }[]) {
+    if (Buffer.isBuffer(task.buffer) && typeof task.offset === 'number') bytes += task.buffer.length - task.offset;
+  }
+  return bytes;
+}
+
 async function startOnTerminal(session: InteractiveSession, cgroup: JobCgroup | null, helperArgs: readonly string[], description: Buffer, launchFile: string): Promise<Result<StartedJob>> {
   writeFileSync(launchFile, description, { mode: 0o600 });
   chmodSync(launchFile, 0o600);
@@ -734,9 +751,25 @@ async function startOnTerminal(session: InteractiveSession, cgroup: JobCgroup | 
       return joined;
     }
   }
+  // node-pty queues in this (root) process what the terminal does not take (a job that does not read): past
+  // TERMINAL_INPUT_HIGH_BYTES queued, stop reading the client until the queue has gone to the terminal.
+  let inputPaused = false;
+  const checkInput = (): void => {
+    if (ended || ptyWriteQueueBytes(terminal) === 0) {
+      inputPaused = false;
+      session.resumeInput();
+    } else setTimeout(checkInput, 10);
+  };
   const deliver = (frame: ClientFrame): void => {
     if (ended) return;
-    if (frame.t === 'in') terminal.write(frame.d);
+    if (frame.t === 'in') {
+      terminal.write(frame.d);
+      if (!inputPaused && ptyWriteQueueBytes(terminal) > TERMINAL_INPUT_HIGH_BYTES) {
+        inputPaused = true;
+        session.pauseInput();
+        setTimeout(checkInput, 10);
+      }
+    }
     else if (frame.t === 'eof') terminal.write('\x04'); // Ctrl-D: end of input to the program reading the terminal
     else if (frame.t === 'size') terminal.resize(frame.cols, frame.rows);
     else signalGroup(pid, frame.sig);
