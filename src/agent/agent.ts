@@ -24,7 +24,7 @@ import { detectCgroupMode } from './cgroup.js';
 import { jobLaunch } from './environment.js';
 import type { WarnSignal } from '../jobspec/types.js';
 import {
-  hasEnded, isAlive, isSignalName, jobFiles, prepareJobDir, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName,
+  hasEnded, isAlive, isSignalName, jobFiles, prepareJobDir, processStartTicks, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName,
   type CheckpointSignals, type SupervisorSpec,
 } from './jobdir.js';
 import { lookupUser } from './users.js';
@@ -57,8 +57,8 @@ const REPORTED = 'reported';
 
 /** Output an interactive job's supervisor keeps while no client is attached. */
 const INTERACTIVE_BUFFER_BYTES = 1024 * 1024;
-/** How long (x 50 ms) a stream request waits for a just-started job's supervisor to listen. */
-const STREAM_WAIT_TRIES = 100;
+/** How long (x 50 ms) a stream request waits for a just-started job's supervisor to listen: within the controller's 5 s to open the stream. */
+const STREAM_WAIT_TRIES = 70;
 
 /** The ids to run a job of `user` with: null for the agent's own user (root's jobs run as root); an error when they cannot be used. */
 export function credentialsFor(user: string, verifiedUid?: number): Result<{ uid: number; gid: number } | null> {
@@ -144,8 +144,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     watched.set(runKey(jobId, run), { jobId, run, dir });
     return dir;
   };
-  /** Supervisors this agent launched: until one writes its status, its pid says whether it lives. */
-  const launchedPid = new Map<string, number>();
+  /** Supervisors this agent launched: until one writes its status, its pid (and start time: pids are reused) say whether it lives. */
+  const launchedPid = new Map<string, { pid: number; startTicks: number | null }>();
 
   const reportOf = (jobId: number, run: number, dir: string): Report | null => {
     const status = readStatus(dir);
@@ -153,8 +153,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       return { jobId, run, state: status.state, exitCode: status.exitCode, endTimeMs: Date.parse(status.endTime), reason: status.reason ?? undefined };
     }
     if (status && isAlive(status.supervisorPid, status.supervisorStartTicks)) return null;
-    const pid = launchedPid.get(runKey(jobId, run));
-    if (!status && pid !== undefined && isAlive(pid)) return null; // still starting
+    const launched = launchedPid.get(runKey(jobId, run));
+    if (!status && launched !== undefined && isAlive(launched.pid, launched.startTicks)) return null; // still starting
     // The supervisor is gone without an end status (it was killed): the job's fate is unknown.
     return { jobId, run, state: 'NODE_FAIL', exitCode: null, endTimeMs: Date.now(), reason: 'its supervisor died without recording an end' };
   };
@@ -226,7 +226,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           if (!prepared.ok) throw new RouteError(400, `job ${order.jobId}: ${prepared.error}`);
           const launched = launcher.launch(dir);
           if (!launched.ok) throw new RouteError(500, `job ${order.jobId}: ${launched.error}`);
-          launchedPid.set(runKey(order.jobId, order.run), launched.value);
+          launchedPid.set(runKey(order.jobId, order.run), { pid: launched.value, startTicks: processStartTicks(launched.value) });
           log(`job ${order.jobId} started on ${order.nodes.join(',')} as ${order.user} (supervisor ${launched.value})`);
           return { status: 200, body: { ok: true } };
         },
@@ -243,10 +243,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           };
           const reply = await requestSignal(known.dir, signal, { cancel, ...extras });
           const waiting = launchedPid.get(runKey(jobId, known.run));
-          if (!reply.ok && cancel && readStatus(known.dir) === null && waiting !== undefined && isAlive(waiting)) {
-            // An interactive job's supervisor waiting for its first client has no control socket yet: SIGTERM cancels it.
-            process.kill(waiting, 'SIGTERM');
-            return { status: 200, body: { ok: true, pid: waiting } };
+          if (!reply.ok && cancel && readStatus(known.dir) === null && waiting !== undefined && isAlive(waiting.pid, waiting.startTicks)) {
+            // A supervisor still starting the job (or waiting for an interactive job's first client) has no control
+            // socket yet: SIGTERM cancels it (it records the cancel, see supervisor.ts stopSignals).
+            process.kill(waiting.pid, 'SIGTERM');
+            return { status: 200, body: { ok: true, pid: waiting.pid } };
           }
           if (!reply.ok) throw new RouteError(409, reply.error);
           return { status: 200, body: reply };
