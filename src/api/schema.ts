@@ -166,6 +166,8 @@ const nodeNames = (minItems: number) => list(text(LIMITS.nameChars, 1), LIMITS.n
 
 export const DrainBodySchema = strict({ nodes: nodeNames(1), reason: v.optional(text(LIMITS.textChars)), resume: v.optional(bool()) });
 export const MotdBodySchema = strict({ text: v.optional(text(LIMITS.textChars)) });
+/** `taras admin holiday on|off`: every period is night while it is on (day and night queues). */
+export const HolidayBodySchema = strict({ on: bool() });
 /** `taras admin token`: for whom (default: the caller) and for how long (default 30 min, at most a year). */
 export const TokenBodySchema = v.optional(strict({ user: v.optional(text(256, 1)), lifespanSeconds: v.optional(int(1, 366 * 86400)) }));
 /**

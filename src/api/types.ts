@@ -142,6 +142,8 @@ export interface ApiClusterStatus {
   nodes: { total: number; idle: number; allocated: number; mixed: number; down: number; drained: number };
   jobs: { pending: number; running: number };
   motd: string | null;
+  /** Day and night queues (`[day_night]`), when configured: which period it is now, the day window, the holiday switch. */
+  dayNight?: { now: 'day' | 'night'; day: string; holiday: boolean; dayMaxNodeMinutes: number; dayMaxTimeSeconds: number; nightMaxNodeMinutes: number; queuedLimitNodeMinutes: number };
   /** Maintenance windows (and reservations) not yet ended, by start: every planned start moves around them. */
   windows?: { name: string; kind: 'reservation' | 'maintenance'; start: string; end: string; nodes: string[] }[];
   /** The controller's Unix socket: a local CLI that reached /status over TCP uses it instead (verified by the kernel). */

@@ -4,7 +4,7 @@
 // nodes` does); --json prints the controller's answer instead.
 
 import type { Command } from 'commander';
-import type { ApiNode } from '../api/types.js';
+import type { ApiClusterStatus, ApiNode } from '../api/types.js';
 import { controllerOption, print, printJson, withClient } from './controller-client.js';
 import { fail } from './flags.js';
 
@@ -80,6 +80,18 @@ export function registerAdminCommands(program: Command): void {
         const answer = await api.put<{ motd: string | null }>('/admin/motd', { text: text ?? '' });
         if (flags.json) return printJson(answer);
         print(answer.motd === null || answer.motd === '' ? 'Message of the day cleared.' : `Message of the day set: ${answer.motd}`);
+      });
+    });
+  admin.command('holiday').argument('<on|off>', 'on: every period is night (night jobs run at any time); off: the day window again')
+    .option(...controllerOption).option(...jsonOption)
+    .description('the holiday switch of the day and night queues ([day_night] in cluster.toml; Argonne\'s HOLIDAY file)')
+    .addHelpText('after', '\nExamples:\n  taras admin holiday on     night jobs may start at any time, e.g. over Christmas\n  taras admin holiday off\n')
+    .action(async (value: string, flags: AdminFlags) => {
+      if (value !== 'on' && value !== 'off') fail(`holiday: '${value}' is neither on nor off (taras admin holiday on|off)`);
+      await withClient(flags.controller, async (api) => {
+        const status = await api.put<ApiClusterStatus>('/admin/holiday', { on: value === 'on' });
+        if (flags.json) return printJson(status.dayNight);
+        print(value === 'on' ? 'Holiday on: every period is night; night jobs may start at any time.' : `Holiday off: the day is ${status.dayNight?.day ?? '?'} again; it is ${status.dayNight?.now ?? '?'} now.`);
       });
     });
   admin.command('reconfigure').option(...controllerOption).option(...jsonOption)

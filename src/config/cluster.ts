@@ -4,6 +4,7 @@
 // naming file, line, key and fix. It never throws for a user's mistake, so
 // `taras admin reconfigure` can refuse a bad file and keep the one in force.
 
+import { readDayNight, type DayNightConfig } from './day-night.js';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { parse, TomlError } from 'smol-toml';
 import type { PolicyName } from '../core/scheduler.js';
@@ -106,6 +107,8 @@ export interface ClusterConfig {
   readonly maxCheckpointDurationSeconds?: number;
   /** Interactive jobs (`taras run`, `taras alloc`): policy, grace, idle limit, longest time, warning. */
   readonly interactive: InteractiveSettings;
+  /** `[day_night]`: day and night queues (seed 004); absent: none. */
+  readonly dayNight?: DayNightConfig;
 }
 
 /** Policies for interactive jobs: start at once or fail (Artaras, seed 000 2.2.2), or wait in the queue (Argonne). */
@@ -152,7 +155,7 @@ export const CLUSTER_DEFAULTS = {
 /** Linux limits a Unix socket path to 108 bytes with the terminating NUL. */
 const MAX_SOCKET_PATH_BYTES = 107;
 
-const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions', 'program_class'] };
+const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions', 'program_class', 'day_night'] };
 
 const CLUSTER_KEYS = {
   known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
@@ -193,12 +196,14 @@ export function parseClusterConfig(text: string, file: string): ClusterConfigRes
   const nodes = readNodes(root, errors, index);
   const partitions = readPartitions(root, nodes, errors, index);
   const programClasses = readProgramClasses(root, errors);
+  const dayNightTable = root.has('day_night') ? root.subTable('day_night') : undefined;
+  const dayNight = dayNightTable === undefined ? undefined : readDayNight(new TableReader('day_night', dayNightTable, errors));
   if (errors.size > 0 || settings === undefined || partitions.defaultName === undefined) {
     return { ok: false, errors: errors.sorted() };
   }
   return {
     ok: true,
-    config: { ...settings, nodes: nodes.specs, partitions: partitions.specs, defaultPartition: partitions.defaultName, ...(programClasses === undefined ? {} : { programClasses }) },
+    config: { ...settings, nodes: nodes.specs, partitions: partitions.specs, defaultPartition: partitions.defaultName, ...(programClasses === undefined ? {} : { programClasses }), ...(dayNight === undefined ? {} : { dayNight }) },
   };
 }
 

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
-  formatProblems, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
+  formatProblems, HolidayBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
 import { finishedStates, type ApiJob, type ApiJobPage, type ApiSubmitted, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
@@ -568,6 +568,18 @@ export async function startController(options: ControllerOptions): Promise<Runni
       },
     },
     {
+      method: 'PUT', path: '/admin/holiday',
+      handler: (ctx) => {
+        requireAdmin(ctx, 'switch the holiday period');
+        const { on } = bodyOf(HolidayBodySchema, ctx, '{"on": true}');
+        if (engine.config.dayNight === undefined) throw new RouteError(409, 'this cluster has no day and night queues: add a [day_night] table to cluster.toml');
+        engine.setHoliday(on);
+        log(`holiday ${on ? 'on: every period is night' : 'off'} (by ${callerOf(ctx).user})`);
+        kick();
+        return { status: 200, body: apiStatus(engine, Date.now(), motd()) };
+      },
+    },
+    {
       method: 'POST', path: '/admin/reconfigure',
       handler: async (ctx) => {
         requireAdmin(ctx, 'reconfigure the controller');
@@ -737,6 +749,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     engine.checkNodes();
     engine.applyWindowModes();
+    engine.refreshNightWindows();
     engine.expireReservations();
     engine.touch();
     kick();

@@ -4,6 +4,7 @@
 // before acting on it. It knows no transport: the daemon wires HTTP and the
 // agents to it, and tests drive it directly.
 
+import { isDay, jobClass, nightWindow, nodeMinutes, type JobClass } from '../config/day-night.js';
 import type { ClusterConfig, PartitionSpec } from '../config/cluster.js';
 import { CHECKPOINT_DEFAULTS, type ProgramClass, type RestartAction } from '../config/checkpoint.js';
 import { compressHostlist } from '../config/hostlist.js';
@@ -476,7 +477,7 @@ export class ControllerEngine {
     for (const record of this.store.pendingJobs()) {
       const failure = this.recoverOne(record, () => {
         if (!record.held) {
-          this.scheduler.submit(this.coreRequest(record));
+          this.enqueue(record);
           this.unpromised.push(record.id);
           this.noteStartDeadline(record);
         }
@@ -593,7 +594,7 @@ export class ControllerEngine {
     const spec = this.specOf(record);
     const partition = this.partitionOf(spec);
     let resources = this.resourcesOf(spec, record.state === 'PENDING' ? undefined : record.nodes);
-    const limit = spec.timeLimitSeconds === 'UNLIMITED' ? partition.maxTimeSeconds ?? UNLIMITED_SECONDS : spec.timeLimitSeconds;
+    const limit = this.limitOf(spec, partition);
     let window: JobRequest['window'];
     if (spec.reservation !== undefined && record.state === 'PENDING') {
       // Within its reservation: its nodes, its time. One that is gone (deleted, ended) leaves the job with no plan.
@@ -607,6 +608,7 @@ export class ControllerEngine {
         resources = inside!.request;
       }
     }
+    if (window === undefined && record.state === 'PENDING' && this.queueOf(spec, resources.nodes, limit) === 'night') window = this.nightWindowOf(record.id, limit);
     const deadline = spec.deadline === undefined ? {} : { deadline: Math.floor(spec.deadline.atMs / 1000), guaranteed: deadlineGuaranteed(record) === true };
     return {
       id: record.id, submitTime: Math.floor(record.submitTimeMs / 1000), size: resources.nodes * resources.cpusPerNode, estimate: Math.max(1, limit),
@@ -664,6 +666,8 @@ export class ControllerEngine {
         if (this.placeableByShape.size < 10_000) this.placeableByShape.set(shape, placeable);
       }
       if (!placeable) return ['no set of nodes of this cluster can hold the job, even when all are idle'];
+      const queue = this.queueOf(spec, resources.nodes, this.limitOf(spec));
+      if (queue !== null && queue !== 'day' && queue !== 'night') return [queue];
     } catch (error) {
       if (error instanceof SubmitRefused) return [...error.reasons];
       throw error;
@@ -762,7 +766,7 @@ export class ControllerEngine {
       if (admission !== undefined && this.admissions.size > 10_000) this.admissions.delete(this.admissions.keys().next().value!);
       this.active.set(record.id, record);
       try {
-        this.scheduler.submit(this.coreRequest(record));
+        this.enqueue(record);
         this.unpromised.push(record.id);
         this.noteStartDeadline(record);
       } catch (error) {
@@ -990,6 +994,7 @@ export class ControllerEngine {
     this.dirty = false;
     const started: JobId[] = [];
     this.plannedAt = null;
+    this.admitOverLimit();
     for (const job of this.scheduler.pass(now)) {
       const nodes = this.scheduler.nodesOf(job.id) ?? [];
       const refused = nodes.find((name) => !this.nodes.get(name)?.up || this.nodes.get(name)?.drained);
@@ -1313,7 +1318,172 @@ export class ControllerEngine {
 
   /** Why a pending job waits, where the engine knows more than its log (an interactive job waiting for its victims' checkpoints). */
   waitingReason(id: JobId): string | undefined {
-    return this.waitingReasons.get(id);
+    return this.waitingReasons.get(id) ?? this.overLimitReason(id) ?? this.nightReason(id);
+  }
+
+  // ---- the queued-work limit (seed 004's Queue_Supervisor) ----
+
+  /** Jobs held back by the queued-work limit, in submission order; out of the core until their user's queued work allows. */
+  private readonly overLimit = new Map<JobId, { key: string; minutes: number }>();
+  /** The node-minutes and queue key of each job let into the core under the limit (a pending job's share of its user's queued work). */
+  private readonly queuedShare = new Map<JobId, { key: string; minutes: number }>();
+  /** Queued node-minutes per user and queue, counted from the core's queue at the first need after a pass, then kept up as jobs are let in. */
+  private queuedWork: Map<string, number> | null = null;
+
+  /** A pending job goes into the core, unless its user's queued work in its queue is at the limit already. */
+  private enqueue(record: JobRecord): void {
+    const share = this.limitShareOf(record);
+    if (share !== null) {
+      const work = this.queuedWorkNow();
+      const queued = work.get(share.key) ?? 0;
+      if (queued >= this.config.dayNight!.queuedLimitNodeMinutes) {
+        this.overLimit.set(record.id, share);
+        return;
+      }
+      work.set(share.key, queued + share.minutes);
+      this.queuedShare.set(record.id, share);
+    }
+    this.scheduler.submit(this.coreRequest(record));
+  }
+
+  private limitShareOf(record: JobRecord): { key: string; minutes: number } | null {
+    const limit = this.config.dayNight?.queuedLimitNodeMinutes ?? 0;
+    if (limit === 0) return null;
+    const spec = this.specOf(record);
+    const nodes = this.resourcesOf(spec).nodes;
+    const seconds = this.limitOf(spec);
+    const queue = this.queueOf(spec, nodes, seconds);
+    if (queue !== 'day' && queue !== 'night') return null;
+    return { key: `${record.user}\u0000${queue}`, minutes: nodeMinutes(nodes, seconds) };
+  }
+
+  private queuedWorkNow(): Map<string, number> {
+    if (this.queuedWork !== null) return this.queuedWork;
+    const work = new Map<string, number>();
+    for (const entry of this.scheduler.state.queue) {
+      const share = this.queuedShare.get(entry.job.id);
+      if (share !== undefined) work.set(share.key, (work.get(share.key) ?? 0) + share.minutes);
+    }
+    if (this.queuedShare.size > 2 * this.scheduler.state.queue.length + 1000) {
+      const queued = new Set(this.scheduler.state.queue.map((entry) => entry.job.id));
+      for (const id of this.queuedShare.keys()) if (!queued.has(id)) this.queuedShare.delete(id);
+    }
+    this.queuedWork = work;
+    return work;
+  }
+
+  /** Before each pass: held-back jobs whose user's queued work has fallen below the limit go into the core, oldest first, in their place. */
+  private admitOverLimit(): void {
+    this.queuedWork = null;
+    if (this.overLimit.size === 0) return;
+    const limit = this.config.dayNight?.queuedLimitNodeMinutes ?? 0;
+    const work = this.queuedWorkNow();
+    for (const [id, share] of [...this.overLimit]) {
+      const record = this.active.get(id);
+      if (record?.state !== 'PENDING' || record.held || limit === 0) {
+        this.overLimit.delete(id);
+        if (record?.state === 'PENDING' && !record.held) this.scheduler.submit(this.coreRequest(record), true);
+        continue;
+      }
+      const queued = work.get(share.key) ?? 0;
+      if (queued >= limit) continue;
+      this.overLimit.delete(id);
+      work.set(share.key, queued + share.minutes);
+      this.queuedShare.set(id, share);
+      this.scheduler.submit(this.coreRequest(record), true);
+      this.unpromised.push(id);
+    }
+  }
+
+  private overLimitReason(id: JobId): string | undefined {
+    const share = this.overLimit.get(id);
+    if (share === undefined) return undefined;
+    const [user, queue] = share.key.split('\u0000');
+    const queued = this.queuedWorkNow().get(share.key) ?? 0;
+    return `QueuedWorkLimit: ${user} has ${queued} node-minutes queued in the ${queue} queue, at the limit of ${this.config.dayNight!.queuedLimitNodeMinutes} `
+      + '(queued_limit_node_minutes); it joins the queue, in its place, as earlier jobs start';
+  }
+
+  // ---- day and night queues (seed 004; src/config/day-night.ts) ----
+
+  /** Pending night jobs in the core: the latest start (ms) their night window allows; past it they get the next night. */
+  private readonly nightJobs = new Map<JobId, number>();
+  private holidayOn: boolean | null = null;
+
+  /** The time limit the core plans with. */
+  private limitOf(spec: JobSpec, partition = this.partitionOf(spec)): number {
+    return spec.timeLimitSeconds === 'UNLIMITED' || spec.timeLimitSeconds === undefined ? partition.maxTimeSeconds ?? UNLIMITED_SECONDS : spec.timeLimitSeconds;
+  }
+
+  /** The day or night queue of a batch job, or why it fits neither; null: no day and night queues here (or an interactive or reservation job). */
+  queueOf(spec: JobSpec, nodes: number, limitSeconds: number): JobClass | string | null {
+    const config = this.config.dayNight;
+    if (config === undefined || spec.interactive !== undefined || spec.reservation !== undefined) return null;
+    return jobClass(config, nodes, limitSeconds);
+  }
+
+  /** The holiday switch (`taras admin holiday`): every period is night while it is on. Stored. */
+  get holiday(): boolean {
+    this.holidayOn ??= this.store.setting(HOLIDAY_SETTING) === true;
+    return this.holidayOn;
+  }
+
+  setHoliday(on: boolean): void {
+    this.store.setSetting(HOLIDAY_SETTING, on);
+    this.holidayOn = on;
+    for (const id of [...this.nightJobs.keys()]) this.renewNightWindow(id);
+    this.plannedAt = null;
+    this.dirty = true;
+  }
+
+  /** Is it day now (day jobs only start; night jobs wait)? Null: no day and night queues. */
+  isDayNow(): boolean | null {
+    const config = this.config.dayNight;
+    return config === undefined ? null : isDay(config, this.clockMs(), this.holiday);
+  }
+
+  private nightWindowOf(id: JobId, limitSeconds: number): JobRequest['window'] {
+    const found = nightWindow(this.config.dayNight!, this.clockMs(), limitSeconds, this.holiday);
+    if (id !== DRAFT_ID && id > 0) this.nightJobs.set(id, found === null ? Infinity : found.endMs - limitSeconds * 1000);
+    if (found === null) return { owner: NIGHT_OWNER, start: Infinity, end: Infinity };
+    if (found.endMs === Infinity) return undefined; // a holiday: no window
+    return { owner: NIGHT_OWNER, start: Math.floor(found.startMs / 1000), end: Math.floor(found.endMs / 1000) };
+  }
+
+  private renewNightWindow(id: JobId): void {
+    const record = this.active.get(id);
+    if (record?.state !== 'PENDING' || record.held) {
+      this.nightJobs.delete(id);
+      return;
+    }
+    this.scheduler.replaceQueued(this.coreRequest(record));
+  }
+
+  /** Each second: a night job that can no longer start and end within its night gets the next night. */
+  refreshNightWindows(): void {
+    if (this.nightJobs.size === 0) return;
+    const nowMs = this.clockMs();
+    let renewed = false;
+    for (const [id, latestStartMs] of [...this.nightJobs]) {
+      if (this.active.get(id)?.state !== 'PENDING') this.nightJobs.delete(id);
+      else if (nowMs > latestStartMs) {
+        this.renewNightWindow(id);
+        renewed = true;
+      }
+    }
+    if (renewed) {
+      this.plannedAt = null;
+      this.dirty = true;
+    }
+  }
+
+  private nightReason(id: JobId): string | undefined {
+    const config = this.config.dayNight;
+    if (config === undefined || !this.nightJobs.has(id) || this.holiday) return undefined;
+    const window = this.scheduler.state.queue.find((entry) => entry.job.id === id)?.job.window;
+    if (window === undefined || window.owner !== NIGHT_OWNER) return undefined;
+    const at = Number.isFinite(window.start) ? ` (the next night long enough: ${new Date(window.start * 1000).toLocaleString()} to ${new Date(window.end * 1000).toLocaleString()})` : '';
+    return `night job: over ${config.dayMaxNodeMinutes} node-minutes or ${config.dayMaxTimeSeconds / 3600} h, it starts only at night and ends before the day (${config.dayText})${at}`;
   }
 
   /**
@@ -2036,6 +2206,9 @@ const SUSPENDED_BY_PREEMPTION = 'preempted (suspended): ';
 
 /** The store setting of maintenance windows' shutdown modes. */
 const WINDOW_MODES_SETTING = 'windowShutdownModes';
+const HOLIDAY_SETTING = 'holiday';
+/** The core's window owner of night jobs (no hold has it: the window only bounds when they run). */
+const NIGHT_OWNER = 'night-queue';
 
 /** States in which a job holds its nodes and has processes there. */
 export const holdsNodes = (state: JobState): boolean => state === 'RUNNING' || state === 'COMPLETING' || state === 'SUSPENDED';

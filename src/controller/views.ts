@@ -222,7 +222,15 @@ export function apiStatus(engine: ControllerEngine, nowMs: number, motd: string 
     up: true, version: VERSION, cluster: engine.config.name, policy: engine.config.policy, placement: engine.config.placement,
     now: iso(nowMs)!, nodes, jobs: { pending, running }, motd,
     windows: engine.listReservations().map((r) => ({ name: r.name, kind: r.kind, start: iso(r.startMs)!, end: iso(r.endMs)!, nodes: [...r.nodes] })),
+    ...dayNightStatus(engine),
   };
+}
+
+function dayNightStatus(engine: ControllerEngine): Pick<ApiClusterStatus, 'dayNight'> {
+  const config = engine.config.dayNight;
+  if (config === undefined) return {};
+  const { dayText: day, dayMaxNodeMinutes, dayMaxTimeSeconds, nightMaxNodeMinutes, queuedLimitNodeMinutes } = config;
+  return { dayNight: { now: engine.isDayNow() ? 'day' : 'night', day, holiday: engine.holiday, dayMaxNodeMinutes, dayMaxTimeSeconds, nightMaxNodeMinutes, queuedLimitNodeMinutes } };
 }
 
 /** Nodes by state and jobs by state, building no node objects. */

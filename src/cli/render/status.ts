@@ -58,8 +58,17 @@ export function renderStatus(status: ApiClusterStatus | null, address: string, t
     ['Nodes', nodeCountsText(status.nodes)],
     ['Jobs', jobCountsText(status.jobs)],
   ];
+  if (status.dayNight !== undefined) rows.push(['Queues', dayNightText(status.dayNight)]);
   for (const window of status.windows ?? []) rows.push([window.kind === 'maintenance' ? 'Maintenance' : 'Reservation', windowText(window, status.now, timeZone)]);
   const lines = keyValueLines(rows);
   if (status.motd !== null && status.motd.trim() !== '') lines.push('', ...framedMessage('Message of the day', status.motd));
   return `${lines.join('\n')}\n`;
+}
+
+/** The day and night queues line: which period it is, the day window, the limits, the holiday switch. */
+function dayNightText(dayNight: NonNullable<ApiClusterStatus['dayNight']>): string {
+  const { now, day, holiday, dayMaxNodeMinutes, dayMaxTimeSeconds, nightMaxNodeMinutes } = dayNight;
+  const period = holiday ? 'holiday (night all the time)' : `${now} now`;
+  const night = nightMaxNodeMinutes > 0 ? `night jobs up to ${nightMaxNodeMinutes} node-min` : 'night jobs any size';
+  return `${period}; day is ${printable(day)}; day jobs up to ${dayMaxNodeMinutes} node-min and ${dayMaxTimeSeconds / 3600} h, ${night}`;
 }
