@@ -135,6 +135,20 @@ export const JobSpecSchema = strict({
     atMs: int(0, Number.MAX_SAFE_INTEGER),
     policy: v.picklist(['guarantee', 'cancel'], 'expected "guarantee" or "cancel"'),
   })),
+  /** sbatch --hold: submitted with a user hold. */
+  hold: v.optional(bool()),
+  /** sbatch --begin: epoch ms before which it does not start. */
+  beginMs: v.optional(int(0, Number.MAX_SAFE_INTEGER)),
+  /** sbatch --dependency, parsed (src/jobspec/dependency.ts). */
+  dependency: v.optional(strict({
+    text: text(LIMITS.textChars, 1),
+    all: bool(),
+    items: list(strict({
+      type: v.picklist(['after', 'afterany', 'afterok', 'afternotok', 'singleton'], 'expected after, afterany, afterok, afternotok or singleton'),
+      ids: list(int(1, Number.MAX_SAFE_INTEGER), 1000),
+      minutes: v.optional(int(0, 525_600)),
+    }), 100, 1),
+  })),
   /** An interactive job (taras run / alloc): see InteractiveRequest in src/jobspec/types.ts. */
   interactive: v.optional(strict({
     pty: bool(),
@@ -165,6 +179,8 @@ export const CancelBodySchema = v.pipe(
 const nodeNames = (minItems: number) => list(text(LIMITS.nameChars, 1), LIMITS.nodes, minItems);
 
 export const DrainBodySchema = strict({ nodes: nodeNames(1), reason: v.optional(text(LIMITS.textChars)), resume: v.optional(bool()) });
+/** POST /jobs/hold, /jobs/release: the jobs. */
+export const JobIdsBodySchema = strict({ ids: list(int(1, Number.MAX_SAFE_INTEGER), LIMITS.jobIds, 1) });
 export const MotdBodySchema = strict({ text: v.optional(text(LIMITS.textChars)) });
 /** `taras admin holiday on|off`: every period is night while it is on (day and night queues). */
 export const HolidayBodySchema = strict({ on: bool() });

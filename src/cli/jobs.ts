@@ -33,6 +33,9 @@ export function registerJobCommands(program: Command): void {
     .option('--program-class <name>', 'the cluster\'s program class: which signals and restart action (default: the first configured)')
     .option('--deadline <time>', 'a priority job that must end by TIME (18:00, now+2hours, tomorrow, 2026-12-01T09:00): guaranteed if the plan can, else run first without a guarantee')
     .option('--deadline-policy <policy>', 'guarantee (default) or cancel (Slurm\'s: refused if it cannot end in time; ended DEADLINE once it no longer can)')
+    .option('-H, --hold', 'submit it held: it waits until `taras release ID`')
+    .option('-b, --begin <time>', 'start no earlier than TIME (now+1hour, 16:00, tomorrow, 2026-12-01T09:00)')
+    .option('-d, --dependency <list>', 'start only after other jobs: afterok:ID[:ID], afterany:ID, afternotok:ID, after:ID[+MIN], singleton; , all, ? any')
     .option('--immediate [seconds]', 'sbatch\'s: fail unless the job starts within this many seconds (default 0: now); waits to say which')
     .option('--file <job.toml>', 'job description file (flags override it)')
     .option('--many <file>', 'many jobs in one call: a file (- for standard input) of JSON lines with job.toml\'s keys; the flags apply to each')
@@ -232,6 +235,31 @@ export function registerJobCommands(program: Command): void {
         print(renderWhen(when, new Date()));
       });
     });
+
+  for (const action of ['hold', 'release'] as const) {
+    program
+      .command(action)
+      .description(action === 'hold'
+        ? 'hold pending jobs: they keep their place but do not start until released (scontrol hold; an administrator\'s hold only an administrator releases)'
+        : 'release held jobs: they go back to their place in the queue (scontrol release)')
+      .argument('<ids...>', 'job ids')
+      .option(...controllerOption)
+      .option('--json', 'print the outcome of each job as JSON')
+      .addHelpText('after', action === 'hold'
+        ? '\nExamples:\n  taras hold 42 43\n  taras submit --hold job.sh     # submitted held\n'
+        : '\nExamples:\n  taras release 42 43\n')
+      .action(async (raw: string[], flags: { controller?: string; json?: boolean }) => {
+        await withClient(flags.controller, async (api) => {
+          const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>(`/jobs/${action}`, { ids: parseJobIds(raw) });
+          if (flags.json) return printJson(jobs);
+          for (const job of jobs) {
+            if (job.result === 'refused') process.stderr.write(`error: ${job.message}\n`);
+            else print(job.message);
+          }
+          if (jobs.some((job) => job.result === 'refused')) process.exitCode = 1;
+        });
+      });
+  }
 
   program
     .command('cancel')

@@ -107,6 +107,8 @@ export interface ClusterConfig {
   readonly maxCheckpointDurationSeconds?: number;
   /** Interactive jobs (`taras run`, `taras alloc`): policy, grace, idle limit, longest time, warning. */
   readonly interactive: InteractiveSettings;
+  /** `kill_invalid_depend` (Slurm's SchedulerParameters option): a job whose dependency can never be met is cancelled, not left pending. */
+  readonly killInvalidDepend?: boolean;
   /** `[day_night]`: day and night queues (seed 004); absent: none. */
   readonly dayNight?: DayNightConfig;
 }
@@ -161,7 +163,7 @@ const CLUSTER_KEYS = {
   known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
     'max_pending_per_user', 'max_submit_rate', 'max_connections', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key',
     'max_checkpoint_interval', 'max_checkpoint_duration',
-    'interactive', 'interactive_grace', 'interactive_idle', 'interactive_max_time', 'interactive_warn'],
+    'interactive', 'interactive_grace', 'interactive_idle', 'interactive_max_time', 'interactive_warn', 'kill_invalid_depend'],
   aliases: {
     clustername: 'name',
     schedulertype: 'policy',
@@ -244,6 +246,7 @@ function readSettings(reader: TableReader, file: string): Settings {
     maxConnections: reader.integer('max_connections', { example: '512', min: 0, max: 1_000_000 }) ?? CLUSTER_DEFAULTS.maxConnections,
     admins: reader.stringArray('admins', { example: '["alice", "@wheel"]', pattern: ADMIN_PATTERN, patternHint: ADMIN_HINT }) ?? [],
     allowRootJobs: reader.boolean('allow_root_jobs') ?? true,
+    killInvalidDepend: reader.boolean('kill_invalid_depend') ?? false,
     ...(mungeSocket === undefined ? {} : { mungeSocket: resolve(dirname(file), mungeSocket) }),
     jwtKeyPath: resolve(dataDir, reader.string('jwt_key', { example: '"jwt.key"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.jwtKey),
     ...optionalTimer('maxCheckpointIntervalSeconds', reader.duration('max_checkpoint_interval', { example: '"1d"', minutesIfBare: false, unlimited: false, min: 1 })),

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
-  formatProblems, HolidayBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
+  formatProblems, HolidayBodySchema, JobIdsBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
 import { finishedStates, type ApiJob, type ApiJobPage, type ApiSubmitted, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
@@ -538,6 +538,17 @@ export async function startController(options: ControllerOptions): Promise<Runni
         return { status: 200, body: { jobs: results } };
       },
     },
+    ...(['hold', 'release'] as const).map((action): Route => ({
+      // scontrol hold|release: each id its own answer (another user's job is refused; an administrator's hold is JobHeldAdmin).
+      method: 'POST', path: `/jobs/${action}`,
+      handler: (ctx) => {
+        const caller = callerOf(ctx);
+        const { ids } = bodyOf(JobIdsBodySchema, ctx, '{"ids": [12, 13]}');
+        const results = action === 'hold' ? engine.holdMany(ids.map(jobId), caller.user, admin(caller)) : engine.releaseMany(ids.map(jobId), caller.user, admin(caller));
+        kick();
+        return { status: 200, body: { jobs: results } };
+      },
+    })),
     { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: apiNodes(engine) }) },
     // The socket listened on since the start: a reconfigure (whose file may name another data_dir, or `--data` overrode it) moves no socket.
     { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { ...apiStatus(engine, Date.now(), motd()), socket: options.config.socketPath, uid: process.getuid?.() } }) },

@@ -4,6 +4,7 @@
 // before acting on it. It knows no transport: the daemon wires HTTP and the
 // agents to it, and tests drive it directly.
 
+import { HELD_BY_ADMIN } from '../store/events.js';
 import { isDay, jobClass, nightWindow, nodeMinutes, type JobClass } from '../config/day-night.js';
 import type { ClusterConfig, PartitionSpec } from '../config/cluster.js';
 import { CHECKPOINT_DEFAULTS, type ProgramClass, type RestartAction } from '../config/checkpoint.js';
@@ -609,6 +610,11 @@ export class ControllerEngine {
       }
     }
     if (window === undefined && record.state === 'PENDING' && this.queueOf(spec, resources.nodes, limit) === 'night') window = this.nightWindowOf(record.id, limit);
+    const notBefore = record.state === 'PENDING' ? this.notBeforeOf(record, spec) : null;
+    if (notBefore !== null) {
+      // --begin and dependencies bound the start only, as a window's start does (a job waiting for one is nobody's head).
+      window = window === undefined ? { owner: NOT_BEFORE_OWNER, start: notBefore, end: Infinity } : { ...window, start: Math.max(window.start, notBefore) };
+    }
     const deadline = spec.deadline === undefined ? {} : { deadline: Math.floor(spec.deadline.atMs / 1000), guaranteed: deadlineGuaranteed(record) === true };
     return {
       id: record.id, submitTime: Math.floor(record.submitTimeMs / 1000), size: resources.nodes * resources.cpusPerNode, estimate: Math.max(1, limit),
@@ -668,6 +674,13 @@ export class ControllerEngine {
       if (!placeable) return ['no set of nodes of this cluster can hold the job, even when all are idle'];
       const queue = this.queueOf(spec, resources.nodes, this.limitOf(spec));
       if (queue !== null && queue !== 'day' && queue !== 'night') return [queue];
+      for (const item of spec.dependency?.items ?? []) {
+        for (const id of item.ids) {
+          if (!this.active.has(id as JobId) && this.store.job(id as JobId) === undefined) {
+            return [`--dependency ${spec.dependency!.text}: there is no job ${id}; give ids that taras queue (or taras queue --all) lists`];
+          }
+        }
+      }
     } catch (error) {
       if (error instanceof SubmitRefused) return [...error.reasons];
       throw error;
@@ -766,7 +779,7 @@ export class ControllerEngine {
       if (admission !== undefined && this.admissions.size > 10_000) this.admissions.delete(this.admissions.keys().next().value!);
       this.active.set(record.id, record);
       try {
-        this.enqueue(record);
+        if (!record.held) this.enqueue(record);
         this.unpromised.push(record.id);
         this.noteStartDeadline(record);
       } catch (error) {
@@ -995,9 +1008,15 @@ export class ControllerEngine {
     const started: JobId[] = [];
     this.plannedAt = null;
     this.admitOverLimit();
+    this.refreshDependencies();
     for (const job of this.scheduler.pass(now)) {
       const nodes = this.scheduler.nodesOf(job.id) ?? [];
       const refused = nodes.find((name) => !this.nodes.get(name)?.up || this.nodes.get(name)?.drained);
+      if (refused === undefined && this.dependent.has(job.id) && this.dependencyOf(job.id) !== 'met') {
+        // Planned after its predecessor's predicted end, which came before the predecessor ended: it waits.
+        this.scheduler.unstart(job.id, now);
+        continue;
+      }
       if (refused !== undefined) {
         this.log(`verify: job ${job.id} was placed on ${refused}, which is not available; it waits`);
         this.scheduler.unstart(job.id, now);
@@ -1318,7 +1337,163 @@ export class ControllerEngine {
 
   /** Why a pending job waits, where the engine knows more than its log (an interactive job waiting for its victims' checkpoints). */
   waitingReason(id: JobId): string | undefined {
-    return this.waitingReasons.get(id) ?? this.overLimitReason(id) ?? this.nightReason(id);
+    return this.waitingReasons.get(id) ?? this.overLimitReason(id) ?? this.dependencyReason(id) ?? this.nightReason(id);
+  }
+
+  // ---- hold and release, --begin, dependencies (seed 004 2.2.5; Slurm's semantics) ----
+
+  /**
+   * `taras hold` / `scontrol hold`: pending jobs leave the queue's plan and keep their place. A user holds only
+   * their own jobs; an administrator's hold is `JobHeldAdmin`, which only an administrator releases.
+   */
+  holdMany(ids: readonly JobId[], user: string, admin: boolean): ApiCancelResult[] {
+    return [...new Set(ids)].map((id) => this.queueControl(id, user, admin,
+      (record) => (record.state === 'PENDING' ? null : `job ${id} is ${record.state}: only pending jobs can be held`), 'held'));
+  }
+
+  /** `taras release` / `scontrol release`: held jobs go back to the queue, in their place. */
+  releaseMany(ids: readonly JobId[], user: string, admin: boolean): ApiCancelResult[] {
+    return [...new Set(ids)].map((id) => this.queueControl(id, user, admin, (record) => {
+      if (record.state !== 'PENDING' || !record.held) return `job ${id} is not held`;
+      if (record.reason === HELD_BY_ADMIN && !admin) return `job ${id} was held by an administrator (JobHeldAdmin): only an administrator can release it`;
+      return null;
+    }, 'released'));
+  }
+
+  private queueControl(id: JobId, user: string, admin: boolean, check: (record: JobRecord) => string | null, event: 'held' | 'released'): ApiCancelResult {
+    const record = this.active.get(id) ?? this.store.job(id);
+    if (record === undefined) return { id, state: null, result: 'refused', message: `job ${id}: no such job` };
+    if (record.user !== user && !admin) return { id, state: record.state, result: 'refused', message: `job ${id} belongs to ${record.user}; only they or an administrator can ${event === 'held' ? 'hold' : 'release'} it` };
+    const refusal = check(record);
+    if (refusal !== null) return { id, state: record.state, result: 'refused', message: refusal };
+    const current = this.active.get(id)!;
+    if (event === 'held') {
+      if (!current.held || (admin && current.reason !== HELD_BY_ADMIN)) {
+        // A user's hold made an administrator's: released first, then held again (the log keeps both).
+        if (current.held) this.append(id, { type: 'released' }, this.clockMs());
+        const held = this.append(id, { type: 'held', by: admin ? 'admin' : 'user' }, this.clockMs());
+        this.active.set(id, held);
+        this.scheduler.cancel(id);
+        this.overLimit.delete(id);
+        this.dirty = true;
+        this.plannedAt = null;
+      }
+      return { id, state: 'PENDING', result: 'cancelled', message: `job ${id} held${admin && current.user !== user ? ' (administrator hold)' : ''}` };
+    }
+    const released = this.append(id, { type: 'released' }, this.clockMs());
+    this.active.set(id, released);
+    this.enqueue(released, true);
+    this.unpromised.push(id);
+    this.dirty = true;
+    this.plannedAt = null;
+    return { id, state: 'PENDING', result: 'cancelled', message: `job ${id} released` };
+  }
+
+  /** Pending jobs with a dependency: the start bound (s) last given to the core, or null when none could be planned. */
+  private readonly dependent = new Map<JobId, number | null>();
+  /** Jobs whose dependency can never be met (DependencyNeverSatisfied): out of the core. */
+  private readonly neverSatisfied = new Set<JobId>();
+
+  /** The earliest start (s) --begin and an unmet dependency allow; null: no bound. Infinity: none can be planned yet. */
+  private notBeforeOf(record: JobRecord, spec: JobSpec): number | null {
+    let bound: number | null = spec.beginMs === undefined ? null : Math.ceil(spec.beginMs / 1000);
+    if (spec.dependency !== undefined) {
+      const state = this.dependencyState(record, spec);
+      if (record.id !== DRAFT_ID) this.dependent.set(record.id, state.kind === 'wait' ? state.notBefore : null);
+      if (state.kind === 'wait') bound = Math.max(bound ?? -Infinity, state.notBefore);
+    }
+    return bound;
+  }
+
+  private dependencyOf(id: JobId): 'met' | 'wait' | 'never' {
+    const record = this.active.get(id);
+    if (record === undefined) return 'never';
+    const spec = this.specOf(record);
+    return spec.dependency === undefined ? 'met' : this.dependencyState(record, spec).kind;
+  }
+
+  /**
+   * Where a job's dependency stands (Slurm's meanings): after — the jobs started (or were cancelled before
+   * starting), +MIN after their start; afterany — they ended; afterok — they COMPLETED (exit 0), never if one
+   * ended otherwise; afternotok — they ended otherwise, never if one COMPLETED; singleton — every earlier job
+   * of the same user and name has ended. `,` needs every item, `?` one. While it waits, `notBefore` is when the
+   * plan says it can be met (predecessors' planned or predicted starts and ends; Infinity when one has no plan).
+   */
+  private dependencyState(record: JobRecord, spec: JobSpec): { kind: 'met' } | { kind: 'never' } | { kind: 'wait'; notBefore: number } {
+    const dependency = spec.dependency!;
+    const itemStates = dependency.items.map((item) => {
+      const predecessors = item.type === 'singleton'
+        ? [...this.active.values()].filter((other) => (other.id as number) < (record.id as number) && other.user === record.user && other.name === record.name)
+        : item.ids.map((id) => this.active.get(id as JobId) ?? this.store.job(id as JobId));
+      let notBefore = -Infinity;
+      let kind: 'met' | 'wait' | 'never' = 'met';
+      for (const other of predecessors) {
+        if (other === undefined) return { kind: 'never' as const, notBefore };
+        const ended = !this.active.has(other.id) || other.endTimeMs !== null;
+        const limit = this.limitOf(this.specOf(other));
+        const startS = other.startTimeMs !== null ? other.startTimeMs / 1000 : this.plannedStartMs(other.id) === null ? Infinity : this.plannedStartMs(other.id)! / 1000;
+        if (item.type === 'after') {
+          const offset = (item.minutes ?? 0) * 60;
+          if (ended || (other.startTimeMs !== null && this.nowSeconds() >= other.startTimeMs / 1000 + offset)) continue;
+          kind = 'wait';
+          notBefore = Math.max(notBefore, startS + offset);
+          continue;
+        }
+        if (ended) {
+          const ok = other.state === 'COMPLETED';
+          if ((item.type === 'afterok' && !ok) || (item.type === 'afternotok' && ok)) return { kind: 'never' as const, notBefore };
+          continue;
+        }
+        kind = 'wait';
+        notBefore = Math.max(notBefore, startS + limit);
+      }
+      return { kind, notBefore };
+    });
+    const pick = dependency.all
+      ? (itemStates.some((s) => s.kind === 'never') ? 'never' : itemStates.every((s) => s.kind === 'met') ? 'met' : 'wait')
+      : (itemStates.some((s) => s.kind === 'met') ? 'met' : itemStates.every((s) => s.kind === 'never') ? 'never' : 'wait');
+    if (pick !== 'wait') return { kind: pick };
+    const waiting = itemStates.filter((s) => s.kind === 'wait').map((s) => Math.ceil(s.notBefore));
+    return { kind: 'wait', notBefore: dependency.all ? Math.max(...waiting) : Math.min(...waiting) };
+  }
+
+  /** Before each pass: dependent jobs whose predecessors' plans moved get their new start bound; one that can never be met leaves the queue. */
+  private refreshDependencies(): void {
+    if (this.dependent.size === 0) return;
+    for (const [id, last] of [...this.dependent]) {
+      const record = this.active.get(id);
+      if (record?.state !== 'PENDING') {
+        this.dependent.delete(id);
+        this.neverSatisfied.delete(id);
+        continue;
+      }
+      if (record.held) continue;
+      const spec = this.specOf(record);
+      const state = this.dependencyState(record, spec);
+      if (state.kind === 'never') {
+        this.dependent.delete(id);
+        this.scheduler.cancel(id);
+        if (this.config.killInvalidDepend === true) {
+          const reason = `its dependency (${spec.dependency!.text}) can never be satisfied (kill_invalid_depend)`;
+          this.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason }, this.clockMs());
+          this.active.delete(id);
+        } else this.neverSatisfied.add(id);
+        continue;
+      }
+      const bound = state.kind === 'wait' ? state.notBefore : null;
+      if (bound !== last) this.scheduler.replaceQueued(this.coreRequest(record));
+      if (state.kind === 'met') this.dependent.delete(id);
+    }
+  }
+
+  private dependencyReason(id: JobId): string | undefined {
+    const record = this.active.get(id);
+    if (record === undefined || record.held) return undefined;
+    if (this.neverSatisfied.has(id)) return `DependencyNeverSatisfied: ${this.specOf(record).dependency?.text ?? ''} can never be met; cancel it (taras cancel ${id})`;
+    if (this.dependent.has(id)) return `Dependency: waits for ${this.specOf(record).dependency?.text ?? ''}`;
+    const begin = this.specOf(record).beginMs;
+    if (begin !== undefined && begin > this.clockMs()) return `BeginTime: not before ${new Date(begin).toLocaleString()} (--begin)`;
+    return undefined;
   }
 
   // ---- the queued-work limit (seed 004's Queue_Supervisor) ----
@@ -1331,7 +1506,7 @@ export class ControllerEngine {
   private queuedWork: Map<string, number> | null = null;
 
   /** A pending job goes into the core, unless its user's queued work in its queue is at the limit already. */
-  private enqueue(record: JobRecord): void {
+  private enqueue(record: JobRecord, inPlace = false): void {
     const share = this.limitShareOf(record);
     if (share !== null) {
       const work = this.queuedWorkNow();
@@ -1343,7 +1518,7 @@ export class ControllerEngine {
       work.set(share.key, queued + share.minutes);
       this.queuedShare.set(record.id, share);
     }
-    this.scheduler.submit(this.coreRequest(record));
+    this.scheduler.submit(this.coreRequest(record), inPlace);
   }
 
   private limitShareOf(record: JobRecord): { key: string; minutes: number } | null {
@@ -2207,6 +2382,8 @@ const SUSPENDED_BY_PREEMPTION = 'preempted (suspended): ';
 /** The store setting of maintenance windows' shutdown modes. */
 const WINDOW_MODES_SETTING = 'windowShutdownModes';
 const HOLIDAY_SETTING = 'holiday';
+/** The core's window owner of jobs waiting for --begin or a dependency (no hold has it). */
+const NOT_BEFORE_OWNER = 'not-before';
 /** The core's window owner of night jobs (no hold has it: the window only bounds when they run). */
 const NIGHT_OWNER = 'night-queue';
 

@@ -150,6 +150,13 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
     errors.push({ source: 'request', option: given, message: `${given} needs --checkpoint-duration TIME too (how long the job's checkpoint takes at most)` });
   }
   const deadline = deadlineOf(values, origins, context.nowMs, errors);
+  let beginMs: number | undefined;
+  if (values.begin !== undefined) {
+    const at = context.nowMs === undefined ? null : parseClockTime(values.begin, context.nowMs);
+    if (at === null) errors.push({ source: 'request', option: '--begin', message: 'a begin time is read against the time of submission, which this caller did not give (BuildContext.nowMs)' });
+    else if (!at.ok) errors.push({ source: 'request', option: '--begin', message: at.message });
+    else beginMs = at.value;
+  }
   if (errors.length > 0) return { ok: false, errors, warnings: [] };
 
   const script = values.script!;
@@ -179,6 +186,9 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
       },
     }),
     ...(deadline === undefined ? {} : { deadline }),
+    ...(values.hold === true ? { hold: true } : {}),
+    ...(beginMs === undefined ? {} : { beginMs }),
+    ...(values.dependency === undefined ? {} : { dependency: values.dependency }),
   };
   return { ok: true, value: { spec, origins }, warnings: [] };
 }

@@ -7,7 +7,7 @@ import { closestWord } from '../config/suggest.js';
 import { checkPattern } from './pattern.js';
 import type { ItemKey, JobValues } from './types.js';
 import {
-  parseCheckpointTime, parseConstraint, parseCount, parseDeadlinePolicy, parseDeadlineText, parseExport, parseMemory, parseNodes, parsePartition, parseReservationName, parseSignal,
+  parseBeginText, parseCheckpointTime, parseDependencyText, parseConstraint, parseCount, parseDeadlinePolicy, parseDeadlineText, parseExport, parseMemory, parseNodes, parsePartition, parseReservationName, parseSignal,
   parseText, parseTime,
   type ValueResult,
 } from './values.js';
@@ -63,6 +63,9 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'checkpointDuration', long: 'checkpoint-duration', tomlKey: 'checkpoint_duration', label: 'Checkpoint duration', valueName: 'TIME', parse: parseCheckpointTime }),
   option({ key: 'programClass', long: 'program-class', tomlKey: 'program_class', label: 'Program class', valueName: 'NAME', parse: parsePartition }),
   option({ key: 'requeue', long: 'no-requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: false, parse: noValue }),
+  option({ key: 'hold', long: 'hold', short: 'H', tomlKey: 'hold', label: 'Held', switchValue: true, parse: noValue }),
+  option({ key: 'begin', long: 'begin', short: 'b', tomlKey: 'begin', label: 'Begin', valueName: 'TIME', parse: parseBeginText }),
+  option({ key: 'dependency', long: 'dependency', short: 'd', tomlKey: 'dependency', label: 'Dependency', valueName: 'TYPE:ID[:ID],...', parse: parseDependencyText }),
 ];
 
 /** Items that only job.toml and the command line give (the script is the command's operand). */
@@ -86,11 +89,11 @@ export function optionForKey(key: ItemKey): JobOption | undefined {
  * rather than "unknown". Long names, then short letters.
  */
 const UNSUPPORTED_LONG = [
-  'account', 'array', 'begin', 'comment', 'dependency', 'exclude', 'exclusive', 'get-user-env', 'gpus',
-  'gres', 'hold', 'input', 'licenses', 'mail-type', 'mail-user', 'mem-per-cpu', 'mem-per-gpu', 'nice', 'nodelist',
+  'account', 'array', 'comment', 'exclude', 'exclusive', 'get-user-env', 'gpus',
+  'gres', 'input', 'licenses', 'mail-type', 'mail-user', 'mem-per-cpu', 'mem-per-gpu', 'nice', 'nodelist',
   'ntasks-per-node', 'open-mode', 'oversubscribe', 'priority', 'qos', 'time-min', 'wait', 'wrap',
 ];
-const UNSUPPORTED_SHORT = ['A', 'a', 'd', 'x', 'w', 'G', 'H', 'i', 'L', 'q', 's', 'W'];
+const UNSUPPORTED_SHORT = ['A', 'a', 'x', 'w', 'G', 'i', 'L', 'q', 's', 'W'];
 
 /** The message (shown after the option) for one not in the table: an unsupported sbatch option, or unknown with a did-you-mean. */
 export function unknownOptionMessage(written: string): string {

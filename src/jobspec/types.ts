@@ -2,6 +2,7 @@
 // command-line flags, prompt answers) contributes, where each value came from,
 // and the complete JobSpec the CLI sends to the controller. Plain data only.
 
+import type { DependencySpec } from './dependency.js';
 import type { WarnSignal } from '../config/units.js';
 
 /** Nodes as in `--nodes 2-4`: at least `min`, at most `max` (absent: exactly `min`). */
@@ -80,6 +81,12 @@ export interface JobValues {
   readonly deadline: string;
   /** What a deadline means: guarantee (Artaras: a priority job, guaranteed when the plan meets it) or cancel (Slurm's: ended DEADLINE when it no longer can). */
   readonly deadlinePolicy: DeadlinePolicy;
+  /** sbatch --hold (-H): submitted held (a user hold): it waits until released. */
+  readonly hold: boolean;
+  /** sbatch --begin as written (now+1hour, 16:00, tomorrow): read at build time. */
+  readonly begin: string;
+  /** sbatch --dependency (-d). */
+  readonly dependency: DependencySpec;
   /** The batch script's path as given (command operand or job.toml `script`). */
   readonly script: string;
   readonly scriptArgs: readonly string[];
@@ -156,6 +163,12 @@ export interface JobSpec {
   readonly deadline?: DeadlineSpec;
   /** An interactive job (`taras run`, `taras alloc`): attached to the user's terminal instead of output files. */
   readonly interactive?: InteractiveRequest;
+  /** sbatch --hold: submitted with a user hold. */
+  readonly hold?: boolean;
+  /** sbatch --begin: not started before this instant (epoch ms). */
+  readonly beginMs?: number;
+  /** sbatch --dependency: started only once these jobs have (see dependency.ts). */
+  readonly dependency?: DependencySpec;
 }
 
 /** `spec.checkpoint`: the job handles its program class's signals, so it can be preempted and restarted from its checkpoint. */

@@ -2,6 +2,7 @@
 // --mem, --nodes, --export, --constraint), and their display forms. Each
 // parser returns the value or a message saying what was expected.
 
+import { parseDependency, type DependencySpec } from './dependency.js';
 import { RESERVATION_NAME, RESERVATION_NAME_RULE } from '../api/types.js';
 import { parseDuration, parseMemoryMiB, parseWarnSignal, SBATCH_DURATION_FORMS } from '../config/units.js';
 import { DEADLINE_POLICIES, type Constraint, type DeadlinePolicy, type ExportSpec, type ExportVariable, type NodeRange, type TimeLimit, type WarnSignal } from './types.js';
@@ -84,6 +85,14 @@ export function parseReservationName(raw: string): ValueResult<string> {
 export function parseDeadlineText(raw: string): ValueResult<string> {
   const checked = parseClockTime(raw, 0);
   return checked.ok ? ok(raw.trim()) : checked;
+}
+
+/** --begin as written: checked here (any form parseClockTime reads), read against the clock when the spec is built. */
+export const parseBeginText = parseDeadlineText;
+
+/** --dependency: see dependency.ts. */
+export function parseDependencyText(raw: string): ValueResult<DependencySpec> {
+  return parseDependency(raw);
 }
 
 /** --deadline-policy: guarantee or cancel. */

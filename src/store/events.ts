@@ -58,12 +58,17 @@ export type JobEvent =
   | { readonly type: 'ended'; readonly state: EndState; readonly exitCode: number | null; readonly reason?: string }
   /** Back to the queue with its original submit time (node failure with --requeue, admin requeue). */
   | { readonly type: 'requeued'; readonly reason?: string; /** Queued as if submitted now (the owner's own requeue): its submit time becomes the requeue's. */ readonly asNew?: boolean }
-  | { readonly type: 'held'; readonly reason?: string }
+  /** `by` admin: an administrator's hold, which its owner cannot release (Slurm's JobHeldAdmin); absent: the user's. */
+  | { readonly type: 'held'; readonly reason?: string; readonly by?: 'user' | 'admin' }
   | { readonly type: 'released' }
   /** A priority job's deadline guarantee was lost or its deadline missed, and why (seed 000 2.2.3's excuses, or what changed in the plan). */
   | { readonly type: 'deadline'; readonly missed: boolean; readonly cause: string };
 
 export type JobEventType = JobEvent['type'];
+
+/** A held job's reason: Slurm's names for a user's and an administrator's hold. */
+export const HELD_BY_USER = 'JobHeldUser';
+export const HELD_BY_ADMIN = 'JobHeldAdmin';
 /** Every event but the first: what happens to a job that exists. */
 export type TransitionEvent = Exclude<JobEvent, { readonly type: 'submitted' }>;
 
@@ -177,9 +182,11 @@ export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent
     if (event.type !== 'submitted') throw new TransitionError(jobId, 'nothing', event.type, "a job's log starts with 'submitted'");
     if (seq !== 1) throw new TransitionError(jobId, 'nothing', event.type, `the first event has seq 1, not ${seq}`);
     const { user, name, partition, scriptPath, script, request } = event; // only known fields, whatever the log held
+    // Submitted with --hold: held by its user from the start (in the same event, so no crash can run it first).
+    const held = (request as { hold?: unknown } | null)?.hold === true;
     return {
       id: jobId, user, name, partition, scriptPath, script, request,
-      state: 'PENDING', held: false, reason: null, submitTimeMs: timeMs, ...NOT_RUN, requeueCount: 0, lastSeq: 1,
+      state: 'PENDING', held, reason: held ? HELD_BY_USER : null, submitTimeMs: timeMs, ...NOT_RUN, requeueCount: 0, lastSeq: 1,
     };
   }
   if (event.type === 'submitted') throw new TransitionError(jobId, record.state, event.type, 'a job is submitted once');
@@ -206,7 +213,7 @@ export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent
       // Keeps submit time (and so its place in the queue) and the hold flag; forgets the run.
       return { ...next, ...NOT_RUN, state: 'PENDING', reason: event.reason ?? null, requeueCount: record.requeueCount + 1, ...(event.asNew === true ? { submitTimeMs: timeMs } : {}) };
     case 'held':
-      return { ...next, held: true, reason: event.reason ?? null };
+      return { ...next, held: true, reason: event.by === 'admin' ? HELD_BY_ADMIN : event.reason ?? HELD_BY_USER };
     case 'released':
       return { ...next, held: false, reason: null };
     case 'checkpointed':

@@ -1,0 +1,58 @@
+// sbatch's --dependency, as Slurm reads it: `after:ID[:ID...][+MIN]`,
+// `afterany:ID[:ID...]`, `afterok:...`, `afternotok:...`, `singleton`, joined
+// by `,` (all must be met) or `?` (any one is enough), not both. Pure.
+
+export const DEPENDENCY_TYPES = ['after', 'afterany', 'afterok', 'afternotok', 'singleton'] as const;
+export type DependencyType = (typeof DEPENDENCY_TYPES)[number];
+
+export interface DependencyItem {
+  readonly type: DependencyType;
+  /** The jobs it names (none for singleton). */
+  readonly ids: readonly number[];
+  /** `after:ID+MIN`: this many minutes after the job started. */
+  readonly minutes?: number;
+}
+
+export interface DependencySpec {
+  /** As written, for display. */
+  readonly text: string;
+  /** true: `,` (every item); false: `?` (any item). */
+  readonly all: boolean;
+  readonly items: readonly DependencyItem[];
+}
+
+const FORMS = 'after:ID[+MIN], afterany:ID, afterok:ID, afternotok:ID or singleton (several IDs with :), joined by , (all) or ? (any)';
+
+export function parseDependency(raw: string): { ok: true; value: DependencySpec } | { ok: false; message: string } {
+  const text = raw.trim();
+  const bad = (why: string) => ({ ok: false as const, message: `got '${raw}': ${why}; expected ${FORMS}` });
+  if (text === '') return bad('it is empty');
+  if (text.includes(',') && text.includes('?')) return bad(', (all) and ? (any) cannot be mixed');
+  const all = !text.includes('?');
+  const items: DependencyItem[] = [];
+  for (const part of text.split(all ? ',' : '?')) {
+    const [type, ...rest] = part.trim().split(':');
+    if (!(DEPENDENCY_TYPES as readonly string[]).includes(type ?? '')) {
+      return bad(`'${type}' is not a dependency type${type === 'aftercorr' || type === 'expand' ? ' Taras supports' : ''}`);
+    }
+    if (type === 'singleton') {
+      if (rest.length > 0) return bad('singleton takes no job ids');
+      items.push({ type: 'singleton', ids: [] });
+      continue;
+    }
+    if (rest.length === 0) return bad(`${type} needs at least one job id (${type}:ID)`);
+    const ids: number[] = [];
+    let minutes: number | undefined;
+    for (const [index, word] of rest.entries()) {
+      const match = /^(\d+)(?:\+(\d+))?$/.exec(word);
+      if (match === null || Number(match[1]) <= 0 || !Number.isSafeInteger(Number(match[1]))) return bad(`'${word}' is not a job id`);
+      if (match[2] !== undefined) {
+        if (type !== 'after' || index !== rest.length - 1) return bad('+MIN goes only after the last id of after:');
+        minutes = Number(match[2]);
+      }
+      ids.push(Number(match[1]));
+    }
+    items.push({ type: type as DependencyType, ids, ...(minutes === undefined ? {} : { minutes }) });
+  }
+  return { ok: true, value: { text, all, items } };
+}

@@ -1,0 +1,206 @@
+// Queue control in the controller engine (real store, real core, agents
+// answered in-process): hold and release (a user's hold and an
+// administrator's, --hold at submission), --begin, and dependencies
+// (after, afterany, afterok, afternotok, singleton, `,` and `?`) with planned
+// starts after the predecessors' predicted ends, DependencyNeverSatisfied and
+// kill_invalid_depend, across a restart; then the CLI against a real
+// controller and agent.
+
+import assert from 'node:assert/strict';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { killHard, startDaemon } from './daemon-process.js';
+import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.js';
+import { ControllerEngine, SubmitRefused, type AgentLink, type JobReport } from '../src/controller/engine.js';
+import { apiJob } from '../src/controller/views.js';
+import type { JobId } from '../src/core/types.js';
+import { parseDependency } from '../src/jobspec/dependency.js';
+import type { JobSpec } from '../src/jobspec/types.js';
+import { openStore } from '../src/store/store.js';
+
+const work = mkdtempSync(join(tmpdir(), 'taras-queue-control-'));
+const started: ChildProcess[] = [];
+after(async () => {
+  for (const child of started) await killHard(child);
+  rmSync(work, { recursive: true, force: true });
+});
+let files = 0;
+
+const NOW = Date.UTC(2026, 10, 25, 12, 0, 0);
+const agents: AgentLink = { start: async () => {}, signal: async () => {} };
+/** One whole 8-CPU node for `minutes`. */
+const spec = (minutes: number, more: Partial<JobSpec> = {}): JobSpec => ({
+  script: { path: '/tmp/job.sh', text: '#!/bin/sh\necho hi\n', args: [] },
+  nodes: { min: 1 }, cpusPerTask: 8, timeLimitSeconds: minutes * 60, name: 'job', workingDir: '/tmp', output: 'taras-%j.out',
+  export: { all: true, variables: [] }, requeue: false, ...more,
+});
+const dependency = (text: string) => {
+  const parsed = parseDependency(text);
+  assert.ok(parsed.ok, parsed.ok ? '' : parsed.message);
+  return { dependency: parsed.value };
+};
+
+function setup(options: { path?: string; startMs?: number; running?: JobReport[]; nodes?: number; kill?: boolean; policy?: ClusterConfig['policy'] } = {}) {
+  const config: ClusterConfig = { ...defaultClusterConfig(work, { count: options.nodes ?? 1, cpus: 8 }), policy: options.policy ?? 'conservative', killInvalidDepend: options.kill ?? false };
+  const path = options.path ?? join(work, `store-${++files}.db`);
+  const store = openStore(path);
+  const clock = { ms: options.startMs ?? NOW };
+  const engine = new ControllerEngine(config, store, agents, () => clock.ms, () => {});
+  const nodes = [...engine.nodes.keys()];
+  engine.agentRegistered(nodes, options.running ?? []);
+  const advance = (ms: number): JobId[] => {
+    clock.ms = ms;
+    engine.heartbeat(nodes);
+    engine.touch();
+    return engine.schedule();
+  };
+  const end = (id: JobId, state: 'COMPLETED' | 'FAILED', atMs: number) => engine.jobReport({ jobId: id, run: 0, state, exitCode: state === 'COMPLETED' ? 0 : 1, endTimeMs: atMs });
+  const reason = (id: JobId) => apiJob(engine, store.job(id)!).reason ?? '';
+  return { path, store, clock, engine, advance, end, reason };
+}
+
+describe('--dependency parsing', () => {
+  it('reads Slurm\'s forms and names what is wrong', () => {
+    assert.deepEqual(parseDependency('afterok:12:13,afterany:14'), { ok: true, value: { text: 'afterok:12:13,afterany:14', all: true, items: [{ type: 'afterok', ids: [12, 13] }, { type: 'afterany', ids: [14] }] } });
+    assert.deepEqual(parseDependency('after:5+10?singleton'), { ok: true, value: { text: 'after:5+10?singleton', all: false, items: [{ type: 'after', ids: [5], minutes: 10 }, { type: 'singleton', ids: [] }] } });
+    for (const [text, why] of [['afterok', /needs at least one job id/], ['afterok:1,afterany:2?after:3', /cannot be mixed/], ['afterok:x', /'x' is not a job id/],
+      ['afterany:3+5', /\+MIN goes only after the last id of after:/], ['aftercorr:3', /'aftercorr' is not a dependency type Taras supports/], ['singleton:3', /singleton takes no job ids/]] as const) {
+      const parsed = parseDependency(text);
+      assert.ok(!parsed.ok && why.test(parsed.message), `${text}: ${parsed.ok ? 'accepted' : parsed.message}`);
+    }
+  });
+});
+
+describe('queue control in the controller engine', () => {
+  it('hold and release: a held job keeps its place and does not start; a user cannot release an administrator\'s hold; --hold at submission', () => {
+    // EASY: the plan follows the queue order, so a released job is planned in its place again.
+    const { engine, advance, end, reason, store } = setup({ policy: 'easy' });
+    const [running] = engine.submit([{ user: 'alice', spec: spec(60) }]);
+    const [first, second] = engine.submit([{ user: 'alice', spec: spec(10) }, { user: 'bob', spec: spec(10) }]);
+    const [submittedHeld] = engine.submit([{ user: 'bob', spec: spec(10, { hold: true }) }]);
+    assert.deepEqual(engine.schedule(), [running]);
+    assert.equal(reason(submittedHeld), 'JobHeldUser');
+    assert.equal(engine.plannedStartMs(submittedHeld), null);
+
+    assert.deepEqual(engine.holdMany([first], 'bob', false).map((r) => [r.result, r.message]), [['refused', `job ${first} belongs to alice; only they or an administrator can hold it`]]);
+    assert.deepEqual(engine.holdMany([first], 'alice', false).map((r) => r.result), ['cancelled']);
+    assert.equal(reason(first), 'JobHeldUser');
+    advance(NOW + 500);
+    assert.equal(engine.plannedStartMs(first), null, 'a held job has no plan');
+    assert.equal(engine.plannedStartMs(second), NOW + 3_600_000, 'the job behind it moves up');
+    // An administrator holds it too: now only an administrator releases it.
+    engine.holdMany([first], 'root', true);
+    assert.equal(reason(first), 'JobHeldAdmin');
+    assert.deepEqual(engine.releaseMany([first], 'alice', false).map((r) => r.message), [`job ${first} was held by an administrator (JobHeldAdmin): only an administrator can release it`]);
+    assert.deepEqual(engine.releaseMany([first], 'root', true).map((r) => r.message), [`job ${first} released`]);
+    advance(NOW + 1000);
+    assert.equal(engine.plannedStartMs(first), NOW + 3_600_000, 'released, it is back in its place: ahead of the later job');
+    assert.equal(engine.plannedStartMs(second), NOW + 3_600_000 + 600_000);
+    assert.deepEqual(engine.releaseMany([second], 'bob', false).map((r) => r.message), [`job ${second} is not held`]);
+    end(running, 'COMPLETED', NOW + 3_600_000);
+    assert.deepEqual(advance(NOW + 3_600_000), [first]);
+    assert.equal(store.job(submittedHeld)!.state, 'PENDING');
+  });
+
+  it('--begin: not started before it, planned at it, reason BeginTime; a later job passes it', () => {
+    const { engine, advance, reason, end } = setup();
+    const [later] = engine.submit([{ user: 'alice', spec: spec(10, { beginMs: NOW + 7_200_000 }) }]);
+    const [now] = engine.submit([{ user: 'alice', spec: spec(10) }]);
+    assert.deepEqual(engine.schedule(), [now]);
+    assert.equal(engine.plannedStartMs(later), NOW + 7_200_000);
+    assert.match(reason(later), /^BeginTime: not before /);
+    end(now, 'COMPLETED', NOW + 600_000);
+    assert.deepEqual(advance(NOW + 7_199_000), []);
+    assert.deepEqual(advance(NOW + 7_200_000), [later]);
+  });
+
+  it('afterok waits for the predecessor, planned after its predicted end, and starts once it COMPLETED; afternotok then never: DependencyNeverSatisfied', () => {
+    const { engine, advance, end, reason } = setup({ nodes: 2 });
+    const [first] = engine.submit([{ user: 'alice', spec: spec(60) }]);
+    assert.deepEqual(engine.schedule(), [first]);
+    const [ok] = engine.submit([{ user: 'alice', spec: spec(10, dependency(`afterok:${first}`)) }]);
+    const [notOk] = engine.submit([{ user: 'alice', spec: spec(10, dependency(`afternotok:${first}`)) }]);
+    const [anyOf] = engine.submit([{ user: 'alice', spec: spec(10, dependency(`afternotok:${first}?afterany:${first}`)) }]);
+    assert.deepEqual(advance(NOW + 1000), [], 'the second node is free, but the dependency is not met');
+    assert.equal(engine.plannedStartMs(ok), NOW + 3_600_000, 'planned at the predecessor\'s predicted end');
+    assert.match(reason(ok), new RegExp(`^Dependency: waits for afterok:${first}`));
+    end(first, 'COMPLETED', NOW + 600_000);
+    const startedNow = advance(NOW + 600_000);
+    assert.deepEqual(startedNow.sort(), [ok, anyOf].sort());
+    assert.match(reason(notOk), new RegExp(`^DependencyNeverSatisfied: afternotok:${first} can never be met`));
+    assert.equal(engine.plannedStartMs(notOk), null);
+  });
+
+  it('a dependency on a job that does not exist is refused before anything is stored; kill_invalid_depend cancels one that can never be met', () => {
+    const { engine, store, advance, end } = setup({ kill: true });
+    assert.throws(() => engine.submit([{ user: 'alice', spec: spec(10, dependency('afterok:999')) }]), (e: unknown) => e instanceof SubmitRefused && /--dependency afterok:999: there is no job 999/.test(e.message));
+    assert.equal(store.jobs().length, 0);
+    const [first] = engine.submit([{ user: 'alice', spec: spec(10) }]);
+    engine.schedule();
+    const [dependent] = engine.submit([{ user: 'alice', spec: spec(10, dependency(`afterok:${first}`)) }]);
+    end(first, 'FAILED', NOW + 60_000);
+    advance(NOW + 60_000);
+    assert.equal(store.job(dependent)!.state, 'CANCELLED');
+    assert.match(store.job(dependent)!.reason ?? '', /can never be satisfied \(kill_invalid_depend\)/);
+  });
+
+  it('singleton: one job of a name and user at a time; holds and dependencies survive a restart', () => {
+    const first = setup({ nodes: 2 });
+    const [a] = first.engine.submit([{ user: 'alice', spec: spec(30, { name: 'sim' }) }]);
+    const [b] = first.engine.submit([{ user: 'alice', spec: spec(30, { name: 'sim', ...dependency('singleton') }) }]);
+    const [held] = first.engine.submit([{ user: 'bob', spec: spec(5) }]);
+    first.engine.holdMany([held], 'root', true);
+    assert.deepEqual(first.engine.schedule(), [a], 'b waits for a although a node is free');
+    assert.equal(first.engine.plannedStartMs(b), NOW + 1_800_000);
+    first.store.close();
+
+    const second = setup({ nodes: 2, path: first.path, running: [{ jobId: a, run: 0, state: 'RUNNING', exitCode: null, endTimeMs: null }] });
+    assert.deepEqual(second.advance(NOW + 1000), []);
+    assert.equal(second.reason(held), 'JobHeldAdmin');
+    second.end(a, 'COMPLETED', NOW + 900_000);
+    assert.deepEqual(second.advance(NOW + 900_000), [b]);
+    second.store.close();
+  });
+});
+
+describe('taras hold / release / submit --hold --begin --dependency with the real controller, agent and CLI', () => {
+  it('works as a Slurm user types it', { timeout: 60_000 }, async () => {
+    const taras = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'bin/taras.js');
+    const dir = join(work, 'e2e');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'job.sh'), '#!/bin/sh\necho "ran $TARAS_JOB_ID"\n');
+    const data = join(dir, 'data');
+    const controller = await startDaemon(taras, started, ['controller', '--data', data, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, dir);
+    const url = controller.match[1]!;
+    await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '2x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 2 node/, dir);
+    const cli = (...args: string[]) => spawnSync(process.execPath, [taras, ...args, '--controller', url], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+    const submit = (...args: string[]) => {
+      const run = cli('submit', '-t', '1', ...args, 'job.sh', '--json');
+      assert.equal(run.status, 0, run.stderr);
+      return (JSON.parse(run.stdout) as { id: number }).id;
+    };
+    const show = (id: number) => JSON.parse(cli('show', String(id), '--json').stdout) as { state: string; reason: string | null };
+
+    const held = submit('-H');
+    const dependent = submit('--dependency', `afterok:${held}`);
+    const later = submit('--begin', 'now+1hour');
+    assert.equal(show(held).reason, 'JobHeldUser');
+    assert.match(show(dependent).reason ?? '', new RegExp(`^Dependency: waits for afterok:${held}`));
+    assert.match(show(later).reason ?? '', /^BeginTime: not before /);
+    const released = cli('release', String(held));
+    assert.equal(released.stdout, `job ${held} released\n`);
+    assert.match(cli('wait', String(held), String(dependent)).stdout, /COMPLETED \(exit code 0\)[\s\S]*COMPLETED \(exit code 0\)/);
+    assert.equal(readFileSync(join(dir, `taras-${dependent}.out`), 'utf8'), `ran ${dependent}\n`);
+    const refused = cli('release', String(later), '99999');
+    assert.equal(refused.status, 1);
+    assert.match(refused.stderr, new RegExp(`error: job ${later} is not held\\nerror: job 99999: no such job`));
+    const bad = cli('submit', '-t', '1', '--dependency', 'afterok:nope', 'job.sh');
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /--dependency.*'nope' is not a job id/);
+    cli('cancel', String(later));
+  });
+});
