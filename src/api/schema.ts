@@ -135,6 +135,12 @@ export const JobSpecSchema = strict({
     atMs: int(0, Number.MAX_SAFE_INTEGER),
     policy: v.picklist(['guarantee', 'cancel'], 'expected "guarantee" or "cancel"'),
   })),
+  /** A job array (sbatch --array): the text; the controller adds each task's taskId and index (ArrayMember in src/jobspec/types.ts). */
+  array: v.optional(strict({
+    text: text(LIMITS.textChars, 1),
+    taskId: v.optional(int(0, 100_000_000)),
+    index: v.optional(int(0, 100_000_000)),
+  })),
   /** An interactive job (taras run / alloc): see InteractiveRequest in src/jobspec/types.ts. */
   interactive: v.optional(strict({
     pty: bool(),

@@ -33,12 +33,13 @@ export function registerJobCommands(program: Command): void {
     .option('--program-class <name>', 'the cluster\'s program class: which signals and restart action (default: the first configured)')
     .option('--deadline <time>', 'a priority job that must end by TIME (18:00, now+2hours, tomorrow, 2026-12-01T09:00): guaranteed if the plan can, else run first without a guarantee')
     .option('--deadline-policy <policy>', 'guarantee (default) or cancel (Slurm\'s: refused if it cannot end in time; ended DEADLINE once it no longer can)')
+    .option('-a, --array <ids>', 'a job array: one job per task id (0-15, 1,3,5-9, 0-15:4), %N at most N at once (0-99%10); output names take %A (array id) and %a (task id)')
     .option('--immediate [seconds]', 'sbatch\'s: fail unless the job starts within this many seconds (default 0: now); waits to say which')
     .option('--file <job.toml>', 'job description file (flags override it)')
     .option('--many <file>', 'many jobs in one call: a file (- for standard input) of JSON lines with job.toml\'s keys; the flags apply to each')
     .option(...controllerOption)
     .option('--json', 'print {"id": N}')
-    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n  taras submit --immediate -N 2 -t 10 run.sh     # fails (exit 1) unless it starts now\n  taras submit --many jobs.jsonl -t 10           # one job a line: {"script": "run.sh", "arguments": ["3"]}\n')
+    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n  taras submit --immediate -N 2 -t 10 run.sh     # fails (exit 1) unless it starts now\n  taras submit --array=0-15%4 -o out-%A_%a.txt run.sh   # 16 tasks, 4 at a time\n  taras submit --many jobs.jsonl -t 10           # one job a line: {"script": "run.sh", "arguments": ["3"]}\n')
     .action(async (script: string | undefined, args: string[], flags: Record<string, string | boolean | undefined>, cmd: Command) => {
       const { readFileSync } = await import('node:fs');
       // The modules submit needs, not the whole jobspec surface: the TOML parser loads only for --file.

@@ -25,6 +25,7 @@ import type { EndState, JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { LimitRefused, SubmitLimits } from './limits.js';
+import { taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
@@ -252,7 +253,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     const answer = new Promise<JobId>((resolve, reject) => {
       try {
-        limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0));
+        limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0), taskCount(submission.spec, engine.config));
       } catch (error) {
         return reject(error);
       }
@@ -264,7 +265,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       // submissions that arrive during an fdatasync share the next commit and the next sync.
       if (batch.length === 0) void store.durable().then(() => setImmediate(flush), () => setImmediate(flush));
       batch.push({ ...submission, resolve, reject });
-      batchedByUser.set(user, (batchedByUser.get(user) ?? 0) + 1);
+      batchedByUser.set(user, (batchedByUser.get(user) ?? 0) + taskCount(submission.spec, engine.config));
     });
     if (flightKey !== undefined) {
       keysInFlight.set(flightKey, answer);

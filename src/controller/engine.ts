@@ -18,6 +18,7 @@ import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
+import { arrayOrder, arrayRefusals, expandArray } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 
@@ -106,6 +107,8 @@ export interface StartOrder {
   readonly restart?: RestartAction | null;
   /** An interactive job's session (cluster.toml's interactive_grace, _idle, _warn); absent for batch jobs. */
   readonly interactive?: { readonly graceSeconds: number; readonly idleSeconds: number; readonly warnSeconds: number };
+  /** A task of a job array: the array's id, the task id, and the array's count, min, max and step (SLURM_ARRAY_*). */
+  readonly array?: { readonly jobId: number; readonly taskId: number; readonly count: number; readonly min: number; readonly max: number; readonly step: number };
 }
 
 /** The controller's side of the agents (HTTP in the daemon, direct calls in tests). */
@@ -648,6 +651,7 @@ export class ControllerEngine {
       }
     }
     const reasons = validateAgainstCluster(spec, this.config).map((rejection) => rejection.message);
+    reasons.push(...arrayRefusals(spec, this.config));
     reasons.push(...this.checkpointRefusals(spec));
     if ((spec.constraint?.anyOf.length ?? 0) > 1) {
       reasons.push(`--constraint '${spec.constraint!.text}': alternatives (|) are not supported yet; ask for one set of features (a&b)`);
@@ -714,6 +718,12 @@ export class ControllerEngine {
     const batchAhead: JobRequest[] = [];
     jobs.forEach((submission, index) => {
       try {
+        // An array with a key stored before is answered at once: its tasks must not be stored again.
+        const earlier = submission.spec.array === undefined || submission.idempotencyKey === undefined ? undefined : this.store.jobForKey(submission.user, submission.idempotencyKey);
+        if (earlier !== undefined) {
+          outcomes[index] = { id: earlier, replayed: true };
+          return;
+        }
         let spec = this.complete(submission.spec);
         this.resourcesOf(spec); // throws for a job no node set can hold
         // Checked again at the commit: the reservation may have been deleted since the submission was checked.
@@ -739,21 +749,28 @@ export class ControllerEngine {
       }
     });
     const nowMs = this.clockMs();
+    // An array's tasks are stored one job each, in order and in this one transaction (src/controller/arrays.ts).
+    const rows = admitted.flatMap((entry, position) => expandArray(entry.spec).map((spec, task) => ({ position, spec, first: task === 0 })));
     const records = this.store.submitRecords(
-      admitted.map(({ submission: { user, uid, idempotencyKey }, spec, admission }) => ({
-        user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
-        // The verified uid rides in the stored request (no schema change); only the start order reads it.
-        script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), spec.deadline === undefined ? undefined : admission?.guaranteed), idempotencyKey,
-      })),
+      rows.map(({ position, spec, first }) => {
+        const { submission: { user, uid, idempotencyKey }, admission } = admitted[position];
+        return {
+          user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
+          // The verified uid rides in the stored request (no schema change); only the start order reads it.
+          script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), spec.deadline === undefined ? undefined : admission?.guaranteed),
+          ...(first ? { idempotencyKey } : {}),
+        };
+      }),
       nowMs,
     );
-    records.forEach((record, position) => {
+    records.forEach((record, row) => {
+      const { position, first } = rows[row];
       const { index } = admitted[position];
       if (record.replayed) {
         outcomes[index] = { id: record.id, replayed: true };
         return;
       }
-      outcomes[index] = { id: record.id, replayed: false };
+      if (first) outcomes[index] = { id: record.id, replayed: false };
       const { admission } = admitted[position];
       if (admission !== undefined) this.admissions.set(record.id, admission);
       if (admission?.guaranteed) this.countedAtAcceptance.set(record.id, this.pool.countedNodes().length);
@@ -1012,6 +1029,7 @@ export class ControllerEngine {
         warnSignal: spec.signal ?? this.config.warnSignal, killGraceSeconds: this.config.killGraceSeconds,
         ...this.checkpointOrder(record),
         ...(spec.interactive === undefined ? {} : { interactive: this.interactiveSession() }),
+        ...arrayOrder(record),
       };
       this.startsInFlight.add(job.id);
       this.agents.start(order).then(() => {

@@ -179,6 +179,7 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
       },
     }),
     ...(deadline === undefined ? {} : { deadline }),
+    ...(values.array === undefined ? {} : { array: { text: values.array.text } }),
   };
   return { ok: true, value: { spec, origins }, warnings: [] };
 }

@@ -3,6 +3,7 @@
 // and the complete JobSpec the CLI sends to the controller. Plain data only.
 
 import type { WarnSignal } from '../config/units.js';
+import type { ArrayTasks } from './array.js';
 
 /** Nodes as in `--nodes 2-4`: at least `min`, at most `max` (absent: exactly `min`). */
 export interface NodeRange {
@@ -80,6 +81,8 @@ export interface JobValues {
   readonly deadline: string;
   /** What a deadline means: guarantee (Artaras: a priority job, guaranteed when the plan meets it) or cancel (Slurm's: ended DEADLINE when it no longer can). */
   readonly deadlinePolicy: DeadlinePolicy;
+  /** sbatch's --array: the task ids and the %N throttle. */
+  readonly array: ArrayTasks;
   /** The batch script's path as given (command operand or job.toml `script`). */
   readonly script: string;
   readonly scriptArgs: readonly string[];
@@ -156,6 +159,21 @@ export interface JobSpec {
   readonly deadline?: DeadlineSpec;
   /** An interactive job (`taras run`, `taras alloc`): attached to the user's terminal instead of output files. */
   readonly interactive?: InteractiveRequest;
+  /** A job array (sbatch --array): one job per task, see ArrayMember. */
+  readonly array?: ArrayMember;
+}
+
+/**
+ * `spec.array`: as submitted, only `text` (--array's value; the controller
+ * parses it against its max_array_size). Each task's stored spec adds its
+ * task id and its place in the array (the array's id, the first task's job
+ * id, is the task's job id less `index`: the tasks are stored in one
+ * transaction, with consecutive ids).
+ */
+export interface ArrayMember {
+  readonly text: string;
+  readonly taskId?: number;
+  readonly index?: number;
 }
 
 /** `spec.checkpoint`: the job handles its program class's signals, so it can be preempted and restarted from its checkpoint. */
