@@ -11,7 +11,9 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { jobLaunch } from '../src/agent/environment.js';
 import { defaultClusterConfig, parseClusterConfig } from '../src/config/cluster.js';
-import { arrayTaskOf } from '../src/controller/arrays.js';
+import { arrayTaskOf, resolveJobRef } from '../src/controller/arrays.js';
+import { apiJob, apiQueue, apiStatus } from '../src/controller/views.js';
+import { unpackQueue } from '../src/api/queue.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from '../src/controller/engine.js';
 import { jobId } from '../src/core/types.js';
 import {
@@ -140,11 +142,22 @@ class RecordingAgents implements AgentLink {
 
 let files = 0;
 function setup() {
-  const store = openStore(join(work, `store-${++files}.db`));
+  const path = join(work, `store-${++files}.db`);
+  const store = openStore(path);
   const agents = new RecordingAgents();
-  const engine = new ControllerEngine(defaultClusterConfig(work), store, agents, () => Date.UTC(2026, 10, 22, 12));
+  const clock = { ms: Date.UTC(2026, 10, 22, 12) };
+  const engine = new ControllerEngine(defaultClusterConfig(work), store, agents, () => clock.ms);
   engine.agentRegistered([...engine.nodes.keys()], []);
-  return { store, agents, engine };
+  return { store, agents, engine, clock, path };
+}
+
+/** The queue's JOBID cells (labels for array rows) and states, as GET /queue answers them. */
+function queueIds(engine: ControllerEngine, unfold = false): string[] {
+  const table = unpackQueue(apiQueue(engine, [...engine.active.values()], false, apiStatus(engine, Date.now(), null), undefined, unfold));
+  return table.id.map((id, i) => {
+    const label = table.label?.[i];
+    return `${label === undefined || label === null ? id : table.strings[label]} ${table.strings[table.state[i]]}`;
+  });
 }
 
 describe('arrays in the controller engine', () => {
@@ -181,5 +194,62 @@ describe('arrays in the controller engine', () => {
     assert.deepEqual(again, [{ id: first, replayed: true }]);
     assert.equal(store.jobs({}).length, 10_000);
     assert.equal(arrayTaskOf(store.job(jobId(first + 9999))!)?.taskId, 9999);
+  });
+});
+
+describe('the %N throttle, cancel and the folded queue', () => {
+  it('runs at most N tasks at once; the others wait out of the core, planned later, and start as tasks end', () => {
+    const { agents, engine, clock } = setup();
+    const [id] = engine.submit([{ user: 'alice', spec: jobSpec({ array: { text: '0-5%2' }, timeLimitSeconds: 600 }) }]);
+    assert.deepEqual(engine.schedule(), [id, id + 1], '16 idle nodes, but %2');
+    engine.touch();
+    assert.deepEqual(engine.schedule(), [], 'no third task while two run');
+    const waiting = [2, 3, 4, 5].map((i) => apiJob(engine, engine.active.get(jobId(id + i))!));
+    assert.match(waiting[0].reason ?? '', /^JobArrayTaskLimit/);
+    // Planned as the slots free: tasks 2 and 3 when the first two end (their limit), 4 and 5 after those.
+    const at = (minutes: number) => new Date(clock.ms + minutes * 60_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    assert.deepEqual(waiting.map((job) => job.plannedStart?.replace(/\.\d+Z$/, 'Z')), [at(10), at(10), at(20), at(20)]);
+    assert.deepEqual(queueIds(engine), [`${id}_0 RUNNING`, `${id}_1 RUNNING`, `${id}_[2-5%2] PENDING`]);
+    assert.deepEqual(queueIds(engine, true).slice(2), [2, 3, 4, 5].map((t) => `${id}_${t} PENDING`));
+    engine.jobReport({ jobId: id, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+    assert.deepEqual(engine.schedule(), [id + 2], 'one slot freed: the next task');
+    assert.equal(agents.orders.at(-1)!.array?.taskId, 2);
+    assert.deepEqual(queueIds(engine), [`${id}_1 RUNNING`, `${id}_2 RUNNING`, `${id}_[3-5%2] PENDING`]);
+  });
+
+  it('a restarted controller keeps the throttle: running tasks hold their slots', () => {
+    const { engine, store, clock, path } = setup();
+    const [id] = engine.submit([{ user: 'alice', spec: jobSpec({ array: { text: '1-4%1' } }) }]);
+    assert.deepEqual(engine.schedule(), [id]);
+    store.close();
+    const reopened = openStore(path);
+    const restarted = new ControllerEngine(defaultClusterConfig(work), reopened, new RecordingAgents(), () => clock.ms);
+    restarted.agentRegistered([...restarted.nodes.keys()], [{ jobId: id, run: 0, state: 'RUNNING', exitCode: null, endTimeMs: null }]);
+    restarted.touch();
+    assert.deepEqual(restarted.schedule(), [], 'task 1 still runs');
+    restarted.jobReport({ jobId: id, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+    assert.deepEqual(restarted.schedule(), [id + 1], 'then task 2');
+  });
+
+  it('ARRAYID names every task, ARRAYID_N one; errors name the problem', () => {
+    const { engine, store } = setup();
+    const [plain] = engine.submit([{ user: 'alice', spec: jobSpec() }]);
+    const [id] = engine.submit([{ user: 'alice', spec: jobSpec({ array: { text: '1,3,5-7%2' } }) }]);
+    const lookup = (n: number) => engine.active.get(jobId(n)) ?? store.job(jobId(n));
+    assert.deepEqual(resolveJobRef(String(id), lookup), { ids: [id, id + 1, id + 2, id + 3, id + 4], array: true });
+    assert.deepEqual(resolveJobRef(`${id}_5`, lookup), { ids: [id + 2], array: false });
+    assert.deepEqual(resolveJobRef(id + 2, lookup), { ids: [id + 2], array: false }, 'a task by its own job id');
+    assert.deepEqual(resolveJobRef(plain, lookup), { ids: [plain], array: false });
+    assert.deepEqual(resolveJobRef(`${id}_4`, lookup), { error: `array ${id} has no task 4 (its tasks: 1,3,5-7)` });
+    assert.deepEqual(resolveJobRef(`${plain}_1`, lookup), { error: `job ${plain} is not a job array: write ${plain} without _1` });
+    assert.deepEqual(resolveJobRef('99999_1', lookup), { error: 'no job 99999' });
+    assert.match((resolveJobRef('x_1', lookup) as { error: string }).error, /'x_1' is not a job id/);
+    // Cancel the whole array: pending (waiting ones too) and running.
+    engine.schedule();
+    const results = engine.cancelMany((resolveJobRef(String(id), lookup) as { ids: number[] }).ids.map(jobId), 'alice');
+    assert.deepEqual(results.map((r) => r.result === 'refused'), [false, false, false, false, false]);
+    assert.deepEqual([2, 3, 4].map((i) => store.job(jobId(id + i))!.state), ['CANCELLED', 'CANCELLED', 'CANCELLED']);
+    engine.touch();
+    assert.deepEqual(engine.schedule(), [], 'no waiting task starts after the cancel');
   });
 });

@@ -160,7 +160,8 @@ export const SubmitBodySchema = strict({
 /** POST /jobs/cancel: the listed jobs, or all of a user's active jobs (the caller's own unless `user` names another). */
 export const CancelBodySchema = v.pipe(
   strict({
-    ids: v.optional(list(int(1, Number.MAX_SAFE_INTEGER), LIMITS.jobIds, 1)),
+    // A job id, or ARRAYID_TASK (one task of a job array); an array's id names all its tasks.
+    ids: v.optional(list(v.union([int(1, Number.MAX_SAFE_INTEGER), v.pipe(text(40, 3), v.regex(/^\d+_\d+$/, 'expected ARRAYID_TASK'))], 'expected a job id (12) or ARRAYID_TASK (12_3)'), LIMITS.jobIds, 1)),
     all: v.optional(v.literal(true, 'expected true')),
     user: v.optional(text(LIMITS.nameChars, 1)),
   }),

@@ -5,7 +5,7 @@
 
 import type { Command } from 'commander';
 import { fail, parseImmediateFlag } from './flags.js';
-import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, print, printJson, withClient, withRetries } from './controller-client.js';
+import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, parseJobRefs, print, printJson, withClient, withRetries } from './controller-client.js';
 
 export function registerJobCommands(program: Command): void {
   program
@@ -181,11 +181,13 @@ export function registerJobCommands(program: Command): void {
     .option('-l, --long', 'add CPUs, memory, submit time, limit and working directory')
     .option('-u, --user <name>', 'only this user\'s jobs')
     .option('-s, --state <states>', 'only these states, e.g. PENDING,RUNNING')
+    .option('-r, --array', 'a job array\'s pending tasks one line each (squeue -r); without it they share one line, 12_[4-15%4]')
     .option(...controllerOption)
     .option('--json', 'print the jobs as JSON')
-    .addHelpText('after', '\nExamples:\n  taras queue\n  taras queue --user alice --state PENDING\n  taras queue --json\n')
-    .action(async (flags: { long?: boolean; user?: string; state?: string; controller?: string; json?: boolean }) => {
+    .addHelpText('after', '\nExamples:\n  taras queue\n  taras queue --user alice --state PENDING\n  taras queue -r        # job arrays: every task on its own line\n  taras queue --json\n')
+    .action(async (flags: { long?: boolean; user?: string; state?: string; array?: boolean; controller?: string; json?: boolean }) => {
       const query = new URLSearchParams();
+      if (flags.array) query.set('array', '1');
       if (flags.user) query.set('user', flags.user);
       if (flags.state) query.set('state', flags.state);
       await withClient(flags.controller, async (api) => {
@@ -206,9 +208,9 @@ export function registerJobCommands(program: Command): void {
     .argument('<id>', 'job id')
     .option(...controllerOption)
     .option('--json', 'print the job as JSON')
-    .addHelpText('after', '\nExamples:\n  taras show 42\n  taras show 42 --json\n')
+    .addHelpText('after', '\nExamples:\n  taras show 42\n  taras show 12_3     # task 3 of job array 12\n  taras show 42 --json\n')
     .action(async (raw: string, flags: { controller?: string; json?: boolean }) => {
-      const [id] = parseJobIds([raw]);
+      const [id] = parseJobRefs([raw]);
       await withClient(flags.controller, async (api) => {
         const job = await api.get<import('../api/types.js').ApiJobWithEvents>(`/jobs/${id}`);
         if (flags.json) return printJson(job);
@@ -225,7 +227,7 @@ export function registerJobCommands(program: Command): void {
     .option('--json', 'print as JSON')
     .addHelpText('after', '\nExamples:\n  taras when 42\n')
     .action(async (raw: string, flags: { controller?: string; json?: boolean }) => {
-      const [id] = parseJobIds([raw]);
+      const [id] = parseJobRefs([raw]);
       await withClient(flags.controller, async (api) => {
         const when = await api.get<import('../api/types.js').ApiWhen>(`/jobs/${id}/when`);
         if (flags.json) return printJson(when);
@@ -241,12 +243,12 @@ export function registerJobCommands(program: Command): void {
     .option('--all', 'all of your own pending and running jobs')
     .option(...controllerOption)
     .option('--json', 'print the jobs as JSON')
-    .addHelpText('after', '\nExamples:\n  taras cancel 42 43\n  taras cancel --all\n')
+    .addHelpText('after', '\nExamples:\n  taras cancel 42 43\n  taras cancel 12      # a job array: all its tasks\n  taras cancel 12_3    # one task of array 12\n  taras cancel --all\n')
     .action(async (raw: string[], flags: { all?: boolean; controller?: string; json?: boolean }) => {
       if (!flags.all && raw.length === 0) fail('error: name the jobs to cancel, or --all for all of yours');
       await withClient(flags.controller, async (api) => {
         // One request for the whole set: the controller cancels the pending ones first, so none of them starts.
-        const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>('/jobs/cancel', flags.all ? { all: true } : { ids: parseJobIds(raw) });
+        const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>('/jobs/cancel', flags.all ? { all: true } : { ids: parseJobRefs(raw) });
         if (flags.json) return printJson(jobs);
         // A refusal (another user's job) is an error: stderr, and exit 1 below.
         for (const job of jobs) {

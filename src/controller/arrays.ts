@@ -5,7 +5,7 @@
 // parsed once per distinct text (cached): 10,000 tasks share one parse.
 
 import type { ClusterConfig } from '../config/cluster.js';
-import { arrayFacts, DEFAULT_MAX_ARRAY_SIZE, parseArraySpec, type ArrayFacts, type ArrayTasks } from '../jobspec/array.js';
+import { arrayFacts, DEFAULT_MAX_ARRAY_SIZE, formatTaskIds, parseArrayJobId, parseArraySpec, type ArrayFacts, type ArrayTasks } from '../jobspec/array.js';
 import type { JobSpec } from '../jobspec/types.js';
 import type { JobRecord } from '../store/events.js';
 
@@ -74,4 +74,159 @@ export function arrayOrder(record: Pick<JobRecord, 'id' | 'request'>): { array?:
   if (task === undefined) return {};
   const { jobId, taskId, count, min, max, step } = task;
   return { array: { jobId, taskId, count, min, max, step } };
+}
+
+/**
+ * The `%N` throttle (sbatch --array=...%N): at most N tasks of an array are
+ * in the core at once (queued or running); the others wait here, out of the
+ * core, in task order, and are handed to it as tasks end. So the core can
+ * never start more than N. Their planned starts follow from the ends of the
+ * tasks ahead (`plannedStarts`): each waiting task takes the slot that frees
+ * first.
+ */
+export class ArrayThrottle {
+  private readonly arrays = new Map<number, { limit: number; released: Set<number>; waiting: number[]; next: number }>();
+  private readonly waitingIds = new Map<number, number>();
+  private estimates: Map<number, number | null> | null = null;
+
+  private entry(task: ArrayTaskInfo) {
+    let entry = this.arrays.get(task.jobId);
+    if (entry === undefined) this.arrays.set(task.jobId, entry = { limit: task.throttle!, released: new Set(), waiting: [], next: 0 });
+    return entry;
+  }
+
+  /** A task already running (at recovery): it holds a slot. */
+  running(record: Pick<JobRecord, 'id' | 'request'>): void {
+    const task = arrayTaskOf(record);
+    if (task?.throttle !== undefined) this.entry(task).released.add(record.id);
+  }
+
+  /** Whether a pending job goes to the core now (a plain job, or a task with a free slot); false: it waits here. */
+  admit(record: Pick<JobRecord, 'id' | 'request'>): boolean {
+    const task = arrayTaskOf(record);
+    if (task?.throttle === undefined) return true;
+    const entry = this.entry(task);
+    this.estimates = null;
+    if (entry.released.size < entry.limit && entry.next >= entry.waiting.length) {
+      entry.released.add(record.id);
+      return true;
+    }
+    entry.waiting.push(record.id);
+    this.waitingIds.set(record.id, task.jobId);
+    return false;
+  }
+
+  /** Whether this job waits for a slot of its array (not in the core). */
+  isWaiting(id: number): boolean {
+    return this.waitingIds.has(id);
+  }
+
+  /**
+   * The tasks that go to the core now: slots freed by tasks no longer
+   * `active` go to the next waiting ones (skipping those gone, and those
+   * `held`, which stay waiting).
+   */
+  release(active: (id: number) => boolean, held: (id: number) => boolean): number[] {
+    const out: number[] = [];
+    for (const [arrayId, entry] of this.arrays) {
+      for (const id of entry.released) if (!active(id)) entry.released.delete(id);
+      const skipped: number[] = [];
+      while (entry.released.size < entry.limit && entry.next < entry.waiting.length) {
+        const id = entry.waiting[entry.next++];
+        if (!active(id)) {
+          this.waitingIds.delete(id);
+          continue;
+        }
+        if (held(id)) {
+          skipped.push(id);
+          continue;
+        }
+        this.waitingIds.delete(id);
+        entry.released.add(id);
+        out.push(id);
+      }
+      if (skipped.length > 0) entry.waiting.splice(entry.next, 0, ...skipped);
+      if (entry.next > 1024 && entry.next * 2 > entry.waiting.length) {
+        entry.waiting = entry.waiting.slice(entry.next);
+        entry.next = 0;
+      }
+      if (entry.released.size === 0 && entry.next >= entry.waiting.length) this.arrays.delete(arrayId);
+    }
+    if (out.length > 0) this.estimates = null;
+    return out;
+  }
+
+  /** Planned starts must be worked out again (a pass ran, a task started or ended). */
+  invalidate(): void {
+    this.estimates = null;
+  }
+
+  /**
+   * A waiting task's planned start (ms): the slots free when the tasks
+   * ahead end (`endOf`: a task's planned or predicted end, ms, null: not
+   * known); each waiting task takes the slot that frees first and holds it
+   * `limitMs`. null when an end ahead is not known.
+   */
+  plannedStart(id: number, nowMs: number, endOf: (id: number) => number | null, limitMs: (id: number) => number): number | null {
+    const arrayId = this.waitingIds.get(id);
+    if (arrayId === undefined) return null;
+    if (this.estimates === null) this.estimates = new Map();
+    if (!this.estimates.has(id)) {
+      const entry = this.arrays.get(arrayId)!;
+      const ends = [...entry.released].map(endOf);
+      const known = !ends.includes(null);
+      const slots = (ends as number[]).map((end) => Math.max(end, nowMs)).sort((a, b) => a - b);
+      while (slots.length < entry.limit) slots.unshift(nowMs);
+      for (let i = entry.next; i < entry.waiting.length; i++) {
+        const waiting = entry.waiting[i];
+        if (!this.waitingIds.has(waiting)) continue;
+        // The earliest free slot: slots stay sorted (insert the new end in place).
+        const start = slots.shift()!;
+        this.estimates.set(waiting, known ? start : null);
+        const end = start + limitMs(waiting);
+        let at = slots.findIndex((value) => value > end);
+        if (at < 0) at = slots.length;
+        slots.splice(at, 0, end);
+      }
+    }
+    return this.estimates.get(id) ?? null;
+  }
+}
+
+/** The job ids of an array's tasks, in task order: consecutive from the array's id. */
+export function arrayMembers(arrayId: number, task: ArrayTaskInfo): number[] {
+  return Array.from({ length: task.count }, (_, index) => arrayId + index);
+}
+
+/**
+ * What a job id as users write it names (the one resolver every route uses:
+ * cancel, show, hold, release): `N` is job N, or, when N is an array's id,
+ * every task of the array (as scancel N); `N_T` is task T of array N. An
+ * error names what is wrong.
+ */
+export function resolveJobRef(ref: string | number, lookup: (id: number) => Pick<JobRecord, 'id' | 'request'> | undefined): { ids: number[]; array: boolean } | { error: string } {
+  const parsedRef = parseArrayJobId(String(ref));
+  if (parsedRef === undefined) return { error: `'${ref}' is not a job id: write N or, for one task of a job array, ARRAYID_TASK (12_3), as \`taras queue\` shows them` };
+  const record = lookup(parsedRef.id);
+  if (record === undefined) return { error: `no job ${parsedRef.id}` };
+  const task = arrayTaskOf(record);
+  const isArray = task !== undefined && task.jobId === parsedRef.id;
+  if (parsedRef.taskId === undefined) return isArray ? { ids: arrayMembers(parsedRef.id, task), array: true } : { ids: [parsedRef.id], array: false };
+  if (!isArray) return { error: `job ${parsedRef.id} is not a job array: write ${task === undefined ? parsedRef.id : `${task.jobId}_${task.taskId}`} without _${parsedRef.taskId}` };
+  const taskIds = parsedArray((record.request as { array: { text: string } }).array.text)!.tasks.taskIds;
+  const index = binarySearch(taskIds, parsedRef.taskId);
+  if (index < 0) return { error: `array ${parsedRef.id} has no task ${parsedRef.taskId} (its tasks: ${formatTaskIds(taskIds)})` };
+  return { ids: [parsedRef.id + index], array: false };
+}
+
+function binarySearch(values: readonly number[], wanted: number): number {
+  let low = 0;
+  let high = values.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >> 1;
+    if (values[middle] === wanted) return middle;
+    if (values[middle] < wanted) low = middle + 1;
+    else high = middle - 1;
+  }
+  return -1;
 }

@@ -18,7 +18,7 @@ import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
-import { arrayOrder, arrayRefusals, expandArray } from './arrays.js';
+import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 
@@ -476,9 +476,11 @@ export class ControllerEngine {
    * 'refuse') throws instead and keeps the old configuration.
    */
   private recover(): void {
+    // Running tasks of a throttled array hold their slots before the pending ones are admitted.
+    for (const record of this.store.runningJobs()) this.throttle.running(record);
     for (const record of this.store.pendingJobs()) {
       const failure = this.recoverOne(record, () => {
-        if (!record.held) {
+        if (!record.held && this.throttle.admit(record)) {
           this.scheduler.submit(this.coreRequest(record));
           this.unpromised.push(record.id);
           this.noteStartDeadline(record);
@@ -779,9 +781,12 @@ export class ControllerEngine {
       if (admission !== undefined && this.admissions.size > 10_000) this.admissions.delete(this.admissions.keys().next().value!);
       this.active.set(record.id, record);
       try {
-        this.scheduler.submit(this.coreRequest(record));
-        this.unpromised.push(record.id);
-        this.noteStartDeadline(record);
+        // A task of a throttled array past its %N waits out of the core (arrays.ts ArrayThrottle).
+        if (this.throttle.admit(record)) {
+          this.scheduler.submit(this.coreRequest(record));
+          this.unpromised.push(record.id);
+          this.noteStartDeadline(record);
+        }
       } catch (error) {
         // Checked above, so this is a bug; the job is stored and answered, so it ends FAILED rather than failing the batch.
         const reason = `the scheduler refused it after it was stored: ${(error as Error).message}`;
@@ -1007,6 +1012,7 @@ export class ControllerEngine {
     this.dirty = false;
     const started: JobId[] = [];
     this.plannedAt = null;
+    this.releaseThrottled();
     for (const job of this.scheduler.pass(now)) {
       const nodes = this.scheduler.nodesOf(job.id) ?? [];
       const refused = nodes.find((name) => !this.nodes.get(name)?.up || this.nodes.get(name)?.drained);
@@ -1331,6 +1337,8 @@ export class ControllerEngine {
 
   /** Why a pending job waits, where the engine knows more than its log (an interactive job waiting for its victims' checkpoints). */
   waitingReason(id: JobId): string | undefined {
+    // Slurm's reason for a task held back by its array's %N.
+    if (this.throttle.isWaiting(id)) return 'JobArrayTaskLimit: its array runs at most as many tasks at once as its %N';
     return this.waitingReasons.get(id);
   }
 
@@ -1899,8 +1907,38 @@ export class ControllerEngine {
     // Planned starts cost a projection of the whole queue for fcfs and easy and
     // decide nothing, so they are computed when asked for, once per pass.
     this.ensurePlan();
+    if (this.throttle.isWaiting(id)) return this.throttledStartMs(id);
     const seconds = this.scheduler.plannedStart(id);
     return seconds === undefined ? null : seconds * 1000;
+  }
+
+  /** Tasks of arrays with a %N throttle that wait out of the core for a slot. */
+  private readonly throttle = new ArrayThrottle();
+
+  /** Hands the core the waiting tasks of throttled arrays whose slots freed (each pass). */
+  private releaseThrottled(): void {
+    this.throttle.invalidate();
+    for (const id of this.throttle.release((task) => this.active.has(task as JobId), (task) => this.active.get(task as JobId)?.held === true)) {
+      const record = this.active.get(id as JobId)!;
+      this.scheduler.submit(this.coreRequest(record));
+      this.unpromised.push(record.id);
+      this.noteStartDeadline(record);
+    }
+  }
+
+  /** A waiting task's planned start: when a slot of its array frees (the ends of the tasks ahead), never before the plan's now. */
+  private throttledStartMs(id: JobId): number | null {
+    const limitMs = (task: number): number => {
+      const limit = this.specOf(this.active.get(task as JobId)!).timeLimitSeconds;
+      return typeof limit === 'number' ? limit * 1000 : Infinity;
+    };
+    const endOf = (task: number): number | null => {
+      const record = this.active.get(task as JobId);
+      if (record === undefined) return this.clockMs();
+      const start = record.startTimeMs ?? this.plannedStartMs(task as JobId);
+      return start === null ? null : start + limitMs(task);
+    };
+    return this.throttle.plannedStart(id, this.clockMs(), endOf, limitMs);
   }
 
   /** Whether a pending guaranteed job can no longer end by its deadline in any queue place (after the last plan). */
