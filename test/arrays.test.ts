@@ -244,8 +244,11 @@ describe('the %N throttle, cancel and the folded queue', () => {
     assert.deepEqual(resolveJobRef(`${plain}_1`, lookup), { error: `job ${plain} is not a job array: write ${plain} without _1` });
     assert.deepEqual(resolveJobRef('99999_1', lookup), { error: 'no job 99999' });
     assert.match((resolveJobRef('x_1', lookup) as { error: string }).error, /'x_1' is not a job id/);
-    // Cancel the whole array: pending (waiting ones too) and running.
+    // Cancel the whole array: pending (waiting ones too) and running; another user is refused every task.
     engine.schedule();
+    const refused = engine.cancelMany((resolveJobRef(String(id), lookup) as { ids: number[] }).ids.map(jobId), 'bob');
+    assert.deepEqual(refused.map((r) => r.result), ['refused', 'refused', 'refused', 'refused', 'refused']);
+    assert.match(refused[0].message, /belongs to alice/);
     const results = engine.cancelMany((resolveJobRef(String(id), lookup) as { ids: number[] }).ids.map(jobId), 'alice');
     assert.deepEqual(results.map((r) => r.result === 'refused'), [false, false, false, false, false]);
     assert.deepEqual([2, 3, 4].map((i) => store.job(jobId(id + i))!.state), ['CANCELLED', 'CANCELLED', 'CANCELLED']);
