@@ -164,7 +164,8 @@ describe('arrays in the controller engine', () => {
   it('stores every task as its own job in one submission; the array id is the first task\'s', () => {
     const { store, agents, engine } = setup();
     const [before] = engine.submit([{ user: 'alice', spec: jobSpec() }]);
-    const [id] = engine.submit([{ user: 'alice', spec: jobSpec({ array: { text: '0-15:4' } }) }]);
+    const submitEnv = { HOME: '/home/alice', PROJECT: 'x' };
+    const [id] = engine.submit([{ user: 'alice', spec: { ...jobSpec({ array: { text: '0-15:4' } }), submitEnv } as JobSpec }]);
     assert.equal(id, before + 1);
     const tasks = [0, 1, 2, 3].map((i) => store.job(jobId(id + i))!);
     assert.deepEqual(tasks.map((t) => arrayTaskOf(t)?.taskId), [0, 4, 8, 12]);
@@ -175,6 +176,9 @@ describe('arrays in the controller engine', () => {
     const orders = agents.orders.filter((o) => o.jobId >= id).sort((a, b) => a.jobId - b.jobId);
     assert.deepEqual(orders.map((o) => o.array), [0, 4, 8, 12].map((taskId) => ({ jobId: id, taskId, count: 4, min: 0, max: 12, step: 4 })));
     assert.equal(agents.orders.find((o) => o.jobId === before)!.array, undefined);
+    // The submitting shell's environment is stored once (with the first task) and reaches every task.
+    assert.deepEqual(orders.map((o) => (o.spec as { submitEnv?: unknown }).submitEnv), [submitEnv, submitEnv, submitEnv, submitEnv]);
+    assert.equal((store.job(jobId(id + 3))!.request as { submitEnv?: unknown }).submitEnv, undefined);
   });
 
   it('refuses a bad array whole, before storing anything', () => {

@@ -18,7 +18,7 @@ import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
-import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray } from './arrays.js';
+import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray, withArrayEnvironment } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 
@@ -1027,7 +1027,7 @@ export class ControllerEngine {
       const record = this.append(job.id, { type: 'started', nodes, promisedMs }, this.clockMs());
       this.active.set(job.id, record);
       started.push(job.id);
-      const stored = this.specOf(record);
+      const stored = withArrayEnvironment(this.specOf(record), record, (task) => this.store.job(task as JobId));
       // --mem 0 (all of each node's memory): the agent limits the job to what was reserved for it on each node.
       const spec = stored.memoryMiB === 0 && job.resources ? { ...stored, memoryMiB: job.resources.memoryMiBPerNode } : stored;
       const order: StartOrder = {
