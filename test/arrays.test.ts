@@ -81,6 +81,9 @@ describe('--array values', () => {
   });
 
   it('comes from flags, #TARAS/#SBATCH-style lines and job.toml, into the spec and its summary', () => {
+    // The command line leaves the size to the cluster's max_array_size (checked by the controller).
+    const large = parseFlagValues({ array: '0-20000' });
+    assert.ok(large.ok && large.value.values.array?.taskIds.length === 20_001);
     const flags = parseFlagValues({ array: '0-3%2' });
     assert.ok(flags.ok);
     assert.deepEqual(flags.value.values.array, { text: '0-3%2', taskIds: [0, 1, 2, 3], throttle: 2 });

@@ -13,6 +13,7 @@ import { expandHostlist } from './hostlist.js';
 import { SourceIndex } from './locate.js';
 import { readNodes, readPartitions } from './topology.js';
 import { parseWarnSignal, type WarnSignal } from './units.js';
+import { MAX_ARRAY_SIZE_LIMIT } from '../jobspec/array.js';
 import { readProgramClasses, type PreemptMode, type ProgramClass } from './checkpoint.js';
 import { NODE_POLICIES } from '../api/types.js';
 
@@ -254,7 +255,7 @@ function readSettings(reader: TableReader, file: string): Settings {
       warnSeconds: timer('interactive_warn', '"10m"', 0, INTERACTIVE_DEFAULTS.warnSeconds),
     },
     // Only where the file gives it: the controller applies DEFAULT_MAX_ARRAY_SIZE (src/jobspec/array.ts) otherwise.
-    ...optionalTimer('maxArraySize', reader.integer('max_array_size', { example: '10001', min: 1, max: 4_000_001 })),
+    ...optionalTimer('maxArraySize', reader.integer('max_array_size', { example: '10001', min: 1, max: MAX_ARRAY_SIZE_LIMIT })),
   };
 }
 

@@ -25,6 +25,9 @@ export interface ArrayFacts {
 /** Slurm's default MaxArraySize is 1001; Taras allows 0-9999 and 1-10000 by default. */
 export const DEFAULT_MAX_ARRAY_SIZE = 10_001;
 
+/** The largest max_array_size a cluster may set (Slurm's limit): what the CLI checks before the controller checks its own. */
+export const MAX_ARRAY_SIZE_LIMIT = 4_000_001;
+
 const FORM = 'write ids and ranges such as 0-15, 1,3,5-9 or 0-15:4, optionally ending in %N (at most N tasks at once), e.g. --array=0-99%10';
 
 /**

@@ -4,7 +4,7 @@
 // value form is defined once.
 
 import { closestWord } from '../config/suggest.js';
-import { parseArraySpec } from './array.js';
+import { MAX_ARRAY_SIZE_LIMIT, parseArraySpec } from './array.js';
 import { checkPattern } from './pattern.js';
 import type { ItemKey, JobValues } from './types.js';
 import {
@@ -63,7 +63,7 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'checkpointInterval', long: 'checkpoint-interval', tomlKey: 'checkpoint_interval', label: 'Checkpoint interval', valueName: 'TIME', parse: parseCheckpointTime }),
   option({ key: 'checkpointDuration', long: 'checkpoint-duration', tomlKey: 'checkpoint_duration', label: 'Checkpoint duration', valueName: 'TIME', parse: parseCheckpointTime }),
   option({ key: 'programClass', long: 'program-class', tomlKey: 'program_class', label: 'Program class', valueName: 'NAME', parse: parsePartition }),
-  option({ key: 'array', long: 'array', short: 'a', tomlKey: 'array', label: 'Array', valueName: 'IDS[%N]', parse: (raw) => parseArraySpec(raw) }),
+  option({ key: 'array', long: 'array', short: 'a', tomlKey: 'array', label: 'Array', valueName: 'IDS[%N]', parse: (raw) => parseArraySpec(raw, MAX_ARRAY_SIZE_LIMIT) }), // the cluster's max_array_size: the controller's check
   option({ key: 'requeue', long: 'no-requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: false, parse: noValue }),
 ];
 
