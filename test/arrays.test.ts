@@ -200,6 +200,12 @@ describe('arrays in the controller engine', () => {
     const again = engine.acceptEach([submission]);
     assert.deepEqual(again, [{ id: first, replayed: true }]);
     assert.equal(store.jobs({}).length, 10_000);
+    // The same key twice in one batch stores the array once.
+    const twice = { user: 'alice', spec: jobSpec({ array: { text: '0-2' } }), idempotencyKey: 'array-key-2' };
+    const outcomes = engine.acceptEach([twice, twice]);
+    assert.deepEqual(outcomes.map((o) => ('id' in o ? o.replayed : 'refused')), [false, true]);
+    assert.equal((outcomes[0] as { id: number }).id, (outcomes[1] as { id: number }).id);
+    assert.equal(store.jobs({}).length, 10_003);
     assert.equal(arrayTaskOf(store.job(jobId(first + 9999))!)?.taskId, 9999);
   });
 });

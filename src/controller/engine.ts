@@ -718,6 +718,8 @@ export class ControllerEngine {
     const outcomes: (Accepted | undefined)[] = jobs.map(() => undefined);
     const admitted: { index: number; submission: Submission; spec: JobSpec; admission?: DeadlineAdmission }[] = [];
     const batchAhead: JobRequest[] = [];
+    const arrayKeys = new Map<string, number>();
+    const sameKey: { index: number; first: number }[] = [];
     jobs.forEach((submission, index) => {
       try {
         // An array with a key stored before is answered at once: its tasks must not be stored again.
@@ -726,6 +728,13 @@ export class ControllerEngine {
           outcomes[index] = { id: earlier, replayed: true };
           return;
         }
+        // The same key twice in this batch: the second answers the first's id after the commit.
+        const keyed = submission.spec.array === undefined || submission.idempotencyKey === undefined ? undefined : `${submission.user}\n${submission.idempotencyKey}`;
+        if (keyed !== undefined && arrayKeys.has(keyed)) {
+          sameKey.push({ index, first: arrayKeys.get(keyed)! });
+          return;
+        }
+        if (keyed !== undefined) arrayKeys.set(keyed, index);
         let spec = this.complete(submission.spec);
         this.resourcesOf(spec); // throws for a job no node set can hold
         // Checked again at the commit: the reservation may have been deleted since the submission was checked.
@@ -796,6 +805,10 @@ export class ControllerEngine {
       }
     });
     this.dirty = true;
+    for (const { index, first } of sameKey) {
+      const answer = outcomes[first]!;
+      outcomes[index] = 'refused' in answer ? answer : { id: answer.id, replayed: true };
+    }
     return outcomes as Accepted[];
   }
 
