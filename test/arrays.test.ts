@@ -75,7 +75,9 @@ describe('--array values', () => {
     assert.deepEqual(arrayFacts([1, 3, 5, 6]), { count: 4, min: 1, max: 6, step: 1 });
     assert.deepEqual(arrayFacts([5]), { count: 1, min: 5, max: 5, step: 1 });
     assert.equal(formatTaskIds([4, 5, 6, 7, 9, 12, 13], 4), '4-7,9,12-13%4');
-    assert.deepEqual(parseArrayJobId('12_3'), { id: 12, taskId: 3 });
+    assert.deepEqual(parseArrayJobId('12_3'), { id: 12, taskIds: [3] });
+    assert.deepEqual(parseArrayJobId('12_[1-3,7]'), { id: 12, taskIds: [1, 2, 3, 7] });
+    assert.equal(parseArrayJobId('12_[1-3%2]'), undefined);
     assert.deepEqual(parseArrayJobId('12'), { id: 12 });
     assert.equal(parseArrayJobId('12_'), undefined);
   });
@@ -100,6 +102,7 @@ describe('--array values', () => {
     const built = buildJobSpec(mergeJobSpec(file.value, lines.value, flags.value), { scriptText: script, submitDir: '/home/a' });
     assert.ok(built.ok);
     assert.deepEqual(built.value.spec.array, { text: '0-3%2' }, 'flags over directives over job.toml');
+    assert.equal(built.value.spec.output, 'taras-%A_%a.out', 'an array\'s default output, as sbatch\'s slurm-%A_%a.out');
   });
 
   it('%A and %a in --output and --error, as sbatch', () => {
@@ -251,6 +254,8 @@ describe('the %N throttle, cancel and the folded queue', () => {
     const lookup = (n: number) => engine.active.get(jobId(n)) ?? store.job(jobId(n));
     assert.deepEqual(resolveJobRef(String(id), lookup), { ids: [id, id + 1, id + 2, id + 3, id + 4], array: true });
     assert.deepEqual(resolveJobRef(`${id}_5`, lookup), { ids: [id + 2], array: false });
+    assert.deepEqual(resolveJobRef(`${id}_[1,5-6]`, lookup), { ids: [id, id + 2, id + 3], array: false }, 'as scancel 20_[1-3]');
+    assert.deepEqual(resolveJobRef(`${id}_[3-4]`, lookup), { error: `array ${id} has no task 4 (its tasks: 1,3,5-7)` });
     assert.deepEqual(resolveJobRef(id + 2, lookup), { ids: [id + 2], array: false }, 'a task by its own job id');
     assert.deepEqual(resolveJobRef(plain, lookup), { ids: [plain], array: false });
     assert.deepEqual(resolveJobRef(`${id}_4`, lookup), { error: `array ${id} has no task 4 (its tasks: 1,3,5-7)` });

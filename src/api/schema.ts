@@ -161,7 +161,7 @@ export const SubmitBodySchema = strict({
 export const CancelBodySchema = v.pipe(
   strict({
     // A job id, or ARRAYID_TASK (one task of a job array); an array's id names all its tasks.
-    ids: v.optional(list(v.union([int(1, Number.MAX_SAFE_INTEGER), v.pipe(text(40, 3), v.regex(/^\d+_\d+$/, 'expected ARRAYID_TASK'))], 'expected a job id (12) or ARRAYID_TASK (12_3)'), LIMITS.jobIds, 1)),
+    ids: v.optional(list(v.union([int(1, Number.MAX_SAFE_INTEGER), v.pipe(text(LIMITS.textChars, 3), v.regex(/^\d+_(\d+|\[[0-9,:-]+\])$/, 'expected ARRAYID_TASK or ARRAYID_[TASKS]'))], 'expected a job id (12), ARRAYID_TASK (12_3) or ARRAYID_[TASKS] (12_[1-3,7])'), LIMITS.jobIds, 1)),
     all: v.optional(v.literal(true, 'expected true')),
     user: v.optional(text(LIMITS.nameChars, 1)),
   }),

@@ -243,7 +243,7 @@ export function registerJobCommands(program: Command): void {
     .option('--all', 'all of your own pending and running jobs')
     .option(...controllerOption)
     .option('--json', 'print the jobs as JSON')
-    .addHelpText('after', '\nExamples:\n  taras cancel 42 43\n  taras cancel 12      # a job array: all its tasks\n  taras cancel 12_3    # one task of array 12\n  taras cancel --all\n')
+    .addHelpText('after', '\nExamples:\n  taras cancel 42 43\n  taras cancel 12      # a job array: all its tasks\n  taras cancel 12_3    # one task of array 12\n  taras cancel 12_[1-3,7]\n  taras cancel --all\n')
     .action(async (raw: string[], flags: { all?: boolean; controller?: string; json?: boolean }) => {
       if (!flags.all && raw.length === 0) fail('error: name the jobs to cancel, or --all for all of yours');
       await withClient(flags.controller, async (api) => {

@@ -217,17 +217,22 @@ export function arrayMembers(arrayId: number, task: ArrayTaskInfo): number[] {
  */
 export function resolveJobRef(ref: string | number, lookup: (id: number) => Pick<JobRecord, 'id' | 'request'> | undefined): { ids: number[]; array: boolean } | { error: string } {
   const parsedRef = parseArrayJobId(String(ref));
-  if (parsedRef === undefined) return { error: `'${ref}' is not a job id: write N or, for one task of a job array, ARRAYID_TASK (12_3), as \`taras queue\` shows them` };
+  if (parsedRef === undefined) return { error: `'${ref}' is not a job id: write N or, for tasks of a job array, ARRAYID_TASK (12_3) or ARRAYID_[TASKS] (12_[1-3,7]), as \`taras queue\` shows them` };
   const record = lookup(parsedRef.id);
   if (record === undefined) return { error: `no job ${parsedRef.id}` };
   const task = arrayTaskOf(record);
   const isArray = task !== undefined && task.jobId === parsedRef.id;
-  if (parsedRef.taskId === undefined) return isArray ? { ids: arrayMembers(parsedRef.id, task), array: true } : { ids: [parsedRef.id], array: false };
-  if (!isArray) return { error: `job ${parsedRef.id} is not a job array: write ${task === undefined ? parsedRef.id : `${task.jobId}_${task.taskId}`} without _${parsedRef.taskId}` };
+  if (parsedRef.taskIds === undefined) return isArray ? { ids: arrayMembers(parsedRef.id, task), array: true } : { ids: [parsedRef.id], array: false };
+  const written = String(ref).trim().slice(String(parsedRef.id).length);
+  if (!isArray) return { error: `job ${parsedRef.id} is not a job array: write ${task === undefined ? parsedRef.id : `${task.jobId}_${task.taskId}`} without ${written}` };
   const taskIds = parsedArray((record.request as { array: { text: string } }).array.text)!.tasks.taskIds;
-  const index = binarySearch(taskIds, parsedRef.taskId);
-  if (index < 0) return { error: `array ${parsedRef.id} has no task ${parsedRef.taskId} (its tasks: ${formatTaskIds(taskIds)})` };
-  return { ids: [parsedRef.id + index], array: false };
+  const ids: number[] = [];
+  for (const taskId of parsedRef.taskIds) {
+    const index = binarySearch(taskIds, taskId);
+    if (index < 0) return { error: `array ${parsedRef.id} has no task ${taskId} (its tasks: ${formatTaskIds(taskIds)})` };
+    ids.push(parsedRef.id + index);
+  }
+  return { ids, array: false };
 }
 
 function binarySearch(values: readonly number[], wanted: number): number {

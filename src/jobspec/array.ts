@@ -92,11 +92,17 @@ export function taskName(arrayJobId: number, taskId: number): string {
   return `${arrayJobId}_${taskId}`;
 }
 
-/** `12`, `12_3`: the job (or array) id and, for one task, its task id; undefined when the text is neither. */
-export function parseArrayJobId(text: string): { id: number; taskId?: number } | undefined {
-  const match = /^(\d+)(?:_(\d+))?$/.exec(text.trim());
+/**
+ * `12`, `12_3`, `12_[1-3,7]` (as scancel takes them): the job (or array) id
+ * and the task ids named; undefined when the text is none of these.
+ */
+export function parseArrayJobId(text: string): { id: number; taskIds?: number[] } | undefined {
+  const match = /^(\d+)(?:_(\d+|\[[^\]]+\]))?$/.exec(text.trim());
   if (!match) return undefined;
   const id = Number(match[1]);
   if (!Number.isSafeInteger(id) || id < 1) return undefined;
-  return match[2] === undefined ? { id } : { id, taskId: Number(match[2]) };
+  if (match[2] === undefined) return { id };
+  if (!match[2].startsWith('[')) return { id, taskIds: [Number(match[2])] };
+  const inner = parseArraySpec(match[2].slice(1, -1), MAX_ARRAY_SIZE_LIMIT);
+  return inner.ok && inner.value.throttle === undefined ? { id, taskIds: [...inner.value.taskIds] } : undefined;
 }
