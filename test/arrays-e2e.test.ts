@@ -91,5 +91,14 @@ describe('job arrays end to end', () => {
     for (const task of [0, 2, 3, 4, 5]) {
       assert.equal((JSON.parse(cli(url, 'show', `${second}_${task}`, '--json').stdout) as Job).state, 'CANCELLED', `task ${task}`);
     }
+
+    // A larger array's cancel is counted, not listed a line per task.
+    const third = (JSON.parse(cli(url, 'submit', '-a', '0-29', 'long.sh', '--json').stdout) as { id: number }).id;
+    for (let i = 0; i < 100 && !jobs(url).some((job) => job.arrayJobId === third && job.state === 'RUNNING'); i++) await sleep(100);
+    const many = cli(url, 'cancel', String(third));
+    assert.equal(many.code, 0, many.stderr);
+    assert.match(many.stdout, /^30 jobs: \d+ pending cancelled, \d+ running signalled, 0 had already ended\n$/);
+    for (let i = 0; i < 100 && jobs(url).some((job) => job.arrayJobId === third); i++) await sleep(100);
+    assert.deepEqual(jobs(url).filter((job) => job.arrayJobId === third), []);
   });
 });

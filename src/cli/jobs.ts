@@ -251,9 +251,15 @@ export function registerJobCommands(program: Command): void {
         const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>('/jobs/cancel', flags.all ? { all: true } : { ids: parseJobRefs(raw) });
         if (flags.json) return printJson(jobs);
         // A refusal (another user's job) is an error: stderr, and exit 1 below.
+        // A job array's many tasks: refusals one by one, the rest counted (a line per task up to 20).
+        const accepted = jobs.filter((job) => job.result !== 'refused');
         for (const job of jobs) {
           if (job.result === 'refused') process.stderr.write(`error: ${job.message}\n`);
-          else print(job.message);
+          else if (accepted.length <= 20) print(job.message);
+        }
+        if (accepted.length > 20) {
+          const count = (result: string) => accepted.filter((job) => job.result === result).length;
+          print(`${accepted.length} jobs: ${count('cancelled')} pending cancelled, ${count('signalled')} running signalled, ${count('ended')} had already ended`);
         }
         if (jobs.length === 0) print('no jobs to cancel');
         if (jobs.some((job) => job.result === 'refused')) process.exitCode = 1;
