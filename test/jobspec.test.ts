@@ -94,7 +94,8 @@ describe('output and error patterns', () => {
   });
 
   it('rejects unsupported specifiers and a lone % when parsed', () => {
-    assert.match(checkPattern('slurm-%A_%a.out') ?? '', /'%A' .* not supported/);
+    assert.match(checkPattern('slurm-%N.out') ?? '', /'%N' .* not supported/);
+    assert.equal(checkPattern('slurm-%A_%a.out'), undefined, 'job arrays: test/arrays.test.ts');
     assert.match(checkPattern('out%') ?? '', /lone %/);
     assert.equal(checkPattern('%x-%j.%u.out'), undefined);
     const errors = errorsOf(parseDirectives(script('#TARAS -o out-%N.log'), 'run.sh'));

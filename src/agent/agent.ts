@@ -198,6 +198,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           const launch = jobLaunch({
             jobId: order.jobId, user: order.user, nodes: order.nodes, cpusOnNode: order.cpusOnNode, spec: order.spec,
             submitEnv: order.spec.submitEnv ?? {}, submitDir: order.spec.submitDir ?? order.spec.workingDir, nodefilePath,
+            ...(order.array === undefined ? {} : { array: order.array }),
           });
           writeFileSync(nodefilePath, launch.nodefile);
           // Readable by the job's user only: a script can hold secrets too.

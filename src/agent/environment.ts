@@ -19,6 +19,8 @@ export interface LaunchInput {
   readonly submitDir: string;
   /** Where the agent writes the node file. */
   readonly nodefilePath: string;
+  /** A task of a job array (the start order's `array`). */
+  readonly array?: { readonly jobId: number; readonly taskId: number; readonly count: number; readonly min: number; readonly max: number; readonly step: number };
 }
 
 export interface Launch {
@@ -48,7 +50,8 @@ export function jobLaunch(input: LaunchInput): Launch {
   // A job submitted from inside a restarted or checkpointing job must not inherit that run's own variables (it
   // would "restart"): the agent adds this run's own after this (restartAction, checkpoint signals).
   for (const name of Object.keys(env)) if (RUN_OWN.has(name) || name.startsWith('TARAS_CHECKPOINT_')) delete env[name];
-  const names = { jobId: input.jobId, user: input.user, name: spec.name };
+  const { array } = input;
+  const names = { jobId: input.jobId, user: input.user, name: spec.name, ...(array === undefined ? {} : { array: { jobId: array.jobId, taskId: array.taskId } }) };
   const workingDir = spec.workingDir;
   const inWorkingDir = (path: string) => (isAbsolute(path) ? path : join(workingDir, path));
   const stdoutPath = inWorkingDir(expandPattern(spec.output, names));
@@ -64,5 +67,14 @@ export function jobLaunch(input: LaunchInput): Launch {
     TARAS_SUBMIT_DIR: input.submitDir,
     TARAS_NODEFILE: input.nodefilePath,
   });
+  // A job array's task: sbatch's SLURM_ARRAY_* and their TARAS_ARRAY_* twins; never inherited from the submitting shell.
+  for (const name of Object.keys(env)) if (name.startsWith('SLURM_ARRAY_') || name.startsWith('TARAS_ARRAY_')) delete env[name];
+  if (array !== undefined) {
+    const values = { JOB_ID: array.jobId, TASK_ID: array.taskId, TASK_COUNT: array.count, TASK_MAX: array.max, TASK_MIN: array.min, TASK_STEP: array.step };
+    for (const [suffix, value] of Object.entries(values)) {
+      env[`SLURM_ARRAY_${suffix}`] = String(value);
+      env[`TARAS_ARRAY_${suffix}`] = String(value);
+    }
+  }
   return { env, workingDir, stdoutPath, stderrPath, nodefile: input.nodes.map((n) => `${n}\n`).join('') };
 }

@@ -38,6 +38,8 @@ export interface QueueRow {
   type?: string;
   /** A priority job's deadline (ms); absent or null: none. */
   deadline?: number | null;
+  /** A job array's task: the id shown (`12_3`). */
+  label?: string;
 }
 
 /** The letter `taras queue` shows for a job type. */
@@ -74,6 +76,8 @@ export interface QueueTable {
   /** Only when some job is not normal: the type letter's index in TYPE_LETTERS, and the deadline (seconds after timeBase, null: none). */
   type?: number[];
   deadline?: (number | null)[];
+  /** Only when some row is a job array's: the string shown as its id (`12_3`, `12_[4-15%4]` for its pending tasks folded), null for other jobs. */
+  label?: (number | null)[];
   /** With long=1 only. */
   long?: {
     cpus: number[];
@@ -136,6 +140,7 @@ export function queueRowOf(job: ApiJob): QueueRow {
     cpus: job.ntasks * job.cpusPerTask, memoryMiB: job.memoryMiB, submit: Date.parse(job.submitTime), limitSeconds: job.timeLimitSeconds,
     workingDir: job.workingDir ?? undefined,
     type: typeLetter(job.type), deadline: millis(job.deadline ?? null),
+    ...(job.arrayJobId === undefined || job.arrayTaskId === undefined ? {} : { label: `${job.arrayJobId}_${job.arrayTaskId}` }),
   };
 }
 
@@ -148,7 +153,7 @@ export function packRows(status: ApiClusterStatus, rows: readonly QueueRow[], lo
   const packer = new QueuePacker(status, base, long);
   for (const row of rows) {
     packer.add(row.id, row.user, row.state, row.partition, row.nodes.join(','), row.nodeCount,
-      toOffset(row.start, base), toOffset(row.end, base), toOffset(row.endTime, base), row.name, row.type, toOffset(row.deadline ?? null, base));
+      toOffset(row.start, base), toOffset(row.end, base), toOffset(row.endTime, base), row.name, row.type, toOffset(row.deadline ?? null, base), row.label ?? null);
     if (long) packer.addLong(row.cpus ?? 0, row.memoryMiB ?? null, toOffset(row.submit ?? null, base) ?? 0, row.limitSeconds ?? null, row.workingDir ?? '');
   }
   return packer.finish();
@@ -177,6 +182,8 @@ export interface ApiQueue {
     cpus?: Runs; memoryMiB?: Runs; submit?: Runs; limitSeconds?: Runs; workingDir?: Runs;
     /** Only when some job is not normal (a priority or interactive job): the type letter (its index in TYPE_LETTERS) and the deadline (seconds after timeBase, or null). */
     type?: Runs; deadline?: Runs;
+    /** Only when some row is a job array's: the id shown (index in strings: `12_3`, `12_[4-15%4]`), null for other jobs. */
+    label?: Runs;
   };
 }
 
@@ -246,6 +253,8 @@ export class QueuePacker {
   private readonly name = new RunColumn();
   private readonly type = new RunColumn();
   private readonly deadline = new RunColumn();
+  private readonly label = new RunColumn();
+  private labelled = false;
   /** Whether a job that is not normal was added: only then do the type and deadline columns travel. */
   private typed = false;
   private readonly long: { cpus: RunColumn; memoryMiB: RunColumn; submit: DifferenceColumn; limitSeconds: RunColumn; workingDir: RunColumn } | null;
@@ -266,7 +275,7 @@ export class QueuePacker {
 
   /** One job; `start`, `end`, `endTime`, `deadline` in seconds after timeBase; `nodes` the allocated nodes joined by commas; `type` its letter (N, P, I). */
   add(id: number, user: string, state: string, partition: string, nodes: string, nodeCount: number,
-    start: number | null, end: number | null, endTime: number | null, name: string, type = 'N', deadline: number | null = null): void {
+    start: number | null, end: number | null, endTime: number | null, name: string, type = 'N', deadline: number | null = null, label: string | null = null): void {
     if (type !== 'N' || deadline !== null) this.typed = true;
     this.type.push(Math.max(0, (TYPE_LETTERS as readonly string[]).indexOf(type)));
     this.deadline.push(deadline);
@@ -281,7 +290,11 @@ export class QueuePacker {
     this.length.push(end === null || start === null ? null : end - start);
     this.endTime.push(endTime);
     this.name.push(this.intern(name));
+    // A job array's row: the id shown (`12_3`, `12_[4-15%4]`).
+    if (label !== null) this.labelled = true;
+    this.label.push(label === null ? null : this.intern(label));
   }
+
 
   /** The --long fields of the job just added (only for a packer made with `long`). */
   addLong(cpus: number, memoryMiB: number | null, submit: number, limitSeconds: number | null, workingDir: string): void {
@@ -302,6 +315,7 @@ export class QueuePacker {
       columns.type = this.type.runs;
       columns.deadline = this.deadline.runs;
     }
+    if (this.labelled) columns.label = this.label.runs;
     if (this.long) {
       columns.cpus = this.long.cpus.runs;
       columns.memoryMiB = this.long.memoryMiB.runs;
@@ -320,7 +334,8 @@ export function packQueue(table: QueueTable): ApiQueue {
   for (const string of text) packer.intern(string); // the same indexes as the table's
   for (let i = 0; i < table.id.length; i++) {
     packer.add(table.id[i], text[table.user[i]], text[table.state[i]], text[table.partition[i]], text[table.nodes[i]], table.nodeCount[i],
-      table.start[i], table.end[i], table.endTime[i], text[table.name[i]], TYPE_LETTERS[table.type?.[i] ?? 0], table.deadline?.[i] ?? null);
+      table.start[i], table.end[i], table.endTime[i], text[table.name[i]], TYPE_LETTERS[table.type?.[i] ?? 0], table.deadline?.[i] ?? null,
+      table.label?.[i] == null ? null : text[table.label[i]!]);
     const long = table.long;
     if (long) packer.addLong(long.cpus[i], long.memoryMiB[i], long.submit[i], long.limitSeconds[i], text[long.workingDir[i]]);
   }
@@ -344,6 +359,7 @@ export function unpackQueue(api: ApiQueue): QueueTable {
     table.type = numbers(column('type'));
     table.deadline = column('deadline');
   }
+  if (columns.label !== undefined) table.label = column('label');
   if (columns.cpus !== undefined) {
     table.long = {
       cpus: numbers(column('cpus')), memoryMiB: column('memoryMiB'), submit: numbers(sums(column('submit'))),
@@ -356,7 +372,7 @@ export function unpackQueue(api: ApiQueue): QueueTable {
 /** The columns of an ApiQueue in the order QueueSegment indexes them. */
 export const SEGMENT_COLUMNS = [
   'id', 'user', 'state', 'partition', 'nodes', 'nodeCount', 'start', 'length', 'endTime', 'name',
-  'cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir', 'type', 'deadline',
+  'cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir', 'type', 'deadline', 'label',
 ] as const satisfies readonly (keyof ApiQueue['columns'])[];
 
 /** The columns that travel as differences from the previous row: within a run they grow by the run's value per row. */
@@ -380,7 +396,7 @@ export interface QueueSegment {
 const LONG_COLUMNS: ReadonlySet<string> = new Set(['cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir']);
 
 /** The columns that travel only when some job is not normal (absent: every job normal, no deadline). */
-const TYPE_COLUMNS: ReadonlySet<string> = new Set(['type', 'deadline']);
+const TYPE_COLUMNS: ReadonlySet<string> = new Set(['type', 'deadline', 'label']);
 
 /** An ApiQueue as segments, without unpacking it; a malformed answer throws, naming the column. Without `long=1`, the long columns are all null. */
 export function queueSegments(api: ApiQueue): QueueSegment[] {

@@ -149,6 +149,12 @@ export const JobSpecSchema = strict({
       minutes: v.optional(int(0, 525_600)),
     }), 100, 1),
   })),
+  /** A job array (sbatch --array): the text; the controller adds each task's taskId and index (ArrayMember in src/jobspec/types.ts). */
+  array: v.optional(strict({
+    text: text(LIMITS.textChars, 1),
+    taskId: v.optional(int(0, 100_000_000)),
+    index: v.optional(int(0, 100_000_000)),
+  })),
   /** An interactive job (taras run / alloc): see InteractiveRequest in src/jobspec/types.ts. */
   interactive: v.optional(strict({
     pty: bool(),
@@ -168,7 +174,8 @@ export const SubmitBodySchema = strict({
 /** POST /jobs/cancel: the listed jobs, or all of a user's active jobs (the caller's own unless `user` names another). */
 export const CancelBodySchema = v.pipe(
   strict({
-    ids: v.optional(list(int(1, Number.MAX_SAFE_INTEGER), LIMITS.jobIds, 1)),
+    // A job id, or ARRAYID_TASK (one task of a job array); an array's id names all its tasks.
+    ids: v.optional(list(v.union([int(1, Number.MAX_SAFE_INTEGER), v.pipe(text(LIMITS.textChars, 3), v.regex(/^\d+_(\d+|\[[0-9,:-]+\])$/, 'expected ARRAYID_TASK or ARRAYID_[TASKS]'))], 'expected a job id (12), ARRAYID_TASK (12_3) or ARRAYID_[TASKS] (12_[1-3,7])'), LIMITS.jobIds, 1)),
     all: v.optional(v.literal(true, 'expected true')),
     user: v.optional(text(LIMITS.nameChars, 1)),
   }),

@@ -92,6 +92,9 @@ export interface ApiJob {
   deadline: string | null;
   /** Whether a priority job was accepted with a guarantee (the plan met its deadline); null for other jobs. */
   guaranteed: boolean | null;
+  /** A task of a job array (sbatch --array): the array's id (its first task's job id) and this task's id; shown as `12_3`. Absent for other jobs. */
+  arrayJobId?: number;
+  arrayTaskId?: number;
 }
 
 export interface ApiJobEvent {

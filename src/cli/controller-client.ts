@@ -230,6 +230,11 @@ export async function listAllJobs<T = import('../api/types.js').ApiJob>(api: Api
 export const print = (text: string) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 export const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
 
+/** Job ids as `taras cancel`, `show` and `when` take them: N, or ARRAYID_TASK for one task of a job array (12_3); cancel also ARRAYID_[TASKS] (12_[1-3]). */
+export function parseJobRefs(raw: readonly string[]): (number | string)[] {
+  return raw.map((text) => (/^\d+_(\d+|\[[0-9,:-]+\])$/.test(text.trim()) ? text.trim() : parseJobIds([text])[0]));
+}
+
 export function parseJobIds(raw: readonly string[]): number[] {
   return raw.map((text) => {
     const id = Number(text);

@@ -5,7 +5,7 @@
 
 import type { Command } from 'commander';
 import { fail, parseImmediateFlag } from './flags.js';
-import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, print, printJson, withClient, withRetries } from './controller-client.js';
+import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, parseJobRefs, print, printJson, withClient, withRetries } from './controller-client.js';
 
 export function registerJobCommands(program: Command): void {
   program
@@ -36,12 +36,13 @@ export function registerJobCommands(program: Command): void {
     .option('-H, --hold', 'submit it held: it waits until `taras release ID`')
     .option('-b, --begin <time>', 'start no earlier than TIME (now+1hour, 16:00, tomorrow, 2026-12-01T09:00)')
     .option('-d, --dependency <list>', 'start only after other jobs: afterok:ID[:ID], afterany:ID, afternotok:ID, after:ID[+MIN], singleton; , all, ? any')
+    .option('-a, --array <ids>', 'a job array: one job per task id (0-15, 1,3,5-9, 0-15:4), %N at most N at once (0-99%10); output names take %A (array id) and %a (task id)')
     .option('--immediate [seconds]', 'sbatch\'s: fail unless the job starts within this many seconds (default 0: now); waits to say which')
     .option('--file <job.toml>', 'job description file (flags override it)')
     .option('--many <file>', 'many jobs in one call: a file (- for standard input) of JSON lines with job.toml\'s keys; the flags apply to each')
     .option(...controllerOption)
     .option('--json', 'print {"id": N}')
-    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n  taras submit --immediate -N 2 -t 10 run.sh     # fails (exit 1) unless it starts now\n  taras submit --many jobs.jsonl -t 10           # one job a line: {"script": "run.sh", "arguments": ["3"]}\n')
+    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n  taras submit --immediate -N 2 -t 10 run.sh     # fails (exit 1) unless it starts now\n  taras submit --array=0-15%4 -o out-%A_%a.txt run.sh   # 16 tasks, 4 at a time\n  taras submit --many jobs.jsonl -t 10           # one job a line: {"script": "run.sh", "arguments": ["3"]}\n')
     .action(async (script: string | undefined, args: string[], flags: Record<string, string | boolean | undefined>, cmd: Command) => {
       const { readFileSync } = await import('node:fs');
       // The modules submit needs, not the whole jobspec surface: the TOML parser loads only for --file.
@@ -183,11 +184,13 @@ export function registerJobCommands(program: Command): void {
     .option('-l, --long', 'add CPUs, memory, submit time, limit and working directory')
     .option('-u, --user <name>', 'only this user\'s jobs')
     .option('-s, --state <states>', 'only these states, e.g. PENDING,RUNNING')
+    .option('-r, --array', 'a job array\'s pending tasks one line each (squeue -r); without it they share one line, 12_[4-15%4]')
     .option(...controllerOption)
     .option('--json', 'print the jobs as JSON')
-    .addHelpText('after', '\nExamples:\n  taras queue\n  taras queue --user alice --state PENDING\n  taras queue --json\n')
-    .action(async (flags: { long?: boolean; user?: string; state?: string; controller?: string; json?: boolean }) => {
+    .addHelpText('after', '\nExamples:\n  taras queue\n  taras queue --user alice --state PENDING\n  taras queue -r        # job arrays: every task on its own line\n  taras queue --json\n')
+    .action(async (flags: { long?: boolean; user?: string; state?: string; array?: boolean; controller?: string; json?: boolean }) => {
       const query = new URLSearchParams();
+      if (flags.array) query.set('array', '1');
       if (flags.user) query.set('user', flags.user);
       if (flags.state) query.set('state', flags.state);
       await withClient(flags.controller, async (api) => {
@@ -208,9 +211,9 @@ export function registerJobCommands(program: Command): void {
     .argument('<id>', 'job id')
     .option(...controllerOption)
     .option('--json', 'print the job as JSON')
-    .addHelpText('after', '\nExamples:\n  taras show 42\n  taras show 42 --json\n')
+    .addHelpText('after', '\nExamples:\n  taras show 42\n  taras show 12_3     # task 3 of job array 12\n  taras show 42 --json\n')
     .action(async (raw: string, flags: { controller?: string; json?: boolean }) => {
-      const [id] = parseJobIds([raw]);
+      const [id] = parseJobRefs([raw]);
       await withClient(flags.controller, async (api) => {
         const job = await api.get<import('../api/types.js').ApiJobWithEvents>(`/jobs/${id}`);
         if (flags.json) return printJson(job);
@@ -227,7 +230,7 @@ export function registerJobCommands(program: Command): void {
     .option('--json', 'print as JSON')
     .addHelpText('after', '\nExamples:\n  taras when 42\n')
     .action(async (raw: string, flags: { controller?: string; json?: boolean }) => {
-      const [id] = parseJobIds([raw]);
+      const [id] = parseJobRefs([raw]);
       await withClient(flags.controller, async (api) => {
         const when = await api.get<import('../api/types.js').ApiWhen>(`/jobs/${id}/when`);
         if (flags.json) return printJson(when);
@@ -268,17 +271,23 @@ export function registerJobCommands(program: Command): void {
     .option('--all', 'all of your own pending and running jobs')
     .option(...controllerOption)
     .option('--json', 'print the jobs as JSON')
-    .addHelpText('after', '\nExamples:\n  taras cancel 42 43\n  taras cancel --all\n')
+    .addHelpText('after', '\nExamples:\n  taras cancel 42 43\n  taras cancel 12      # a job array: all its tasks\n  taras cancel 12_3    # one task of array 12\n  taras cancel 12_[1-3,7]\n  taras cancel --all\n')
     .action(async (raw: string[], flags: { all?: boolean; controller?: string; json?: boolean }) => {
       if (!flags.all && raw.length === 0) fail('error: name the jobs to cancel, or --all for all of yours');
       await withClient(flags.controller, async (api) => {
         // One request for the whole set: the controller cancels the pending ones first, so none of them starts.
-        const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>('/jobs/cancel', flags.all ? { all: true } : { ids: parseJobIds(raw) });
+        const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>('/jobs/cancel', flags.all ? { all: true } : { ids: parseJobRefs(raw) });
         if (flags.json) return printJson(jobs);
         // A refusal (another user's job) is an error: stderr, and exit 1 below.
+        // A job array's many tasks: refusals one by one, the rest counted (a line per task up to 20).
+        const accepted = jobs.filter((job) => job.result !== 'refused');
         for (const job of jobs) {
           if (job.result === 'refused') process.stderr.write(`error: ${job.message}\n`);
-          else print(job.message);
+          else if (accepted.length <= 20) print(job.message);
+        }
+        if (accepted.length > 20) {
+          const count = (result: string) => accepted.filter((job) => job.result === result).length;
+          print(`${accepted.length} jobs: ${count('cancelled')} pending cancelled, ${count('signalled')} running signalled, ${count('ended')} had already ended`);
         }
         if (jobs.length === 0) print('no jobs to cancel');
         if (jobs.some((job) => job.result === 'refused')) process.exitCode = 1;

@@ -12,6 +12,7 @@ import type { ApiSubmitted } from '../api/types.js';
 import type { ApiClient } from '../net/client.js';
 import { withClient, withRetries } from './controller-client.js';
 import { fail } from './flags.js';
+import { formatTaskIds } from '../jobspec/array.js';
 
 /** Requests in flight at once: enough to keep the controller's group commit full, few enough to be polite. */
 const IN_FLIGHT = 8;
@@ -138,12 +139,5 @@ async function sendAll(api: ApiClient, bodies: readonly unknown[]): Promise<numb
 
 /** `12-15,18,20-21`: ids as ranges, in the order given. */
 export function idRanges(ids: readonly number[]): string {
-  const parts: string[] = [];
-  for (let i = 0; i < ids.length;) {
-    let j = i;
-    while (j + 1 < ids.length && ids[j + 1] === ids[j] + 1) j++;
-    parts.push(j === i ? String(ids[i]) : `${ids[i]}-${ids[j]}`);
-    i = j + 1;
-  }
-  return parts.join(',');
+  return formatTaskIds(ids);
 }

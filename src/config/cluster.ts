@@ -14,6 +14,7 @@ import { expandHostlist } from './hostlist.js';
 import { SourceIndex } from './locate.js';
 import { readNodes, readPartitions } from './topology.js';
 import { parseWarnSignal, type WarnSignal } from './units.js';
+import { MAX_ARRAY_SIZE_LIMIT } from '../jobspec/array.js';
 import { readProgramClasses, type PreemptMode, type ProgramClass } from './checkpoint.js';
 import { NODE_POLICIES } from '../api/types.js';
 
@@ -82,6 +83,8 @@ export interface ClusterConfig {
   readonly killGraceSeconds: number;
   /** Most PENDING jobs one user may have (Slurm's MaxSubmitJobs per user); 0: no cap. */
   readonly maxPendingPerUser: number;
+  /** Task ids of a job array stay below this (Slurm's MaxArraySize); absent: DEFAULT_MAX_ARRAY_SIZE (10001: ids 0-10000). */
+  readonly maxArraySize?: number;
   /** Submissions per second one user may make, on average (token bucket holding one second's worth); 0: no cap. */
   readonly maxSubmitRate: number;
   /** Most client connections the API holds open at once (TCP and the socket together); 0: derived from the file limit. */
@@ -163,7 +166,7 @@ const CLUSTER_KEYS = {
   known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
     'max_pending_per_user', 'max_submit_rate', 'max_connections', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key',
     'max_checkpoint_interval', 'max_checkpoint_duration',
-    'interactive', 'interactive_grace', 'interactive_idle', 'interactive_max_time', 'interactive_warn', 'kill_invalid_depend'],
+    'interactive', 'interactive_grace', 'interactive_idle', 'interactive_max_time', 'interactive_warn', 'kill_invalid_depend', 'max_array_size'],
   aliases: {
     clustername: 'name',
     schedulertype: 'policy',
@@ -175,6 +178,7 @@ const CLUSTER_KEYS = {
     minjobage: 'keep_finished',
     killwait: 'kill_grace',
     maxsubmitjobs: 'max_pending_per_user',
+    maxarraysize: 'max_array_size',
     maxsubmitjobsperuser: 'max_pending_per_user',
     authaltparameters: 'jwt_key',
   },
@@ -258,6 +262,8 @@ function readSettings(reader: TableReader, file: string): Settings {
       maxTimeSeconds: reader.duration('interactive_max_time', { example: '"8h"', minutesIfBare: false, unlimited: false, min: 1 }) ?? INTERACTIVE_DEFAULTS.maxTimeSeconds,
       warnSeconds: timer('interactive_warn', '"10m"', 0, INTERACTIVE_DEFAULTS.warnSeconds),
     },
+    // Only where the file gives it: the controller applies DEFAULT_MAX_ARRAY_SIZE (src/jobspec/array.ts) otherwise.
+    ...optionalTimer('maxArraySize', reader.integer('max_array_size', { example: '10001', min: 1, max: MAX_ARRAY_SIZE_LIMIT })),
   };
 }
 

@@ -25,6 +25,7 @@ import type { EndState, JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { LimitRefused, SubmitLimits } from './limits.js';
+import { resolveJobRef, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
@@ -252,7 +253,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     const answer = new Promise<JobId>((resolve, reject) => {
       try {
-        limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0));
+        limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0), taskCount(submission.spec, engine.config));
       } catch (error) {
         return reject(error);
       }
@@ -264,7 +265,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       // submissions that arrive during an fdatasync share the next commit and the next sync.
       if (batch.length === 0) void store.durable().then(() => setImmediate(flush), () => setImmediate(flush));
       batch.push({ ...submission, resolve, reject });
-      batchedByUser.set(user, (batchedByUser.get(user) ?? 0) + 1);
+      batchedByUser.set(user, (batchedByUser.get(user) ?? 0) + taskCount(submission.spec, engine.config));
     });
     if (flightKey !== undefined) {
       keysInFlight.set(flightKey, answer);
@@ -305,6 +306,18 @@ export async function startController(options: ControllerOptions): Promise<Runni
     if (!record) throw new RouteError(404, `no job ${id}`, 'list jobs with `taras queue`');
     return record;
   };
+  /**
+   * Job ids as users write them, resolved (src/controller/arrays.ts resolveJobRef): N, an array's id
+   * (all its tasks), ARRAYID_TASK. `one`: a route about one job takes N as that job and 12_3 as that task.
+   */
+  const resolveIds = (refs: readonly (string | number)[], one = false): JobId[] => refs.flatMap((ref) => {
+    if (one && typeof ref === 'number') return [jobId(ref)];
+    const resolved = resolveJobRef(ref, (id) => engine.active.get(jobId(id)) ?? store.job(jobId(id)));
+    if ('error' in resolved) throw new RouteError(/^no job|has no task/.test(resolved.error) ? 404 : 400, resolved.error, 'list jobs with `taras queue`');
+    return (one ? resolved.ids.slice(0, 1) : resolved.ids).map(jobId);
+  });
+  /** The `:id` of a route about one job: N or ARRAYID_TASK. */
+  const jobIdOf = (ctx: RequestContext): JobId => (/^\d+_\d+$/.test(ctx.params.id) ? resolveIds([ctx.params.id], true)[0] : parseId(ctx));
   /** Root, or in cluster.toml's `admins` (by name or "@group"). */
   const admin = (caller: Caller): boolean => isAdmin(caller, config.admins);
   const requireAdmin = (ctx: RequestContext, what: string): Caller => {
@@ -429,14 +442,14 @@ export async function startController(options: ControllerOptions): Promise<Runni
         // record, no planned start; finished jobs leave it by the minute), the last answer is reused.
         const key = `${ctx.query.toString()} ${engine.listingVersion()} ${Math.floor(Date.now() / 60_000)} ${viewer}`;
         if (queueCache?.engine !== engine || queueCache.key !== key) {
-          queueCache = { engine, key, queue: apiQueue(engine, visibleRecords(listFilter(ctx)), long, status, viewer === '*' ? undefined : viewer) };
+          queueCache = { engine, key, queue: apiQueue(engine, visibleRecords(listFilter(ctx)), long, status, viewer === '*' ? undefined : viewer, ctx.query.get('array') === '1') };
         }
         return { status: 200, body: { ...queueCache.queue, status } };
       },
     },
     { method: 'GET', path: '/jobs/:id', handler: (ctx) => {
       const caller = callerOf(ctx);
-      const record = findJob(parseId(ctx));
+      const record = findJob(jobIdOf(ctx));
       return { status: 200, body: shownTo(caller, admin(caller))(apiJobWithEvents(engine, record, store.events(record.id))) };
     } },
     ...jobActionRoutes(),
@@ -505,7 +518,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     } },
     { method: 'GET', path: '/jobs/:id/when', handler: (ctx) => {
       const caller = callerOf(ctx);
-      const when = apiWhen(engine, findJob(parseId(ctx)));
+      const when = apiWhen(engine, findJob(jobIdOf(ctx)));
       return { status: 200, body: { ...when, job: shownTo(caller, admin(caller))(when.job) } };
     } },
     {
@@ -532,7 +545,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         const caller = callerOf(ctx);
         const body = bodyOf(CancelBodySchema, ctx, '{"ids": [12, 13]} or {"all": true}');
         // Another user's jobs are refused one by one in the answer, unless the caller is an administrator.
-        const ids = body.ids !== undefined ? body.ids.map(jobId) : engine.activeJobsOf(body.user ?? caller.user);
+        const ids = body.ids !== undefined ? resolveIds(body.ids) : engine.activeJobsOf(body.user ?? caller.user);
         const results = engine.cancelMany(ids, caller.user, admin(caller));
         kick();
         return { status: 200, body: { jobs: results } };

@@ -20,6 +20,7 @@ import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
+import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray, withArrayEnvironment } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 
@@ -108,6 +109,8 @@ export interface StartOrder {
   readonly restart?: RestartAction | null;
   /** An interactive job's session (cluster.toml's interactive_grace, _idle, _warn); absent for batch jobs. */
   readonly interactive?: { readonly graceSeconds: number; readonly idleSeconds: number; readonly warnSeconds: number };
+  /** A task of a job array: the array's id, the task id, and the array's count, min, max and step (SLURM_ARRAY_*). */
+  readonly array?: { readonly jobId: number; readonly taskId: number; readonly count: number; readonly min: number; readonly max: number; readonly step: number };
 }
 
 /** The controller's side of the agents (HTTP in the daemon, direct calls in tests). */
@@ -475,9 +478,11 @@ export class ControllerEngine {
    * 'refuse') throws instead and keeps the old configuration.
    */
   private recover(): void {
+    // Running tasks of a throttled array hold their slots before the pending ones are admitted.
+    for (const record of this.store.runningJobs()) this.throttle.running(record);
     for (const record of this.store.pendingJobs()) {
       const failure = this.recoverOne(record, () => {
-        if (!record.held) {
+        if (!record.held && this.throttle.admit(record)) {
           this.enqueue(record);
           this.unpromised.push(record.id);
           this.noteStartDeadline(record);
@@ -656,6 +661,7 @@ export class ControllerEngine {
       }
     }
     const reasons = validateAgainstCluster(spec, this.config).map((rejection) => rejection.message);
+    reasons.push(...arrayRefusals(spec, this.config));
     reasons.push(...this.checkpointRefusals(spec));
     if ((spec.constraint?.anyOf.length ?? 0) > 1) {
       reasons.push(`--constraint '${spec.constraint!.text}': alternatives (|) are not supported yet; ask for one set of features (a&b)`);
@@ -729,8 +735,23 @@ export class ControllerEngine {
     const outcomes: (Accepted | undefined)[] = jobs.map(() => undefined);
     const admitted: { index: number; submission: Submission; spec: JobSpec; admission?: DeadlineAdmission }[] = [];
     const batchAhead: JobRequest[] = [];
+    const arrayKeys = new Map<string, number>();
+    const sameKey: { index: number; first: number }[] = [];
     jobs.forEach((submission, index) => {
       try {
+        // An array with a key stored before is answered at once: its tasks must not be stored again.
+        const earlier = submission.spec.array === undefined || submission.idempotencyKey === undefined ? undefined : this.store.jobForKey(submission.user, submission.idempotencyKey);
+        if (earlier !== undefined) {
+          outcomes[index] = { id: earlier, replayed: true };
+          return;
+        }
+        // The same key twice in this batch: the second answers the first's id after the commit.
+        const keyed = submission.spec.array === undefined || submission.idempotencyKey === undefined ? undefined : `${submission.user}\n${submission.idempotencyKey}`;
+        if (keyed !== undefined && arrayKeys.has(keyed)) {
+          sameKey.push({ index, first: arrayKeys.get(keyed)! });
+          return;
+        }
+        if (keyed !== undefined) arrayKeys.set(keyed, index);
         let spec = this.complete(submission.spec);
         this.resourcesOf(spec); // throws for a job no node set can hold
         // Checked again at the commit: the reservation may have been deleted since the submission was checked.
@@ -756,21 +777,28 @@ export class ControllerEngine {
       }
     });
     const nowMs = this.clockMs();
+    // An array's tasks are stored one job each, in order and in this one transaction (src/controller/arrays.ts).
+    const rows = admitted.flatMap((entry, position) => expandArray(entry.spec).map((spec, task) => ({ position, spec, first: task === 0 })));
     const records = this.store.submitRecords(
-      admitted.map(({ submission: { user, uid, idempotencyKey }, spec, admission }) => ({
-        user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
-        // The verified uid rides in the stored request (no schema change); only the start order reads it.
-        script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), spec.deadline === undefined ? undefined : admission?.guaranteed), idempotencyKey,
-      })),
+      rows.map(({ position, spec, first }) => {
+        const { submission: { user, uid, idempotencyKey }, admission } = admitted[position];
+        return {
+          user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
+          // The verified uid rides in the stored request (no schema change); only the start order reads it.
+          script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), spec.deadline === undefined ? undefined : admission?.guaranteed),
+          ...(first ? { idempotencyKey } : {}),
+        };
+      }),
       nowMs,
     );
-    records.forEach((record, position) => {
+    records.forEach((record, row) => {
+      const { position, first } = rows[row];
       const { index } = admitted[position];
       if (record.replayed) {
         outcomes[index] = { id: record.id, replayed: true };
         return;
       }
-      outcomes[index] = { id: record.id, replayed: false };
+      if (first) outcomes[index] = { id: record.id, replayed: false };
       const { admission } = admitted[position];
       if (admission !== undefined) this.admissions.set(record.id, admission);
       if (admission?.guaranteed) this.countedAtAcceptance.set(record.id, this.pool.countedNodes().length);
@@ -779,7 +807,8 @@ export class ControllerEngine {
       if (admission !== undefined && this.admissions.size > 10_000) this.admissions.delete(this.admissions.keys().next().value!);
       this.active.set(record.id, record);
       try {
-        if (!record.held) this.enqueue(record);
+        // A task of a throttled array past its %N waits out of the core (arrays.ts ArrayThrottle).
+        if (!record.held && this.throttle.admit(record)) this.enqueue(record);
         this.unpromised.push(record.id);
         this.noteStartDeadline(record);
       } catch (error) {
@@ -791,6 +820,10 @@ export class ControllerEngine {
       }
     });
     this.dirty = true;
+    for (const { index, first } of sameKey) {
+      const answer = outcomes[first]!;
+      outcomes[index] = 'refused' in answer ? answer : { id: answer.id, replayed: true };
+    }
     return outcomes as Accepted[];
   }
 
@@ -1007,6 +1040,7 @@ export class ControllerEngine {
     this.dirty = false;
     const started: JobId[] = [];
     this.plannedAt = null;
+    this.releaseThrottled();
     this.admitOverLimit();
     this.refreshDependencies();
     for (const job of this.scheduler.pass(now)) {
@@ -1028,7 +1062,7 @@ export class ControllerEngine {
       const record = this.append(job.id, { type: 'started', nodes, promisedMs }, this.clockMs());
       this.active.set(job.id, record);
       started.push(job.id);
-      const stored = this.specOf(record);
+      const stored = withArrayEnvironment(this.specOf(record), record, (task) => this.store.job(task as JobId));
       // --mem 0 (all of each node's memory): the agent limits the job to what was reserved for it on each node.
       const spec = stored.memoryMiB === 0 && job.resources ? { ...stored, memoryMiB: job.resources.memoryMiBPerNode } : stored;
       const order: StartOrder = {
@@ -1036,6 +1070,7 @@ export class ControllerEngine {
         warnSignal: spec.signal ?? this.config.warnSignal, killGraceSeconds: this.config.killGraceSeconds,
         ...this.checkpointOrder(record),
         ...(spec.interactive === undefined ? {} : { interactive: this.interactiveSession() }),
+        ...arrayOrder(record),
       };
       this.startsInFlight.add(job.id);
       this.agents.start(order).then(() => {
@@ -1337,6 +1372,8 @@ export class ControllerEngine {
 
   /** Why a pending job waits, where the engine knows more than its log (an interactive job waiting for its victims' checkpoints). */
   waitingReason(id: JobId): string | undefined {
+    // Slurm's reason for a task held back by its array's %N.
+    if (this.throttle.isWaiting(id)) return 'JobArrayTaskLimit: its array runs at most as many tasks at once as its %N';
     return this.waitingReasons.get(id) ?? this.overLimitReason(id) ?? this.dependencyReason(id) ?? this.nightReason(id);
   }
 
@@ -2226,8 +2263,38 @@ export class ControllerEngine {
     // Planned starts cost a projection of the whole queue for fcfs and easy and
     // decide nothing, so they are computed when asked for, once per pass.
     this.ensurePlan();
+    if (this.throttle.isWaiting(id)) return this.throttledStartMs(id);
     const seconds = this.scheduler.plannedStart(id);
     return seconds === undefined ? null : seconds * 1000;
+  }
+
+  /** Tasks of arrays with a %N throttle that wait out of the core for a slot. */
+  private readonly throttle = new ArrayThrottle();
+
+  /** Hands the core the waiting tasks of throttled arrays whose slots freed (each pass). */
+  private releaseThrottled(): void {
+    this.throttle.invalidate();
+    for (const id of this.throttle.release((task) => this.active.has(task as JobId), (task) => this.active.get(task as JobId)?.held === true)) {
+      const record = this.active.get(id as JobId)!;
+      this.scheduler.submit(this.coreRequest(record));
+      this.unpromised.push(record.id);
+      this.noteStartDeadline(record);
+    }
+  }
+
+  /** A waiting task's planned start: when a slot of its array frees (the ends of the tasks ahead), never before the plan's now. */
+  private throttledStartMs(id: JobId): number | null {
+    const limitMs = (task: number): number => {
+      const limit = this.specOf(this.active.get(task as JobId)!).timeLimitSeconds;
+      return typeof limit === 'number' ? limit * 1000 : Infinity;
+    };
+    const endOf = (task: number): number | null => {
+      const record = this.active.get(task as JobId);
+      if (record === undefined) return this.clockMs();
+      const start = record.startTimeMs ?? this.plannedStartMs(task as JobId);
+      return start === null ? null : start + limitMs(task);
+    };
+    return this.throttle.plannedStart(id, this.clockMs(), endOf, limitMs);
   }
 
   /** Whether a pending guaranteed job can no longer end by its deadline in any queue place (after the last plan). */

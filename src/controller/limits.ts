@@ -44,10 +44,11 @@ export class SubmitLimits {
    * those accepted but not yet committed, or throws LimitRefused. An admitted
    * submission spends a token even if it is refused later for another reason.
    */
-  admit(user: string, pending: number): void {
+  admit(user: string, pending: number, jobs = 1): void {
     if (user === 'root') return;
     const { maxPendingPerUser, maxSubmitRate } = this.caps();
-    if (maxPendingPerUser > 0 && pending >= maxPendingPerUser) {
+    // An array's tasks count one each, as Slurm counts them against MaxSubmitJobs.
+    if (maxPendingPerUser > 0 && pending + jobs - 1 >= maxPendingPerUser) {
       throw new LimitRefused(
         `user ${user} has ${pending} pending jobs, the most one user may have (max_pending_per_user = ${maxPendingPerUser}, Slurm's MaxSubmitJobs: QOSMaxSubmitJobPerUserLimit); nothing was stored`,
         `wait for some of them to start, or cancel some (taras queue --user ${user} --state PENDING), or ask an administrator to raise max_pending_per_user in cluster.toml`,

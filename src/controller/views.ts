@@ -12,6 +12,8 @@ import type { JobRecord, StoredJobEvent } from '../store/events.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { deadlineGuaranteed, type ControllerEngine, type DeadlineAdmission, type NodeStatus, type PlannedItem } from './engine.js';
 import { ownerOf, type Reservation } from './reservations.js';
+import { arrayTaskOf } from './arrays.js';
+import { formatTaskIds } from '../jobspec/array.js';
 
 export const VERSION = '0.1.0';
 
@@ -22,7 +24,8 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
   const limitSeconds = spec.timeLimitSeconds === 'UNLIMITED' ? null : spec.timeLimitSeconds;
   const plannedMs = record.state === 'PENDING' ? engine.plannedStartMs(record.id) : null;
   const startMs = record.startTimeMs ?? plannedMs;
-  const names = { jobId: record.id, user: record.user, name: record.name };
+  const task = arrayTaskOf(record);
+  const names = { jobId: record.id, user: record.user, name: record.name, ...(task === undefined ? {} : { array: { jobId: task.jobId, taskId: task.taskId } }) };
   const inDir = (path: string) => (path.startsWith('/') ? path : `${spec.workingDir}/${path}`);
   const stdoutPath = inDir(expandPattern(spec.output, names));
   return {
@@ -61,6 +64,7 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
     type: jobTypeOf(spec),
     deadline: iso(spec.deadline?.atMs),
     guaranteed: deadlineGuaranteed(record),
+    ...(task === undefined ? {} : { arrayJobId: task.jobId, arrayTaskId: task.taskId }),
   };
 }
 
@@ -111,8 +115,21 @@ function endAfterSeconds(engine: ControllerEngine, record: JobRecord, limitSecon
  * With `onlyDirsOf`, working directories (--long) are shown for that user's
  * jobs only (a user who is not an administrator); others get ''.
  */
-export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus, onlyDirsOf?: string): ApiQueue {
+export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus, onlyDirsOf?: string, unfoldArrays = false): ApiQueue {
   const n = records.length;
+  // Job arrays as squeue shows them: a task that runs (or ended) on its own line as 12_3; the pending
+  // tasks of an array on one line, 12_[4-15%4], where the first of them is in the queue (unless unfolded, squeue -r).
+  const tasks = records.map((record) => arrayTaskOf(record));
+  const pendingTasks = new Map<number, number[]>();
+  if (!unfoldArrays) {
+    tasks.forEach((task, i) => {
+      if (task === undefined || records[i].state !== 'PENDING') return;
+      let list = pendingTasks.get(task.jobId);
+      if (list === undefined) pendingTasks.set(task.jobId, list = []);
+      list.push(task.taskId);
+    });
+  }
+  const folded = new Set<number>();
   const starts = new Array<number | null>(n);
   const order = queueOrderOf(records, (record, i) => {
     const start = record.startTimeMs ?? (record.state === 'PENDING' ? engine.plannedStartMs(record.id) : null);
@@ -124,13 +141,24 @@ export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[]
   for (let k = 0; k < n; k++) {
     const i = order[k];
     const record = records[i];
+    const task = tasks[i];
+    let label: string | null = null;
+    if (task !== undefined) {
+      const pending = record.state === 'PENDING' ? pendingTasks.get(task.jobId) : undefined;
+      if (pending === undefined || pending.length === 1) label = `${task.jobId}_${task.taskId}`;
+      else if (folded.has(task.jobId)) continue;
+      else {
+        folded.add(task.jobId);
+        label = `${task.jobId}_[${formatTaskIds(pending.sort((a, b) => a - b), task.throttle)}]`;
+      }
+    }
     const spec = engine.specOf(record);
     const limitSeconds = spec.timeLimitSeconds === 'UNLIMITED' ? null : spec.timeLimitSeconds;
     const start = toOffset(starts[i], base);
     packer.add(
       record.id, record.user, record.state, record.partition, record.nodes.length === 0 ? '' : record.nodes.join(','), record.nodes.length > 0 ? record.nodes.length : spec.nodes.min,
       start, start !== null && limitSeconds !== null && record.endTimeMs === null ? start + limitSeconds : null, toOffset(record.endTimeMs, base), record.name,
-      typeLetter(jobTypeOf(spec)), toOffset(spec.deadline?.atMs ?? null, base),
+      typeLetter(jobTypeOf(spec)), toOffset(spec.deadline?.atMs ?? null, base), label,
     );
     if (long) {
       packer.addLong((spec.ntasks ?? spec.nodes.min) * spec.cpusPerTask, spec.memoryMiB ?? null, Math.floor(record.submitTimeMs / 1000) - base, limitSeconds,

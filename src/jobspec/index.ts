@@ -19,3 +19,4 @@ export {
   parseTime, parseMemory, parseNodes, parseExport, parseConstraint, formatSbatchTime, formatHumanTime, formatMemory,
   formatNodes, formatExport, TIME_FORMS,
 } from './values.js';
+export { parseArraySpec, arrayFacts, formatTaskIds, taskName, parseArrayJobId, DEFAULT_MAX_ARRAY_SIZE, type ArrayTasks, type ArrayFacts } from './array.js';

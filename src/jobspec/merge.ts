@@ -171,7 +171,8 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
     ...(values.partition === undefined ? {} : { partition: values.partition }),
     name: defaulted('name', posix.basename(script)),
     workingDir: chdir === undefined ? defaulted('workingDir', context.submitDir) : posix.resolve(context.submitDir, chdir),
-    output: defaulted('output', DEFAULT_OUTPUT),
+    // A job array's default, as sbatch's slurm-%A_%a.out: taras-12_3.out.
+    output: defaulted('output', values.array === undefined ? DEFAULT_OUTPUT : DEFAULT_OUTPUT.replace('%j', '%A_%a')),
     ...(values.error === undefined ? {} : { error: values.error }),
     export: defaulted('export', { all: true, variables: [] }),
     ...(values.constraint === undefined ? {} : { constraint: values.constraint }),
@@ -189,6 +190,7 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
     ...(values.hold === true ? { hold: true } : {}),
     ...(beginMs === undefined ? {} : { beginMs }),
     ...(values.dependency === undefined ? {} : { dependency: values.dependency }),
+    ...(values.array === undefined ? {} : { array: { text: values.array.text } }),
   };
   return { ok: true, value: { spec, origins }, warnings: [] };
 }

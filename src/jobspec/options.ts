@@ -4,6 +4,7 @@
 // value form is defined once.
 
 import { closestWord } from '../config/suggest.js';
+import { MAX_ARRAY_SIZE_LIMIT, parseArraySpec } from './array.js';
 import { checkPattern } from './pattern.js';
 import type { ItemKey, JobValues } from './types.js';
 import {
@@ -62,6 +63,7 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'checkpointInterval', long: 'checkpoint-interval', tomlKey: 'checkpoint_interval', label: 'Checkpoint interval', valueName: 'TIME', parse: parseCheckpointTime }),
   option({ key: 'checkpointDuration', long: 'checkpoint-duration', tomlKey: 'checkpoint_duration', label: 'Checkpoint duration', valueName: 'TIME', parse: parseCheckpointTime }),
   option({ key: 'programClass', long: 'program-class', tomlKey: 'program_class', label: 'Program class', valueName: 'NAME', parse: parsePartition }),
+  option({ key: 'array', long: 'array', short: 'a', tomlKey: 'array', label: 'Array', valueName: 'IDS[%N]', parse: (raw) => parseArraySpec(raw, MAX_ARRAY_SIZE_LIMIT) }), // the cluster's max_array_size: the controller's check
   option({ key: 'requeue', long: 'no-requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: false, parse: noValue }),
   option({ key: 'hold', long: 'hold', short: 'H', tomlKey: 'hold', label: 'Held', switchValue: true, parse: noValue }),
   option({ key: 'begin', long: 'begin', short: 'b', tomlKey: 'begin', label: 'Begin', valueName: 'TIME', parse: parseBeginText }),
@@ -89,11 +91,11 @@ export function optionForKey(key: ItemKey): JobOption | undefined {
  * rather than "unknown". Long names, then short letters.
  */
 const UNSUPPORTED_LONG = [
-  'account', 'array', 'comment', 'exclude', 'exclusive', 'get-user-env', 'gpus',
+  'account', 'comment', 'exclude', 'exclusive', 'get-user-env', 'gpus',
   'gres', 'input', 'licenses', 'mail-type', 'mail-user', 'mem-per-cpu', 'mem-per-gpu', 'nice', 'nodelist',
   'ntasks-per-node', 'open-mode', 'oversubscribe', 'priority', 'qos', 'time-min', 'wait', 'wrap',
 ];
-const UNSUPPORTED_SHORT = ['A', 'a', 'x', 'w', 'G', 'i', 'L', 'q', 's', 'W'];
+const UNSUPPORTED_SHORT = ['A', 'x', 'w', 'G', 'i', 'L', 'q', 's', 'W'];
 
 /** The message (shown after the option) for one not in the table: an unsupported sbatch option, or unknown with a did-you-mean. */
 export function unknownOptionMessage(written: string): string {

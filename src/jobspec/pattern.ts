@@ -1,5 +1,6 @@
 // Output and error file name patterns as sbatch writes them: %j job id,
-// %u user, %x job name, %% a literal %, an optional zero-padding width
+// %u user, %x job name, %A array id and %a task id (for a job that is not
+// in an array, %A is its id and %a is 4294967294, as sbatch writes them), %% a literal %, an optional zero-padding width
 // (%4j -> 0042), and a pattern with a backslash taken literally (backslashes
 // removed, nothing replaced). Checked when parsed, expanded by the shell that
 // starts the job.
@@ -8,10 +9,15 @@ export interface PatternValues {
   readonly jobId: number | string;
   readonly user: string;
   readonly name: string;
+  /** A task of a job array: the array's id (%A) and the task id (%a). */
+  readonly array?: { readonly jobId: number; readonly taskId: number };
 }
 
+/** What sbatch writes for %a of a job that is not in an array (NO_VAL). */
+const NO_TASK = 4294967294;
+
 const SPECIFIER = /%(\d*)(.?)/g;
-const SUPPORTED = 'j (job id), u (user), x (job name) and %% (a literal %)';
+const SUPPORTED = 'j (job id), u (user), x (job name), A (array id), a (array task id) and %% (a literal %)';
 
 /** Undefined when the pattern is usable; otherwise what is wrong. */
 export function checkPattern(pattern: string): string | undefined {
@@ -20,18 +26,22 @@ export function checkPattern(pattern: string): string | undefined {
   for (const match of pattern.matchAll(SPECIFIER)) {
     const letter = match[2];
     if (letter === '') return `'${pattern}' ends in a lone %: write %% for a literal %`;
-    if (!'jux%'.includes(letter)) return `'%${match[1]}${letter}' in '${pattern}' is not supported: Taras expands %${SUPPORTED}`;
+    if (!'juxAa%'.includes(letter)) return `'%${match[1]}${letter}' in '${pattern}' is not supported: Taras expands %${SUPPORTED}`;
   }
   return undefined;
 }
 
-/** Replaces %j, %u, %x and %% in a pattern that checkPattern accepted. */
+/** Replaces %j, %u, %x, %A, %a and %% in a pattern that checkPattern accepted. */
 export function expandPattern(pattern: string, values: PatternValues): string {
   if (pattern.includes('\\')) return pattern.replaceAll('\\', '');
   return pattern.replace(SPECIFIER, (whole, width: string, letter: string) => {
     switch (letter) {
       case 'j':
         return String(values.jobId).padStart(width === '' ? 0 : Number(width), '0');
+      case 'A':
+        return String(values.array?.jobId ?? values.jobId).padStart(width === '' ? 0 : Number(width), '0');
+      case 'a':
+        return String(values.array?.taskId ?? NO_TASK).padStart(width === '' ? 0 : Number(width), '0');
       case 'u':
         return values.user;
       case 'x':

@@ -38,6 +38,7 @@ export function renderSummary(spec: JobSpec, options: SummaryOptions = {}): stri
     ['Export', formatExport(spec.export), 'export'],
     ['Constraint', spec.constraint?.text ?? '(none)', 'constraint'],
     ['Requeue', spec.requeue ? 'yes' : 'no', 'requeue'],
+    ...(spec.array === undefined ? [] : [['Array', spec.array.text, 'array'] as [string, string, ItemKey]]),
     ...(spec.reservation === undefined ? [] : [['Reservation', spec.reservation, 'reservation'] as [string, string, ItemKey]]),
     ...(spec.deadline === undefined ? [] : [['Deadline', `${new Date(spec.deadline.atMs).toString().slice(0, 24)} (${spec.deadline.policy})`, 'deadline'] as [string, string, ItemKey]]),
   );

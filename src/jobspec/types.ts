@@ -4,6 +4,7 @@
 
 import type { DependencySpec } from './dependency.js';
 import type { WarnSignal } from '../config/units.js';
+import type { ArrayTasks } from './array.js';
 
 /** Nodes as in `--nodes 2-4`: at least `min`, at most `max` (absent: exactly `min`). */
 export interface NodeRange {
@@ -87,6 +88,8 @@ export interface JobValues {
   readonly begin: string;
   /** sbatch --dependency (-d). */
   readonly dependency: DependencySpec;
+  /** sbatch's --array: the task ids and the %N throttle. */
+  readonly array: ArrayTasks;
   /** The batch script's path as given (command operand or job.toml `script`). */
   readonly script: string;
   readonly scriptArgs: readonly string[];
@@ -169,6 +172,21 @@ export interface JobSpec {
   readonly beginMs?: number;
   /** sbatch --dependency: started only once these jobs have (see dependency.ts). */
   readonly dependency?: DependencySpec;
+  /** A job array (sbatch --array): one job per task, see ArrayMember. */
+  readonly array?: ArrayMember;
+}
+
+/**
+ * `spec.array`: as submitted, only `text` (--array's value; the controller
+ * parses it against its max_array_size). Each task's stored spec adds its
+ * task id and its place in the array (the array's id, the first task's job
+ * id, is the task's job id less `index`: the tasks are stored in one
+ * transaction, with consecutive ids).
+ */
+export interface ArrayMember {
+  readonly text: string;
+  readonly taskId?: number;
+  readonly index?: number;
 }
 
 /** `spec.checkpoint`: the job handles its program class's signals, so it can be preempted and restarted from its checkpoint. */

@@ -80,7 +80,9 @@ export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: strin
     ['Requeue', job.requeue ? 'yes, if its node fails' : 'no'],
   );
   if (job.deadline !== null) rows.push(['Deadline', `${at(job.deadline)}, ${job.guaranteed ? 'guaranteed' : 'not guaranteed'} (a priority job)`]);
-  const lines = [`Job ${job.id}`, ...keyValueLines(rows).map((line) => `  ${line}`), ''];
+  // A task of a job array: its Slurm name too (12_3).
+  const title = job.arrayJobId === undefined ? `Job ${job.id}` : `Job ${job.id} (task ${job.arrayJobId}_${job.arrayTaskId} of array ${job.arrayJobId})`;
+  const lines = [title, ...keyValueLines(rows).map((line) => `  ${line}`), ''];
   if (job.events.length === 0) lines.push('No events recorded.');
   else {
     lines.push(`Events (${job.events.length}):`);

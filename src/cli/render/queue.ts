@@ -49,7 +49,7 @@ function header(view: QueueView, clock: LocalClock): string[] {
 
 // Indexes into QueueSegment.first/step (SEGMENT_COLUMNS).
 const ID = 0, USER = 1, STATE = 2, PARTITION = 3, NODES = 4, NODE_COUNT = 5, START = 6, LENGTH = 7, END_TIME = 8, NAME = 9;
-const CPUS = 10, MEMORY = 11, SUBMIT = 12, LIMIT = 13, WORKDIR = 14, TYPE = 15, DEADLINE = 16;
+const CPUS = 10, MEMORY = 11, SUBMIT = 12, LIMIT = 13, WORKDIR = 14, TYPE = 15, DEADLINE = 16, LABEL = 17;
 
 /** A column of the table, read a segment at a time (rows where every packed column stays in one run). */
 interface QueueColumn {
@@ -113,12 +113,14 @@ function columns(queue: ApiQueue, long: boolean, clock: LocalClock): QueueColumn
     const ended = segment.first[END_TIME];
     return ended === null ? '-' : clock.end((base + ended) * 1000, at);
   });
+  // A job array's row shows its label (12_3, 12_[4-15%4]), the same for the whole segment.
   const id: QueueColumn = {
     head: 'JOBID', right: true,
-    varies: (segment) => segment.rows > 1 && segment.step[ID] !== 0,
-    cell: (segment, j) => String(segment.first[ID]! + segment.step[ID] * j),
+    varies: (segment) => segment.rows > 1 && segment.step[ID] !== 0 && segment.first[LABEL] === null,
+    cell: (segment, j) => (segment.first[LABEL] !== null ? text[segment.first[LABEL]!] : String(segment.first[ID]! + segment.step[ID] * j)),
     // Ids within a segment step evenly: the widest is at one end.
-    widest: (segment) => Math.max(String(segment.first[ID]).length, String(segment.first[ID]! + segment.step[ID] * (segment.rows - 1)).length),
+    widest: (segment) => (segment.first[LABEL] !== null ? widths[segment.first[LABEL]!]
+      : Math.max(String(segment.first[ID]).length, String(segment.first[ID]! + segment.step[ID] * (segment.rows - 1)).length)),
   };
   const nodes = constant('NODES', (segment) => {
     // The allocated nodes, or for a job with none yet how many it asks for.
