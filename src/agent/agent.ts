@@ -51,6 +51,12 @@ interface Report {
   exitCode: number | null;
   endTimeMs: number | null;
   reason?: string;
+  /** What the job used and the signal that ended it (ended runs only). */
+  signal?: string | null;
+  cpuSeconds?: number | null;
+  userCpuSeconds?: number | null;
+  systemCpuSeconds?: number | null;
+  maxRssKiB?: number | null;
 }
 
 const REPORTED = 'reported';
@@ -150,7 +156,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const reportOf = (jobId: number, run: number, dir: string): Report | null => {
     const status = readStatus(dir);
     if (hasEnded(status)) {
-      return { jobId, run, state: status.state, exitCode: status.exitCode, endTimeMs: Date.parse(status.endTime), reason: status.reason ?? undefined };
+      return {
+        jobId, run, state: status.state, exitCode: status.exitCode, endTimeMs: Date.parse(status.endTime), reason: status.reason ?? undefined,
+        signal: status.signal, cpuSeconds: status.cpuSeconds, userCpuSeconds: status.userCpuSeconds ?? null,
+        systemCpuSeconds: status.systemCpuSeconds ?? null, maxRssKiB: status.maxRssKiB,
+      };
     }
     if (status && isAlive(status.supervisorPid, status.supervisorStartTicks)) return null;
     const launched = launchedPid.get(runKey(jobId, run));

@@ -16,6 +16,7 @@ const modules: Record<string, () => Promise<(program: Command) => void>> = {
   plan: async () => (await import('./plan.js')).registerPlanCommand,
   checkpoint: async () => (await import('./checkpoint.js')).registerCheckpointCommands,
   interactive: async () => (await import('./interactive.js')).registerInteractiveCommands,
+  acct: async () => (await import('./acct.js')).registerAcctCommands,
 };
 const moduleOfCommand: Record<string, string> = {
   simulate: 'simulate', workload: 'workload', demo: 'demo', admin: 'admin', reserve: 'planning', whatif: 'planning',
@@ -24,6 +25,7 @@ const moduleOfCommand: Record<string, string> = {
   plan: 'plan',
   requeue: 'checkpoint', suspend: 'checkpoint', resume: 'checkpoint', checkpointed: 'checkpoint',
   run: 'interactive', alloc: 'interactive', attach: 'interactive',
+  acct: 'acct', report: 'acct',
 };
 
 // No top-level await: bin/taras.js runs the bundle of this module as a script (to reuse V8's code cache).
@@ -73,7 +75,7 @@ Examples:
 }
 
 /** The commands that talk to the controller and return: they may exit as soon as they are done (not daemons, not `up`). */
-const CLIENT_MODULES: ReadonlySet<string> = new Set(['jobs', 'admin', 'plan', 'checkpoint']);
+const CLIENT_MODULES: ReadonlySet<string> = new Set(['jobs', 'admin', 'plan', 'checkpoint', 'acct']);
 
 /**
  * `taras queue | head`: the reader left, so the output is done: exit quietly (as squeue

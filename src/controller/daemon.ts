@@ -26,6 +26,7 @@ import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../
 import { ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { LimitRefused, SubmitLimits } from './limits.js';
 import { attachRoute } from './interactive.js';
+import { accountingRoutes } from './accounting.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
 import { admittedDeadline, apiDeadline, apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhatIf, apiWhen } from './views.js';
@@ -440,6 +441,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
       return { status: 200, body: shownTo(caller, admin(caller))(apiJobWithEvents(engine, record, store.events(record.id))) };
     } },
     ...jobActionRoutes(),
+    // taras acct / taras report: every job, kept for good (src/controller/accounting.ts).
+    ...accountingRoutes({
+      store, callerOf, isAdmin: admin, nowMs: () => Date.now(),
+      totalCpus: () => engine.config.nodes.reduce((sum, node) => sum + node.cpus, 0),
+    }),
     // Like the queue, for every verified user (the guard below refuses anonymous callers).
     { method: 'GET', path: '/reservations', handler: () => {
       return { status: 200, body: { reservations: engine.listReservations().map((r) => apiReservation(engine, r, Date.now())) } };
