@@ -337,8 +337,7 @@ export class Store {
       sql += ' LIMIT ?';
       all.push(query.limit);
     }
-    const statement = this.prepared(sql);
-    return (statement.all(...all) as Parameters<typeof accountingRow>[0][]).map(accountingRow);
+    return (this.prepared(sql).raw(true).all(...all) as unknown[][]).map(accountingRow);
   }
 
   /** A statement of a query built from a filter, prepared once per shape. */
