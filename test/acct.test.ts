@@ -13,6 +13,7 @@ import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { readClusterConfig } from '../src/config/load.js';
+import { usageReport } from '../src/controller/accounting.js';
 import { startController, type RunningController } from '../src/controller/daemon.js';
 import { openStore } from '../src/store/store.js';
 import { runAs } from './auth-helpers.js';
@@ -105,13 +106,31 @@ describe('taras acct on a live cluster', () => {
     assert.ok(json.jobs[0].job.cpuSeconds > 0);
     const csv = cli(url, 'acct', '-j', String(ids.fails), '--csv', '-o', 'JobID,Reason');
     assert.equal(csv.stdout, `JobID,Reason\n${ids.fails},exit code 3\n`);
-    // Nothing ran before midnight a year ago, and tomorrow's window is empty.
-    assert.equal(cli(url, 'acct', '-n', '-E', 'now-400days').stdout, '');
+    // Nothing existed a year ago; an end before the start is refused.
+    assert.deepEqual(cli(url, 'acct', '-n', '-S', 'now-401days', '-E', 'now-400days'), { code: 0, stdout: '', stderr: '' });
+    assert.match(cli(url, 'acct', '-E', 'now-400days').stderr, /--endtime 'now-400days' is before --starttime 'midnight'; give an end after the start/);
     const bad = cli(url, 'acct', '-S', 'yesterdayish');
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /--starttime 'yesterdayish': not a time sacct reads; give HH:MM/);
     assert.match(cli(url, 'acct', '-o', 'JobID,Bogus').stderr, /'Bogus' is not a field Taras knows/);
     assert.match(cli(url, 'acct', '-s', 'XX').stderr, /'XX' is not a job state/);
+  });
+
+  it('taras report: usage per user over the period, a bar chart, and --json', () => {
+    const report = JSON.parse(cli(url, 'report', '-S', 'now-1hours', '--json').stdout) as import('../src/api/types.js').ApiUsageReport;
+    assert.equal(report.cpuSecondsAvailable, 16 * 8 * 3600, "the default cluster's 16 nodes of 8 CPUs for an hour");
+    assert.equal(report.users.length, 1);
+    const [mine] = report.users;
+    assert.deepEqual([mine.user, mine.jobs], ['root', 3]);
+    assert.ok(mine.allocCpuSeconds > 0.2 && mine.allocCpuSeconds < 60, `allocated ${mine.allocCpuSeconds} CPU-s`);
+    assert.ok(mine.usedCpuSeconds > 0.2, `used ${mine.usedCpuSeconds}`);
+    assert.ok(mine.meanWaitSeconds !== null && mine.meanWaitSeconds >= 0 && mine.meanWaitSeconds < 30);
+    assert.equal(mine.share, mine.allocCpuSeconds / report.cpuSecondsAvailable);
+    const text = cli(url, 'report', '-S', 'now-1hours').stdout;
+    assert.match(text, /USER\s+JOBS\s+CPU-HOURS\s+USED\s+MEAN WAIT\s+SHARE/);
+    assert.match(text, /\nroot\s+3\s+0\.0\d/);
+    assert.match(text, /Share of the machine:\nroot \.{10,}\s+0\.\d %/);
+    assert.match(cli(url, 'report', '-S', 'now-401days', '-E', 'now-400days').stdout, /No job ran in this period/);
   });
 
   it('stores the usage in the ended event (and the job row)', () => {
@@ -128,6 +147,28 @@ describe('taras acct on a live cluster', () => {
     } finally {
       store.close();
     }
+  });
+});
+
+describe('usageReport', () => {
+  it('counts allocated CPU time inside the period only, waits of jobs started in it, and each user\'s share', () => {
+    const job = (over: Partial<import('../src/store/rows.js').AccountingRow>) => ({
+      id: 1, user: 'ada', name: 'j', partition: 'batch', state: 'COMPLETED' as const, reason: null, submitMs: 0, eligibleMs: 0, startMs: 0, endMs: 0,
+      plannedStartMs: null, nodes: ['n1'], allocCpus: 2, timeLimitSeconds: 60, exitCode: 0, exitSignal: null, cpuSeconds: 10,
+      userCpuSeconds: 9, systemCpuSeconds: 1, maxRssKiB: 1, requeueCount: 0, ...over,
+    });
+    const rows = [
+      job({ eligibleMs: 500_000, startMs: 900_000, endMs: 1_500_000 }), // 500 s inside [1000 s, 2000 s], started before it
+      job({ id: 2, eligibleMs: 1_000_000, startMs: 1_100_000, endMs: 1_300_000 }), // all 200 s inside, waited 100 s
+      job({ id: 3, user: 'bob', allocCpus: 4, eligibleMs: 1_500_000, startMs: 1_800_000, endMs: null }), // running: 200 s to the period's end
+      job({ id: 4, user: 'bob', startMs: null, endMs: null, state: 'PENDING' }),
+    ];
+    const report = usageReport(rows, 1_000_000, 2_000_000, 8, 5_000_000);
+    assert.equal(report.cpuSecondsAvailable, 8000);
+    assert.deepEqual(report.users, [
+      { user: 'ada', jobs: 2, allocCpuSeconds: 2 * 500 + 2 * 200, usedCpuSeconds: 20, meanWaitSeconds: 100, share: 1400 / 8000 },
+      { user: 'bob', jobs: 1, allocCpuSeconds: 4 * 200, usedCpuSeconds: 0, meanWaitSeconds: 300, share: 800 / 8000 },
+    ]);
   });
 });
 
