@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { execFile, spawnSync, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -45,7 +46,7 @@ describe('taras acct on a live cluster', () => {
   before(async () => {
     const controller = await startDaemon(taras, started, ['controller', '--data', data, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, work);
     url = controller.match[1];
-    await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '2x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 2 node/, work);
+    await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '2x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key'), '--keep-job-dirs', '0'], /registered 2 node/, work);
     const scripts: Record<string, string> = {
       // About a second of CPU in the shell, and 64 MiB touched by a child.
       busy: '#!/bin/sh\n#TARAS --time 1\n#TARAS -J busy\ni=0; while [ $i -lt 300000 ]; do i=$((i+1)); done\n'
@@ -131,6 +132,13 @@ describe('taras acct on a live cluster', () => {
     assert.match(text, /\nroot\s+3\s+0\.0\d/);
     assert.match(text, /Share of the machine:\nroot \.{10,}\s+0\.\d %/);
     assert.match(cli(url, 'report', '-S', 'now-401days', '-E', 'now-400days').stdout, /No job ran in this period/);
+  });
+
+  it("removes a job's directory on its agent once the controller has its end; the output stays", async () => {
+    const jobs = join(data, 'agent', 'jobs');
+    for (let tries = 0; tries < 50 && readdirSync(jobs).length > 0; tries++) await sleep(100);
+    assert.deepEqual(readdirSync(jobs), [], 'job directories (script, status, supervisor log) are gone');
+    assert.match(readFileSync(join(work, `taras-${ids.busy}.out`), 'utf8'), /^\d+\n$/, "the job's output is the user's and stays");
   });
 
   it('stores the usage in the ended event (and the job row)', () => {
