@@ -139,6 +139,9 @@ export class Store {
   private readonly insertKey: Statement;
   private readonly deleteKeysBefore: Statement;
   private readonly filterStatements = new Map<string, Statement>();
+  /** Told of every event once its transaction has committed, with the job's record after it (the event log). */
+  readonly committedListeners: ((stored: StoredJobEvent, record: JobRecord) => void)[] = [];
+  private committed: [StoredJobEvent, JobRecord][] = [];
   /** Write transactions committed so far, and how many of them are known to be on the disk. */
   private commits = 0;
   private syncedCommits = 0;
@@ -209,6 +212,7 @@ export class Store {
         const provisional = applyEvent(undefined, { jobId: 0 as JobId, seq: 1, timeMs: atMs, event });
         const id = Number(this.insertJob.run({ ...recordToRow(provisional), id: null }).lastInsertRowid) as JobId;
         this.insertEvent.run(id, 1, atMs, event.type, eventPayload(event));
+        if (this.committedListeners.length > 0) this.committed.push([{ jobId: id, seq: 1, timeMs: atMs, event }, { ...provisional, id }]);
         if (job.idempotencyKey !== undefined) this.insertKey.run(job.user, job.idempotencyKey, id, atMs);
         return { ...provisional, id };
       }),
@@ -244,6 +248,7 @@ export class Store {
         const next = applyEvent(current, { jobId, seq: current.lastSeq + 1, timeMs: atMs, event });
         this.insertEvent.run(jobId, next.lastSeq, atMs, event.type, eventPayload(event));
         this.updateJob.run(recordToRow(next));
+        if (this.committedListeners.length > 0) this.committed.push([{ jobId, seq: next.lastSeq, timeMs: atMs, event }, next]);
         latest.set(jobId, next);
         return next;
       });
@@ -376,8 +381,17 @@ export class Store {
 
   /** One write transaction (BEGIN IMMEDIATE), counted for the durability barrier. */
   private write<T>(body: () => T): T {
-    const result = this.db.transaction(body).immediate();
+    let result: T;
+    try {
+      result = this.db.transaction(body).immediate();
+    } catch (error) {
+      this.committed = []; // rolled back: nothing to tell
+      throw error;
+    }
     this.commits++;
+    const committed = this.committed;
+    this.committed = [];
+    for (const [stored, record] of committed) for (const listener of this.committedListeners) listener(stored, record);
     return result;
   }
 
