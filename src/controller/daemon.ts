@@ -199,7 +199,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   let keysForgottenAtMs = Date.now();
   store.forgetKeysBefore(keysForgottenAtMs - IDEMPOTENCY_KEY_MS);
   // The event log (cluster.toml's event_log): job events as the store commits them, startup, shutdown, errors.
-  const eventLog = config.eventLog === undefined ? null : new EventLog(config.eventLog);
+  const eventLog = config.eventLog === undefined ? null : new EventLog(config.eventLog, log);
   if (eventLog !== null) {
     store.committedListeners.push(eventLog.onJobEvent);
     eventLog.record('startup', { jobs: [...engine.active.keys()] });

@@ -64,7 +64,7 @@ export class EventLog {
   private readonly kinds: ReadonlySet<EventKind>;
   private size: number;
 
-  constructor(private readonly settings: EventLogSettings) {
+  constructor(private readonly settings: EventLogSettings, private readonly complain: (line: string) => void = () => {}) {
     this.kinds = new Set(settings.kinds);
     this.destination = pino.destination({ dest: settings.path, sync: true, mkdir: true });
     this.size = existsSync(settings.path) ? statSync(settings.path).size : 0;
@@ -82,9 +82,17 @@ export class EventLog {
     return this.kinds.has(kind);
   }
 
+  /** The first write that failed (a full disk): said once through `complain`, never thrown at the caller. */
+  failure: Error | null = null;
+
   record(kind: EventKind, fields: Record<string, unknown>, message = kind): void {
     if (!this.kinds.has(kind)) return;
-    this.logger[kind === 'error' ? 'error' : 'info']({ kind, ...fields }, message);
+    try {
+      this.logger[kind === 'error' ? 'error' : 'info']({ kind, ...fields }, message);
+    } catch (error) {
+      if (this.failure === null) this.complain(`event log ${this.settings.path}: cannot write (${(error as Error).message}); entries are lost until it can`);
+      this.failure ??= error as Error;
+    }
   }
 
   /** The listener for Store.committedListeners. */

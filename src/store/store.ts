@@ -391,7 +391,15 @@ export class Store {
     this.commits++;
     const committed = this.committed;
     this.committed = [];
-    for (const [stored, record] of committed) for (const listener of this.committedListeners) listener(stored, record);
+    for (const [stored, record] of committed) {
+      for (const listener of this.committedListeners) {
+        try {
+          listener(stored, record);
+        } catch {
+          // A listener's failure (a full disk under the event log) does not undo or fail a committed change.
+        }
+      }
+    }
     return result;
   }
 
