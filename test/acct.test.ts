@@ -105,6 +105,10 @@ describe('taras acct on a live cluster', () => {
     const json = JSON.parse(cli(url, 'acct', '-j', String(ids.busy), '--json', '-o', 'JobID,State').stdout) as { jobs: { JobID: string; State: string; job: { cpuSeconds: number } }[] };
     assert.deepEqual([json.jobs[0].JobID, json.jobs[0].State], [String(ids.busy), 'COMPLETED']);
     assert.ok(json.jobs[0].job.cpuSeconds > 0);
+    assert.equal(cli(url, 'acct', '--name', 'busy', '-r', 'batch', '-b', '-P', '-n').stdout, `${ids.busy}|COMPLETED|0:0\n`);
+    assert.equal(cli(url, 'acct', '-r', 'other', '-n').stdout, '');
+    assert.match(cli(url, 'acct', '-e').stdout, /^JobID +JobIDRaw +JobName +Partition\n/);
+    assert.equal(cli(url, 'acct', '-l', '-j', String(ids.busy), '-P', '-n').stdout.split('|').length, 23);
     const csv = cli(url, 'acct', '-j', String(ids.fails), '--csv', '-o', 'JobID,Reason');
     assert.equal(csv.stdout, `JobID,Reason\n${ids.fails},exit code 3\n`);
     // Nothing existed a year ago; an end before the start is refused.

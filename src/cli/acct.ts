@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import type { ApiAcctJob, ApiAcctPage, ApiUsageReport } from '../api/types.js';
 import type { ApiClient } from '../net/client.js';
 import {
-  acctJson, DEFAULT_FORMAT, midnightOf, parseFormat, parseSacctTime, parseStates, renderAcct, slurmDuration, type Layout,
+  acctJson, DEFAULT_FORMAT, FIELDS, midnightOf, parseFormat, parseSacctTime, parseStates, renderAcct, slurmDuration, type Layout,
 } from './acct-format.js';
 import { controllerOption, parseJobIds, print, printJson, withClient } from './controller-client.js';
 import { renderTable } from './format.js';
@@ -25,8 +25,17 @@ interface AcctFlags {
   noheader?: boolean;
   json?: boolean;
   csv?: boolean;
+  brief?: boolean;
+  long?: boolean;
+  helpformat?: boolean;
+  name?: string[];
+  partition?: string[];
   controller?: string;
 }
+
+/** sacct --brief and --long. */
+const BRIEF_FORMAT = 'JobID,State,ExitCode';
+const LONG_FORMAT = 'JobID,JobIDRaw,JobName,Partition,MaxRSS,AllocCPUS,ReqCPUS,NNodes,NodeList,State,ExitCode,Submit,Eligible,Start,End,Elapsed,Timelimit,TotalCPU,UserCPU,SystemCPU,CPUTime,Reason,Restarts';
 
 const collect = (value: string, previous: string[] = []) => [...previous, ...value.split(',').filter((item) => item !== '')];
 
@@ -72,6 +81,11 @@ export function registerAcctCommands(program: Command): void {
     .option('-P, --parsable2', 'fields separated by |, none at the end')
     .option('-n, --noheader', 'no header line')
     .option('--csv', 'comma-separated values (quoted where needed)')
+    .option('-b, --brief', `the fields ${BRIEF_FORMAT}`)
+    .option('-l, --long', 'every field Taras has of a job')
+    .option('-e, --helpformat', 'list the field names -o takes, and exit')
+    .option('--name <names>', 'only jobs with these names (comma-separated)', collect)
+    .option('-r, --partition <names>', 'only jobs of these partitions (comma-separated)', collect)
     .option('-L, --allclusters', 'accepted: Taras is one cluster')
     .option(...controllerOption)
     .option('--json', 'print the jobs as JSON (the chosen fields by name, and each full record)')
@@ -91,8 +105,13 @@ Examples:
   taras acct -j 42 --json
 `)
     .action(async (flags: AcctFlags) => {
+      if (flags.helpformat) {
+        const names = FIELDS.map((field) => field.name);
+        for (let i = 0; i < names.length; i += 4) print(names.slice(i, i + 4).map((name) => name.padEnd(20)).join('').trimEnd());
+        return;
+      }
       const nowMs = Date.now();
-      const parsed = parseFormat(flags.format ?? DEFAULT_FORMAT);
+      const parsed = parseFormat(flags.format ?? (flags.long ? LONG_FORMAT : flags.brief ? BRIEF_FORMAT : DEFAULT_FORMAT));
       if (!parsed.ok) fail(parsed.message);
       const states = flags.state === undefined ? undefined : parseStates(flags.state);
       if (states !== undefined && !states.ok) fail(states.message);
@@ -106,7 +125,8 @@ Examples:
       if (states?.ok) query.set('states', states.states.join(','));
       if (ids !== undefined) query.set('jobs', ids.join(','));
       await withClient(flags.controller, async (api) => {
-        const jobs = await fetchAll(api, query);
+        const jobs = (await fetchAll(api, query)).filter((job) =>
+          (flags.name === undefined || flags.name.includes(job.name)) && (flags.partition === undefined || flags.partition.includes(job.partition)));
         if (flags.json) return printJson(acctJson(jobs, parsed.columns, nowMs));
         const layout: Layout = flags.parsable2 ? 'parsable2' : flags.parsable ? 'parsable' : flags.csv ? 'csv' : 'table';
         const text = renderAcct(jobs, parsed.columns, layout, flags.noheader === true, nowMs);
