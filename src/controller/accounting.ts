@@ -4,7 +4,7 @@
 //
 // Who sees what (Slurm with PrivateData=jobs): a user sees only their own
 // jobs; `all=1` from a user means their own; naming another user is refused.
-// Administrators see everyone's. The usage report is the whole machine's, per
+// Administrators see everyone's when they ask (-a, -u, -j); root by default, as sacct. The usage report is the whole machine's, per
 // user: administrators see every user, a user their own line and the totals.
 
 import type { ApiAcctJob, ApiAcctPage, ApiUsageReport, ApiUserUsage, JobState } from '../api/types.js';
@@ -44,7 +44,8 @@ function listOf(ctx: RequestContext, name: string): string[] | undefined {
 function usersFor(ctx: RequestContext, caller: Caller, admin: boolean): string[] | undefined {
   const named = listOf(ctx, 'users');
   const all = ctx.query.get('all') === '1';
-  if (admin) return named ?? (all || ctx.query.get('jobs') !== null ? undefined : [caller.user]);
+  // As sacct: root sees every user's jobs by default, other administrators their own unless they ask (-a, -u, -j).
+  if (admin) return named ?? (all || ctx.query.get('jobs') !== null || caller.uid === 0 ? undefined : [caller.user]);
   const others = (named ?? []).filter((user) => user !== caller.user);
   if (others.length > 0) {
     throw new RouteError(403, `only administrators see other users' jobs (${others.join(', ')}); you are ${caller.user}`,
