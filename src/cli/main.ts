@@ -56,7 +56,8 @@ Examples:
   taras workload generate --jobs 100000 --procs 256 --load 0.9 --seed 7 > big.swf
   taras up                                     a whole cluster on this machine (controller + 16 virtual nodes)
   taras submit -N 2 -t 30 run.sh; taras queue; taras when 42; taras wait 42
-  taras run -t 30 -- hostname; taras alloc -N 2; taras attach 42`,
+  taras run -t 30 -- hostname; taras alloc -N 2; taras attach 42
+  taras acct -S now-7days; taras report       job history (sacct) and usage per user (sreport)`,
     );
 
   for (const register of registering) (await register)(program);
