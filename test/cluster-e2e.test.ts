@@ -83,7 +83,7 @@ describe('a cluster on one machine', () => {
     const ranMs = Date.parse(shown.endTime) - Date.parse(shown.startTime);
     assert.ok(ranMs >= 1900 && ranMs < 3500, `ran ${ranMs} ms: the end time is the real one, not the restart's`);
     // The job that was pending when the controller died is still there exactly once, and runs.
-    const queue = JSON.parse(cli(url, 'queue', '--json').stdout) as { id: number }[];
+    const queue = JSON.parse(cli(url, 'queue', '--all', '--json').stdout) as { id: number }[];
     assert.equal(queue.filter((job) => job.id === pending.id).length, 1);
     assert.match(cli(url, 'wait', String(pending.id)).stdout, /FAILED \(exit code 4\)/);
   });
@@ -118,7 +118,8 @@ describe('a cluster on one machine', () => {
     const resumed = cli(url, 'admin', 'resume', 'node[03-04]');
     assert.match(resumed.stdout, /\nnode03 +(idle|allocated|mixed) /);
     assert.match(cli(url, 'wait', String(wide.id)).stdout, /COMPLETED \(exit code 0\)/);
-    const row = cli(url, 'queue').stdout.split('\n').find((line) => line.trimStart().startsWith(`${wide.id} `))!;
+    assert.ok(!cli(url, 'queue').stdout.split('\n').some((line) => line.trimStart().startsWith(`${wide.id} `)), 'finished jobs only with --all');
+    const row = cli(url, 'queue', '--all').stdout.split('\n').find((line) => line.trimStart().startsWith(`${wide.id} `))!;
     assert.match(row, /COMPLETED +batch +node\[01-04\] +today \d\d:\d\d +\d\d:\d\d +wide\.sh$/, 'a finished job shows when it ended');
 
     assert.equal(cli(url, 'admin', 'motd', 'maintenance Friday').stdout, 'Message of the day set: maintenance Friday\n');

@@ -316,7 +316,7 @@ describe('the controller refuses bad requests before storing anything', () => {
     db.transaction(() => migrate(db, MIGRATIONS.filter((m) => m.version <= 3)))();
     db.close();
     const old = openStore(path);
-    assert.equal(old.schemaVersion, 4);
+    assert.equal(old.schemaVersion, SCHEMA_VERSION, 'migration 4 and every later one');
     const id = old.submit({ user: 'alice', name: 'v3', partition: 'batch', scriptPath: null, script: '#!/bin/sh\n', request: {} }, 1000);
     assert.equal(old.jobForKey('alice', 'anything'), undefined);
     old.close();
@@ -329,7 +329,7 @@ describe('the controller refuses bad requests before storing anything', () => {
     const path = join(work, 'keys.db');
     const store = openStore(path);
     assert.equal(store.schemaVersion, SCHEMA_VERSION);
-    assert.equal(SCHEMA_VERSION, 4);
+    assert.ok(SCHEMA_VERSION >= 4);
     const job = { user: 'alice', name: 'k', partition: 'batch', scriptPath: null, script: '#!/bin/sh\n', request: {}, idempotencyKey: 'abcdefgh' };
     const [first] = store.submitRecords([job], 1000);
     const [again, other] = store.submitRecords([job, { ...job, idempotencyKey: undefined }], 2000);

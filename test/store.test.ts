@@ -387,6 +387,41 @@ if (process.env[CHILD_ENV] !== undefined) {
       assert.ok(!columns.includes('script') && !columns.includes('request'), `jobs columns: ${columns.join(', ')}`);
     });
 
+    it('version 5 adds the accounting columns: a version 4 file with ended jobs (no usage in their events) loads, and acct reads its window', () => {
+      const path = freshPath();
+      const old = new Database(path);
+      old.pragma('journal_mode = WAL');
+      old.transaction(() => migrate(old, MIGRATIONS.slice(0, 4)))();
+      const job = { ...newJob('old-run'), request: { cpusPerTask: 2, ntasks: 3, timeLimitSeconds: 600 } };
+      const insertEvent = old.prepare('INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (?, ?, ?, ?, ?)');
+      insertEvent.run(1, 1, T0, 'submitted', JSON.stringify(job));
+      insertEvent.run(1, 2, T0 + 1000, 'held', '{}');
+      insertEvent.run(1, 3, T0 + 2000, 'released', '{}');
+      insertEvent.run(1, 4, T0 + 3000, 'started', JSON.stringify({ nodes: ['node01'] }));
+      insertEvent.run(1, 5, T0 + 9000, 'ended', JSON.stringify({ state: 'COMPLETED', exitCode: 0 }));
+      old.prepare(`INSERT INTO jobs (id, user_name, job_name, partition_name, script_path, state, submit_time_ms, nodes, reserved_nodes, last_seq)
+        VALUES (1, ?, 'old-run', ?, NULL, 'COMPLETED', ?, '[]', '[]', 5)`).run(job.user, job.partition, T0);
+      old.close();
+
+      const store = openStore(path);
+      const record = assertRowIsReplay(store, jobId(1));
+      assert.deepEqual([record.usage, record.exitSignal, record.eligibleTimeMs], [null, null, T0 + 2000]);
+      const [row] = store.accounting({ fromMs: T0 + 8000, toMs: T0 + 20_000 });
+      assert.deepEqual([row.id, row.allocCpus, row.timeLimitSeconds, row.eligibleMs, row.startMs, row.endMs, row.cpuSeconds, row.nodes],
+        [1, 6, 600, T0 + 2000, T0 + 3000, T0 + 9000, null, ['node01']]);
+      assert.deepEqual(store.accounting({ fromMs: T0 + 9001, toMs: T0 + 20_000 }), [], 'ended before the window');
+      assert.deepEqual(store.accounting({ fromMs: 0, toMs: T0 - 1 }), [], 'submitted after the window');
+      // A new end carries its usage and signal into the row.
+      const next = store.submit(newJob('new-run'), T0 + 10_000);
+      store.append(next, { type: 'started', nodes: ['node02'] }, T0 + 11_000);
+      const usage = { cpuSeconds: 1.5, userCpuSeconds: 1.25, systemCpuSeconds: 0.25, maxRssKiB: 2048 };
+      store.append(next, { type: 'ended', state: 'FAILED', exitCode: null, usage, signal: 'SIGKILL' }, T0 + 12_000);
+      assert.deepEqual([assertRowIsReplay(store, next).usage, store.job(next)?.exitSignal], [usage, 'SIGKILL']);
+      const rows = store.accounting({ fromMs: 0, toMs: T0 + 20_000, users: [job.user], states: ['FAILED'] });
+      assert.deepEqual(rows.map((r) => [r.id, r.cpuSeconds, r.userCpuSeconds, r.systemCpuSeconds, r.maxRssKiB, r.exitSignal]), [[next, 1.5, 1.25, 0.25, 2048, 'SIGKILL']]);
+      store.close();
+    });
+
     it('a file from a newer Taras is refused with both versions and the fix', () => {
       const path = freshPath();
       openStore(path).close();

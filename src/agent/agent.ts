@@ -10,7 +10,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { createConnection, Socket } from 'node:net';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { constants as osConstants, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
@@ -36,6 +36,11 @@ export interface AgentOptions {
   readonly clusterKey: ClusterKey | null;
   /** The longest interval between heartbeats (default 5 s); the controller may ask for shorter ones. */
   readonly heartbeatMs?: number;
+  /**
+   * How long a job run's directory stays once the controller has acknowledged its end (default 60 s: time
+   * to read its supervisor log); then it is removed. The job's output files are the user's and stay.
+   */
+  readonly keepJobDirsMs?: number;
   readonly log: (line: string) => void;
 }
 
@@ -51,6 +56,12 @@ interface Report {
   exitCode: number | null;
   endTimeMs: number | null;
   reason?: string;
+  /** What the job used and the signal that ended it (ended runs only). */
+  signal?: string | null;
+  cpuSeconds?: number | null;
+  userCpuSeconds?: number | null;
+  systemCpuSeconds?: number | null;
+  maxRssKiB?: number | null;
 }
 
 const REPORTED = 'reported';
@@ -144,13 +155,34 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     watched.set(runKey(jobId, run), { jobId, run, dir });
     return dir;
   };
+  /** Directories of runs whose end the controller has (REPORTED), and since when: removed keepJobDirsMs later. */
+  const finalRuns = new Map<string, number>();
+  const keepJobDirsMs = options.keepJobDirsMs ?? 60_000;
+  /** Removes the directories of final runs whose time is up and whose supervisor has exited (it writes its status, then leaves). */
+  const removeFinalRuns = () => {
+    for (const [dir, sinceMs] of finalRuns) {
+      if (Date.now() - sinceMs < keepJobDirsMs) continue;
+      const status = readStatus(dir);
+      if (status && isAlive(status.supervisorPid, status.supervisorStartTicks)) continue;
+      try {
+        rmSync(dir, { recursive: true, force: true });
+        finalRuns.delete(dir);
+      } catch (error) {
+        log(`could not remove the job directory ${dir} (${(error as Error).message}); trying again later`);
+      }
+    }
+  };
   /** Supervisors this agent launched: until one writes its status, its pid (and start time: pids are reused) say whether it lives. */
   const launchedPid = new Map<string, { pid: number; startTicks: number | null }>();
 
   const reportOf = (jobId: number, run: number, dir: string): Report | null => {
     const status = readStatus(dir);
     if (hasEnded(status)) {
-      return { jobId, run, state: status.state, exitCode: status.exitCode, endTimeMs: Date.parse(status.endTime), reason: status.reason ?? undefined };
+      return {
+        jobId, run, state: status.state, exitCode: status.exitCode, endTimeMs: Date.parse(status.endTime), reason: status.reason ?? undefined,
+        signal: status.signal, cpuSeconds: status.cpuSeconds, userCpuSeconds: status.userCpuSeconds ?? null,
+        systemCpuSeconds: status.systemCpuSeconds ?? null, maxRssKiB: status.maxRssKiB,
+      };
     }
     if (status && isAlive(status.supervisorPid, status.supervisorStartTicks)) return null;
     const launched = launchedPid.get(runKey(jobId, run));
@@ -166,6 +198,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     const match = /^(\d+)\.(\d+)$/.exec(name);
     if (match) tightenMode(join(jobsDir, name), 0o710, log, 'job directory');
     if (match && !existsSync(join(jobsDir, name, REPORTED))) track(Number(match[1]), Number(match[2]));
+    else if (match) finalRuns.set(join(jobsDir, name), Date.now());
   }
 
   const bootId = randomUUID();
@@ -293,7 +326,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     for (const report of reports) {
       const key = runKey(report.jobId, report.run);
       const known = watched.get(key);
-      if (known) writeFileSync(join(known.dir, REPORTED), '');
+      if (known) {
+        writeFileSync(join(known.dir, REPORTED), '');
+        finalRuns.set(known.dir, Date.now());
+      }
       watched.delete(key);
       launchedPid.delete(key);
     }
@@ -366,6 +402,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       } else {
         await watch();
       }
+      removeFinalRuns();
       await new Promise((resolve) => setTimeout(resolve, registered ? 100 : 500));
     }
   };

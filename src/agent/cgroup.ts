@@ -146,6 +146,9 @@ export function detectCgroupMode(cgroupParent: string | null = null, system: Cgr
 
 export interface CgroupUsage {
   readonly cpuSeconds: number | null;
+  /** The CPU time split into user and system (cpu.stat user_usec/system_usec, cpuacct.stat); null when not known. */
+  readonly userSeconds?: number | null;
+  readonly systemSeconds?: number | null;
   readonly peakMemoryKiB: number | null;
   /** Processes the kernel's OOM killer killed in the group; null when the kernel does not count them. */
   readonly oomKills: number | null;
@@ -275,9 +278,13 @@ export class JobCgroup {
     if (this.mode === 'v2') {
       const dir = this.dirs[0]!;
       const usageMicroseconds = keyedValue(join(dir, 'cpu.stat'), 'usage_usec');
+      const userMicroseconds = keyedValue(join(dir, 'cpu.stat'), 'user_usec');
+      const systemMicroseconds = keyedValue(join(dir, 'cpu.stat'), 'system_usec');
       const peakBytes = numberIn(join(dir, 'memory.peak'));
       return {
         cpuSeconds: usageMicroseconds === null ? null : usageMicroseconds / 1e6,
+        userSeconds: userMicroseconds === null ? null : userMicroseconds / 1e6,
+        systemSeconds: systemMicroseconds === null ? null : systemMicroseconds / 1e6,
         peakMemoryKiB: peakBytes === null ? null : Math.round(peakBytes / 1024),
         oomKills: keyedValue(join(dir, 'memory.events'), 'oom_kill'),
       };
@@ -285,8 +292,13 @@ export class JobCgroup {
     const [memoryDir, cpuacctDir = memoryDir] = this.dirs as [string, string?];
     const usageNanoseconds = numberIn(join(cpuacctDir, 'cpuacct.usage'));
     const peakBytes = numberIn(join(memoryDir, 'memory.max_usage_in_bytes'));
+    // cpuacct.stat counts in USER_HZ (100 per second on every Linux Node runs on).
+    const userTicks = keyedValue(join(cpuacctDir, 'cpuacct.stat'), 'user');
+    const systemTicks = keyedValue(join(cpuacctDir, 'cpuacct.stat'), 'system');
     return {
       cpuSeconds: usageNanoseconds === null ? null : usageNanoseconds / 1e9,
+      userSeconds: userTicks === null ? null : userTicks / 100,
+      systemSeconds: systemTicks === null ? null : systemTicks / 100,
       peakMemoryKiB: peakBytes === null ? null : Math.round(peakBytes / 1024),
       oomKills: keyedValue(join(memoryDir, 'memory.oom_control'), 'oom_kill'),
     };

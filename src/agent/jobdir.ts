@@ -112,6 +112,9 @@ export interface EndedStatus extends StatusBase {
   readonly exitCode: number | null;
   readonly signal: SignalName | null;
   readonly cpuSeconds: number | null;
+  /** cpuSeconds split (absent in statuses written before they were measured). */
+  readonly userCpuSeconds?: number | null;
+  readonly systemCpuSeconds?: number | null;
   readonly maxRssKiB: number | null;
   /** Why it ended so (null for COMPLETED): the limit, the cancel's reason, the exit code, a setup failure. */
   readonly reason: string | null;

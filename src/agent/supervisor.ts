@@ -34,10 +34,13 @@ const RSS_SAMPLE_INTERVAL_MS = 500;
 
 // ---- the job's processes ------------------------------------------------
 
-/** CPU time of the supervisor's waited-for children: the job and the descendants it waited for. */
-function childrenCpuSeconds(): number | null {
+/** CPU time of the supervisor's waited-for children (the job and the descendants it waited for): user, system and their sum. */
+function childrenCpuTimes(): Pick<CgroupUsage, 'cpuSeconds' | 'userSeconds' | 'systemSeconds'> {
   const fields = procStat('self');
-  return fields ? (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS_PER_SECOND : null;
+  if (!fields) return { cpuSeconds: null, userSeconds: null, systemSeconds: null };
+  const user = Number(fields[13]) / CLOCK_TICKS_PER_SECOND; // cutime
+  const system = Number(fields[14]) / CLOCK_TICKS_PER_SECOND; // cstime
+  return { cpuSeconds: user + system, userSeconds: user, systemSeconds: system };
 }
 
 /** Processes in the job's session (the job called setsid, so its session id is its pid). */
@@ -388,7 +391,7 @@ class Supervision {
       usage = this.cgroup.usage();
       if (!(await this.cgroup.remove())) log(`could not remove the cgroup ${this.cgroup.dirs.join(', ')}`);
     } else {
-      usage = { cpuSeconds: childrenCpuSeconds(), peakMemoryKiB: this.sampledPeakRssKiB > 0 ? this.sampledPeakRssKiB : null, oomKills: null };
+      usage = { ...childrenCpuTimes(), peakMemoryKiB: this.sampledPeakRssKiB > 0 ? this.sampledPeakRssKiB : null, oomKills: null };
     }
     const ending = this.endCause
       ?? (usage.oomKills !== null && usage.oomKills > 0 ? { state: 'OUT_OF_MEMORY' as const, reason: `memory limit of ${this.spec.memoryMiB} MiB: ${usage.oomKills} process(es) killed by the OOM killer` } : null)
@@ -401,6 +404,7 @@ class Supervision {
     const status: EndedStatus = {
       ...this.base, state: end.state, pid: this.child.pid, pgid: this.child.pid, startTime: this.startTime.toISOString(), endTime: new Date().toISOString(),
       exitCode: end.exitCode, signal: end.signal, cpuSeconds: end.usage?.cpuSeconds ?? null, maxRssKiB: end.usage?.peakMemoryKiB ?? null,
+      userCpuSeconds: end.usage?.userSeconds ?? null, systemCpuSeconds: end.usage?.systemSeconds ?? null,
       reason: end.reason, signalsSent: this.signalsSent,
     };
     // The status goes last: whoever reads the end status finds no socket left to ask and the end in the log.

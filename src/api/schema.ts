@@ -229,6 +229,7 @@ export const ShutdownBodySchema = v.optional(strict({
 }));
 
 const epochMs = int(0, 8.64e15);
+const cpuSeconds = v.pipe(v.number('expected a number of seconds'), v.finite('expected a finite number'), v.minValue(0, 'expected 0 or more seconds'));
 /** An agent's word about one job. Agent bodies are loose objects: fields other parts add (boot ids, signatures) pass through. */
 const jobReport = v.looseObject({
   jobId: int(1, Number.MAX_SAFE_INTEGER),
@@ -237,6 +238,12 @@ const jobReport = v.looseObject({
   exitCode: v.nullable(int(-1_000_000, 1_000_000)),
   endTimeMs: v.nullable(epochMs),
   reason: v.nullish(text(LIMITS.textChars)),
+  // What the job used (absent from agents older than accounting).
+  signal: v.nullish(text(32)),
+  cpuSeconds: v.nullish(cpuSeconds),
+  userCpuSeconds: v.nullish(cpuSeconds),
+  systemCpuSeconds: v.nullish(cpuSeconds),
+  maxRssKiB: v.nullish(int(0, Number.MAX_SAFE_INTEGER)),
 }, 'expected an object');
 export const AgentRegisterBodySchema = v.looseObject({
   url: text(LIMITS.pathChars, 1),

@@ -291,3 +291,61 @@ export const RESERVATION_NAME_RULE = 'a reservation name (1 to 64 letters, digit
 
 /** The policies that plan on nodes (what-if, reservations); cluster.toml's `policy` takes the same names. */
 export const NODE_POLICIES = ['fcfs', 'easy', 'conservative'] as const;
+
+/**
+ * `GET /acct?start=MS&end=MS[&users=a,b|&all=1][&states=S,..][&jobs=ID,..][&after=ID&limit=N]` (`taras acct`,
+ * sacct): every job that existed in the window, by id, whatever its state, kept for good; `next` pages on.
+ */
+export interface ApiAcctJob {
+  id: number;
+  user: string;
+  name: string;
+  partition: string;
+  state: JobState;
+  reason: string | null;
+  submitMs: number;
+  eligibleMs: number;
+  startMs: number | null;
+  endMs: number | null;
+  /** The first planned start it was promised (once started), or the latest plan while pending. */
+  plannedStartMs: number | null;
+  nodes: readonly string[];
+  allocCpus: number | null;
+  /** Null: UNLIMITED. */
+  timeLimitSeconds: number | null;
+  exitCode: number | null;
+  exitSignal: string | null;
+  cpuSeconds: number | null;
+  userCpuSeconds: number | null;
+  systemCpuSeconds: number | null;
+  maxRssKiB: number | null;
+  requeueCount: number;
+}
+
+export interface ApiAcctPage {
+  jobs: ApiAcctJob[];
+  next: number | null;
+}
+
+/** `GET /report?start=MS&end=MS` (`taras report`, sreport's cluster utilization by user): usage per user in the window. */
+export interface ApiUsageReport {
+  startMs: number;
+  endMs: number;
+  /** The machine's CPUs times the window: what 100 % is. */
+  cpuSecondsAvailable: number;
+  users: ApiUserUsage[];
+}
+
+export interface ApiUserUsage {
+  user: string;
+  /** Jobs that ran (any part of them) in the window. */
+  jobs: number;
+  /** Allocated CPUs times the part of their run inside the window (sreport's allocated CPU time). */
+  allocCpuSeconds: number;
+  /** Measured CPU time (user + system) of those of its jobs that ended in the window. */
+  usedCpuSeconds: number;
+  /** Mean of start minus eligible, over its jobs that started in the window; null when none did. */
+  meanWaitSeconds: number | null;
+  /** allocCpuSeconds / cpuSecondsAvailable. */
+  share: number;
+}

@@ -93,8 +93,11 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
     .option('--nodes <hostlist>', 'serve these nodes, e.g. node[01-04]')
     .option('--data <dir>', 'where job directories live', `${DEFAULT_DATA_DIR}/agent`)
     .option('--key <file>', 'the cluster key file', `${DEFAULT_DATA_DIR}/cluster.key`)
+    .option('--keep-job-dirs <seconds>', 'how long a job\'s directory (script, status, supervisor log) stays after the controller has its end', '60')
     .addHelpText('after', '\nExamples:\n  taras agent --virtual 16x8\n  taras agent --controller http://127.0.0.1:6817 --nodes node[01-04]\n')
-    .action(async (flags: { controller?: string; virtual?: string; nodes?: string; data: string; key: string }) => {
+    .action(async (flags: { controller?: string; virtual?: string; nodes?: string; data: string; key: string; keepJobDirs: string }) => {
+      const keepJobDirsSeconds = Number(flags.keepJobDirs);
+      if (!/^\d+(\.\d+)?$/.test(flags.keepJobDirs)) fail(`error: --keep-job-dirs '${flags.keepJobDirs}' is not a number of seconds; e.g. --keep-job-dirs 60 (0: at once)`);
       const { expandHostlist } = await import('../config/hostlist.js');
       let nodes: string[];
       if (flags.virtual) {
@@ -110,7 +113,7 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
       const { startAgent } = await import('../agent/agent.js');
       const agent = await startAgent({
         controller: parseAddress(address),
-        nodes, dataDir: flags.data, clusterKey: key, log: (line) => console.error(`${new Date().toISOString()} agent: ${line}`),
+        nodes, dataDir: flags.data, clusterKey: key, keepJobDirsMs: keepJobDirsSeconds * 1000, log: (line) => console.error(`${new Date().toISOString()} agent: ${line}`),
       });
       const stop = () => void agent.close().then(() => process.exit(0));
       process.on('SIGINT', stop);

@@ -183,16 +183,21 @@ export function registerJobCommands(program: Command): void {
     .description('running and pending jobs in predicted order, with planned starts')
     .option('-l, --long', 'add CPUs, memory, submit time, limit and working directory')
     .option('-u, --user <name>', 'only this user\'s jobs')
-    .option('-s, --state <states>', 'only these states, e.g. PENDING,RUNNING')
+    .option('-s, --state <states>', 'only these states, e.g. PENDING,RUNNING (finished ones too: COMPLETED,FAILED...)')
+    .option('-t, --states <states>', 'the same as --state (squeue\'s -t)')
+    .option('-a, --all', 'finished jobs too (for an hour after they end; `taras acct` keeps them all)')
     .option('-r, --array', 'a job array\'s pending tasks one line each (squeue -r); without it they share one line, 12_[4-15%4]')
     .option(...controllerOption)
     .option('--json', 'print the jobs as JSON')
-    .addHelpText('after', '\nExamples:\n  taras queue\n  taras queue --user alice --state PENDING\n  taras queue -r        # job arrays: every task on its own line\n  taras queue --json\n')
-    .action(async (flags: { long?: boolean; user?: string; state?: string; array?: boolean; controller?: string; json?: boolean }) => {
+    .addHelpText('after', '\nExamples:\n  taras queue                                  running and pending jobs\n  taras queue --all                            and those that finished in the last hour\n  taras queue --user alice --state PENDING\n  taras queue -t COMPLETED,FAILED\n  taras queue -r                               job arrays: every task on its own line\n  taras queue --json\n')
+    .action(async (flags: { long?: boolean; user?: string; state?: string; states?: string; all?: boolean; array?: boolean; controller?: string; json?: boolean }) => {
       const query = new URLSearchParams();
       if (flags.array) query.set('array', '1');
       if (flags.user) query.set('user', flags.user);
-      if (flags.state) query.set('state', flags.state);
+      const state = flags.state ?? flags.states;
+      // As squeue: only jobs that are still in the system, unless finished ones are asked for.
+      if (state) query.set('state', state);
+      else if (!flags.all) query.set('state', 'PENDING,RUNNING,COMPLETING,SUSPENDED');
       await withClient(flags.controller, async (api) => {
         // --json: the full vocabulary; the table: compact rows in queue order (GET /queue).
         if (flags.json) return printJson(await listAllJobs(api, query));

@@ -16,6 +16,7 @@ const modules: Record<string, () => Promise<(program: Command) => void>> = {
   plan: async () => (await import('./plan.js')).registerPlanCommand,
   checkpoint: async () => (await import('./checkpoint.js')).registerCheckpointCommands,
   interactive: async () => (await import('./interactive.js')).registerInteractiveCommands,
+  acct: async () => (await import('./acct.js')).registerAcctCommands,
 };
 const moduleOfCommand: Record<string, string> = {
   simulate: 'simulate', workload: 'workload', demo: 'demo', admin: 'admin', reserve: 'planning', whatif: 'planning',
@@ -24,6 +25,7 @@ const moduleOfCommand: Record<string, string> = {
   plan: 'plan',
   requeue: 'checkpoint', suspend: 'checkpoint', resume: 'checkpoint', checkpointed: 'checkpoint',
   run: 'interactive', alloc: 'interactive', attach: 'interactive',
+  acct: 'acct', report: 'acct',
 };
 
 // No top-level await: bin/taras.js runs the bundle of this module as a script (to reuse V8's code cache).
@@ -54,7 +56,8 @@ Examples:
   taras workload generate --jobs 100000 --procs 256 --load 0.9 --seed 7 > big.swf
   taras up                                     a whole cluster on this machine (controller + 16 virtual nodes)
   taras submit -N 2 -t 30 run.sh; taras queue; taras when 42; taras wait 42
-  taras run -t 30 -- hostname; taras alloc -N 2; taras attach 42`,
+  taras run -t 30 -- hostname; taras alloc -N 2; taras attach 42
+  taras acct -S now-7days; taras report       job history (sacct) and usage per user (sreport)`,
     );
 
   for (const register of registering) (await register)(program);
@@ -73,7 +76,7 @@ Examples:
 }
 
 /** The commands that talk to the controller and return: they may exit as soon as they are done (not daemons, not `up`). */
-const CLIENT_MODULES: ReadonlySet<string> = new Set(['jobs', 'admin', 'plan', 'checkpoint']);
+const CLIENT_MODULES: ReadonlySet<string> = new Set(['jobs', 'admin', 'plan', 'checkpoint', 'acct']);
 
 /**
  * `taras queue | head`: the reader left, so the output is done: exit quietly (as squeue

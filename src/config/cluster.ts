@@ -72,6 +72,8 @@ export interface ClusterConfig {
   readonly nodeTimeoutSeconds: number;
   /** Finished jobs stay in the queue listing this long. */
   readonly keepFinishedSeconds: number;
+  /** The controller's event log (JSON lines, src/controller/event-log.ts); absent: none is written. */
+  readonly eventLog?: EventLogSettings;
   /**
    * The warning signal of jobs that ask for none (`warn_signal`); null: none,
    * as Slurm. A job's own --signal wins.
@@ -114,6 +116,21 @@ export interface ClusterConfig {
   readonly killInvalidDepend?: boolean;
   /** `[day_night]`: day and night queues (seed 004); absent: none. */
   readonly dayNight?: DayNightConfig;
+}
+
+/** Kinds of events the event log can record (seed 000 3.2.4). */
+export const EVENT_KINDS = ['startup', 'shutdown', 'submit', 'start', 'checkpoint', 'finish', 'remove', 'move', 'error'] as const;
+export type EventKind = (typeof EVENT_KINDS)[number];
+
+export interface EventLogSettings {
+  /** `event_log`: the file (relative to data_dir). */
+  readonly path: string;
+  /** `event_log_kinds`: what is recorded (default: every kind). */
+  readonly kinds: readonly EventKind[];
+  /** `event_log_max_size`: the file is rotated (FILE.1, FILE.2, ...) when it grows past this (default 100 MiB). */
+  readonly maxBytes: number;
+  /** `event_log_keep`: rotated files kept (default 5). */
+  readonly keep: number;
 }
 
 /** Policies for interactive jobs: start at once or fail (Artaras, seed 000 2.2.2), or wait in the queue (Argonne). */
@@ -166,7 +183,8 @@ const CLUSTER_KEYS = {
   known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
     'max_pending_per_user', 'max_submit_rate', 'max_connections', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key',
     'max_checkpoint_interval', 'max_checkpoint_duration',
-    'interactive', 'interactive_grace', 'interactive_idle', 'interactive_max_time', 'interactive_warn', 'kill_invalid_depend', 'max_array_size'],
+    'interactive', 'interactive_grace', 'interactive_idle', 'interactive_max_time', 'interactive_warn', 'kill_invalid_depend', 'max_array_size',
+    'event_log', 'event_log_kinds', 'event_log_max_size', 'event_log_keep'],
   aliases: {
     clustername: 'name',
     schedulertype: 'policy',
@@ -242,6 +260,7 @@ function readSettings(reader: TableReader, file: string): Settings {
     socketPath,
     nodeTimeoutSeconds: timer('node_timeout', '"60s"', 1, CLUSTER_DEFAULTS.nodeTimeoutSeconds),
     keepFinishedSeconds: timer('keep_finished', '"1h"', 0, CLUSTER_DEFAULTS.keepFinishedSeconds),
+    ...readEventLog(reader, dataDir),
     warnSignal: readWarnSignal(reader, warnBeforeLimitSeconds),
     warnBeforeLimitSeconds,
     killGraceSeconds: timer('kill_grace', '"30s"', 0, CLUSTER_DEFAULTS.killGraceSeconds),
@@ -250,7 +269,7 @@ function readSettings(reader: TableReader, file: string): Settings {
     maxConnections: reader.integer('max_connections', { example: '512', min: 0, max: 1_000_000 }) ?? CLUSTER_DEFAULTS.maxConnections,
     admins: reader.stringArray('admins', { example: '["alice", "@wheel"]', pattern: ADMIN_PATTERN, patternHint: ADMIN_HINT }) ?? [],
     allowRootJobs: reader.boolean('allow_root_jobs') ?? true,
-    killInvalidDepend: reader.boolean('kill_invalid_depend') ?? false,
+    ...(reader.boolean('kill_invalid_depend') === true ? { killInvalidDepend: true } : {}),
     ...(mungeSocket === undefined ? {} : { mungeSocket: resolve(dirname(file), mungeSocket) }),
     jwtKeyPath: resolve(dataDir, reader.string('jwt_key', { example: '"jwt.key"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.jwtKey),
     ...optionalTimer('maxCheckpointIntervalSeconds', reader.duration('max_checkpoint_interval', { example: '"1d"', minutesIfBare: false, unlimited: false, min: 1 })),
@@ -265,6 +284,16 @@ function readSettings(reader: TableReader, file: string): Settings {
     // Only where the file gives it: the controller applies DEFAULT_MAX_ARRAY_SIZE (src/jobspec/array.ts) otherwise.
     ...optionalTimer('maxArraySize', reader.integer('max_array_size', { example: '10001', min: 1, max: MAX_ARRAY_SIZE_LIMIT })),
   };
+}
+
+/** The event_log keys: nothing unless `event_log` names a file. */
+function readEventLog(reader: TableReader, dataDir: string): { eventLog?: EventLogSettings } {
+  const path = reader.string('event_log', { example: '"events.log"', pattern: /\S/, patternHint: 'a file name' });
+  const kinds = reader.stringArray('event_log_kinds', { example: '["submit", "start", "finish"]', pattern: new RegExp(`^(${EVENT_KINDS.join('|')})$`), patternHint: `one of ${EVENT_KINDS.join(', ')}` });
+  const maxMiB = reader.memoryMiB('event_log_max_size', { example: '"100M"' });
+  const keep = reader.integer('event_log_keep', { example: '5', min: 0, max: 1000 });
+  if (path === undefined) return {};
+  return { eventLog: { path: resolve(dataDir, path), kinds: (kinds ?? [...EVENT_KINDS]) as EventKind[], maxBytes: (maxMiB ?? 100) * 1024 * 1024, keep: keep ?? 5 } };
 }
 
 /** A setting only where the file gives it (the engine applies CHECKPOINT_DEFAULTS otherwise). */

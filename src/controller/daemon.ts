@@ -27,6 +27,8 @@ import { ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, typ
 import { LimitRefused, SubmitLimits } from './limits.js';
 import { resolveJobRef, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
+import { accountingRoutes } from './accounting.js';
+import { EventLog } from './event-log.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
 import { admittedDeadline, apiDeadline, apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhatIf, apiWhen } from './views.js';
@@ -197,7 +199,16 @@ export async function startController(options: ControllerOptions): Promise<Runni
   // Keys older than a day are forgotten at start and every hour after (a long-running controller too).
   let keysForgottenAtMs = Date.now();
   store.forgetKeysBefore(keysForgottenAtMs - IDEMPOTENCY_KEY_MS);
-  const netLog = lineLog(log);
+  // The event log (cluster.toml's event_log): job events as the store commits them, startup, shutdown, errors.
+  const eventLog = config.eventLog === undefined ? null : new EventLog(config.eventLog, log);
+  if (eventLog !== null) {
+    store.committedListeners.push(eventLog.onJobEvent);
+    eventLog.record('startup', { jobs: [...engine.active.keys()] });
+  }
+  const netLog = eventLog === null ? lineLog(log) : { ...lineLog(log), error: (line: string) => {
+    log(line);
+    eventLog.record('error', { error: line });
+  } };
 
   let scheduled = false;
   const kick = () => {
@@ -453,6 +464,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
       return { status: 200, body: shownTo(caller, admin(caller))(apiJobWithEvents(engine, record, store.events(record.id))) };
     } },
     ...jobActionRoutes(),
+    // taras acct / taras report: every job, kept for good (src/controller/accounting.ts).
+    ...accountingRoutes({
+      store, callerOf, isAdmin: admin, nowMs: () => Date.now(),
+      totalCpus: () => engine.config.nodes.reduce((sum, node) => sum + node.cpus, 0),
+    }),
     // Like the queue, for every verified user (the guard below refuses anonymous callers).
     { method: 'GET', path: '/reservations', handler: () => {
       return { status: 200, body: { reservations: engine.listReservations().map((r) => apiReservation(engine, r, Date.now())) } };
@@ -651,6 +667,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
           return { status: 200, body: { window: body.window, mode } };
         }
         const { waitSeconds, jobs } = engine.shutdownJobs(mode);
+        eventLog?.record('shutdown', { phase: 'started', mode, by: caller.user, jobs });
         log(`shutdown by ${caller.user}, mode ${mode}: ${jobs.length} running job(s) ${mode === 'kill' ? 'cancelled' : mode === 'checkpoint' ? 'checkpointed and requeued' : 'left running'}`);
         // The jobs' ends are recorded before the controller stops: it waits for them (their checkpoint or grace, and a margin).
         const deadline = Date.now() + (mode === 'leave-running' ? 0 : (waitSeconds + config.killGraceSeconds + 5) * 1000);
@@ -782,6 +799,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
 
   closing = async () => {
     clearInterval(ticker);
+    if (eventLog !== null) {
+      eventLog.record('shutdown', { phase: 'finished', jobsLeftRunning: [...engine.active.values()].filter((r) => r.state !== 'PENDING').map((r) => r.id) });
+      store.committedListeners.length = 0;
+      eventLog.close();
+    }
     await server.close(1000);
     agents.close();
     store.close();

@@ -18,7 +18,7 @@ import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
 import { suitableNodes, taskLayout, validateAgainstCluster } from '../jobspec/cluster.js';
 import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
-import type { EndState, JobRecord, JobState, JsonObject, TransitionEvent } from '../store/events.js';
+import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
 import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray, withArrayEnvironment } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
@@ -152,6 +152,24 @@ export interface JobReport {
   readonly exitCode: number | null;
   readonly endTimeMs: number | null;
   readonly reason?: string;
+  /** What its processes used and the signal that ended its main process, as its supervisor measured them (ended runs). */
+  readonly signal?: string | null;
+  readonly cpuSeconds?: number | null;
+  readonly userCpuSeconds?: number | null;
+  readonly systemCpuSeconds?: number | null;
+  readonly maxRssKiB?: number | null;
+}
+
+/** The usage and end signal of a report, as the `ended` event keeps them (nothing when the agent measured nothing). */
+function endedUsage(report: JobReport): { usage?: JobUsage; signal?: string } {
+  const usage: JobUsage = {
+    cpuSeconds: report.cpuSeconds ?? null, userCpuSeconds: report.userCpuSeconds ?? null,
+    systemCpuSeconds: report.systemCpuSeconds ?? null, maxRssKiB: report.maxRssKiB ?? null,
+  };
+  return {
+    ...(Object.values(usage).some((value) => value !== null) ? { usage } : {}),
+    ...(report.signal === null || report.signal === undefined ? {} : { signal: report.signal }),
+  };
 }
 
 /** What to do at start-up with a stored job this configuration can never run: end it FAILED (a start) or refuse the configuration (a reconfigure). */
@@ -1775,7 +1793,7 @@ export class ControllerEngine {
       const why = asked.startsWith('requeued by ') ? asked : `preempted: ${asked}`;
       if ((preempting?.mode ?? 'cancel') === 'requeue') this.requeueRun(report.jobId, why, endMs, preempting?.asNew === true);
       else {
-        this.append(report.jobId, { type: 'ended', state: 'PREEMPTED', exitCode: report.exitCode, reason: why }, endMs);
+        this.append(report.jobId, { type: 'ended', state: 'PREEMPTED', exitCode: report.exitCode, reason: why, ...endedUsage(report) }, endMs);
         this.endInCore(report.jobId, Math.floor(endMs / 1000));
         this.active.delete(report.jobId);
       }
@@ -1783,8 +1801,8 @@ export class ControllerEngine {
       this.requeueRun(report.jobId, report.reason ?? 'node failure', endMs);
     } else {
       const ended = cancelled
-        ? { type: 'ended' as const, state: 'CANCELLED' as const, exitCode: report.exitCode, reason: `cancelled; ${report.reason ?? 'its node failed'} before the job ended` }
-        : { type: 'ended' as const, state: report.state, exitCode: report.exitCode, reason: report.reason };
+        ? { type: 'ended' as const, state: 'CANCELLED' as const, exitCode: report.exitCode, reason: `cancelled; ${report.reason ?? 'its node failed'} before the job ended`, ...endedUsage(report) }
+        : { type: 'ended' as const, state: report.state, exitCode: report.exitCode, reason: report.reason, ...endedUsage(report) };
       this.noteMissedDeadline(record, endMs);
       this.append(report.jobId, ended, endMs);
       this.endInCore(report.jobId, Math.floor(endMs / 1000));

@@ -33,6 +33,14 @@ export interface NewJob {
   readonly request: JsonObject;
 }
 
+/** CPU time (seconds) and peak memory of a job's processes; null: not measured on its node. */
+export interface JobUsage {
+  readonly cpuSeconds: number | null;
+  readonly userCpuSeconds: number | null;
+  readonly systemCpuSeconds: number | null;
+  readonly maxRssKiB: number | null;
+}
+
 export type JobEvent =
   | ({ readonly type: 'submitted' } & NewJob)
   /** A promise: the job will start by `plannedStartMs` (on `nodes`, when the policy reserves nodes). */
@@ -55,7 +63,11 @@ export type JobEvent =
   | { readonly type: 'resumed'; readonly reason?: string }
   /** The job's processes are gone or going; its nodes are being cleaned up. */
   | { readonly type: 'completing' }
-  | { readonly type: 'ended'; readonly state: EndState; readonly exitCode: number | null; readonly reason?: string }
+  /**
+   * `usage`: what the job's processes used, as its supervisor measured it (absent in logs written before it was
+   * carried, and for jobs that never ran); `signal`: the signal that ended the job's main process (SIGKILL...).
+   */
+  | { readonly type: 'ended'; readonly state: EndState; readonly exitCode: number | null; readonly reason?: string; readonly usage?: JobUsage; readonly signal?: string | null }
   /** Back to the queue with its original submit time (node failure with --requeue, admin requeue). */
   | { readonly type: 'requeued'; readonly reason?: string; /** Queued as if submitted now (the owner's own requeue): its submit time becomes the requeue's. */ readonly asNew?: boolean }
   /** `by` admin: an administrator's hold, which its owner cannot release (Slurm's JobHeldAdmin); absent: the user's. */
@@ -102,6 +114,12 @@ export interface JobRecord extends NewJob {
   readonly plannedStartMs: EpochMs | null;
   readonly reservedNodes: readonly string[];
   readonly requeueCount: number;
+  /** When it could first start (Slurm's Eligible): its submission, or its last release from a hold. */
+  readonly eligibleTimeMs: EpochMs;
+  /** What its last run used (from its `ended` event); null while it runs, and for old logs and jobs that never ran. */
+  readonly usage: JobUsage | null;
+  /** The signal that ended its main process (sacct's ExitCode `0:9`); null when it exited or is not known. */
+  readonly exitSignal: string | null;
   /** Seq of the last event applied: the next append is lastSeq + 1. */
   readonly lastSeq: number;
 }
@@ -173,7 +191,16 @@ const NOT_RUN = {
   nodes: [],
   plannedStartMs: null,
   reservedNodes: [],
+  usage: null,
+  exitSignal: null,
 } as const satisfies Partial<JobRecord>;
+
+/** A usage with at least one measurement, else null (a row stores the same either way). */
+function measured(usage: JobUsage | undefined): JobUsage | null {
+  if (usage === undefined || Object.values(usage).every((value) => value === null || value === undefined)) return null;
+  const { cpuSeconds = null, userCpuSeconds = null, systemCpuSeconds = null, maxRssKiB = null } = usage;
+  return { cpuSeconds, userCpuSeconds, systemCpuSeconds, maxRssKiB };
+}
 
 /** The record after one more event; throws TransitionError when the event does not fit. */
 export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent): JobRecord {
@@ -186,7 +213,7 @@ export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent
     const held = (request as { hold?: unknown } | null)?.hold === true;
     return {
       id: jobId, user, name, partition, scriptPath, script, request,
-      state: 'PENDING', held, reason: held ? HELD_BY_USER : null, submitTimeMs: timeMs, ...NOT_RUN, requeueCount: 0, lastSeq: 1,
+      state: 'PENDING', held, reason: held ? HELD_BY_USER : null, submitTimeMs: timeMs, eligibleTimeMs: timeMs, ...NOT_RUN, requeueCount: 0, lastSeq: 1,
     };
   }
   if (event.type === 'submitted') throw new TransitionError(jobId, record.state, event.type, 'a job is submitted once');
@@ -208,14 +235,14 @@ export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent
     case 'completing':
       return { ...next, state: 'COMPLETING' };
     case 'ended':
-      return { ...next, state: event.state, reason: event.reason ?? null, endTimeMs: timeMs, exitCode: event.exitCode };
+      return { ...next, state: event.state, reason: event.reason ?? null, endTimeMs: timeMs, exitCode: event.exitCode, usage: measured(event.usage), exitSignal: event.signal ?? null };
     case 'requeued':
       // Keeps submit time (and so its place in the queue) and the hold flag; forgets the run.
-      return { ...next, ...NOT_RUN, state: 'PENDING', reason: event.reason ?? null, requeueCount: record.requeueCount + 1, ...(event.asNew === true ? { submitTimeMs: timeMs } : {}) };
+      return { ...next, ...NOT_RUN, state: 'PENDING', reason: event.reason ?? null, requeueCount: record.requeueCount + 1, ...(event.asNew === true ? { submitTimeMs: timeMs, eligibleTimeMs: timeMs } : {}) };
     case 'held':
       return { ...next, held: true, reason: event.by === 'admin' ? HELD_BY_ADMIN : event.reason ?? HELD_BY_USER };
     case 'released':
-      return { ...next, held: false, reason: null };
+      return { ...next, held: false, reason: null, eligibleTimeMs: timeMs };
     case 'checkpointed':
       return next;
     case 'suspended':

@@ -25,6 +25,14 @@ export interface JobRow {
   planned_start_ms: number | null;
   reserved_nodes: string;
   requeue_count: number;
+  eligible_time_ms: number | null;
+  alloc_cpus: number | null;
+  cpu_seconds: number | null;
+  user_cpu_seconds: number | null;
+  system_cpu_seconds: number | null;
+  max_rss_kib: number | null;
+  exit_signal: string | null;
+  time_limit_s: number | null;
   last_seq: number;
 }
 
@@ -48,8 +56,15 @@ export interface EventRow {
 export const JOB_COLUMNS = [
   'id', 'user_name', 'job_name', 'partition_name', 'script_path', 'state', 'held', 'reason',
   'submit_time_ms', 'start_time_ms', 'end_time_ms', 'exit_code', 'nodes', 'planned_start_ms', 'reserved_nodes',
-  'requeue_count', 'last_seq',
+  'requeue_count', 'eligible_time_ms', 'alloc_cpus', 'cpu_seconds', 'user_cpu_seconds', 'system_cpu_seconds', 'max_rss_kib', 'exit_signal', 'time_limit_s', 'last_seq',
 ] as const;
+
+/** CPUs a request asks for (sacct's AllocCPUS): tasks (or nodes) times CPUs per task; null for a request without them. */
+export function requestedCpus(request: JsonObject): number | null {
+  const perTask = request.cpusPerTask;
+  const tasks = request.ntasks ?? (request.nodes as { min?: unknown } | null | undefined)?.min;
+  return typeof perTask === 'number' && typeof tasks === 'number' ? tasks * perTask : null;
+}
 
 export function recordToRow(record: JobRecord): JobRow {
   return {
@@ -69,6 +84,14 @@ export function recordToRow(record: JobRecord): JobRow {
     planned_start_ms: record.plannedStartMs,
     reserved_nodes: JSON.stringify(record.reservedNodes),
     requeue_count: record.requeueCount,
+    eligible_time_ms: record.eligibleTimeMs,
+    alloc_cpus: requestedCpus(record.request),
+    cpu_seconds: record.usage?.cpuSeconds ?? null,
+    user_cpu_seconds: record.usage?.userCpuSeconds ?? null,
+    system_cpu_seconds: record.usage?.systemCpuSeconds ?? null,
+    max_rss_kib: record.usage?.maxRssKiB ?? null,
+    exit_signal: record.exitSignal,
+    time_limit_s: typeof record.request.timeLimitSeconds === 'number' ? record.request.timeLimitSeconds : null,
     last_seq: record.lastSeq,
   };
 }
@@ -99,6 +122,10 @@ export function rowToRecord(row: JoinedJobRow): JobRecord {
     plannedStartMs: row.planned_start_ms,
     reservedNodes: JSON.parse(row.reserved_nodes) as string[],
     requeueCount: row.requeue_count,
+    eligibleTimeMs: row.eligible_time_ms ?? row.submit_time_ms,
+    usage: row.cpu_seconds === null && row.user_cpu_seconds === null && row.system_cpu_seconds === null && row.max_rss_kib === null ? null
+      : { cpuSeconds: row.cpu_seconds, userCpuSeconds: row.user_cpu_seconds, systemCpuSeconds: row.system_cpu_seconds, maxRssKiB: row.max_rss_kib },
+    exitSignal: row.exit_signal,
     lastSeq: row.last_seq,
   };
 }
@@ -115,4 +142,55 @@ export function rowToEvent(row: EventRow): StoredJobEvent {
   }
   const event = { type: row.type as JobEventType, ...(JSON.parse(row.payload) as object) } as JobEvent;
   return { jobId: jobId(row.job_id), seq: row.seq, timeMs: row.time_ms, event };
+}
+
+/** What `taras acct` and `taras report` read of a job: its row's columns only (no script, no request). */
+export interface AccountingRow {
+  readonly id: number;
+  readonly user: string;
+  readonly name: string;
+  readonly partition: string;
+  readonly state: JobState;
+  readonly reason: string | null;
+  readonly submitMs: number;
+  readonly eligibleMs: number;
+  readonly startMs: number | null;
+  readonly endMs: number | null;
+  /** The first planned start it was given (once started), or the latest plan while pending. */
+  readonly plannedStartMs: number | null;
+  readonly nodes: readonly string[];
+  readonly allocCpus: number | null;
+  /** Null: UNLIMITED. */
+  readonly timeLimitSeconds: number | null;
+  readonly exitCode: number | null;
+  readonly exitSignal: string | null;
+  readonly cpuSeconds: number | null;
+  readonly userCpuSeconds: number | null;
+  readonly systemCpuSeconds: number | null;
+  readonly maxRssKiB: number | null;
+  readonly requeueCount: number;
+}
+
+/** The columns SELECT_ACCOUNTING reads, as AccountingRow names them. */
+export const ACCOUNTING_COLUMNS = `id, user_name AS user, job_name AS name, partition_name AS partition, state, reason,
+  submit_time_ms AS submitMs, coalesce(eligible_time_ms, submit_time_ms) AS eligibleMs, start_time_ms AS startMs, end_time_ms AS endMs,
+  planned_start_ms AS plannedStartMs, nodes, alloc_cpus AS allocCpus, time_limit_s AS timeLimitSeconds, exit_code AS exitCode,
+  exit_signal AS exitSignal, cpu_seconds AS cpuSeconds, user_cpu_seconds AS userCpuSeconds, system_cpu_seconds AS systemCpuSeconds,
+  max_rss_kib AS maxRssKiB, requeue_count AS requeueCount`;
+
+const KNOWN_STATES: ReadonlySet<string> = new Set(JOB_STATES);
+
+/** A row read with ACCOUNTING_COLUMNS in raw mode (values in column order): one object, built field by field (100,000 rows a query). */
+export function accountingRow(row: unknown[]): AccountingRow {
+  const state = row[4] as string;
+  if (!KNOWN_STATES.has(state)) jobState(state, row[0] as number);
+  const nodes = row[11] as string;
+  return {
+    id: row[0] as number, user: row[1] as string, name: row[2] as string, partition: row[3] as string, state: state as JobState,
+    reason: row[5] as string | null, submitMs: row[6] as number, eligibleMs: row[7] as number, startMs: row[8] as number | null,
+    endMs: row[9] as number | null, plannedStartMs: row[10] as number | null, nodes: nodes === '[]' ? [] : (JSON.parse(nodes) as string[]),
+    allocCpus: row[12] as number | null, timeLimitSeconds: row[13] as number | null, exitCode: row[14] as number | null,
+    exitSignal: row[15] as string | null, cpuSeconds: row[16] as number | null, userCpuSeconds: row[17] as number | null,
+    systemCpuSeconds: row[18] as number | null, maxRssKiB: row[19] as number | null, requeueCount: row[20] as number,
+  };
 }

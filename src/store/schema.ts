@@ -127,6 +127,26 @@ export const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 5,
+    description: 'accounting: eligible time, allocated CPUs, CPU time, peak memory and end signal on job rows; indexes for time windows',
+    up: (db) => {
+      db.exec(`
+        ALTER TABLE jobs ADD COLUMN eligible_time_ms INTEGER;
+        ALTER TABLE jobs ADD COLUMN alloc_cpus INTEGER;
+        ALTER TABLE jobs ADD COLUMN cpu_seconds REAL;
+        ALTER TABLE jobs ADD COLUMN user_cpu_seconds REAL;
+        ALTER TABLE jobs ADD COLUMN system_cpu_seconds REAL;
+        ALTER TABLE jobs ADD COLUMN max_rss_kib INTEGER;
+        ALTER TABLE jobs ADD COLUMN exit_signal TEXT;
+        ALTER TABLE jobs ADD COLUMN time_limit_s INTEGER;  -- null: UNLIMITED
+        -- taras acct / report: jobs of one user that ended in a window (all users: jobs_by_end).
+        CREATE INDEX jobs_by_user_end ON jobs (user_name, end_time_ms) WHERE end_time_ms IS NOT NULL;
+      `);
+    },
+    // Old rows get the new columns from their events (usage stays null where the log has none).
+    rebuildRows: true,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -13,7 +13,7 @@ import {
   applyEvent, replay, submittedEvent,
   type EpochMs, type JobRecord, type JobState, type JsonValue, type NewJob, type StoredJobEvent, type TransitionEvent,
 } from './events.js';
-import { eventPayload, JOB_COLUMNS, recordToRow, rowToEvent, rowToRecord, SELECT_JOBS, type EventRow, type JoinedJobRow } from './rows.js';
+import { ACCOUNTING_COLUMNS, accountingRow, eventPayload, JOB_COLUMNS, recordToRow, rowToEvent, rowToRecord, SELECT_JOBS, type AccountingRow, type EventRow, type JoinedJobRow } from './rows.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION, schemaVersionOf } from './schema.js';
 
 /** A problem with the database file itself; the message names the file and the fix. */
@@ -50,6 +50,20 @@ export interface JobFilter {
   /** Only jobs with a larger id (a page's cursor). */
   readonly afterId?: number;
   /** At most this many (the first by id). */
+  readonly limit?: number;
+}
+
+/**
+ * `taras acct`'s question (sacct's): jobs that existed during [fromMs, toMs] (submitted by its end, not ended
+ * before its start), of these users, states and ids, by id; a page of them with afterId and limit.
+ */
+export interface AccountingQuery {
+  readonly fromMs: EpochMs;
+  readonly toMs: EpochMs;
+  readonly users?: readonly string[];
+  readonly states?: readonly JobState[];
+  readonly jobIds?: readonly number[];
+  readonly afterId?: number;
   readonly limit?: number;
 }
 
@@ -125,6 +139,9 @@ export class Store {
   private readonly insertKey: Statement;
   private readonly deleteKeysBefore: Statement;
   private readonly filterStatements = new Map<string, Statement>();
+  /** Told of every event once its transaction has committed, with the job's record after it (the event log). */
+  readonly committedListeners: ((stored: StoredJobEvent, record: JobRecord) => void)[] = [];
+  private committed: [StoredJobEvent, JobRecord][] = [];
   /** Write transactions committed so far, and how many of them are known to be on the disk. */
   private commits = 0;
   private syncedCommits = 0;
@@ -195,6 +212,7 @@ export class Store {
         const provisional = applyEvent(undefined, { jobId: 0 as JobId, seq: 1, timeMs: atMs, event });
         const id = Number(this.insertJob.run({ ...recordToRow(provisional), id: null }).lastInsertRowid) as JobId;
         this.insertEvent.run(id, 1, atMs, event.type, eventPayload(event));
+        if (this.committedListeners.length > 0) this.committed.push([{ jobId: id, seq: 1, timeMs: atMs, event }, { ...provisional, id }]);
         if (job.idempotencyKey !== undefined) this.insertKey.run(job.user, job.idempotencyKey, id, atMs);
         return { ...provisional, id };
       }),
@@ -230,6 +248,7 @@ export class Store {
         const next = applyEvent(current, { jobId, seq: current.lastSeq + 1, timeMs: atMs, event });
         this.insertEvent.run(jobId, next.lastSeq, atMs, event.type, eventPayload(event));
         this.updateJob.run(recordToRow(next));
+        if (this.committedListeners.length > 0) this.committed.push([{ jobId, seq: next.lastSeq, timeMs: atMs, event }, next]);
         latest.set(jobId, next);
         return next;
       });
@@ -292,12 +311,48 @@ export class Store {
       sql += ' LIMIT ?';
       params.push(filter.limit);
     }
+    const statement = this.prepared(sql);
+    return (statement.all(...params) as JoinedJobRow[]).map(rowToRecord);
+  }
+
+  /**
+   * Jobs for accounting, read from the row columns alone. Ended jobs are found through the end-time indexes
+   * (only the window's rows are read); jobs that have not ended are few (the active ones) and found by state.
+   */
+  accounting(query: AccountingQuery): AccountingRow[] {
+    const common: string[] = [];
+    const params: (string | number)[] = [];
+    const list = (column: string, values: readonly (string | number)[]) => {
+      common.push(`${column} IN (${values.map(() => '?').join(', ') || 'NULL'})`);
+      params.push(...values);
+    };
+    if (query.users !== undefined) list('user_name', query.users);
+    if (query.states !== undefined) list('state', query.states);
+    if (query.jobIds !== undefined) list('id', query.jobIds);
+    if (query.afterId !== undefined) {
+      common.push('id > ?');
+      params.push(query.afterId);
+    }
+    const where = common.map((condition) => ` AND ${condition}`).join('');
+    let sql = `SELECT ${ACCOUNTING_COLUMNS} FROM jobs WHERE end_time_ms >= ? AND submit_time_ms <= ?${where}
+      UNION ALL SELECT ${ACCOUNTING_COLUMNS} FROM jobs WHERE state IN ('PENDING', 'RUNNING', 'COMPLETING', 'SUSPENDED') AND end_time_ms IS NULL AND submit_time_ms <= ?${where}
+      ORDER BY id`;
+    const all: (string | number)[] = [query.fromMs, query.toMs, ...params, query.toMs, ...params];
+    if (query.limit !== undefined) {
+      sql += ' LIMIT ?';
+      all.push(query.limit);
+    }
+    return (this.prepared(sql).raw(true).all(...all) as unknown[][]).map(accountingRow);
+  }
+
+  /** A statement of a query built from a filter, prepared once per shape. */
+  private prepared(sql: string): Statement {
     let statement = this.filterStatements.get(sql);
     if (statement === undefined) {
       statement = this.db.prepare(sql);
       this.filterStatements.set(sql, statement);
     }
-    return (statement.all(...params) as JoinedJobRow[]).map(rowToRecord);
+    return statement;
   }
 
   /** Finished jobs that ended before `cutoffMs`: past retention, kept here but hidden from the queue. */
@@ -326,8 +381,25 @@ export class Store {
 
   /** One write transaction (BEGIN IMMEDIATE), counted for the durability barrier. */
   private write<T>(body: () => T): T {
-    const result = this.db.transaction(body).immediate();
+    let result: T;
+    try {
+      result = this.db.transaction(body).immediate();
+    } catch (error) {
+      this.committed = []; // rolled back: nothing to tell
+      throw error;
+    }
     this.commits++;
+    const committed = this.committed;
+    this.committed = [];
+    for (const [stored, record] of committed) {
+      for (const listener of this.committedListeners) {
+        try {
+          listener(stored, record);
+        } catch {
+          // A listener's failure (a full disk under the event log) does not undo or fail a committed change.
+        }
+      }
+    }
     return result;
   }
 

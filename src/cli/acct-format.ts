@@ -1,0 +1,262 @@
+// sacct's vocabulary for `taras acct`: field names and widths, the fixed-width
+// layout (a header, a dashed line, `+` on a truncated value), the parsable
+// forms, Slurm's state names and short forms, and sacct's time forms for
+// -S/-E. Pure: the caller passes the clock.
+
+import type { ApiAcctJob, JobState } from '../api/types.js';
+
+/** One column: its width (negative: left-justified, as sacct's JobID) and its value. */
+interface Field {
+  readonly name: string;
+  readonly width: number;
+  readonly value: (job: ApiAcctJob, nowMs: number) => string;
+}
+
+const two = (n: number) => String(n).padStart(2, '0');
+
+/** Slurm's time stamp (local time, no zone): 2026-11-23T14:05:09; `Unknown` when not (yet) known. */
+export function slurmTime(ms: number | null): string {
+  if (ms === null) return 'Unknown';
+  const d = new Date(ms);
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}T${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}
+
+/** Elapsed and Timelimit: `HH:MM:SS`, or `D-HH:MM:SS` from one day on. */
+export function slurmDuration(seconds: number): string {
+  const whole = Math.max(0, Math.floor(seconds));
+  const days = Math.floor(whole / 86_400);
+  const clock = `${two(Math.floor((whole % 86_400) / 3600))}:${two(Math.floor((whole % 3600) / 60))}:${two(whole % 60)}`;
+  return days > 0 ? `${days}-${clock}` : clock;
+}
+
+/** TotalCPU, UserCPU, SystemCPU: `MM:SS.mmm` under an hour, then `HH:MM:SS` and `D-HH:MM:SS` (sacct's form). */
+export function slurmCpuTime(seconds: number | null): string {
+  if (seconds === null) return '';
+  const millis = Math.round(seconds * 1000);
+  const whole = Math.floor(millis / 1000);
+  if (whole >= 3600) return slurmDuration(whole);
+  return `${two(Math.floor(whole / 60))}:${two(whole % 60)}.${String(millis % 1000).padStart(3, '0')}`;
+}
+
+const SIGNAL_NUMBERS: Record<string, number> = {
+  SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGILL: 4, SIGTRAP: 5, SIGABRT: 6, SIGBUS: 7, SIGFPE: 8, SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11,
+  SIGUSR2: 12, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15, SIGCHLD: 17, SIGCONT: 18, SIGSTOP: 19, SIGTSTP: 20, SIGXCPU: 24, SIGXFSZ: 25,
+};
+
+/** sacct's ExitCode: `code:signal` (the signal's number; 0 when it exited). */
+export function exitCodeField(job: Pick<ApiAcctJob, 'exitCode' | 'exitSignal'>): string {
+  const signal = job.exitSignal === null ? 0 : SIGNAL_NUMBERS[job.exitSignal] ?? (Number(job.exitSignal.replace(/^SIG/, '')) || 0);
+  return `${job.exitCode ?? 0}:${signal}`;
+}
+
+/** Seconds the job has run: to its end, or to now while it runs; 0 before it starts. */
+const elapsedSeconds = (job: ApiAcctJob, nowMs: number): number =>
+  job.startMs === null ? 0 : ((job.endMs ?? nowMs) - job.startMs) / 1000;
+
+/** sacct's CPU time: the user and system time together (TotalCPU). */
+const totalCpu = (job: ApiAcctJob): number | null =>
+  job.userCpuSeconds !== null && job.systemCpuSeconds !== null ? job.userCpuSeconds + job.systemCpuSeconds : job.cpuSeconds;
+
+const nodeCount = (job: ApiAcctJob): number => job.nodes.length;
+
+/** sacct's fields Taras has, by sacct's name (matched case-insensitively), with sacct's default widths. */
+export const FIELDS: readonly Field[] = [
+  { name: 'JobID', width: -12, value: (j) => String(j.id) },
+  { name: 'JobIDRaw', width: -12, value: (j) => String(j.id) },
+  { name: 'JobName', width: 10, value: (j) => j.name },
+  { name: 'Partition', width: 10, value: (j) => j.partition },
+  // Taras has no accounts: the column is there (sacct's default layout) and empty.
+  { name: 'Account', width: 10, value: () => '' },
+  { name: 'AllocCPUS', width: 10, value: (j) => (j.startMs === null ? '0' : String(j.allocCpus ?? 0)) },
+  { name: 'ReqCPUS', width: 8, value: (j) => String(j.allocCpus ?? 0) },
+  { name: 'NCPUS', width: 10, value: (j) => (j.startMs === null ? '0' : String(j.allocCpus ?? 0)) },
+  { name: 'State', width: 10, value: (j) => j.state },
+  { name: 'ExitCode', width: 8, value: (j) => exitCodeField(j) },
+  { name: 'User', width: 9, value: (j) => j.user },
+  { name: 'Submit', width: 19, value: (j) => slurmTime(j.submitMs) },
+  { name: 'Eligible', width: 19, value: (j) => slurmTime(j.eligibleMs) },
+  { name: 'Start', width: 19, value: (j) => slurmTime(j.startMs) },
+  { name: 'End', width: 19, value: (j) => slurmTime(j.endMs) },
+  // Taras's first promise: the planned start the job was given (sacct has no such field).
+  { name: 'PlannedStart', width: 19, value: (j) => slurmTime(j.plannedStartMs) },
+  // sacct's Planned: how long the job waited (or has waited) eligible before it started.
+  { name: 'Planned', width: 10, value: (j, now) => slurmDuration(((j.startMs ?? j.endMs ?? now) - j.eligibleMs) / 1000) },
+  { name: 'Elapsed', width: 10, value: (j, now) => slurmDuration(elapsedSeconds(j, now)) },
+  { name: 'ElapsedRaw', width: 10, value: (j, now) => String(Math.floor(elapsedSeconds(j, now))) },
+  { name: 'CPUTime', width: 10, value: (j, now) => slurmDuration(elapsedSeconds(j, now) * (j.startMs === null ? 0 : j.allocCpus ?? 0)) },
+  { name: 'CPUTimeRAW', width: 10, value: (j, now) => String(Math.floor(elapsedSeconds(j, now) * (j.startMs === null ? 0 : j.allocCpus ?? 0))) },
+  { name: 'TotalCPU', width: 10, value: (j) => slurmCpuTime(totalCpu(j)) },
+  { name: 'UserCPU', width: 10, value: (j) => slurmCpuTime(j.userCpuSeconds) },
+  { name: 'SystemCPU', width: 10, value: (j) => slurmCpuTime(j.systemCpuSeconds) },
+  { name: 'MaxRSS', width: 10, value: (j) => (j.maxRssKiB === null ? '' : `${j.maxRssKiB}K`) },
+  { name: 'NodeList', width: 15, value: (j) => (j.nodes.length === 0 ? 'None assigned' : compactNodes(j.nodes)) },
+  { name: 'NNodes', width: 8, value: (j) => String(nodeCount(j)) },
+  { name: 'Timelimit', width: 10, value: (j) => (j.timeLimitSeconds === null ? 'UNLIMITED' : slurmDuration(j.timeLimitSeconds)) },
+  { name: 'TimelimitRaw', width: 10, value: (j) => (j.timeLimitSeconds === null ? 'UNLIMITED' : String(Math.floor(j.timeLimitSeconds / 60))) },
+  { name: 'Reason', width: 20, value: (j) => j.reason ?? 'None' },
+  { name: 'Restarts', width: 8, value: (j) => String(j.requeueCount) },
+];
+
+/** sacct's default columns (`sacct` with no --format). */
+export const DEFAULT_FORMAT = 'JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode';
+
+/** node01,node02,node03 -> node[01-03]: consecutive numbers with one prefix and width. */
+export function compactNodes(nodes: readonly string[]): string {
+  const groups: { prefix: string; width: number; numbers: number[] }[] = [];
+  const plain: string[] = [];
+  for (const node of nodes) {
+    const match = /^(.*?)(\d+)$/.exec(node);
+    if (!match) {
+      plain.push(node);
+      continue;
+    }
+    const [prefix, digits] = [match[1], match[2]];
+    let group = groups.find((g) => g.prefix === prefix && g.width === digits.length);
+    if (!group) groups.push((group = { prefix, width: digits.length, numbers: [] }));
+    group.numbers.push(Number(digits));
+  }
+  const parts = groups.map(({ prefix, width, numbers }) => {
+    const sorted = [...numbers].sort((a, b) => a - b);
+    if (sorted.length === 1) return `${prefix}${String(sorted[0]).padStart(width, '0')}`;
+    const ranges: string[] = [];
+    for (let i = 0; i < sorted.length;) {
+      let j = i;
+      while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
+      const from = String(sorted[i]).padStart(width, '0');
+      ranges.push(j === i ? from : `${from}-${String(sorted[j]).padStart(width, '0')}`);
+      i = j + 1;
+    }
+    return `${prefix}[${ranges.join(',')}]`;
+  });
+  return [...parts, ...plain].join(',');
+}
+
+export interface Column {
+  readonly field: Field;
+  readonly width: number;
+}
+
+/** `--format JobID,JobName%30,State%-12`: columns with sacct's widths or the `%N` given (negative: left-justified). */
+export function parseFormat(text: string): { ok: true; columns: Column[] } | { ok: false; message: string } {
+  const columns: Column[] = [];
+  for (const item of text.split(',').map((part) => part.trim()).filter((part) => part !== '')) {
+    const match = /^([A-Za-z]+)(?:%(-?\d+))?$/.exec(item);
+    const field = match ? FIELDS.find((f) => f.name.toLowerCase() === match[1].toLowerCase()) : undefined;
+    if (!match || !field) {
+      return { ok: false, message: `--format: '${item}' is not a field Taras knows; give NAME or NAME%WIDTH among ${FIELDS.map((f) => f.name).join(', ')}` };
+    }
+    const width = match[2] === undefined ? field.width : Number(match[2]);
+    if (width === 0) return { ok: false, message: `--format: '${item}' has width 0; give a width of 1 or more` };
+    columns.push({ field, width });
+  }
+  if (columns.length === 0) return { ok: false, message: '--format: no fields given; e.g. --format JobID,State,Elapsed' };
+  return { ok: true, columns };
+}
+
+/** One fixed-width cell as sacct prints it: right-justified (left for a negative width), `+` marking a cut, then a space. */
+function cell(value: string, width: number): string {
+  const size = Math.abs(width);
+  const shown = value.length > size ? `${value.slice(0, size - 1)}+` : value;
+  return `${width < 0 ? shown.padEnd(size) : shown.padStart(size)} `;
+}
+
+export type Layout = 'table' | 'parsable' | 'parsable2' | 'csv';
+
+/** The lines sacct prints: header (unless `noHeader`), the dashed line (table only), one line per job. */
+export function renderAcct(jobs: readonly ApiAcctJob[], columns: readonly Column[], layout: Layout, noHeader: boolean, nowMs: number): string {
+  const lines: string[] = [];
+  const values = (job: ApiAcctJob) => columns.map((c) => c.field.value(job, nowMs));
+  const csvCell = (value: string) => (/[",\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value);
+  const joined = (cells: string[]): string => {
+    if (layout === 'table') return cells.map((value, i) => cell(value, columns[i].width)).join('');
+    if (layout === 'csv') return cells.map(csvCell).join(',');
+    return cells.join('|') + (layout === 'parsable' ? '|' : '');
+  };
+  if (!noHeader) {
+    lines.push(joined(columns.map((c) => c.field.name)));
+    if (layout === 'table') lines.push(columns.map((c) => `${'-'.repeat(Math.abs(c.width))} `).join(''));
+  }
+  for (const job of jobs) lines.push(joined(values(job)));
+  return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+}
+
+/** --json: each job with the chosen fields by sacct's names, and the full record under `job`. */
+export function acctJson(jobs: readonly ApiAcctJob[], columns: readonly Column[], nowMs: number): unknown {
+  return { jobs: jobs.map((job) => ({ ...Object.fromEntries(columns.map((c) => [c.field.name, c.field.value(job, nowMs)])), job })) };
+}
+
+/** Slurm's state names and their short forms (sacct -s). */
+const STATE_CODES: Record<string, JobState> = {
+  PD: 'PENDING', R: 'RUNNING', CG: 'COMPLETING', S: 'SUSPENDED', CD: 'COMPLETED', F: 'FAILED', CA: 'CANCELLED',
+  TO: 'TIMEOUT', NF: 'NODE_FAIL', OOM: 'OUT_OF_MEMORY', PR: 'PREEMPTED', DL: 'DEADLINE',
+};
+const STATE_NAMES = [...new Set(Object.values(STATE_CODES))];
+
+/** `-s CD,F,cancelled`: the states, by name or short form, any case. */
+export function parseStates(text: string): { ok: true; states: JobState[] } | { ok: false; message: string } {
+  const states: JobState[] = [];
+  for (const item of text.split(',').map((part) => part.trim().toUpperCase()).filter((part) => part !== '')) {
+    const state = STATE_CODES[item] ?? STATE_NAMES.find((name) => name === item);
+    if (state === undefined) {
+      return { ok: false, message: `--state: '${item}' is not a job state; give names or short forms: ${Object.entries(STATE_CODES).map(([code, name]) => `${code} ${name}`).join(', ')}` };
+    }
+    if (!states.includes(state)) states.push(state);
+  }
+  return { ok: true, states };
+}
+
+const TIME_FORMS = 'HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], MMDD[YY][-HH:MM[:SS]], MM/DD[/YY][-HH:MM[:SS]], MM.DD[.YY][-HH:MM[:SS]], '
+  + 'today, midnight, noon, now, now-N[seconds|minutes|hours|days|weeks] (now-1days)';
+
+const UNIT_SECONDS: Record<string, number> = {
+  '': 1, s: 1, sec: 1, secs: 1, second: 1, seconds: 1, m: 60, min: 60, mins: 60, minute: 60, minutes: 60,
+  h: 3600, hour: 3600, hours: 3600, d: 86_400, day: 86_400, days: 86_400, w: 604_800, week: 604_800, weeks: 604_800,
+};
+
+/** sacct's -S/-E time forms, in local time, as epoch ms (a time of day alone is today's). */
+export function parseSacctTime(flag: string, raw: string, nowMs: number): { ok: true; ms: number } | { ok: false; message: string } {
+  const text = raw.trim().toLowerCase();
+  const bad = { ok: false as const, message: `${flag} '${raw}': not a time sacct reads; give ${TIME_FORMS}` };
+  const now = new Date(nowMs);
+  const local = (y: number, mo: number, d: number, h = 0, mi = 0, s = 0) => {
+    const value = new Date(y, mo - 1, d, h, mi, s);
+    const valid = value.getFullYear() === y && value.getMonth() === mo - 1 && value.getDate() === d && h < 24 && mi < 60 && s < 60;
+    return valid ? { ok: true as const, ms: value.getTime() } : bad;
+  };
+  const today = [now.getFullYear(), now.getMonth() + 1, now.getDate()] as const;
+  const relative = /^now(?:\s*([+-])\s*(\d+)\s*([a-z]*))?$/.exec(text);
+  if (relative) {
+    if (relative[1] === undefined) return { ok: true, ms: nowMs };
+    const unit = UNIT_SECONDS[relative[3]];
+    if (unit === undefined) return bad;
+    return { ok: true, ms: nowMs + (relative[1] === '-' ? -1 : 1) * Number(relative[2]) * unit * 1000 };
+  }
+  if (text === 'today' || text === 'midnight') return local(...today);
+  if (text === 'noon') return local(...today, 12);
+  const clockOf = (part: string | undefined): [number, number, number] | null => {
+    if (part === undefined) return [0, 0, 0];
+    const clock = /^(\d{1,2}):(\d{2})(?::(\d{2}))?$/.exec(part);
+    return clock ? [Number(clock[1]), Number(clock[2]), Number(clock[3] ?? 0)] : null;
+  };
+  const year = (yy: string | undefined) => (yy === undefined ? today[0] : yy.length === 2 ? 2000 + Number(yy) : Number(yy));
+  const clockOnly = /^\d{1,2}:\d{2}(?::\d{2})?$/.test(text) ? clockOf(text) : null;
+  if (clockOnly) return local(...today, ...clockOnly);
+  const iso = /^(\d{4})-(\d{2})-(\d{2})(?:t(\d{1,2}:\d{2}(?::\d{2})?))?$/.exec(text);
+  if (iso) {
+    const clock = clockOf(iso[4]);
+    return clock ? local(Number(iso[1]), Number(iso[2]), Number(iso[3]), ...clock) : bad;
+  }
+  const dated = /^(\d{2})(?:([/.])?)(\d{2})(?:\2(\d{2}|\d{4}))?(?:-(\d{1,2}:\d{2}(?::\d{2})?))?$/.exec(text)
+    ?? /^(\d{2})()(\d{2})(\d{2})?(?:-(\d{1,2}:\d{2}(?::\d{2})?))?$/.exec(text);
+  if (dated) {
+    const clock = clockOf(dated[5]);
+    return clock ? local(year(dated[4]), Number(dated[1]), Number(dated[3]), ...clock) : bad;
+  }
+  return bad;
+}
+
+/** Midnight of today in local time: sacct's default start. */
+export function midnightOf(nowMs: number): number {
+  const now = new Date(nowMs);
+  return new Date(now.getFullYear(), now.getMonth(), now.getDate()).getTime();
+}

@@ -1,0 +1,184 @@
+// `taras acct` (sacct: job history, with sacct's flags and formats, so that
+// `sacct ARGS` can run `taras acct ARGS`) and `taras report` (sreport's
+// utilization by user).
+
+import type { Command } from 'commander';
+import type { ApiAcctJob, ApiAcctPage, ApiUsageReport } from '../api/types.js';
+import type { ApiClient } from '../net/client.js';
+import {
+  acctJson, DEFAULT_FORMAT, FIELDS, midnightOf, parseFormat, parseSacctTime, parseStates, renderAcct, slurmDuration, type Layout,
+} from './acct-format.js';
+import { controllerOption, parseJobIds, print, printJson, withClient } from './controller-client.js';
+import { renderTable } from './format.js';
+import { fail } from './flags.js';
+
+interface AcctFlags {
+  jobs?: string[];
+  user?: string[];
+  allusers?: boolean;
+  state?: string;
+  starttime?: string;
+  endtime?: string;
+  format?: string;
+  parsable?: boolean;
+  parsable2?: boolean;
+  noheader?: boolean;
+  json?: boolean;
+  csv?: boolean;
+  brief?: boolean;
+  long?: boolean;
+  helpformat?: boolean;
+  name?: string[];
+  partition?: string[];
+  controller?: string;
+}
+
+/** sacct --brief and --long. */
+const BRIEF_FORMAT = 'JobID,State,ExitCode';
+const LONG_FORMAT = 'JobID,JobIDRaw,JobName,Partition,MaxRSS,AllocCPUS,ReqCPUS,NNodes,NodeList,State,ExitCode,Submit,Eligible,Start,End,Elapsed,Timelimit,TotalCPU,UserCPU,SystemCPU,CPUTime,Reason,Restarts';
+
+const collect = (value: string, previous: string[] = []) => [...previous, ...value.split(',').filter((item) => item !== '')];
+
+/** Every page of GET /acct for this query. */
+async function fetchAll(api: ApiClient, query: URLSearchParams): Promise<ApiAcctJob[]> {
+  const jobs: ApiAcctJob[] = [];
+  let after = 0;
+  for (;;) {
+    query.set('after', String(after));
+    const page = await api.get<ApiAcctPage>(`/acct?${query}`);
+    for (const job of page.jobs) jobs.push(job);
+    if (page.next === null) return jobs;
+    after = page.next;
+  }
+}
+
+/** -S/-E as epoch ms: sacct's defaults are midnight today (epoch 0 with -j or -s) and now. */
+function windowOf(flags: { starttime?: string; endtime?: string }, epochStart: boolean, nowMs: number): { startMs: number; endMs: number } {
+  const time = (flag: string, raw: string | undefined, fallback: number) => {
+    if (raw === undefined) return fallback;
+    const parsed = parseSacctTime(flag, raw, nowMs);
+    return parsed.ok ? parsed.ms : fail(parsed.message);
+  };
+  const startMs = time('--starttime', flags.starttime, epochStart ? 0 : midnightOf(nowMs));
+  const endMs = time('--endtime', flags.endtime, nowMs);
+  if (endMs < startMs) fail(`--endtime '${flags.endtime}' is before --starttime '${flags.starttime ?? 'midnight'}'; give an end after the start`);
+  return { startMs: Math.max(0, startMs), endMs: Math.max(0, endMs) };
+}
+
+export function registerAcctCommands(program: Command): void {
+  program
+    .command('acct')
+    .description('job history and accounting (sacct): every job, finished ones kept for good')
+    .option('-j, --jobs <ids>', 'only these jobs (comma-separated; repeatable)', collect)
+    .option('-u, --user <names>', 'only these users\' jobs (administrators; default: your own)', collect)
+    .option('-a, --allusers', 'every user\'s jobs (administrators; a user sees their own)')
+    .option('-s, --state <states>', 'only jobs in these states: names or short forms (CD,F,CA,TO,NF,OOM,PR,DL,PD,R,S,CG)')
+    .option('-S, --starttime <time>', 'jobs that existed after this time (default: midnight today; with -j or -s: any time)')
+    .option('-E, --endtime <time>', 'jobs that existed before this time (default: now)')
+    .option('-o, --format <fields>', `fields, NAME or NAME%WIDTH (default: ${DEFAULT_FORMAT})`)
+    .option('-X, --allocations', 'only the jobs themselves, not steps (Taras has no steps: always so)')
+    .option('-p, --parsable', 'fields separated by |, with a | at the end of each line')
+    .option('-P, --parsable2', 'fields separated by |, none at the end')
+    .option('-n, --noheader', 'no header line')
+    .option('--csv', 'comma-separated values (quoted where needed)')
+    .option('-b, --brief', `the fields ${BRIEF_FORMAT}`)
+    .option('-l, --long', 'every field Taras has of a job')
+    .option('-e, --helpformat', 'list the field names -o takes, and exit')
+    .option('--name <names>', 'only jobs with these names (comma-separated)', collect)
+    .option('-r, --partition <names>', 'only jobs of these partitions (comma-separated)', collect)
+    .option('-L, --allclusters', 'accepted: Taras is one cluster')
+    .option(...controllerOption)
+    .option('--json', 'print the jobs as JSON (the chosen fields by name, and each full record)')
+    .addHelpText('after', `
+Times are local: HH:MM[:SS] (today), YYYY-MM-DD[THH:MM[:SS]], MMDD[YY], MM/DD[/YY], MM.DD[.YY]
+(each optionally -HH:MM[:SS]), today, midnight, noon, now, now-2hours. The window holds every
+job that was pending or running in it, or ended in it.
+
+A user sees only their own jobs (Slurm's PrivateData=jobs): -a shows them their own, and -u with
+another user's name is refused; administrators see everyone's.
+
+Examples:
+  taras acct                                   your jobs since midnight, sacct's default columns
+  taras acct -j 42 -o JobID,State,ExitCode,Elapsed,TotalCPU,MaxRSS
+  taras acct -a -S now-7days -s F,TO,OOM -P -n
+  taras acct -S 2026-11-01 -E 2026-11-30T23:59:59 --format User,JobID,JobName%30,Start,End
+  taras acct -j 42 --json
+`)
+    .action(async (flags: AcctFlags) => {
+      if (flags.helpformat) {
+        const names = FIELDS.map((field) => field.name);
+        for (let i = 0; i < names.length; i += 4) print(names.slice(i, i + 4).map((name) => name.padEnd(20)).join('').trimEnd());
+        return;
+      }
+      const nowMs = Date.now();
+      const parsed = parseFormat(flags.format ?? (flags.long ? LONG_FORMAT : flags.brief ? BRIEF_FORMAT : DEFAULT_FORMAT));
+      if (!parsed.ok) fail(parsed.message);
+      const states = flags.state === undefined ? undefined : parseStates(flags.state);
+      if (states !== undefined && !states.ok) fail(states.message);
+      const ids = flags.jobs === undefined ? undefined : parseJobIds(flags.jobs);
+      const layouts = [flags.parsable && 'parsable', flags.parsable2 && 'parsable2', flags.csv && 'csv', flags.json && 'json'].filter(Boolean);
+      if (layouts.length > 1) fail(`give one of --parsable, --parsable2, --csv and --json, not ${layouts.join(' and ')}`);
+      const { startMs, endMs } = windowOf(flags, ids !== undefined || states !== undefined, nowMs);
+      const query = new URLSearchParams({ start: String(startMs), end: String(endMs) });
+      if (flags.user !== undefined) query.set('users', flags.user.join(','));
+      if (flags.allusers) query.set('all', '1');
+      if (states?.ok) query.set('states', states.states.join(','));
+      if (ids !== undefined) query.set('jobs', ids.join(','));
+      await withClient(flags.controller, async (api) => {
+        const jobs = (await fetchAll(api, query)).filter((job) =>
+          (flags.name === undefined || flags.name.includes(job.name)) && (flags.partition === undefined || flags.partition.includes(job.partition)));
+        if (flags.json) return printJson(acctJson(jobs, parsed.columns, nowMs));
+        const layout: Layout = flags.parsable2 ? 'parsable2' : flags.parsable ? 'parsable' : flags.csv ? 'csv' : 'table';
+        const text = renderAcct(jobs, parsed.columns, layout, flags.noheader === true, nowMs);
+        if (text !== '') process.stdout.write(text);
+      });
+    });
+
+  program
+    .command('report')
+    .description('usage per user over a period (sreport cluster utilization): CPU-hours, jobs, mean wait, share of the machine')
+    .option('-S, --starttime <time>', 'start of the period (default: midnight today; sacct\'s time forms)')
+    .option('-E, --endtime <time>', 'end of the period (default: now)')
+    .option(...controllerOption)
+    .option('--json', 'print the report as JSON')
+    .addHelpText('after', `
+CPU-hours are allocated CPUs times the part of each run inside the period (sreport's allocated time);
+"used" is the CPU time the jobs' processes measured (jobs that ended in the period). Share is of the
+whole machine's CPU-hours in the period. A user sees their own line; administrators see every user.
+
+Examples:
+  taras report                                 today so far
+  taras report -S now-7days
+  taras report -S 2026-11-01 -E 2026-12-01 --json
+`)
+    .action(async (flags: { starttime?: string; endtime?: string; controller?: string; json?: boolean }) => {
+      const nowMs = Date.now();
+      const { startMs, endMs } = windowOf(flags, false, nowMs);
+      await withClient(flags.controller, async (api) => {
+        const report = await api.get<ApiUsageReport>(`/report?start=${startMs}&end=${endMs}`);
+        if (flags.json) return printJson(report);
+        print(renderReport(report, process.stdout.isTTY ? process.stdout.columns : 80));
+      });
+    });
+}
+
+const hours = (seconds: number) => (seconds / 3600).toFixed(2);
+
+/** The report as a table and a bar per user (its share of the machine), sized to the terminal. */
+export function renderReport(report: ApiUsageReport, width: number): string {
+  const when = (ms: number) => new Date(ms).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  const title = `Usage ${when(report.startMs)} - ${when(report.endMs)}: ${hours(report.cpuSecondsAvailable)} CPU-hours available`;
+  if (report.users.length === 0) return `${title}\nNo job ran in this period.`;
+  const rows = report.users.map((u) => [
+    u.user, String(u.jobs), hours(u.allocCpuSeconds), hours(u.usedCpuSeconds),
+    u.meanWaitSeconds === null ? '-' : slurmDuration(u.meanWaitSeconds), `${(u.share * 100).toFixed(1)} %`,
+  ]);
+  const table = renderTable(['USER', 'JOBS', 'CPU-HOURS', 'USED', 'MEAN WAIT', 'SHARE'], rows, new Set([1, 2, 3, 4, 5]));
+  const nameWidth = Math.max(...report.users.map((u) => u.user.length));
+  const barWidth = Math.max(10, Math.min(60, width - nameWidth - 12));
+  const bars = report.users.map((u) => {
+    const filled = Math.round(Math.min(1, u.share) * barWidth);
+    return `${u.user.padEnd(nameWidth)} ${'#'.repeat(filled)}${'.'.repeat(barWidth - filled)} ${(u.share * 100).toFixed(1).padStart(5)} %`;
+  });
+  return `${title}\n\n${table}\n\nShare of the machine:\n${bars.join('\n')}`;
+}

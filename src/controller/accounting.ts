@@ -1,0 +1,134 @@
+// Job history for `taras acct` (sacct) and `taras report` (sreport): the routes
+// GET /acct and GET /report, read from the jobs table's columns (every job is
+// kept for good; the queue's retention only hides finished jobs from listings).
+//
+// Who sees what (Slurm with PrivateData=jobs): a user sees only their own
+// jobs; `all=1` from a user means their own; naming another user is refused.
+// Administrators see everyone's when they ask (-a, -u, -j); root by default, as sacct. The usage report is the whole machine's, per
+// user: administrators see every user, a user their own line and the totals.
+
+import type { ApiAcctJob, ApiAcctPage, ApiUsageReport, ApiUserUsage, JobState } from '../api/types.js';
+import { JOB_STATES } from '../store/events.js';
+import type { AccountingRow } from '../store/rows.js';
+import type { Store } from '../store/store.js';
+import type { Caller } from '../net/identity.js';
+import { RouteError, type RequestContext, type Route } from '../net/server.js';
+
+/** Jobs per page of GET /acct (a page is read from the window's index entries only). */
+export const MAX_ACCT_PAGE = 20_000;
+
+export interface AccountingDeps {
+  readonly store: Store;
+  readonly callerOf: (ctx: RequestContext) => Caller;
+  readonly isAdmin: (caller: Caller) => boolean;
+  /** CPUs of the whole machine (for the report's share). */
+  readonly totalCpus: () => number;
+  readonly nowMs: () => number;
+}
+
+const FIX = 'see `taras acct --help`';
+
+function wholeNumber(ctx: RequestContext, name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
+  const text = ctx.query.get(name);
+  if (text === null) return fallback;
+  if (!/^\d{1,16}$/.test(text) || Number(text) > max) throw new RouteError(400, `'${name}=${text}' is not a whole number from 0 to ${max}`, FIX);
+  return Number(text);
+}
+
+function listOf(ctx: RequestContext, name: string): string[] | undefined {
+  const text = ctx.query.get(name);
+  return text === null ? undefined : text.split(',').filter((item) => item !== '');
+}
+
+/** Whose jobs the caller asks for and may see: undefined means everyone's (administrators only). */
+function usersFor(ctx: RequestContext, caller: Caller, admin: boolean): string[] | undefined {
+  const named = listOf(ctx, 'users');
+  const all = ctx.query.get('all') === '1';
+  // As sacct: root sees every user's jobs by default, other administrators their own unless they ask (-a, -u, -j).
+  if (admin) return named ?? (all || ctx.query.get('jobs') !== null || caller.uid === 0 ? undefined : [caller.user]);
+  const others = (named ?? []).filter((user) => user !== caller.user);
+  if (others.length > 0) {
+    throw new RouteError(403, `only administrators see other users' jobs (${others.join(', ')}); you are ${caller.user}`,
+      'leave out -u to see your own jobs, or ask an administrator (root, or one listed in `admins` in cluster.toml)');
+  }
+  return [caller.user];
+}
+
+function statesOf(ctx: RequestContext): JobState[] | undefined {
+  const states = listOf(ctx, 'states');
+  for (const state of states ?? []) {
+    if (!(JOB_STATES as readonly string[]).includes(state)) throw new RouteError(400, `no job state '${state}'`, `give states among ${JOB_STATES.join(', ')}`);
+  }
+  return states as JobState[] | undefined;
+}
+
+function windowOf(ctx: RequestContext, nowMs: number): { fromMs: number; toMs: number } {
+  const fromMs = wholeNumber(ctx, 'start', 0);
+  const toMs = wholeNumber(ctx, 'end', nowMs);
+  if (toMs < fromMs) throw new RouteError(400, `the window ends (${new Date(toMs).toISOString()}) before it starts (${new Date(fromMs).toISOString()})`, 'give -E after -S');
+  return { fromMs, toMs };
+}
+
+export const apiAcctJob = (row: AccountingRow): ApiAcctJob => row as ApiAcctJob;
+
+/** Per-user usage of the window [startMs, endMs] from the jobs that existed in it (pure). */
+export function usageReport(rows: readonly AccountingRow[], startMs: number, endMs: number, totalCpus: number, nowMs: number): ApiUsageReport {
+  const cpuSecondsAvailable = (totalCpus * Math.max(0, endMs - startMs)) / 1000;
+  const byUser = new Map<string, { jobs: number; alloc: number; used: number; waits: number; waited: number }>();
+  for (const row of rows) {
+    if (row.startMs === null) continue;
+    const runEnd = row.endMs ?? nowMs;
+    const overlapMs = Math.max(0, Math.min(runEnd, endMs) - Math.max(row.startMs, startMs));
+    const startedInside = row.startMs >= startMs && row.startMs <= endMs;
+    if (overlapMs === 0 && !startedInside) continue;
+    const user = byUser.get(row.user) ?? { jobs: 0, alloc: 0, used: 0, waits: 0, waited: 0 };
+    user.jobs++;
+    user.alloc += ((row.allocCpus ?? 0) * overlapMs) / 1000;
+    if (row.endMs !== null && row.endMs >= startMs && row.endMs <= endMs) user.used += row.cpuSeconds ?? 0;
+    if (startedInside) {
+      user.waits++;
+      user.waited += Math.max(0, row.startMs - row.eligibleMs) / 1000;
+    }
+    byUser.set(row.user, user);
+  }
+  const users = [...byUser].map(([user, u]): ApiUserUsage => ({
+    user, jobs: u.jobs, allocCpuSeconds: u.alloc, usedCpuSeconds: u.used,
+    meanWaitSeconds: u.waits === 0 ? null : u.waited / u.waits,
+    share: cpuSecondsAvailable === 0 ? 0 : u.alloc / cpuSecondsAvailable,
+  })).sort((a, b) => b.allocCpuSeconds - a.allocCpuSeconds || a.user.localeCompare(b.user));
+  return { startMs, endMs, cpuSecondsAvailable, users };
+}
+
+export function accountingRoutes(deps: AccountingDeps): Route[] {
+  const { store } = deps;
+  return [
+    {
+      method: 'GET', path: '/acct',
+      handler: (ctx) => {
+        const caller = deps.callerOf(ctx);
+        const users = usersFor(ctx, caller, deps.isAdmin(caller));
+        const jobIds = listOf(ctx, 'jobs')?.map((id) => {
+          if (!/^\d{1,15}$/.test(id)) throw new RouteError(400, `'${id}' is not a job id`, 'give job ids as numbers: -j 12,13');
+          return Number(id);
+        });
+        const limit = Math.min(MAX_ACCT_PAGE, wholeNumber(ctx, 'limit', MAX_ACCT_PAGE) || 1);
+        const rows = store.accounting({
+          ...windowOf(ctx, deps.nowMs()), users, states: statesOf(ctx), jobIds, afterId: wholeNumber(ctx, 'after', 0), limit: limit + 1,
+        });
+        const page: ApiAcctPage = { jobs: rows.slice(0, limit).map(apiAcctJob), next: rows.length > limit ? rows[limit - 1].id : null };
+        return { status: 200, body: page };
+      },
+    },
+    {
+      method: 'GET', path: '/report',
+      handler: (ctx) => {
+        const caller = deps.callerOf(ctx);
+        const nowMs = deps.nowMs();
+        const { fromMs, toMs } = windowOf(ctx, nowMs);
+        const report = usageReport(store.accounting({ fromMs, toMs }), fromMs, toMs, deps.totalCpus(), nowMs);
+        const mine = deps.isAdmin(caller) ? report.users : report.users.filter((user) => user.user === caller.user);
+        return { status: 200, body: { ...report, users: mine } satisfies ApiUsageReport };
+      },
+    },
+  ];
+}

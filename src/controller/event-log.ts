@@ -1,0 +1,117 @@
+// The controller's event log (seed 000 3.2.4): one JSON line per event of the
+// kinds cluster.toml asks for (`event_log_kinds`), written through pino to
+// `event_log`, and rotated by size (`event_log_max_size`): FILE becomes
+// FILE.1, FILE.1 becomes FILE.2, ... up to `event_log_keep` old files.
+// Job events come from the store once committed; startup, shutdown and
+// errors from the daemon.
+
+import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import pino, { type Logger } from 'pino';
+import type { EventKind, EventLogSettings } from '../config/cluster.js';
+import type { JobRecord, StoredJobEvent } from '../store/events.js';
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** The time limit a job asked for, in seconds (null: unlimited). */
+const limitOf = (record: JobRecord): number | null => (typeof record.request.timeLimitSeconds === 'number' ? record.request.timeLimitSeconds : null);
+
+/** What the event log says of a job event: its kind and fields, or null for events it does not record (planned, held...). */
+export function jobEntry(stored: StoredJobEvent, record: JobRecord): { kind: EventKind; fields: Record<string, unknown> } | null {
+  const { event } = stored;
+  const base = { jobId: stored.jobId, time: iso(stored.timeMs), user: record.user };
+  const limit = limitOf(record);
+  switch (event.type) {
+    case 'submitted': {
+      const request = record.request;
+      return {
+        kind: 'submit',
+        fields: {
+          ...base, name: record.name, script: record.scriptPath, partition: record.partition, nodes: request.nodes ?? null,
+          ntasks: request.ntasks ?? null, cpusPerTask: request.cpusPerTask ?? null, timeLimitSeconds: limit,
+          interactive: request.interactive ?? false, deadline: request.deadline ?? null,
+          checkpointIntervalSeconds: request.checkpointInterval ?? null, checkpointDurationSeconds: request.checkpointDuration ?? null,
+        },
+      };
+    }
+    case 'started':
+      return {
+        kind: 'start',
+        fields: { ...base, nodes: event.nodes, restart: record.requeueCount > 0, promisedStart: iso(record.plannedStartMs),
+          estimatedEnd: limit === null ? null : iso(stored.timeMs + limit * 1000) },
+      };
+    case 'checkpointed':
+      return { kind: 'checkpoint', fields: { ...base, final: event.by === 'exit' } };
+    case 'ended':
+      // A job that never started was removed from the queue; one that ran finished (or was killed).
+      if (record.startTimeMs === null) return { kind: 'remove', fields: { ...base, state: event.state, reason: event.reason ?? null } };
+      return {
+        kind: 'finish',
+        fields: {
+          ...base, state: event.state, exitCode: event.exitCode, signal: event.signal ?? null, reason: event.reason ?? null,
+          start: iso(record.startTimeMs), end: iso(stored.timeMs), timeLimitSeconds: limit, runSeconds: (stored.timeMs - record.startTimeMs) / 1000,
+          usage: event.usage ?? null,
+        },
+      };
+    default:
+      return null;
+  }
+}
+
+/** A size-rotated file under pino (sync writes: an entry is on its way to the disk when record returns). */
+export class EventLog {
+  private readonly destination: ReturnType<typeof pino.destination>;
+  private readonly logger: Logger;
+  private readonly kinds: ReadonlySet<EventKind>;
+  private size: number;
+
+  constructor(private readonly settings: EventLogSettings, private readonly complain: (line: string) => void = () => {}) {
+    this.kinds = new Set(settings.kinds);
+    this.destination = pino.destination({ dest: settings.path, sync: true, mkdir: true });
+    this.size = existsSync(settings.path) ? statSync(settings.path).size : 0;
+    const counting = {
+      write: (line: string) => {
+        this.destination.write(line);
+        this.size += Buffer.byteLength(line);
+        if (this.size >= this.settings.maxBytes) this.rotate();
+      },
+    };
+    this.logger = pino({ base: undefined, timestamp: pino.stdTimeFunctions.isoTime, messageKey: 'message' }, counting);
+  }
+
+  wants(kind: EventKind): boolean {
+    return this.kinds.has(kind);
+  }
+
+  /** The first write that failed (a full disk): said once through `complain`, never thrown at the caller. */
+  failure: Error | null = null;
+
+  record(kind: EventKind, fields: Record<string, unknown>, message = kind): void {
+    if (!this.kinds.has(kind)) return;
+    try {
+      this.logger[kind === 'error' ? 'error' : 'info']({ kind, ...fields }, message);
+    } catch (error) {
+      if (this.failure === null) this.complain(`event log ${this.settings.path}: cannot write (${(error as Error).message}); entries are lost until it can`);
+      this.failure ??= error as Error;
+    }
+  }
+
+  /** The listener for Store.committedListeners. */
+  readonly onJobEvent = (stored: StoredJobEvent, record: JobRecord): void => {
+    const entry = jobEntry(stored, record);
+    if (entry !== null) this.record(entry.kind, entry.fields);
+  };
+
+  private rotate(): void {
+    const { path, keep } = this.settings;
+    if (keep === 0) rmSync(path, { force: true });
+    for (let index = keep - 1; index >= 1; index--) if (existsSync(`${path}.${index}`)) renameSync(`${path}.${index}`, `${path}.${index + 1}`);
+    if (keep > 0) renameSync(path, `${path}.1`);
+    this.destination.reopen();
+    this.size = 0;
+  }
+
+  close(): void {
+    this.destination.flushSync();
+    this.destination.end();
+  }
+}

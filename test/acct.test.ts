@@ -1,0 +1,229 @@
+// Job history (`taras acct`, sacct's flags and formats) on a live cluster:
+// `taras controller` and `taras agent --virtual` as real processes, jobs run
+// as real processes; the supervisor's CPU time and peak memory reach the
+// controller's `ended` event and the acct output; finished jobs stay listed
+// by acct, not by the queue. Then, with real Unix users, who sees whose jobs.
+
+import assert from 'node:assert/strict';
+import { execFile, spawnSync, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { readClusterConfig } from '../src/config/load.js';
+import { usageReport } from '../src/controller/accounting.js';
+import { startController, type RunningController } from '../src/controller/daemon.js';
+import { openStore } from '../src/store/store.js';
+import { runAs } from './auth-helpers.js';
+import { killHard, startDaemon } from './daemon-process.js';
+import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const taras = join(root, 'bin/taras.js');
+const work = mkdtempSync(join(tmpdir(), 'taras-acct-'));
+chmodSync(work, 0o711);
+const started: ChildProcess[] = [];
+
+after(async () => {
+  for (const child of started) await killHard(child);
+  rmSync(work, { recursive: true, force: true });
+  removeTestUsers();
+});
+
+function cli(url: string, ...args: string[]) {
+  const run = spawnSync(process.execPath, [taras, ...args, '--controller', url], { cwd: work, encoding: 'utf8', timeout: 30_000 });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+describe('taras acct on a live cluster', () => {
+  let url = '';
+  const ids: Record<string, number> = {};
+  const data = join(work, 'data');
+
+  before(async () => {
+    const controller = await startDaemon(taras, started, ['controller', '--data', data, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, work);
+    url = controller.match[1];
+    await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '2x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key'), '--keep-job-dirs', '0'], /registered 2 node/, work);
+    const scripts: Record<string, string> = {
+      // About a second of CPU in the shell, and 64 MiB touched by a child.
+      busy: '#!/bin/sh\n#TARAS --time 1\n#TARAS -J busy\ni=0; while [ $i -lt 300000 ]; do i=$((i+1)); done\n'
+        + 'node -e "const b = Buffer.alloc(64 * 1024 * 1024, 1); let s = 0; for (let i = 0; i < b.length; i += 4096) s += b[i]; console.log(s)"\n',
+      fails: '#!/bin/sh\n#TARAS --time 1\nexit 3\n',
+      killed: '#!/bin/sh\n#TARAS --time 1\nkill -9 $$\n',
+    };
+    for (const [name, text] of Object.entries(scripts)) {
+      writeFileSync(join(work, `${name}.sh`), text);
+      const submitted = cli(url, 'submit', `${name}.sh`, '--json');
+      assert.equal(submitted.code, 0, submitted.stderr);
+      ids[name] = (JSON.parse(submitted.stdout) as { id: number }).id;
+    }
+    for (const id of Object.values(ids)) cli(url, 'wait', String(id));
+  });
+
+  it('carries CPU time (user and system) and peak memory from the supervisor to the ended event and acct', () => {
+    const run = cli(url, 'acct', '-j', String(ids.busy), '-P', '-n', '-o', 'JobID,JobName,State,ExitCode,TotalCPU,UserCPU,SystemCPU,MaxRSS,NNodes,AllocCPUS');
+    assert.equal(run.code, 0, run.stderr);
+    const [id, name, state, exit, total, user, system, maxRss, nnodes, cpus] = run.stdout.trimEnd().split('|');
+    assert.deepEqual([id, name, state, exit, nnodes, cpus], [String(ids.busy), 'busy', 'COMPLETED', '0:0', '1', '1']);
+    const seconds = (text: string) => {
+      const m = /^(\d\d):(\d\d)\.(\d{3})$/.exec(text);
+      assert.ok(m, `sacct's MM:SS.mmm: ${text}`);
+      return Number(m[1]) * 60 + Number(m[2]) + Number(m[3]) / 1000;
+    };
+    assert.ok(seconds(total) > 0.2, `TotalCPU ${total}`);
+    assert.ok(Math.abs(seconds(user) + seconds(system) - seconds(total)) < 0.002, `${user} + ${system} = ${total}`);
+    assert.ok(seconds(user) > 0.1, `UserCPU ${user}`);
+    assert.match(maxRss, /^\d+K$/);
+    assert.ok(Number(maxRss.slice(0, -1)) > 60 * 1024, `MaxRSS ${maxRss} holds the 64 MiB buffer`);
+  });
+
+  it('prints ExitCode as code:signal and keeps reason, planned start and times', () => {
+    const run = cli(url, 'acct', '-j', `${ids.fails},${ids.killed}`, '-p', '-o', 'JobID,State,ExitCode,Reason,Submit,Eligible,Start,End,PlannedStart');
+    assert.equal(run.code, 0, run.stderr);
+    const lines = run.stdout.trimEnd().split('\n');
+    assert.equal(lines[0], 'JobID|State|ExitCode|Reason|Submit|Eligible|Start|End|PlannedStart|');
+    const [fails, killed] = lines.slice(1).map((line) => line.split('|'));
+    assert.deepEqual(fails.slice(0, 4), [String(ids.fails), 'FAILED', '3:0', 'exit code 3']);
+    assert.deepEqual(killed.slice(0, 4), [String(ids.killed), 'FAILED', '0:9', 'killed by SIGKILL']);
+    for (const time of fails.slice(4, 9)) assert.match(time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/);
+    assert.equal(fails[9], '', 'no | after the trailing one');
+  });
+
+  it("prints sacct's default columns and layout, and finished jobs leave the queue but not acct", () => {
+    const run = cli(url, 'acct');
+    assert.equal(run.code, 0, run.stderr);
+    const lines = run.stdout.split('\n');
+    assert.equal(lines[0], 'JobID           JobName  Partition    Account  AllocCPUS      State ExitCode ');
+    assert.equal(lines[1], '------------ ---------- ---------- ---------- ---------- ---------- -------- ');
+    assert.equal(lines[2], `${String(ids.busy).padEnd(12)}       busy      batch                     1  COMPLETED      0:0 `);
+    assert.equal(lines.filter((line) => /^\d/.test(line)).length, 3);
+    const states = cli(url, 'acct', '-s', 'f', '-n', '-X', '-o', 'JobID%-5,State');
+    assert.equal(states.stdout, `${String(ids.fails).padEnd(5)}     FAILED \n${String(ids.killed).padEnd(5)}     FAILED \n`);
+    const json = JSON.parse(cli(url, 'acct', '-j', String(ids.busy), '--json', '-o', 'JobID,State').stdout) as { jobs: { JobID: string; State: string; job: { cpuSeconds: number } }[] };
+    assert.deepEqual([json.jobs[0].JobID, json.jobs[0].State], [String(ids.busy), 'COMPLETED']);
+    assert.ok(json.jobs[0].job.cpuSeconds > 0);
+    assert.equal(cli(url, 'acct', '--name', 'busy', '-r', 'batch', '-b', '-P', '-n').stdout, `${ids.busy}|COMPLETED|0:0\n`);
+    assert.equal(cli(url, 'acct', '-r', 'other', '-n').stdout, '');
+    assert.match(cli(url, 'acct', '-e').stdout, /^JobID +JobIDRaw +JobName +Partition\n/);
+    assert.equal(cli(url, 'acct', '-l', '-j', String(ids.busy), '-P', '-n').stdout.split('|').length, 23);
+    const csv = cli(url, 'acct', '-j', String(ids.fails), '--csv', '-o', 'JobID,Reason');
+    assert.equal(csv.stdout, `JobID,Reason\n${ids.fails},exit code 3\n`);
+    // Nothing existed a year ago; an end before the start is refused.
+    assert.deepEqual(cli(url, 'acct', '-n', '-S', 'now-401days', '-E', 'now-400days'), { code: 0, stdout: '', stderr: '' });
+    assert.match(cli(url, 'acct', '-E', 'now-400days').stderr, /--endtime 'now-400days' is before --starttime 'midnight'; give an end after the start/);
+    const bad = cli(url, 'acct', '-S', 'yesterdayish');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--starttime 'yesterdayish': not a time sacct reads; give HH:MM/);
+    assert.match(cli(url, 'acct', '-o', 'JobID,Bogus').stderr, /'Bogus' is not a field Taras knows/);
+    assert.match(cli(url, 'acct', '-s', 'XX').stderr, /'XX' is not a job state/);
+  });
+
+  it('taras report: usage per user over the period, a bar chart, and --json', () => {
+    const report = JSON.parse(cli(url, 'report', '-S', 'now-1hours', '--json').stdout) as import('../src/api/types.js').ApiUsageReport;
+    assert.equal(report.cpuSecondsAvailable, 16 * 8 * 3600, "the default cluster's 16 nodes of 8 CPUs for an hour");
+    assert.equal(report.users.length, 1);
+    const [mine] = report.users;
+    assert.deepEqual([mine.user, mine.jobs], ['root', 3]);
+    assert.ok(mine.allocCpuSeconds > 0.2 && mine.allocCpuSeconds < 60, `allocated ${mine.allocCpuSeconds} CPU-s`);
+    assert.ok(mine.usedCpuSeconds > 0.2, `used ${mine.usedCpuSeconds}`);
+    assert.ok(mine.meanWaitSeconds !== null && mine.meanWaitSeconds >= 0 && mine.meanWaitSeconds < 30);
+    assert.equal(mine.share, mine.allocCpuSeconds / report.cpuSecondsAvailable);
+    const text = cli(url, 'report', '-S', 'now-1hours').stdout;
+    assert.match(text, /USER\s+JOBS\s+CPU-HOURS\s+USED\s+MEAN WAIT\s+SHARE/);
+    assert.match(text, /\nroot\s+3\s+0\.0\d/);
+    assert.match(text, /Share of the machine:\nroot \.{10,}\s+0\.\d %/);
+    assert.match(cli(url, 'report', '-S', 'now-401days', '-E', 'now-400days').stdout, /No job ran in this period/);
+  });
+
+  it("removes a job's directory on its agent once the controller has its end; the output stays", async () => {
+    const jobs = join(data, 'agent', 'jobs');
+    for (let tries = 0; tries < 50 && readdirSync(jobs).length > 0; tries++) await sleep(100);
+    assert.deepEqual(readdirSync(jobs), [], 'job directories (script, status, supervisor log) are gone');
+    assert.match(readFileSync(join(work, `taras-${ids.busy}.out`), 'utf8'), /^\d+\n$/, "the job's output is the user's and stays");
+  });
+
+  it('stores the usage in the ended event (and the job row)', () => {
+    const store = openStore(join(data, 'taras.db'), { durability: 'process' });
+    try {
+      const ended = store.events(ids.busy as never).find((event) => event.event.type === 'ended')!.event;
+      assert.equal(ended.type, 'ended');
+      if (ended.type !== 'ended') return;
+      assert.ok((ended.usage?.cpuSeconds ?? 0) > 0.2);
+      assert.ok((ended.usage?.maxRssKiB ?? 0) > 60 * 1024);
+      const killed = store.events(ids.killed as never).find((event) => event.event.type === 'ended')!.event;
+      assert.equal(killed.type === 'ended' && killed.signal, 'SIGKILL');
+      assert.deepEqual(store.job(ids.busy as never)?.usage, ended.usage);
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('usageReport', () => {
+  it('counts allocated CPU time inside the period only, waits of jobs started in it, and each user\'s share', () => {
+    const job = (over: Partial<import('../src/store/rows.js').AccountingRow>) => ({
+      id: 1, user: 'ada', name: 'j', partition: 'batch', state: 'COMPLETED' as const, reason: null, submitMs: 0, eligibleMs: 0, startMs: 0, endMs: 0,
+      plannedStartMs: null, nodes: ['n1'], allocCpus: 2, timeLimitSeconds: 60, exitCode: 0, exitSignal: null, cpuSeconds: 10,
+      userCpuSeconds: 9, systemCpuSeconds: 1, maxRssKiB: 1, requeueCount: 0, ...over,
+    });
+    const rows = [
+      job({ eligibleMs: 500_000, startMs: 900_000, endMs: 1_500_000 }), // 500 s inside [1000 s, 2000 s], started before it
+      job({ id: 2, eligibleMs: 1_000_000, startMs: 1_100_000, endMs: 1_300_000 }), // all 200 s inside, waited 100 s
+      job({ id: 3, user: 'bob', allocCpus: 4, eligibleMs: 1_500_000, startMs: 1_800_000, endMs: null }), // running: 200 s to the period's end
+      job({ id: 4, user: 'bob', startMs: null, endMs: null, state: 'PENDING' }),
+    ];
+    const report = usageReport(rows, 1_000_000, 2_000_000, 8, 5_000_000);
+    assert.equal(report.cpuSecondsAvailable, 8000);
+    assert.deepEqual(report.users, [
+      { user: 'ada', jobs: 2, allocCpuSeconds: 2 * 500 + 2 * 200, usedCpuSeconds: 20, meanWaitSeconds: 100, share: 1400 / 8000 },
+      { user: 'bob', jobs: 1, allocCpuSeconds: 4 * 200, usedCpuSeconds: 0, meanWaitSeconds: 300, share: 800 / 8000 },
+    ]);
+  });
+});
+
+describe('who sees whose history (PrivateData=jobs)', { skip: notRootReason }, () => {
+  let controller: RunningController;
+  let alice: TestUser;
+  let bob: TestUser;
+  let aliceJob = 0;
+  const as = (user: TestUser, ...args: string[]) => runAs(user, [taras, ...args, '--controller', `unix:${controller.socketPath}`]);
+
+  before(async () => {
+    alice = createTestUser('alice');
+    bob = createTestUser('bob');
+    const file = join(work, 'cluster.toml');
+    writeFileSync(file, `[cluster]\nname = "acct"\ndata_dir = "authz-data"\n[[nodes]]\nnames = "n[1-2]"\ncpus = 2\nmemory = "1G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\n`);
+    const parsed = await readClusterConfig(file);
+    assert.ok(parsed.ok);
+    controller = await startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
+    chmodSync(parsed.config.dataDir, 0o711);
+    writeFileSync(join(alice.home, 'a.sh'), '#!/bin/sh\n#TARAS --time 5\ntrue\n');
+    spawnSync('chown', [alice.name, join(alice.home, 'a.sh')]);
+    const submitted = await as(alice, 'submit', 'a.sh', '--json');
+    assert.equal(submitted.status, 0, submitted.stderr);
+    aliceJob = JSON.parse(submitted.stdout).id;
+  });
+  after(async () => {
+    await controller?.close();
+  });
+
+  it('a user sees their own jobs, is refused another user\'s, and -a shows them only theirs; root sees all', async () => {
+    // (An administrator other than root sees their own by default and everyone's with -a or -u, as sacct's operators.)
+    const mine = await as(alice, 'acct', '-P', '-n', '-o', 'JobID,User,State,AllocCPUS');
+    assert.equal(mine.stdout, `${aliceJob}|${alice.name}|PENDING|0\n`);
+    assert.equal((await as(bob, 'acct', '-P', '-n')).stdout, '');
+    assert.equal((await as(bob, 'acct', '-a', '-P', '-n')).stdout, '');
+    assert.equal((await as(bob, 'acct', '-j', String(aliceJob), '-P', '-n')).stdout, '');
+    const refused = await as(bob, 'acct', '-u', alice.name);
+    assert.equal(refused.status, 1);
+    assert.match(refused.stderr, new RegExp(`only administrators see other users' jobs \\(${alice.name}\\); you are ${bob.name}`));
+    // Root, without blocking this process (the controller runs in it).
+    const asRoot = (...args: string[]) => promisify(execFile)(process.execPath, [taras, ...args, '--controller', `unix:${controller.socketPath}`], { cwd: work });
+    assert.equal((await asRoot('acct', '-a', '-P', '-n', '-o', 'JobID,User')).stdout, `${aliceJob}|${alice.name}\n`);
+    assert.equal((await asRoot('acct', '-u', alice.name, '-P', '-n', '-o', 'JobID')).stdout, `${aliceJob}\n`);
+    assert.equal((await asRoot('acct', '-P', '-n', '-o', 'JobID')).stdout, `${aliceJob}\n`, 'root sees every user\'s jobs by default, as with sacct');
+  });
+});

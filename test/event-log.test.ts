@@ -1,0 +1,73 @@
+// The controller's event log (cluster.toml's event_log keys): structured JSON
+// lines through pino for the configured kinds, from a real controller and the
+// real CLI; size rotation of the file with a real EventLog.
+
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { readClusterConfig } from '../src/config/load.js';
+import { startController } from '../src/controller/daemon.js';
+import { EventLog } from '../src/controller/event-log.js';
+import { jobId } from '../src/core/types.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const work = mkdtempSync(join(tmpdir(), 'taras-eventlog-'));
+after(() => rmSync(work, { recursive: true, force: true }));
+
+const lines = (path: string) => readFileSync(path, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+
+describe('event log', () => {
+  it('writes startup, submit, remove and shutdown as JSON lines, and only the kinds asked for', async () => {
+    const file = join(work, 'cluster.toml');
+    writeFileSync(file, `[cluster]\nname = "ev"\ndata_dir = "data"\nevent_log = "events.log"\nevent_log_kinds = ["startup", "submit", "remove", "shutdown"]\n`
+      + '[[nodes]]\nnames = "n[1-2]"\ncpus = 2\nmemory = "1G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\n');
+    const parsed = await readClusterConfig(file);
+    assert.ok(parsed.ok, JSON.stringify(parsed));
+    assert.deepEqual(parsed.config.eventLog, { path: join(work, 'data', 'events.log'), kinds: ['startup', 'submit', 'remove', 'shutdown'], maxBytes: 100 * 1024 * 1024, keep: 5 });
+    const controller = await startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
+    const taras = (...args: string[]) => promisify(execFile)(process.execPath, [join(root, 'bin/taras.js'), ...args, '--controller', `unix:${controller.socketPath}`], { cwd: work });
+    writeFileSync(join(work, 'job.sh'), '#!/bin/sh\n#TARAS -t 5 -J logged\ntrue\n');
+    const { id } = JSON.parse((await taras('submit', 'job.sh', '--json')).stdout) as { id: number };
+    await taras('cancel', String(id));
+    await controller.close();
+
+    const entries = lines(parsed.config.eventLog!.path);
+    assert.deepEqual(entries.map((e) => e.kind), ['startup', 'submit', 'remove', 'shutdown']);
+    const [startup, submit, remove, shutdown] = entries;
+    assert.deepEqual(startup.jobs, []);
+    assert.deepEqual([submit.jobId, submit.user, submit.name, submit.partition, submit.timeLimitSeconds], [id, 'root', 'logged', 'batch', 300]);
+    assert.deepEqual([remove.jobId, remove.state, remove.reason], [id, 'CANCELLED', 'cancelled by root']);
+    assert.deepEqual([shutdown.phase, shutdown.jobsLeftRunning], ['finished', []]);
+    for (const entry of entries) {
+      assert.equal(entry.level, 30);
+      assert.match(String(entry.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    }
+  });
+
+  it('rotates the file by size, keeping event_log_keep old files', () => {
+    const path = join(work, 'rotating.log');
+    const log = new EventLog({ path, kinds: ['submit', 'error'], maxBytes: 1000, keep: 2 });
+    const job = { user: 'ada', name: 'x', partition: 'batch', scriptPath: null, script: '', request: { timeLimitSeconds: 60 } } as const;
+    for (let i = 1; i <= 40; i++) {
+      const record = { ...job, id: jobId(i), state: 'PENDING', held: false, reason: null, submitTimeMs: i, eligibleTimeMs: i, startTimeMs: null, endTimeMs: null,
+        exitCode: null, nodes: [], plannedStartMs: null, reservedNodes: [], requeueCount: 0, usage: null, exitSignal: null, lastSeq: 1 } as const;
+      log.onJobEvent({ jobId: jobId(i), seq: 1, timeMs: i, event: { type: 'submitted', ...job } }, record);
+    }
+    log.record('error', { error: 'boom' });
+    log.record('start', { jobId: 1 }); // not a kind asked for
+    log.close();
+    assert.ok(existsSync(`${path}.1`) && existsSync(`${path}.2`) && !existsSync(`${path}.3`), 'two old files kept');
+    const all = [...lines(`${path}.2`), ...lines(`${path}.1`), ...(readFileSync(path, 'utf8') === '' ? [] : lines(path))];
+    for (const file of [path, `${path}.1`, `${path}.2`]) assert.ok(readFileSync(file).length < 1300, `${file} stays near the size`);
+    const ids = all.filter((e) => e.kind === 'submit').map((e) => e.jobId as number);
+    assert.deepEqual(ids, ids.slice().sort((a, b) => a - b), 'in order across the files');
+    assert.equal(ids.at(-1), 40);
+    assert.equal(all.at(-1)?.kind, 'error');
+    assert.ok(!all.some((e) => e.kind === 'start'));
+  });
+});
