@@ -10,7 +10,7 @@ import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
   formatProblems, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
-import { finishedStates, type ApiJob, type ApiJobPage, type ApiSubmitted, type JobState } from '../api/types.js';
+import { finishedStates, type ApiJob, type ApiJobPage, type ApiPartition, type ApiSubmitted, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
@@ -539,6 +539,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
       },
     },
     { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: apiNodes(engine) }) },
+    // sinfo and scontrol show partition (src/cli/slurm/): the partitions of cluster.toml, in its order.
+    { method: 'GET', path: '/partitions', handler: () => ({ status: 200, body: engine.config.partitions.map((p): ApiPartition => ({
+      name: p.name, nodes: [...p.nodes], isDefault: p.isDefault, maxTimeSeconds: p.maxTimeSeconds, defaultTimeSeconds: p.defaultTimeSeconds ?? null,
+      maxNodes: p.maxNodes, priority: p.priority, preemptMode: p.preemptMode ?? 'off',
+    })) }) },
     // The socket listened on since the start: a reconfigure (whose file may name another data_dir, or `--data` overrode it) moves no socket.
     { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { ...apiStatus(engine, Date.now(), motd()), socket: options.config.socketPath, uid: process.getuid?.() } }) },
     {
