@@ -83,6 +83,14 @@ describe('Slurm formats', () => {
     assert.equal(help.status, 0, help.stderr);
     assert.match(help.stdout, /^Usage: squeue /);
     assert.match(help.stdout, /--noheader/);
+    // sbatch, srun, salloc are taras submit, run, alloc; sacct is taras acct, or says it is missing.
+    for (const [name, command] of [['sbatch', 'submit'], ['srun', 'run'], ['salloc', 'alloc']]) {
+      const run = spawnSync(join(root, 'bin', name), ['--help'], { cwd: elsewhere, encoding: 'utf8' });
+      assert.equal(run.status, 0, run.stderr);
+      assert.match(run.stdout, new RegExp(`^Usage: taras ${command} `));
+    }
+    const sacct = spawnSync(join(root, 'bin', 'sacct'), ['--help'], { cwd: elsewhere, encoding: 'utf8' });
+    assert.ok(sacct.status === 0 || /^sacct: error: this Taras has no `taras acct` command yet/.test(sacct.stderr), sacct.stderr);
   });
 });
 
