@@ -5,12 +5,14 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { runAs } from './auth-helpers.js';
 import { startDaemon } from './daemon-process.js';
+import { createTestUser, notRootReason, removeTestUsers } from './unix-users.js';
 import { parseFormat, pad, parseJobStates, slurmDuration, slurmTime } from '../src/cli/slurm/format.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -21,6 +23,7 @@ const started: ChildProcess[] = [];
 const SLURM = ['sbatch', 'squeue', 'scancel', 'sinfo', 'sacct', 'scontrol', 'srun', 'salloc'];
 
 after(async () => {
+  if (!notRootReason) removeTestUsers();
   for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await new Promise((resolve) => setTimeout(resolve, 200));
   rmSync(work, { recursive: true, force: true });
@@ -218,6 +221,22 @@ describe('Slurm commands on a real cluster', () => {
     // Until the controller has POST /jobs/hold (another part of issue 12), hold says so.
     assert.ok(hold.code === 0 || /^scontrol: error: hold is not yet in this Taras/.test(hold.stderr), hold.stderr);
     assert.match(slurm('scontrol', 'reboot').stderr, /does not support "reboot"/);
+  });
+
+  it('scancel and squeue as another user: that user\'s own jobs only; another\'s job is refused with Slurm\'s error line', { skip: notRootReason }, async () => {
+    const alice = createTestUser('slurm');
+    chmodSync(work, 0o711);
+    chmodSync(join(work, 'data'), 0o711);
+    const as = (name: string, ...args: string[]) => runAs(alice, [join(root, 'bin/taras.js'), '--slurm-command', name, ...args, '--controller', `unix:${join(work, 'data', 'taras.sock')}`]);
+    const refused = await as('scancel', String(ids[0]));
+    assert.equal(refused.status, 1);
+    assert.match(refused.stderr, new RegExp(`^scancel: error: Kill job error on job id ${ids[0]}: `));
+    const mine = await as('squeue', '--me', '-h');
+    assert.equal(mine.status, 0, mine.stderr);
+    assert.equal(mine.stdout, '');
+    // A filter that picks root's jobs cancels nothing of theirs either.
+    assert.equal((await as('scancel', '-u', 'root')).status, 1);
+    assert.equal(slurm('squeue', '-h', '-o', '%i %t').stdout, `${ids[2]} PD\n${ids[3]} PD\n${ids[0]} R\n${ids[1]} R\n`);
   });
 
   it('scancel: silent on success, Slurm\'s error for a job that is not there; filters pick jobs', () => {
