@@ -31,6 +31,14 @@ if (process.env.TARAS_NODE_EXTRA_CA_CERTS !== undefined) {
   delete process.env.TARAS_NODE_EXTRA_CA_CERTS;
 }
 
+// bin/squeue, bin/sinfo... start this file with `--slurm-command NAME` first: the CLI then runs as that
+// Slurm command (src/cli/slurm/), which it reads from process.argv[1].
+const SLURM_COMMANDS = ['sbatch', 'squeue', 'scancel', 'sinfo', 'sacct', 'scontrol', 'srun', 'salloc'];
+if (process.argv[2] === '--slurm-command' && SLURM_COMMANDS.includes(process.argv[3])) {
+  process.argv.splice(1, 3, require('node:path').join(__dirname, process.argv[3]));
+}
+const slurmCommand = SLURM_COMMANDS.includes(require('node:path').basename(process.argv[1])) ? require('node:path').basename(process.argv[1]) : undefined;
+
 const fs = require('node:fs');
 const path = require('node:path');
 const vm = require('node:vm');
@@ -59,7 +67,7 @@ const cache = (() => {
   const root = process.env.XDG_CACHE_HOME || (process.env.HOME ? path.join(process.env.HOME, '.cache') : undefined);
   if (root === undefined || !path.isAbsolute(root)) return undefined;
   // One cache per command: each holds the functions its command ran.
-  const first = process.argv.slice(2).find((arg) => !arg.startsWith('-'));
+  const first = slurmCommand ?? process.argv.slice(2).find((arg) => !arg.startsWith('-'));
   const command = first !== undefined && /^[a-z]{1,16}$/.test(first) ? first : 'other';
   const install = hex(crc32(file));
   const folder = path.join(root, 'taras');

@@ -134,6 +134,19 @@ export interface ApiNode {
   lastHeartbeat: string | null;
 }
 
+/** A partition as cluster.toml defines it (GET /partitions: sinfo, scontrol show partition). */
+export interface ApiPartition {
+  name: string;
+  nodes: string[];
+  isDefault: boolean;
+  /** null: no limit. */
+  maxTimeSeconds: number | null;
+  defaultTimeSeconds: number | null;
+  maxNodes: number | null;
+  priority: number;
+  preemptMode: string;
+}
+
 export interface ApiClusterStatus {
   up: boolean;
   version: string;

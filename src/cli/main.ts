@@ -30,6 +30,23 @@ const moduleOfCommand: Record<string, string> = {
 
 // No top-level await: bin/taras.js runs the bundle of this module as a script (to reuse V8's code cache).
 async function main(): Promise<void> {
+  // Started as a Slurm command (bin/squeue...: bin/taras.js names it in argv[1]).
+  const slurm = /[^/\\]*$/.exec(process.argv[1] ?? '')![0];
+  if (SLURM_NAMES.has(slurm)) {
+    const { runSlurmCommand, SLURM_ALIASES: aliases } = await import('./slurm/main.js');
+    if (!Object.hasOwn(aliases, slurm)) {
+      process.stdout.on('error', outputFailed);
+      await runSlurmCommand(slurm as 'squeue');
+      await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+      process.exit();
+    }
+    const command = aliases[slurm];
+    if (!Object.hasOwn(moduleOfCommand, command)) {
+      process.stderr.write(`${slurm}: error: this Taras has no \`taras ${command}\` command yet, which ${slurm} runs; use the taras commands (taras --help)\n`);
+      process.exit(1);
+    }
+    process.argv.splice(2, 0, command);
+  }
   // No command, `help` or an unknown one: load them all, for the full help or commander's suggestion.
   const first = process.argv.slice(2).find((arg) => !arg.startsWith('-'));
   const wanted = first !== undefined && Object.hasOwn(moduleOfCommand, first) ? [moduleOfCommand[first]] : Object.keys(modules);
@@ -74,6 +91,9 @@ Examples:
     process.exit();
   }
 }
+
+/** The Slurm commands Taras answers to (src/cli/slurm/main.ts; bin/ has a launcher for each). */
+const SLURM_NAMES: ReadonlySet<string> = new Set(['squeue', 'sinfo', 'scancel', 'scontrol', 'sbatch', 'srun', 'salloc', 'sacct']);
 
 /** The commands that talk to the controller and return: they may exit as soon as they are done (not daemons, not `up`). */
 const CLIENT_MODULES: ReadonlySet<string> = new Set(['jobs', 'admin', 'plan', 'checkpoint', 'acct']);

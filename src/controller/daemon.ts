@@ -10,7 +10,7 @@ import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
   formatProblems, HolidayBodySchema, JobIdsBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
-import { finishedStates, type ApiJob, type ApiJobPage, type ApiSubmitted, type JobState } from '../api/types.js';
+import { finishedStates, type ApiJob, type ApiJobPage, type ApiPartition, type ApiSubmitted, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
@@ -324,6 +324,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const resolveIds = (refs: readonly (string | number)[], one = false): JobId[] => refs.flatMap((ref) => {
     if (one && typeof ref === 'number') return [jobId(ref)];
     const resolved = resolveJobRef(ref, (id) => engine.active.get(jobId(id)) ?? store.job(jobId(id)));
+    // A plain id that names no job: each id of a set gets its own answer (cancelMany says "no job N", as scancel does).
+    if ('error' in resolved && !one && /^\d+$/.test(String(ref).trim()) && resolved.error.startsWith('no job')) return [jobId(Number(ref))];
     if ('error' in resolved) throw new RouteError(/^no job|has no task/.test(resolved.error) ? 404 : 400, resolved.error, 'list jobs with `taras queue`');
     return (one ? resolved.ids.slice(0, 1) : resolved.ids).map(jobId);
   });
@@ -573,12 +575,18 @@ export async function startController(options: ControllerOptions): Promise<Runni
       handler: (ctx) => {
         const caller = callerOf(ctx);
         const { ids } = bodyOf(JobIdsBodySchema, ctx, '{"ids": [12, 13]}');
-        const results = action === 'hold' ? engine.holdMany(ids.map(jobId), caller.user, admin(caller)) : engine.releaseMany(ids.map(jobId), caller.user, admin(caller));
+        const all = resolveIds(ids);
+        const results = action === 'hold' ? engine.holdMany(all, caller.user, admin(caller)) : engine.releaseMany(all, caller.user, admin(caller));
         kick();
         return { status: 200, body: { jobs: results } };
       },
     })),
     { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: apiNodes(engine) }) },
+    // sinfo and scontrol show partition (src/cli/slurm/): the partitions of cluster.toml, in its order.
+    { method: 'GET', path: '/partitions', handler: () => ({ status: 200, body: engine.config.partitions.map((p): ApiPartition => ({
+      name: p.name, nodes: [...p.nodes], isDefault: p.isDefault, maxTimeSeconds: p.maxTimeSeconds, defaultTimeSeconds: p.defaultTimeSeconds ?? null,
+      maxNodes: p.maxNodes, priority: p.priority, preemptMode: p.preemptMode ?? 'off',
+    })) }) },
     // The socket listened on since the start: a reconfigure (whose file may name another data_dir, or `--data` overrode it) moves no socket.
     { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { ...apiStatus(engine, Date.now(), motd()), socket: options.config.socketPath, uid: process.getuid?.() } }) },
     {

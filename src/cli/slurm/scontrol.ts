@@ -1,0 +1,208 @@
+// `scontrol`: Slurm's `show job|node|partition` in its Key=Value layout (a
+// record's first line, then lines indented by three spaces; records apart by
+// a blank line), and the job actions Taras has: requeue, suspend, resume
+// (silent on success, as scontrol is). hold, release and update go to
+// POST /jobs/hold, /jobs/release and /jobs/:id/update; a controller without
+// them is told apart ("not yet in this Taras").
+
+import type { Command } from 'commander';
+import { readFileSync } from 'node:fs';
+import type { ApiJob, ApiNode, ApiPartition } from '../../api/types.js';
+import type { ApiClient } from '../../net/client.js';
+import { compressHostlist } from '../../config/hostlist.js';
+import { slurmTime } from './format.js';
+import { reasonCode } from './squeue.js';
+
+/** Seconds as scontrol prints them (Slurm's secs2time_str): HH:MM:SS or D-HH:MM:SS. */
+export function clockDuration(seconds: number | null): string {
+  if (seconds === null) return 'UNLIMITED';
+  const two = (n: number) => String(n).padStart(2, '0');
+  const s = Math.max(0, Math.floor(seconds));
+  const days = Math.floor(s / 86_400);
+  const rest = `${two(Math.floor(s / 3600) % 24)}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}`;
+  return days > 0 ? `${days}-${rest}` : rest;
+}
+
+/** A user's uid from /etc/passwd ("alice(1000)"); the name alone when it is not there. */
+function userWithId(name: string, passwd: string): string {
+  const line = passwd.split('\n').find((entry) => entry.startsWith(`${name}:`));
+  const uid = line?.split(':')[2];
+  return uid === undefined ? name : `${name}(${uid})`;
+}
+
+const record = (lines: string[][]): string => lines.map((pairs, i) => `${i === 0 ? '' : '   '}${pairs.join(' ')}`).join('\n');
+const orNull = (value: string | null | undefined): string => (value === null || value === undefined || value === '' ? '(null)' : value);
+
+export function showJob(job: ApiJob, nowMs: number, passwd: string): string {
+  const run = job.startTime === null ? 0 : ((job.endTime === null ? nowMs : Date.parse(job.endTime)) - Date.parse(job.startTime)) / 1000;
+  const start = job.startTime ?? (job.state === 'PENDING' ? job.plannedStart : null);
+  const end = job.endTime ?? job.predictedEnd;
+  const cpus = job.ntasks * job.cpusPerTask;
+  return record([
+    [`JobId=${job.id}`, `JobName=${job.name}`],
+    [`UserId=${userWithId(job.user, passwd)}`],
+    [`JobState=${job.state}`, `Reason=${reasonCode(job, true)}`, 'Dependency=(null)'],
+    [`Requeue=${job.requeue ? 1 : 0}`, `Restarts=${job.restarts ?? 0}`, 'BatchFlag=1', `ExitCode=${job.exitCode ?? 0}:0`],
+    [`RunTime=${clockDuration(run)}`, `TimeLimit=${clockDuration(job.timeLimitSeconds)}`],
+    [`SubmitTime=${slurmTime(job.submitTime)}`],
+    [`StartTime=${slurmTime(start)}`, `EndTime=${slurmTime(end)}`, `Deadline=${slurmTime(job.deadline)}`],
+    [`Partition=${job.partition}`],
+    [`NodeList=${job.nodes.length === 0 ? '(null)' : compressHostlist(job.nodes)}`],
+    [`NumNodes=${job.nodeCount}`, `NumCPUs=${cpus}`, `NumTasks=${job.ntasks}`, `CPUs/Task=${job.cpusPerTask}`],
+    [`MinMemoryNode=${job.memoryMiB === null ? '0' : `${job.memoryMiB}M`}`],
+    [`WorkDir=${orNull(job.workingDir)}`],
+    [`StdErr=${orNull(job.stderrPath)}`, 'StdIn=/dev/null', `StdOut=${orNull(job.stdoutPath)}`],
+  ]);
+}
+
+/** Slurm's node state words: IDLE, MIXED, ALLOCATED, DOWN, with +DRAIN and +NOT_RESPONDING. */
+export function nodeStateWord(node: ApiNode): string {
+  const busy = node.cpusAllocated === 0 ? 'IDLE' : node.cpusAllocated >= node.cpus ? 'ALLOCATED' : 'MIXED';
+  switch (node.state) {
+    case 'drained': case 'draining': return `${busy}+DRAIN`;
+    case 'down': return /heartbeat|registered|respond/i.test(node.reason ?? '') ? 'DOWN+NOT_RESPONDING' : 'DOWN';
+    default: return busy;
+  }
+}
+
+export function showNode(node: ApiNode): string {
+  return record([
+    [`NodeName=${node.name}`],
+    [`CPUAlloc=${node.cpusAllocated}`, `CPUEfctv=${node.cpus}`, `CPUTot=${node.cpus}`, 'CPULoad=N/A'],
+    [`AvailableFeatures=${orNull(node.features.join(','))}`],
+    [`ActiveFeatures=${orNull(node.features.join(','))}`],
+    [`RealMemory=${node.memoryMiB}`, `AllocMem=${node.memoryAllocatedMiB}`, 'FreeMem=N/A'],
+    [`State=${nodeStateWord(node)}`],
+    [`Partitions=${node.partitions.join(',')}`],
+    [`LastBusyTime=${slurmTime(node.lastHeartbeat)}`],
+    ...(node.reason ? [[`Reason=${node.reason}`]] : []),
+  ]);
+}
+
+export function showPartition(partition: ApiPartition, nodes: readonly ApiNode[]): string {
+  const members = nodes.filter((node) => partition.nodes.includes(node.name));
+  return record([
+    [`PartitionName=${partition.name}`],
+    ['AllowGroups=ALL', 'AllowAccounts=ALL', 'AllowQos=ALL'],
+    [`Default=${partition.isDefault ? 'YES' : 'NO'}`],
+    [`DefaultTime=${partition.defaultTimeSeconds === null ? 'NONE' : clockDuration(partition.defaultTimeSeconds)}`],
+    [`MaxNodes=${partition.maxNodes ?? 'UNLIMITED'}`, `MaxTime=${clockDuration(partition.maxTimeSeconds)}`, 'MinNodes=0'],
+    [`Nodes=${partition.nodes.length === 0 ? '(null)' : compressHostlist(partition.nodes)}`],
+    [`PriorityTier=${partition.priority}`],
+    [`PreemptMode=${partition.preemptMode.toUpperCase()}`],
+    ['State=UP', `TotalCPUs=${members.reduce((sum, node) => sum + node.cpus, 0)}`, `TotalNodes=${partition.nodes.length}`],
+  ]);
+}
+
+const ENTITIES = ['job', 'node', 'partition'] as const;
+const ACTIONS: Record<string, (id: number) => string> = {
+  requeue: (id) => `/jobs/${id}/requeue`, suspend: (id) => `/jobs/${id}/suspend`, resume: (id) => `/jobs/${id}/resume`,
+};
+
+async function show(api: ApiClient, entity: string, name: string | undefined): Promise<string[]> {
+  const singular = entity.replace(/s$/, '').toLowerCase();
+  if (singular === 'job' || singular === 'jobid') {
+    if (name === undefined) {
+      const { listAllJobs } = await import('../controller-client.js');
+      const jobs = await listAllJobs(api, new URLSearchParams({ state: 'PENDING,RUNNING,SUSPENDED,COMPLETING' }));
+      return jobs.map((job) => showJob(job, Date.now(), passwdText()));
+    }
+    if (!/^\d+$/.test(name)) throw new Error(`scontrol: error: Invalid job id specified: ${name}`);
+    return [showJob(await api.get<ApiJob>(`/jobs/${name}`), Date.now(), passwdText())];
+  }
+  if (singular === 'node') {
+    const nodes = await api.get<ApiNode[]>('/nodes');
+    const chosen = name === undefined ? nodes : nodes.filter((node) => node.name === name);
+    if (chosen.length === 0) throw new Error(`scontrol: error: Node ${name} not found`);
+    return chosen.map(showNode);
+  }
+  if (singular === 'partition') {
+    const [partitions, nodes] = await Promise.all([api.get<ApiPartition[]>('/partitions'), api.get<ApiNode[]>('/nodes')]);
+    const chosen = name === undefined ? partitions : partitions.filter((partition) => partition.name === name);
+    if (chosen.length === 0) throw new Error(`scontrol: error: Partition ${name} not found`);
+    return chosen.map((partition) => showPartition(partition, nodes));
+  }
+  throw new Error(`scontrol: error: invalid entity: ${entity} for keyword: show (Taras shows ${ENTITIES.join(', ')})`);
+}
+
+function passwdText(): string {
+  try {
+    return readFileSync('/etc/passwd', 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+const jobIdsOf = (words: string[], command: string): number[] => {
+  const ids = words.flatMap((word) => word.split(',')).filter((word) => word !== '');
+  if (ids.length === 0) throw new Error(`scontrol: error: ${command} needs a job id, e.g. scontrol ${command} 42`);
+  return ids.map((word) => {
+    if (!/^\d+$/.test(word)) throw new Error(`scontrol: error: Invalid job id specified: ${word}`);
+    return Number(word);
+  });
+};
+
+export function registerScontrol(program: Command): void {
+  program
+    .description('show jobs, nodes and partitions, and requeue, suspend or resume jobs, as Slurm\'s scontrol does (served by Taras)')
+    .argument('<command>', 'show, requeue, suspend, resume, hold, release, update')
+    .argument('[args...]', 'show: job|node|partition [NAME]; the others: job ids')
+    .option('--controller <address>', 'controller address (default $TARAS_CONTROLLER)')
+    .helpOption('--help', 'show this help')
+    .addHelpText('after', '\nExamples:\n  scontrol show job 42\n  scontrol show node node01\n  scontrol show partition\n  scontrol requeue 42\n  scontrol suspend 42; scontrol resume 42\n')
+    .action(async (command: string, args: string[], flags: { controller?: string }) => {
+      const { client } = await import('../controller-client.js');
+      const { ApiRequestError, ControllerUnreachableError } = await import('../../net/client.js');
+      const verb = command.toLowerCase();
+      if (verb !== 'show' && !Object.hasOwn(ACTIONS, verb) && !['hold', 'release', 'update'].includes(verb)) {
+        throw new Error(`scontrol: error: Taras's scontrol does not support "${command}" (it has show, requeue, suspend, resume, hold, release, update)`);
+      }
+      const api = await client(flags.controller);
+      try {
+        if (verb === 'show') {
+          if (args[0] === undefined) throw new Error('scontrol: error: show needs what to show: job, node or partition');
+          process.stdout.write((await show(api, args[0], args[1])).map((text) => `${text}\n\n`).join(''));
+          return;
+        }
+        if (verb === 'update') {
+          const id = args.find((word) => /^jobid=/i.test(word))?.split('=')[1];
+          if (id === undefined || !/^\d+$/.test(id)) throw new Error('scontrol: error: update needs JobId=ID and fields, e.g. scontrol update JobId=42 TimeLimit=30');
+          const fields = Object.fromEntries(args.filter((word) => !/^jobid=/i.test(word)).map((word) => [word.split('=')[0], word.slice(word.indexOf('=') + 1)]));
+          await notYet(api.post(`/jobs/${id}/update`, fields), verb);
+          return;
+        }
+        const ids = jobIdsOf(args, verb);
+        if (verb === 'hold' || verb === 'release') {
+          await notYet(api.post(`/jobs/${verb}`, { ids }), verb);
+          return;
+        }
+        for (const id of ids) {
+          try {
+            await api.post(ACTIONS[verb](id), {});
+          } catch (error) {
+            if (!(error instanceof ApiRequestError)) throw error;
+            process.stderr.write(`scontrol: error: ${verb} job ${id}: ${error.error}\n`);
+            process.exitCode = 1;
+          }
+        }
+      } catch (error) {
+        if (error instanceof ControllerUnreachableError) throw new Error(`scontrol: error: ${error.message}`);
+        if (error instanceof ApiRequestError) throw new Error(`scontrol: error: ${error.error}${error.fix ? ` (${error.fix})` : ''}`);
+        throw error;
+      } finally {
+        api.close();
+      }
+
+      /** A controller without the route (404/405 "no such API route"): hold, release and update are not in this Taras yet. */
+      async function notYet(request: Promise<unknown>, what: string): Promise<void> {
+        try {
+          await request;
+        } catch (error) {
+          if (error instanceof ApiRequestError && (error.status === 405 || /no such API route/.test(error.error))) {
+            throw new Error(`scontrol: error: ${what} is not yet in this Taras (the controller has no route for it); use taras cancel, or resubmit`);
+          }
+          throw error;
+        }
+      }
+    });
+}

@@ -1,0 +1,259 @@
+// Slurm's command names (bin/squeue, bin/sinfo, bin/scancel, ...) against a
+// real controller and agent, their output parsed the way scripts parse
+// Slurm's: fixed columns from the header line, `-h -o "%i %t"` fields.
+// Every process started here is stopped by its PID.
+
+import assert from 'node:assert/strict';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { accessSync, chmodSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { runAs } from './auth-helpers.js';
+import { startDaemon } from './daemon-process.js';
+import { createTestUser, notRootReason, removeTestUsers } from './unix-users.js';
+import { parseFormat, pad, parseJobStates, slurmDuration, slurmTime } from '../src/cli/slurm/format.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const work = mkdtempSync(join(tmpdir(), 'taras-slurm-'));
+const elsewhere = join(work, 'elsewhere');
+mkdirSync(elsewhere);
+const started: ChildProcess[] = [];
+const SLURM = ['sbatch', 'squeue', 'scancel', 'sinfo', 'sacct', 'scontrol', 'srun', 'salloc'];
+
+after(async () => {
+  if (!notRootReason) removeTestUsers();
+  for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  rmSync(work, { recursive: true, force: true });
+});
+
+const daemon = async (args: string[], ready: RegExp): Promise<RegExpMatchArray> =>
+  (await startDaemon(join(root, 'bin/taras.js'), started, args, ready, work)).match;
+
+let url = '';
+/** Runs bin/NAME (the installed launcher, through sh) from a folder that is not the checkout. */
+function slurm(name: string, ...args: string[]) {
+  const run = spawnSync(join(root, 'bin', name), args, { cwd: elsewhere, encoding: 'utf8', timeout: 30_000, env: { ...process.env, TARAS_CONTROLLER: url } });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+/** Rows of a Slurm table cut at the columns its header gives (each column ends where the next header word's field ends). */
+function columns(text: string): Record<string, string>[] {
+  const [header, ...rows] = text.split('\n').filter((line) => line !== '');
+  // Right-justified headers end at the column's end; the last (left-justified) runs to the end of the line.
+  const names = [...header.matchAll(/\S+/g)].map((m) => ({ name: m[0], end: m.index! + m[0].length }));
+  return rows.map((row) => {
+    const record: Record<string, string> = {};
+    let start = 0;
+    names.forEach(({ name, end }, i) => {
+      const stop = i === names.length - 1 ? row.length : end;
+      record[name] = row.slice(start, stop).trim();
+      start = stop;
+    });
+    return record;
+  });
+}
+
+describe('Slurm formats', () => {
+  it('prints durations, widths and states as Slurm does', () => {
+    assert.deepEqual([0, 59, 61, 3600, 3661, 86_400 + 3723, -1].map(slurmDuration), ['0:00', '0:59', '1:01', '1:00:00', '1:01:01', '1-01:02:03', 'INVALID']);
+    assert.equal(pad('42', 6, true), '    42');
+    assert.equal(pad('averylongname', 8, true), 'averylon');
+    assert.equal(pad('ab', 4, false), 'ab  ');
+    assert.equal(pad('node[01-04]', 3, false, false), 'node[01-04]');
+    const format = parseFormat('%.18i %-8j|%t', new Set(['i', 'j', 't']), 'squeue');
+    assert.deepEqual(format.fields, [{ letter: 'i', width: 18, right: true, suffix: ' ' }, { letter: 'j', width: 8, right: false, suffix: '|' }, { letter: 't', width: 0, right: false, suffix: '' }]);
+    assert.throws(() => parseFormat('%i %K', new Set(['i']), 'squeue'), /%K is not supported/);
+    assert.deepEqual(parseJobStates('pd,R,running,CA', 'squeue'), ['PENDING', 'RUNNING', 'CANCELLED']);
+    assert.throws(() => parseJobStates('PD,WAITING', 'squeue'), /invalid job state specified: WAITING/);
+    assert.equal(slurmTime('2026-11-23T22:50:42Z', 'UTC'), '2026-11-23T22:50:42');
+    assert.equal(slurmTime(null), 'N/A');
+  });
+
+  it('installs every Slurm name as an executable launcher in package.json bin', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+    for (const name of SLURM) {
+      assert.equal(pkg.bin[name], `bin/${name}`);
+      accessSync(join(root, 'bin', name), constants.X_OK);
+    }
+    // As npm links it (node_modules/.bin/squeue -> ../taras/bin/squeue), run from elsewhere.
+    const link = join(work, 'linkbin');
+    mkdirSync(link);
+    symlinkSync(join(root, 'bin', 'squeue'), join(link, 'squeue'));
+    const help = spawnSync(join(link, 'squeue'), ['--help'], { cwd: elsewhere, encoding: 'utf8' });
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /^Usage: squeue /);
+    assert.match(help.stdout, /--noheader/);
+    // sbatch, srun, salloc are taras submit, run, alloc; sacct is taras acct, or says it is missing.
+    for (const [name, command] of [['sbatch', 'submit'], ['srun', 'run'], ['salloc', 'alloc']]) {
+      const run = spawnSync(join(root, 'bin', name), ['--help'], { cwd: elsewhere, encoding: 'utf8' });
+      assert.equal(run.status, 0, run.stderr);
+      assert.match(run.stdout, new RegExp(`^Usage: taras ${command} `));
+    }
+    const sacct = spawnSync(join(root, 'bin', 'sacct'), ['--help'], { cwd: elsewhere, encoding: 'utf8' });
+    assert.ok(sacct.status === 0 || /^sacct: error: this Taras has no `taras acct` command yet/.test(sacct.stderr), sacct.stderr);
+  });
+});
+
+describe('Slurm commands on a real cluster', () => {
+  const ids: number[] = [];
+  before(async () => {
+    const config = join(work, 'cluster.toml');
+    writeFileSync(config, `[cluster]\nname = "sl"\npolicy = "easy"\ndata_dir = "data"\n[[nodes]]\nnames = "node[01-04]"\ncpus = 1\nmemory = "16G"\n`
+      + `[[partitions]]\nname = "batch"\nnodes = "ALL"\ndefault = true\n[[partitions]]\nname = "debug"\nnodes = "node[01-02]"\nmax_time = "2h"\n`);
+    url = (await daemon(['controller', '--config', config, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/))[1];
+    await daemon(['agent', '--controller', url, '--virtual', '4x1', '--data', join(work, 'data', 'agent'), '--key', join(work, 'data', 'cluster.key')], /registered 4 node/);
+    writeFileSync(join(elsewhere, 'long.sh'), '#!/bin/sh\nsleep 300\n');
+    // Two jobs fill the cluster; two more wait.
+    for (const [nodes, name] of [['2', 'first'], ['2', 'second'], ['4', 'third'], ['1', 'fourth']]) {
+      const run = slurm('sbatch', '-N', nodes, '-t', '10', '-J', name, 'long.sh');
+      assert.equal(run.code, 0, run.stderr);
+      ids.push(Number(/(\d+)\s*$/.exec(run.stdout)![1]));
+    }
+    for (let i = 0; i < 100; i++) {
+      const states = slurm('squeue', '-h', '-o', '%t').stdout.split('\n').filter(Boolean);
+      if (states.filter((s) => s === 'R').length === 2) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  });
+
+  it('squeue: the default table, column by column from its header', () => {
+    const run = slurm('squeue');
+    assert.equal(run.code, 0, run.stderr);
+    const [header] = run.stdout.split('\n');
+    assert.equal(header, '             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)');
+    const rows = columns(run.stdout);
+    assert.equal(rows.length, 4);
+    // Slurm's default sort P,t,-p: by partition, then state code (PD before R), then priority.
+    assert.deepEqual(rows.map((row) => row.ST), ['PD', 'PD', 'R', 'R']);
+    const byId = new Map(rows.map((row) => [Number(row.JOBID), row]));
+    assert.deepEqual(byId.get(ids[0]), { JOBID: String(ids[0]), PARTITION: 'batch', NAME: 'first', USER: 'root', ST: 'R', TIME: byId.get(ids[0])!.TIME, NODES: '2', 'NODELIST(REASON)': byId.get(ids[0])!['NODELIST(REASON)'] });
+    assert.match(byId.get(ids[0])!.TIME, /^0:0\d$/);
+    assert.match(byId.get(ids[0])!['NODELIST(REASON)'], /^node\[0[13]-0[24]\]$/);
+    assert.equal(byId.get(ids[2])!['NODELIST(REASON)'], '(Resources)');
+    assert.equal(byId.get(ids[3])!['NODELIST(REASON)'], '(Priority)');
+    assert.equal(byId.get(ids[2])!.TIME, '0:00');
+    // The fixed widths: the last column starts at the same place on every line.
+    for (const line of run.stdout.split('\n').filter(Boolean)) assert.match(line.slice(66, 69), /^\S \S$/);
+  });
+
+  it('squeue: -h -o fields, filters, sort, --start, -l, --json; bad input refused by name', () => {
+    const fields = slurm('squeue', '-h', '-o', '%i %t');
+    assert.equal(fields.stdout, [ids[2], ids[3], ids[0], ids[1]].map((id, i) => `${id} ${i < 2 ? 'PD' : 'R'}\n`).join(''));
+    assert.equal(slurm('squeue', '--noheader', '-t', 'PD', '-o', '%i').stdout, `${ids[2]}\n${ids[3]}\n`);
+    assert.equal(slurm('squeue', '-h', '-t', 'running', '-S', '-i', '-o', '%i').stdout, `${ids[1]}\n${ids[0]}\n`);
+    assert.equal(slurm('squeue', '-h', '-j', `${ids[3]},${ids[0]}`, '-S', 'i', '-o', '%.6i|%-8j|%.3D|').stdout, `${String(ids[0]).padStart(6)}|first   |  2|\n${String(ids[3]).padStart(6)}|fourth  |  1|\n`);
+    assert.equal(slurm('squeue', '-h', '--me', '-n', 'third', '-o', '%u %j %P').stdout, 'root third batch\n');
+    assert.equal(slurm('squeue', '-h', '-u', 'nobody').stdout, '');
+    assert.equal(slurm('squeue', '-h', '-p', 'debug').stdout, '');
+    const start = slurm('squeue', '--start');
+    assert.match(start.stdout.split('\n')[0], /^ +JOBID PARTITION +NAME +USER ST +START_TIME +NODES SCHEDNODES +NODELIST\(REASON\)$/);
+    const starts = columns(start.stdout);
+    assert.deepEqual(starts.map((row) => Number(row.JOBID)), [ids[2], ids[3]]);
+    for (const row of starts) assert.match(row.START_TIME, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$/);
+    const long = slurm('squeue', '-l');
+    const [clock, longHeader] = long.stdout.split('\n');
+    assert.match(clock, /^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}$/);
+    assert.equal(longHeader, '             JOBID PARTITION     NAME     USER    STATE       TIME TIME_LIMI  NODES NODELIST(REASON)');
+    assert.ok(columns(long.stdout.split('\n').slice(1).join('\n')).every((row) => row.TIME_LIMI === '10:00'));
+    const json = JSON.parse(slurm('squeue', '--json').stdout) as { jobs: { id: number; state: string }[] };
+    assert.deepEqual(json.jobs.map((job) => job.id), [ids[2], ids[3], ids[0], ids[1]]);
+    const bad = slurm('squeue', '--array');
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /squeue: error: unknown option '--array'/);
+    assert.match(slurm('squeue', '-t', 'WAITING').stderr, /squeue: error: invalid job state specified: WAITING/);
+    assert.match(slurm('squeue', '-o', '%i %K').stderr, /%K is not supported/);
+  });
+
+  it('sinfo: the partition summary, -N, -o and -h', () => {
+    const run = slurm('sinfo');
+    assert.equal(run.code, 0, run.stderr);
+    const lines = run.stdout.split('\n').filter(Boolean);
+    assert.equal(lines[0], 'PARTITION AVAIL  TIMELIMIT  NODES  STATE NODELIST');
+    const rows = columns(run.stdout);
+    assert.deepEqual(rows.map((row) => [row.PARTITION, row.AVAIL, row.TIMELIMIT, row.NODES, row.STATE]), [
+      ['batch*', 'up', 'infinite', '4', 'alloc'], ['debug', 'up', '2:00:00', '2', 'alloc'],
+    ]);
+    assert.deepEqual(rows.map((row) => row.NODELIST), ['node[01-04]', 'node[01-02]']);
+    const nodes = slurm('sinfo', '-N');
+    assert.equal(nodes.stdout.split('\n')[0], 'NODELIST   NODES PARTITION STATE ');
+    assert.equal(columns(nodes.stdout).length, 6);
+    assert.equal(slurm('sinfo', '-h', '-o', '%P %D %t %c %C').stdout, 'batch* 4 alloc 1 4/0/0/4\ndebug 2 alloc 1 2/0/0/2\n');
+    assert.equal(slurm('sinfo', '-h', '-p', 'debug', '-o', '%R').stdout, 'debug\n');
+    assert.equal(slurm('sinfo', '-h', '-t', 'idle').stdout, '');
+    assert.match(slurm('sinfo', '-t', 'sleepy').stderr, /sinfo: error: Invalid node state specified: sleepy/);
+  });
+
+  it('scontrol: show job, node and partition in Key=Value records; suspend and resume; hold and release', async () => {
+    const job = slurm('scontrol', 'show', 'job', String(ids[0]));
+    assert.equal(job.code, 0, job.stderr);
+    const pairs = new Map(job.stdout.trim().split(/\s+/).map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]));
+    assert.equal(pairs.get('JobId'), String(ids[0]));
+    assert.equal(pairs.get('JobName'), 'first');
+    assert.equal(pairs.get('UserId'), 'root(0)');
+    assert.equal(pairs.get('JobState'), 'RUNNING');
+    assert.equal(pairs.get('TimeLimit'), '00:10:00');
+    assert.match(pairs.get('RunTime')!, /^00:00:\d\d$/);
+    assert.equal(pairs.get('Partition'), 'batch');
+    assert.equal(pairs.get('NumNodes'), '2');
+    assert.equal(pairs.get('WorkDir'), elsewhere);
+    assert.match(job.stdout, /^JobId=\d+ JobName=first\n   UserId=root\(0\)\n/);
+    const node = slurm('scontrol', 'show', 'node', 'node01').stdout;
+    assert.match(node, /^NodeName=node01\n   CPUAlloc=1 CPUEfctv=1 CPUTot=1 /);
+    assert.match(node, /\n   State=ALLOCATED\n/);
+    const partition = slurm('scontrol', 'show', 'partition', 'debug').stdout;
+    assert.match(partition, /^PartitionName=debug\n/);
+    assert.match(partition, /MaxTime=02:00:00/);
+    assert.match(partition, /Nodes=node\[01-02\]/);
+    assert.equal(slurm('scontrol', 'show', 'partition').stdout.split('\n\n').filter((text) => text.trim() !== '').length, 2);
+    assert.match(slurm('scontrol', 'show', 'node', 'node99').stderr, /scontrol: error: Node node99 not found/);
+    // suspend and resume: silent, and the state follows.
+    assert.equal(slurm('scontrol', 'suspend', String(ids[0])).stdout, '');
+    assert.equal(slurm('squeue', '-h', '-j', String(ids[0]), '-o', '%t').stdout, 'S\n');
+    assert.equal(slurm('scontrol', 'resume', String(ids[0])).code, 0);
+    assert.equal(slurm('squeue', '-h', '-j', String(ids[0]), '-o', '%t').stdout, 'R\n');
+    const requeue = slurm('scontrol', 'requeue', '999999');
+    assert.equal(requeue.code, 1);
+    assert.match(requeue.stderr, /^scontrol: error: requeue job 999999: no job 999999/);
+    const hold = slurm('scontrol', 'hold', String(ids[3]));
+    assert.equal(hold.code, 0, hold.stderr);
+    assert.equal(slurm('squeue', '-h', '-j', String(ids[3]), '-o', '%t %r').stdout, 'PD JobHeldAdmin\n', 'root holds as an administrator, as in Slurm');
+    assert.equal(slurm('scontrol', 'release', String(ids[3])).code, 0);
+    assert.notEqual(slurm('squeue', '-h', '-j', String(ids[3]), '-o', '%r').stdout, 'JobHeldUser\n');
+    assert.match(slurm('scontrol', 'reboot').stderr, /does not support "reboot"/);
+  });
+
+  it('scancel and squeue as another user: that user\'s own jobs only; another\'s job is refused with Slurm\'s error line', { skip: notRootReason }, async () => {
+    const alice = createTestUser('slurm');
+    chmodSync(work, 0o711);
+    chmodSync(join(work, 'data'), 0o711);
+    const as = (name: string, ...args: string[]) => runAs(alice, [join(root, 'bin/taras.js'), '--slurm-command', name, ...args, '--controller', `unix:${join(work, 'data', 'taras.sock')}`]);
+    const refused = await as('scancel', String(ids[0]));
+    assert.equal(refused.status, 1);
+    assert.match(refused.stderr, new RegExp(`^scancel: error: Kill job error on job id ${ids[0]}: `));
+    const mine = await as('squeue', '--me', '-h');
+    assert.equal(mine.status, 0, mine.stderr);
+    assert.equal(mine.stdout, '');
+    // A filter that picks root's jobs cancels nothing of theirs either.
+    assert.equal((await as('scancel', '-u', 'root')).status, 1);
+    assert.equal(slurm('squeue', '-h', '-o', '%i %t').stdout, `${ids[2]} PD\n${ids[3]} PD\n${ids[0]} R\n${ids[1]} R\n`);
+  });
+
+  it('scancel: silent on success, Slurm\'s error for a job that is not there; filters pick jobs', () => {
+    const run = slurm('scancel', String(ids[3]));
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.stdout + run.stderr, '');
+    assert.equal(slurm('squeue', '-h', '-j', String(ids[3]), '-t', 'all', '-o', '%t').stdout, 'CA\n');
+    const missing = slurm('scancel', '999999');
+    assert.equal(missing.code, 1);
+    assert.equal(missing.stderr, 'scancel: error: Kill job error on job id 999999: Invalid job id specified\n');
+    assert.match(slurm('scancel').stderr, /scancel: error: No job identification provided/);
+    // --me -t PD cancels only the pending one.
+    assert.equal(slurm('scancel', '--me', '-t', 'PD').code, 0);
+    assert.equal(slurm('squeue', '-h', '-o', '%i %t').stdout, `${ids[0]} R\n${ids[1]} R\n`);
+    assert.equal(slurm('scancel', '-u', 'root', '-n', 'first,second').code, 0);
+    assert.equal(slurm('squeue', '-h', '-t', 'PD,R', '-o', '%i').stdout, '');
+  });
+});
