@@ -44,8 +44,13 @@ const dependency = (text: string) => {
   return { dependency: parsed.value };
 };
 
-function setup(options: { path?: string; startMs?: number; running?: JobReport[]; nodes?: number; kill?: boolean; policy?: ClusterConfig['policy'] } = {}) {
-  const config: ClusterConfig = { ...defaultClusterConfig(work, { count: options.nodes ?? 1, cpus: 8 }), policy: options.policy ?? 'conservative', killInvalidDepend: options.kill ?? false };
+function setup(options: { path?: string; startMs?: number; running?: JobReport[]; nodes?: number; kill?: boolean; policy?: ClusterConfig['policy']; queuedInteractive?: boolean } = {}) {
+  const base = defaultClusterConfig(work, { count: options.nodes ?? 1, cpus: 8 });
+  const config: ClusterConfig = {
+    ...base, policy: options.policy ?? 'conservative', killInvalidDepend: options.kill ?? false,
+    // queued: an interactive job waits its turn (immediate would cancel it with no free node)
+    interactive: { ...base.interactive, policy: options.queuedInteractive === true ? 'queued' : base.interactive.policy },
+  };
   const path = options.path ?? join(work, `store-${++files}.db`);
   const store = openStore(path);
   const clock = { ms: options.startMs ?? NOW };
@@ -104,6 +109,22 @@ describe('queue control in the controller engine', () => {
     end(running, 'COMPLETED', NOW + 3_600_000);
     assert.deepEqual(advance(NOW + 3_600_000), [first]);
     assert.equal(store.job(submittedHeld)!.state, 'PENDING');
+  });
+
+  it('pause and unpause (sppause): no ids pauses the user\'s waiting interactive jobs only; a paused job keeps its place and is passed over', () => {
+    const { engine, advance, reason, end } = setup({ policy: 'easy', queuedInteractive: true });
+    const [running] = engine.submit([{ user: 'alice', spec: spec(60) }]);
+    const [session] = engine.submit([{ user: 'alice', spec: spec(10, { interactive: { pty: true, command: ['bash'] } }) }]);
+    const [batch] = engine.submit([{ user: 'alice', spec: spec(10) }]);
+    assert.deepEqual(engine.schedule(), [running]);
+    assert.deepEqual(engine.pauseMany(null, 'alice', false).map((r) => r.message), [`job ${session} paused`]);
+    assert.equal(reason(session), 'Paused');
+    assert.deepEqual(engine.pauseMany([batch], 'bob', false).map((r) => r.result), ['refused']);
+    assert.deepEqual(engine.releaseMany([batch], 'alice', false).map((r) => r.message), [`job ${batch} is not held`]);
+    end(running, 'COMPLETED', NOW + 60_000);
+    assert.deepEqual(advance(NOW + 60_000), [batch], 'the paused job is passed over');
+    assert.deepEqual(engine.unpauseMany(null, 'alice', false).map((r) => r.message), [`job ${session} unpaused`]);
+    assert.deepEqual(engine.unpauseMany([session], 'alice', false).map((r) => r.message), [`job ${session} is not paused`]);
   });
 
   it('--begin: not started before it, planned at it, reason BeginTime; a later job passes it', () => {

@@ -188,6 +188,8 @@ const nodeNames = (minItems: number) => list(text(LIMITS.nameChars, 1), LIMITS.n
 export const DrainBodySchema = strict({ nodes: nodeNames(1), reason: v.optional(text(LIMITS.textChars)), resume: v.optional(bool()) });
 /** POST /jobs/hold, /jobs/release: the jobs. */
 export const JobIdsBodySchema = strict({ ids: list(int(1, Number.MAX_SAFE_INTEGER), LIMITS.jobIds, 1) });
+/** POST /jobs/pause, /jobs/unpause: the jobs, or none for all of the caller's (sppause). */
+export const PauseBodySchema = strict({ ids: v.optional(list(int(1, Number.MAX_SAFE_INTEGER), LIMITS.jobIds, 1)) });
 export const MotdBodySchema = strict({ text: v.optional(text(LIMITS.textChars)) });
 /** `taras admin holiday on|off`: every period is night while it is on (day and night queues). */
 export const HolidayBodySchema = strict({ on: bool() });

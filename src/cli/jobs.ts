@@ -269,6 +269,30 @@ export function registerJobCommands(program: Command): void {
       });
   }
 
+  for (const action of ['pause', 'unpause'] as const) {
+    program
+      .command(action)
+      .description(action === 'pause'
+        ? 'pause waiting jobs (sppause): passed over, they keep their place; no ids: all your waiting interactive jobs'
+        : 'unpause paused jobs (spunpause): they wait in their place again; no ids: all your paused jobs')
+      .argument('[ids...]', 'job ids')
+      .option(...controllerOption)
+      .option('--json', 'print the outcome of each job as JSON')
+      .addHelpText('after', `\nExamples:\n  taras ${action}\n  taras ${action} 42 43\n`)
+      .action(async (raw: string[], flags: { controller?: string; json?: boolean }) => {
+        await withClient(flags.controller, async (api) => {
+          const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>(`/jobs/${action}`, raw.length === 0 ? {} : { ids: parseJobIds(raw) });
+          if (flags.json) return printJson(jobs);
+          for (const job of jobs) {
+            if (job.result === 'refused') process.stderr.write(`error: ${job.message}\n`);
+            else print(job.message);
+          }
+          if (jobs.length === 0) print(action === 'pause' ? 'no waiting interactive jobs to pause' : 'no paused jobs');
+          if (jobs.some((job) => job.result === 'refused')) process.exitCode = 1;
+        });
+      });
+  }
+
   program
     .command('cancel')
     .description('cancel jobs (kill/sprelease); --all cancels all of your own')

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
-  formatProblems, HolidayBodySchema, JobIdsBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
+  formatProblems, HolidayBodySchema, JobIdsBodySchema, PauseBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
 import { finishedStates, type ApiJob, type ApiJobPage, type ApiPartition, type ApiSubmitted, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
@@ -577,6 +577,18 @@ export async function startController(options: ControllerOptions): Promise<Runni
         const { ids } = bodyOf(JobIdsBodySchema, ctx, '{"ids": [12, 13]}');
         const all = resolveIds(ids);
         const results = action === 'hold' ? engine.holdMany(all, caller.user, admin(caller)) : engine.releaseMany(all, caller.user, admin(caller));
+        kick();
+        return { status: 200, body: { jobs: results } };
+      },
+    })),
+    ...(['pause', 'unpause'] as const).map((action): Route => ({
+      // sppause|spunpause: the listed jobs, or (no ids) the caller's waiting interactive jobs / paused jobs.
+      method: 'POST', path: `/jobs/${action}`,
+      handler: (ctx) => {
+        const caller = callerOf(ctx);
+        const { ids } = bodyOf(PauseBodySchema, ctx, '{"ids": [12, 13]} or {}');
+        const chosen = ids === undefined ? null : resolveIds(ids);
+        const results = action === 'pause' ? engine.pauseMany(chosen, caller.user, admin(caller)) : engine.unpauseMany(chosen, caller.user, admin(caller));
         kick();
         return { status: 200, body: { jobs: results } };
       },

@@ -1444,6 +1444,37 @@ export class ControllerEngine {
     return { id, state: 'PENDING', result: 'cancelled', message: `job ${id} released` };
   }
 
+  /**
+   * `taras pause` (Argonne's sppause, seed 004 2.2.5): the user's waiting jobs are passed over by the scheduler,
+   * keeping their place, until `unpause` (spunpause). Without ids: every pending interactive job of the user, as
+   * sppause does. A pause is a hold with reason `Paused`; a held job is not paused (its hold says more).
+   */
+  pauseMany(ids: readonly JobId[] | null, user: string, admin: boolean): ApiCancelResult[] {
+    const chosen = ids ?? [...this.active.values()].filter((r) => r.user === user && r.state === 'PENDING' && !r.held && this.specOf(r).interactive !== undefined).map((r) => r.id);
+    return [...new Set(chosen)].map((id) => {
+      const record = this.active.get(id) ?? this.store.job(id);
+      if (record === undefined) return { id, state: null, result: 'refused' as const, message: `job ${id}: no such job` };
+      if (record.user !== user && !admin) return { id, state: record.state, result: 'refused' as const, message: `job ${id} belongs to ${record.user}; only they or an administrator can pause it` };
+      if (record.state !== 'PENDING') return { id, state: record.state, result: 'refused' as const, message: `job ${id} is ${record.state}: only waiting jobs can be paused` };
+      if (record.held) return { id, state: record.state, result: 'refused' as const, message: `job ${id} is held already (${record.reason ?? 'held'})` };
+      const paused = this.append(id, { type: 'held', by: 'user', reason: PAUSED }, this.clockMs());
+      this.active.set(id, paused);
+      this.scheduler.cancel(id);
+      this.overLimit.delete(id);
+      this.dirty = true;
+      this.plannedAt = null;
+      return { id, state: 'PENDING' as const, result: 'cancelled' as const, message: `job ${id} paused` };
+    });
+  }
+
+  /** `taras unpause` (spunpause): paused jobs wait again in their place. Without ids: every paused job of the user. */
+  unpauseMany(ids: readonly JobId[] | null, user: string, admin: boolean): ApiCancelResult[] {
+    const chosen = ids ?? [...this.active.values()].filter((r) => r.user === user && r.held && r.reason === PAUSED).map((r) => r.id);
+    return [...new Set(chosen)].map((id) => this.queueControl(id, user, admin,
+      (record) => (record.state === 'PENDING' && record.held && record.reason === PAUSED ? null : `job ${id} is not paused`), 'released'))
+      .map((result) => (result.result === 'refused' ? result : { ...result, message: `job ${result.id} unpaused` }));
+  }
+
   /** Pending jobs with a dependency: the start bound (s) last given to the core, or null when none could be planned. */
   private readonly dependent = new Map<JobId, number | null>();
   /** Jobs whose dependency can never be met (DependencyNeverSatisfied): out of the core. */
@@ -2469,6 +2500,8 @@ const WINDOW_MODES_SETTING = 'windowShutdownModes';
 const HOLIDAY_SETTING = 'holiday';
 /** The core's window owner of jobs waiting for --begin or a dependency (no hold has it). */
 const NOT_BEFORE_OWNER = 'not-before';
+/** The reason of a paused job (taras pause, Argonne's P). */
+const PAUSED = 'Paused';
 /** The core's window owner of night jobs (no hold has it: the window only bounds when they run). */
 const NIGHT_OWNER = 'night-queue';
 
