@@ -260,11 +260,7 @@ export function registerJobCommands(program: Command): void {
         await withClient(flags.controller, async (api) => {
           const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>(`/jobs/${action}`, { ids: parseJobIds(raw) });
           if (flags.json) return printJson(jobs);
-          for (const job of jobs) {
-            if (job.result === 'refused') process.stderr.write(`error: ${job.message}\n`);
-            else print(job.message);
-          }
-          if (jobs.some((job) => job.result === 'refused')) process.exitCode = 1;
+          printOutcomes(jobs);
         });
       });
   }
@@ -283,12 +279,7 @@ export function registerJobCommands(program: Command): void {
         await withClient(flags.controller, async (api) => {
           const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>(`/jobs/${action}`, raw.length === 0 ? {} : { ids: parseJobIds(raw) });
           if (flags.json) return printJson(jobs);
-          for (const job of jobs) {
-            if (job.result === 'refused') process.stderr.write(`error: ${job.message}\n`);
-            else print(job.message);
-          }
-          if (jobs.length === 0) print(action === 'pause' ? 'no waiting interactive jobs to pause' : 'no paused jobs');
-          if (jobs.some((job) => job.result === 'refused')) process.exitCode = 1;
+          printOutcomes(jobs, action === 'pause' ? 'no waiting interactive jobs to pause' : 'no paused jobs');
         });
       });
   }
@@ -405,4 +396,14 @@ async function untilStartedOrEnded(api: import('../net/client.js').ApiClient, id
     if (job.state !== 'PENDING') return job.startTime !== null ? { ...job, state: 'RUNNING' } : job;
     await new Promise((resolveWait) => setTimeout(resolveWait, 200));
   }
+}
+
+/** One line per job of a hold, release, pause or unpause; a refusal is an error (stderr, exit 1). */
+function printOutcomes(jobs: readonly import('../api/types.js').ApiCancelResult[], none?: string): void {
+  for (const job of jobs) {
+    if (job.result === 'refused') process.stderr.write(`error: ${job.message}\n`);
+    else print(job.message);
+  }
+  if (jobs.length === 0 && none !== undefined) print(none);
+  if (jobs.some((job) => job.result === 'refused')) process.exitCode = 1;
 }
