@@ -163,10 +163,10 @@ describe('GET /jobs pages', () => {
       const cancelled = await daemon.get<{ jobs: { id: number }[] }>('/jobs?state=CANCELLED');
       assert.deepEqual(cancelled.jobs.map((j) => j.id), [3]);
       await assert.rejects(daemon.get('/jobs?after=x'), (e: unknown) => e instanceof ApiRequestError && e.status === 400 && /'after=x' is not a whole number/.test(e.error));
-      // The CLI follows the cursor: `taras queue --json` lists all 2,500.
+      // The CLI follows the cursor: `taras queue --all --json` lists all 2,500 (without --all, the 2,499 not ended).
       // (Not spawnSync: the controller runs in this process and must answer meanwhile.)
       const run = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, [taras, 'queue', '--json', '--controller', controller.url], { cwd: work });
+        const child = spawn(process.execPath, [taras, 'queue', '--all', '--json', '--controller', controller.url], { cwd: work });
         let stdout = '';
         let stderr = '';
         child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
