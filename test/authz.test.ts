@@ -52,7 +52,7 @@ describe('authorisation with real users and the CLI', { skip: notRootReason }, (
   let aliceJob: number;
 
   /** `taras ARGS` as `user`, through the controller's socket, from their home. */
-  const taras = (user: TestUser, ...args: string[]) => runAs(user, [join(root, 'bin/taras.js'), ...args, '--controller', `unix:${controller.socketPath}`]);
+  const taras = (user: TestUser, ...args: string[]) => runAs(user, [join(root, 'bin/taras.js'), ...((args)[0] === 'submit' ? ['submit', '--controller', `unix:${controller.socketPath}`, ...(args).slice(1)] : [...args, '--controller', `unix:${controller.socketPath}`])]);
 
   before(async () => {
     alice = createTestUser('alice');
@@ -70,7 +70,7 @@ describe('authorisation with real users and the CLI', { skip: notRootReason }, (
     chmodSync(parsed.config.dataDir, 0o711);
     writeFileSync(join(alice.home, 'secret-job.sh'), '#!/bin/sh\n#TARAS --time 5\necho private\n');
     spawnSync('chown', [alice.name, join(alice.home, 'secret-job.sh')]);
-    const submitted = await taras(alice, 'submit', 'secret-job.sh', '--json');
+    const submitted = await taras(alice, 'submit', '--json', 'secret-job.sh');
     assert.equal(submitted.status, 0, submitted.stderr);
     aliceJob = JSON.parse(submitted.stdout).id;
   });
@@ -148,7 +148,7 @@ describe('authorisation with real users and the CLI', { skip: notRootReason }, (
       };
       await assert.rejects(api.post('/jobs', { spec }), (error: unknown) => error instanceof ApiRequestError && error.status === 403
         && /does not run jobs as root \(allow_root_jobs = false/.test(error.error));
-      const asAlice = await taras(alice, 'submit', 'secret-job.sh', '--json');
+      const asAlice = await taras(alice, 'submit', '--json', 'secret-job.sh');
       assert.equal(asAlice.status, 0, asAlice.stderr);
     } finally {
       api.close();

@@ -95,7 +95,7 @@ type SignalExtras = { preempt?: boolean; graceSeconds?: number; reason?: string;
  * arguments and/or TARAS_RESTART=1 (seed 000 2.4.2).
  */
 export function restartOf(order: Pick<StartOrder, 'checkpoint' | 'restart' | 'run'>): { args: string[]; env: Record<string, string>; checkpoint: CheckpointSignals | null } {
-  const env: Record<string, string> = { TARAS_RESTART_COUNT: String(order.run) };
+  const env: Record<string, string> = { TARAS_RESTART_COUNT: String(order.run), SLURM_RESTART_COUNT: String(order.run) };
   const checkpoint = (order.checkpoint ?? null) as CheckpointSignals | null; // signal names this node checks (parseSpec)
   if (checkpoint !== null) {
     Object.assign(env, {
@@ -198,6 +198,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           const launch = jobLaunch({
             jobId: order.jobId, user: order.user, nodes: order.nodes, cpusOnNode: order.cpusOnNode, spec: order.spec,
             submitEnv: order.spec.submitEnv ?? {}, submitDir: order.spec.submitDir ?? order.spec.workingDir, nodefilePath,
+            ...(order.partition === undefined ? {} : { partition: order.partition }),
           });
           writeFileSync(nodefilePath, launch.nodefile);
           // Readable by the job's user only: a script can hold secrets too.

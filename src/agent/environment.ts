@@ -19,6 +19,8 @@ export interface LaunchInput {
   readonly submitDir: string;
   /** Where the agent writes the node file. */
   readonly nodefilePath: string;
+  /** The partition the job runs in (the controller's start order; absent from older controllers). */
+  readonly partition?: string;
 }
 
 export interface Launch {
@@ -34,7 +36,17 @@ export interface Launch {
 const MINIMAL = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG'];
 
 /** Variables the agent sets for one run of a job (restart, preemption signal): never inherited from the submitting shell. */
-const RUN_OWN = new Set(['TARAS_RESTART', 'TARAS_RESTART_COUNT', 'TARAS_PREEMPT_SIGNAL']);
+const RUN_OWN = new Set(['TARAS_RESTART', 'TARAS_RESTART_COUNT', 'TARAS_PREEMPT_SIGNAL', 'SLURM_RESTART_COUNT']);
+
+/**
+ * Slurm's names for a job's variables (README: "The job's environment"). A job submitted from inside another
+ * job must not keep the outer job's value of one that this job does not set (SLURM_MEM_PER_NODE...): all go first.
+ */
+export const SLURM_JOB_VARIABLES = [
+  'SLURM_JOB_ID', 'SLURM_JOBID', 'SLURM_JOB_NAME', 'SLURM_JOB_NODELIST', 'SLURM_NODELIST', 'SLURM_NNODES', 'SLURM_JOB_NUM_NODES',
+  'SLURM_NTASKS', 'SLURM_NPROCS', 'SLURM_CPUS_PER_TASK', 'SLURM_CPUS_ON_NODE', 'SLURM_MEM_PER_NODE', 'SLURM_JOB_PARTITION',
+  'SLURM_SUBMIT_DIR', 'SLURM_SUBMIT_HOST', 'SLURM_JOB_USER', 'SLURM_NTASKS_PER_NODE', 'SLURM_RESTART_COUNT',
+] as const;
 
 export function jobLaunch(input: LaunchInput): Launch {
   const { spec, submitEnv } = input;
@@ -48,6 +60,7 @@ export function jobLaunch(input: LaunchInput): Launch {
   // A job submitted from inside a restarted or checkpointing job must not inherit that run's own variables (it
   // would "restart"): the agent adds this run's own after this (restartAction, checkpoint signals).
   for (const name of Object.keys(env)) if (RUN_OWN.has(name) || name.startsWith('TARAS_CHECKPOINT_')) delete env[name];
+  for (const name of SLURM_JOB_VARIABLES) delete env[name];
   const names = { jobId: input.jobId, user: input.user, name: spec.name };
   const workingDir = spec.workingDir;
   const inWorkingDir = (path: string) => (isAbsolute(path) ? path : join(workingDir, path));
@@ -64,5 +77,14 @@ export function jobLaunch(input: LaunchInput): Launch {
     TARAS_SUBMIT_DIR: input.submitDir,
     TARAS_NODEFILE: input.nodefilePath,
   });
+  const slurm: Record<string, string | undefined> = {
+    SLURM_JOB_ID: env.TARAS_JOB_ID, SLURM_JOBID: env.TARAS_JOB_ID, SLURM_JOB_NAME: spec.name, SLURM_JOB_USER: input.user,
+    SLURM_JOB_NODELIST: env.TARAS_NODELIST, SLURM_NODELIST: env.TARAS_NODELIST,
+    SLURM_NNODES: env.TARAS_NNODES, SLURM_JOB_NUM_NODES: env.TARAS_NNODES, SLURM_NTASKS: env.TARAS_NTASKS, SLURM_NPROCS: env.TARAS_NTASKS,
+    SLURM_CPUS_PER_TASK: String(spec.cpusPerTask), SLURM_CPUS_ON_NODE: env.TARAS_CPUS_ON_NODE,
+    SLURM_MEM_PER_NODE: spec.memoryMiB === undefined ? undefined : String(spec.memoryMiB),
+    SLURM_JOB_PARTITION: input.partition ?? spec.partition, SLURM_SUBMIT_DIR: input.submitDir, SLURM_SUBMIT_HOST: spec.submitHost,
+  };
+  for (const [name, value] of Object.entries(slurm)) if (value !== undefined) env[name] = value;
   return { env, workingDir, stdoutPath, stderrPath, nodefile: input.nodes.map((n) => `${n}\n`).join('') };
 }

@@ -120,6 +120,8 @@ export const JobSpecSchema = strict({
   })),
   submitEnv: v.optional(environment),
   submitDir: v.optional(absolutePath()),
+  /** The host `taras submit` ran on (SLURM_SUBMIT_HOST). */
+  submitHost: v.optional(text(LIMITS.nameChars, 1)),
   /** Slurm's --reservation: the name of an advance reservation. */
   reservation: v.optional(reservationName),
   /** sbatch --immediate[=S]: the job ends CANCELLED unless it starts within S seconds. */

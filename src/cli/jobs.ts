@@ -12,7 +12,8 @@ export function registerJobCommands(program: Command): void {
     .command('submit')
     .description('submit a batch script (#TARAS directives and sbatch-style flags)')
     .argument('[script]', 'the batch script (none with --many)')
-    .argument('[args...]', 'arguments for the script')
+    .argument('[args...]', 'arguments for the script: everything after its name, options too (as sbatch)')
+    .passThroughOptions()
     .option('-N, --nodes <n>', 'nodes (N or N-M)')
     .option('-n, --ntasks <n>', 'tasks')
     .option('-c, --cpus-per-task <n>', 'CPUs per task')
@@ -149,6 +150,7 @@ export function registerJobCommands(program: Command): void {
       // The umask decides the mode of the job's new output files, as if the submitter had created them.
       const spec = {
         ...built.value.spec, umask: process.umask(), submitEnv: { ...process.env } as Record<string, string>, submitDir: process.cwd(),
+        submitHost: (await import('node:os')).hostname(),
         ...(immediateSeconds === undefined ? {} : { immediateSeconds }),
       };
       // The key makes the retries below safe: the controller answers a key it has stored with the job it created.
@@ -168,7 +170,7 @@ export function registerJobCommands(program: Command): void {
       }
       if (flags.json) printJson(answer);
       else {
-        print(`Submitted job ${answer.id}`);
+        print(`Submitted batch job ${answer.id}`);
         if (answer.deadline) print(`Deadline: ${answer.deadline.text}`);
         if (answer.warning) process.stderr.write(`warning: ${answer.warning}\n`);
       }

@@ -106,6 +106,8 @@ export interface StartOrder {
   readonly restart?: RestartAction | null;
   /** An interactive job's session (cluster.toml's interactive_grace, _idle, _warn); absent for batch jobs. */
   readonly interactive?: { readonly graceSeconds: number; readonly idleSeconds: number; readonly warnSeconds: number };
+  /** The partition it runs in (the job's, else the default): SLURM_JOB_PARTITION. */
+  readonly partition?: string;
 }
 
 /** The controller's side of the agents (HTTP in the daemon, direct calls in tests). */
@@ -1010,6 +1012,7 @@ export class ControllerEngine {
       const order: StartOrder = {
         jobId: job.id, run: record.requeueCount, user: record.user, uid: (spec as { [SUBMIT_UID]?: number })[SUBMIT_UID], name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
         warnSignal: spec.signal ?? this.config.warnSignal, killGraceSeconds: this.config.killGraceSeconds,
+        partition: spec.partition ?? this.config.defaultPartition,
         ...this.checkpointOrder(record),
         ...(spec.interactive === undefined ? {} : { interactive: this.interactiveSession() }),
       };

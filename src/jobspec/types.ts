@@ -144,6 +144,8 @@ export interface JobSpec {
   readonly requeue: boolean;
   /** Absent: no warning signal before the time limit, unless cluster.toml's warn_signal sets one. */
   readonly signal?: WarnSignal;
+  /** The host the job was submitted from (SLURM_SUBMIT_HOST); the CLI adds it, outside buildJobSpec. */
+  readonly submitHost?: string;
   /** The submitter's umask (0..0o777): new output files get 0666 & ~umask. Absent: 0o022. */
   readonly umask?: number;
   /** Runs only in this advance reservation, on its nodes and within its time (Slurm's --reservation). */
