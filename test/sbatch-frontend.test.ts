@@ -10,7 +10,10 @@ import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { killHard, killJobProcesses, startDaemon } from './daemon-process.js';
-import { formatError, parseDirectives, type Parsed } from '../src/jobspec/index.js';
+import { buildJobSpec, formatError, mergeJobSpec, parseDirectives, parseFlagValues, parseJobFile, type Parsed } from '../src/jobspec/index.js';
+import { wrapScript } from '../src/jobspec/merge.js';
+import { optionByLong, optionByShort } from '../src/jobspec/options.js';
+import { SBATCH_UNSUPPORTED, unsupportedOptionMessage } from '../src/jobspec/unsupported.js';
 
 function valueOf<T>(parsed: Parsed<T>): T {
   assert.ok(parsed.ok, `expected success, got ${parsed.ok ? '' : parsed.errors.map(formatError).join('; ')}`);
@@ -159,5 +162,173 @@ describe('an unchanged Slurm script through taras submit', () => {
     const noScript = cli('submit', '-t', '1');
     assert.equal(noScript.code, 2);
     assert.match(noScript.stderr, /taras submit needs a batch script/);
+  });
+});
+
+describe('sbatch options: parsing and building', () => {
+  const build = (...lines: string[]) => buildJobSpec(
+    mergeJobSpec(undefined, valueOf(parseDirectives(['#!/bin/sh', '#SBATCH -t 5', ...lines, 'true', ''].join('\n'), 'j.sh')), valueOf(parseFlagValues({}, { script: 'j.sh' }))),
+    { scriptText: '', submitDir: '/home/u' },
+  );
+  const specOf = (...lines: string[]) => valueOf(build(...lines)).spec;
+
+  it('--ntasks-per-node: N tasks on each node, or at most N with --ntasks', () => {
+    assert.deepEqual([specOf('#SBATCH -N 2', '#SBATCH --ntasks-per-node=4')].map((s) => [s.nodes, s.ntasks, s.ntasksPerNode]), [[{ min: 2 }, 8, 4]]);
+    assert.deepEqual([specOf('#SBATCH -n 10', '#SBATCH --ntasks-per-node=4')].map((s) => [s.nodes, s.ntasks]), [[{ min: 3, max: 10 }, 10]]);
+    assert.deepEqual(specOf('#SBATCH --ntasks-per-node=3').ntasks, 3);
+  });
+
+  it('--mem-per-cpu and --mem are mutually exclusive', () => {
+    assert.equal(specOf('#SBATCH --mem-per-cpu=2G').memPerCpuMiB, 2048);
+    const both = build('#SBATCH --mem-per-cpu=2G', '#SBATCH --mem=4G');
+    assert.ok(!both.ok);
+    assert.match(formatError(both.errors[0]), /--mem \(j\.sh:4\) and --mem-per-cpu \(j\.sh:3\) are mutually exclusive/);
+  });
+
+  it('--nodelist and --exclude take host lists; a node list raises the node count', () => {
+    const spec = specOf('#SBATCH -w node[01-03]', '#SBATCH --exclude=node07');
+    assert.deepEqual([spec.nodelist, spec.exclude, spec.nodes], [['node01', 'node02', 'node03'], ['node07'], { min: 3 }]);
+    const overlap = build('#SBATCH -w node[1-2]', '#SBATCH -x node2');
+    assert.ok(!overlap.ok);
+    assert.match(formatError(overlap.errors[0]), /node2 is in both --nodelist .* and --exclude/);
+    assert.ok(!parseDirectives('#!/bin/sh\n#SBATCH -w node[3-1]\n', 'k.sh').ok);
+  });
+
+  it('--open-mode, --account, --comment, --mail-type, --mail-user are stored; --parsable is read; others refused by name', () => {
+    const spec = specOf('#SBATCH --open-mode=truncate', '#SBATCH -A physics', '#SBATCH --comment="a run"', '#SBATCH --mail-type=end,FAIL', '#SBATCH --mail-user=a@b');
+    assert.deepEqual([spec.openMode, spec.account, spec.comment, spec.mailType, spec.mailUser], ['truncate', 'physics', 'a run', ['END', 'FAIL'], 'a@b']);
+    assert.equal(valueOf(parseDirectives('#!/bin/sh\n#SBATCH --parsable\n', 'p.sh')).values.parsable, true);
+    const bad = parseDirectives('#!/bin/sh\n#SBATCH --open-mode=keep\n#SBATCH --mail-type=SOMETIMES\n', 'q.sh');
+    assert.ok(!bad.ok);
+    assert.deepEqual(bad.errors.map(formatError), [
+      "q.sh:2: --open-mode: got 'keep': expected append or truncate",
+      "q.sh:3: --mail-type: got 'SOMETIMES': expected mail types separated by commas: NONE, BEGIN, END, FAIL, REQUEUE, ALL, INVALID_DEPEND, STAGE_OUT, TIME_LIMIT, TIME_LIMIT_90, TIME_LIMIT_80, TIME_LIMIT_50, ARRAY_TASKS ('SOMETIMES' is not one)",
+    ]);
+  });
+
+  it('job.toml takes the same options', () => {
+    const file = valueOf(parseJobFile('ntasks_per_node = 2\nmem_per_cpu = "1G"\nnodelist = "n[1-2]"\nopen_mode = "append"\naccount = "x"\nparsable = true\n', 'job.toml'));
+    assert.deepEqual(file.values, { ntasksPerNode: 2, memPerCpuMiB: 1024, nodelist: ['n1', 'n2'], openMode: 'append', account: 'x', parsable: true });
+  });
+
+  it('--wrap is the whole script: a script besides it is refused', () => {
+    const flags = valueOf(parseFlagValues({ wrap: 'hostname', time: '1' }, { script: 'run.sh' }));
+    const built = buildJobSpec(mergeJobSpec(undefined, undefined, flags), { scriptText: wrapScript('hostname'), submitDir: '/' });
+    assert.ok(!built.ok);
+    assert.match(formatError(built.errors[0]), /--wrap \(--wrap\) is the whole script: leave out the script run\.sh/);
+    assert.equal(wrapScript('hostname; date'), '#!/bin/sh\nhostname; date\n');
+  });
+});
+
+describe('sbatch options through taras submit, a controller and an agent', () => {
+  before(async () => {
+    if (url !== '') return;
+    const data = join(work, 'data');
+    const config = join(work, 'cluster.toml');
+    writeFileSync(config, `[cluster]\nname = "sb"\ndata_dir = "data"\n[[nodes]]\nnames = "node[01-04]"\ncpus = 2\nmemory = "16G"\n[[partitions]]\nname = "debug"\nnodes = "ALL"\ndefault = true\n`);
+    url = (await daemon(['controller', '--config', config, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/))[1];
+    await daemon(['agent', '--controller', url, '--virtual', '4x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 4 node/);
+  });
+  const nodesOf = (id: number) => (JSON.parse(cli('show', '--json', String(id)).stdout) as { nodes: string[] }).nodes;
+
+  it('--parsable prints the id alone; --wrap runs the command as the script', () => {
+    const run = cli('submit', '--parsable', '-t', '1', '--wrap', 'echo "wrapped $((1 + 1)) $SLURM_JOB_NAME"');
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /^\d+\n$/);
+    const id = Number(run.stdout);
+    waitDone(id);
+    assert.equal(readFileSync(join(work, `taras-${id}.out`), 'utf8'), 'wrapped 2 wrap\n');
+    writeFileSync(join(work, 'p.sh'), '#!/bin/sh\n#SBATCH --parsable\n#SBATCH -t 1\ntrue\n');
+    assert.match(cli('submit', 'p.sh').stdout, /^\d+\n$/);
+    const both = cli('submit', '-t', '1', '--wrap', 'true', 'p.sh');
+    assert.deepEqual([both.code, both.stderr], [2, 'error: --wrap is the whole script: leave out the script p.sh (sbatch allows no script with --wrap)\n']);
+  });
+
+  it('--nodelist and --exclude choose the nodes; an unknown node is refused by name', () => {
+    writeFileSync(join(work, 'n.sh'), '#!/bin/sh\n#SBATCH -t 1\necho "$SLURM_JOB_NODELIST $SLURM_NNODES"\n');
+    const listed = submitted(cli('submit', '-w', 'node[03-04]', 'n.sh'));
+    const excluded = submitted(cli('submit', '-x', 'node[01-03]', 'n.sh'));
+    waitDone(listed);
+    waitDone(excluded);
+    assert.deepEqual(nodesOf(listed), ['node03', 'node04']);
+    assert.equal(readFileSync(join(work, `taras-${listed}.out`), 'utf8'), 'node[03-04] 2\n');
+    assert.deepEqual(nodesOf(excluded), ['node04']);
+    const unknown = cli('submit', '-w', 'node[04-05]', 'n.sh');
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /--nodelist: no node named node05 in this cluster/);
+  });
+
+  it('--ntasks-per-node and --mem-per-cpu set the tasks and memory of each node', () => {
+    writeFileSync(join(work, 't.sh'), [
+      '#!/bin/sh', '#SBATCH -t 1', '#SBATCH -N 2', '#SBATCH --ntasks-per-node=2', '#SBATCH --mem-per-cpu=100',
+      'echo "$SLURM_NTASKS $SLURM_NTASKS_PER_NODE $SLURM_CPUS_ON_NODE ${SLURM_MEM_PER_CPU-} ${SLURM_MEM_PER_NODE-unset}"', '',
+    ].join('\n'));
+    const id = submitted(cli('submit', 't.sh'));
+    waitDone(id);
+    assert.equal(readFileSync(join(work, `taras-${id}.out`), 'utf8'), '4 2 2 100 unset\n');
+    assert.equal(nodesOf(id).length, 2);
+    const both = cli('submit', '--mem=1G', 't.sh');
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /--mem \(--mem\) and --mem-per-cpu \(t\.sh:5\) are mutually exclusive/);
+  });
+
+  it('--open-mode truncates or appends; --account, --comment and mail are shown', () => {
+    writeFileSync(join(work, 'o.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH -o kept.out\necho new\n');
+    writeFileSync(join(work, 'kept.out'), 'old\n');
+    waitDone(submitted(cli('submit', '--open-mode=append', 'o.sh')));
+    assert.equal(readFileSync(join(work, 'kept.out'), 'utf8'), 'old\nnew\n');
+    waitDone(submitted(cli('submit', '--open-mode=truncate', 'o.sh')));
+    assert.equal(readFileSync(join(work, 'kept.out'), 'utf8'), 'new\n');
+    const id = submitted(cli('submit', '-A', 'physics', '--comment', 'first try', '--mail-type=END,FAIL', '--mail-user=me@example.org', 'o.sh'));
+    const shown = cli('show', String(id)).stdout;
+    assert.match(shown, /\n {2}Account: +physics\n/);
+    assert.match(shown, /\n {2}Comment: +first try\n/);
+    assert.match(shown, /\n {2}Mail: +END,FAIL to me@example\.org \(stored only: Taras sends no mail\)\n/);
+    const json = JSON.parse(cli('show', '--json', String(id)).stdout) as { account: string; comment: string; mailType: string[] };
+    assert.deepEqual([json.account, json.comment, json.mailType], ['physics', 'first try', ['END', 'FAIL']]);
+    waitDone(id);
+  });
+});
+
+describe('the README\'s table of sbatch options', () => {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('### Slurm compatibility: sbatch options'));
+  const rows = section.slice(0, section.indexOf('\n\n', section.indexOf('| option |'))).split('\n').filter((line) => /^\| `-/.test(line));
+  const table = rows.map((line) => {
+    const [names, supported] = line.split(' | ');
+    return { names: [...names.matchAll(/`(-[^`]+)`/g)].map((m) => m[1]), supported: supported.trim() };
+  });
+  /** Supported options that are not job options: the command line's own. */
+  const COMMAND_LINE_ONLY = ['-h', '--help', '--immediate'];
+
+  it('lists every option Taras refuses, and refuses every option it marks unsupported, by name', () => {
+    const listed = new Set(table.flatMap((row) => row.names));
+    for (const [long, short] of SBATCH_UNSUPPORTED) {
+      assert.ok(listed.has(`--${long}`), `--${long} is in the table`);
+      if (short !== undefined) assert.ok(listed.has(`-${short}`), `-${short} is in the table`);
+    }
+    for (const row of table) {
+      for (const name of row.names) {
+        const refused = unsupportedOptionMessage(name);
+        if (row.supported === 'no') assert.equal(refused, 'not supported by Taras (see README: sbatch options)', name);
+        else {
+          assert.equal(row.supported, 'yes', name);
+          assert.equal(refused, undefined, name);
+          const known = name.startsWith('--') ? optionByLong(name.slice(2)) : optionByShort(name.slice(1));
+          assert.ok(known !== undefined || COMMAND_LINE_ONLY.includes(name), `${name} is a job option`);
+        }
+      }
+    }
+    assert.ok(table.length > 60, `${table.length} rows`);
+  });
+
+  it('an unsupported option is refused by name on the command line and in a script', () => {
+    writeFileSync(join(work, 'u.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH --exclusive\ntrue\n');
+    const flag = cli('submit', '--gres=gpu:1', '-t', '1', '--wrap', 'true');
+    assert.deepEqual([flag.code, flag.stderr], [2, 'error: --gres: not supported by Taras (see README: sbatch options)\n']);
+    const short = cli('submit', '-H', 'u.sh');
+    assert.deepEqual([short.code, short.stderr], [2, 'error: -H: not supported by Taras (see README: sbatch options)\n']);
+    const line = cli('submit', 'u.sh');
+    assert.deepEqual([line.code, line.stderr], [2, 'error: u.sh:3: --exclusive: not supported by Taras (see README: sbatch options)\n']);
   });
 });

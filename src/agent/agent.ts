@@ -222,7 +222,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             jobId: order.jobId, script: scriptPath, args, workingDir: launch.workingDir, env: { ...launch.env, ...restart.env },
             stdoutPath: launch.stdoutPath, stderrPath: launch.stderrPath, memoryMiB: order.spec.memoryMiB ?? null,
             timeLimitSeconds: limit === 'UNLIMITED' ? null : limit, ...warning.value, killGraceSeconds: order.killGraceSeconds,
-            umask: order.spec.umask ?? 0o022, uid: runAs?.uid ?? null, gid: runAs?.gid ?? null, checkpoint: restart.checkpoint,
+            umask: order.spec.umask ?? 0o022, ...(order.spec.openMode === undefined ? {} : { openMode: order.spec.openMode }), uid: runAs?.uid ?? null, gid: runAs?.gid ?? null, checkpoint: restart.checkpoint,
           });
           if (!prepared.ok) throw new RouteError(400, `job ${order.jobId}: ${prepared.error}`);
           const launched = launcher.launch(dir);

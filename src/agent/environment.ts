@@ -45,7 +45,7 @@ const RUN_OWN = new Set(['TARAS_RESTART', 'TARAS_RESTART_COUNT', 'TARAS_PREEMPT_
 export const SLURM_JOB_VARIABLES = [
   'SLURM_JOB_ID', 'SLURM_JOBID', 'SLURM_JOB_NAME', 'SLURM_JOB_NODELIST', 'SLURM_NODELIST', 'SLURM_NNODES', 'SLURM_JOB_NUM_NODES',
   'SLURM_NTASKS', 'SLURM_NPROCS', 'SLURM_CPUS_PER_TASK', 'SLURM_CPUS_ON_NODE', 'SLURM_MEM_PER_NODE', 'SLURM_JOB_PARTITION',
-  'SLURM_SUBMIT_DIR', 'SLURM_SUBMIT_HOST', 'SLURM_JOB_USER', 'SLURM_NTASKS_PER_NODE', 'SLURM_RESTART_COUNT',
+  'SLURM_SUBMIT_DIR', 'SLURM_SUBMIT_HOST', 'SLURM_JOB_USER', 'SLURM_NTASKS_PER_NODE', 'SLURM_RESTART_COUNT', 'SLURM_MEM_PER_CPU',
 ] as const;
 
 export function jobLaunch(input: LaunchInput): Launch {
@@ -82,7 +82,9 @@ export function jobLaunch(input: LaunchInput): Launch {
     SLURM_JOB_NODELIST: env.TARAS_NODELIST, SLURM_NODELIST: env.TARAS_NODELIST,
     SLURM_NNODES: env.TARAS_NNODES, SLURM_JOB_NUM_NODES: env.TARAS_NNODES, SLURM_NTASKS: env.TARAS_NTASKS, SLURM_NPROCS: env.TARAS_NTASKS,
     SLURM_CPUS_PER_TASK: String(spec.cpusPerTask), SLURM_CPUS_ON_NODE: env.TARAS_CPUS_ON_NODE,
-    SLURM_MEM_PER_NODE: spec.memoryMiB === undefined ? undefined : String(spec.memoryMiB),
+    SLURM_MEM_PER_NODE: spec.memoryMiB === undefined || spec.memPerCpuMiB !== undefined ? undefined : String(spec.memoryMiB),
+    SLURM_MEM_PER_CPU: spec.memPerCpuMiB === undefined ? undefined : String(spec.memPerCpuMiB),
+    SLURM_NTASKS_PER_NODE: spec.ntasksPerNode === undefined ? undefined : String(spec.ntasksPerNode),
     SLURM_JOB_PARTITION: input.partition ?? spec.partition, SLURM_SUBMIT_DIR: input.submitDir, SLURM_SUBMIT_HOST: spec.submitHost,
   };
   for (const [name, value] of Object.entries(slurm)) if (value !== undefined) env[name] = value;

@@ -90,6 +90,11 @@ export interface ApiJob {
   type: JobType;
   /** A priority job's deadline; null for other jobs. */
   deadline: string | null;
+  /** sbatch --account, --comment, --mail-type, --mail-user as given; absent when not. */
+  account?: string;
+  comment?: string;
+  mailType?: string[];
+  mailUser?: string;
   /** Whether a priority job was accepted with a guarantee (the plan met its deadline); null for other jobs. */
   guaranteed: boolean | null;
 }

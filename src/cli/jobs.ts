@@ -4,11 +4,12 @@
 // pays only for what it uses.
 
 import type { Command } from 'commander';
+import { unsupportedOptionMessage } from '../jobspec/unsupported.js';
 import { fail, parseImmediateFlag } from './flags.js';
 import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, print, printJson, withClient, withRetries } from './controller-client.js';
 
 export function registerJobCommands(program: Command): void {
-  program
+  const submit = program
     .command('submit')
     .description('submit a batch script (#TARAS directives and sbatch-style flags)')
     .argument('[script]', 'the batch script (none with --many)')
@@ -34,12 +35,23 @@ export function registerJobCommands(program: Command): void {
     .option('--program-class <name>', 'the cluster\'s program class: which signals and restart action (default: the first configured)')
     .option('--deadline <time>', 'a priority job that must end by TIME (18:00, now+2hours, tomorrow, 2026-12-01T09:00): guaranteed if the plan can, else run first without a guarantee')
     .option('--deadline-policy <policy>', 'guarantee (default) or cancel (Slurm\'s: refused if it cannot end in time; ended DEADLINE once it no longer can)')
+    .option('--ntasks-per-node <n>', 'tasks on each node (with -N: --ntasks is N x nodes)')
+    .option('--mem-per-cpu <size>', 'memory per allocated CPU (not with --mem)')
+    .option('-w, --nodelist <hostlist>', 'run on these nodes, e.g. node[01-04]')
+    .option('-x, --exclude <hostlist>', 'never run on these nodes')
+    .option('--open-mode <mode>', 'append to or truncate the output files')
+    .option('-A, --account <name>', 'account (stored, shown by taras show)')
+    .option('--comment <text>', 'comment (stored, shown by taras show)')
+    .option('--mail-type <types>', 'BEGIN,END,FAIL,... (stored, shown by taras show; no mail is sent)')
+    .option('--mail-user <address>', 'who would get the mail (stored)')
+    .option('--wrap <command>', 'the command is the whole script (#!/bin/sh and it); no script then')
+    .option('--parsable', 'print only the job id')
     .option('--immediate [seconds]', 'sbatch\'s: fail unless the job starts within this many seconds (default 0: now); waits to say which')
     .option('--file <job.toml>', 'job description file (flags override it)')
     .option('--many <file>', 'many jobs in one call: a file (- for standard input) of JSON lines with job.toml\'s keys; the flags apply to each')
     .option(...controllerOption)
     .option('--json', 'print {"id": N}')
-    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n  taras submit --immediate -N 2 -t 10 run.sh     # fails (exit 1) unless it starts now\n  taras submit --many jobs.jsonl -t 10           # one job a line: {"script": "run.sh", "arguments": ["3"]}\n')
+    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n  taras submit --immediate -N 2 -t 10 run.sh     # fails (exit 1) unless it starts now\n  taras submit --many jobs.jsonl -t 10           # one job a line: {"script": "run.sh", "arguments": ["3"]}\n  taras submit -t 5 --wrap "hostname; date"\n  taras submit job.sh --input a.dat             # options after the script are its arguments, as sbatch\n')
     .action(async (script: string | undefined, args: string[], flags: Record<string, string | boolean | undefined>, cmd: Command) => {
       const { readFileSync } = await import('node:fs');
       // The modules submit needs, not the whole jobspec surface: the TOML parser loads only for --file.
@@ -65,13 +77,6 @@ export function registerJobCommands(program: Command): void {
         const { submitMany } = await import('./many.js');
         return submitMany(flags.many, { given, controller: flags.controller as string | undefined, json: flags.json === true, immediateSeconds });
       }
-      if (script === undefined) fail('error: taras submit needs a batch script (taras submit run.sh), or --many FILE for many jobs');
-      let scriptText: string;
-      try {
-        scriptText = readFileSync(script, 'utf8');
-      } catch {
-        fail(`error: cannot read the script ${script}: give the path of a batch script`);
-      }
       const errors: string[] = [];
       const layer = <T>(parsed: { ok: true; value: T } | { ok: false; errors: readonly Parameters<typeof jobspec.formatError>[0][] }) => {
         if (parsed.ok) return parsed.value;
@@ -90,6 +95,21 @@ export function registerJobCommands(program: Command): void {
       const fileLayer = fileText !== undefined
         ? layer((await import('../jobspec/jobfile.js')).parseJobFile(fileText, flags.file as string))
         : undefined;
+      // --wrap (sbatch's): the command is the script; a script operand with it is refused (buildJobSpec says so).
+      const wrap = typeof flags.wrap === 'string' ? flags.wrap : fileLayer?.values.wrap;
+      if (wrap !== undefined && script !== undefined) fail(`error: --wrap is the whole script: leave out the script ${script} (sbatch allows no script with --wrap)`);
+      if (wrap === undefined && script === undefined) fail('error: taras submit needs a batch script (taras submit run.sh), --wrap COMMAND, or --many FILE for many jobs');
+      let scriptText: string;
+      if (wrap !== undefined) {
+        scriptText = jobspec.wrapScript(wrap);
+        script = jobspec.WRAP_SCRIPT;
+      } else {
+        try {
+          scriptText = readFileSync(script!, 'utf8');
+        } catch {
+          fail(`error: cannot read the script ${script}: give the path of a batch script`);
+        }
+      }
       const directives = layer(jobspec.parseDirectives(scriptText, script));
       const flagLayer = layer(jobspec.parseFlagValues(given, { script, args }));
       if (errors.length > 0) fail(errors.map((e) => `error: ${e}`).join('\n'));
@@ -169,12 +189,23 @@ export function registerJobCommands(program: Command): void {
         if (started.state !== 'RUNNING') fail(`error: job ${answer.id} did not start: ${started.state} (${started.reason ?? 'no reason given'})`, 1);
       }
       if (flags.json) printJson(answer);
+      else if (merged.values.parsable === true) print(String(answer.id)); // sbatch --parsable: the id alone
       else {
         print(`Submitted batch job ${answer.id}`);
         if (answer.deadline) print(`Deadline: ${answer.deadline.text}`);
         if (answer.warning) process.stderr.write(`warning: ${answer.warning}\n`);
       }
     });
+
+  // sbatch options Taras lacks are refused by name, with where the table is, rather than as unknown.
+  // (unknownOption is commander's hook for an option it does not know; not in its typings.)
+  const hooks = submit as unknown as { unknownOption(flag: string): void };
+  const unknownOption = hooks.unknownOption.bind(submit);
+  hooks.unknownOption = (flag: string) => {
+    const unsupported = unsupportedOptionMessage(flag);
+    if (unsupported !== undefined) fail(`error: ${flag.replace(/=.*$/s, '')}: ${unsupported}`);
+    unknownOption(flag);
+  };
 
   program
     .command('queue')

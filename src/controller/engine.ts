@@ -13,7 +13,7 @@ import type { PlanHold } from '../core/node-plan.js';
 import { chooseVictims, type PreemptionCandidate, type PreemptionNode, type VictimChoice } from '../core/preemption.js';
 import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
 import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
-import { suitableNodes, taskLayout, validateAgainstCluster } from '../jobspec/cluster.js';
+import { nodeAllowed, suitableNodes, taskLayout, validateAgainstCluster } from '../jobspec/cluster.js';
 import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JsonObject, TransitionEvent } from '../store/events.js';
@@ -81,7 +81,8 @@ export interface DeadlineAdmission {
 
 /** The spec fields a job's resources depend on (partition, features, memory, CPUs, tasks, nodes), as one key. */
 function shapeOf(spec: JobSpec): string {
-  return `${spec.partition ?? ''}\n${spec.constraint?.text ?? ''}\n${spec.memoryMiB ?? ''}\n${spec.cpusPerTask}\n${spec.ntasks ?? ''}\n${spec.nodes.min}\n${spec.nodes.max ?? ''}`;
+  return `${spec.partition ?? ''}\n${spec.constraint?.text ?? ''}\n${spec.memoryMiB ?? ''}\n${spec.cpusPerTask}\n${spec.ntasks ?? ''}\n${spec.nodes.min}\n${spec.nodes.max ?? ''}`
+    + `\n${spec.memPerCpuMiB ?? ''}\n${spec.nodelist?.join(',') ?? ''}\n${spec.exclude?.join(',') ?? ''}`;
 }
 
 /** What an agent needs to start a job: the batch script runs on the first node. */
@@ -576,7 +577,10 @@ export class ControllerEngine {
 
   private computeResources(spec: JobSpec, runningOn?: readonly string[]): ResourceRequest {
     const partition = this.partitionOf(spec);
-    const eligibleNodes = this.partitionNodes.get(partition.name)!;
+    const inPartition = this.partitionNodes.get(partition.name)!;
+    // --nodelist / --exclude narrow the partition's nodes.
+    const eligibleNodes = spec.nodelist === undefined && spec.exclude === undefined
+      ? inPartition : new Set([...inPartition].filter((name) => nodeAllowed(spec, name)));
     const suitable = suitableNodes(spec, this.config.nodes.filter((node) => eligibleNodes.has(node.name)));
     const layout = runningOn !== undefined && runningOn.length > 0
       ? { nodes: runningOn.length, cpusPerNode: Math.ceil((spec.ntasks ?? runningOn.length) / runningOn.length) * spec.cpusPerTask }
@@ -586,7 +590,8 @@ export class ControllerEngine {
     }
     const memoryMiBPerNode = spec.memoryMiB === 0
       ? Math.min(...suitable.filter((node) => node.cpus >= layout.cpusPerNode).map((node) => node.memoryMiB))
-      : spec.memoryMiB ?? 0;
+      : spec.memPerCpuMiB !== undefined ? spec.memPerCpuMiB * layout.cpusPerNode // --mem-per-cpu: per CPU on the node
+        : spec.memoryMiB ?? 0;
     return { nodes: layout.nodes, cpusPerNode: layout.cpusPerNode, memoryMiBPerNode, features: spec.constraint?.anyOf[0] ?? [], eligibleNodes };
   }
 
@@ -1008,7 +1013,8 @@ export class ControllerEngine {
       started.push(job.id);
       const stored = this.specOf(record);
       // --mem 0 (all of each node's memory): the agent limits the job to what was reserved for it on each node.
-      const spec = stored.memoryMiB === 0 && job.resources ? { ...stored, memoryMiB: job.resources.memoryMiBPerNode } : stored;
+      // --mem-per-cpu likewise: the job is limited to what it reserved on each node.
+      const spec = (stored.memoryMiB === 0 || stored.memPerCpuMiB !== undefined) && job.resources ? { ...stored, memoryMiB: job.resources.memoryMiBPerNode } : stored;
       const order: StartOrder = {
         jobId: job.id, run: record.requeueCount, user: record.user, uid: (spec as { [SUBMIT_UID]?: number })[SUBMIT_UID], name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
         warnSignal: spec.signal ?? this.config.warnSignal, killGraceSeconds: this.config.killGraceSeconds,

@@ -61,6 +61,10 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
     type: jobTypeOf(spec),
     deadline: iso(spec.deadline?.atMs),
     guaranteed: deadlineGuaranteed(record),
+    ...(spec.account === undefined ? {} : { account: spec.account }),
+    ...(spec.comment === undefined ? {} : { comment: spec.comment }),
+    ...(spec.mailType === undefined ? {} : { mailType: [...spec.mailType] }),
+    ...(spec.mailUser === undefined ? {} : { mailUser: spec.mailUser }),
   };
 }
 

@@ -5,10 +5,11 @@
 
 import { closestWord } from '../config/suggest.js';
 import { checkPattern } from './pattern.js';
+import { unsupportedOptionMessage } from './unsupported.js';
 import type { ItemKey, JobValues } from './types.js';
 import {
-  parseCheckpointTime, parseConstraint, parseCount, parseDeadlinePolicy, parseDeadlineText, parseExport, parseMemory, parseNodes, parsePartition, parseReservationName, parseSignal,
-  parseText, parseTime,
+  parseCheckpointTime, parseConstraint, parseCount, parseDeadlinePolicy, parseDeadlineText, parseExport, parseMailType, parseMemory, parseNodeNames, parseNodes,
+  parseOpenMode, parsePartition, parseReservationName, parseSignal, parseText, parseTime,
   type ValueResult,
 } from './values.js';
 
@@ -63,6 +64,17 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'checkpointDuration', long: 'checkpoint-duration', tomlKey: 'checkpoint_duration', label: 'Checkpoint duration', valueName: 'TIME', parse: parseCheckpointTime }),
   option({ key: 'programClass', long: 'program-class', tomlKey: 'program_class', label: 'Program class', valueName: 'NAME', parse: parsePartition }),
   option({ key: 'requeue', long: 'no-requeue', tomlKey: 'requeue', label: 'Requeue', switchValue: false, parse: noValue }),
+  option({ key: 'ntasksPerNode', long: 'ntasks-per-node', tomlKey: 'ntasks_per_node', label: 'Tasks per node', valueName: 'N', parse: parseCount }),
+  option({ key: 'memPerCpuMiB', long: 'mem-per-cpu', tomlKey: 'mem_per_cpu', label: 'Memory per CPU', valueName: 'SIZE[K|M|G|T]', parse: parseMemory }),
+  option({ key: 'nodelist', long: 'nodelist', short: 'w', tomlKey: 'nodelist', label: 'Nodes to use', valueName: 'HOSTLIST', parse: parseNodeNames }),
+  option({ key: 'exclude', long: 'exclude', short: 'x', tomlKey: 'exclude', label: 'Nodes not to use', valueName: 'HOSTLIST', parse: parseNodeNames }),
+  option({ key: 'openMode', long: 'open-mode', tomlKey: 'open_mode', label: 'Open mode', valueName: 'append|truncate', parse: parseOpenMode }),
+  option({ key: 'account', long: 'account', short: 'A', tomlKey: 'account', label: 'Account', valueName: 'NAME', parse: parseText }),
+  option({ key: 'comment', long: 'comment', tomlKey: 'comment', label: 'Comment', valueName: 'TEXT', parse: parseText }),
+  option({ key: 'mailType', long: 'mail-type', tomlKey: 'mail_type', label: 'Mail type', valueName: 'TYPE[,TYPE...]', parse: parseMailType }),
+  option({ key: 'mailUser', long: 'mail-user', tomlKey: 'mail_user', label: 'Mail user', valueName: 'ADDRESS', parse: parseText }),
+  option({ key: 'wrap', long: 'wrap', tomlKey: 'wrap', label: 'Command', valueName: 'COMMAND', parse: parseText }),
+  option({ key: 'parsable', long: 'parsable', tomlKey: 'parsable', label: 'Parsable', switchValue: true, parse: noValue }),
 ];
 
 /** Items that only job.toml and the command line give (the script is the command's operand). */
@@ -81,24 +93,12 @@ export function optionForKey(key: ItemKey): JobOption | undefined {
   return JOB_OPTIONS.find((o) => o.key === key);
 }
 
-/**
- * sbatch options Taras does not take (yet), so a Slurm script gets "not supported"
- * rather than "unknown". Long names, then short letters.
- */
-const UNSUPPORTED_LONG = [
-  'account', 'array', 'begin', 'comment', 'dependency', 'exclude', 'exclusive', 'get-user-env', 'gpus',
-  'gres', 'hold', 'input', 'licenses', 'mail-type', 'mail-user', 'mem-per-cpu', 'mem-per-gpu', 'nice', 'nodelist',
-  'ntasks-per-node', 'open-mode', 'oversubscribe', 'priority', 'qos', 'time-min', 'wait', 'wrap',
-];
-const UNSUPPORTED_SHORT = ['A', 'a', 'd', 'x', 'w', 'G', 'H', 'i', 'L', 'q', 's', 'W'];
-
 /** The message (shown after the option) for one not in the table: an unsupported sbatch option, or unknown with a did-you-mean. */
 export function unknownOptionMessage(written: string): string {
   const long = written.startsWith('--');
   const name = written.replace(/^--?/, '');
-  if (long ? UNSUPPORTED_LONG.includes(name) : UNSUPPORTED_SHORT.includes(name)) {
-    return 'an sbatch option that Taras does not support';
-  }
+  const unsupported = unsupportedOptionMessage(written);
+  if (unsupported !== undefined) return unsupported;
   // A single letter is one edit from every other, so short options only suggest a case slip (-j for -J).
   const suggestion = long
     ? closestWord(name, JOB_OPTIONS.map((o) => o.long), { acceptPrefix: true })

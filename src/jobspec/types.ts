@@ -38,6 +38,9 @@ export interface Constraint {
   readonly anyOf: readonly (readonly string[])[];
 }
 
+export const OPEN_MODES = ['append', 'truncate'] as const;
+export type OpenMode = (typeof OPEN_MODES)[number];
+
 /** sbatch's `--signal=[B:]SIG[@TIME]` (shared with cluster.toml's warn_signal). */
 export type { WarnSignal };
 
@@ -80,6 +83,21 @@ export interface JobValues {
   readonly deadline: string;
   /** What a deadline means: guarantee (Artaras: a priority job, guaranteed when the plan meets it) or cancel (Slurm's: ended DEADLINE when it no longer can). */
   readonly deadlinePolicy: DeadlinePolicy;
+  /** sbatch --ntasks-per-node: tasks on each node (sets --ntasks to nodes x N when --ntasks is not given). */
+  readonly ntasksPerNode: number;
+  /** sbatch --mem-per-cpu in MiB: memory per node is this times the job's CPUs on the node (not with --mem). */
+  readonly memPerCpuMiB: number;
+  /** sbatch --nodelist/-w: the nodes to run on (expanded host list); --exclude/-x: nodes never to run on. */
+  readonly nodelist: readonly string[];
+  readonly exclude: readonly string[];
+  /** sbatch --open-mode: whether output files are appended to or truncated. */
+  readonly openMode: OpenMode;
+  /** sbatch --account, --comment, --mail-type (BEGIN, END, FAIL, ...), --mail-user: stored and shown by `taras show`. */
+  readonly account: string; readonly comment: string; readonly mailType: readonly string[]; readonly mailUser: string;
+  /** sbatch --wrap: the command that is the whole script (`#!/bin/sh` and it); no script operand with it. */
+  readonly wrap: string;
+  /** sbatch --parsable: print only the job id. Not part of the request. */
+  readonly parsable: boolean;
   /** The batch script's path as given (command operand or job.toml `script`). */
   readonly script: string;
   readonly scriptArgs: readonly string[];
@@ -144,6 +162,18 @@ export interface JobSpec {
   readonly requeue: boolean;
   /** Absent: no warning signal before the time limit, unless cluster.toml's warn_signal sets one. */
   readonly signal?: WarnSignal;
+  readonly ntasksPerNode?: number;
+  /** --mem-per-cpu in MiB (memoryMiB absent): the controller reserves this times the job's CPUs on each node. */
+  readonly memPerCpuMiB?: number;
+  /** Only these nodes (--nodelist), never these (--exclude): node names. */
+  readonly nodelist?: readonly string[];
+  readonly exclude?: readonly string[];
+  /** Absent: the agent's default (append). */
+  readonly openMode?: OpenMode;
+  readonly account?: string;
+  readonly comment?: string;
+  readonly mailType?: readonly string[];
+  readonly mailUser?: string;
   /** The host the job was submitted from (SLURM_SUBMIT_HOST); the CLI adds it, outside buildJobSpec. */
   readonly submitHost?: string;
   /** The submitter's umask (0..0o777): new output files get 0666 & ~umask. Absent: 0o022. */

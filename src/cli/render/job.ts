@@ -79,6 +79,11 @@ export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: strin
     ['Error', terminal !== null ? '(with the output)' : job.stderrPath === job.stdoutPath && job.stderrPath !== null ? '(with the output)' : path(job.stderrPath)],
     ['Requeue', job.requeue ? 'yes, if its node fails' : 'no'],
   );
+  if (job.account !== undefined) rows.push(['Account', printable(job.account)]);
+  if (job.comment !== undefined) rows.push(['Comment', printable(job.comment)]);
+  if (job.mailType !== undefined || job.mailUser !== undefined) {
+    rows.push(['Mail', `${printable((job.mailType ?? ['NONE']).join(','))} to ${printable(job.mailUser ?? job.user)} (stored only: Taras sends no mail)`]);
+  }
   if (job.deadline !== null) rows.push(['Deadline', `${at(job.deadline)}, ${job.guaranteed ? 'guaranteed' : 'not guaranteed'} (a priority job)`]);
   const lines = [`Job ${job.id}`, ...keyValueLines(rows).map((line) => `  ${line}`), ''];
   if (job.events.length === 0) lines.push('No events recorded.');
