@@ -82,7 +82,7 @@ const started: ChildProcess[] = [];
 after(async () => {
   for (const child of started) await killHard(child);
   killJobProcesses([join(work, 'data', 'agent')]);
-  rmSync(work, { recursive: true, force: true });
+  rmSync(work, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 });
 
 /** Starts a daemon and resolves when its log shows `ready`. */
@@ -272,6 +272,19 @@ describe('sbatch options through taras submit, a controller and an agent', () =>
     assert.match(both.stderr, /--mem \(--mem\) and --mem-per-cpu \(t\.sh:5\) are mutually exclusive/);
   });
 
+  it('--exclusive takes whole nodes: a one-CPU job waits for the node rather than share it', () => {
+    writeFileSync(join(work, 'e.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH -w node02\necho "$SLURM_CPUS_ON_NODE ${SLURM_MEM_PER_NODE-unset}"\nsleep 2\n');
+    const whole = submitted(cli('submit', '--exclusive', 'e.sh'));
+    const shared = submitted(cli('submit', 'e.sh'));
+    waitDone(whole);
+    waitDone(shared);
+    type Shown = { startTime: string; endTime: string };
+    const [a, b] = [whole, shared].map((id) => JSON.parse(cli('show', '--json', String(id)).stdout) as Shown);
+    assert.ok(Date.parse(b.startTime) >= Date.parse(a.endTime), `the second job started ${b.startTime}, after the exclusive one ended ${a.endTime}`);
+    assert.equal(readFileSync(join(work, `taras-${whole}.out`), 'utf8'), '2 16384\n');
+    assert.equal(readFileSync(join(work, `taras-${shared}.out`), 'utf8'), '1 unset\n');
+  });
+
   it('--open-mode truncates or appends; --account, --comment and mail are shown', () => {
     writeFileSync(join(work, 'o.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH -o kept.out\necho new\n');
     writeFileSync(join(work, 'kept.out'), 'old\n');
@@ -323,12 +336,12 @@ describe('the README\'s table of sbatch options', () => {
   });
 
   it('an unsupported option is refused by name on the command line and in a script', () => {
-    writeFileSync(join(work, 'u.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH --exclusive\ntrue\n');
+    writeFileSync(join(work, 'u.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH --nice=5\ntrue\n');
     const flag = cli('submit', '--gres=gpu:1', '-t', '1', '--wrap', 'true');
     assert.deepEqual([flag.code, flag.stderr], [2, 'error: --gres: not supported by Taras (see README: sbatch options)\n']);
     const short = cli('submit', '-H', 'u.sh');
     assert.deepEqual([short.code, short.stderr], [2, 'error: -H: not supported by Taras (see README: sbatch options)\n']);
     const line = cli('submit', 'u.sh');
-    assert.deepEqual([line.code, line.stderr], [2, 'error: u.sh:3: --exclusive: not supported by Taras (see README: sbatch options)\n']);
+    assert.deepEqual([line.code, line.stderr], [2, 'error: u.sh:3: --nice: not supported by Taras (see README: sbatch options)\n']);
   });
 });

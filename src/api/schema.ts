@@ -126,6 +126,7 @@ export const JobSpecSchema = strict({
   nodelist: v.optional(list(text(LIMITS.nameChars, 1), LIMITS.nodes, 1)),
   exclude: v.optional(list(text(LIMITS.nameChars, 1), LIMITS.nodes, 1)),
   openMode: v.optional(v.picklist(['append', 'truncate'], 'expected "append" or "truncate"')),
+  exclusive: v.optional(bool()),
   account: v.optional(text(LIMITS.nameChars, 1)),
   comment: v.optional(text(LIMITS.textChars, 1)),
   mailType: v.optional(list(text(32, 1), 16, 1)),

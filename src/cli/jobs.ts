@@ -40,6 +40,7 @@ export function registerJobCommands(program: Command): void {
     .option('-w, --nodelist <hostlist>', 'run on these nodes, e.g. node[01-04]')
     .option('-x, --exclude <hostlist>', 'never run on these nodes')
     .option('--open-mode <mode>', 'append to or truncate the output files')
+    .option('--exclusive', 'whole nodes: all their CPUs and memory')
     .option('-A, --account <name>', 'account (stored, shown by taras show)')
     .option('--comment <text>', 'comment (stored, shown by taras show)')
     .option('--mail-type <types>', 'BEGIN,END,FAIL,... (stored, shown by taras show; no mail is sent)')

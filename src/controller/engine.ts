@@ -13,7 +13,7 @@ import type { PlanHold } from '../core/node-plan.js';
 import { chooseVictims, type PreemptionCandidate, type PreemptionNode, type VictimChoice } from '../core/preemption.js';
 import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
 import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
-import { nodeAllowed, suitableNodes, taskLayout, validateAgainstCluster } from '../jobspec/cluster.js';
+import { nodeAllowed, suitableNodes, taskLayout, validateAgainstCluster, type ClusterNodeShape } from '../jobspec/cluster.js';
 import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JsonObject, TransitionEvent } from '../store/events.js';
@@ -79,10 +79,30 @@ export interface DeadlineAdmission {
   readonly warning: string | null;
 }
 
+/**
+ * --exclusive: whole nodes. The core gives a job the same CPUs and memory on every node, so the job takes nodes of
+ * one shape (CPUs, memory), the smallest shape with enough nodes that hold its tasks, all of their CPUs and memory.
+ */
+function exclusiveResources(
+  spec: JobSpec, layout: { nodes: number; cpusPerNode: number }, suitable: readonly ClusterNodeShape[], eligible: ReadonlySet<string>,
+): ResourceRequest | undefined {
+  const fitting = suitable.filter((node) => eligible.has(node.name) && node.cpus >= layout.cpusPerNode);
+  const shapes = [...new Set(fitting.map((node) => `${node.cpus}/${node.memoryMiB}`))]
+    .map((key) => fitting.filter((node) => `${node.cpus}/${node.memoryMiB}` === key))
+    .filter((nodes) => nodes.length >= layout.nodes)
+    .sort((a, b) => a[0].cpus - b[0].cpus || a[0].memoryMiB - b[0].memoryMiB);
+  if (shapes.length === 0) return undefined;
+  const [first] = shapes[0];
+  return {
+    nodes: layout.nodes, cpusPerNode: first.cpus, memoryMiBPerNode: first.memoryMiB, features: spec.constraint?.anyOf[0] ?? [],
+    eligibleNodes: new Set(shapes[0].map((node) => node.name)),
+  };
+}
+
 /** The spec fields a job's resources depend on (partition, features, memory, CPUs, tasks, nodes), as one key. */
 function shapeOf(spec: JobSpec): string {
   return `${spec.partition ?? ''}\n${spec.constraint?.text ?? ''}\n${spec.memoryMiB ?? ''}\n${spec.cpusPerTask}\n${spec.ntasks ?? ''}\n${spec.nodes.min}\n${spec.nodes.max ?? ''}`
-    + `\n${spec.memPerCpuMiB ?? ''}\n${spec.nodelist?.join(',') ?? ''}\n${spec.exclude?.join(',') ?? ''}`;
+    + `\n${spec.memPerCpuMiB ?? ''}\n${spec.nodelist?.join(',') ?? ''}\n${spec.exclude?.join(',') ?? ''}\n${spec.exclusive === true ? 'x' : ''}`;
 }
 
 /** What an agent needs to start a job: the batch script runs on the first node. */
@@ -585,8 +605,12 @@ export class ControllerEngine {
     const layout = runningOn !== undefined && runningOn.length > 0
       ? { nodes: runningOn.length, cpusPerNode: Math.ceil((spec.ntasks ?? runningOn.length) / runningOn.length) * spec.cpusPerTask }
       : taskLayout(spec, suitable, partition.maxNodes ?? Infinity);
-    if (layout === undefined || (spec.memoryMiB === 0 && suitable.length === 0)) {
-      throw new SubmitRefused([`no set of nodes of partition ${partition.name} can hold the job, even when all are idle`]);
+    const refusal = () => new SubmitRefused([`no set of nodes of partition ${partition.name} can hold the job, even when all are idle`]);
+    if (layout === undefined || (spec.memoryMiB === 0 && suitable.length === 0)) throw refusal();
+    if (spec.exclusive === true) {
+      const whole = exclusiveResources(spec, layout, suitable, eligibleNodes);
+      if (whole === undefined) throw refusal();
+      return whole;
     }
     const memoryMiBPerNode = spec.memoryMiB === 0
       ? Math.min(...suitable.filter((node) => node.cpus >= layout.cpusPerNode).map((node) => node.memoryMiB))
@@ -1014,7 +1038,7 @@ export class ControllerEngine {
       const stored = this.specOf(record);
       // --mem 0 (all of each node's memory): the agent limits the job to what was reserved for it on each node.
       // --mem-per-cpu likewise: the job is limited to what it reserved on each node.
-      const spec = (stored.memoryMiB === 0 || stored.memPerCpuMiB !== undefined) && job.resources ? { ...stored, memoryMiB: job.resources.memoryMiBPerNode } : stored;
+      const spec = (stored.memoryMiB === 0 || stored.memPerCpuMiB !== undefined || stored.exclusive === true) && job.resources ? { ...stored, memoryMiB: job.resources.memoryMiBPerNode } : stored;
       const order: StartOrder = {
         jobId: job.id, run: record.requeueCount, user: record.user, uid: (spec as { [SUBMIT_UID]?: number })[SUBMIT_UID], name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
         warnSignal: spec.signal ?? this.config.warnSignal, killGraceSeconds: this.config.killGraceSeconds,

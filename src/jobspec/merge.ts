@@ -197,6 +197,7 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
     ...(values.nodelist === undefined ? {} : { nodelist: values.nodelist }),
     ...(values.exclude === undefined ? {} : { exclude: values.exclude }),
     ...(values.openMode === undefined ? {} : { openMode: values.openMode }),
+    ...(values.exclusive === true ? { exclusive: true } : {}),
     ...(values.account === undefined ? {} : { account: values.account }),
     ...(values.comment === undefined ? {} : { comment: values.comment }),
     ...(values.mailType === undefined ? {} : { mailType: values.mailType }),

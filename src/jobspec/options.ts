@@ -74,6 +74,7 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'mailType', long: 'mail-type', tomlKey: 'mail_type', label: 'Mail type', valueName: 'TYPE[,TYPE...]', parse: parseMailType }),
   option({ key: 'mailUser', long: 'mail-user', tomlKey: 'mail_user', label: 'Mail user', valueName: 'ADDRESS', parse: parseText }),
   option({ key: 'wrap', long: 'wrap', tomlKey: 'wrap', label: 'Command', valueName: 'COMMAND', parse: parseText }),
+  option({ key: 'exclusive', long: 'exclusive', tomlKey: 'exclusive', label: 'Exclusive', switchValue: true, parse: noValue }),
   option({ key: 'parsable', long: 'parsable', tomlKey: 'parsable', label: 'Parsable', switchValue: true, parse: noValue }),
 ];
 

@@ -92,6 +92,8 @@ export interface JobValues {
   readonly exclude: readonly string[];
   /** sbatch --open-mode: whether output files are appended to or truncated. */
   readonly openMode: OpenMode;
+  /** sbatch --exclusive: whole nodes (all their CPUs and memory). */
+  readonly exclusive: boolean;
   /** sbatch --account, --comment, --mail-type (BEGIN, END, FAIL, ...), --mail-user: stored and shown by `taras show`. */
   readonly account: string; readonly comment: string; readonly mailType: readonly string[]; readonly mailUser: string;
   /** sbatch --wrap: the command that is the whole script (`#!/bin/sh` and it); no script operand with it. */
@@ -170,6 +172,8 @@ export interface JobSpec {
   readonly exclude?: readonly string[];
   /** Absent: the agent's default (append). */
   readonly openMode?: OpenMode;
+  /** --exclusive: the job gets whole nodes, all their CPUs and memory (the controller picks nodes of one shape). */
+  readonly exclusive?: boolean;
   readonly account?: string;
   readonly comment?: string;
   readonly mailType?: readonly string[];

@@ -10,7 +10,7 @@
 export const SBATCH_UNSUPPORTED: readonly (readonly [string, string?])[] = [
   ['acctg-freq'], ['array', 'a'], ['batch'], ['bb'], ['bbf'], ['begin', 'b'], ['cluster-constraint'], ['clusters', 'M'],
   ['container'], ['container-id'], ['contiguous'], ['core-spec', 'S'], ['cores-per-socket'], ['cpu-freq'], ['cpus-per-gpu'],
-  ['delay-boot'], ['dependency', 'd'], ['distribution', 'm'], ['exclusive'], ['export-file'], ['extra'], ['extra-node-info', 'B'],
+  ['delay-boot'], ['dependency', 'd'], ['distribution', 'm'], ['export-file'], ['extra'], ['extra-node-info', 'B'],
   ['get-user-env'], ['gid'], ['gpu-bind'], ['gpu-freq'], ['gpus', 'G'], ['gpus-per-node'], ['gpus-per-socket'], ['gpus-per-task'],
   ['gres'], ['gres-flags'], ['hint'], ['hold', 'H'], ['ignore-pbs'], ['input', 'i'], ['kill-on-invalid-dep'], ['licenses', 'L'],
   ['mcs-label'], ['mem-bind'], ['mem-per-gpu'], ['mincpus'], ['network'], ['nice'], ['no-kill', 'k'], ['nodefile', 'F'],
