@@ -95,6 +95,16 @@ function cli(...args: string[]) {
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
+/** One controller (fcfs, partition debug) and a virtual agent of 4 nodes of 2 CPUs and 16 GiB, for every test here. */
+async function startCluster(): Promise<void> {
+  if (url !== '') return;
+    const data = join(work, 'data');
+    const config = join(work, 'cluster.toml');
+    writeFileSync(config, `[cluster]\nname = "sb"\npolicy = "fcfs"\ndata_dir = "data"\n[[nodes]]\nnames = "node[01-04]"\ncpus = 2\nmemory = "16G"\n[[partitions]]\nname = "debug"\nnodes = "ALL"\ndefault = true\n`);
+    url = (await daemon(['controller', '--config', config, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/))[1];
+    await daemon(['agent', '--controller', url, '--virtual', '4x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 4 node/);
+}
+
 function submitted(run: { code: number | null; stdout: string; stderr: string }): number {
   assert.equal(run.code, 0, run.stderr);
   const match = /^Submitted batch job (\d+)\n$/.exec(run.stdout);
@@ -108,13 +118,7 @@ function waitDone(id: number): void {
 }
 
 describe('an unchanged Slurm script through taras submit', () => {
-  before(async () => {
-    const data = join(work, 'data');
-    const config = join(work, 'cluster.toml');
-    writeFileSync(config, `[cluster]\nname = "sb"\ndata_dir = "data"\n[[nodes]]\nnames = "node[01-04]"\ncpus = 2\nmemory = "16G"\n[[partitions]]\nname = "debug"\nnodes = "ALL"\ndefault = true\n`);
-    url = (await daemon(['controller', '--config', config, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/))[1];
-    await daemon(['agent', '--controller', url, '--virtual', '4x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 4 node/);
-  });
+  before(startCluster);
 
   it('runs with its #SBATCH options, its arguments after its name, and Slurm\'s variables', () => {
     writeFileSync(join(work, 'slurm.sh'), [
@@ -206,6 +210,18 @@ describe('sbatch options: parsing and building', () => {
     ]);
   });
 
+  it('--nice takes its value only attached; bare it is 100', () => {
+    assert.equal(valueOf(parseDirectives('#!/bin/sh\n#SBATCH --nice\n', 'n.sh')).values.nice, 100);
+    assert.equal(valueOf(parseDirectives('#!/bin/sh\n#SBATCH --nice=-20\n', 'n.sh')).values.nice, -20);
+    assert.equal(valueOf(parseFlagValues({ nice: true })).values.nice, 100);
+    const bad = parseDirectives('#!/bin/sh\n#SBATCH --nice=20000\n#SBATCH --nice 5\n', 'n.sh');
+    assert.ok(!bad.ok);
+    assert.deepEqual(bad.errors.map(formatError), [
+      "n.sh:2: --nice: got '20000': expected a whole number from -10000 to 10000 (higher: later; negative: administrators only)",
+      "n.sh:3: '5' is not an option: a #SBATCH line holds options such as --time=10",
+    ]);
+  });
+
   it('job.toml takes the same options', () => {
     const file = valueOf(parseJobFile('ntasks_per_node = 2\nmem_per_cpu = "1G"\nnodelist = "n[1-2]"\nopen_mode = "append"\naccount = "x"\nparsable = true\n', 'job.toml'));
     assert.deepEqual(file.values, { ntasksPerNode: 2, memPerCpuMiB: 1024, nodelist: ['n1', 'n2'], openMode: 'append', account: 'x', parsable: true });
@@ -221,14 +237,7 @@ describe('sbatch options: parsing and building', () => {
 });
 
 describe('sbatch options through taras submit, a controller and an agent', () => {
-  before(async () => {
-    if (url !== '') return;
-    const data = join(work, 'data');
-    const config = join(work, 'cluster.toml');
-    writeFileSync(config, `[cluster]\nname = "sb"\ndata_dir = "data"\n[[nodes]]\nnames = "node[01-04]"\ncpus = 2\nmemory = "16G"\n[[partitions]]\nname = "debug"\nnodes = "ALL"\ndefault = true\n`);
-    url = (await daemon(['controller', '--config', config, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/))[1];
-    await daemon(['agent', '--controller', url, '--virtual', '4x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 4 node/);
-  });
+  before(startCluster);
   const nodesOf = (id: number) => (JSON.parse(cli('show', '--json', String(id)).stdout) as { nodes: string[] }).nodes;
 
   it('--parsable prints the id alone; --wrap runs the command as the script', () => {
@@ -285,6 +294,18 @@ describe('sbatch options through taras submit, a controller and an agent', () =>
     assert.equal(readFileSync(join(work, `taras-${shared}.out`), 'utf8'), '1 unset\n');
   });
 
+  it('--nice puts a job behind the partition\'s other jobs; bare --nice is 100', () => {
+    writeFileSync(join(work, 'all.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH -N 4\n#SBATCH -c 2\nsleep 1\n');
+    const blocker = submitted(cli('submit', 'all.sh'));
+    const nice = submitted(cli('submit', '--nice', 'all.sh'));
+    const plain = submitted(cli('submit', 'all.sh'));
+    const keen = submitted(cli('submit', '--nice=-5', 'all.sh')); // root is an administrator
+    for (const id of [blocker, nice, plain, keen]) waitDone(id);
+    const start = (id: number) => Date.parse((JSON.parse(cli('show', '--json', String(id)).stdout) as { startTime: string }).startTime);
+    assert.ok(start(keen) <= start(plain) && start(plain) <= start(nice), `keen ${start(keen)}, plain ${start(plain)}, nice ${start(nice)}`);
+    assert.ok(start(keen) < start(nice));
+  });
+
   it('--open-mode truncates or appends; --account, --comment and mail are shown', () => {
     writeFileSync(join(work, 'o.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH -o kept.out\necho new\n');
     writeFileSync(join(work, 'kept.out'), 'old\n');
@@ -336,12 +357,12 @@ describe('the README\'s table of sbatch options', () => {
   });
 
   it('an unsupported option is refused by name on the command line and in a script', () => {
-    writeFileSync(join(work, 'u.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH --nice=5\ntrue\n');
+    writeFileSync(join(work, 'u.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH --qos=high\ntrue\n');
     const flag = cli('submit', '--gres=gpu:1', '-t', '1', '--wrap', 'true');
     assert.deepEqual([flag.code, flag.stderr], [2, 'error: --gres: not supported by Taras (see README: sbatch options)\n']);
     const short = cli('submit', '-H', 'u.sh');
     assert.deepEqual([short.code, short.stderr], [2, 'error: -H: not supported by Taras (see README: sbatch options)\n']);
     const line = cli('submit', 'u.sh');
-    assert.deepEqual([line.code, line.stderr], [2, 'error: u.sh:3: --nice: not supported by Taras (see README: sbatch options)\n']);
+    assert.deepEqual([line.code, line.stderr], [2, 'error: u.sh:3: --qos: not supported by Taras (see README: sbatch options)\n']);
   });
 });

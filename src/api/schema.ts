@@ -127,6 +127,7 @@ export const JobSpecSchema = strict({
   exclude: v.optional(list(text(LIMITS.nameChars, 1), LIMITS.nodes, 1)),
   openMode: v.optional(v.picklist(['append', 'truncate'], 'expected "append" or "truncate"')),
   exclusive: v.optional(bool()),
+  nice: v.optional(int(-10_000, 10_000)),
   account: v.optional(text(LIMITS.nameChars, 1)),
   comment: v.optional(text(LIMITS.textChars, 1)),
   mailType: v.optional(list(text(32, 1), 16, 1)),

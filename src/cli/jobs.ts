@@ -41,6 +41,7 @@ export function registerJobCommands(program: Command): void {
     .option('-x, --exclude <hostlist>', 'never run on these nodes')
     .option('--open-mode <mode>', 'append to or truncate the output files')
     .option('--exclusive', 'whole nodes: all their CPUs and memory')
+    .option('--nice [adjustment]', 'run behind the other jobs of the partition (bare: 100; negative: administrators only)')
     .option('-A, --account <name>', 'account (stored, shown by taras show)')
     .option('--comment <text>', 'comment (stored, shown by taras show)')
     .option('--mail-type <types>', 'BEGIN,END,FAIL,... (stored, shown by taras show; no mail is sent)')
@@ -198,6 +199,7 @@ export function registerJobCommands(program: Command): void {
       }
     });
 
+  bareOptionalValues(submit, process.argv);
   // sbatch options Taras lacks are refused by name, with where the table is, rather than as unknown.
   // (unknownOption is commander's hook for an option it does not know; not in its typings.)
   const hooks = submit as unknown as { unknownOption(flag: string): void };
@@ -364,6 +366,22 @@ export function registerJobCommands(program: Command): void {
       if (!id) fail('error: not inside a Taras job (TARAS_JOB_ID is not set)', 1);
       print(id);
     });
+}
+
+/**
+ * sbatch's `--nice` takes its value only attached (`--nice=5`); commander would take the next word (the script)
+ * as the value of a bare `--nice`. So before commander parses `taras submit`, a bare `--nice` among the options
+ * (before the first operand: after it, everything is the script's) becomes `--nice=100`, sbatch's default.
+ */
+function bareOptionalValues(submit: Command, argv: string[]): void {
+  const start = argv.indexOf('submit', 2);
+  if (start < 0 || argv.slice(2, start).some((arg) => !arg.startsWith('-'))) return;
+  for (let i = start + 1; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--' || !arg.startsWith('-') || arg === '-') return;
+    if (arg === '--nice') argv[i] = '--nice=100';
+    else if (!arg.includes('=') && submit.options.find((o) => o.long === arg || (arg.length === 2 && o.short === arg))?.required) i++; // its value
+  }
 }
 
 /** Polls a job until it runs (or ran) or ended without running: --immediate's answer. */

@@ -388,6 +388,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
         if (caller.uid === 0 && !config.allowRootJobs) {
           throw new RouteError(403, 'this cluster does not run jobs as root (allow_root_jobs = false in cluster.toml)', 'submit as an ordinary user');
         }
+        if ((body.spec.nice ?? 0) < 0 && !admin(caller)) {
+          throw new RouteError(403, `--nice=${body.spec.nice}: only administrators may raise a job's priority (a negative nice)`, 'give --nice 0 or more, or leave it out');
+        }
         // The submitter is the verified caller, always: a spec cannot name another user.
         const id = await submitOne({
           user: caller.user, uid: caller.uid, spec: body.spec as JobSpec, idempotencyKey: body.idempotencyKey,

@@ -99,6 +99,9 @@ function exclusiveResources(
   };
 }
 
+/** --nice within the partition: a fraction of one priority tier (|nice| <= 10,000), so it never passes another partition's jobs. */
+const niceShare = (spec: JobSpec): number => (spec.nice ?? 0) / 1_000_000;
+
 /** The spec fields a job's resources depend on (partition, features, memory, CPUs, tasks, nodes), as one key. */
 function shapeOf(spec: JobSpec): string {
   return `${spec.partition ?? ''}\n${spec.constraint?.text ?? ''}\n${spec.memoryMiB ?? ''}\n${spec.cpusPerTask}\n${spec.ntasks ?? ''}\n${spec.nodes.min}\n${spec.nodes.max ?? ''}`
@@ -641,7 +644,7 @@ export class ControllerEngine {
     const deadline = spec.deadline === undefined ? {} : { deadline: Math.floor(spec.deadline.atMs / 1000), guaranteed: deadlineGuaranteed(record) === true };
     return {
       id: record.id, submitTime: Math.floor(record.submitTimeMs / 1000), size: resources.nodes * resources.cpusPerNode, estimate: Math.max(1, limit),
-      user: 0, queue: 0, partition: 0, priority: partition.priority + this.interactiveBoost(spec), resources, ...(window === undefined ? {} : { window }), ...deadline,
+      user: 0, queue: 0, partition: 0, priority: partition.priority + this.interactiveBoost(spec) - niceShare(spec), resources, ...(window === undefined ? {} : { window }), ...deadline,
     };
   }
 

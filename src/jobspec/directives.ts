@@ -67,7 +67,7 @@ function applyWords(builder: LayerBuilder, words: readonly string[], file: strin
       continue;
     }
     let raw = long !== null ? long[2] : short![2] === '' ? undefined : short![2];
-    if (raw === undefined && option.switchValue === undefined && i + 1 < words.length) raw = words[++i];
+    if (raw === undefined && option.switchValue === undefined && option.optionalValue === undefined && i + 1 < words.length) raw = words[++i];
     builder.apply(option, raw, { source: 'directive', file, line, option: written });
   }
 }

@@ -12,7 +12,7 @@ import type { Parsed, SpecLayer } from './types.js';
 /** Parses TOML text to a plain object; throws on syntax errors (smol-toml's TomlError carries line and column). */
 export type TomlParser = (text: string) => Record<string, unknown>;
 
-const INTEGER_KEYS = new Set(['nodes', 'ntasks', 'cpusPerTask', 'memoryMiB', 'timeLimitSeconds', 'ntasksPerNode', 'memPerCpuMiB']);
+const INTEGER_KEYS = new Set(['nodes', 'ntasks', 'cpusPerTask', 'memoryMiB', 'timeLimitSeconds', 'ntasksPerNode', 'memPerCpuMiB', 'nice']);
 const ALL_KEYS = [...new Set(JOB_OPTIONS.map((o) => o.tomlKey)), SCRIPT_KEYS.script, SCRIPT_KEYS.scriptArgs];
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

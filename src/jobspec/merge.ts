@@ -198,6 +198,7 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
     ...(values.exclude === undefined ? {} : { exclude: values.exclude }),
     ...(values.openMode === undefined ? {} : { openMode: values.openMode }),
     ...(values.exclusive === true ? { exclusive: true } : {}),
+    ...(values.nice === undefined ? {} : { nice: values.nice }),
     ...(values.account === undefined ? {} : { account: values.account }),
     ...(values.comment === undefined ? {} : { comment: values.comment }),
     ...(values.mailType === undefined ? {} : { mailType: values.mailType }),

@@ -9,7 +9,7 @@ import { unsupportedOptionMessage } from './unsupported.js';
 import type { ItemKey, JobValues } from './types.js';
 import {
   parseCheckpointTime, parseConstraint, parseCount, parseDeadlinePolicy, parseDeadlineText, parseExport, parseMailType, parseMemory, parseNodeNames, parseNodes,
-  parseOpenMode, parsePartition, parseReservationName, parseSignal, parseText, parseTime,
+  parseNice, parseOpenMode, parsePartition, DEFAULT_NICE, parseReservationName, parseSignal, parseText, parseTime,
   type ValueResult,
 } from './values.js';
 
@@ -25,6 +25,8 @@ export interface JobOption<K extends ItemKey = ItemKey> {
   readonly label: string;
   /** What the value looks like, for `--help` and prompts; absent for switches. */
   readonly valueName?: string;
+  /** An optional value (sbatch's `--nice[=N]`): given only attached (`--nice=5`); bare, this is the value. */
+  readonly optionalValue?: string;
   /** Switches (`--requeue`) take no value and set this. */
   readonly switchValue?: JobValues[K];
   readonly parse: (raw: string) => ValueResult<JobValues[K]>;
@@ -75,6 +77,7 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'mailUser', long: 'mail-user', tomlKey: 'mail_user', label: 'Mail user', valueName: 'ADDRESS', parse: parseText }),
   option({ key: 'wrap', long: 'wrap', tomlKey: 'wrap', label: 'Command', valueName: 'COMMAND', parse: parseText }),
   option({ key: 'exclusive', long: 'exclusive', tomlKey: 'exclusive', label: 'Exclusive', switchValue: true, parse: noValue }),
+  option({ key: 'nice', long: 'nice', tomlKey: 'nice', label: 'Nice', valueName: 'N', optionalValue: String(DEFAULT_NICE), parse: parseNice }),
   option({ key: 'parsable', long: 'parsable', tomlKey: 'parsable', label: 'Parsable', switchValue: true, parse: noValue }),
 ];
 

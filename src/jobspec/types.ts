@@ -94,6 +94,8 @@ export interface JobValues {
   readonly openMode: OpenMode;
   /** sbatch --exclusive: whole nodes (all their CPUs and memory). */
   readonly exclusive: boolean;
+  /** sbatch --nice[=N] (bare: 100): lower priority within the partition; negative: administrators only. */
+  readonly nice: number;
   /** sbatch --account, --comment, --mail-type (BEGIN, END, FAIL, ...), --mail-user: stored and shown by `taras show`. */
   readonly account: string; readonly comment: string; readonly mailType: readonly string[]; readonly mailUser: string;
   /** sbatch --wrap: the command that is the whole script (`#!/bin/sh` and it); no script operand with it. */
@@ -174,6 +176,8 @@ export interface JobSpec {
   readonly openMode?: OpenMode;
   /** --exclusive: the job gets whole nodes, all their CPUs and memory (the controller picks nodes of one shape). */
   readonly exclusive?: boolean;
+  /** --nice: behind the jobs of its partition with a smaller value (0 when absent); a negative value needs an administrator. */
+  readonly nice?: number;
   readonly account?: string;
   readonly comment?: string;
   readonly mailType?: readonly string[];

@@ -13,7 +13,7 @@ export const SBATCH_UNSUPPORTED: readonly (readonly [string, string?])[] = [
   ['delay-boot'], ['dependency', 'd'], ['distribution', 'm'], ['export-file'], ['extra'], ['extra-node-info', 'B'],
   ['get-user-env'], ['gid'], ['gpu-bind'], ['gpu-freq'], ['gpus', 'G'], ['gpus-per-node'], ['gpus-per-socket'], ['gpus-per-task'],
   ['gres'], ['gres-flags'], ['hint'], ['hold', 'H'], ['ignore-pbs'], ['input', 'i'], ['kill-on-invalid-dep'], ['licenses', 'L'],
-  ['mcs-label'], ['mem-bind'], ['mem-per-gpu'], ['mincpus'], ['network'], ['nice'], ['no-kill', 'k'], ['nodefile', 'F'],
+  ['mcs-label'], ['mem-bind'], ['mem-per-gpu'], ['mincpus'], ['network'], ['no-kill', 'k'], ['nodefile', 'F'],
   ['ntasks-per-core'], ['ntasks-per-gpu'], ['ntasks-per-socket'], ['overcommit', 'O'], ['oversubscribe', 's'], ['power'], ['prefer'],
   ['priority'], ['profile'], ['propagate'], ['qos', 'q'], ['quiet', 'Q'], ['reboot'], ['sockets-per-node'], ['spread-job'],
   ['switches'], ['test-only'], ['thread-spec'], ['threads-per-core'], ['time-min'], ['tmp'], ['tres-per-task'], ['uid'], ['usage'],

@@ -166,6 +166,18 @@ export function parseNodeNames(raw: string): ValueResult<readonly string[]> {
   return ok([...new Set(parsed.names)]);
 }
 
+/** The largest --nice adjustment either way (Slurm's is 2147483645; the controller keeps it under one partition tier). */
+export const MAX_NICE = 10_000;
+/** A bare --nice, as sbatch's. */
+export const DEFAULT_NICE = 100;
+
+/** sbatch --nice=N: a whole number from -10000 to 10000 (negative: administrators only, checked by the controller). */
+export function parseNice(raw: string): ValueResult<number> {
+  const text = raw.trim();
+  const value = /^[+-]?\d+$/.test(text) ? Number(text) : NaN;
+  return Number.isSafeInteger(value) && Math.abs(value) <= MAX_NICE ? ok(value) : bad(raw, `a whole number from -${MAX_NICE} to ${MAX_NICE} (higher: later; negative: administrators only)`);
+}
+
 /** sbatch --open-mode: append or truncate. */
 export function parseOpenMode(raw: string): ValueResult<OpenMode> {
   const text = raw.trim().toLowerCase();
