@@ -83,6 +83,21 @@ describe('authorisation with real users and the CLI', { skip: notRootReason }, (
     assert.equal(controller.engine().active.get(aliceJob as never)?.user, alice.name);
   });
 
+  it('only an administrator may give a negative --nice (raise a job\'s priority); anyone may lower it', async () => {
+    const refused = await taras(alice, 'submit', '--nice=-10', 'secret-job.sh');
+    assert.equal(refused.status, 1);
+    assert.match(refused.stderr, /--nice=-10: only administrators may raise a job's priority \(a negative nice\)/);
+    const lowered = await taras(alice, 'submit', '--json', '--nice', 'secret-job.sh');
+    assert.equal(lowered.status, 0, lowered.stderr);
+    writeFileSync(join(carol.home, 'job.sh'), '#!/bin/sh\n#SBATCH --time 5\ntrue\n');
+    spawnSync('chown', [carol.name, join(carol.home, 'job.sh')]);
+    const byAdmin = await taras(carol, 'submit', '--json', '--nice=-10', 'job.sh');
+    assert.equal(byAdmin.status, 0, byAdmin.stderr);
+    for (const [user, id] of [[alice, JSON.parse(lowered.stdout).id], [carol, JSON.parse(byAdmin.stdout).id]] as const) {
+      assert.equal((await taras(user, 'cancel', String(id))).status, 0);
+    }
+  });
+
   it('another user sees the job in the queue but not its private details; its owner sees them', async () => {
     const asBob = await taras(bob, 'show', String(aliceJob), '--json');
     assert.equal(asBob.status, 0, asBob.stderr);
