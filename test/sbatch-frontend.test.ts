@@ -296,7 +296,8 @@ describe('sbatch options through taras submit, a controller and an agent', () =>
 
   it('--nice puts a job behind the partition\'s other jobs; bare --nice is 100', () => {
     writeFileSync(join(work, 'all.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH -N 4\n#SBATCH -c 2\nsleep 1\n');
-    const blocker = submitted(cli('submit', 'all.sh'));
+    // Holds every node while the three are submitted (each submission is a process start: up to a second on a busy machine).
+    const blocker = submitted(cli('submit', '--wrap', 'sleep 4', '-t', '1', '-N', '4', '-c', '2'));
     const nice = submitted(cli('submit', '--nice', 'all.sh'));
     const plain = submitted(cli('submit', 'all.sh'));
     const keen = submitted(cli('submit', '--nice=-5', 'all.sh')); // root is an administrator
@@ -304,6 +305,29 @@ describe('sbatch options through taras submit, a controller and an agent', () =>
     const start = (id: number) => Date.parse((JSON.parse(cli('show', '--json', String(id)).stdout) as { startTime: string }).startTime);
     assert.ok(start(keen) <= start(plain) && start(plain) <= start(nice), `keen ${start(keen)}, plain ${start(plain)}, nice ${start(nice)}`);
     assert.ok(start(keen) < start(nice));
+  });
+
+  it('--test-only says when and where the plan would start the job, and stores nothing', () => {
+    writeFileSync(join(work, 'two.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH -N 2\n#SBATCH -c 2\ntrue\n');
+    const idle = cli('submit', '--test-only', 'two.sh');
+    assert.equal(idle.code, 0, idle.stderr);
+    assert.equal(idle.stdout, '');
+    const line = /^sbatch: Job (\d+) to start at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d) using 4 processors on nodes node\[01-02\] in partition debug\n$/.exec(idle.stderr);
+    assert.ok(line, idle.stderr);
+    assert.ok(Math.abs(new Date(line[2]).getTime() - Date.now()) < 5000, `starts now: ${line[2]}`);
+    // Nothing was stored: the next job gets the id it named.
+    writeFileSync(join(work, 'all.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH -N 4\n#SBATCH -c 2\nsleep 1\n');
+    const blocker = submitted(cli('submit', 'all.sh'));
+    assert.equal(blocker, Number(line[1]));
+    const busy = cli('submit', '--test-only', 'two.sh');
+    const when = /to start at (\S+) using 4 processors on nodes node\[01-02\] in partition debug\n$/.exec(busy.stderr);
+    assert.ok(when, busy.stderr);
+    const end = Date.parse((JSON.parse(cli('show', '--json', String(blocker)).stdout) as { predictedEnd: string }).predictedEnd);
+    assert.ok(Math.abs(new Date(when[1]).getTime() - end) <= 1000, `planned at the blocker's predicted end ${new Date(end).toISOString()}: ${when[1]}`);
+    const refused = cli('submit', '--test-only', '-w', 'node09', 'two.sh');
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /no node named node09/);
+    waitDone(blocker);
   });
 
   it('--open-mode truncates or appends; --account, --comment and mail are shown', () => {

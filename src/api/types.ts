@@ -48,6 +48,18 @@ export interface ApiSubmitted {
   warning?: string;
 }
 
+/** POST /jobs/test-only (sbatch --test-only): where the plan would start the job; nothing is stored. */
+export interface ApiTestOnly {
+  /** The id the next job will get (sbatch prints it). */
+  nextId: number;
+  /** Planned start (ISO 8601), or null: the nodes that count cannot hold it now. */
+  start: string | null;
+  startMs: number | null;
+  nodes: string[];
+  processors: number;
+  partition: string;
+}
+
 export interface ApiJob {
   id: number;
   name: string;

@@ -48,6 +48,7 @@ export function registerJobCommands(program: Command): void {
     .option('--mail-user <address>', 'who would get the mail (stored)')
     .option('--wrap <command>', 'the command is the whole script (#!/bin/sh and it); no script then')
     .option('--parsable', 'print only the job id')
+    .option('--test-only', 'check the job and say when and where it would start; nothing is submitted')
     .option('--immediate [seconds]', 'sbatch\'s: fail unless the job starts within this many seconds (default 0: now); waits to say which')
     .option('--file <job.toml>', 'job description file (flags override it)')
     .option('--many <file>', 'many jobs in one call: a file (- for standard input) of JSON lines with job.toml\'s keys; the flags apply to each')
@@ -183,6 +184,21 @@ export function registerJobCommands(program: Command): void {
       // The schema the controller checks: a request it would refuse is not sent.
       const checked = checkBody(SubmitBodySchema, body);
       if (!checked.ok) fail(`error: the request is not valid: ${formatProblems(checked.problems)}`);
+      if (merged.values.testOnly === true) {
+        const plan = await withClient(flags.controller as string | undefined,
+          (api) => withRetries('submit', () => api.post<import('../api/types.js').ApiTestOnly>('/jobs/test-only', body)));
+        if (flags.json) {
+          printJson(plan);
+          return;
+        }
+        // sbatch's line (on standard error, as sbatch writes it), the time local as Slurm's default format.
+        const local = (ms: number) => new Date(ms - new Date(ms).getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+        const { compressHostlist } = await import('../config/hostlist.js');
+        process.stderr.write(plan.startMs === null
+          ? `sbatch: Job ${plan.nextId} has no planned start now in partition ${plan.partition}: the nodes that count cannot hold it (taras nodes shows which are out)\n`
+          : `sbatch: Job ${plan.nextId} to start at ${local(plan.startMs)} using ${plan.processors} processors on nodes ${compressHostlist(plan.nodes)} in partition ${plan.partition}\n`);
+        return;
+      }
       const answer = await withClient(flags.controller as string | undefined,
         (api) => withRetries('submit', () => api.post<import('../api/types.js').ApiSubmitted>('/jobs', body)));
       // --immediate (sbatch's): the controller ends the job unless it starts in time; say which, as the exit code.

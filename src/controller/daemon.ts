@@ -10,7 +10,7 @@ import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
   formatProblems, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
-import { finishedStates, type ApiJob, type ApiJobPage, type ApiSubmitted, type JobState } from '../api/types.js';
+import { finishedStates, type ApiJob, type ApiJobPage, type ApiSubmitted, type ApiTestOnly, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
@@ -529,6 +529,25 @@ export async function startController(options: ControllerOptions): Promise<Runni
       },
     },
     {
+      // sbatch --test-only: the submission's checks and its planned start, nothing stored.
+      method: 'POST', path: '/jobs/test-only',
+      handler: (ctx) => {
+        const caller = callerOf(ctx);
+        const body = bodyOf(SubmitBodySchema, ctx, '{"spec": {...}} as `taras submit --test-only` sends');
+        if ((body.spec.nice ?? 0) < 0 && !admin(caller)) {
+          throw new RouteError(403, `--nice=${body.spec.nice}: only administrators may raise a job's priority (a negative nice)`, 'give --nice 0 or more, or leave it out');
+        }
+        let answer: ApiTestOnly;
+        try {
+          const plan = engine.testOnly(body.spec as JobSpec, caller.uid);
+          answer = { ...plan, start: plan.startMs === null ? null : new Date(plan.startMs).toISOString(), nodes: [...plan.nodes], nextId: engine.nextJobId() };
+        } catch (error) {
+          return refused(error);
+        }
+        return { status: 200, body: answer };
+      },
+    },
+    {
       // A set of jobs in one request (`taras cancel 1 2 3`, `taras cancel --all`): pending ones never start.
       method: 'POST', path: '/jobs/cancel',
       handler: (ctx) => {
@@ -697,7 +716,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   ];
 
   // A change is answered only once it is on the disk (one fdatasync serves every change made before it began).
-  const commitsNothing = new Set(['/agent/heartbeat', '/admin/token', '/whatif']);
+  const commitsNothing = new Set(['/agent/heartbeat', '/admin/token', '/whatif', '/jobs/test-only']);
   // Nothing about a job is served anonymously: every route but /status (and the agents', signed) needs a verified caller.
   const guarded = routes.map((route): Route => openToAnonymous(route) ? route : {
     ...route,

@@ -672,6 +672,24 @@ export class ControllerEngine {
     return { ...spec, timeLimitSeconds: fallback };
   }
 
+  /**
+   * sbatch --test-only: the checks of a submission, then where the plan would start the job if it were
+   * submitted now. Nothing is stored. Throws SubmitRefused as `submit` does.
+   */
+  testOnly(spec: JobSpec, uid?: number): { startMs: number | null; nodes: readonly string[]; processors: number; partition: string } {
+    const reasons = this.refusals(spec);
+    if (reasons.length > 0) throw new SubmitRefused(reasons);
+    const completed = this.complete(spec);
+    const request = this.coreRequest(this.draftRecord(completed, DRAFT_ID, uid, undefined));
+    const slot = this.scheduler.probe(request, this.nowSeconds());
+    return { startMs: slot === undefined ? null : slot.start * 1000, nodes: slot?.nodes ?? [], processors: request.size, partition: this.partitionOf(completed).name };
+  }
+
+  /** The id the next submitted job will get. */
+  nextJobId(): number {
+    return this.store.nextJobId();
+  }
+
   /** Why this cluster cannot take the job (empty: it can). */
   refusals(spec: JobSpec): string[] {
     if (spec.timeLimitSeconds === undefined || spec.interactive !== undefined) {

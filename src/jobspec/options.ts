@@ -78,6 +78,7 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'wrap', long: 'wrap', tomlKey: 'wrap', label: 'Command', valueName: 'COMMAND', parse: parseText }),
   option({ key: 'exclusive', long: 'exclusive', tomlKey: 'exclusive', label: 'Exclusive', switchValue: true, parse: noValue }),
   option({ key: 'nice', long: 'nice', tomlKey: 'nice', label: 'Nice', valueName: 'N', optionalValue: String(DEFAULT_NICE), parse: parseNice }),
+  option({ key: 'testOnly', long: 'test-only', tomlKey: 'test_only', label: 'Test only', switchValue: true, parse: noValue }),
   option({ key: 'parsable', long: 'parsable', tomlKey: 'parsable', label: 'Parsable', switchValue: true, parse: noValue }),
 ];
 

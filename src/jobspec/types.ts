@@ -102,6 +102,8 @@ export interface JobValues {
   readonly wrap: string;
   /** sbatch --parsable: print only the job id. Not part of the request. */
   readonly parsable: boolean;
+  /** sbatch --test-only: check the job and say when it would start; nothing is submitted. Not part of the request. */
+  readonly testOnly: boolean;
   /** The batch script's path as given (command operand or job.toml `script`). */
   readonly script: string;
   readonly scriptArgs: readonly string[];

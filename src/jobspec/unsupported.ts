@@ -16,7 +16,7 @@ export const SBATCH_UNSUPPORTED: readonly (readonly [string, string?])[] = [
   ['mcs-label'], ['mem-bind'], ['mem-per-gpu'], ['mincpus'], ['network'], ['no-kill', 'k'], ['nodefile', 'F'],
   ['ntasks-per-core'], ['ntasks-per-gpu'], ['ntasks-per-socket'], ['overcommit', 'O'], ['oversubscribe', 's'], ['power'], ['prefer'],
   ['priority'], ['profile'], ['propagate'], ['qos', 'q'], ['quiet', 'Q'], ['reboot'], ['sockets-per-node'], ['spread-job'],
-  ['switches'], ['test-only'], ['thread-spec'], ['threads-per-core'], ['time-min'], ['tmp'], ['tres-per-task'], ['uid'], ['usage'],
+  ['switches'], ['thread-spec'], ['threads-per-core'], ['time-min'], ['tmp'], ['tres-per-task'], ['uid'], ['usage'],
   ['use-min-nodes'], ['verbose', 'v'], ['version', 'V'], ['wait', 'W'], ['wait-all-nodes'], ['wckey'],
 ];
 
