@@ -11,7 +11,7 @@ import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, 
 export function registerJobCommands(program: Command): void {
   const submit = program
     .command('submit')
-    .description('submit a batch script (#TARAS directives and sbatch-style flags)')
+    .description('submit a batch script (#SBATCH and #TARAS directives, sbatch\'s flags)')
     .argument('[script]', 'the batch script (none with --many)')
     .argument('[args...]', 'arguments for the script: everything after its name, options too (as sbatch)')
     .passThroughOptions()
@@ -77,6 +77,9 @@ export function registerJobCommands(program: Command): void {
       if (typeof flags.many === 'string') {
         if (script !== undefined) fail(`error: --many ${flags.many} names every job's script in its lines: leave out the script ${script} (or --many)`);
         if (flags.file !== undefined) fail('error: --many and --file: each line of --many is already a job description; leave out --file');
+        for (const single of ['wrap', 'testOnly'] as const) {
+          if (given[single] !== undefined) fail(`error: --many and --${single === 'wrap' ? 'wrap' : 'test-only'}: they are for one job; leave one out`);
+        }
         const { submitMany } = await import('./many.js');
         return submitMany(flags.many, { given, controller: flags.controller as string | undefined, json: flags.json === true, immediateSeconds });
       }
