@@ -224,7 +224,7 @@ async function submissions(rows: Row[]): Promise<void> {
 
     writeFileSync(join(work, 'tiny.sh'), '#!/bin/sh\n#TARAS --time 1\ntrue\n');
     say(`taras submit from the shell, ${CLI_SUBMIT_RUNS} runs...`);
-    const args = ['submit', 'tiny.sh', '--controller', controller.socket];
+    const args = ['submit', '--controller', controller.socket, 'tiny.sh'];
     // The first run finds no code cache and writes one; it also warms the file cache, as any shell session has.
     const first = timeCli(args);
     const samples = Array.from({ length: CLI_SUBMIT_RUNS }, () => timeCli(args));

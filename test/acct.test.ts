@@ -18,7 +18,7 @@ import { usageReport } from '../src/controller/accounting.js';
 import { startController, type RunningController } from '../src/controller/daemon.js';
 import { openStore } from '../src/store/store.js';
 import { runAs } from './auth-helpers.js';
-import { killHard, startDaemon } from './daemon-process.js';
+import { killHard, startDaemon, withController } from './daemon-process.js';
 import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -34,7 +34,7 @@ after(async () => {
 });
 
 function cli(url: string, ...args: string[]) {
-  const run = spawnSync(process.execPath, [taras, ...args, '--controller', url], { cwd: work, encoding: 'utf8', timeout: 30_000 });
+  const run = spawnSync(process.execPath, [taras, ...withController(args, url)], { cwd: work, encoding: 'utf8', timeout: 30_000 });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -56,7 +56,7 @@ describe('taras acct on a live cluster', () => {
     };
     for (const [name, text] of Object.entries(scripts)) {
       writeFileSync(join(work, `${name}.sh`), text);
-      const submitted = cli(url, 'submit', `${name}.sh`, '--json');
+      const submitted = cli(url, 'submit', '--json', `${name}.sh`);
       assert.equal(submitted.code, 0, submitted.stderr);
       ids[name] = (JSON.parse(submitted.stdout) as { id: number }).id;
     }
@@ -189,7 +189,7 @@ describe('who sees whose history (PrivateData=jobs)', { skip: notRootReason }, (
   let alice: TestUser;
   let bob: TestUser;
   let aliceJob = 0;
-  const as = (user: TestUser, ...args: string[]) => runAs(user, [taras, ...args, '--controller', `unix:${controller.socketPath}`]);
+  const as = (user: TestUser, ...args: string[]) => runAs(user, [taras, ...withController(args, `unix:${controller.socketPath}`)]);
 
   before(async () => {
     alice = createTestUser('alice');
@@ -202,7 +202,7 @@ describe('who sees whose history (PrivateData=jobs)', { skip: notRootReason }, (
     chmodSync(parsed.config.dataDir, 0o711);
     writeFileSync(join(alice.home, 'a.sh'), '#!/bin/sh\n#TARAS --time 5\ntrue\n');
     spawnSync('chown', [alice.name, join(alice.home, 'a.sh')]);
-    const submitted = await as(alice, 'submit', 'a.sh', '--json');
+    const submitted = await as(alice, 'submit', '--json', 'a.sh');
     assert.equal(submitted.status, 0, submitted.stderr);
     aliceJob = JSON.parse(submitted.stdout).id;
   });
@@ -221,7 +221,7 @@ describe('who sees whose history (PrivateData=jobs)', { skip: notRootReason }, (
     assert.equal(refused.status, 1);
     assert.match(refused.stderr, new RegExp(`only administrators see other users' jobs \\(${alice.name}\\); you are ${bob.name}`));
     // Root, without blocking this process (the controller runs in it).
-    const asRoot = (...args: string[]) => promisify(execFile)(process.execPath, [taras, ...args, '--controller', `unix:${controller.socketPath}`], { cwd: work });
+    const asRoot = (...args: string[]) => promisify(execFile)(process.execPath, [taras, ...withController(args, `unix:${controller.socketPath}`)], { cwd: work });
     assert.equal((await asRoot('acct', '-a', '-P', '-n', '-o', 'JobID,User')).stdout, `${aliceJob}|${alice.name}\n`);
     assert.equal((await asRoot('acct', '-u', alice.name, '-P', '-n', '-o', 'JobID')).stdout, `${aliceJob}\n`);
     assert.equal((await asRoot('acct', '-P', '-n', '-o', 'JobID')).stdout, `${aliceJob}\n`, 'root sees every user\'s jobs by default, as with sacct');

@@ -13,7 +13,7 @@ import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { killHard, startDaemon } from './daemon-process.js';
+import { killHard, startDaemon, withController } from './daemon-process.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
@@ -26,7 +26,7 @@ after(async () => {
 });
 
 function cli(url: string, ...args: string[]) {
-  const run = spawnSync(process.execPath, [taras, ...args, '--controller', url], { cwd: work, encoding: 'utf8', timeout: 30_000 });
+  const run = spawnSync(process.execPath, [taras, ...withController(args, url)], { cwd: work, encoding: 'utf8', timeout: 30_000 });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -42,7 +42,7 @@ describe('job arrays end to end', () => {
     await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '4x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 4 node/, work);
 
     writeFileSync(join(work, 'task.sh'), '#!/bin/sh\n#TARAS --time=1\necho "$SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID $TARAS_ARRAY_TASK_COUNT $SLURM_ARRAY_TASK_MIN $SLURM_ARRAY_TASK_MAX $SLURM_ARRAY_TASK_STEP"\nsleep 1\n');
-    const submitted = cli(url, 'submit', '--array=0-3%2', '-o', 'out-%A_%a.txt', 'task.sh', '--json');
+    const submitted = cli(url, 'submit', '--json', '--array=0-3%2', '-o', 'out-%A_%a.txt', 'task.sh');
     assert.equal(submitted.code, 0, submitted.stderr);
     const { id } = JSON.parse(submitted.stdout) as { id: number };
 
@@ -74,7 +74,7 @@ describe('job arrays end to end', () => {
 
     // Cancel: one task, then the whole array (running and pending tasks).
     writeFileSync(join(work, 'long.sh'), '#!/bin/sh\n#TARAS --time 1\nsleep 60\n');
-    const second = (JSON.parse(cli(url, 'submit', '-a', '0-5%3', 'long.sh', '--json').stdout) as { id: number }).id;
+    const second = (JSON.parse(cli(url, 'submit', '--json', '-a', '0-5%3', 'long.sh').stdout) as { id: number }).id;
     for (let i = 0; i < 100 && jobs(url).filter((job) => job.arrayJobId === second && job.state === 'RUNNING').length < 3; i++) await sleep(100);
     const one = cli(url, 'cancel', `${second}_1`);
     assert.equal(one.code, 0, one.stderr);
@@ -93,7 +93,7 @@ describe('job arrays end to end', () => {
     }
 
     // A larger array's cancel is counted, not listed a line per task.
-    const third = (JSON.parse(cli(url, 'submit', '-a', '0-29', 'long.sh', '--json').stdout) as { id: number }).id;
+    const third = (JSON.parse(cli(url, 'submit', '--json', '-a', '0-29', 'long.sh').stdout) as { id: number }).id;
     for (let i = 0; i < 100 && !jobs(url).some((job) => job.arrayJobId === third && job.state === 'RUNNING'); i++) await sleep(100);
     const many = cli(url, 'cancel', String(third));
     assert.equal(many.code, 0, many.stderr);

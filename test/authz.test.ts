@@ -52,7 +52,7 @@ describe('authorisation with real users and the CLI', { skip: notRootReason }, (
   let aliceJob: number;
 
   /** `taras ARGS` as `user`, through the controller's socket, from their home. */
-  const taras = (user: TestUser, ...args: string[]) => runAs(user, [join(root, 'bin/taras.js'), ...args, '--controller', `unix:${controller.socketPath}`]);
+  const taras = (user: TestUser, ...args: string[]) => runAs(user, [join(root, 'bin/taras.js'), ...((args)[0] === 'submit' ? ['submit', '--controller', `unix:${controller.socketPath}`, ...(args).slice(1)] : [...args, '--controller', `unix:${controller.socketPath}`])]);
 
   before(async () => {
     alice = createTestUser('alice');
@@ -70,7 +70,7 @@ describe('authorisation with real users and the CLI', { skip: notRootReason }, (
     chmodSync(parsed.config.dataDir, 0o711);
     writeFileSync(join(alice.home, 'secret-job.sh'), '#!/bin/sh\n#TARAS --time 5\necho private\n');
     spawnSync('chown', [alice.name, join(alice.home, 'secret-job.sh')]);
-    const submitted = await taras(alice, 'submit', 'secret-job.sh', '--json');
+    const submitted = await taras(alice, 'submit', '--json', 'secret-job.sh');
     assert.equal(submitted.status, 0, submitted.stderr);
     aliceJob = JSON.parse(submitted.stdout).id;
   });
@@ -81,6 +81,21 @@ describe('authorisation with real users and the CLI', { skip: notRootReason }, (
 
   it('the job belongs to the verified submitter', () => {
     assert.equal(controller.engine().active.get(aliceJob as never)?.user, alice.name);
+  });
+
+  it('only an administrator may give a negative --nice (raise a job\'s priority); anyone may lower it', async () => {
+    const refused = await taras(alice, 'submit', '--nice=-10', 'secret-job.sh');
+    assert.equal(refused.status, 1);
+    assert.match(refused.stderr, /--nice=-10: only administrators may raise a job's priority \(a negative nice\)/);
+    const lowered = await taras(alice, 'submit', '--json', '--nice', 'secret-job.sh');
+    assert.equal(lowered.status, 0, lowered.stderr);
+    writeFileSync(join(carol.home, 'job.sh'), '#!/bin/sh\n#SBATCH --time 5\ntrue\n');
+    spawnSync('chown', [carol.name, join(carol.home, 'job.sh')]);
+    const byAdmin = await taras(carol, 'submit', '--json', '--nice=-10', 'job.sh');
+    assert.equal(byAdmin.status, 0, byAdmin.stderr);
+    for (const [user, id] of [[alice, JSON.parse(lowered.stdout).id], [carol, JSON.parse(byAdmin.stdout).id]] as const) {
+      assert.equal((await taras(user, 'cancel', String(id))).status, 0);
+    }
   });
 
   it('another user sees the job in the queue but not its private details; its owner sees them', async () => {
@@ -148,7 +163,7 @@ describe('authorisation with real users and the CLI', { skip: notRootReason }, (
       };
       await assert.rejects(api.post('/jobs', { spec }), (error: unknown) => error instanceof ApiRequestError && error.status === 403
         && /does not run jobs as root \(allow_root_jobs = false/.test(error.error));
-      const asAlice = await taras(alice, 'submit', 'secret-job.sh', '--json');
+      const asAlice = await taras(alice, 'submit', '--json', 'secret-job.sh');
       assert.equal(asAlice.status, 0, asAlice.stderr);
     } finally {
       api.close();

@@ -74,7 +74,7 @@ after(async () => {
 const { TARAS_CONTROLLER: _controller, ...withoutController } = process.env;
 
 function cli(args: string[], env: Record<string, string> = {}) {
-  const run = spawnSync(process.execPath, [taras, ...args, '--controller', url], {
+  const run = spawnSync(process.execPath, [taras, ...((args)[0] === 'submit' ? ['submit', '--controller', url, ...(args).slice(1)] : [...args, '--controller', url])], {
     // No TARAS_CONTROLLER: `taras checkpointed` inside a job finds the controller through the one the agent sets.
     cwd: work, encoding: 'utf8', timeout: 30_000, env: { ...withoutController, TARAS_BIN: taras, ...env },
   });
@@ -82,7 +82,7 @@ function cli(args: string[], env: Record<string, string> = {}) {
 }
 
 function submit(args: string[], env: Record<string, string> = {}): number {
-  const run = cli(['submit', ...args, '--json'], env);
+  const run = cli(['submit', '--json', ...args], env);
   assert.equal(run.code, 0, run.stderr);
   return (JSON.parse(run.stdout) as { id: number }).id;
 }

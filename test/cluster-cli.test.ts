@@ -31,26 +31,26 @@ function taras(args: string[], env: Record<string, string> = {}) {
 describe('taras submit and friends without a controller', () => {
   it('without a terminal, a missing time limit is named with the flag that gives it, exit 2', () => {
     writeFileSync(join(work, 'a.sh'), '#!/bin/sh\necho hi\n');
-    const run = taras(['submit', 'a.sh', '--controller', DOWN]);
+    const run = taras(['submit', '--controller', DOWN, 'a.sh']);
     assert.equal(run.code, 2);
     assert.match(run.stderr, /the job needs Time limit \(--time\)/);
   });
 
   it('a bad #TARAS line is refused with the file, the line and the option', () => {
     writeFileSync(join(work, 'b.sh'), '#!/bin/sh\n#TARAS --time 10\n#TARAS --cpu-per-task 2\necho hi\n');
-    const run = taras(['submit', 'b.sh', '--controller', DOWN]);
+    const run = taras(['submit', '--controller', DOWN, 'b.sh']);
     assert.equal(run.code, 2);
     assert.match(run.stderr, /b\.sh:3: --cpu-per-task: .*did you mean --cpus-per-task/);
   });
 
   it('a valid job with the controller down: one line saying where it looked and how to start it', () => {
     writeFileSync(join(work, 'c.sh'), '#!/bin/sh\n#TARAS --time 10\necho hi\n');
-    const run = taras(['submit', 'c.sh', '--controller', DOWN]);
+    const run = taras(['submit', '--controller', DOWN, 'c.sh']);
     assert.equal(run.code, 1);
     assert.match(run.stderr, /controller not reachable at http:\/\/127\.0\.0\.1:9/);
     // The other address forms say where they looked too.
-    assert.match(taras(['submit', 'c.sh', '--controller', '127.0.0.1:9']).stderr, /controller not reachable at http:\/\/127\.0\.0\.1:9/);
-    assert.match(taras(['submit', 'c.sh', '--controller', `unix:${join(work, 'none.sock')}`]).stderr, new RegExp(`controller not reachable at unix:${join(work, 'none.sock')}`));
+    assert.match(taras(['submit', '--controller', '127.0.0.1:9', 'c.sh']).stderr, /controller not reachable at http:\/\/127\.0\.0\.1:9/);
+    assert.match(taras(['submit', '--controller', `unix:${join(work, 'none.sock')}`, 'c.sh']).stderr, new RegExp(`controller not reachable at unix:${join(work, 'none.sock')}`));
     assert.match(taras(['submit', 'c.sh'], { TARAS_CONTROLLER: join(work, 'none.sock') }).stderr, /controller not reachable at unix:/);
     const status = taras(['status', '--controller', DOWN]);
     assert.equal(status.code, 1);
@@ -60,11 +60,11 @@ describe('taras submit and friends without a controller', () => {
   it('--file job.toml gives what the script lacks; a bad key is named with its line', () => {
     writeFileSync(join(work, 'd.sh'), '#!/bin/sh\necho hi\n');
     writeFileSync(join(work, 'job.toml'), 'time = 30\njob_name = "from-file"\n');
-    const run = taras(['submit', '--file', 'job.toml', 'd.sh', '--controller', DOWN]);
+    const run = taras(['submit', '--file', 'job.toml', '--controller', DOWN, 'd.sh']);
     assert.equal(run.code, 1, run.stderr); // parsed and complete: it got as far as the (down) controller
     assert.match(run.stderr, /controller not reachable/);
     writeFileSync(join(work, 'bad.toml'), 'time = 30\ncpu_per_task = 2\n');
-    const bad = taras(['submit', '--file', 'bad.toml', 'd.sh', '--controller', DOWN]);
+    const bad = taras(['submit', '--file', 'bad.toml', '--controller', DOWN, 'd.sh']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /bad\.toml:2: .*cpu_per_task/);
   });

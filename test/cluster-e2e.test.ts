@@ -42,7 +42,7 @@ function daemon(args: string[], ready: RegExp): Promise<{ child: ChildProcess; m
 }
 
 function cli(url: string, ...args: string[]) {
-  const run = spawnSync(process.execPath, [taras, ...args, '--controller', url], { cwd: work, encoding: 'utf8', timeout: 30_000 });
+  const run = spawnSync(process.execPath, [taras, ...((args)[0] === 'submit' ? ['submit', '--controller', url, ...(args).slice(1)] : [...args, '--controller', url])], { cwd: work, encoding: 'utf8', timeout: 30_000 });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -57,7 +57,7 @@ describe('a cluster on one machine', () => {
     await daemon(['agent', '--controller', url, '--virtual', '4x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 4 node/);
 
     writeFileSync(join(work, 'hello.sh'), '#!/bin/sh\n#TARAS --time 1\n#TARAS -J hello\necho "job $TARAS_JOB_ID on $TARAS_NODELIST"\n');
-    const submitted = cli(url, 'submit', '-N', '2', 'hello.sh', '--json');
+    const submitted = cli(url, 'submit', '--json', '-N', '2', 'hello.sh');
     assert.equal(submitted.code, 0, submitted.stderr);
     const { id } = JSON.parse(submitted.stdout) as { id: number };
     const waited = cli(url, 'wait', String(id));
@@ -67,8 +67,8 @@ describe('a cluster on one machine', () => {
 
     // A job that runs 2 s and exits 4; the controller dies while it runs.
     writeFileSync(join(work, 'slow.sh'), '#!/bin/sh\n#TARAS --time 1\nsleep 2\nexit 4\n');
-    const slow = JSON.parse(cli(url, 'submit', 'slow.sh', '--json').stdout) as { id: number };
-    const pending = JSON.parse(cli(url, 'submit', '-N', '4', '-c', '2', 'slow.sh', '--json').stdout) as { id: number };
+    const slow = JSON.parse(cli(url, 'submit', '--json', 'slow.sh').stdout) as { id: number };
+    const pending = JSON.parse(cli(url, 'submit', '--json', '-N', '4', '-c', '2', 'slow.sh').stdout) as { id: number };
     await new Promise((resolve) => setTimeout(resolve, 500));
     first.child.kill('SIGKILL');
     await killed(first.child);
@@ -110,7 +110,7 @@ describe('a cluster on one machine', () => {
 
     // Four nodes' worth of CPUs, two nodes drained: no plan, and the reason said once.
     writeFileSync(join(work, 'wide.sh'), '#!/bin/sh\n#TARAS --time 1\ntrue\n');
-    const wide = JSON.parse(cli(url, 'submit', '-N', '4', 'wide.sh', '--json').stdout) as { id: number };
+    const wide = JSON.parse(cli(url, 'submit', '--json', '-N', '4', 'wide.sh').stdout) as { id: number };
     const when = cli(url, 'when', String(wide.id));
     assert.equal(when.stdout, `Job ${wide.id} is 1st in line and has no planned start yet (it needs 4 nodes of partition batch).\n`
       + 'Fewer than the 4 nodes it needs in partition batch are up and taking jobs (node03, node04 are out); it is planned once they are back.\n');

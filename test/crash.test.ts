@@ -39,7 +39,7 @@ after(async () => {
 const daemon = (args: readonly string[], ready: RegExp, cwd: string): Promise<Daemon> => startDaemon(taras, started, args, ready, cwd);
 
 function cli(cwd: string, url: string, ...args: string[]) {
-  const run = spawnSync(process.execPath, [taras, ...args, '--controller', url], { cwd, encoding: 'utf8', timeout: 30_000 });
+  const run = spawnSync(process.execPath, [taras, ...((args)[0] === 'submit' ? ['submit', '--controller', url, ...(args).slice(1)] : [...args, '--controller', url])], { cwd, encoding: 'utf8', timeout: 30_000 });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -50,7 +50,7 @@ const show = (cwd: string, url: string, id: number): ApiJobWithEvents => {
 };
 
 const submit = (cwd: string, url: string, ...args: string[]): number => {
-  const submitted = cli(cwd, url, 'submit', ...args, '--json');
+  const submitted = cli(cwd, url, 'submit', '--json', ...args);
   assert.equal(submitted.code, 0, submitted.stderr);
   return (JSON.parse(submitted.stdout) as { id: number }).id;
 };

@@ -117,3 +117,11 @@ export async function stopUp(started: readonly ChildProcess[], data: string, wor
   killJobProcesses([join(data, 'agent')]);
   rmSync(work, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 }
+
+/**
+ * A CLI command line with `--controller ADDRESS`: after the arguments, except for
+ * `taras submit`, whose arguments after the script's name are the script's (sbatch): there it goes first.
+ */
+export function withController(args: readonly string[], address: string): string[] {
+  return args[0] === 'submit' ? ['submit', '--controller', address, ...args.slice(1)] : [...args, '--controller', address];
+}

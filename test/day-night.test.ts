@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { killHard, startDaemon } from './daemon-process.js';
+import { killHard, startDaemon, withController } from './daemon-process.js';
 import { defaultClusterConfig, parseClusterConfig, type ClusterConfig } from '../src/config/cluster.js';
 import { formatConfigError } from '../src/config/errors.js';
 import { DAY_NIGHT_DEFAULTS, isDay, jobClass, nightPeriods, nightWindow, parseDayWindow, type DayNightConfig } from '../src/config/day-night.js';
@@ -212,11 +212,11 @@ describe('day and night queues with the real controller, agent and CLI', () => {
     const controller = await startDaemon(taras, started, ['controller', '--config', join(dir, 'cluster.toml'), '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, dir);
     const url = controller.match[1]!;
     await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '2x2', '--data', join(dir, 'data', 'agent'), '--key', join(dir, 'data', 'cluster.key')], /registered 2 node/, dir);
-    const cli = (...args: string[]) => spawnSync(process.execPath, [taras, ...args, '--controller', url], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+    const cli = (...args: string[]) => spawnSync(process.execPath, [taras, ...withController(args, url)], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
 
     const status = cli('status');
     assert.match(status.stdout, new RegExp(`Queues: +day now; day is ${day}; day jobs up to 1920 node-min and 1 h, night jobs up to 15360 node-min`));
-    const submitted = cli('submit', '-t', '120', 'job.sh', '--json');
+    const submitted = cli('submit', '-t', '120', '--json', 'job.sh');
     assert.equal(submitted.status, 0, submitted.stderr);
     const { id } = JSON.parse(submitted.stdout) as { id: number };
     const nightStart = new Date();

@@ -119,7 +119,7 @@ describe('priority jobs with a deadline on a real cluster (taras up, EASY, one n
     writeFileSync(join(dir, 'p.sh'), '#!/bin/sh\n#TARAS --time 0:03\nsleep 2\n');
     const submitted = await taras(['submit', '--deadline', localStamp(deadlineMs), '--job-name', 'P', '-c', '2', 'p.sh']);
     assert.equal(submitted.code, 0, submitted.stderr);
-    const pId = Number(/Submitted job (\d+)/.exec(submitted.stdout)?.[1]);
+    const pId = Number(/Submitted batch job (\d+)/.exec(submitted.stdout)?.[1]);
     assert.match(submitted.stdout, /Deadline: guaranteed to end by /);
     ids.set('P', pId);
     const when = await taras(['when', String(pId)]);

@@ -2,6 +2,7 @@
 // lines through pino for the configured kinds, from a real controller and the
 // real CLI; size rotation of the file with a real EventLog.
 
+import { withController } from './daemon-process.js';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,9 +31,9 @@ describe('event log', () => {
     assert.ok(parsed.ok, JSON.stringify(parsed));
     assert.deepEqual(parsed.config.eventLog, { path: join(work, 'data', 'events.log'), kinds: ['startup', 'submit', 'remove', 'shutdown'], maxBytes: 100 * 1024 * 1024, keep: 5 });
     const controller = await startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
-    const taras = (...args: string[]) => promisify(execFile)(process.execPath, [join(root, 'bin/taras.js'), ...args, '--controller', `unix:${controller.socketPath}`], { cwd: work });
+    const taras = (...args: string[]) => promisify(execFile)(process.execPath, [join(root, 'bin/taras.js'), ...withController(args, `unix:${controller.socketPath}`)], { cwd: work });
     writeFileSync(join(work, 'job.sh'), '#!/bin/sh\n#TARAS -t 5 -J logged\ntrue\n');
-    const { id } = JSON.parse((await taras('submit', 'job.sh', '--json')).stdout) as { id: number };
+    const { id } = JSON.parse((await taras('submit', '--json', 'job.sh')).stdout) as { id: number };
     await taras('cancel', String(id));
     await controller.close();
 

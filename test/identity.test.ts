@@ -209,7 +209,7 @@ describe('verified identity on a live controller', { skip: notRootReason }, () =
       ].join(' ');
       const saved = await runAs(bob, ['-e', setup]);
       assert.equal(saved.status, 0, saved.stderr);
-      const fromFile = await cli(['submit', 'job.sh', '--json', '--controller', controller.url]);
+      const fromFile = await cli(['submit', '--json', '--controller', controller.url, 'job.sh']);
       assert.equal(fromFile.status, 0, fromFile.stderr);
       assert.equal(controller.engine().active.get(JSON.parse(fromFile.stdout).id)?.user, bob.name);
     } finally {
@@ -284,7 +284,7 @@ describe('MUNGE over TCP against a real munged', { skip: notRootReason || mungeS
 
   it('the CLI of a user who cannot reach the socket submits with a MUNGE credential; the job is theirs', async () => {
     await runAs(carl, ['-e', `require('fs').writeFileSync('job.sh', ${JSON.stringify('#!/bin/sh\n#TARAS --time 1\ntrue\n')})`]);
-    const run = await runAs(carl, [join(root, 'bin/taras.js'), 'submit', 'job.sh', '--json', '--controller', controller.url], { env: { TARAS_MUNGE_SOCKET: munged.socket } });
+    const run = await runAs(carl, [join(root, 'bin/taras.js'), 'submit', '--json', '--controller', controller.url, 'job.sh'], { env: { TARAS_MUNGE_SOCKET: munged.socket } });
     assert.equal(run.status, 0, run.stderr);
     assert.equal(controller.engine().active.get(JSON.parse(run.stdout).id)?.user, carl.name);
   });

@@ -291,7 +291,7 @@ describe('interactive jobs (taras run / attach) on a real controller and agent',
 async function holdNodes(cluster: Cluster, nodes: number, seconds: number, pending = false): Promise<number> {
   const script = join(work, `sleep-${seconds}.sh`);
   writeFileSync(script, `#!/bin/sh\nsleep ${seconds}\n`);
-  const submit = withPipes(cluster, ['submit', '-N', String(nodes), '-c', '2', '-t', '1', script, '--json']);
+  const submit = withPipes(cluster, ['submit', '--json', '-N', String(nodes), '-c', '2', '-t', '1', script]);
   assert.equal(await submit.exited, 0, submit.stderr());
   const { id } = JSON.parse(submit.stdout()) as { id: number };
   await waitForState(cluster.api, id, [pending ? 'PENDING' : 'RUNNING'], 10_000);
@@ -368,7 +368,7 @@ describe('interactive = "immediate" (the default): at once or not at all, ahead 
     await waitForState(cluster.api, holder, ['CANCELLED'], 40_000);
     const accepted = withPipes(cluster, ['submit', '--immediate=5', '-c', '2', '-t', '1', join(work, 'now.sh')]);
     assert.equal(await accepted.exited, 0, accepted.stderr());
-    assert.match(accepted.stdout(), /^Submitted job \d+\n$/);
+    assert.match(accepted.stdout(), /^Submitted batch job \d+\n$/);
     await waitForState(cluster.api, Number(/\d+/.exec(accepted.stdout())![0]), ['COMPLETED'], 20_000);
   });
 

@@ -159,9 +159,9 @@ describe('#TARAS directives', () => {
   });
 
   it('says an sbatch option is unsupported, and suggests the case slip of a short option', () => {
-    const errors = errorsOf(parseDirectives(script('#TARAS --account=proj', '#TARAS -j name', '#TARAS -Z 1'), 'run.sh'));
+    const errors = errorsOf(parseDirectives(script('#TARAS --gres=gpu:1', '#TARAS -j name', '#TARAS -Z 1'), 'run.sh'));
     assert.deepEqual(errors.map((e) => [e.line, e.option, e.message]), [
-      [2, '--account', 'an sbatch option that Taras does not support'],
+      [2, '--gres', 'not supported by Taras (see README: sbatch options)'],
       [3, '-j', 'unknown option; did you mean -J?'],
       [4, '-Z', 'unknown option'],
     ]);

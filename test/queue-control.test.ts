@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { killHard, startDaemon } from './daemon-process.js';
+import { killHard, startDaemon, withController } from './daemon-process.js';
 import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type JobReport } from '../src/controller/engine.js';
 import { apiJob } from '../src/controller/views.js';
@@ -198,9 +198,9 @@ describe('taras hold / release / submit --hold --begin --dependency with the rea
     const controller = await startDaemon(taras, started, ['controller', '--data', data, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, dir);
     const url = controller.match[1]!;
     await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '2x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 2 node/, dir);
-    const cli = (...args: string[]) => spawnSync(process.execPath, [taras, ...args, '--controller', url], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+    const cli = (...args: string[]) => spawnSync(process.execPath, [taras, ...withController(args, url)], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
     const submit = (...args: string[]) => {
-      const run = cli('submit', '-t', '1', ...args, 'job.sh', '--json');
+      const run = cli('submit', '-t', '1', '--json', ...args, 'job.sh');
       assert.equal(run.status, 0, run.stderr);
       return (JSON.parse(run.stdout) as { id: number }).id;
     };

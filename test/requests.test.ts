@@ -356,7 +356,7 @@ async function daemon(args: readonly string[], ready: RegExp, cwd: string) {
 }
 
 function cli(cwd: string, url: string, args: readonly string[], env: Record<string, string> = {}) {
-  const run = spawnSync(process.execPath, [taras, ...args, '--controller', url], { cwd, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
+  const run = spawnSync(process.execPath, [taras, ...((args)[0] === 'submit' ? ['submit', '--controller', url, ...(args).slice(1)] : [...args, '--controller', url])], { cwd, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -374,7 +374,7 @@ describe('with real controller processes', () => {
   it('-n 9 on 8-CPU nodes is stored and runs on 2 nodes; the bad requests leave a controller that restarts cleanly', async () => {
     const dir = prepare('restart-clean', clusterToml(join(work, 'restart-clean', 'data'), 'node[01-02]'));
     let controller = await controllerAt(dir);
-    const submitted = cli(dir, controller.url, ['submit', '-t', '1', '-n', '9', 'job.sh', '--json']);
+    const submitted = cli(dir, controller.url, ['submit', '--json', '-t', '1', '-n', '9', 'job.sh']);
     assert.equal(submitted.code, 0, submitted.stderr);
     const { id } = JSON.parse(submitted.stdout) as { id: number };
     const refused = cli(dir, controller.url, ['submit', '-t', '1', '-N', '1', '-n', '9', 'job.sh']);
@@ -418,8 +418,8 @@ describe('with real controller processes', () => {
   it('a stored job the cluster can no longer run ends FAILED with the reason at start-up; the controller starts and the others stay', async () => {
     const dir = prepare('stranded');
     let controller = await controllerAt(dir);
-    const wide = cli(dir, controller.url, ['submit', '-t', '1', '-n', '12', 'job.sh', '--json']);
-    const small = cli(dir, controller.url, ['submit', '-t', '1', 'job.sh', '--json']);
+    const wide = cli(dir, controller.url, ['submit', '--json', '-t', '1', '-n', '12', 'job.sh']);
+    const small = cli(dir, controller.url, ['submit', '--json', '-t', '1', 'job.sh']);
     assert.equal(wide.code, 0, wide.stderr);
     assert.equal(small.code, 0, small.stderr);
     await killHard(controller.child);
@@ -480,7 +480,7 @@ describe('with real controller processes', () => {
     let controller = await controllerAt(dir);
     const port = controller.port;
     await killHard(controller.child);
-    const submit = spawn(process.execPath, [taras, 'submit', '-t', '1', '-J', 'through-restart', 'job.sh', '--json', '--controller', controller.url], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const submit = spawn(process.execPath, [taras, 'submit', '--json', '--controller', controller.url, '-t', '1', '-J', 'through-restart', 'job.sh'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     started.push(submit);
     let out = '';
     let err = '';

@@ -228,7 +228,7 @@ describe('reservations through the CLI, with real users', { skip: notRootReason 
   let alice: TestUser;
   let bob: TestUser;
   const taras = (user: TestUser | null, ...args: string[]) => {
-    const full = [join(root, 'bin/taras.js'), ...args, '--controller', `unix:${controller.socketPath}`];
+    const full = [join(root, 'bin/taras.js'), ...((args)[0] === 'submit' ? ['submit', '--controller', `unix:${controller.socketPath}`, ...(args).slice(1)] : [...args, '--controller', `unix:${controller.socketPath}`])];
     if (user !== null) return runAs(user, full);
     // As root, asynchronously: the controller runs in this process and must answer meanwhile.
     return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
@@ -278,7 +278,7 @@ describe('reservations through the CLI, with real users', { skip: notRootReason 
     assert.equal(listed.status, 0, listed.stderr);
     assert.match(listed.stdout, /^NAME +KIND +STATE +START +END +NODES +USERS +JOBS\nlab +RESV +PLANNED +.* n\[2-3\] +tt/m);
 
-    const inside = await taras(alice, 'submit', '--reservation', 'lab', 'job.sh', '--json');
+    const inside = await taras(alice, 'submit', '--json', '--reservation', 'lab', 'job.sh');
     assert.equal(inside.status, 0, inside.stderr);
     const refused = await taras(bob, 'submit', '--reservation', 'lab', 'job.sh');
     assert.notEqual(refused.status, 0);

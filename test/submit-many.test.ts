@@ -41,7 +41,7 @@ after(async () => {
 /** `taras ARGS` with `input` on its standard input, asynchronously (the controller runs in this process). */
 function taras(args: string[], input = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
-    const child = spawn(process.execPath, [join(root, 'bin/taras.js'), 'submit', ...args, '--controller', `unix:${controller.socketPath}`], {
+    const child = spawn(process.execPath, [join(root, 'bin/taras.js'), 'submit', '--controller', `unix:${controller.socketPath}`, ...args], {
       cwd: work, env: { ...process.env, TARAS_JOB_ID: '' },
     });
     let stdout = '';

@@ -70,7 +70,7 @@ describe('npm start (taras up)', () => {
     writeFileSync(join(work, 'hello.sh'), '#!/bin/sh\n#TARAS --time 5\necho hello from $TARAS_NODELIST\n');
     const submitted = taras(['submit', '-N', '2', 'hello.sh'], url);
     assert.equal(submitted.code, 0, submitted.stderr);
-    const id = /Submitted job (\d+)/.exec(submitted.stdout)?.[1];
+    const id = /Submitted batch job (\d+)/.exec(submitted.stdout)?.[1];
     assert.ok(id, submitted.stdout);
     const waited = taras(['wait', id], url);
     assert.equal(waited.code, 0, waited.stdout + waited.stderr);
@@ -171,7 +171,7 @@ describe('taras up --config cluster.toml', () => {
       assert.match(refused.stderr, /^error: no node of partition b has the feature a /);
       const submitted = taras(['submit', '-p', 'b', '-C', 'b', '-c', '4', 'where.sh'], url, dir);
       assert.equal(submitted.code, 0, submitted.stderr);
-      const id = Number(/Submitted job (\d+)/.exec(submitted.stdout)?.[1]);
+      const id = Number(/Submitted batch job (\d+)/.exec(submitted.stdout)?.[1]);
       assert.ok(id > 0, submitted.stdout);
       const waited = taras(['wait', String(id)], url, dir);
       assert.equal(waited.code, 0, waited.stdout + waited.stderr);

@@ -106,7 +106,7 @@ type SignalExtras = { preempt?: boolean; graceSeconds?: number; reason?: string;
  * arguments and/or TARAS_RESTART=1 (seed 000 2.4.2).
  */
 export function restartOf(order: Pick<StartOrder, 'checkpoint' | 'restart' | 'run'>): { args: string[]; env: Record<string, string>; checkpoint: CheckpointSignals | null } {
-  const env: Record<string, string> = { TARAS_RESTART_COUNT: String(order.run) };
+  const env: Record<string, string> = { TARAS_RESTART_COUNT: String(order.run), SLURM_RESTART_COUNT: String(order.run) };
   const checkpoint = (order.checkpoint ?? null) as CheckpointSignals | null; // signal names this node checks (parseSpec)
   if (checkpoint !== null) {
     Object.assign(env, {
@@ -232,6 +232,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             jobId: order.jobId, user: order.user, nodes: order.nodes, cpusOnNode: order.cpusOnNode, spec: order.spec,
             submitEnv: order.spec.submitEnv ?? {}, submitDir: order.spec.submitDir ?? order.spec.workingDir, nodefilePath,
             ...(order.array === undefined ? {} : { array: order.array }),
+            ...(order.partition === undefined ? {} : { partition: order.partition }),
           });
           writeFileSync(nodefilePath, launch.nodefile);
           // Readable by the job's user only: a script can hold secrets too.
@@ -255,7 +256,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             jobId: order.jobId, script: scriptPath, args, workingDir: launch.workingDir, env: { ...launch.env, ...restart.env },
             stdoutPath: launch.stdoutPath, stderrPath: launch.stderrPath, memoryMiB: order.spec.memoryMiB ?? null,
             timeLimitSeconds: limit === 'UNLIMITED' ? null : limit, ...warning.value, killGraceSeconds: order.killGraceSeconds,
-            umask: order.spec.umask ?? 0o022, uid: runAs?.uid ?? null, gid: runAs?.gid ?? null, checkpoint: restart.checkpoint,
+            umask: order.spec.umask ?? 0o022, ...(order.spec.openMode === undefined ? {} : { openMode: order.spec.openMode }), uid: runAs?.uid ?? null, gid: runAs?.gid ?? null, checkpoint: restart.checkpoint,
           });
           if (!prepared.ok) throw new RouteError(400, `job ${order.jobId}: ${prepared.error}`);
           const launched = launcher.launch(dir);

@@ -21,6 +21,8 @@ export interface LaunchInput {
   readonly nodefilePath: string;
   /** A task of a job array (the start order's `array`). */
   readonly array?: { readonly jobId: number; readonly taskId: number; readonly count: number; readonly min: number; readonly max: number; readonly step: number };
+  /** The partition the job runs in (the controller's start order; absent from older controllers). */
+  readonly partition?: string;
 }
 
 export interface Launch {
@@ -36,7 +38,17 @@ export interface Launch {
 const MINIMAL = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG'];
 
 /** Variables the agent sets for one run of a job (restart, preemption signal): never inherited from the submitting shell. */
-const RUN_OWN = new Set(['TARAS_RESTART', 'TARAS_RESTART_COUNT', 'TARAS_PREEMPT_SIGNAL']);
+const RUN_OWN = new Set(['TARAS_RESTART', 'TARAS_RESTART_COUNT', 'TARAS_PREEMPT_SIGNAL', 'SLURM_RESTART_COUNT']);
+
+/**
+ * Slurm's names for a job's variables (README: "The job's environment"). A job submitted from inside another
+ * job must not keep the outer job's value of one that this job does not set (SLURM_MEM_PER_NODE...): all go first.
+ */
+export const SLURM_JOB_VARIABLES = [
+  'SLURM_JOB_ID', 'SLURM_JOBID', 'SLURM_JOB_NAME', 'SLURM_JOB_NODELIST', 'SLURM_NODELIST', 'SLURM_NNODES', 'SLURM_JOB_NUM_NODES',
+  'SLURM_NTASKS', 'SLURM_NPROCS', 'SLURM_CPUS_PER_TASK', 'SLURM_CPUS_ON_NODE', 'SLURM_MEM_PER_NODE', 'SLURM_JOB_PARTITION',
+  'SLURM_SUBMIT_DIR', 'SLURM_SUBMIT_HOST', 'SLURM_JOB_USER', 'SLURM_NTASKS_PER_NODE', 'SLURM_RESTART_COUNT', 'SLURM_MEM_PER_CPU',
+] as const;
 
 export function jobLaunch(input: LaunchInput): Launch {
   const { spec, submitEnv } = input;
@@ -51,6 +63,7 @@ export function jobLaunch(input: LaunchInput): Launch {
   // would "restart"): the agent adds this run's own after this (restartAction, checkpoint signals).
   for (const name of Object.keys(env)) if (RUN_OWN.has(name) || name.startsWith('TARAS_CHECKPOINT_')) delete env[name];
   const { array } = input;
+  for (const name of SLURM_JOB_VARIABLES) delete env[name];
   const names = { jobId: input.jobId, user: input.user, name: spec.name, ...(array === undefined ? {} : { array: { jobId: array.jobId, taskId: array.taskId } }) };
   const workingDir = spec.workingDir;
   const inWorkingDir = (path: string) => (isAbsolute(path) ? path : join(workingDir, path));
@@ -76,5 +89,16 @@ export function jobLaunch(input: LaunchInput): Launch {
       env[`TARAS_ARRAY_${suffix}`] = String(value);
     }
   }
+  const slurm: Record<string, string | undefined> = {
+    SLURM_JOB_ID: env.TARAS_JOB_ID, SLURM_JOBID: env.TARAS_JOB_ID, SLURM_JOB_NAME: spec.name, SLURM_JOB_USER: input.user,
+    SLURM_JOB_NODELIST: env.TARAS_NODELIST, SLURM_NODELIST: env.TARAS_NODELIST,
+    SLURM_NNODES: env.TARAS_NNODES, SLURM_JOB_NUM_NODES: env.TARAS_NNODES, SLURM_NTASKS: env.TARAS_NTASKS, SLURM_NPROCS: env.TARAS_NTASKS,
+    SLURM_CPUS_PER_TASK: String(spec.cpusPerTask), SLURM_CPUS_ON_NODE: env.TARAS_CPUS_ON_NODE,
+    SLURM_MEM_PER_NODE: spec.memoryMiB === undefined || spec.memPerCpuMiB !== undefined ? undefined : String(spec.memoryMiB),
+    SLURM_MEM_PER_CPU: spec.memPerCpuMiB === undefined ? undefined : String(spec.memPerCpuMiB),
+    SLURM_NTASKS_PER_NODE: spec.ntasksPerNode === undefined ? undefined : String(spec.ntasksPerNode),
+    SLURM_JOB_PARTITION: input.partition ?? spec.partition, SLURM_SUBMIT_DIR: input.submitDir, SLURM_SUBMIT_HOST: spec.submitHost,
+  };
+  for (const [name, value] of Object.entries(slurm)) if (value !== undefined) env[name] = value;
   return { env, workingDir, stdoutPath, stderrPath, nodefile: input.nodes.map((n) => `${n}\n`).join('') };
 }

@@ -120,6 +120,20 @@ export const JobSpecSchema = strict({
   })),
   submitEnv: v.optional(environment),
   submitDir: v.optional(absolutePath()),
+  /** sbatch --ntasks-per-node, --mem-per-cpu (MiB), --nodelist, --exclude, --open-mode, --account, --comment, --mail-type, --mail-user. */
+  ntasksPerNode: v.optional(int(1, LIMITS.ntasks)),
+  memPerCpuMiB: v.optional(int(1, LIMITS.memoryMiB)),
+  nodelist: v.optional(list(text(LIMITS.nameChars, 1), LIMITS.nodes, 1)),
+  exclude: v.optional(list(text(LIMITS.nameChars, 1), LIMITS.nodes, 1)),
+  openMode: v.optional(v.picklist(['append', 'truncate'], 'expected "append" or "truncate"')),
+  exclusive: v.optional(bool()),
+  nice: v.optional(int(-10_000, 10_000)),
+  account: v.optional(text(LIMITS.nameChars, 1)),
+  comment: v.optional(text(LIMITS.textChars, 1)),
+  mailType: v.optional(list(text(32, 1), 16, 1)),
+  mailUser: v.optional(text(LIMITS.nameChars, 1)),
+  /** The host `taras submit` ran on (SLURM_SUBMIT_HOST). */
+  submitHost: v.optional(text(LIMITS.nameChars, 1)),
   /** Slurm's --reservation: the name of an advance reservation. */
   reservation: v.optional(reservationName),
   /** sbatch --immediate[=S]: the job ends CANCELLED unless it starts within S seconds. */

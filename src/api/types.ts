@@ -48,6 +48,18 @@ export interface ApiSubmitted {
   warning?: string;
 }
 
+/** POST /jobs/test-only (sbatch --test-only): where the plan would start the job; nothing is stored. */
+export interface ApiTestOnly {
+  /** The id the next job will get (sbatch prints it). */
+  nextId: number;
+  /** Planned start (ISO 8601), or null: the nodes that count cannot hold it now. */
+  start: string | null;
+  startMs: number | null;
+  nodes: string[];
+  processors: number;
+  partition: string;
+}
+
 export interface ApiJob {
   id: number;
   name: string;
@@ -90,6 +102,11 @@ export interface ApiJob {
   type: JobType;
   /** A priority job's deadline; null for other jobs. */
   deadline: string | null;
+  /** sbatch --account, --comment, --mail-type, --mail-user as given; absent when not. */
+  account?: string;
+  comment?: string;
+  mailType?: string[];
+  mailUser?: string;
   /** Whether a priority job was accepted with a guarantee (the plan met its deadline); null for other jobs. */
   guaranteed: boolean | null;
   /** A task of a job array (sbatch --array): the array's id (its first task's job id) and this task's id; shown as `12_3`. Absent for other jobs. */

@@ -4,15 +4,17 @@
 // pays only for what it uses.
 
 import type { Command } from 'commander';
+import { unsupportedOptionMessage } from '../jobspec/unsupported.js';
 import { fail, parseImmediateFlag } from './flags.js';
 import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, parseJobRefs, print, printJson, withClient, withRetries } from './controller-client.js';
 
 export function registerJobCommands(program: Command): void {
-  program
+  const submit = program
     .command('submit')
-    .description('submit a batch script (#TARAS directives and sbatch-style flags)')
+    .description('submit a batch script (#SBATCH and #TARAS directives, sbatch\'s flags)')
     .argument('[script]', 'the batch script (none with --many)')
-    .argument('[args...]', 'arguments for the script')
+    .argument('[args...]', 'arguments for the script: everything after its name, options too (as sbatch)')
+    .passThroughOptions()
     .option('-N, --nodes <n>', 'nodes (N or N-M)')
     .option('-n, --ntasks <n>', 'tasks')
     .option('-c, --cpus-per-task <n>', 'CPUs per task')
@@ -37,12 +39,26 @@ export function registerJobCommands(program: Command): void {
     .option('-b, --begin <time>', 'start no earlier than TIME (now+1hour, 16:00, tomorrow, 2026-12-01T09:00)')
     .option('-d, --dependency <list>', 'start only after other jobs: afterok:ID[:ID], afterany:ID, afternotok:ID, after:ID[+MIN], singleton; , all, ? any')
     .option('-a, --array <ids>', 'a job array: one job per task id (0-15, 1,3,5-9, 0-15:4), %N at most N at once (0-99%10); output names take %A (array id) and %a (task id)')
+    .option('--ntasks-per-node <n>', 'tasks on each node (with -N: --ntasks is N x nodes)')
+    .option('--mem-per-cpu <size>', 'memory per allocated CPU (not with --mem)')
+    .option('-w, --nodelist <hostlist>', 'run on these nodes, e.g. node[01-04]')
+    .option('-x, --exclude <hostlist>', 'never run on these nodes')
+    .option('--open-mode <mode>', 'append to or truncate the output files')
+    .option('--exclusive', 'whole nodes: all their CPUs and memory')
+    .option('--nice [adjustment]', 'run behind the other jobs of the partition (bare: 100; negative: administrators only)')
+    .option('-A, --account <name>', 'account (stored, shown by taras show)')
+    .option('--comment <text>', 'comment (stored, shown by taras show)')
+    .option('--mail-type <types>', 'BEGIN,END,FAIL,... (stored, shown by taras show; no mail is sent)')
+    .option('--mail-user <address>', 'who would get the mail (stored)')
+    .option('--wrap <command>', 'the command is the whole script (#!/bin/sh and it); no script then')
+    .option('--parsable', 'print only the job id')
+    .option('--test-only', 'check the job and say when and where it would start; nothing is submitted')
     .option('--immediate [seconds]', 'sbatch\'s: fail unless the job starts within this many seconds (default 0: now); waits to say which')
     .option('--file <job.toml>', 'job description file (flags override it)')
     .option('--many <file>', 'many jobs in one call: a file (- for standard input) of JSON lines with job.toml\'s keys; the flags apply to each')
     .option(...controllerOption)
     .option('--json', 'print {"id": N}')
-    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n  taras submit --immediate -N 2 -t 10 run.sh     # fails (exit 1) unless it starts now\n  taras submit --array=0-15%4 -o out-%A_%a.txt run.sh   # 16 tasks, 4 at a time\n  taras submit --many jobs.jsonl -t 10           # one job a line: {"script": "run.sh", "arguments": ["3"]}\n')
+    .addHelpText('after', '\nExamples:\n  taras submit run.sh\n  taras submit -N 2 -t 30 --job-name sim run.sh input.dat\n  taras submit --file job.toml --time 1:00:00 run.sh\n  taras submit -t 2:00:00 --checkpoint-interval 30 --checkpoint-duration 5 sim.sh\n  taras submit --immediate -N 2 -t 10 run.sh     # fails (exit 1) unless it starts now\n  taras submit --many jobs.jsonl -t 10           # one job a line: {"script": "run.sh", "arguments": ["3"]}\n  taras submit -t 5 --wrap "hostname; date"\n  taras submit job.sh --input a.dat             # options after the script are its arguments, as sbatch\n')
     .action(async (script: string | undefined, args: string[], flags: Record<string, string | boolean | undefined>, cmd: Command) => {
       const { readFileSync } = await import('node:fs');
       // The modules submit needs, not the whole jobspec surface: the TOML parser loads only for --file.
@@ -65,15 +81,11 @@ export function registerJobCommands(program: Command): void {
       if (typeof flags.many === 'string') {
         if (script !== undefined) fail(`error: --many ${flags.many} names every job's script in its lines: leave out the script ${script} (or --many)`);
         if (flags.file !== undefined) fail('error: --many and --file: each line of --many is already a job description; leave out --file');
+        for (const single of ['wrap', 'testOnly'] as const) {
+          if (given[single] !== undefined) fail(`error: --many and --${single === 'wrap' ? 'wrap' : 'test-only'}: they are for one job; leave one out`);
+        }
         const { submitMany } = await import('./many.js');
         return submitMany(flags.many, { given, controller: flags.controller as string | undefined, json: flags.json === true, immediateSeconds });
-      }
-      if (script === undefined) fail('error: taras submit needs a batch script (taras submit run.sh), or --many FILE for many jobs');
-      let scriptText: string;
-      try {
-        scriptText = readFileSync(script, 'utf8');
-      } catch {
-        fail(`error: cannot read the script ${script}: give the path of a batch script`);
       }
       const errors: string[] = [];
       const layer = <T>(parsed: { ok: true; value: T } | { ok: false; errors: readonly Parameters<typeof jobspec.formatError>[0][] }) => {
@@ -93,6 +105,21 @@ export function registerJobCommands(program: Command): void {
       const fileLayer = fileText !== undefined
         ? layer((await import('../jobspec/jobfile.js')).parseJobFile(fileText, flags.file as string))
         : undefined;
+      // --wrap (sbatch's): the command is the script; a script operand with it is refused (buildJobSpec says so).
+      const wrap = typeof flags.wrap === 'string' ? flags.wrap : fileLayer?.values.wrap;
+      if (wrap !== undefined && script !== undefined) fail(`error: --wrap is the whole script: leave out the script ${script} (sbatch allows no script with --wrap)`);
+      if (wrap === undefined && script === undefined) fail('error: taras submit needs a batch script (taras submit run.sh), --wrap COMMAND, or --many FILE for many jobs');
+      let scriptText: string;
+      if (wrap !== undefined) {
+        scriptText = jobspec.wrapScript(wrap);
+        script = jobspec.WRAP_SCRIPT;
+      } else {
+        try {
+          scriptText = readFileSync(script!, 'utf8');
+        } catch {
+          fail(`error: cannot read the script ${script}: give the path of a batch script`);
+        }
+      }
       const directives = layer(jobspec.parseDirectives(scriptText, script));
       const flagLayer = layer(jobspec.parseFlagValues(given, { script, args }));
       if (errors.length > 0) fail(errors.map((e) => `error: ${e}`).join('\n'));
@@ -153,6 +180,7 @@ export function registerJobCommands(program: Command): void {
       // The umask decides the mode of the job's new output files, as if the submitter had created them.
       const spec = {
         ...built.value.spec, umask: process.umask(), submitEnv: { ...process.env } as Record<string, string>, submitDir: process.cwd(),
+        submitHost: (await import('node:os')).hostname(),
         ...(immediateSeconds === undefined ? {} : { immediateSeconds }),
       };
       // The key makes the retries below safe: the controller answers a key it has stored with the job it created.
@@ -163,6 +191,21 @@ export function registerJobCommands(program: Command): void {
       // The schema the controller checks: a request it would refuse is not sent.
       const checked = checkBody(SubmitBodySchema, body);
       if (!checked.ok) fail(`error: the request is not valid: ${formatProblems(checked.problems)}`);
+      if (merged.values.testOnly === true) {
+        const plan = await withClient(flags.controller as string | undefined,
+          (api) => withRetries('submit', () => api.post<import('../api/types.js').ApiTestOnly>('/jobs/test-only', body)));
+        if (flags.json) {
+          printJson(plan);
+          return;
+        }
+        // sbatch's line (on standard error, as sbatch writes it), the time local as Slurm's default format.
+        const local = (ms: number) => new Date(ms - new Date(ms).getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+        const { compressHostlist } = await import('../config/hostlist.js');
+        process.stderr.write(plan.startMs === null
+          ? `sbatch: Job ${plan.nextId} has no planned start now in partition ${plan.partition}: the nodes that count cannot hold it (taras nodes shows which are out)\n`
+          : `sbatch: Job ${plan.nextId} to start at ${local(plan.startMs)} using ${plan.processors} processors on nodes ${compressHostlist(plan.nodes)} in partition ${plan.partition}\n`);
+        return;
+      }
       const answer = await withClient(flags.controller as string | undefined,
         (api) => withRetries('submit', () => api.post<import('../api/types.js').ApiSubmitted>('/jobs', body)));
       // --immediate (sbatch's): the controller ends the job unless it starts in time; say which, as the exit code.
@@ -171,12 +214,24 @@ export function registerJobCommands(program: Command): void {
         if (started.state !== 'RUNNING') fail(`error: job ${answer.id} did not start: ${started.state} (${started.reason ?? 'no reason given'})`, 1);
       }
       if (flags.json) printJson(answer);
+      else if (merged.values.parsable === true) print(String(answer.id)); // sbatch --parsable: the id alone
       else {
-        print(`Submitted job ${answer.id}`);
+        print(`Submitted batch job ${answer.id}`);
         if (answer.deadline) print(`Deadline: ${answer.deadline.text}`);
         if (answer.warning) process.stderr.write(`warning: ${answer.warning}\n`);
       }
     });
+
+  bareOptionalValues(submit, process.argv);
+  // sbatch options Taras lacks are refused by name, with where the table is, rather than as unknown.
+  // (unknownOption is commander's hook for an option it does not know; not in its typings.)
+  const hooks = submit as unknown as { unknownOption(flag: string): void };
+  const unknownOption = hooks.unknownOption.bind(submit);
+  hooks.unknownOption = (flag: string) => {
+    const unsupported = unsupportedOptionMessage(flag);
+    if (unsupported !== undefined) fail(`error: ${flag.replace(/=.*$/s, '')}: ${unsupported}`);
+    unknownOption(flag);
+  };
 
   program
     .command('queue')
@@ -387,6 +442,22 @@ export function registerJobCommands(program: Command): void {
       if (!id) fail('error: not inside a Taras job (TARAS_JOB_ID is not set)', 1);
       print(id);
     });
+}
+
+/**
+ * sbatch's `--nice` takes its value only attached (`--nice=5`); commander would take the next word (the script)
+ * as the value of a bare `--nice`. So before commander parses `taras submit`, a bare `--nice` among the options
+ * (before the first operand: after it, everything is the script's) becomes `--nice=100`, sbatch's default.
+ */
+function bareOptionalValues(submit: Command, argv: string[]): void {
+  const start = argv.indexOf('submit', 2);
+  if (start < 0 || argv.slice(2, start).some((arg) => !arg.startsWith('-'))) return;
+  for (let i = start + 1; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--' || !arg.startsWith('-') || arg === '-') return;
+    if (arg === '--nice') argv[i] = '--nice=100';
+    else if (!arg.includes('=') && submit.options.find((o) => o.long === arg || (arg.length === 2 && o.short === arg))?.required) i++; // its value
+  }
 }
 
 /** Polls a job until it runs (or ran) or ended without running: --immediate's answer. */

@@ -60,6 +60,8 @@ async function main(): Promise<void> {
     .description('Taras: a workload manager for clusters, and a trace simulator for its scheduling core.')
     .version('0.1.0')
     .showHelpAfterError('(run with --help for usage and examples)')
+    // Lets `taras submit` pass the options after the script's name to the script, as sbatch does.
+    .enablePositionalOptions()
     // Usage errors (missing argument, unknown option...) exit with 2, like bad input.
     .exitOverride((error) => {
       const usage = error.exitCode === 1 && error.code.startsWith('commander.');

@@ -8,6 +8,7 @@
 // answer never submits twice), in line order of their ids.
 
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { ApiSubmitted } from '../api/types.js';
 import type { ApiClient } from '../net/client.js';
 import { withClient, withRetries } from './controller-client.js';
@@ -101,7 +102,7 @@ export async function submitMany(source: string, options: ManyOptions): Promise<
       continue;
     }
     const spec = {
-      ...built.value.spec, umask: process.umask(), submitEnv, submitDir,
+      ...built.value.spec, umask: process.umask(), submitEnv, submitDir, submitHost: hostname(),
       ...(options.immediateSeconds === undefined ? {} : { immediateSeconds: options.immediateSeconds }),
     };
     const body = { spec, idempotencyKey: `${base}-${line}` };

@@ -10,7 +10,7 @@ import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
   formatProblems, HolidayBodySchema, JobIdsBodySchema, PauseBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
-import { finishedStates, type ApiJob, type ApiJobPage, type ApiPartition, type ApiSubmitted, type JobState } from '../api/types.js';
+import { finishedStates, type ApiJob, type ApiJobPage, type ApiPartition, type ApiSubmitted, type ApiTestOnly, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
@@ -414,6 +414,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
         if (caller.uid === 0 && !config.allowRootJobs) {
           throw new RouteError(403, 'this cluster does not run jobs as root (allow_root_jobs = false in cluster.toml)', 'submit as an ordinary user');
         }
+        if ((body.spec.nice ?? 0) < 0 && !admin(caller)) {
+          throw new RouteError(403, `--nice=${body.spec.nice}: only administrators may raise a job's priority (a negative nice)`, 'give --nice 0 or more, or leave it out');
+        }
         // The submitter is the verified caller, always: a spec cannot name another user.
         const id = await submitOne({
           user: caller.user, uid: caller.uid, spec: body.spec as JobSpec, idempotencyKey: body.idempotencyKey,
@@ -554,6 +557,25 @@ export async function startController(options: ControllerOptions): Promise<Runni
         }
         kick();
         return { status: 200, body: apiJob(engine, record) };
+      },
+    },
+    {
+      // sbatch --test-only: the submission's checks and its planned start, nothing stored.
+      method: 'POST', path: '/jobs/test-only',
+      handler: (ctx) => {
+        const caller = callerOf(ctx);
+        const body = bodyOf(SubmitBodySchema, ctx, '{"spec": {...}} as `taras submit --test-only` sends');
+        if ((body.spec.nice ?? 0) < 0 && !admin(caller)) {
+          throw new RouteError(403, `--nice=${body.spec.nice}: only administrators may raise a job's priority (a negative nice)`, 'give --nice 0 or more, or leave it out');
+        }
+        let answer: ApiTestOnly;
+        try {
+          const plan = engine.testOnly(body.spec as JobSpec, caller.uid);
+          answer = { ...plan, start: plan.startMs === null ? null : new Date(plan.startMs).toISOString(), nodes: [...plan.nodes], nextId: engine.nextJobId() };
+        } catch (error) {
+          return refused(error);
+        }
+        return { status: 200, body: answer };
       },
     },
     {
@@ -767,7 +789,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   ];
 
   // A change is answered only once it is on the disk (one fdatasync serves every change made before it began).
-  const commitsNothing = new Set(['/agent/heartbeat', '/admin/token', '/whatif']);
+  const commitsNothing = new Set(['/agent/heartbeat', '/admin/token', '/whatif', '/jobs/test-only']);
   // Nothing about a job is served anonymously: every route but /status (and the agents', signed) needs a verified caller.
   const guarded = routes.map((route): Route => openToAnonymous(route) ? route : {
     ...route,

@@ -15,7 +15,7 @@ import type { PlanHold } from '../core/node-plan.js';
 import { chooseVictims, type PreemptionCandidate, type PreemptionNode, type VictimChoice } from '../core/preemption.js';
 import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
 import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
-import { suitableNodes, taskLayout, validateAgainstCluster } from '../jobspec/cluster.js';
+import { nodeAllowed, suitableNodes, taskLayout, validateAgainstCluster, type ClusterNodeShape } from '../jobspec/cluster.js';
 import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
@@ -82,9 +82,33 @@ export interface DeadlineAdmission {
   readonly warning: string | null;
 }
 
+/**
+ * --exclusive: whole nodes. The core gives a job the same CPUs and memory on every node, so the job takes nodes of
+ * one shape (CPUs, memory), the smallest shape with enough nodes that hold its tasks, all of their CPUs and memory.
+ */
+function exclusiveResources(
+  spec: JobSpec, layout: { nodes: number; cpusPerNode: number }, suitable: readonly ClusterNodeShape[], eligible: ReadonlySet<string>,
+): ResourceRequest | undefined {
+  const fitting = suitable.filter((node) => eligible.has(node.name) && node.cpus >= layout.cpusPerNode);
+  const shapes = [...new Set(fitting.map((node) => `${node.cpus}/${node.memoryMiB}`))]
+    .map((key) => fitting.filter((node) => `${node.cpus}/${node.memoryMiB}` === key))
+    .filter((nodes) => nodes.length >= layout.nodes)
+    .sort((a, b) => a[0].cpus - b[0].cpus || a[0].memoryMiB - b[0].memoryMiB);
+  if (shapes.length === 0) return undefined;
+  const [first] = shapes[0];
+  return {
+    nodes: layout.nodes, cpusPerNode: first.cpus, memoryMiBPerNode: first.memoryMiB, features: spec.constraint?.anyOf[0] ?? [],
+    eligibleNodes: new Set(shapes[0].map((node) => node.name)),
+  };
+}
+
+/** --nice within the partition: a fraction of one priority tier (|nice| <= 10,000), so it never passes another partition's jobs. */
+const niceShare = (spec: JobSpec): number => (spec.nice ?? 0) / 1_000_000;
+
 /** The spec fields a job's resources depend on (partition, features, memory, CPUs, tasks, nodes), as one key. */
 function shapeOf(spec: JobSpec): string {
-  return `${spec.partition ?? ''}\n${spec.constraint?.text ?? ''}\n${spec.memoryMiB ?? ''}\n${spec.cpusPerTask}\n${spec.ntasks ?? ''}\n${spec.nodes.min}\n${spec.nodes.max ?? ''}`;
+  return `${spec.partition ?? ''}\n${spec.constraint?.text ?? ''}\n${spec.memoryMiB ?? ''}\n${spec.cpusPerTask}\n${spec.ntasks ?? ''}\n${spec.nodes.min}\n${spec.nodes.max ?? ''}`
+    + `\n${spec.memPerCpuMiB ?? ''}\n${spec.nodelist?.join(',') ?? ''}\n${spec.exclude?.join(',') ?? ''}\n${spec.exclusive === true ? 'x' : ''}`;
 }
 
 /** What an agent needs to start a job: the batch script runs on the first node. */
@@ -111,6 +135,8 @@ export interface StartOrder {
   readonly interactive?: { readonly graceSeconds: number; readonly idleSeconds: number; readonly warnSeconds: number };
   /** A task of a job array: the array's id, the task id, and the array's count, min, max and step (SLURM_ARRAY_*). */
   readonly array?: { readonly jobId: number; readonly taskId: number; readonly count: number; readonly min: number; readonly max: number; readonly step: number };
+  /** The partition it runs in (the job's, else the default): SLURM_JOB_PARTITION. */
+  readonly partition?: string;
 }
 
 /** The controller's side of the agents (HTTP in the daemon, direct calls in tests). */
@@ -599,17 +625,25 @@ export class ControllerEngine {
 
   private computeResources(spec: JobSpec, runningOn?: readonly string[]): ResourceRequest {
     const partition = this.partitionOf(spec);
-    const eligibleNodes = this.partitionNodes.get(partition.name)!;
+    const inPartition = this.partitionNodes.get(partition.name)!;
+    // --nodelist / --exclude narrow the partition's nodes.
+    const eligibleNodes = spec.nodelist === undefined && spec.exclude === undefined
+      ? inPartition : new Set([...inPartition].filter((name) => nodeAllowed(spec, name)));
     const suitable = suitableNodes(spec, this.config.nodes.filter((node) => eligibleNodes.has(node.name)));
     const layout = runningOn !== undefined && runningOn.length > 0
       ? { nodes: runningOn.length, cpusPerNode: Math.ceil((spec.ntasks ?? runningOn.length) / runningOn.length) * spec.cpusPerTask }
       : taskLayout(spec, suitable, partition.maxNodes ?? Infinity);
-    if (layout === undefined || (spec.memoryMiB === 0 && suitable.length === 0)) {
-      throw new SubmitRefused([`no set of nodes of partition ${partition.name} can hold the job, even when all are idle`]);
+    const refusal = () => new SubmitRefused([`no set of nodes of partition ${partition.name} can hold the job, even when all are idle`]);
+    if (layout === undefined || (spec.memoryMiB === 0 && suitable.length === 0)) throw refusal();
+    if (spec.exclusive === true) {
+      const whole = exclusiveResources(spec, layout, suitable, eligibleNodes);
+      if (whole === undefined) throw refusal();
+      return whole;
     }
     const memoryMiBPerNode = spec.memoryMiB === 0
       ? Math.min(...suitable.filter((node) => node.cpus >= layout.cpusPerNode).map((node) => node.memoryMiB))
-      : spec.memoryMiB ?? 0;
+      : spec.memPerCpuMiB !== undefined ? spec.memPerCpuMiB * layout.cpusPerNode // --mem-per-cpu: per CPU on the node
+        : spec.memoryMiB ?? 0;
     return { nodes: layout.nodes, cpusPerNode: layout.cpusPerNode, memoryMiBPerNode, features: spec.constraint?.anyOf[0] ?? [], eligibleNodes };
   }
 
@@ -641,7 +675,7 @@ export class ControllerEngine {
     const deadline = spec.deadline === undefined ? {} : { deadline: Math.floor(spec.deadline.atMs / 1000), guaranteed: deadlineGuaranteed(record) === true };
     return {
       id: record.id, submitTime: Math.floor(record.submitTimeMs / 1000), size: resources.nodes * resources.cpusPerNode, estimate: Math.max(1, limit),
-      user: 0, queue: 0, partition: 0, priority: partition.priority + this.interactiveBoost(spec), resources, ...(window === undefined ? {} : { window }), ...deadline,
+      user: 0, queue: 0, partition: 0, priority: partition.priority + this.interactiveBoost(spec) - niceShare(spec), resources, ...(window === undefined ? {} : { window }), ...deadline,
     };
   }
 
@@ -667,6 +701,24 @@ export class ControllerEngine {
       throw new SubmitRefused([`the job gives no time limit and partition ${partition.name} has no default_time: give one (--time, e.g. 30 for 30 minutes; timeLimitSeconds in the API)`]);
     }
     return { ...spec, timeLimitSeconds: fallback };
+  }
+
+  /**
+   * sbatch --test-only: the checks of a submission, then where the plan would start the job if it were
+   * submitted now. Nothing is stored. Throws SubmitRefused as `submit` does.
+   */
+  testOnly(spec: JobSpec, uid?: number): { startMs: number | null; nodes: readonly string[]; processors: number; partition: string } {
+    const reasons = this.refusals(spec);
+    if (reasons.length > 0) throw new SubmitRefused(reasons);
+    const completed = this.complete(spec);
+    const request = this.coreRequest(this.draftRecord(completed, DRAFT_ID, uid, undefined));
+    const slot = this.scheduler.probe(request, this.nowSeconds());
+    return { startMs: slot === undefined ? null : slot.start * 1000, nodes: slot?.nodes ?? [], processors: request.size, partition: this.partitionOf(completed).name };
+  }
+
+  /** The id the next submitted job will get. */
+  nextJobId(): number {
+    return this.store.nextJobId();
   }
 
   /** Why this cluster cannot take the job (empty: it can). */
@@ -1082,10 +1134,12 @@ export class ControllerEngine {
       started.push(job.id);
       const stored = withArrayEnvironment(this.specOf(record), record, (task) => this.store.job(task as JobId));
       // --mem 0 (all of each node's memory): the agent limits the job to what was reserved for it on each node.
-      const spec = stored.memoryMiB === 0 && job.resources ? { ...stored, memoryMiB: job.resources.memoryMiBPerNode } : stored;
+      // --mem-per-cpu likewise: the job is limited to what it reserved on each node.
+      const spec = (stored.memoryMiB === 0 || stored.memPerCpuMiB !== undefined || stored.exclusive === true) && job.resources ? { ...stored, memoryMiB: job.resources.memoryMiBPerNode } : stored;
       const order: StartOrder = {
         jobId: job.id, run: record.requeueCount, user: record.user, uid: (spec as { [SUBMIT_UID]?: number })[SUBMIT_UID], name: record.name, nodes, cpusOnNode: job.resources?.cpusPerNode ?? job.size, spec,
         warnSignal: spec.signal ?? this.config.warnSignal, killGraceSeconds: this.config.killGraceSeconds,
+        partition: spec.partition ?? this.config.defaultPartition,
         ...this.checkpointOrder(record),
         ...(spec.interactive === undefined ? {} : { interactive: this.interactiveSession() }),
         ...arrayOrder(record),

@@ -65,6 +65,10 @@ export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
     deadline: iso(spec.deadline?.atMs),
     guaranteed: deadlineGuaranteed(record),
     ...(task === undefined ? {} : { arrayJobId: task.jobId, arrayTaskId: task.taskId }),
+    ...(spec.account === undefined ? {} : { account: spec.account }),
+    ...(spec.comment === undefined ? {} : { comment: spec.comment }),
+    ...(spec.mailType === undefined ? {} : { mailType: [...spec.mailType] }),
+    ...(spec.mailUser === undefined ? {} : { mailUser: spec.mailUser }),
   };
 }
 

@@ -233,6 +233,35 @@ export class Scheduler {
     return next;
   }
 
+  /**
+   * sbatch --test-only: where the job would be planned if it joined the queue
+   * now (behind the jobs of its priority), on the plan of the running jobs and
+   * the queue ahead of it. Pure what-if: nothing changes. Undefined: no node
+   * plans (batch policies), or the nodes that count cannot hold it now.
+   */
+  probe(job: JobRequest, now: Seconds): { start: Seconds; nodes: readonly string[] } | undefined {
+    const policy = this.nodePolicy;
+    if (!policy) return undefined;
+    const planner = policy.orderPlanner(this.state, now);
+    const queue = [...this.state.queue];
+    let at = queue.length;
+    while (at > 0 && (queue[at - 1].job.priority ?? 0) < (job.priority ?? 0)) at--;
+    queue.splice(at, 0, { job } as QueueEntry);
+    const plan = planner.fresh();
+    let last = now;
+    for (const entry of policy.mode === 'conservative' ? bestEffortAhead(queue) : fifoOrder(queue)) {
+      const slot = planner.earliest(plan, entry.job, planner.inOrder ? last : now);
+      if (entry.job.id === job.id) return slot;
+      if (slot === undefined) {
+        if (planner.inOrder && entry.job.window === undefined) return undefined; // fcfs: nothing passes it
+        continue;
+      }
+      planner.hold(plan, entry.job, slot.start, slot.nodes);
+      last = slot.start;
+    }
+    return undefined;
+  }
+
   // --- deadlines ------------------------------------------------------------
 
   private deadlinesSeen = false;

@@ -30,6 +30,7 @@ export type Rejection = { readonly message: string } & (
   | { readonly kind: 'cpus-per-node'; readonly requested: number; readonly largest: number; readonly partition?: string }
   | { readonly kind: 'too-few-suitable-nodes'; readonly partition: string; readonly requestedNodes: number; readonly suitableNodes: number }
   | { readonly kind: 'too-many-tasks'; readonly partition: string; readonly requestedTasks: number; readonly maxTasks: number }
+  | { readonly kind: 'no-such-node'; readonly option: '--nodelist' | '--exclude'; readonly nodes: readonly string[] }
 );
 
 /** Nodes a partition gives one job: its nodes, capped by its MaxNodes. */
@@ -167,7 +168,13 @@ function maxEvenTasks(cpusPerTask: number, suitable: readonly ClusterNodeShape[]
 
 /** The nodes of a partition that could take the job, whatever else runs: features, CPUs per task, memory. */
 export function suitableNodes(spec: JobSpec, nodes: readonly ClusterNodeShape[]): ClusterNodeShape[] {
-  return nodes.filter((node) => hasFeatures(spec, node) && node.cpus >= spec.cpusPerTask && node.memoryMiB >= (spec.memoryMiB ?? 0));
+  return nodes.filter((node) => hasFeatures(spec, node) && node.cpus >= spec.cpusPerTask && node.memoryMiB >= (spec.memoryMiB ?? 0)
+    && nodeAllowed(spec, node.name));
+}
+
+/** --nodelist (only these) and --exclude (never these). */
+export function nodeAllowed(spec: Pick<JobSpec, 'nodelist' | 'exclude'>, name: string): boolean {
+  return (spec.nodelist === undefined || spec.nodelist.includes(name)) && !(spec.exclude?.includes(name) ?? false);
 }
 
 /** Every reason the cluster could never run the job; empty when it is acceptable. */
@@ -202,6 +209,12 @@ export function validateAgainstCluster(spec: JobSpec, cluster: ClusterShape): Re
       kind: 'larger-than-any-partition', requestedNodes: spec.nodes.min, largestNodes,
       message: `larger than any partition: the job needs at least ${plural(spec.nodes.min, 'node')}, the largest partition${largest === undefined ? '' : ` (${largest})`} takes ${largestNodes}`,
     });
+  }
+  for (const option of ['--nodelist', '--exclude'] as const) {
+    const unknown = (option === '--nodelist' ? spec.nodelist : spec.exclude)?.filter((name) => !nodeNames.has(name)) ?? [];
+    if (unknown.length > 0) {
+      rejections.push({ kind: 'no-such-node', option, nodes: unknown, message: `${option}: no node named ${unknown.join(', ')} in this cluster (name nodes as \`taras nodes\` lists them)` });
+    }
   }
   rejections.push(...perNodeRejections(spec, cluster.nodes));
   if (partition !== undefined) rejections.push(...partitionRejections(spec, cluster, partition, rejections));

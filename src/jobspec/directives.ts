@@ -1,13 +1,18 @@
-// #TARAS directive lines of a batch script, read the way sbatch reads #SBATCH:
-// only in the leading block of comments and blank lines (the first command
-// ends it), `#TARAS` at the start of the line, words split on blanks with
-// quotes and backslashes, and an unquoted # starting a comment.
+// #TARAS and #SBATCH directive lines of a batch script, read the way sbatch
+// reads #SBATCH: only in the leading block of comments and blank lines (the
+// first command ends it), the prefix at the start of the line, words split on
+// blanks with quotes and backslashes, and an unquoted # starting a comment.
+// Both prefixes take the same options; #TARAS wins over #SBATCH for the same
+// option, whatever the order of the lines, so an unchanged Slurm script runs
+// and a #TARAS line can adjust it.
 
 import { LayerBuilder } from './layer.js';
 import { optionByLong, optionByShort, unknownOptionMessage } from './options.js';
 import type { Parsed, SpecLayer } from './types.js';
 
 export const DIRECTIVE = '#TARAS';
+/** Slurm's prefix, read exactly like #TARAS (which wins for the same option). */
+export const SBATCH_DIRECTIVE = '#SBATCH';
 
 /** Splits the text after #TARAS into words as sbatch does, or names the unmatched quote. */
 export function splitDirectiveWords(text: string): string[] | { unmatchedQuote: string } {
@@ -43,13 +48,13 @@ export function splitDirectiveWords(text: string): string[] | { unmatchedQuote: 
  * Reads options from words: `--opt=value`, `--opt value`, `-X value`, `-Xvalue`.
  * Every word must be an option or its value.
  */
-function applyWords(builder: LayerBuilder, words: readonly string[], file: string, line: number): void {
+function applyWords(builder: LayerBuilder, words: readonly string[], file: string, line: number, prefix: string): void {
   for (let i = 0; i < words.length; i++) {
     const word = words[i];
     const long = /^--([^=]+)(?:=(.*))?$/s.exec(word);
     const short = long === null ? /^-([A-Za-z])(.*)$/s.exec(word) : null;
     if (long === null && short === null) {
-      builder.error({ file, line }, `'${word}' is not an option: a ${DIRECTIVE} line holds options such as --time=10`);
+      builder.error({ file, line }, `'${word}' is not an option: a ${prefix} line holds options such as --time=10`);
       continue;
     }
     const written = long !== null ? `--${long[1]}` : `-${short![1]}`;
@@ -62,7 +67,7 @@ function applyWords(builder: LayerBuilder, words: readonly string[], file: strin
       continue;
     }
     let raw = long !== null ? long[2] : short![2] === '' ? undefined : short![2];
-    if (raw === undefined && option.switchValue === undefined && i + 1 < words.length) raw = words[++i];
+    if (raw === undefined && option.switchValue === undefined && option.optionalValue === undefined && i + 1 < words.length) raw = words[++i];
     builder.apply(option, raw, { source: 'directive', file, line, option: written });
   }
 }
@@ -84,22 +89,44 @@ export function parseDirectives(scriptText: string, file = 'script'): Parsed<Spe
   if (!lines[0].startsWith('#!')) {
     builder.error({ file, line: 1 }, 'a batch script must start with #! and an interpreter, e.g. #!/bin/bash');
   }
+  // #SBATCH lines build their own layer, laid under the #TARAS one: #TARAS wins whatever the line order.
+  const sbatch = new LayerBuilder('directive');
   let firstCommand: number | undefined;
   for (const [index, text] of lines.entries()) {
     const line = index + 1;
-    const isDirective = text.startsWith(DIRECTIVE) && (text.length === DIRECTIVE.length || /\s/.test(text[DIRECTIVE.length]));
-    if (!isDirective) {
+    const prefix = [DIRECTIVE, SBATCH_DIRECTIVE].find((p) => text.startsWith(p) && (text.length === p.length || /\s/.test(text[p.length])));
+    if (prefix === undefined) {
       const trimmed = text.trim();
       if (firstCommand === undefined && trimmed !== '' && !trimmed.startsWith('#')) firstCommand = line;
       continue;
     }
     if (firstCommand !== undefined) {
-      builder.warn({ file, line }, `ignored: ${DIRECTIVE} lines after the first command (line ${firstCommand}) are not read, as sbatch does; move it above line ${firstCommand}`);
+      builder.warn({ file, line }, `ignored: ${prefix} lines after the first command (line ${firstCommand}) are not read, as sbatch does; move it above line ${firstCommand}`);
       continue;
     }
-    const words = splitDirectiveWords(text.slice(DIRECTIVE.length));
-    if (!Array.isArray(words)) builder.error({ file, line }, `unmatched ${words.unmatchedQuote} quote`);
-    else applyWords(builder, words, file, line);
+    const target = prefix === DIRECTIVE ? builder : sbatch;
+    const words = splitDirectiveWords(text.slice(prefix.length));
+    if (!Array.isArray(words)) target.error({ file, line }, `unmatched ${words.unmatchedQuote} quote`);
+    else applyWords(target, words, file, line, prefix);
   }
-  return builder.result();
+  return underlay(sbatch.result(), builder.result());
+}
+
+/** `lower`'s values where `upper` has none for the same item; the errors and warnings of both, in line order. */
+function underlay(lower: Parsed<SpecLayer>, upper: Parsed<SpecLayer>): Parsed<SpecLayer> {
+  const byLine = (a: { line?: number }, b: { line?: number }) => (a.line ?? 0) - (b.line ?? 0);
+  const warnings = [...lower.warnings, ...upper.warnings].sort(byLine);
+  if (!lower.ok || !upper.ok) {
+    const errors = [...(lower.ok ? [] : lower.errors), ...(upper.ok ? [] : upper.errors)].sort(byLine);
+    return { ok: false, errors, warnings };
+  }
+  return {
+    ok: true,
+    value: {
+      source: 'directive',
+      values: { ...lower.value.values, ...upper.value.values },
+      origins: { ...lower.value.origins, ...upper.value.origins },
+    },
+    warnings,
+  };
 }

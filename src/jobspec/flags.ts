@@ -33,6 +33,8 @@ export function parseFlagValues(
       // a string is an error (switches take no value); `requeue: false` chose --no-requeue above
       if (typeof value === 'string') builder.apply(option, value, { source: 'flag', option: written });
       else if (value || key === 'requeue') builder.apply(option, undefined, { source: 'flag', option: written });
+    } else if (typeof value === 'boolean' && option.optionalValue !== undefined) {
+      if (value) builder.apply(option, undefined, { source: 'flag', option: written }); // bare --nice
     } else if (typeof value === 'boolean') {
       builder.error({ option: written }, `needs a value: ${option.valueName ?? 'a value'}`);
     } else {

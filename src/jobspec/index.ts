@@ -2,7 +2,7 @@
 // script, an optional job.toml and flags into a checked JobSpec.
 
 export * from './types.js';
-export { parseDirectives, splitDirectiveWords, DIRECTIVE } from './directives.js';
+export { parseDirectives, splitDirectiveWords, DIRECTIVE, SBATCH_DIRECTIVE } from './directives.js';
 export { parseFlagValues } from './flags.js';
 export { parseJobFile, type TomlParser } from './jobfile.js';
 export {

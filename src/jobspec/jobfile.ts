@@ -12,7 +12,7 @@ import type { Parsed, SpecLayer } from './types.js';
 /** Parses TOML text to a plain object; throws on syntax errors (smol-toml's TomlError carries line and column). */
 export type TomlParser = (text: string) => Record<string, unknown>;
 
-const INTEGER_KEYS = new Set(['nodes', 'ntasks', 'cpusPerTask', 'memoryMiB', 'timeLimitSeconds']);
+const INTEGER_KEYS = new Set(['nodes', 'ntasks', 'cpusPerTask', 'memoryMiB', 'timeLimitSeconds', 'ntasksPerNode', 'memPerCpuMiB', 'nice']);
 const ALL_KEYS = [...new Set(JOB_OPTIONS.map((o) => o.tomlKey)), SCRIPT_KEYS.script, SCRIPT_KEYS.scriptArgs];
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -95,6 +95,12 @@ export function parseJobObject(
       const table = value !== null && typeof value === 'object' && !Array.isArray(value);
       const hint = table ? '; job.toml is flat: no [tables] or dotted keys' : suggestion === undefined ? '' : `; did you mean ${suggestion}?`;
       builder.error(where, `unknown key${hint}`);
+      continue;
+    }
+    if (option.switchValue !== undefined) {
+      // parsable = true: the switch; false: as if left out.
+      if (typeof value !== 'boolean') builder.error(where, `expected true or false, got ${describe(value)}`);
+      else if (value) builder.apply(option, undefined, origin);
       continue;
     }
     const { text, problem } = optionText(option, value);

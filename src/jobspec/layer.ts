@@ -25,6 +25,7 @@ export class LayerBuilder {
       else this.error(origin, `takes no value (got '${raw}')`);
       return;
     }
+    raw ??= option.optionalValue;
     if (raw === undefined) {
       this.error(origin, `needs a value: ${option.valueName ?? 'a value'}`);
       return;

@@ -103,6 +103,12 @@ export function promptLayer(answers: { readonly [K in ItemKey]?: string }): Pars
 
 export const DEFAULT_OUTPUT = 'taras-%j.out';
 
+/** The script name of a --wrap job (its default job name too, as Slurm's). */
+export const WRAP_SCRIPT = 'wrap';
+
+/** A --wrap job's script: sh running the command, as sbatch writes it. */
+export const wrapScript = (command: string): string => `#!/bin/sh\n${command}\n`;
+
 export interface BuildContext {
   /** The batch script's text (read by the shell from the merged `script` path). */
   readonly scriptText: string;
@@ -136,6 +142,31 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
   };
 
   let nodes: NodeRange = defaulted('nodes', values.ntasks === undefined || values.ntasks === 1 ? { min: 1 } : { min: 1, max: values.ntasks });
+  // --nodelist: the job runs on all of these nodes, so at least as many (as Slurm raises the node count to them).
+  if (values.nodelist !== undefined && values.nodelist.length > nodes.min) {
+    nodes = nodes.max !== undefined && nodes.max > values.nodelist.length ? { min: values.nodelist.length, max: nodes.max } : { min: values.nodelist.length };
+  }
+  const overlap = values.nodelist?.filter((name) => values.exclude?.includes(name)) ?? [];
+  if (overlap.length > 0) {
+    errors.push({ source: 'request', option: '--exclude', message: `${overlap.join(', ')} is in both --nodelist${where(origins.nodelist)} and --exclude${where(origins.exclude)}: leave it out of one` });
+  }
+  let ntasks = values.ntasks;
+  if (values.ntasksPerNode !== undefined) {
+    // Slurm: without --ntasks, N tasks on each node; with it, at most N on each, so at least ceil(ntasks / N) nodes.
+    if (ntasks === undefined) {
+      ntasks = nodes.min * values.ntasksPerNode;
+      nodes = { min: nodes.min };
+    } else if (Math.ceil(ntasks / values.ntasksPerNode) > nodes.min) {
+      const min = Math.ceil(ntasks / values.ntasksPerNode);
+      nodes = nodes.max !== undefined && nodes.max > min ? { min, max: nodes.max } : { min };
+    }
+  }
+  if (values.memoryMiB !== undefined && values.memPerCpuMiB !== undefined) {
+    errors.push({
+      source: 'request', option: '--mem-per-cpu',
+      message: `--mem${where(origins.memoryMiB)} and --mem-per-cpu${where(origins.memPerCpuMiB)} are mutually exclusive (as in Slurm): give one of them`,
+    });
+  }
   if (values.ntasks !== undefined && values.ntasks < nodes.min) {
     errors.push({
       source: 'request',
@@ -144,6 +175,9 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
     });
   } else if (values.ntasks !== undefined && nodes.max !== undefined && nodes.max > values.ntasks) {
     nodes = values.ntasks === nodes.min ? { min: nodes.min } : { min: nodes.min, max: values.ntasks };
+  }
+  if (values.wrap !== undefined && values.script !== undefined && values.script !== WRAP_SCRIPT) {
+    errors.push({ source: 'request', option: '--wrap', message: `--wrap${where(origins.wrap)} is the whole script: leave out the script ${values.script}${where(origins.script)} (sbatch allows no script with --wrap)` });
   }
   if (values.checkpointDuration === undefined && (values.checkpointInterval !== undefined || values.programClass !== undefined)) {
     const given = values.checkpointInterval !== undefined ? '--checkpoint-interval' : '--program-class';
@@ -164,7 +198,18 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
   const spec: JobSpec = {
     script: { path: script, text: context.scriptText, args: values.scriptArgs ?? [] },
     nodes,
-    ...(values.ntasks === undefined ? {} : { ntasks: values.ntasks }),
+    ...(ntasks === undefined ? {} : { ntasks }),
+    ...(values.ntasksPerNode === undefined ? {} : { ntasksPerNode: values.ntasksPerNode }),
+    ...(values.memPerCpuMiB === undefined ? {} : { memPerCpuMiB: values.memPerCpuMiB }),
+    ...(values.nodelist === undefined ? {} : { nodelist: values.nodelist }),
+    ...(values.exclude === undefined ? {} : { exclude: values.exclude }),
+    ...(values.openMode === undefined ? {} : { openMode: values.openMode }),
+    ...(values.exclusive === true ? { exclusive: true } : {}),
+    ...(values.nice === undefined ? {} : { nice: values.nice }),
+    ...(values.account === undefined ? {} : { account: values.account }),
+    ...(values.comment === undefined ? {} : { comment: values.comment }),
+    ...(values.mailType === undefined ? {} : { mailType: values.mailType }),
+    ...(values.mailUser === undefined ? {} : { mailUser: values.mailUser }),
     cpusPerTask: defaulted('cpusPerTask', 1),
     ...(values.memoryMiB === undefined ? {} : { memoryMiB: values.memoryMiB }),
     timeLimitSeconds: values.timeLimitSeconds!,

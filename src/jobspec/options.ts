@@ -6,10 +6,11 @@
 import { closestWord } from '../config/suggest.js';
 import { MAX_ARRAY_SIZE_LIMIT, parseArraySpec } from './array.js';
 import { checkPattern } from './pattern.js';
+import { unsupportedOptionMessage } from './unsupported.js';
 import type { ItemKey, JobValues } from './types.js';
 import {
-  parseBeginText, parseCheckpointTime, parseDependencyText, parseConstraint, parseCount, parseDeadlinePolicy, parseDeadlineText, parseExport, parseMemory, parseNodes, parsePartition, parseReservationName, parseSignal,
-  parseText, parseTime,
+  parseBeginText, parseCheckpointTime, parseConstraint, parseCount, parseDeadlinePolicy, parseDeadlineText, parseDependencyText, parseExport, parseMailType, parseMemory, parseNodeNames, parseNodes,
+  parseNice, parseOpenMode, parsePartition, DEFAULT_NICE, parseReservationName, parseSignal, parseText, parseTime,
   type ValueResult,
 } from './values.js';
 
@@ -25,6 +26,8 @@ export interface JobOption<K extends ItemKey = ItemKey> {
   readonly label: string;
   /** What the value looks like, for `--help` and prompts; absent for switches. */
   readonly valueName?: string;
+  /** An optional value (sbatch's `--nice[=N]`): given only attached (`--nice=5`); bare, this is the value. */
+  readonly optionalValue?: string;
   /** Switches (`--requeue`) take no value and set this. */
   readonly switchValue?: JobValues[K];
   readonly parse: (raw: string) => ValueResult<JobValues[K]>;
@@ -68,6 +71,20 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'hold', long: 'hold', short: 'H', tomlKey: 'hold', label: 'Held', switchValue: true, parse: noValue }),
   option({ key: 'begin', long: 'begin', short: 'b', tomlKey: 'begin', label: 'Begin', valueName: 'TIME', parse: parseBeginText }),
   option({ key: 'dependency', long: 'dependency', short: 'd', tomlKey: 'dependency', label: 'Dependency', valueName: 'TYPE:ID[:ID],...', parse: parseDependencyText }),
+  option({ key: 'ntasksPerNode', long: 'ntasks-per-node', tomlKey: 'ntasks_per_node', label: 'Tasks per node', valueName: 'N', parse: parseCount }),
+  option({ key: 'memPerCpuMiB', long: 'mem-per-cpu', tomlKey: 'mem_per_cpu', label: 'Memory per CPU', valueName: 'SIZE[K|M|G|T]', parse: parseMemory }),
+  option({ key: 'nodelist', long: 'nodelist', short: 'w', tomlKey: 'nodelist', label: 'Nodes to use', valueName: 'HOSTLIST', parse: parseNodeNames }),
+  option({ key: 'exclude', long: 'exclude', short: 'x', tomlKey: 'exclude', label: 'Nodes not to use', valueName: 'HOSTLIST', parse: parseNodeNames }),
+  option({ key: 'openMode', long: 'open-mode', tomlKey: 'open_mode', label: 'Open mode', valueName: 'append|truncate', parse: parseOpenMode }),
+  option({ key: 'account', long: 'account', short: 'A', tomlKey: 'account', label: 'Account', valueName: 'NAME', parse: parseText }),
+  option({ key: 'comment', long: 'comment', tomlKey: 'comment', label: 'Comment', valueName: 'TEXT', parse: parseText }),
+  option({ key: 'mailType', long: 'mail-type', tomlKey: 'mail_type', label: 'Mail type', valueName: 'TYPE[,TYPE...]', parse: parseMailType }),
+  option({ key: 'mailUser', long: 'mail-user', tomlKey: 'mail_user', label: 'Mail user', valueName: 'ADDRESS', parse: parseText }),
+  option({ key: 'wrap', long: 'wrap', tomlKey: 'wrap', label: 'Command', valueName: 'COMMAND', parse: parseText }),
+  option({ key: 'exclusive', long: 'exclusive', tomlKey: 'exclusive', label: 'Exclusive', switchValue: true, parse: noValue }),
+  option({ key: 'nice', long: 'nice', tomlKey: 'nice', label: 'Nice', valueName: 'N', optionalValue: String(DEFAULT_NICE), parse: parseNice }),
+  option({ key: 'testOnly', long: 'test-only', tomlKey: 'test_only', label: 'Test only', switchValue: true, parse: noValue }),
+  option({ key: 'parsable', long: 'parsable', tomlKey: 'parsable', label: 'Parsable', switchValue: true, parse: noValue }),
 ];
 
 /** Items that only job.toml and the command line give (the script is the command's operand). */
@@ -86,24 +103,12 @@ export function optionForKey(key: ItemKey): JobOption | undefined {
   return JOB_OPTIONS.find((o) => o.key === key);
 }
 
-/**
- * sbatch options Taras does not take (yet), so a Slurm script gets "not supported"
- * rather than "unknown". Long names, then short letters.
- */
-const UNSUPPORTED_LONG = [
-  'account', 'comment', 'exclude', 'exclusive', 'get-user-env', 'gpus',
-  'gres', 'input', 'licenses', 'mail-type', 'mail-user', 'mem-per-cpu', 'mem-per-gpu', 'nice', 'nodelist',
-  'ntasks-per-node', 'open-mode', 'oversubscribe', 'priority', 'qos', 'time-min', 'wait', 'wrap',
-];
-const UNSUPPORTED_SHORT = ['A', 'x', 'w', 'G', 'i', 'L', 'q', 's', 'W'];
-
 /** The message (shown after the option) for one not in the table: an unsupported sbatch option, or unknown with a did-you-mean. */
 export function unknownOptionMessage(written: string): string {
   const long = written.startsWith('--');
   const name = written.replace(/^--?/, '');
-  if (long ? UNSUPPORTED_LONG.includes(name) : UNSUPPORTED_SHORT.includes(name)) {
-    return 'an sbatch option that Taras does not support';
-  }
+  const unsupported = unsupportedOptionMessage(written);
+  if (unsupported !== undefined) return unsupported;
   // A single letter is one edit from every other, so short options only suggest a case slip (-j for -J).
   const suggestion = long
     ? closestWord(name, JOB_OPTIONS.map((o) => o.long), { acceptPrefix: true })

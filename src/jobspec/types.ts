@@ -40,6 +40,9 @@ export interface Constraint {
   readonly anyOf: readonly (readonly string[])[];
 }
 
+export const OPEN_MODES = ['append', 'truncate'] as const;
+export type OpenMode = (typeof OPEN_MODES)[number];
+
 /** sbatch's `--signal=[B:]SIG[@TIME]` (shared with cluster.toml's warn_signal). */
 export type { WarnSignal };
 
@@ -90,6 +93,27 @@ export interface JobValues {
   readonly dependency: DependencySpec;
   /** sbatch's --array: the task ids and the %N throttle. */
   readonly array: ArrayTasks;
+  /** sbatch --ntasks-per-node: tasks on each node (sets --ntasks to nodes x N when --ntasks is not given). */
+  readonly ntasksPerNode: number;
+  /** sbatch --mem-per-cpu in MiB: memory per node is this times the job's CPUs on the node (not with --mem). */
+  readonly memPerCpuMiB: number;
+  /** sbatch --nodelist/-w: the nodes to run on (expanded host list); --exclude/-x: nodes never to run on. */
+  readonly nodelist: readonly string[];
+  readonly exclude: readonly string[];
+  /** sbatch --open-mode: whether output files are appended to or truncated. */
+  readonly openMode: OpenMode;
+  /** sbatch --exclusive: whole nodes (all their CPUs and memory). */
+  readonly exclusive: boolean;
+  /** sbatch --nice[=N] (bare: 100): lower priority within the partition; negative: administrators only. */
+  readonly nice: number;
+  /** sbatch --account, --comment, --mail-type (BEGIN, END, FAIL, ...), --mail-user: stored and shown by `taras show`. */
+  readonly account: string; readonly comment: string; readonly mailType: readonly string[]; readonly mailUser: string;
+  /** sbatch --wrap: the command that is the whole script (`#!/bin/sh` and it); no script operand with it. */
+  readonly wrap: string;
+  /** sbatch --parsable: print only the job id. Not part of the request. */
+  readonly parsable: boolean;
+  /** sbatch --test-only: check the job and say when it would start; nothing is submitted. Not part of the request. */
+  readonly testOnly: boolean;
   /** The batch script's path as given (command operand or job.toml `script`). */
   readonly script: string;
   readonly scriptArgs: readonly string[];
@@ -154,6 +178,24 @@ export interface JobSpec {
   readonly requeue: boolean;
   /** Absent: no warning signal before the time limit, unless cluster.toml's warn_signal sets one. */
   readonly signal?: WarnSignal;
+  readonly ntasksPerNode?: number;
+  /** --mem-per-cpu in MiB (memoryMiB absent): the controller reserves this times the job's CPUs on each node. */
+  readonly memPerCpuMiB?: number;
+  /** Only these nodes (--nodelist), never these (--exclude): node names. */
+  readonly nodelist?: readonly string[];
+  readonly exclude?: readonly string[];
+  /** Absent: the agent's default (append). */
+  readonly openMode?: OpenMode;
+  /** --exclusive: the job gets whole nodes, all their CPUs and memory (the controller picks nodes of one shape). */
+  readonly exclusive?: boolean;
+  /** --nice: behind the jobs of its partition with a smaller value (0 when absent); a negative value needs an administrator. */
+  readonly nice?: number;
+  readonly account?: string;
+  readonly comment?: string;
+  readonly mailType?: readonly string[];
+  readonly mailUser?: string;
+  /** The host the job was submitted from (SLURM_SUBMIT_HOST); the CLI adds it, outside buildJobSpec. */
+  readonly submitHost?: string;
   /** The submitter's umask (0..0o777): new output files get 0666 & ~umask. Absent: 0o022. */
   readonly umask?: number;
   /** Runs only in this advance reservation, on its nodes and within its time (Slurm's --reservation). */

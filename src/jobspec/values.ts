@@ -4,8 +4,9 @@
 
 import { parseDependency, type DependencySpec } from './dependency.js';
 import { RESERVATION_NAME, RESERVATION_NAME_RULE } from '../api/types.js';
+import { describeHostlistProblem, parseHostlist } from '../config/hostlist.js';
 import { parseDuration, parseMemoryMiB, parseWarnSignal, SBATCH_DURATION_FORMS } from '../config/units.js';
-import { DEADLINE_POLICIES, type Constraint, type DeadlinePolicy, type ExportSpec, type ExportVariable, type NodeRange, type TimeLimit, type WarnSignal } from './types.js';
+import { DEADLINE_POLICIES, OPEN_MODES, type OpenMode, type Constraint, type DeadlinePolicy, type ExportSpec, type ExportVariable, type NodeRange, type TimeLimit, type WarnSignal } from './types.js';
 
 export type ValueResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly message: string };
 
@@ -164,6 +165,45 @@ export function parseConstraint(raw: string): ValueResult<Constraint> {
     if (!FEATURE.test(feature)) return bad(raw, `features joined by & (and) or | (or): '${feature}' is not a feature name`);
   }
   return ok({ text, anyOf });
+}
+
+/** sbatch --nodelist / --exclude: host lists as Slurm writes them (`node[01-04],gpu1`), expanded. */
+export function parseNodeNames(raw: string): ValueResult<readonly string[]> {
+  const parsed = parseHostlist(raw.trim(), 10_000);
+  if (!parsed.ok) return bad(raw, `node names or a host list such as node[01-04],gpu1 (${describeHostlistProblem(parsed.problem)})`);
+  if (parsed.names.length === 0) return bad(raw, 'at least one node name, or a host list such as node[01-04]');
+  return ok([...new Set(parsed.names)]);
+}
+
+/** The largest --nice adjustment either way (Slurm's is 2147483645; the controller keeps it under one partition tier). */
+export const MAX_NICE = 10_000;
+/** A bare --nice, as sbatch's. */
+export const DEFAULT_NICE = 100;
+
+/** sbatch --nice=N: a whole number from -10000 to 10000 (negative: administrators only, checked by the controller). */
+export function parseNice(raw: string): ValueResult<number> {
+  const text = raw.trim();
+  const value = /^[+-]?\d+$/.test(text) ? Number(text) : NaN;
+  return Number.isSafeInteger(value) && Math.abs(value) <= MAX_NICE ? ok(value) : bad(raw, `a whole number from -${MAX_NICE} to ${MAX_NICE} (higher: later; negative: administrators only)`);
+}
+
+/** sbatch --open-mode: append or truncate. */
+export function parseOpenMode(raw: string): ValueResult<OpenMode> {
+  const text = raw.trim().toLowerCase();
+  return (OPEN_MODES as readonly string[]).includes(text) ? ok(text as OpenMode) : bad(raw, 'append or truncate');
+}
+
+/** sbatch --mail-type's events (Slurm's list). */
+export const MAIL_TYPES = [
+  'NONE', 'BEGIN', 'END', 'FAIL', 'REQUEUE', 'ALL', 'INVALID_DEPEND', 'STAGE_OUT', 'TIME_LIMIT', 'TIME_LIMIT_90', 'TIME_LIMIT_80', 'TIME_LIMIT_50', 'ARRAY_TASKS',
+] as const;
+
+/** sbatch --mail-type=TYPE[,TYPE...]: Slurm's event names, any case. */
+export function parseMailType(raw: string): ValueResult<readonly string[]> {
+  const types = raw.split(',').map((item) => item.trim().toUpperCase());
+  const wrong = types.find((type) => !(MAIL_TYPES as readonly string[]).includes(type));
+  if (wrong !== undefined) return bad(raw, `mail types separated by commas: ${MAIL_TYPES.join(', ')}${wrong === '' ? '' : ` ('${wrong}' is not one)`}`);
+  return ok([...new Set(types)]);
 }
 
 /** sbatch --signal=[B:]SIG[@TIME] (see src/config/units.ts, which cluster.toml's warn_signal shares). */

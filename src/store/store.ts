@@ -259,6 +259,12 @@ export class Store {
     return this.appendMany([{ jobId, event }], atMs)[0];
   }
 
+  /** The id the next job will get (AUTOINCREMENT's sequence + 1): what sbatch --test-only names. */
+  nextJobId(): number {
+    const row = this.db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'jobs'").get() as { seq: number } | undefined;
+    return (row?.seq ?? 0) + 1;
+  }
+
   job(id: JobId): JobRecord | undefined {
     const row = this.selectJob.get(id) as JoinedJobRow | undefined;
     return row === undefined ? undefined : rowToRecord(row);

@@ -79,6 +79,11 @@ export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: strin
     ['Error', terminal !== null ? '(with the output)' : job.stderrPath === job.stdoutPath && job.stderrPath !== null ? '(with the output)' : path(job.stderrPath)],
     ['Requeue', job.requeue ? 'yes, if its node fails' : 'no'],
   );
+  if (job.account !== undefined) rows.push(['Account', printable(job.account)]);
+  if (job.comment !== undefined) rows.push(['Comment', printable(job.comment)]);
+  if (job.mailType !== undefined || job.mailUser !== undefined) {
+    rows.push(['Mail', `${printable((job.mailType ?? ['NONE']).join(','))} to ${printable(job.mailUser ?? job.user)} (stored only: Taras sends no mail)`]);
+  }
   if (job.deadline !== null) rows.push(['Deadline', `${at(job.deadline)}, ${job.guaranteed ? 'guaranteed' : 'not guaranteed'} (a priority job)`]);
   // A task of a job array: its Slurm name too (12_3).
   const title = job.arrayJobId === undefined ? `Job ${job.id}` : `Job ${job.id} (task ${job.arrayJobId}_${job.arrayTaskId} of array ${job.arrayJobId})`;
