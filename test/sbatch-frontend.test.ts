@@ -384,8 +384,8 @@ describe('the README\'s table of sbatch options', () => {
     writeFileSync(join(work, 'u.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH --qos=high\ntrue\n');
     const flag = cli('submit', '--gres=gpu:1', '-t', '1', '--wrap', 'true');
     assert.deepEqual([flag.code, flag.stderr], [2, 'error: --gres: not supported by Taras (see README: sbatch options)\n']);
-    const short = cli('submit', '-H', 'u.sh');
-    assert.deepEqual([short.code, short.stderr], [2, 'error: -H: not supported by Taras (see README: sbatch options)\n']);
+    const short = cli('submit', '-q', 'high', 'u.sh');
+    assert.deepEqual([short.code, short.stderr], [2, 'error: -q: not supported by Taras (see README: sbatch options)\n']);
     const line = cli('submit', 'u.sh');
     assert.deepEqual([line.code, line.stderr], [2, 'error: u.sh:3: --qos: not supported by Taras (see README: sbatch options)\n']);
   });

@@ -241,7 +241,7 @@ describe('Slurm commands on a real cluster', () => {
     assert.equal(slurm('squeue', '-h', '-o', '%i %t').stdout, `${ids[2]} PD\n${ids[3]} PD\n${ids[0]} R\n${ids[1]} R\n`);
   });
 
-  it('scancel: silent on success, Slurm\'s error for a job that is not there; filters pick jobs', () => {
+  it('scancel: silent on success, Slurm\'s error for a job that is not there; filters pick jobs', async () => {
     const run = slurm('scancel', String(ids[3]));
     assert.equal(run.code, 0, run.stderr);
     assert.equal(run.stdout + run.stderr, '');
@@ -254,6 +254,12 @@ describe('Slurm commands on a real cluster', () => {
     assert.equal(slurm('scancel', '--me', '-t', 'PD').code, 0);
     assert.equal(slurm('squeue', '-h', '-o', '%i %t').stdout, `${ids[0]} R\n${ids[1]} R\n`);
     assert.equal(slurm('scancel', '-u', 'root', '-n', 'first,second').code, 0);
-    assert.equal(slurm('squeue', '-h', '-t', 'PD,R', '-o', '%i').stdout, '');
+    // A running job ends once its processes are gone (the cancel is a SIGTERM): a moment later.
+    let left = slurm('squeue', '-h', '-t', 'PD,R', '-o', '%i').stdout;
+    for (let i = 0; i < 50 && left !== ''; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      left = slurm('squeue', '-h', '-t', 'PD,R', '-o', '%i').stdout;
+    }
+    assert.equal(left, '');
   });
 });
