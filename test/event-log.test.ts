@@ -56,7 +56,7 @@ describe('event log', () => {
     const job = { user: 'ada', name: 'x', partition: 'batch', scriptPath: null, script: '', request: { timeLimitSeconds: 60 } } as const;
     for (let i = 1; i <= 40; i++) {
       const record = { ...job, id: jobId(i), state: 'PENDING', held: false, reason: null, submitTimeMs: i, eligibleTimeMs: i, startTimeMs: null, endTimeMs: null,
-        exitCode: null, nodes: [], plannedStartMs: null, reservedNodes: [], requeueCount: 0, usage: null, exitSignal: null, lastSeq: 1 } as const;
+        exitCode: null, nodes: [], plannedStartMs: null, reservedNodes: [], requeueCount: 0, usage: null, exitSignal: null, queuePlace: null, amended: null, lastSeq: 1 } as const;
       log.onJobEvent({ jobId: jobId(i), seq: 1, timeMs: i, event: { type: 'submitted', ...job } }, record);
     }
     log.record('error', { error: 'boom' });

@@ -8,12 +8,14 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { killHard, startDaemon, withController } from './daemon-process.js';
+import { runAs } from './auth-helpers.js';
+import { createTestUser, notRootReason, removeTestUsers } from './unix-users.js';
 import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type JobReport } from '../src/controller/engine.js';
 import { apiJob } from '../src/controller/views.js';
@@ -26,6 +28,7 @@ const work = mkdtempSync(join(tmpdir(), 'taras-queue-control-'));
 const started: ChildProcess[] = [];
 after(async () => {
   for (const child of started) await killHard(child);
+  if (!notRootReason) removeTestUsers();
   rmSync(work, { recursive: true, force: true });
 });
 let files = 0;
@@ -188,6 +191,102 @@ describe('queue control in the controller engine', () => {
   });
 });
 
+/** The message of the SubmitRefused that `fn` throws. */
+const refusal = (fn: () => unknown): string => {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof SubmitRefused, String(error));
+    return error.message;
+  }
+  assert.fail('not refused');
+};
+
+describe('taras move and update in the controller engine', () => {
+  for (const policy of ['easy', 'conservative'] as const) {
+    it(`${policy}: a user moves their job back only; an administrator anywhere; the order survives a restart`, () => {
+      const first = setup({ policy });
+      const { engine, advance, store, path } = first;
+      const [running] = engine.submit([{ user: 'root', spec: spec(60) }]);
+      const [a, b, c] = engine.submit([{ user: 'alice', spec: spec(10) }, { user: 'bob', spec: spec(10) }, { user: 'carol', spec: spec(10) }]);
+      assert.deepEqual(engine.schedule(), [running]);
+      const starts = (e: ControllerEngine = engine) => [a, b, c].map((id) => (e.plannedStartMs(id)! - NOW) / 60_000);
+      assert.deepEqual(starts(), [60, 70, 80]);
+
+      const moved = engine.move(a, c, 'alice', false);
+      assert.deepEqual([moved.beforeMs, moved.thenMs], [NOW + 60 * 60_000, NOW + 80 * 60_000]);
+      assert.deepEqual(moved.warnings, []);
+      advance(NOW + 1000);
+      assert.deepEqual(starts(), [80, 60, 70], 'a waits behind c; b and c move up');
+      assert.deepEqual(store.job(a)!.queuePlace, { key: c + 1, priority: 1 }, 'behind c, the last: its key and partition tier');
+      assert.match(refusal(() => engine.move(a, 0, 'alice', false)), new RegExp(`^job ${a} can only be moved further back in the queue .*An administrator can move it forward$`));
+      assert.match(refusal(() => engine.move(a, b, 'alice', false)), /can only be moved further back/);
+      assert.equal(refusal(() => engine.move(b, c, 'alice', false)), `job ${b} belongs to bob; only they or an administrator can move it`);
+      assert.equal(refusal(() => engine.move(c, running, 'root', true)), `job ${running} is RUNNING: a job can only be moved after a pending job (or 0: the front)`);
+      assert.match(refusal(() => engine.move(c, 4242, 'root', true)), /^there is no job 4242: give the id of a pending job/);
+      assert.equal(refusal(() => engine.move(running, 0, 'root', true)), `job ${running} is RUNNING: only pending jobs can be moved in the queue`);
+      assert.equal(refusal(() => engine.move(c, c, 'carol', false)), `job ${c} cannot be moved after itself: give another pending job's id, or 0 for the front`);
+
+      // An administrator moves carol's job to the front.
+      engine.move(c, 0, 'root', true);
+      advance(NOW + 2000);
+      assert.deepEqual(starts(), [80, 70, 60]);
+      assert.ok(store.events(c).some((e) => e.event.type === 'moved' && e.event.after === 0 && e.event.by === 'admin'));
+      // A new job joins the back, behind the moved ones.
+      const [d] = engine.submit([{ user: 'dave', spec: spec(10) }]);
+      advance(NOW + 3000);
+      assert.equal(engine.plannedStartMs(d), NOW + 90 * 60_000);
+      store.close();
+
+      // A restart keeps the order (the store's rows and the log agree).
+      const again = setup({ policy, path, startMs: NOW + 4000, running: [{ jobId: running, run: 0, state: 'RUNNING', exitCode: null, endTimeMs: null }] });
+      again.advance(NOW + 5000);
+      assert.deepEqual(starts(again.engine), [80, 70, 60]);
+      assert.equal(again.engine.plannedStartMs(d), NOW + 90 * 60_000);
+      again.store.close();
+    });
+  }
+
+  it('a held job keeps the place it was moved to; a requeue as new goes behind the jobs queued before it', () => {
+    const { engine, advance, store } = setup({ policy: 'easy' });
+    const [running] = engine.submit([{ user: 'root', spec: spec(60) }]);
+    const [a, b, c] = engine.submit([{ user: 'alice', spec: spec(10) }, { user: 'alice', spec: spec(10) }, { user: 'alice', spec: spec(10) }]);
+    engine.schedule();
+    engine.holdMany([c], 'alice', false);
+    engine.move(c, 0, 'root', true);
+    engine.releaseMany([c], 'alice', false);
+    advance(NOW + 1000);
+    assert.deepEqual([c, a, b].map((id) => (engine.plannedStartMs(id)! - NOW) / 60_000), [60, 70, 80]);
+    assert.equal(store.job(c)!.queuePlace!.key < a, true);
+  });
+
+  it('update: a user lowers the time limit, renames and changes partition; raising the limit is an administrator\'s; checked as a submission', () => {
+    const { engine, advance, store } = setup({ policy: 'easy' });
+    const [running] = engine.submit([{ user: 'root', spec: spec(60) }]);
+    const [a, b] = engine.submit([{ user: 'alice', spec: spec(30) }, { user: 'bob', spec: spec(10) }]);
+    engine.schedule();
+    assert.equal(engine.plannedStartMs(b), NOW + 90 * 60_000);
+    assert.equal(refusal(() => engine.update(a, { timeLimitSeconds: 3600 }, 'alice', false)),
+      `job ${a}: only an administrator can raise a time limit (it is 1800 s); give a lower one, or ask an administrator`);
+    assert.equal(refusal(() => engine.update(a, { timeLimitSeconds: 'UNLIMITED' }, 'alice', false)),
+      `job ${a}: only an administrator can raise a time limit (it is 1800 s); give a lower one, or ask an administrator`);
+    assert.equal(refusal(() => engine.update(a, { name: 'x' }, 'bob', false)), `job ${a} belongs to alice; only they or an administrator can update it`);
+    assert.match(refusal(() => engine.update(a, { partition: 'nope' }, 'alice', false)), new RegExp(`^job ${a} cannot be updated: .*nope`));
+    assert.equal(refusal(() => engine.update(running, { name: 'x' }, 'root', true)), `job ${running} is RUNNING: only pending jobs can be updated`);
+    assert.equal(store.job(a)!.name, 'job', 'nothing stored by a refusal');
+
+    engine.update(a, { timeLimitSeconds: 600, name: 'shorter' }, 'alice', false);
+    advance(NOW + 1000);
+    assert.equal(engine.plannedStartMs(b), NOW + 70 * 60_000, 'the plan follows the lower limit');
+    const updated = store.job(a)!;
+    assert.deepEqual([updated.name, updated.request.timeLimitSeconds], ['shorter', 600]);
+    assert.deepEqual(apiJob(engine, updated).timeLimitSeconds, 600);
+    engine.update(a, { timeLimitSeconds: 7200 }, 'root', true);
+    assert.equal(store.job(a)!.request.timeLimitSeconds, 7200);
+    assert.equal(store.job(a)!.name, 'shorter');
+  });
+});
+
 describe('taras hold / release / submit --hold --begin --dependency with the real controller, agent and CLI', () => {
   it('works as a Slurm user types it', { timeout: 60_000 }, async () => {
     const taras = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'bin/taras.js');
@@ -223,5 +322,79 @@ describe('taras hold / release / submit --hold --begin --dependency with the rea
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /--dependency.*'nope' is not a job id/);
     cli('cancel', String(later));
+  });
+
+  it('taras move, taras update, scontrol update and the h/H/P marks of taras queue; another user is refused', { timeout: 90_000 }, async () => {
+    const taras = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'bin/taras.js');
+    const dir = join(work, 'e2e-move');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'job.sh'), '#!/bin/sh\nsleep 60\n');
+    const data = join(dir, 'data');
+    // One node, so the plan is a line: each job waits for the one before it.
+    writeFileSync(join(dir, 'cluster.toml'), '[cluster]\nname = "mv"\npolicy = "easy"\ndata_dir = "data"\n[[nodes]]\nnames = "node01"\ncpus = 2\nmemory = "4G"\n'
+      + '[[partitions]]\nname = "batch"\nnodes = "ALL"\ndefault = true\n[[partitions]]\nname = "debug"\nnodes = "ALL"\n');
+    const controller = await startDaemon(taras, started, ['controller', '--config', join(dir, 'cluster.toml'), '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, dir);
+    const url = controller.match[1]!;
+    await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '1x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 1 node/, dir);
+    const cli = (...args: string[]) => spawnSync(process.execPath, [taras, ...withController(args, url)], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+    const scontrol = (...args: string[]) => spawnSync(process.execPath, [taras, '--slurm-command', 'scontrol', ...args, '--controller', url], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+    const submit = (...args: string[]) => {
+      const run = cli('submit', '--exclusive', '--json', ...args, 'job.sh');
+      assert.equal(run.status, 0, run.stderr);
+      return (JSON.parse(run.stdout) as { id: number }).id;
+    };
+    const show = (id: number) => JSON.parse(cli('show', String(id), '--json').stdout) as { name: string; timeLimitSeconds: number | null; partition: string; plannedStart: string | null };
+    const running = submit('-t', '10');
+    const [a, b, c] = [submit('-t', '5'), submit('-t', '5'), submit('-t', '5')];
+    const startOf = (id: number) => Date.parse(show(id).plannedStart!);
+    for (let i = 0; i < 50 && show(c).plannedStart === null; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(startOf(a) < startOf(b) && startOf(b) < startOf(c));
+
+    const moved = cli('move', String(a), '--after', String(c));
+    assert.equal(moved.status, 0, moved.stderr);
+    assert.match(moved.stdout, new RegExp(`^job ${a} moved behind job ${c}: planned start .+ -> .+\n$`));
+    assert.ok(startOf(b) < startOf(c) && startOf(c) < startOf(a), 'a now waits behind c');
+    const json = JSON.parse(cli('move', String(c), '--after', '0', '--json').stdout) as { id: number; move: { after: number; warnings: string[] } };
+    assert.deepEqual([json.id, json.move.after, json.move.warnings], [c, 0, []]);
+    assert.ok(startOf(c) < startOf(b), 'root (an administrator) moves c to the front');
+    assert.match(cli('move', String(a), '--after', String(running)).stderr, new RegExp(`job ${running} is RUNNING: a job can only be moved after a pending job`));
+
+    // scontrol update and taras update.
+    assert.equal(scontrol('update', `JobId=${b}`, 'TimeLimit=2', 'JobName=renamed').status, 0);
+    assert.deepEqual([show(b).name, show(b).timeLimitSeconds], ['renamed', 120]);
+    assert.equal(scontrol('update', `jobid=${b}`, 'Partition=debug').status, 0);
+    assert.equal(show(b).partition, 'debug');
+    const updated = cli('update', String(b), '--time', '1:30');
+    assert.equal(updated.stdout, `job ${b} updated: timeLimitSeconds=90\n`);
+    assert.equal(show(b).timeLimitSeconds, 90);
+    const badKey = scontrol('update', `JobId=${b}`, 'NumNodes=3');
+    assert.equal(badKey.status, 1);
+    assert.match(badKey.stderr, /^scontrol: error: update of NumNodes is not supported by Taras: it updates TimeLimit, Partition and JobName of a pending job/);
+    assert.match(scontrol('update', `JobId=${b}`, 'Partition=nope').stderr, /^scontrol: error: job \d+ cannot be updated: .*nope/);
+    assert.match(scontrol('update', `JobId=${running}`, 'TimeLimit=1').stderr, /is RUNNING: only pending jobs can be updated/);
+
+    // Hold marks: h (the user's hold), H (an administrator's), P (paused).
+    // Hold marks: h (the user's hold: -H at submission), H (an administrator's: root's taras hold), P (paused).
+    cli('hold', String(a));
+    cli('pause', String(b));
+    const userHeld = submit('-t', '5', '-H');
+    const queue = cli('queue').stdout.split('\n');
+    const stateOf = (id: number) => queue.find((line) => new RegExp(`^ *${id}  root  `).test(line))?.trim().split(/\s+/)[2];
+    assert.deepEqual([stateOf(a), stateOf(b), stateOf(c), stateOf(running), stateOf(userHeld)], ['PENDING(H)', 'PENDING(P)', 'PENDING', 'RUNNING', 'PENDING(h)'], queue.join('\n'));
+
+    if (!notRootReason) {
+      const alice = createTestUser('move');
+      chmodSync(work, 0o711);
+      chmodSync(dir, 0o711);
+      chmodSync(data, 0o711);
+      const as = (...args: string[]) => runAs(alice, [taras, ...args, '--controller', `unix:${join(data, 'taras.sock')}`]);
+      const refusedMove = await as('move', String(c), '--after', String(a));
+      assert.equal(refusedMove.status, 1);
+      assert.match(refusedMove.stderr, new RegExp(`job ${c} belongs to root; only they or an administrator can move it`));
+      const refusedUpdate = await as('update', String(c), '-J', 'mine');
+      assert.match(refusedUpdate.stderr, new RegExp(`job ${c} belongs to root; only they or an administrator can update it`));
+      assert.equal(show(c).name, 'job.sh');
+    }
+    cli('cancel', String(running), String(a), String(b), String(c), String(userHeld));
   });
 });

@@ -40,7 +40,13 @@ export interface QueueRow {
   deadline?: number | null;
   /** A job array's task: the id shown (`12_3`). */
   label?: string;
+  /** A pending job held back (Argonne's spq): h held by its user, H by an administrator, P paused; absent: not held. */
+  hold?: string;
 }
+
+/** The hold mark of a pending job from its reason (Slurm's JobHeldUser, JobHeldAdmin; Taras's Paused); null: not held. */
+export const holdMark = (reason: string | null | undefined): string | null =>
+  (reason === 'JobHeldUser' ? 'h' : reason === 'JobHeldAdmin' ? 'H' : reason === 'Paused' ? 'P' : null);
 
 /** The letter `taras queue` shows for a job type. */
 export const typeLetter = (type: string | undefined): string => (type === 'priority' ? 'P' : type === 'interactive' ? 'I' : 'N');
@@ -78,6 +84,8 @@ export interface QueueTable {
   deadline?: (number | null)[];
   /** Only when some row is a job array's: the string shown as its id (`12_3`, `12_[4-15%4]` for its pending tasks folded), null for other jobs. */
   label?: (number | null)[];
+  /** Only when some job is held: its mark (index in strings: h, H or P), null for the others. */
+  hold?: (number | null)[];
   /** With long=1 only. */
   long?: {
     cpus: number[];
@@ -141,6 +149,7 @@ export function queueRowOf(job: ApiJob): QueueRow {
     workingDir: job.workingDir ?? undefined,
     type: typeLetter(job.type), deadline: millis(job.deadline ?? null),
     ...(job.arrayJobId === undefined || job.arrayTaskId === undefined ? {} : { label: `${job.arrayJobId}_${job.arrayTaskId}` }),
+    ...(job.state === 'PENDING' && holdMark(job.reason) !== null ? { hold: holdMark(job.reason)! } : {}),
   };
 }
 
@@ -153,7 +162,7 @@ export function packRows(status: ApiClusterStatus, rows: readonly QueueRow[], lo
   const packer = new QueuePacker(status, base, long);
   for (const row of rows) {
     packer.add(row.id, row.user, row.state, row.partition, row.nodes.join(','), row.nodeCount,
-      toOffset(row.start, base), toOffset(row.end, base), toOffset(row.endTime, base), row.name, row.type, toOffset(row.deadline ?? null, base), row.label ?? null);
+      toOffset(row.start, base), toOffset(row.end, base), toOffset(row.endTime, base), row.name, row.type, toOffset(row.deadline ?? null, base), row.label ?? null, row.hold ?? null);
     if (long) packer.addLong(row.cpus ?? 0, row.memoryMiB ?? null, toOffset(row.submit ?? null, base) ?? 0, row.limitSeconds ?? null, row.workingDir ?? '');
   }
   return packer.finish();
@@ -184,6 +193,8 @@ export interface ApiQueue {
     type?: Runs; deadline?: Runs;
     /** Only when some row is a job array's: the id shown (index in strings: `12_3`, `12_[4-15%4]`), null for other jobs. */
     label?: Runs;
+    /** Only when some job is held: its mark (index in strings: h user hold, H administrator hold, P paused), null for the others. */
+    hold?: Runs;
   };
 }
 
@@ -255,6 +266,8 @@ export class QueuePacker {
   private readonly deadline = new RunColumn();
   private readonly label = new RunColumn();
   private labelled = false;
+  private readonly hold = new RunColumn();
+  private holding = false;
   /** Whether a job that is not normal was added: only then do the type and deadline columns travel. */
   private typed = false;
   private readonly long: { cpus: RunColumn; memoryMiB: RunColumn; submit: DifferenceColumn; limitSeconds: RunColumn; workingDir: RunColumn } | null;
@@ -275,7 +288,8 @@ export class QueuePacker {
 
   /** One job; `start`, `end`, `endTime`, `deadline` in seconds after timeBase; `nodes` the allocated nodes joined by commas; `type` its letter (N, P, I). */
   add(id: number, user: string, state: string, partition: string, nodes: string, nodeCount: number,
-    start: number | null, end: number | null, endTime: number | null, name: string, type = 'N', deadline: number | null = null, label: string | null = null): void {
+    start: number | null, end: number | null, endTime: number | null, name: string, type = 'N', deadline: number | null = null, label: string | null = null,
+    hold: string | null = null): void {
     if (type !== 'N' || deadline !== null) this.typed = true;
     this.type.push(Math.max(0, (TYPE_LETTERS as readonly string[]).indexOf(type)));
     this.deadline.push(deadline);
@@ -293,6 +307,8 @@ export class QueuePacker {
     // A job array's row: the id shown (`12_3`, `12_[4-15%4]`).
     if (label !== null) this.labelled = true;
     this.label.push(label === null ? null : this.intern(label));
+    if (hold !== null) this.holding = true;
+    this.hold.push(hold === null ? null : this.intern(hold));
   }
 
 
@@ -316,6 +332,7 @@ export class QueuePacker {
       columns.deadline = this.deadline.runs;
     }
     if (this.labelled) columns.label = this.label.runs;
+    if (this.holding) columns.hold = this.hold.runs;
     if (this.long) {
       columns.cpus = this.long.cpus.runs;
       columns.memoryMiB = this.long.memoryMiB.runs;
@@ -335,7 +352,7 @@ export function packQueue(table: QueueTable): ApiQueue {
   for (let i = 0; i < table.id.length; i++) {
     packer.add(table.id[i], text[table.user[i]], text[table.state[i]], text[table.partition[i]], text[table.nodes[i]], table.nodeCount[i],
       table.start[i], table.end[i], table.endTime[i], text[table.name[i]], TYPE_LETTERS[table.type?.[i] ?? 0], table.deadline?.[i] ?? null,
-      table.label?.[i] == null ? null : text[table.label[i]!]);
+      table.label?.[i] == null ? null : text[table.label[i]!], table.hold?.[i] == null ? null : text[table.hold[i]!]);
     const long = table.long;
     if (long) packer.addLong(long.cpus[i], long.memoryMiB[i], long.submit[i], long.limitSeconds[i], text[long.workingDir[i]]);
   }
@@ -360,6 +377,7 @@ export function unpackQueue(api: ApiQueue): QueueTable {
     table.deadline = column('deadline');
   }
   if (columns.label !== undefined) table.label = column('label');
+  if (columns.hold !== undefined) table.hold = column('hold');
   if (columns.cpus !== undefined) {
     table.long = {
       cpus: numbers(column('cpus')), memoryMiB: column('memoryMiB'), submit: numbers(sums(column('submit'))),
@@ -372,7 +390,7 @@ export function unpackQueue(api: ApiQueue): QueueTable {
 /** The columns of an ApiQueue in the order QueueSegment indexes them. */
 export const SEGMENT_COLUMNS = [
   'id', 'user', 'state', 'partition', 'nodes', 'nodeCount', 'start', 'length', 'endTime', 'name',
-  'cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir', 'type', 'deadline', 'label',
+  'cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir', 'type', 'deadline', 'label', 'hold',
 ] as const satisfies readonly (keyof ApiQueue['columns'])[];
 
 /** The columns that travel as differences from the previous row: within a run they grow by the run's value per row. */
@@ -396,7 +414,7 @@ export interface QueueSegment {
 const LONG_COLUMNS: ReadonlySet<string> = new Set(['cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir']);
 
 /** The columns that travel only when some job is not normal (absent: every job normal, no deadline). */
-const TYPE_COLUMNS: ReadonlySet<string> = new Set(['type', 'deadline', 'label']);
+const TYPE_COLUMNS: ReadonlySet<string> = new Set(['type', 'deadline', 'label', 'hold']);
 
 /** An ApiQueue as segments, without unpacking it; a malformed answer throws, naming the column. Without `long=1`, the long columns are all null. */
 export function queueSegments(api: ApiQueue): QueueSegment[] {

@@ -202,6 +202,13 @@ const nodeNames = (minItems: number) => list(text(LIMITS.nameChars, 1), LIMITS.n
 export const DrainBodySchema = strict({ nodes: nodeNames(1), reason: v.optional(text(LIMITS.textChars)), resume: v.optional(bool()) });
 /** POST /jobs/hold, /jobs/release: the jobs. */
 export const JobIdsBodySchema = strict({ ids: list(int(1, Number.MAX_SAFE_INTEGER), LIMITS.jobIds, 1) });
+/** POST /jobs/:id/move (taras move): the job to go behind, or 0 for the front of the queue. */
+export const MoveBodySchema = strict({ after: int(0, Number.MAX_SAFE_INTEGER) });
+/** POST /jobs/:id/update (scontrol update): a pending job's name, partition or time limit; at least one. */
+export const UpdateBodySchema = v.pipe(
+  strict({ name: v.optional(text(LIMITS.nameChars, 1)), partition: v.optional(text(LIMITS.nameChars, 1)), timeLimitSeconds: v.optional(timeLimit) }),
+  v.check((body) => body.name !== undefined || body.partition !== undefined || body.timeLimitSeconds !== undefined, 'give at least one of name, partition, timeLimitSeconds'),
+);
 /** POST /jobs/pause, /jobs/unpause: the jobs, or none for all of the caller's (sppause). */
 export const PauseBodySchema = strict({ ids: v.optional(list(int(1, Number.MAX_SAFE_INTEGER), LIMITS.jobIds, 1)) });
 export const MotdBodySchema = strict({ text: v.optional(text(LIMITS.textChars)) });

@@ -244,7 +244,7 @@ export function registerJobCommands(program: Command): void {
     .option('-r, --array', 'a job array\'s pending tasks one line each (squeue -r); without it they share one line, 12_[4-15%4]')
     .option(...controllerOption)
     .option('--json', 'print the jobs as JSON')
-    .addHelpText('after', '\nExamples:\n  taras queue                                  running and pending jobs\n  taras queue --all                            and those that finished in the last hour\n  taras queue --user alice --state PENDING\n  taras queue -t COMPLETED,FAILED\n  taras queue -r                               job arrays: every task on its own line\n  taras queue --json\n')
+    .addHelpText('after', '\nA held job shows PENDING(h) (held by its user: taras release), PENDING(H) (held by an\nadministrator) or PENDING(P) (paused: taras unpause).\n\nExamples:\n  taras queue                                  running and pending jobs\n  taras queue --all                            and those that finished in the last hour\n  taras queue --user alice --state PENDING\n  taras queue -t COMPLETED,FAILED\n  taras queue -r                               job arrays: every task on its own line\n  taras queue --json\n')
     .action(async (flags: { long?: boolean; user?: string; state?: string; states?: string; all?: boolean; array?: boolean; controller?: string; json?: boolean }) => {
       const query = new URLSearchParams();
       if (flags.array) query.set('array', '1');
@@ -319,6 +319,59 @@ export function registerJobCommands(program: Command): void {
         });
       });
   }
+
+  program
+    .command('move')
+    .description('move a pending job behind another in the queue (0: the front); users give up places only, administrators move any job anywhere')
+    .argument('<id>', 'the job to move')
+    .requiredOption('--after <other>', 'the pending job to put it behind, or 0 for the front of the queue')
+    .option(...controllerOption)
+    .option('--json', 'print the job and the move as JSON')
+    .addHelpText('after', '\nA user may move only their own jobs, and only to a later planned start (to let\nsomeone else go first). An administrator may move any job anywhere and is\nwarned when a priority job would then miss its deadline.\n\nExamples:\n  taras move 42 --after 57     # 42 waits behind 57\n  taras move 42 --after 0      # administrators: 42 to the front\n')
+    .action(async (raw: string, flags: { after: string; controller?: string; json?: boolean }) => {
+      const [id] = parseJobIds([raw]);
+      const after = flags.after.trim() === '0' ? 0 : parseJobIds([flags.after])[0];
+      await withClient(flags.controller, async (api) => {
+        type Moved = import('../api/types.js').ApiJob & { move: { after: number; plannedStartBeforeMs: number | null; plannedStartAfterMs: number | null; warnings: string[] } };
+        const job = await api.post<Moved>(`/jobs/${id}/move`, { after });
+        if (flags.json) return printJson(job);
+        const { localTime } = await import('./render/time.js');
+        const now = new Date();
+        const at = (ms: number | null): string => (ms === null ? 'no plan' : localTime(new Date(ms), now));
+        print(`job ${id} moved ${after === 0 ? 'to the front of the queue' : `behind job ${after}`}`
+          + (job.move.plannedStartBeforeMs === null && job.move.plannedStartAfterMs === null ? '' : `: planned start ${at(job.move.plannedStartBeforeMs)} -> ${at(job.move.plannedStartAfterMs)}`));
+        for (const warning of job.move.warnings) process.stderr.write(`warning: ${warning}\n`);
+      });
+    });
+
+  program
+    .command('update')
+    .description('change a pending job\'s time limit, partition or name (scontrol update); only an administrator raises a time limit')
+    .argument('<id>', 'the pending job')
+    .option('-t, --time <limit>', 'new time limit: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS or UNLIMITED')
+    .option('-p, --partition <name>', 'new partition')
+    .option('-J, --job-name <name>', 'new name')
+    .option(...controllerOption)
+    .option('--json', 'print the job as JSON')
+    .addHelpText('after', '\nExamples:\n  taras update 42 --time 30          # 30 minutes\n  taras update 42 -p debug -J rerun\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n')
+    .action(async (raw: string, flags: { time?: string; partition?: string; jobName?: string; controller?: string; json?: boolean }) => {
+      const [id] = parseJobIds([raw]);
+      const body: { timeLimitSeconds?: number | 'UNLIMITED'; partition?: string; name?: string } = {};
+      if (flags.time !== undefined) {
+        const { parseTime } = await import('../jobspec/values.js');
+        const parsed = parseTime(flags.time);
+        if (!parsed.ok) fail(`error: --time ${parsed.message}`);
+        body.timeLimitSeconds = parsed.value;
+      }
+      if (flags.partition !== undefined) body.partition = flags.partition;
+      if (flags.jobName !== undefined) body.name = flags.jobName;
+      if (Object.keys(body).length === 0) fail('error: give what to change: --time, --partition or --job-name (taras update --help)');
+      await withClient(flags.controller, async (api) => {
+        const job = await api.post<import('../api/types.js').ApiJob>(`/jobs/${id}/update`, body);
+        if (flags.json) return printJson(job);
+        print(`job ${id} updated: ${Object.entries(body).map(([key, value]) => `${key}=${value}`).join(' ')}`);
+      });
+    });
 
   for (const action of ['pause', 'unpause'] as const) {
     program

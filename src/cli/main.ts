@@ -22,7 +22,7 @@ const moduleOfCommand: Record<string, string> = {
   simulate: 'simulate', workload: 'workload', demo: 'demo', admin: 'admin', reserve: 'planning', whatif: 'planning',
   controller: 'daemons', agent: 'daemons', up: 'daemons',
   submit: 'jobs', queue: 'jobs', show: 'jobs', when: 'jobs', cancel: 'jobs', wait: 'jobs', nodes: 'jobs', status: 'jobs', jobid: 'jobs',
-  hold: 'jobs', release: 'jobs', pause: 'jobs', unpause: 'jobs',
+  hold: 'jobs', release: 'jobs', pause: 'jobs', unpause: 'jobs', move: 'jobs', update: 'jobs',
   plan: 'plan',
   requeue: 'checkpoint', suspend: 'checkpoint', resume: 'checkpoint', checkpointed: 'checkpoint',
   run: 'interactive', alloc: 'interactive', attach: 'interactive',

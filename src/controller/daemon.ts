@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
-  formatProblems, HolidayBodySchema, JobIdsBodySchema, PauseBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
+  formatProblems, HolidayBodySchema, JobIdsBodySchema, MoveBodySchema, UpdateBodySchema, PauseBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
 import { finishedStates, type ApiJob, type ApiJobPage, type ApiPartition, type ApiSubmitted, type ApiTestOnly, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
@@ -360,22 +360,37 @@ export async function startController(options: ControllerOptions): Promise<Runni
    * state a 409.
    */
   function jobActionRoutes(): Route[] {
-    const act = (ctx: RequestContext, action: (id: JobId, caller: Caller) => object): { status: number; body: unknown } => {
+    const act = (ctx: RequestContext, action: (id: JobId, caller: Caller) => object): { status: number; body: unknown } =>
+      withBody(ctx, EmptyBodySchema, 'an empty body or {}', action);
+    /** A job action with its own body: refusals as `act`'s (403 for another's job, 409 otherwise). */
+    function withBody<T>(ctx: RequestContext, schema: Parameters<typeof bodyOf>[0], example: string, action: (id: JobId, caller: Caller, body: T) => object): { status: number; body: unknown } {
       const caller = callerOf(ctx);
-      bodyOf(EmptyBodySchema, ctx, 'an empty body or {}');
+      const body = bodyOf(schema, ctx, example) as T;
       const id = parseId(ctx);
       findJob(id);
       try {
-        const body = action(id, caller);
+        const answer = action(id, caller, body);
         kick();
-        return { status: 200, body: { ...apiJob(engine, engine.active.get(id) ?? store.job(id)!), ...body } };
+        return { status: 200, body: { ...apiJob(engine, engine.active.get(id) ?? store.job(id)!), ...answer } };
       } catch (error) {
         if (!(error instanceof SubmitRefused)) throw error;
         if (/belongs to/.test(error.message)) throw new RouteError(403, error.message, 'act on your own jobs only');
         throw new RouteError(409, error.message);
       }
-    };
+    }
     return [
+      // taras move (seed 000 3.1.4): behind another pending job, or 0 for the front.
+      { method: 'POST', path: '/jobs/:id/move', handler: (ctx) => withBody<{ after: number }>(ctx, MoveBodySchema, '{"after": 12} (0: the front)', (id, caller, body) => {
+        const moved = engine.move(id, body.after, caller.user, admin(caller));
+        log(`job ${id}: moved after ${body.after} by ${caller.user}`);
+        return { move: { after: moved.after, plannedStartBeforeMs: moved.beforeMs, plannedStartAfterMs: moved.thenMs, warnings: moved.warnings } };
+      }) },
+      // scontrol update JobId=ID TimeLimit= Partition= JobName= (a pending job).
+      { method: 'POST', path: '/jobs/:id/update', handler: (ctx) => withBody<{ name?: string; partition?: string; timeLimitSeconds?: number | 'UNLIMITED' }>(ctx, UpdateBodySchema,
+        '{"timeLimitSeconds": 1800, "partition": "debug", "name": "x"}', (id, caller, body) => {
+          engine.update(id, body, caller.user, admin(caller));
+          return {};
+        }) },
       { method: 'POST', path: '/jobs/:id/requeue', handler: (ctx) => act(ctx, (id, caller) => {
         const { waitSeconds } = engine.requeue(id, caller.user, admin(caller));
         log(`job ${id}: requeued by ${caller.user}`);

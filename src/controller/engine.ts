@@ -527,7 +527,8 @@ export class ControllerEngine {
     for (const record of this.store.pendingJobs()) {
       const failure = this.recoverOne(record, () => {
         if (!record.held && this.throttle.admit(record)) {
-          this.enqueue(record);
+          // In its place (priority, then key): a moved job's key is not its submission order.
+          this.enqueue(record, true);
           this.unpromised.push(record.id);
           this.noteStartDeadline(record);
         }
@@ -674,8 +675,9 @@ export class ControllerEngine {
     }
     const deadline = spec.deadline === undefined ? {} : { deadline: Math.floor(spec.deadline.atMs / 1000), guaranteed: deadlineGuaranteed(record) === true };
     return {
-      id: record.id, submitTime: Math.floor(record.submitTimeMs / 1000), size: resources.nodes * resources.cpusPerNode, estimate: Math.max(1, limit),
-      user: 0, queue: 0, partition: 0, priority: partition.priority + this.interactiveBoost(spec) - niceShare(spec), resources, ...(window === undefined ? {} : { window }), ...deadline,
+      // The queue's order: priority, then this key (the id: submission order; or the place a move gave it).
+      id: record.id, submitTime: record.queuePlace?.key ?? record.id, size: resources.nodes * resources.cpusPerNode, estimate: Math.max(1, limit),
+      user: 0, queue: 0, partition: 0, priority: record.queuePlace?.priority ?? partition.priority + this.interactiveBoost(spec) - niceShare(spec), resources, ...(window === undefined ? {} : { window }), ...deadline,
     };
   }
 
@@ -1529,6 +1531,146 @@ export class ControllerEngine {
       .map((result) => (result.result === 'refused' ? result : { ...result, message: `job ${result.id} unpaused` }));
   }
 
+  // ---- taras move (seed 000 3.1.4) and scontrol update ----
+
+  /**
+   * `taras move ID --after OTHER` (0: the front). The queue is ordered by priority tier, then a key (the job id,
+   * or the key a move gave): the job takes OTHER's tier and a key between OTHER's and the next job's. A user moves
+   * only their own jobs, and only to a later place whose planned start is not earlier than the one it has; an
+   * administrator moves any job anywhere and is warned of priority jobs that would then miss their deadlines.
+   * Conservative plans every waiting job again in the new order. Throws SubmitRefused (`belongs to`: not theirs).
+   */
+  move(id: JobId, after: number, user: string, admin: boolean): { id: JobId; after: number; beforeMs: number | null; thenMs: number | null; warnings: string[] } {
+    const record = this.active.get(id) ?? this.store.job(id);
+    if (record === undefined) throw new SubmitRefused([`job ${id}: no such job`]);
+    if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can move it`]);
+    if (record.state !== 'PENDING') throw new SubmitRefused([`job ${id} is ${record.state}: only pending jobs can be moved in the queue`]);
+    if (after === id) throw new SubmitRefused([`job ${id} cannot be moved after itself: give another pending job's id, or 0 for the front`]);
+    const current = this.active.get(id)!;
+    const cmp = (a: JobRequest, b: JobRequest): number => (b.priority ?? 0) - (a.priority ?? 0) || a.submitTime - b.submitTime || a.id - b.id;
+    // Every pending job in queue order: the core's queue, and those out of it for now (held, throttled, over a limit).
+    const queued = this.scheduler.state.queue.map((entry) => entry.job);
+    const inCore = new Set(queued.map((job) => job.id));
+    const outside = [...this.active.values()].filter((r) => r.state === 'PENDING' && !inCore.has(r.id)).map((r) => this.coreRequest(r));
+    const order = [...queued, ...outside].sort(cmp);
+    const mine = order.find((job) => job.id === id) ?? this.coreRequest(current);
+    const others = order.filter((job) => job.id !== id);
+    let place: { key: number; priority: number };
+    if (after === 0) {
+      const head = others[0];
+      place = head === undefined ? { key: mine.submitTime, priority: mine.priority ?? 0 } : { key: head.submitTime - 1, priority: head.priority ?? 0 };
+    } else {
+      const at = others.findIndex((job) => job.id === after);
+      if (at < 0) {
+        const target = this.active.get(after as JobId) ?? this.store.job(after as JobId);
+        throw new SubmitRefused([target === undefined ? `there is no job ${after}: give the id of a pending job (taras queue lists them), or 0 for the front`
+          : `job ${after} is ${target.state}: a job can only be moved after a pending job (or 0: the front)`]);
+      }
+      const target = others[at];
+      const next = others[at + 1];
+      const priority = target.priority ?? 0;
+      const key = next === undefined || (next.priority ?? 0) !== priority ? target.submitTime + 1 : (target.submitTime + next.submitTime) / 2;
+      if (!(key > target.submitTime) || (next !== undefined && (next.priority ?? 0) === priority && !(key < next.submitTime))) {
+        throw new SubmitRefused([`no room left between job ${target.id} and job ${next!.id} in the queue order: move job ${next!.id} first, or move job ${id} after another job`]);
+      }
+      place = { key, priority };
+    }
+    const moved: JobRequest = { ...mine, submitTime: place.key, priority: place.priority };
+    if (!admin && !(cmp(moved, mine) > 0)) {
+      throw new SubmitRefused([`job ${id} can only be moved further back in the queue (seed 000: a user gives up a place, never takes one); job ${after === 0 ? 'at the front' : after} is ahead of it. An administrator can move it forward`]);
+    }
+    // The plans before and after, each from scratch in queue order on a copy (what-if): nothing changes until the checks pass.
+    let beforeMs = this.plannedStartMs(id);
+    let thenMs: number | null = null;
+    const warnings: string[] = [];
+    if (this.scheduler.plansOnNodes && inCore.has(id)) {
+      const now = this.nowSeconds();
+      const before = this.planCopy(this.config.policy as PolicyName, queued);
+      const then = this.planCopy(this.config.policy as PolicyName, [...queued.filter((job) => job.id !== id), moved].sort(cmp));
+      before.plan(now);
+      then.plan(now);
+      const startOf = (copy: Scheduler, job: number): number | null => { const s = copy.plannedStart(job as JobId); return s === undefined ? null : s * 1000; };
+      beforeMs = startOf(before, id);
+      thenMs = startOf(then, id);
+      if (!admin && beforeMs !== null && (thenMs === null ? false : thenMs < beforeMs)) {
+        throw new SubmitRefused([`moving job ${id} after ${after === 0 ? 'the front' : `job ${after}`} would plan it to start earlier (${new Date(thenMs!).toISOString()} instead of `
+          + `${new Date(beforeMs).toISOString()}); a user may only move a job to a later start. Choose a job further back`]);
+      }
+      for (const job of queued) {
+        if (job.deadline === undefined) continue;
+        const was = startOf(before, job.id);
+        const will = startOf(then, job.id);
+        const missesNow = will === null || will / 1000 + job.estimate > job.deadline;
+        const missedBefore = was === null || was / 1000 + job.estimate > job.deadline;
+        if (missesNow && !missedBefore) warnings.push(`job ${job.id} (${this.active.get(job.id)?.user ?? '?'}) would miss its deadline ${new Date(job.deadline * 1000).toISOString()}`);
+      }
+    }
+    const stored = this.append(id, { type: 'moved', after, key: place.key, priority: place.priority, by: admin && record.user !== user ? 'admin' : 'user' }, this.clockMs());
+    this.active.set(id, stored);
+    if (inCore.has(id)) this.scheduler.replaceQueued(this.coreRequest(stored));
+    this.scheduler.reorder();
+    this.dirty = true;
+    this.plannedAt = null;
+    this.log(`job ${id} moved after ${after === 0 ? 'the front' : `job ${after}`} by ${user}${warnings.length > 0 ? `: ${warnings.join('; ')}` : ''}`);
+    return { id, after, beforeMs, thenMs, warnings };
+  }
+
+  /**
+   * `scontrol update JobId=ID TimeLimit=.. Partition=.. JobName=..` (`taras update`): a pending job's time limit,
+   * partition or name. As in Slurm, its owner may only lower the time limit (an administrator sets any); the job is
+   * checked again as a submission would be (the partition's limits, nodes, access) before anything is stored, and
+   * keeps its place in the queue (a new partition brings that partition's priority tier).
+   */
+  update(id: JobId, changes: { name?: string; partition?: string; timeLimitSeconds?: number | 'UNLIMITED' }, user: string, admin: boolean): JobRecord {
+    const record = this.active.get(id) ?? this.store.job(id);
+    if (record === undefined) throw new SubmitRefused([`job ${id}: no such job`]);
+    if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can update it`]);
+    if (record.state !== 'PENDING') throw new SubmitRefused([`job ${id} is ${record.state}: only pending jobs can be updated`]);
+    const spec = this.specOf(record);
+    const asked = changes.timeLimitSeconds;
+    if (asked !== undefined && !admin) {
+      const now = spec.timeLimitSeconds;
+      const raises = now !== 'UNLIMITED' && (asked === 'UNLIMITED' || asked > now);
+      if (raises) {
+        throw new SubmitRefused([`job ${id}: only an administrator can raise a time limit (it is ${now} s); give a lower one, or ask an administrator`]);
+      }
+    }
+    const delta: Record<string, string | number> = {};
+    if (changes.name !== undefined && changes.name !== spec.name) delta.name = changes.name;
+    if (changes.partition !== undefined && changes.partition !== (spec.partition ?? this.config.defaultPartition)) delta.partition = changes.partition;
+    if (asked !== undefined && asked !== spec.timeLimitSeconds) delta.timeLimitSeconds = asked;
+    if (Object.keys(delta).length === 0) return record;
+    const updated = { ...spec, ...delta } as JobSpec;
+    const reasons = this.refusals(updated);
+    if (reasons.length > 0) throw new SubmitRefused(reasons.map((reason) => `job ${id} cannot be updated: ${reason}`));
+    if (updated.reservation !== undefined) {
+      const inReservation = this.reservationRefusals(updated, () => true);
+      if (inReservation.length > 0) throw new SubmitRefused(inReservation.map((reason) => `job ${id} cannot be updated: ${reason}`));
+    }
+    const stored = this.append(id, { type: 'updated', changes: delta, by: admin && record.user !== user ? 'admin' : 'user' }, this.clockMs());
+    this.active.set(id, stored);
+    if (this.scheduler.replaceQueued(this.coreRequest(stored))) this.scheduler.reorder();
+    this.dirty = true;
+    this.plannedAt = null;
+    this.log(`job ${id} updated by ${user}: ${Object.entries(delta).map(([key, value]) => `${key}=${value}`).join(' ')}`);
+    return stored;
+  }
+
+  /** A copy of the scheduler with the running jobs and the given queue (in this order) and the controller's holds; nothing planned yet. */
+  private planCopy(policy: PolicyName, queue: readonly JobRequest[], drain: ReadonlySet<string> = new Set()): Scheduler {
+    const now = this.nowSeconds();
+    const pool = new NodePool(this.config.nodes, this.config.placement);
+    for (const node of this.config.nodes) {
+      const drained = drain.has(node.name);
+      pool.setAccepting(node.name, !drained && this.pool.accepts(node.name), !drained && this.pool.counts(node.name));
+    }
+    const copy = new Scheduler(policy, { processors: pool.totalCpus }, now, pool);
+    for (const run of this.scheduler.state.running) copy.adoptRunning(run.job, run.start, run.nodes);
+    for (const job of queue) copy.submit(job, true);
+    copy.setExternalHolds([...this.reservations.values()].map(holdOf));
+    return copy;
+  }
+
   /** Pending jobs with a dependency: the start bound (s) last given to the core, or null when none could be planned. */
   private readonly dependent = new Map<JobId, number | null>();
   /** Jobs whose dependency can never be met (DependencyNeverSatisfied): out of the core. */
@@ -1907,7 +2049,8 @@ export class ControllerEngine {
    * `asNew` (the owner's own requeue): as if submitted now, behind the jobs queued meanwhile.
    */
   private requeueRun(id: JobId, reason: string, atMs: number, asNew = false): void {
-    this.append(id, { type: 'requeued', reason, ...(asNew ? { asNew } : {}) }, atMs);
+    // As new: behind every job submitted so far (ids are given in submission order), ahead of later ones.
+    this.append(id, { type: 'requeued', reason, ...(asNew ? { asNew, queueKey: this.store.nextJobId() - 0.5 } : {}) }, atMs);
     this.endInCore(id, Math.floor(atMs / 1000));
     const requeued = this.store.job(id)!;
     this.active.set(id, requeued);
@@ -2427,15 +2570,7 @@ export class ControllerEngine {
     if (change.window && !(change.window.endMs > change.window.startMs)) problems.push('the window must end after it starts');
     if (problems.length > 0) throw new SubmitRefused(problems);
     const now = this.nowSeconds();
-    const drain = new Set(change.drain ?? []);
-    const pool = new NodePool(this.config.nodes, this.config.placement);
-    for (const node of this.config.nodes) {
-      const drained = drain.has(node.name);
-      pool.setAccepting(node.name, !drained && this.pool.accepts(node.name), !drained && this.pool.counts(node.name));
-    }
-    const copy = new Scheduler(policy, { processors: pool.totalCpus }, now, pool);
-    for (const run of this.scheduler.state.running) copy.adoptRunning(run.job, run.start, run.nodes);
-    for (const entry of this.scheduler.state.queue) copy.submit(entry.job);
+    const copy = this.planCopy(policy, this.scheduler.state.queue.map((entry) => entry.job), new Set(change.drain ?? []));
     const holds = [...this.reservations.values()].map(holdOf);
     if (change.window) {
       holds.push({ owner: 'maintenance:what-if', start: Math.floor(change.window.startMs / 1000), end: Math.ceil(change.window.endMs / 1000), nodes: [...new Set(change.window.nodes)], cpus: 0, memoryMiB: 0, whole: true });
@@ -2467,6 +2602,7 @@ export class ControllerEngine {
       case 'capacity': return 'its planned start moved later because capacity was taken away after it was planned (a node down or drained, a reservation or maintenance window added)';
       case 'not-free': return 'its planned start moved later because its nodes were not free at that time (a job past its time limit, or a node not yet back)';
       case 'deadline': return 'its planned start moved later because a priority job moved ahead of it to meet its deadline';
+      case 'reordered': return 'its planned start moved later because a job was moved ahead of it in the queue (taras move)';
       default: return null;
     }
   }

@@ -52,6 +52,9 @@ export function jobEntry(stored: StoredJobEvent, record: JobRecord): { kind: Eve
           usage: event.usage ?? null,
         },
       };
+    case 'moved':
+      // Seed 000 3.2.4: the moved job, the job it was moved after (0: the front), and when.
+      return { kind: 'move', fields: { ...base, after: event.after, by: event.by ?? 'user' } };
     default:
       return null;
   }

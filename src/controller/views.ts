@@ -1,7 +1,7 @@
 // The controller's answers in the API vocabulary (src/api/types.ts): jobs,
 // nodes, status and "when will it start", built from the engine's state.
 
-import { queueOrderOf, QueuePacker, toOffset, typeLetter, type ApiQueue } from '../api/queue.js';
+import { holdMark, queueOrderOf, QueuePacker, toOffset, typeLetter, type ApiQueue } from '../api/queue.js';
 import type { ApiDeadline, JobType } from '../api/types.js';
 import type { DeadlineSpec, JobSpec } from '../jobspec/types.js';
 import type { ApiClusterStatus, ApiHolder, ApiReservation, ApiJob, ApiJobWithEvents, ApiNode, ApiPlan, ApiPlanItem, ApiWhatIf, ApiWhen } from '../api/types.js';
@@ -163,6 +163,7 @@ export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[]
       record.id, record.user, record.state, record.partition, record.nodes.length === 0 ? '' : record.nodes.join(','), record.nodes.length > 0 ? record.nodes.length : spec.nodes.min,
       start, start !== null && limitSeconds !== null && record.endTimeMs === null ? start + limitSeconds : null, toOffset(record.endTimeMs, base), record.name,
       typeLetter(jobTypeOf(spec)), toOffset(spec.deadline?.atMs ?? null, base), label,
+      record.state === 'PENDING' && record.held ? holdMark(record.reason) : null,
     );
     if (long) {
       packer.addLong((spec.ntasks ?? spec.nodes.min) * spec.cpusPerTask, spec.memoryMiB ?? null, Math.floor(record.submitTimeMs / 1000) - base, limitSeconds,

@@ -161,6 +161,15 @@ export class Scheduler {
     return true;
   }
 
+  /**
+   * The shell changed the queue order on purpose (`taras move`: a job's priority or submit-time key, given
+   * again with replaceQueued): fcfs and EASY follow the new order at once, conservative plans every waiting
+   * job again in it at the next pass.
+   */
+  reorder(): void {
+    this.policy.onReorder?.();
+  }
+
   /** A queued job leaves without starting. Returns false if it is not queued. */
   cancel(id: JobId): boolean {
     const entry = this.state.removeQueued(id);

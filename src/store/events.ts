@@ -69,7 +69,15 @@ export type JobEvent =
    */
   | { readonly type: 'ended'; readonly state: EndState; readonly exitCode: number | null; readonly reason?: string; readonly usage?: JobUsage; readonly signal?: string | null }
   /** Back to the queue with its original submit time (node failure with --requeue, admin requeue). */
-  | { readonly type: 'requeued'; readonly reason?: string; /** Queued as if submitted now (the owner's own requeue): its submit time becomes the requeue's. */ readonly asNew?: boolean }
+  | { readonly type: 'requeued'; readonly reason?: string; /** Queued as if submitted now (the owner's own requeue): its submit time becomes the requeue's. */ readonly asNew?: boolean;
+      /** With asNew: its place in the queue order (behind every job submitted before the requeue); absent in older logs. */ readonly queueKey?: number }
+  /**
+   * `taras move ID --after OTHER` (seed 000 3.1.4): the pending job's place in the queue order, as the key and
+   * priority tier it sorts by (the queue is ordered by priority, then key); `after` is the job it was put behind (0: the front).
+   */
+  | { readonly type: 'moved'; readonly after: number; readonly key: number; readonly priority: number; readonly by?: 'user' | 'admin' }
+  /** `scontrol update` / `taras update` of a pending job: the request's fields that changed (name, partition, timeLimitSeconds). */
+  | { readonly type: 'updated'; readonly changes: JsonObject; readonly by?: 'user' | 'admin' }
   /** `by` admin: an administrator's hold, which its owner cannot release (Slurm's JobHeldAdmin); absent: the user's. */
   | { readonly type: 'held'; readonly reason?: string; readonly by?: 'user' | 'admin' }
   | { readonly type: 'released' }
@@ -86,6 +94,7 @@ export type TransitionEvent = Exclude<JobEvent, { readonly type: 'submitted' }>;
 
 export const JOB_EVENT_TYPES: readonly JobEventType[] = [
   'submitted', 'planned', 'started', 'signalled', 'completing', 'ended', 'requeued', 'held', 'released', 'checkpointed', 'suspended', 'resumed', 'deadline',
+  'moved', 'updated',
 ];
 
 /** An event as stored: which job, its position in that job's log (1, 2, ...), and when. */
@@ -120,8 +129,18 @@ export interface JobRecord extends NewJob {
   readonly usage: JobUsage | null;
   /** The signal that ended its main process (sacct's ExitCode `0:9`); null when it exited or is not known. */
   readonly exitSignal: string | null;
+  /** Its place in the queue order when moved (or requeued as new): the key and priority tier it sorts by; null: by submission. */
+  readonly queuePlace: QueuePlace | null;
+  /** The request's fields changed since submission (`updated` events), already merged into `request`; null: none. */
+  readonly amended: JsonObject | null;
   /** Seq of the last event applied: the next append is lastSeq + 1. */
   readonly lastSeq: number;
+}
+
+/** A moved job's place: sorted by `priority` (null: its partition's), then `key` (the job id of an unmoved job). */
+export interface QueuePlace {
+  readonly key: number;
+  readonly priority: number | null;
 }
 
 /** An event that does not fit the job's state: a caller's bug or a race (cancel after end). */
@@ -174,6 +193,10 @@ function refuse(record: JobRecord, event: TransitionEvent): string | undefined {
       return state === 'SUSPENDED' ? undefined : 'only suspended jobs can be resumed';
     case 'deadline':
       return undefined;
+    case 'moved':
+      return state === 'PENDING' ? undefined : 'only pending jobs can be moved in the queue';
+    case 'updated':
+      return state === 'PENDING' ? undefined : 'only pending jobs can be updated';
   }
 }
 
@@ -213,7 +236,8 @@ export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent
     const held = (request as { hold?: unknown } | null)?.hold === true;
     return {
       id: jobId, user, name, partition, scriptPath, script, request,
-      state: 'PENDING', held, reason: held ? HELD_BY_USER : null, submitTimeMs: timeMs, eligibleTimeMs: timeMs, ...NOT_RUN, requeueCount: 0, lastSeq: 1,
+      state: 'PENDING', held, reason: held ? HELD_BY_USER : null, submitTimeMs: timeMs, eligibleTimeMs: timeMs, ...NOT_RUN, requeueCount: 0,
+      queuePlace: null, amended: null, lastSeq: 1,
     };
   }
   if (event.type === 'submitted') throw new TransitionError(jobId, record.state, event.type, 'a job is submitted once');
@@ -238,7 +262,8 @@ export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent
       return { ...next, state: event.state, reason: event.reason ?? null, endTimeMs: timeMs, exitCode: event.exitCode, usage: measured(event.usage), exitSignal: event.signal ?? null };
     case 'requeued':
       // Keeps submit time (and so its place in the queue) and the hold flag; forgets the run.
-      return { ...next, ...NOT_RUN, state: 'PENDING', reason: event.reason ?? null, requeueCount: record.requeueCount + 1, ...(event.asNew === true ? { submitTimeMs: timeMs, eligibleTimeMs: timeMs } : {}) };
+      return { ...next, ...NOT_RUN, state: 'PENDING', reason: event.reason ?? null, requeueCount: record.requeueCount + 1,
+        ...(event.asNew === true ? { submitTimeMs: timeMs, eligibleTimeMs: timeMs, queuePlace: event.queueKey === undefined ? null : { key: event.queueKey, priority: null } } : {}) };
     case 'held':
       return { ...next, held: true, reason: event.by === 'admin' ? HELD_BY_ADMIN : event.reason ?? HELD_BY_USER };
     case 'released':
@@ -251,6 +276,17 @@ export function applyEvent(record: JobRecord | undefined, stored: StoredJobEvent
       return { ...next, state: 'RUNNING', reason: null };
     case 'deadline':
       return next;
+    case 'moved':
+      return { ...next, queuePlace: { key: event.key, priority: event.priority } };
+    case 'updated': {
+      const amended = { ...(record.amended ?? {}), ...event.changes };
+      const request = { ...record.request, ...event.changes };
+      return {
+        ...next, request, amended,
+        ...(typeof event.changes.name === 'string' ? { name: event.changes.name } : {}),
+        ...(typeof event.changes.partition === 'string' ? { partition: event.changes.partition } : {}),
+      };
+    }
   }
 }
 

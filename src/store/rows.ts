@@ -4,7 +4,7 @@
 import { jobId } from '../core/types.js';
 import {
   JOB_EVENT_TYPES, JOB_STATES,
-  type JobEvent, type JobEventType, type JobRecord, type JobState, type JsonObject, type StoredJobEvent,
+  type JobEvent, type JobEventType, type JobRecord, type JobState, type JsonObject, type QueuePlace, type StoredJobEvent,
 } from './events.js';
 
 /** A jobs row as written: the cached state of the job (script and request are in its submitted event). */
@@ -33,6 +33,10 @@ export interface JobRow {
   max_rss_kib: number | null;
   exit_signal: string | null;
   time_limit_s: number | null;
+  /** JSON {key, priority} of a moved job (taras move), else null. */
+  queue_place: string | null;
+  /** JSON of the request's fields changed by `updated` events, else null. */
+  amended: string | null;
   last_seq: number;
 }
 
@@ -56,7 +60,7 @@ export interface EventRow {
 export const JOB_COLUMNS = [
   'id', 'user_name', 'job_name', 'partition_name', 'script_path', 'state', 'held', 'reason',
   'submit_time_ms', 'start_time_ms', 'end_time_ms', 'exit_code', 'nodes', 'planned_start_ms', 'reserved_nodes',
-  'requeue_count', 'eligible_time_ms', 'alloc_cpus', 'cpu_seconds', 'user_cpu_seconds', 'system_cpu_seconds', 'max_rss_kib', 'exit_signal', 'time_limit_s', 'last_seq',
+  'requeue_count', 'eligible_time_ms', 'alloc_cpus', 'cpu_seconds', 'user_cpu_seconds', 'system_cpu_seconds', 'max_rss_kib', 'exit_signal', 'time_limit_s', 'queue_place', 'amended', 'last_seq',
 ] as const;
 
 /** CPUs a request asks for (sacct's AllocCPUS): tasks (or nodes) times CPUs per task; null for a request without them. */
@@ -92,6 +96,8 @@ export function recordToRow(record: JobRecord): JobRow {
     max_rss_kib: record.usage?.maxRssKiB ?? null,
     exit_signal: record.exitSignal,
     time_limit_s: typeof record.request.timeLimitSeconds === 'number' ? record.request.timeLimitSeconds : null,
+    queue_place: record.queuePlace === null ? null : JSON.stringify(record.queuePlace),
+    amended: record.amended === null ? null : JSON.stringify(record.amended),
     last_seq: record.lastSeq,
   };
 }
@@ -102,7 +108,9 @@ function jobState(value: string, id: number): JobState {
 }
 
 export function rowToRecord(row: JoinedJobRow): JobRecord {
-  const { script, request } = JSON.parse(row.submitted) as { script: string; request: JsonObject };
+  const { script, request: submitted } = JSON.parse(row.submitted) as { script: string; request: JsonObject };
+  const amended = row.amended === null || row.amended === undefined ? null : JSON.parse(row.amended) as JsonObject;
+  const request = amended === null ? submitted : { ...submitted, ...amended };
   return {
     id: jobId(row.id),
     user: row.user_name,
@@ -126,6 +134,8 @@ export function rowToRecord(row: JoinedJobRow): JobRecord {
     usage: row.cpu_seconds === null && row.user_cpu_seconds === null && row.system_cpu_seconds === null && row.max_rss_kib === null ? null
       : { cpuSeconds: row.cpu_seconds, userCpuSeconds: row.user_cpu_seconds, systemCpuSeconds: row.system_cpu_seconds, maxRssKiB: row.max_rss_kib },
     exitSignal: row.exit_signal,
+    queuePlace: row.queue_place === null || row.queue_place === undefined ? null : JSON.parse(row.queue_place) as QueuePlace,
+    amended,
     lastSeq: row.last_seq,
   };
 }

@@ -147,6 +147,16 @@ export const MIGRATIONS: readonly Migration[] = [
     // Old rows get the new columns from their events (usage stays null where the log has none).
     rebuildRows: true,
   },
+  {
+    version: 6,
+    description: 'queue control: a moved job\'s place in the queue order and the request fields an update changed',
+    up: (db) => {
+      db.exec(`
+        ALTER TABLE jobs ADD COLUMN queue_place TEXT;  -- JSON {key, priority}: taras move
+        ALTER TABLE jobs ADD COLUMN amended TEXT;      -- JSON: fields of the request scontrol update changed
+      `);
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -49,7 +49,7 @@ function header(view: QueueView, clock: LocalClock): string[] {
 
 // Indexes into QueueSegment.first/step (SEGMENT_COLUMNS).
 const ID = 0, USER = 1, STATE = 2, PARTITION = 3, NODES = 4, NODE_COUNT = 5, START = 6, LENGTH = 7, END_TIME = 8, NAME = 9;
-const CPUS = 10, MEMORY = 11, SUBMIT = 12, LIMIT = 13, WORKDIR = 14, TYPE = 15, DEADLINE = 16, LABEL = 17;
+const CPUS = 10, MEMORY = 11, SUBMIT = 12, LIMIT = 13, WORKDIR = 14, TYPE = 15, DEADLINE = 16, LABEL = 17, HOLD = 18;
 
 /** A column of the table, read a segment at a time (rows where every packed column stays in one run). */
 interface QueueColumn {
@@ -147,7 +147,9 @@ function columns(queue: ApiQueue, long: boolean, clock: LocalClock): QueueColumn
     id,
     ...(typed ? [type] : []),
     interned('USER', USER, text, widths),
-    interned('STATE', STATE, text, widths),
+    // A held job's mark after its state, as Argonne's spq: PENDING(h) its user's hold, (H) an administrator's, (P) paused.
+    queue.columns.hold === undefined ? interned('STATE', STATE, text, widths)
+      : constant('STATE', (segment) => text[segment.first[STATE]!] + (segment.first[HOLD] === null ? '' : `(${text[segment.first[HOLD]!]})`)),
     interned('PARTITION', PARTITION, text, widths),
     nodes,
     ...(long && queue.columns.cpus !== undefined ? longColumns : [start, end]),

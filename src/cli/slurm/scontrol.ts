@@ -13,6 +13,31 @@ import { compressHostlist } from '../../config/hostlist.js';
 import { slurmTime } from './format.js';
 import { reasonCode } from './squeue.js';
 
+/**
+ * scontrol update's Key=Value words for a job, as Slurm spells them (any case): TimeLimit (sbatch's time forms),
+ * Partition, JobName (or Name). Any other key is refused by name: these are the ones Taras updates.
+ */
+export async function updateFields(words: readonly string[]): Promise<{ timeLimitSeconds?: number | 'UNLIMITED'; partition?: string; name?: string }> {
+  const body: { timeLimitSeconds?: number | 'UNLIMITED'; partition?: string; name?: string } = {};
+  for (const word of words) {
+    const at = word.indexOf('=');
+    if (at <= 0) throw new Error(`scontrol: error: update takes Key=Value words, not "${word}" (e.g. scontrol update JobId=42 TimeLimit=30)`);
+    const key = word.slice(0, at).toLowerCase();
+    const value = word.slice(at + 1);
+    if (key === 'timelimit') {
+      const { parseTime } = await import('../../jobspec/values.js');
+      const parsed = parseTime(value);
+      if (!parsed.ok) throw new Error(`scontrol: error: TimeLimit ${parsed.message}`);
+      body.timeLimitSeconds = parsed.value;
+    } else if (key === 'partition') body.partition = value;
+    else if (key === 'jobname' || key === 'name') body.name = value;
+    else throw new Error(`scontrol: error: update of ${word.slice(0, at)} is not supported by Taras: it updates TimeLimit, Partition and JobName of a pending job`);
+    if (value === '') throw new Error(`scontrol: error: ${word.slice(0, at)} needs a value`);
+  }
+  if (Object.keys(body).length === 0) throw new Error('scontrol: error: update needs fields to change, e.g. scontrol update JobId=42 TimeLimit=30');
+  return body;
+}
+
 /** Seconds as scontrol prints them (Slurm's secs2time_str): HH:MM:SS or D-HH:MM:SS. */
 export function clockDuration(seconds: number | null): string {
   if (seconds === null) return 'UNLIMITED';
@@ -149,7 +174,7 @@ export function registerScontrol(program: Command): void {
     .argument('[args...]', 'show: job|node|partition [NAME]; the others: job ids')
     .option('--controller <address>', 'controller address (default $TARAS_CONTROLLER)')
     .helpOption('--help', 'show this help')
-    .addHelpText('after', '\nExamples:\n  scontrol show job 42\n  scontrol show node node01\n  scontrol show partition\n  scontrol requeue 42\n  scontrol suspend 42; scontrol resume 42\n')
+    .addHelpText('after', '\nExamples:\n  scontrol show job 42\n  scontrol show node node01\n  scontrol show partition\n  scontrol requeue 42\n  scontrol suspend 42; scontrol resume 42\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n')
     .action(async (command: string, args: string[], flags: { controller?: string }) => {
       const { client } = await import('../controller-client.js');
       const { ApiRequestError, ControllerUnreachableError } = await import('../../net/client.js');
@@ -167,8 +192,7 @@ export function registerScontrol(program: Command): void {
         if (verb === 'update') {
           const id = args.find((word) => /^jobid=/i.test(word))?.split('=')[1];
           if (id === undefined || !/^\d+$/.test(id)) throw new Error('scontrol: error: update needs JobId=ID and fields, e.g. scontrol update JobId=42 TimeLimit=30');
-          const fields = Object.fromEntries(args.filter((word) => !/^jobid=/i.test(word)).map((word) => [word.split('=')[0], word.slice(word.indexOf('=') + 1)]));
-          await notYet(api.post(`/jobs/${id}/update`, fields), verb);
+          await notYet(api.post(`/jobs/${id}/update`, await updateFields(args.filter((word) => !/^jobid=/i.test(word)))), verb);
           return;
         }
         const ids = jobIdsOf(args, verb);

@@ -35,7 +35,7 @@ export type NodePolicyMode = 'fcfs' | 'easy' | 'conservative';
 export const jobOwner = (id: JobId): string => `job:${id}`;
 
 /** Why a conservative job's planned start moved later (shown by `taras when`). */
-export type MoveReason = 'capacity' | 'not-free' | 'deadline';
+export type MoveReason = 'capacity' | 'not-free' | 'deadline' | 'reordered';
 
 /** A running job's hold: its nodes until its predicted end (a job past its estimate holds them one more second at a time). */
 function runningHold(run: RunningJob, now: Seconds): PlanHold {
@@ -102,6 +102,8 @@ export class NodePlanPolicy implements Policy {
   private gainNodes: Set<string> | null = new Set();
   /** conservative: a due job could not start on its nodes; the next pass plans every waiting job again. */
   private replanNext = false;
+  /** conservative: the queue's order was changed on purpose (a job moved); the next pass plans every waiting job again in the new order. */
+  private reorderNext = false;
   /** Why the arrivals being planned lost an earlier plan, if they had one. */
   private arrivalReason: MoveReason = 'capacity';
   private capacityVersion = -1;
@@ -188,6 +190,11 @@ export class NodePlanPolicy implements Policy {
     this.arrivals.splice(at, 0, entry);
   }
 
+  onReorder(): void {
+    this.projectionValid = false;
+    if (this.mode === 'conservative') this.reorderNext = true;
+  }
+
   onEnd(run: RunningJob, at: Seconds): void {
     this.projectionValid = false;
     if (this.mode !== 'conservative' || this.current === null) return;
@@ -245,7 +252,12 @@ export class NodePlanPolicy implements Policy {
   /** The kept plan, rebuilt when the capacity it was made for changed. */
   private bringUpToDate(state: SchedulerState, now: Seconds): NodePlan {
     const lost = state.capacityLossVersion !== this.lossVersion || this.externalLoss;
-    if (this.replanNext) {
+    if (this.reorderNext) {
+      // A move: every waiting job planned again, in the queue's new order (from scratch, as a fresh plan would).
+      this.reorderNext = false;
+      this.replanNext = false;
+      this.rebuild(state, now, false, 'reordered');
+    } else if (this.replanNext) {
       this.replanNext = false;
       this.rebuild(state, now, false, 'not-free');
     } else if (this.current === null || lost) {

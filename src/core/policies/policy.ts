@@ -22,6 +22,8 @@ export interface Policy {
   onEnd?(run: RunningJob, at: Seconds, released: number): void;
   /** A queued job left the queue without starting. */
   onCancel?(entry: QueueEntry): void;
+  /** The shell changed the queue's order on purpose (a job moved): plans follow the new order from the next pass. */
+  onReorder?(): void;
   /** The state was rebuilt by the shell (jobs adopted after a restart): drop cached plans. */
   adopt?(state: SchedulerState, now: Seconds): void;
   /** The next instant after `now` at which the policy needs a pass though nothing else happens. */
