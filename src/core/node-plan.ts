@@ -119,7 +119,8 @@ export class NodeTimeline {
     const memory = this.memory;
     const count = times.length;
     let start = Math.max(notBefore, times[0]);
-    let index = this.stepAt(start);
+    // From the timeline's start (planning from now, the common case): no search for the step.
+    let index = start === times[0] ? 0 : this.stepAt(start);
     for (;;) {
       // Infinity past `latest`: the caller has an answer at least as good (its search stops there).
       if (start > latest) return Infinity;
@@ -222,6 +223,13 @@ export class NodePlan {
   private readonly byName = new Map<string, PlanNode>();
   private readonly holds = new Map<string, PlanHold>();
   private readonly candidates = new WeakMap<ResourceRequest, PlanNode[]>();
+  /** Candidates by the request's shape (jobs alike share them: one filter of the nodes per shape, not per job). */
+  private readonly candidatesByShape = new Map<string, PlanNode[]>();
+  /** A number for each eligible-node set seen (sets are shared per partition), for shape keys. */
+  private readonly setIds = new WeakMap<ReadonlySet<string>, number>();
+  private nextSetId = 1;
+  /** Scratch for `earliest`: each candidate's earliest fit (grown as needed, never shrunk). */
+  private fitScratch = new Float64Array(64);
 
   constructor(nodes: readonly PoolNode[], origin: Seconds, readonly strategy: PlacementStrategy = 'first-fit') {
     nodes.forEach((node, order) => {
@@ -295,10 +303,29 @@ export class NodePlan {
   private candidatesFor(request: ResourceRequest): PlanNode[] {
     let known = this.candidates.get(request);
     if (known === undefined) {
-      known = this.planNodes.filter((planNode) => this.suits(planNode, request));
+      const key = this.shapeKey(request);
+      known = this.candidatesByShape.get(key);
+      if (known === undefined) {
+        known = this.planNodes.filter((planNode) => this.suits(planNode, request));
+        if (this.candidatesByShape.size >= 10_000) this.candidatesByShape.clear();
+        this.candidatesByShape.set(key, known);
+      }
       this.candidates.set(request, known);
     }
     return known;
+  }
+
+  /** What decides a request's candidates: its eligible nodes (by set), CPUs and memory per node, features. */
+  private shapeKey(request: ResourceRequest): string {
+    let set = 0;
+    if (request.eligibleNodes !== undefined) {
+      set = this.setIds.get(request.eligibleNodes) ?? 0;
+      if (set === 0) {
+        set = this.nextSetId++;
+        this.setIds.set(request.eligibleNodes, set);
+      }
+    }
+    return `${set} ${request.cpusPerNode} ${request.memoryMiBPerNode} ${request.features.join(',')}`;
   }
 
   private suits(planNode: PlanNode, request: ResourceRequest): boolean {
@@ -341,7 +368,8 @@ export class NodePlan {
     const needed = request.nodes;
     if (candidates.length < needed) return undefined;
     const { cpusPerNode: cpus, memoryMiBPerNode: memory } = request;
-    const fitFrom = new Float64Array(candidates.length);
+    if (this.fitScratch.length < candidates.length) this.fitScratch = new Float64Array(Math.max(candidates.length, 2 * this.fitScratch.length));
+    const fitFrom = this.fitScratch;
     // The `needed` smallest fits so far (a max-heap): a node whose fit would come later stops its scan there.
     const best = new BoundedSmallest(needed);
     for (let i = 0; i < candidates.length; i++) {
