@@ -978,9 +978,10 @@ export class ControllerEngine {
     for (const kept of [this.deadlineLogged, this.deadlineDueHandled, this.countedAtAcceptance]) {
       if (kept.size > this.active.size) for (const id of kept.keys()) if (!this.active.has(id)) kept.delete(id);
     }
-    for (const entry of this.scheduler.state.queue) {
-      const id = entry.job.id;
-      if (!entry.job.guaranteed || this.deadlineLogged.has(id) || !this.scheduler.atRisk(id)) continue;
+    // The jobs at risk, not the whole queue: this runs every pass, and a queue may hold 50,000 jobs.
+    for (const id of [...this.scheduler.atRiskJobs()]) {
+      const entry = this.scheduler.state.getQueued(id);
+      if (entry === undefined || !entry.job.guaranteed || this.deadlineLogged.has(id)) continue;
       const record = this.active.get(id);
       if (record === undefined) continue;
       this.deadlineLogged.add(id);
@@ -1014,7 +1015,9 @@ export class ControllerEngine {
    * checkpoint and remove a running job), so the nodes are free in time.
    */
   private preemptForDeadlines(now: number): void {
-    for (const entry of this.scheduler.state.queue) {
+    for (const atRisk of [...this.scheduler.atRiskJobs()]) {
+      const entry = this.scheduler.state.getQueued(atRisk);
+      if (entry === undefined) continue;
       const { id, deadline, estimate, resources } = entry.job;
       if (!entry.job.guaranteed || deadline === undefined || resources === undefined || this.deadlineDueHandled.has(id) || !this.scheduler.atRisk(id)) continue;
       const record = this.active.get(id);
@@ -1040,7 +1043,10 @@ export class ControllerEngine {
 
   /** Whether a guaranteed job is waiting for the moment to preempt for it (the once-a-second check passes again while one is). */
   get deadlinesAtRisk(): boolean {
-    return this.scheduler.state.queue.some((entry) => entry.job.guaranteed === true && !this.deadlineDueHandled.has(entry.job.id) && this.scheduler.atRisk(entry.job.id));
+    for (const id of this.scheduler.atRiskJobs()) {
+      if (this.scheduler.state.getQueued(id)?.job.guaranteed === true && !this.deadlineDueHandled.has(id)) return true;
+    }
+    return false;
   }
 
   /**

@@ -55,6 +55,8 @@ export interface PassOptions {
   readonly predictions?: boolean;
 }
 
+const NO_JOBS: ReadonlySet<JobId> = new Set();
+
 export class Scheduler {
   readonly state: SchedulerState;
   private readonly policy: Policy;
@@ -316,6 +318,11 @@ export class Scheduler {
   /** Guaranteed jobs no queue place lets end by their deadline any more (after the last pass). */
   atRisk(id: JobId): boolean {
     return this.nodePolicy?.atRisk.has(id) ?? false;
+  }
+
+  /** Every guaranteed job at risk (see atRisk), as of the last deadline order: empty unless priority jobs are queued. */
+  atRiskJobs(): ReadonlySet<JobId> {
+    return this.nodePolicy?.atRisk ?? NO_JOBS;
   }
 
   /**
