@@ -209,7 +209,10 @@ export function createApiClient(target: ControllerTarget, options: ApiClientOpti
       Object.assign(headers, signRequest(options.clusterKey, { method, path: fullPath, body: payload, timestamp: clock(), nonce: freshNonce(), destination }));
     }
     return new Promise<T>((resolve, reject) => {
-      const req = request({ ...connection, agent, method, path: fullPath, headers }, (res) => {
+      // servername '': no TLS here, and without it the agent works out a TLS server name from the host, whose
+      // IP test compiles Node's IPv6 expression: about 4 ms of every one-request command such as `taras submit`.
+      const requestOptions = { ...connection, agent, method, path: fullPath, headers, servername: '' };
+      const req = request(requestOptions, (res) => {
         readAll(res).then((text) => {
           const status = res.statusCode ?? 0;
           const parsed = text === '' ? { ok: true as const, value: undefined } : parseJson(text);
