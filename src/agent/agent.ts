@@ -28,6 +28,7 @@ import {
   type CheckpointSignals, type SupervisorSpec,
 } from './jobdir.js';
 import { lookupUser } from './users.js';
+import { parseStepOrder, StepTasks } from './steps.js';
 
 export interface AgentOptions {
   readonly controller: ControllerTarget;
@@ -201,6 +202,27 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     else if (match) finalRuns.set(join(jobsDir, name), Date.now());
   }
 
+  const steps = new StepTasks(jobsDir, launcher, log);
+  /** Relays the controller's WebSocket to a session's stream.sock in `dir`, waiting (bounded) for a just-started supervisor to listen. */
+  const relayStream = async (dir: string, what: string, accept: () => Promise<import('ws').WebSocket>): Promise<void> => {
+    const connect = () => new Promise<Socket | NodeJS.ErrnoException>((resolveSocket) => {
+      const connection = createConnection(jobFiles(dir).stream);
+      connection.once('connect', () => resolveSocket(connection));
+      connection.once('error', resolveSocket);
+    });
+    // Just started: its supervisor may not listen yet (at most a few seconds).
+    let socket = await connect();
+    for (let tries = 0; !(socket instanceof Socket) && readStatus(dir) === null && tries < STREAM_WAIT_TRIES; tries++) {
+      await new Promise((resolveWait) => setTimeout(resolveWait, 50));
+      socket = await connect();
+    }
+    if (!(socket instanceof Socket)) {
+      const status = readStatus(dir);
+      throw new RouteError(409, hasEnded(status) ? `${what} has ended (${status.state}${status.reason ? `: ${status.reason}` : ''})` : `${what} has no session here (${socket.code ?? socket.message})`);
+    }
+    relayLines(await accept(), socket);
+  };
+
   const bootId = randomUUID();
   let destination = '';
   const server = createApiServer({
@@ -267,6 +289,22 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         },
       },
       {
+        method: 'POST', path: '/steps/start',
+        handler: (ctx) => {
+          steps.start(parseStepOrder(ctx.body));
+          return { status: 200, body: { ok: true } };
+        },
+      },
+      {
+        method: 'POST', path: '/steps/kill',
+        handler: async (ctx) => {
+          const { jobId, stepId, reason } = (ctx.body ?? {}) as { jobId?: unknown; stepId?: unknown; reason?: unknown };
+          if (!Number.isSafeInteger(jobId)) throw new RouteError(400, 'steps/kill needs a jobId');
+          const killed = await steps.kill(jobId as number, Number.isSafeInteger(stepId) ? stepId as number : null, typeof reason === 'string' ? reason : 'its job ended');
+          return { status: 200, body: { ok: true, killed } };
+        },
+      },
+      {
         method: 'POST', path: '/signal',
         handler: async (ctx) => {
           const { jobId, signal, cancel, ...more } = ctx.body as { jobId: number; signal: SignalName; cancel: boolean } & SignalExtras;
@@ -299,22 +337,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           const run = Number(_ctx.query.get('run') ?? NaN);
           const known = Number.isSafeInteger(run) && run >= 0 ? { dir: join(jobsDir, runKey(jobId, run)) } : latestRun(jobId);
           if (!known) throw new RouteError(404, `this agent runs no job ${jobId}`);
-          const connect = () => new Promise<Socket | NodeJS.ErrnoException>((resolveSocket) => {
-            const connection = createConnection(jobFiles(known.dir).stream);
-            connection.once('connect', () => resolveSocket(connection));
-            connection.once('error', resolveSocket);
-          });
-          // A job just started: its supervisor may not listen yet (at most a few seconds).
-          let socket = await connect();
-          for (let tries = 0; !(socket instanceof Socket) && readStatus(known.dir) === null && tries < STREAM_WAIT_TRIES; tries++) {
-            await new Promise((resolveWait) => setTimeout(resolveWait, 50));
-            socket = await connect();
-          }
-          if (!(socket instanceof Socket)) {
-            const status = readStatus(known.dir);
-            throw new RouteError(409, hasEnded(status) ? `job ${jobId} has ended (${status.state})` : `job ${jobId} has no terminal session here (${socket.code ?? socket.message})`);
-          }
-          relayLines(await accept(), socket);
+          await relayStream(known.dir, `job ${jobId}`, accept);
+        },
+      },
+      {
+        // One task of a job step (srun inside a job): the task's supervisor, waiting for the controller to connect its stream.
+        method: 'GET', path: '/jobs/:id/steps/:step/:task/stream',
+        handler: async (ctx, accept) => {
+          const [jobId, stepId, task, run] = [ctx.params.id, ctx.params.step, ctx.params.task, ctx.query.get('run') ?? ''].map(Number);
+          if (![jobId, stepId, task, run].every((value) => Number.isSafeInteger(value) && value >= 0)) throw new RouteError(400, 'a step stream needs a job id, step id, task and ?run=N');
+          await relayStream(steps.dirOf(jobId, run, stepId, task), `task ${task} of step ${jobId}.${stepId}`, accept);
         },
       },
     ],
@@ -404,6 +436,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         await watch();
       }
       removeFinalRuns();
+      steps.sweep();
       await new Promise((resolve) => setTimeout(resolve, registered ? 100 : 500));
     }
   };

@@ -204,6 +204,27 @@ export const DrainBodySchema = strict({ nodes: nodeNames(1), reason: v.optional(
 export const JobIdsBodySchema = strict({ ids: list(int(1, Number.MAX_SAFE_INTEGER), LIMITS.jobIds, 1) });
 /** POST /jobs/:id/move (taras move): the job to go behind, or 0 for the front of the queue. */
 export const MoveBodySchema = strict({ after: int(0, Number.MAX_SAFE_INTEGER) });
+/** Most tasks one job step may have: each task runs under a supervisor process of its own on its node. */
+export const MAX_STEP_TASKS = 128;
+/**
+ * POST /jobs/:id/steps (srun inside a job): the command, how many tasks on how
+ * many of the job's nodes, the caller's environment and directory. Absent
+ * counts: the job's own (sbatch's -n and its nodes).
+ */
+export const StepBodySchema = strict({
+  command: list(text(LIMITS.envValueChars, 1), 4096, 1),
+  ntasks: v.optional(int(1, MAX_STEP_TASKS)),
+  nodes: v.optional(int(1, LIMITS.nodes)),
+  cpusPerTask: v.optional(int(1, LIMITS.cpusPerTask)),
+  overcommit: v.optional(bool()),
+  timeLimitSeconds: v.optional(int(1, LIMITS.timeLimitSeconds)),
+  memoryMiB: v.optional(int(1, LIMITS.memoryMiB)),
+  name: v.optional(text(LIMITS.nameChars, 1)),
+  workingDir: absolutePath(),
+  umask: int(0, 0o777),
+  env: environment,
+});
+export type StepBody = v.InferOutput<typeof StepBodySchema>;
 /** POST /jobs/:id/update (scontrol update): a pending job's name, partition or time limit; at least one. */
 export const UpdateBodySchema = v.pipe(
   strict({ name: v.optional(text(LIMITS.nameChars, 1)), partition: v.optional(text(LIMITS.nameChars, 1)), timeLimitSeconds: v.optional(timeLimit) }),

@@ -255,6 +255,12 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
 
 /** Submits the interactive job, waits for its start and attaches: the process exits with the job's exit code. */
 async function runInteractive(command: readonly string[], flags: Flags, cmd: Command): Promise<never> {
+  // Inside a job (SLURM_JOB_ID set) or with --jobid: srun runs a step of that job on its nodes.
+  if (cmd.name() === 'run') {
+    const { stepJobId, runStep } = await import('./step.js');
+    const job = stepJobId(flags);
+    if (job !== null) process.exit(await runStep(job, command, flags, cmd));
+  }
   const spec = await interactiveSpec(command, flags, cmd);
   const controller = flags.controller as string | undefined;
   const api = await client(controller);
@@ -282,8 +288,12 @@ async function runInteractive(command: readonly string[], flags: Flags, cmd: Com
 export function registerInteractiveCommands(program: Command): void {
   resourceFlags(program
     .command('run')
-    .description('run a command on a node, attached to this terminal (srun --pty)')
-    .argument('<command...>', 'the command and its arguments (put -- before it)'))
+    .description('run a command on a node, attached to this terminal (srun --pty); inside a job: on its nodes, as a job step (srun)')
+    .argument('<command...>', 'the command and its arguments (options after the command are its own)')
+    .passThroughOptions()
+    .option('-l, --label', 'inside a job: prefix each output line with its task\'s rank ("0: ")')
+    .option('--jobid <id>', 'run the command as a step of this running job of yours (default inside a job: $SLURM_JOB_ID)')
+    .option('-O, --overcommit', 'inside a job: allow more tasks on a node than the job has CPUs there'))
     .addHelpText('after', `
 On a terminal the job gets one too (Ctrl-C, Ctrl-Z and window size reach it);
 otherwise stdin, stdout and stderr are plain pipes. The exit code is the job's.
@@ -294,6 +304,13 @@ Examples:
   taras run -N 1 -c 4 -t 30 -- python3 train.py --epochs 3
   echo data | taras run -- wc -c          prints 5
   taras run --immediate=60 -- ./debug.sh  fail unless started within a minute
+
+Inside a job (SLURM_JOB_ID is set) srun runs CMD as a step of that job: on its
+nodes, as many tasks as -n says (default: the job's tasks), each with
+SLURM_PROCID, SLURM_NODEID, SLURM_LOCALID and SLURM_STEP_ID; the exit code is
+the highest of the tasks'. Unset SLURM_JOB_ID to submit a new job instead.
+  srun hostname                          one task per task of the job
+  srun -l -n 4 -N 2 ./worker             4 tasks on 2 nodes, output lines as "2: ..."
 `)
     .action(async (command: string[], flags: Flags, cmd: Command) => runInteractive(command, flags, cmd));
 

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
-  formatProblems, HolidayBodySchema, JobIdsBodySchema, MoveBodySchema, UpdateBodySchema, PauseBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
+  formatProblems, HolidayBodySchema, JobIdsBodySchema, MoveBodySchema, StepBodySchema, UpdateBodySchema, PauseBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
 import { finishedStates, type ApiJob, type ApiJobPage, type ApiPartition, type ApiSubmitted, type ApiTestOnly, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
@@ -27,6 +27,9 @@ import { ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, typ
 import { LimitRefused, SubmitLimits } from './limits.js';
 import { resolveJobRef, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
+import { JobSteps } from './steps.js';
+import type { StepTaskOrder } from '../agent/steps.js';
+import type { StepBody } from '../api/schema.js';
 import { accountingRoutes } from './accounting.js';
 import { EventLog } from './event-log.js';
 import { lockDataDir } from './lock.js';
@@ -98,6 +101,21 @@ class HttpAgents implements AgentLink {
     const url = this.byNode.get(node);
     if (!url) throw new Error(`no agent has registered node ${node}`);
     return openWebSocket({ baseUrl: url }, `/jobs/${id}/stream?run=${run}`, { clusterKey: this.clusterKey ?? undefined, destination: this.destinations.get(url)!, timeoutMs: 5000 });
+  }
+
+  /** One task of a job step (src/controller/steps.ts), started at its node's agent; it runs once its stream is open. */
+  async startTask(node: string, order: StepTaskOrder): Promise<void> {
+    await this.client(node).post('/steps/start', order);
+  }
+
+  async openTaskStream(node: string, id: JobId, run: number, stepId: number, task: number): Promise<import('ws').WebSocket> {
+    const url = this.byNode.get(node);
+    if (!url) throw new Error(`no agent has registered node ${node}`);
+    return openWebSocket({ baseUrl: url }, `/jobs/${id}/steps/${stepId}/${task}/stream?run=${run}`, { clusterKey: this.clusterKey ?? undefined, destination: this.destinations.get(url)!, timeoutMs: 5000 });
+  }
+
+  async killTasks(node: string, id: JobId, stepId: number | null, reason: string): Promise<void> {
+    await this.client(node).post('/steps/kill', { jobId: id, ...(stepId === null ? {} : { stepId }), reason });
   }
 
   async signal(node: string, id: JobId, signal: string, cancel: boolean, extras: SignalExtras = {}): Promise<void> {
@@ -351,6 +369,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
     throw error;
   };
   let closing: (() => Promise<void>) | null = null;
+  const steps = new JobSteps({
+    engine: () => engine, findJob, parseId: (raw) => parseId({ params: { id: raw } } as unknown as RequestContext), link: agents,
+    killGraceSeconds: () => engine.config.killGraceSeconds, log,
+  });
 
   /**
    * POST /jobs/:id/requeue (its owner or an administrator: scontrol
@@ -380,6 +402,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     return [
       // taras move (seed 000 3.1.4): behind another pending job, or 0 for the front.
+      // srun inside a job: a step of the job's tasks on its nodes (src/controller/steps.ts); run once srun attaches.
+      { method: 'POST', path: '/jobs/:id/steps', handler: (ctx) => {
+        const caller = callerOf(ctx);
+        const body = bodyOf(StepBodySchema, ctx, '{"command": ["hostname"], "ntasks": 2, "workingDir": "/home/ada", "umask": 18, "env": {}}') as StepBody;
+        return { status: 200, body: steps.create(caller, jobIdOf(ctx), body) };
+      } },
       { method: 'POST', path: '/jobs/:id/move', handler: (ctx) => withBody<{ after: number }>(ctx, MoveBodySchema, '{"after": 12} (0: the front)', (id, caller, body) => {
         const moved = engine.move(id, body.after, caller.user, admin(caller));
         log(`job ${id}: moved after ${body.after} by ${caller.user}`);
@@ -804,7 +832,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   ];
 
   // A change is answered only once it is on the disk (one fdatasync serves every change made before it began).
-  const commitsNothing = new Set(['/agent/heartbeat', '/admin/token', '/whatif', '/jobs/test-only']);
+  const commitsNothing = new Set(['/jobs/:id/steps', '/agent/heartbeat', '/admin/token', '/whatif', '/jobs/test-only']);
   // Nothing about a job is served anonymously: every route but /status (and the agents', signed) needs a verified caller.
   const guarded = routes.map((route): Route => openToAnonymous(route) ? route : {
     ...route,
@@ -824,7 +852,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const server = createApiServer({
     routes: durableRoutes,
     upgrades: [attachRoute({ engine, findJob, parseId: (raw) => parseId({ params: { id: raw } } as unknown as RequestContext), openStream: (node, id, run) => agents.openStream(node, id, run),
-      graceSeconds: () => engine.config.interactive.graceSeconds })],
+      graceSeconds: () => engine.config.interactive.graceSeconds }), steps.attachRoute()],
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? (route) => route.path.startsWith('/agent/') : undefined,
     authenticator: createAuthenticator({ jwtKey, mungeSocket: config.mungeSocket }),
@@ -856,6 +884,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
 
   closing = async () => {
     clearInterval(ticker);
+    steps.close();
     if (eventLog !== null) {
       eventLog.record('shutdown', { phase: 'finished', jobsLeftRunning: [...engine.active.values()].filter((r) => r.state !== 'PENDING').map((r) => r.id) });
       store.committedListeners.length = 0;

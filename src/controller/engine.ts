@@ -590,6 +590,23 @@ export class ControllerEngine {
     return record.request as unknown as JobSpec;
   }
 
+  /**
+   * What a running job holds on each of its nodes, for its steps (srun inside
+   * the job): CPUs and memory per node, the verified uid it runs as, its
+   * tasks and CPUs per task, and when its time limit ends (null: none).
+   */
+  allocationOf(record: JobRecord): { cpusPerNode: number; memoryMiBPerNode: number; uid: number | undefined; ntasks: number; cpusPerTask: number; endsAtMs: number | null } {
+    const spec = this.specOf(record);
+    const resources = this.resourcesOf(spec, record.nodes);
+    const limit = spec.timeLimitSeconds;
+    const suspended = this.suspendedSecondsOf(record.id);
+    return {
+      cpusPerNode: resources.cpusPerNode, memoryMiBPerNode: resources.memoryMiBPerNode, uid: (spec as { [SUBMIT_UID]?: number })[SUBMIT_UID],
+      ntasks: spec.ntasks ?? record.nodes.length, cpusPerTask: spec.cpusPerTask,
+      endsAtMs: limit === 'UNLIMITED' || limit === undefined || record.startTimeMs === null ? null : record.startTimeMs + (limit + suspended) * 1000,
+    };
+  }
+
   private partitionOf(spec: JobSpec): PartitionSpec {
     const name = spec.partition ?? this.config.defaultPartition;
     const partition = this.config.partitions.find((p) => p.name === name);

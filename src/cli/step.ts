@@ -1,0 +1,184 @@
+// `srun CMD` inside a job (SLURM_JOB_ID set, or --jobid): a job step. The
+// controller lays the tasks out on the job's nodes (src/controller/steps.ts)
+// and relays their output here: as it comes, or with -l each line prefixed
+// by its task's rank (`0: `, padded as Slurm pads it). stdin, Ctrl-C and
+// SIGTERM go to every task (srun's defaults). Failed tasks are named on stderr as srun
+// names them (`srun: error: n1: task 1: Exited with exit code 3`), and the
+// exit code is the highest of the tasks' (128 + N for a task killed by
+// signal N).
+
+import type { Command } from 'commander';
+import type { WebSocket } from 'ws';
+import type { StepBody } from '../api/schema.js';
+import { fail } from './flags.js';
+import { client, connection, withRetries } from './controller-client.js';
+
+type Flags = Record<string, string | boolean | undefined>;
+
+/** run's flags that mean something for a new job only: refused by name inside one. */
+const JOB_ONLY_FLAGS: readonly [key: string, flag: string][] = [
+  ['partition', '-p/--partition'], ['constraint', '-C/--constraint'], ['reservation', '--reservation'], ['immediate', '--immediate'],
+];
+
+/** The job a step goes into: --jobid, else the job this command runs in. */
+export function stepJobId(flags: Flags): number | null {
+  const given = typeof flags.jobid === 'string' ? flags.jobid : process.env.SLURM_JOB_ID ?? process.env.TARAS_JOB_ID;
+  if (given === undefined || given === '') return null;
+  if (!/^\d+$/.test(given) || Number(given) <= 0) fail(`srun: error: '${given}' is not a job id (--jobid or SLURM_JOB_ID): give the number taras queue shows`, 2);
+  return Number(given);
+}
+
+const positive = (value: string | boolean | undefined, flag: string): number | undefined => {
+  if (value === undefined) return undefined;
+  const text = String(value);
+  if (!/^\d+$/.test(text) || Number(text) < 1) fail(`srun: error: ${flag} ${text}: expected a whole number of at least 1`, 2);
+  return Number(text);
+};
+
+/** The step request from run's flags (validated here; the controller checks it against the job). */
+async function stepBody(command: readonly string[], flags: Flags, cmd: Command): Promise<StepBody> {
+  for (const [key, flag] of JOB_ONLY_FLAGS) {
+    if (cmd.getOptionValueSource(key) === 'cli') fail(`srun: error: ${flag} is for a new job, not a step inside job ${stepJobId(flags)}: a step runs in its job's allocation (leave it out, or unset SLURM_JOB_ID to submit a new job)`, 2);
+  }
+  if (command.length === 0) fail('srun: error: no command given: srun [options] CMD [ARGS]', 2);
+  const nodesText = flags.nodes === undefined ? undefined : String(flags.nodes);
+  if (nodesText !== undefined && !/^\d+$/.test(nodesText)) fail(`srun: error: -N ${nodesText}: a step takes a node count, not a range`, 2);
+  let timeLimitSeconds: number | undefined;
+  let memoryMiB: number | undefined;
+  if (flags.time !== undefined || flags.mem !== undefined) {
+    const { parseTime, parseMemory } = await import('../jobspec/values.js');
+    if (flags.time !== undefined) {
+      const parsed = parseTime(String(flags.time));
+      if (!parsed.ok) fail(`srun: error: -t ${String(flags.time)}: ${parsed.message}`, 2);
+      if (parsed.value !== 'UNLIMITED') timeLimitSeconds = parsed.value;
+    }
+    if (flags.mem !== undefined) {
+      const parsed = parseMemory(String(flags.mem));
+      if (!parsed.ok) fail(`srun: error: --mem ${String(flags.mem)}: ${parsed.message}`, 2);
+      if (parsed.value > 0) memoryMiB = parsed.value;
+    }
+  }
+  const { resolve } = await import('node:path');
+  const body: StepBody = {
+    command: [...command],
+    ...(flags.ntasks === undefined ? {} : { ntasks: positive(flags.ntasks, '-n') }),
+    ...(nodesText === undefined ? {} : { nodes: positive(nodesText, '-N') }),
+    ...(flags.cpusPerTask === undefined ? {} : { cpusPerTask: positive(flags.cpusPerTask, '-c') }),
+    ...(flags.overcommit === true ? { overcommit: true } : {}),
+    ...(timeLimitSeconds === undefined ? {} : { timeLimitSeconds }),
+    ...(memoryMiB === undefined ? {} : { memoryMiB }),
+    ...(typeof flags.jobName === 'string' ? { name: flags.jobName } : {}),
+    workingDir: typeof flags.chdir === 'string' ? resolve(flags.chdir) : process.cwd(),
+    umask: process.umask(),
+    env: { ...process.env } as Record<string, string>,
+  };
+  return body;
+}
+
+interface TaskEnd {
+  task: number;
+  node: string;
+  state: string;
+  exitCode: number | null;
+  signal: string | null;
+  reason: string | null;
+}
+
+/** Slurm's words for a task killed by a signal. */
+const SIGNAL_WORDS: Readonly<Record<string, string>> = { SIGKILL: 'Killed', SIGTERM: 'Terminated', SIGSEGV: 'Segmentation fault', SIGABRT: 'Aborted', SIGINT: 'Interrupt', SIGBUS: 'Bus error' };
+
+/** Runs the step; returns srun's exit code. */
+export async function runStep(job: number, command: readonly string[], flags: Flags, cmd: Command): Promise<number> {
+  const body = await stepBody(command, flags, cmd);
+  const controller = flags.controller as string | undefined;
+  const { ApiRequestError, ControllerUnreachableError, openWebSocket } = await import('../net/client.js');
+  const explain = (error: unknown): never => {
+    if (error instanceof ApiRequestError) fail(`srun: error: ${error.error}${error.fix ? ` (${error.fix})` : ''}`, error.status === 400 ? 2 : 1);
+    if (error instanceof ControllerUnreachableError) fail(`srun: error: ${error.message}`, 1);
+    throw error;
+  };
+  const api = await client(controller);
+  let created: { stepId: number; nodes: string; tasks: { task: number; node: string }[] };
+  try {
+    created = await withRetries('srun', () => api.post(`/jobs/${job}/steps`, body));
+  } catch (error) {
+    return explain(error);
+  } finally {
+    api.close();
+  }
+  let socket: WebSocket;
+  try {
+    const { target, credentials } = await connection(controller);
+    socket = await openWebSocket(target, `/jobs/${job}/steps/${created.stepId}/attach`, { credentials, timeoutMs: 15_000 });
+  } catch (error) {
+    return explain(error);
+  }
+  const label = flags.label === true;
+  const width = String(Math.max(0, created.tasks.length - 1)).length;
+  /** Partial lines per task and stream, for -l. */
+  const partial = new Map<string, string>();
+  const write = (stream: 'out' | 'err', task: number, data: Buffer): void => {
+    const to = stream === 'out' ? process.stdout : process.stderr;
+    if (!label) {
+      to.write(data);
+      return;
+    }
+    const key = `${stream}${task}`;
+    const text = (partial.get(key) ?? '') + data.toString('utf8');
+    const lines = text.split('\n');
+    partial.set(key, lines.pop()!);
+    if (lines.length > 0) to.write(lines.map((line) => `${String(task).padStart(width)}: ${line}\n`).join(''));
+  };
+  const flush = (): void => {
+    for (const [key, rest] of partial) {
+      if (rest === '') continue;
+      const to = key.startsWith('out') ? process.stdout : process.stderr;
+      to.write(`${key.slice(3).padStart(width)}: ${rest}\n`);
+    }
+    partial.clear();
+  };
+  const send = (frame: object): void => {
+    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const) process.on(signal, () => send({ t: 'signal', sig: signal }));
+  const stdin = process.stdin;
+  stdin.on('data', (data: Buffer) => send({ t: 'in', d: data.toString('base64') }));
+  stdin.on('end', () => send({ t: 'eof' }));
+  stdin.on('error', () => send({ t: 'eof' }));
+  let ends: TaskEnd[] | null = null;
+  await new Promise<void>((resolveEnd) => {
+    socket.on('message', (data) => {
+      let frame: { t?: string; d?: string; text?: string; task?: number; tasks?: TaskEnd[] };
+      try {
+        frame = JSON.parse(data.toString());
+      } catch {
+        return;
+      }
+      if ((frame.t === 'out' || frame.t === 'err') && frame.d !== undefined) write(frame.t, frame.task ?? 0, Buffer.from(frame.d, 'base64'));
+      else if (frame.t === 'hello') stdin.resume();
+      else if (frame.t === 'note' && frame.text !== undefined) process.stderr.write(`srun: ${frame.text}\n`);
+      else if (frame.t === 'exit') ends = frame.tasks ?? [];
+    });
+    socket.on('close', () => resolveEnd());
+    socket.on('error', () => resolveEnd());
+    socket.resume(); // opened paused, so that no frame is missed
+  });
+  stdin.pause();
+  flush();
+  const finished = ends as TaskEnd[] | null;
+  if (finished === null) {
+    process.stderr.write(`srun: error: lost the connection to step ${job}.${created.stepId}: its tasks are killed\n`);
+    return 1;
+  }
+  const { constants } = await import('node:os');
+  let code = 0;
+  for (const end of finished) {
+    const signo = end.signal === null ? undefined : (constants.signals as Record<string, number>)[end.signal];
+    const taskCode = end.exitCode ?? (signo === undefined ? 1 : 128 + signo);
+    if (taskCode === 0) continue;
+    code = Math.max(code, taskCode);
+    const what = end.exitCode !== null ? `Exited with exit code ${end.exitCode}` : end.signal !== null ? SIGNAL_WORDS[end.signal] ?? end.signal : `${end.state}${end.reason ? ` (${end.reason})` : ''}`;
+    process.stderr.write(`srun: error: ${end.node}: task ${end.task}: ${what}\n`);
+  }
+  return code;
+}

@@ -1,0 +1,353 @@
+// Job steps in the controller: `srun CMD` inside a running job (Slurm's job
+// steps). `POST /jobs/:id/steps` checks the request against the job's
+// allocation and lays the tasks out on its nodes (block distribution: the
+// first nodes take one task more when the count does not divide); the
+// caller then opens `GET /jobs/:id/steps/:step/attach` (a WebSocket), and the
+// controller starts every task at its node's agent (src/agent/steps.ts),
+// connects to each task's stream and merges them for srun: output frames
+// carry their task, input and signals go to every task (srun's defaults), and the last frame lists every task's end. Only the job's owner (and
+// root) may run steps in it, and every task runs as the job's user. A task
+// never outlives its job: when the job ends (any way) or srun goes away, the
+// agents kill the step's tasks; each task's time limit is what is left of the
+// job's.
+
+import type { WebSocket } from 'ws';
+import type { StepBody } from '../api/schema.js';
+import { compressHostlist } from '../config/hostlist.js';
+import type { JobId } from '../core/types.js';
+import { HOW_TO_AUTHENTICATE, type Caller } from '../net/identity.js';
+import { RouteError, type RequestContext, type UpgradeRoute } from '../net/server.js';
+import type { JobRecord } from '../store/events.js';
+import type { ControllerEngine } from './engine.js';
+import type { StepTaskOrder } from '../agent/steps.js';
+
+/** One task of a step: its rank, node, the node's index in the step and the task's rank on that node. */
+export interface StepTask {
+  readonly task: number;
+  readonly node: string;
+  readonly nodeId: number;
+  readonly localId: number;
+}
+
+export interface StepLayout {
+  readonly nodes: readonly string[];
+  readonly tasks: readonly StepTask[];
+  readonly cpusPerTask: number;
+}
+
+/**
+ * Lays a step out on its job's nodes (pure): the error names the problem and
+ * the fix. Without -n the step has the job's tasks when it spans all the
+ * job's nodes, else one task per node; without -N it spans as many of the
+ * job's nodes as it has tasks (all, at most).
+ */
+export function stepLayout(jobNodes: readonly string[], allocation: { cpusPerNode: number; ntasks: number; cpusPerTask: number },
+  request: Pick<StepBody, 'ntasks' | 'nodes' | 'cpusPerTask' | 'overcommit'>): StepLayout | string {
+  if (request.nodes !== undefined && request.nodes > jobNodes.length) {
+    return `the job has ${jobNodes.length} node(s) and the step asks for ${request.nodes} (-N): ask for at most ${jobNodes.length}`;
+  }
+  const nodeCount = request.nodes ?? Math.min(request.ntasks ?? jobNodes.length, jobNodes.length);
+  const ntasks = request.ntasks ?? (nodeCount === jobNodes.length ? Math.max(allocation.ntasks, nodeCount) : nodeCount);
+  if (ntasks < nodeCount) return `${ntasks} task(s) (-n) cannot cover ${nodeCount} node(s) (-N): every node of a step runs at least one task; ask for -n ${nodeCount} or -N ${ntasks}`;
+  const cpusPerTask = request.cpusPerTask ?? allocation.cpusPerTask;
+  const nodes = jobNodes.slice(0, nodeCount);
+  const base = Math.floor(ntasks / nodeCount);
+  const extra = ntasks % nodeCount;
+  const most = (base + (extra > 0 ? 1 : 0)) * cpusPerTask;
+  if (most > allocation.cpusPerNode && request.overcommit !== true) {
+    return `the step puts ${base + (extra > 0 ? 1 : 0)} task(s) of ${cpusPerTask} CPU(s) on a node where the job has ${allocation.cpusPerNode} CPU(s): `
+      + 'ask for fewer tasks (-n), fewer CPUs per task (-c), more nodes (-N), or --overcommit';
+  }
+  const tasks: StepTask[] = [];
+  nodes.forEach((node, nodeId) => {
+    const count = base + (nodeId < extra ? 1 : 0);
+    for (let localId = 0; localId < count; localId++) tasks.push({ task: tasks.length, node, nodeId, localId });
+  });
+  return { nodes, tasks, cpusPerTask };
+}
+
+/** Slurm's SLURM_STEP_TASKS_PER_NODE: `2(x3),1`. */
+export function tasksPerNodeText(tasks: readonly StepTask[], nodes: number): string {
+  const counts = Array.from({ length: nodes }, (_, nodeId) => tasks.filter((t) => t.nodeId === nodeId).length);
+  const parts: string[] = [];
+  for (let i = 0; i < counts.length;) {
+    let j = i;
+    while (j < counts.length && counts[j] === counts[i]) j++;
+    parts.push(j - i > 1 ? `${counts[i]}(x${j - i})` : String(counts[i]));
+    i = j;
+  }
+  return parts.join(',');
+}
+
+/** What the step's tasks add to the caller's environment (Slurm's names and Taras's). */
+export function taskEnvironment(base: Readonly<Record<string, string>>, jobId: number, stepId: number, layout: StepLayout, task: StepTask): Record<string, string> {
+  const nodelist = compressHostlist(layout.nodes);
+  const own: Record<string, string> = {
+    SLURM_JOB_ID: String(jobId), SLURM_JOBID: String(jobId),
+    SLURM_STEP_ID: String(stepId), SLURM_STEPID: String(stepId), SLURM_PROCID: String(task.task), SLURM_LOCALID: String(task.localId),
+    SLURM_NODEID: String(task.nodeId), SLURMD_NODENAME: task.node, SLURM_STEP_NODELIST: nodelist, SLURM_STEP_NUM_NODES: String(layout.nodes.length),
+    SLURM_STEP_NUM_TASKS: String(layout.tasks.length), SLURM_STEP_TASKS_PER_NODE: tasksPerNodeText(layout.tasks, layout.nodes.length),
+    SLURM_NTASKS: String(layout.tasks.length), SLURM_NPROCS: String(layout.tasks.length), SLURM_NNODES: String(layout.nodes.length),
+    SLURM_NODELIST: nodelist, SLURM_CPUS_PER_TASK: String(layout.cpusPerTask),
+    TARAS_STEP_ID: String(stepId), TARAS_PROCID: String(task.task), TARAS_LOCALID: String(task.localId), TARAS_NODEID: String(task.nodeId),
+    TARAS_STEP_NODELIST: nodelist, TARAS_STEP_NUM_TASKS: String(layout.tasks.length),
+  };
+  return { ...base, ...own };
+}
+
+/** The controller's side of the agents for steps (HTTP, signed, in the daemon). */
+export interface StepLink {
+  startTask(node: string, order: StepTaskOrder): Promise<void>;
+  openTaskStream(node: string, jobId: JobId, run: number, stepId: number, task: number): Promise<WebSocket>;
+  killTasks(node: string, jobId: JobId, stepId: number | null, reason: string): Promise<void>;
+}
+
+export interface StepDeps {
+  readonly engine: () => ControllerEngine;
+  readonly findJob: (id: JobId) => JobRecord;
+  readonly parseId: (raw: string) => JobId;
+  readonly link: StepLink;
+  readonly killGraceSeconds: () => number;
+  readonly log: (line: string) => void;
+}
+
+/** A task's end as srun reports it. */
+export interface TaskEnd {
+  readonly task: number;
+  readonly node: string;
+  readonly state: string;
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly reason: string | null;
+}
+
+interface Step {
+  readonly jobId: JobId;
+  readonly run: number;
+  readonly stepId: number;
+  readonly user: string;
+  readonly layout: StepLayout;
+  readonly orders: readonly StepTaskOrder[];
+  readonly createdMs: number;
+  attached: boolean;
+  /** Set once srun is attached: ends the step (kills its tasks) with a note to srun. */
+  stop?: (note: string) => void;
+}
+
+/** A step not attached to within this long is forgotten (nothing of it was started). */
+const ATTACH_WITHIN_MS = 30_000;
+/** Past this many bytes unsent to srun, the tasks' streams are no longer read until it takes them. */
+const HIGH_WATER_BYTES = 1024 * 1024;
+
+const mayRunSteps = (caller: Caller, owner: string): boolean => caller.uid === 0 || caller.user === owner;
+
+export class JobSteps {
+  private readonly nextStep = new Map<JobId, number>();
+  private readonly steps = new Map<string, Step>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(private readonly deps: StepDeps) {
+    this.sweeper = setInterval(() => this.sweep(), 1000);
+    this.sweeper.unref();
+  }
+
+  close(): void {
+    clearInterval(this.sweeper);
+    for (const step of this.steps.values()) step.stop?.('the controller is stopping');
+  }
+
+  /** POST /jobs/:id/steps: checks and lays out the step; nothing runs until srun attaches. */
+  create(caller: Caller, id: JobId, body: StepBody): { jobId: JobId; stepId: number; nodes: string; tasks: readonly StepTask[] } {
+    const record = this.deps.findJob(id);
+    if (!mayRunSteps(caller, record.user)) throw new RouteError(403, `job ${id} belongs to ${record.user}: only its owner may run steps in it`, 'run srun inside your own jobs');
+    if (record.state !== 'RUNNING') {
+      throw new RouteError(409, `job ${id} is ${record.state}, not RUNNING: steps run inside a running job`, record.state === 'PENDING' ? `wait for its start (taras when ${id})` : 'submit a new job');
+    }
+    const allocation = this.deps.engine().allocationOf(record);
+    const layout = stepLayout(record.nodes, allocation, body);
+    if (typeof layout === 'string') throw new RouteError(400, `job ${id}: ${layout}`);
+    const nowMs = Date.now();
+    const leftSeconds = allocation.endsAtMs === null ? null : Math.ceil((allocation.endsAtMs - nowMs) / 1000);
+    if (leftSeconds !== null && leftSeconds <= 0) throw new RouteError(409, `job ${id} has reached its time limit: no step can start in it`);
+    const limit = body.timeLimitSeconds === undefined ? leftSeconds : leftSeconds === null ? body.timeLimitSeconds : Math.min(body.timeLimitSeconds, leftSeconds);
+    const stepId = this.nextStep.get(id) ?? 0;
+    this.nextStep.set(id, stepId + 1);
+    const memory = body.memoryMiB ?? (allocation.memoryMiBPerNode > 0 ? allocation.memoryMiBPerNode : null);
+    const orders = layout.tasks.map((task): StepTaskOrder => ({
+      jobId: id, run: record.requeueCount, stepId, task: task.task, user: record.user, ...(allocation.uid === undefined ? {} : { uid: allocation.uid }),
+      command: body.command, env: taskEnvironment(body.env, id, stepId, layout, task), workingDir: body.workingDir, umask: body.umask,
+      timeLimitSeconds: limit, memoryMiB: memory, killGraceSeconds: this.deps.killGraceSeconds(),
+    }));
+    this.steps.set(`${id}.${stepId}`, { jobId: id, run: record.requeueCount, stepId, user: caller.user, layout, orders, createdMs: nowMs, attached: false });
+    this.deps.log(`job ${id}: step ${stepId} (${layout.tasks.length} task(s) on ${compressHostlist(layout.nodes)}) for ${caller.user}: ${body.command.join(' ').slice(0, 200)}`);
+    return { jobId: id, stepId, nodes: compressHostlist(layout.nodes), tasks: layout.tasks };
+  }
+
+  /** Every second: steps of jobs that have ended are killed; steps never attached to are forgotten. */
+  private sweep(): void {
+    const nowMs = Date.now();
+    for (const [key, step] of this.steps) {
+      if (!step.attached) {
+        if (nowMs - step.createdMs > ATTACH_WITHIN_MS) this.steps.delete(key);
+        continue;
+      }
+      let record: JobRecord | null;
+      try {
+        record = this.deps.findJob(step.jobId);
+      } catch {
+        record = null;
+      }
+      if (record === null || record.state !== 'RUNNING' || record.requeueCount !== step.run) {
+        step.stop?.(`job ${step.jobId} ended (${record?.state ?? 'gone'}${record?.reason ? `: ${record.reason}` : ''}): its step ${step.stepId} is killed`);
+      }
+    }
+  }
+
+  private killTasks(step: Step, reason: string): void {
+    for (const node of step.layout.nodes) {
+      this.deps.link.killTasks(node, step.jobId, step.stepId, reason).catch((error: unknown) => {
+        this.deps.log(`job ${step.jobId} step ${step.stepId}: could not ask ${node} to kill its tasks (${(error as Error).message}); their time limit ends them`);
+      });
+    }
+  }
+
+  attachRoute(): UpgradeRoute {
+    return {
+      method: 'GET', path: '/jobs/:id/steps/:step/attach',
+      handler: async (ctx: RequestContext, accept) => {
+        const caller = ctx.caller;
+        if (caller === null) throw new RouteError(401, 'no verified identity: running a job step needs to know who you are', HOW_TO_AUTHENTICATE);
+        const id = this.deps.parseId(ctx.params.id);
+        const key = `${id}.${Number(ctx.params.step)}`;
+        const step = this.steps.get(key);
+        if (step === undefined || step.attached) throw new RouteError(404, `no step ${ctx.params.step} of job ${id} waits to start`, 'create it first: POST /jobs/ID/steps (srun inside the job)');
+        if (step.user !== caller.user) throw new RouteError(403, `step ${ctx.params.step} of job ${id} was asked for by ${step.user}`);
+        step.attached = true;
+        let client: WebSocket;
+        try {
+          client = await accept();
+        } catch (error) {
+          this.steps.delete(key);
+          throw error;
+        }
+        this.run(key, step, client);
+      },
+    };
+  }
+
+  /** Starts the tasks, merges their streams for srun, and ends the step when every task has ended. */
+  private run(key: string, step: Step, client: WebSocket): void {
+    const { link } = this.deps;
+    const ends = new Map<number, TaskEnd>();
+    const upstreams = new Map<number, WebSocket>();
+    let finished = false;
+    /** srun's input so far, for the tasks whose stream is not open yet (bounded; dropped once every task has it). */
+    const early: string[] = [];
+    let earlyBytes = 0;
+    let opened = 0;
+    const send = (frame: object): void => {
+      if (client.readyState !== client.OPEN) return;
+      client.send(JSON.stringify(frame), () => {
+        if (client.bufferedAmount < HIGH_WATER_BYTES) for (const upstream of upstreams.values()) upstream.resume();
+      });
+      if (client.bufferedAmount >= HIGH_WATER_BYTES) for (const upstream of upstreams.values()) upstream.pause();
+    };
+    const finish = (): void => {
+      if (finished || ends.size < step.orders.length) return;
+      finished = true;
+      this.steps.delete(key);
+      const tasks = [...ends.values()].sort((a, b) => a.task - b.task);
+      send({ t: 'exit', tasks });
+      client.close();
+    };
+    const ended = (end: TaskEnd): void => {
+      if (ends.has(end.task)) return;
+      ends.set(end.task, end);
+      finish();
+    };
+    step.stop = (note: string) => {
+      if (finished) return;
+      send({ t: 'note', text: note });
+      this.killTasks(step, note);
+      // Tasks that never report (their agent is away) end here, a little after the kill was asked.
+      setTimeout(() => {
+        for (const order of step.orders) {
+          if (!ends.has(order.task)) ended({ task: order.task, node: step.layout.tasks[order.task].node, state: 'CANCELLED', exitCode: null, signal: null, reason: note });
+        }
+        for (const upstream of upstreams.values()) upstream.terminate();
+      }, 5000).unref();
+    };
+    client.on('message', (data, isBinary) => {
+      if (isBinary) return;
+      let frame: { t?: unknown };
+      try {
+        frame = JSON.parse(data.toString());
+      } catch {
+        return;
+      }
+      const text = JSON.stringify(frame);
+      if (frame.t === 'in' || frame.t === 'eof') {
+        // srun's stdin goes to every task (Slurm's default), also to those whose stream opens later.
+        for (const upstream of upstreams.values()) if (upstream.readyState === upstream.OPEN) upstream.send(text);
+        if (opened < step.orders.length && earlyBytes + text.length <= HIGH_WATER_BYTES) {
+          early.push(text);
+          earlyBytes += text.length;
+        }
+      } else if (frame.t === 'signal') {
+        for (const upstream of upstreams.values()) if (upstream.readyState === upstream.OPEN) upstream.send(text);
+      }
+    });
+    client.on('close', () => {
+      if (!finished) step.stop?.(`srun went away: step ${step.stepId} of job ${step.jobId} is killed`);
+    });
+    client.on('error', () => undefined);
+    client.resume();
+    send({ t: 'hello', pty: false, jobId: step.jobId, stepId: step.stepId, nodes: compressHostlist(step.layout.nodes), tasks: step.layout.tasks });
+    const startTask = async (order: StepTaskOrder): Promise<void> => {
+      const node = step.layout.tasks[order.task].node;
+      const fail = (reason: string): void => {
+        send({ t: 'note', task: order.task, text: `task ${order.task} on ${node}: ${reason}` });
+        ended({ task: order.task, node, state: 'FAILED', exitCode: null, signal: null, reason });
+      };
+      let upstream: WebSocket;
+      try {
+        await link.startTask(node, order);
+        upstream = await link.openTaskStream(node, step.jobId, step.run, step.stepId, order.task);
+      } catch (error) {
+        fail((error as Error).message);
+        return;
+      }
+      if (finished) {
+        upstream.terminate();
+        return;
+      }
+      upstreams.set(order.task, upstream);
+      for (const text of early) upstream.send(text);
+      if (++opened === step.orders.length) early.length = 0;
+      upstream.on('message', (data, isBinary) => {
+        if (isBinary) return;
+        let frame: { t?: unknown; d?: unknown; text?: unknown; state?: unknown; exitCode?: unknown; signal?: unknown; reason?: unknown };
+        try {
+          frame = JSON.parse(data.toString());
+        } catch {
+          return;
+        }
+        if ((frame.t === 'out' || frame.t === 'err') && typeof frame.d === 'string') send({ t: frame.t, task: order.task, d: frame.d });
+        else if (frame.t === 'note' && typeof frame.text === 'string') send({ t: 'note', task: order.task, text: frame.text });
+        else if (frame.t === 'exit') {
+          ended({
+            task: order.task, node, state: typeof frame.state === 'string' ? frame.state : 'FAILED', exitCode: typeof frame.exitCode === 'number' ? frame.exitCode : null,
+            signal: typeof frame.signal === 'string' ? frame.signal : null, reason: typeof frame.reason === 'string' ? frame.reason : null,
+          });
+        }
+      });
+      upstream.on('close', () => {
+        upstreams.delete(order.task);
+        if (!ends.has(order.task)) fail('lost the connection to the task before its end');
+      });
+      upstream.on('error', () => undefined);
+      upstream.resume();
+    };
+    for (const order of step.orders) void startTask(order);
+  }
+}

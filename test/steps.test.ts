@@ -1,0 +1,164 @@
+// srun inside a job (job steps) on a real controller and agent, with a real
+// other Unix user: tasks on every allocated node with SLURM_PROCID,
+// SLURM_NODEID, SLURM_LOCALID and SLURM_STEP_ID, output relayed (labelled
+// with -l), the highest exit code, stdin to every task, steps refused when
+// they do not fit the job or the job is someone else's, and no task left
+// running once its job has ended or its srun has gone. Every process started
+// here is stopped by its PID.
+
+import assert from 'node:assert/strict';
+import { type ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { runAs } from './auth-helpers.js';
+import { startDaemon } from './daemon-process.js';
+import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
+import { stepLayout, tasksPerNodeText } from '../src/controller/steps.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const taras = join(root, 'bin/taras.js');
+const started: ChildProcess[] = [];
+let work = '';
+
+describe('step layout (pure)', () => {
+  const nodes = ['n1', 'n2', 'n3'];
+  const allocation = { cpusPerNode: 4, ntasks: 6, cpusPerTask: 1 };
+  it('block distribution: the first nodes take one more; without -n the job\'s tasks on all its nodes, one per node on fewer', () => {
+    const all = stepLayout(nodes, allocation, {});
+    assert.ok(typeof all !== 'string');
+    assert.deepEqual(all.tasks.map((t) => `${t.task}@${t.node}/${t.nodeId}.${t.localId}`), ['0@n1/0.0', '1@n1/0.1', '2@n2/1.0', '3@n2/1.1', '4@n3/2.0', '5@n3/2.1']);
+    const five = stepLayout(nodes, allocation, { ntasks: 5 });
+    assert.ok(typeof five !== 'string');
+    assert.deepEqual(five.tasks.map((t) => t.node), ['n1', 'n1', 'n2', 'n2', 'n3']);
+    assert.equal(tasksPerNodeText(five.tasks, 3), '2(x2),1');
+    const two = stepLayout(nodes, allocation, { nodes: 2 });
+    assert.ok(typeof two !== 'string');
+    assert.deepEqual(two.tasks.map((t) => t.node), ['n1', 'n2']);
+    const one = stepLayout(nodes, allocation, { ntasks: 1 });
+    assert.ok(typeof one !== 'string');
+    assert.deepEqual(one.nodes, ['n1']);
+  });
+  it('refuses what does not fit, naming the fix', () => {
+    assert.match(stepLayout(nodes, allocation, { nodes: 4 }) as string, /has 3 node\(s\) and the step asks for 4 \(-N\): ask for at most 3/);
+    assert.match(stepLayout(nodes, allocation, { ntasks: 2, nodes: 3 }) as string, /2 task\(s\) \(-n\) cannot cover 3 node\(s\)/);
+    assert.match(stepLayout(nodes, allocation, { ntasks: 6, cpusPerTask: 3 }) as string, /2 task\(s\) of 3 CPU\(s\) on a node where the job has 4 CPU\(s\).*--overcommit/);
+    assert.ok(typeof stepLayout(nodes, allocation, { ntasks: 6, cpusPerTask: 3, overcommit: true }) !== 'string');
+  });
+});
+
+describe('srun inside a job, on a real cluster', { skip: notRootReason }, () => {
+  let url = '';
+  let ada: TestUser;
+  let bob: TestUser;
+  before(async () => {
+    work = mkdtempSync(join(tmpdir(), 'taras-steps-'));
+    chmodSync(work, 0o755);
+    ada = createTestUser('ada');
+    bob = createTestUser('bob');
+    const config = join(work, 'cluster.toml');
+    writeFileSync(config, `[cluster]\nname = "steps"\npolicy = "easy"\ndata_dir = "data"\n[[nodes]]\nnames = "node[01-03]"\ncpus = 2\nmemory = "4G"\n`
+      + '[[partitions]]\nname = "batch"\nnodes = "ALL"\ndefault = true\n');
+    url = (await startDaemon(taras, started, ['controller', '--config', config, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, work)).match[1];
+    await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '3x2', '--data', join(work, 'data', 'agent'), '--key', join(work, 'data', 'cluster.key')], /registered 3 node/, work);
+  });
+  after(async () => {
+    for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await sleep(200);
+    removeTestUsers();
+    if (work !== '') rmSync(work, { recursive: true, force: true });
+  });
+
+  /** sbatch as `user` from their home (srun on the job's PATH, as after an install); the job id. */
+  const sbatch = async (user: TestUser, script: string, ...args: string[]): Promise<number> => {
+    const file = join(user.home, `job-${Math.random().toString(36).slice(2, 8)}.sh`);
+    writeFileSync(file, script);
+    chmodSync(file, 0o755);
+    chownSync(file, user.uid, user.gid);
+    const run = await runAs(user, [taras, 'submit', '--controller', url, ...args, file], { env: { PATH: `${join(root, 'bin')}:/usr/bin:/bin` } });
+    assert.equal(run.status, 0, run.stderr);
+    return Number(/(\d+)\s*$/.exec(run.stdout)![1]);
+  };
+  const state = async (id: number): Promise<string> => {
+    const run = await runAs(ada, [taras, 'show', String(id), '--json', '--controller', url]);
+    return (JSON.parse(run.stdout) as { state: string }).state;
+  };
+  const waitFor = async (what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> => {
+    for (const end = Date.now() + ms; Date.now() < end; await sleep(100)) if (await check()) return;
+    assert.fail(`timed out waiting for ${what}`);
+  };
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('runs every task on the job\'s nodes as the job\'s user, with its ranks; -l labels lines; the exit code is the highest; stdin reaches every task', async () => {
+    const out = join(ada.home, 'steps.out');
+    const id = await sbatch(ada, `#!/bin/sh
+#SBATCH -N 3 -n 5 -t 5 -o ${out}
+srun -l sh -c 'echo "$SLURM_PROCID $SLURM_NODEID $SLURM_LOCALID $SLURMD_NODENAME $SLURM_STEP_ID $SLURM_STEP_NUM_TASKS $SLURM_STEP_TASKS_PER_NODE $(id -un)"' | sort
+srun -n 2 sh -c 'exit $((SLURM_PROCID + 3))'; echo "rc=$?"
+echo hello | srun -l -N 2 cat | sort
+srun -N 4 true; echo "too many nodes rc=$?"
+srun -n 3 -N 1 -c 1 true; echo "too many tasks rc=$?"
+srun -p batch true; echo "partition rc=$?"
+`);
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED'].includes(await state(id)));
+    const text = readFileSync(out, 'utf8');
+    const lines = text.split('\n');
+    // Tasks 0-4 on n1 (2), n2 (2), n3 (1): rank, node index, local rank, node, step 0, 5 tasks, 2(x2),1, the user.
+    for (const expected of ['0: 0 0 0 node01', '1: 1 0 1 node01', '2: 2 1 0 node02', '3: 3 1 1 node02', '4: 4 2 0 node03']) {
+      assert.ok(lines.includes(`${expected} 0 5 2(x2),1 ${ada.name}`), `${expected} in:\n${text}`);
+    }
+    assert.match(text, /srun: error: node02: task 1: Exited with exit code 4\nrc=4\n/);
+    assert.match(text, /srun: error: node01: task 0: Exited with exit code 3\n/);
+    assert.match(text, /0: hello\n1: hello\n/);
+    assert.match(text, /the job has 3 node\(s\) and the step asks for 4 \(-N\): ask for at most 3\ntoo many nodes rc=2/);
+    assert.match(text, /3 task\(s\) of 1 CPU\(s\) on a node where the job has 2 CPU\(s\).*\ntoo many tasks rc=2/);
+    assert.match(text, /-p\/--partition is for a new job, not a step inside job \d+.*\npartition rc=2/);
+  });
+
+  it('only the job\'s owner runs steps in it: another user is refused, and nothing runs', async () => {
+    const id = await sbatch(ada, '#!/bin/sh\nsleep 120\n', '-t', '5');
+    await waitFor(`job ${id} to run`, async () => (await state(id)) === 'RUNNING');
+    const marker = join(work, `bob-was-here-${id}`);
+    const run = await runAs(bob, [taras, 'run', '--jobid', String(id), '--', 'touch', marker], { env: { TARAS_CONTROLLER: url, PATH: '/usr/bin:/bin' } });
+    assert.equal(run.status, 1);
+    assert.match(run.stderr, new RegExp(`srun: error: job ${id} belongs to ${ada.name}: only its owner may run steps in it`));
+    await sleep(500);
+    assert.equal(existsSync(marker), false);
+    await runAs(ada, [taras, 'cancel', String(id), '--controller', url]);
+  });
+
+  it('a step\'s tasks end with their job (scancel), also a task that ignores SIGTERM, and when their srun is killed', async () => {
+    const pids = join(ada.home, 'pids');
+    mkdirSync(pids);
+    chownSync(pids, ada.uid, ada.gid);
+    const id = await sbatch(ada, `#!/bin/sh
+srun -n 1 sh -c 'echo $$ > ${pids}/gone-with-srun; exec sleep 300' &
+echo $! > ${pids}/srun
+srun -N 2 sh -c 'trap "" TERM; echo $$ > ${pids}/task-$SLURM_PROCID; exec sleep 300'
+`, '-N', '2', '-n', '2', '-t', '5');
+    const read = (name: string): number => Number(readFileSync(join(pids, name), 'utf8').trim());
+    await waitFor('the tasks to write their pids', () => ['gone-with-srun', 'srun', 'task-0', 'task-1'].every((name) => existsSync(join(pids, name)) && readFileSync(join(pids, name), 'utf8').trim() !== ''));
+    const [lonely, srun, task0, task1] = ['gone-with-srun', 'srun', 'task-0', 'task-1'].map(read);
+    assert.ok(alive(lonely) && alive(task0) && alive(task1));
+    // srun killed outright: its task is killed by the controller (srun went away).
+    process.kill(srun, 'SIGKILL');
+    await waitFor('the task of the killed srun to end', () => !alive(lonely));
+    assert.equal(await state(id), 'RUNNING');
+    // The job cancelled: its tasks die with it, even one that ignores SIGTERM.
+    const cancel = await runAs(ada, [taras, 'cancel', String(id), '--controller', url]);
+    assert.equal(cancel.status, 0, cancel.stderr);
+    await waitFor('the tasks of the cancelled job to end', () => !alive(task0) && !alive(task1));
+    // Their step directories are removed once the tasks are over.
+    await waitFor('the step directories to go', () => !readdirSync(join(work, 'data', 'agent', 'jobs')).some((name) => name.startsWith('step-')));
+  });
+});
