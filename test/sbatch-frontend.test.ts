@@ -341,7 +341,7 @@ describe('sbatch options through taras submit, a controller and an agent', () =>
     const shown = cli('show', String(id)).stdout;
     assert.match(shown, /\n {2}Account: +physics\n/);
     assert.match(shown, /\n {2}Comment: +first try\n/);
-    assert.match(shown, /\n {2}Mail: +END,FAIL to me@example\.org \(stored only: Taras sends no mail\)\n/);
+    assert.match(shown, /\n {2}Mail: +END,FAIL to me@example\.org\n/);
     const json = JSON.parse(cli('show', '--json', String(id)).stdout) as { account: string; comment: string; mailType: string[] };
     assert.deepEqual([json.account, json.comment, json.mailType], ['physics', 'first try', ['END', 'FAIL']]);
     waitDone(id);

@@ -102,6 +102,10 @@ export interface ClusterConfig {
   readonly allowRootJobs: boolean;
   /** munged's socket for verifying MUNGE credentials; undefined: munge's default. */
   readonly mungeSocket?: string;
+  /** `mail_program` (Slurm's MailProg): a sendmail-compatible command run as `PROGRAM -t -oi` with the message on stdin; absent: /usr/sbin/sendmail. */
+  readonly mailProgram?: string;
+  /** `mail_domain` (Slurm's MailDomain): added to a user name without "@" (the job's user by default); absent: local delivery to the name. */
+  readonly mailDomain?: string;
   /** Absolute; the HS256 key of bearer tokens, created (0600) on first start. */
   readonly jwtKeyPath: string;
   /** [[program_class]]: checkpoint signals and restart action; the first is the default. Absent: CHECKPOINT_DEFAULTS.classes. */
@@ -181,13 +185,15 @@ const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions', 'program_class', '
 
 const CLUSTER_KEYS = {
   known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
-    'max_pending_per_user', 'max_submit_rate', 'max_connections', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key',
+    'max_pending_per_user', 'max_submit_rate', 'max_connections', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key', 'mail_program', 'mail_domain',
     'max_checkpoint_interval', 'max_checkpoint_duration',
     'interactive', 'interactive_grace', 'interactive_idle', 'interactive_max_time', 'interactive_warn', 'kill_invalid_depend', 'max_array_size',
     'event_log', 'event_log_kinds', 'event_log_max_size', 'event_log_keep'],
   aliases: {
     clustername: 'name',
     schedulertype: 'policy',
+    mailprog: 'mail_program',
+    maildomain: 'mail_domain',
     selecttype: 'placement',
     address: 'listen',
     port: 'listen',
@@ -248,6 +254,9 @@ function readSettings(reader: TableReader, file: string): Settings {
     reader.error(reader.has('socket') ? 'socket' : 'data_dir', socketProblem, 'use a shorter data_dir, or an absolute socket path such as "/tmp/taras.sock"');
   }
   const mungeSocket = reader.string('munge_socket', { example: '"/run/munge/munge.socket.2"', ...nonEmpty });
+  // Run as root with a fixed argv and environment: an absolute path, never found through a PATH.
+  const mailProgram = reader.string('mail_program', { example: '"/usr/sbin/sendmail"', pattern: /^\/[^\0]*$/, patternHint: 'an absolute path' });
+  const mailDomain = reader.string('mail_domain', { example: '"example.org"', pattern: /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*$/, patternHint: 'a domain name such as example.org' });
   const timer = (key: string, example: string, min: number, fallback: number): number =>
     reader.duration(key, { example, minutesIfBare: false, unlimited: false, min }) ?? fallback;
   const warnBeforeLimitSeconds = timer('warn_before_limit', '"60s"', 0, CLUSTER_DEFAULTS.warnBeforeLimitSeconds);
@@ -271,6 +280,8 @@ function readSettings(reader: TableReader, file: string): Settings {
     allowRootJobs: reader.boolean('allow_root_jobs') ?? true,
     ...(reader.boolean('kill_invalid_depend') === true ? { killInvalidDepend: true } : {}),
     ...(mungeSocket === undefined ? {} : { mungeSocket: resolve(dirname(file), mungeSocket) }),
+    ...(mailProgram === undefined ? {} : { mailProgram }),
+    ...(mailDomain === undefined ? {} : { mailDomain }),
     jwtKeyPath: resolve(dataDir, reader.string('jwt_key', { example: '"jwt.key"', ...nonEmpty }) ?? CLUSTER_DEFAULTS.jwtKey),
     ...optionalTimer('maxCheckpointIntervalSeconds', reader.duration('max_checkpoint_interval', { example: '"1d"', minutesIfBare: false, unlimited: false, min: 1 })),
     ...optionalTimer('maxCheckpointDurationSeconds', reader.duration('max_checkpoint_duration', { example: '"10m"', minutesIfBare: false, unlimited: false, min: 1 })),

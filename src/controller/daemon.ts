@@ -28,6 +28,7 @@ import { LimitRefused, SubmitLimits } from './limits.js';
 import { resolveJobRef, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
 import { JobSteps } from './steps.js';
+import { Mailer, mailSettingsOf } from './mail.js';
 import type { StepTaskOrder } from '../agent/steps.js';
 import type { StepBody } from '../api/schema.js';
 import { accountingRoutes } from './accounting.js';
@@ -223,6 +224,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
     store.committedListeners.push(eventLog.onJobEvent);
     eventLog.record('startup', { jobs: [...engine.active.keys()] });
   }
+  // Mail about jobs (--mail-type): sent once each event is on the disk.
+  const mailer = new Mailer(mailSettingsOf(config), (id) => engine.active.get(jobId(id)) ?? store.job(jobId(id)), log);
+  store.committedListeners.push(mailer.onJobEvent);
+  engine.onDependencyNeverSatisfied = mailer.invalidDependency;
+  mailer.checkTimeLimits(engine.active.values(), Date.now(), true);
   const netLog = eventLog === null ? lineLog(log) : { ...lineLog(log), error: (line: string) => {
     log(line);
     eventLog.record('error', { error: line });
@@ -730,6 +736,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
         next.inheritNodeStates(engine);
         engine = next;
         config = parsed.config;
+        engine.onDependencyNeverSatisfied = mailer.invalidDependency;
+        mailer.settings = mailSettingsOf(config);
         log(`reconfigured from ${options.configPath}: policy ${config.policy}, ${config.nodes.length} nodes, ${config.partitions.length} partitions`);
         kick();
         return { status: 200, body: apiStatus(engine, Date.now(), motd()) };
@@ -878,6 +886,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     engine.refreshNightWindows();
     engine.expireReservations();
     engine.touch();
+    mailer.checkTimeLimits(engine.active.values(), Date.now(), false);
     kick();
   }, 1000);
   log(`controller listening on ${bound.tcp?.url} and ${bound.socketPath} (policy ${config.policy}, ${config.nodes.length} nodes)`);
@@ -885,6 +894,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   closing = async () => {
     clearInterval(ticker);
     steps.close();
+    mailer.close();
     if (eventLog !== null) {
       eventLog.record('shutdown', { phase: 'finished', jobsLeftRunning: [...engine.active.values()].filter((r) => r.state !== 'PENDING').map((r) => r.id) });
       store.committedListeners.length = 0;

@@ -17,6 +17,7 @@ import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
 import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
 import { nodeAllowed, suitableNodes, taskLayout, validateAgainstCluster, type ClusterNodeShape } from '../jobspec/cluster.js';
 import type { JobSpec, WarnSignal } from '../jobspec/types.js';
+import { parseMailType, parseMailUser } from '../jobspec/values.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
@@ -752,6 +753,15 @@ export class ControllerEngine {
     const reasons = validateAgainstCluster(spec, this.config).map((rejection) => rejection.message);
     reasons.push(...arrayRefusals(spec, this.config));
     reasons.push(...this.checkpointRefusals(spec));
+    // Through the API as through the CLI: mail goes only to an address checked strictly, for events Slurm names.
+    if (spec.mailUser !== undefined) {
+      const address = parseMailUser(spec.mailUser);
+      if (!address.ok) reasons.push(`--mail-user ${address.message}`);
+    }
+    if (spec.mailType !== undefined) {
+      const types = parseMailType(spec.mailType.join(','));
+      if (!types.ok) reasons.push(`--mail-type ${types.message}`);
+    }
     if ((spec.constraint?.anyOf.length ?? 0) > 1) {
       reasons.push(`--constraint '${spec.constraint!.text}': alternatives (|) are not supported yet; ask for one set of features (a&b)`);
     }
@@ -1763,6 +1773,9 @@ export class ControllerEngine {
   }
 
   /** Before each pass: dependent jobs whose predecessors' plans moved get their new start bound; one that can never be met leaves the queue. */
+  /** Told of a job left pending whose dependency can never be met (the daemon's mailer: INVALID_DEPEND). */
+  onDependencyNeverSatisfied: ((record: JobRecord) => void) | null = null;
+
   private refreshDependencies(): void {
     if (this.dependent.size === 0) return;
     for (const [id, last] of [...this.dependent]) {
@@ -1782,7 +1795,10 @@ export class ControllerEngine {
           const reason = `its dependency (${spec.dependency!.text}) can never be satisfied (kill_invalid_depend)`;
           this.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason }, this.clockMs());
           this.active.delete(id);
-        } else this.neverSatisfied.add(id);
+        } else {
+          this.neverSatisfied.add(id);
+          this.onDependencyNeverSatisfied?.(record);
+        }
         continue;
       }
       const bound = state.kind === 'wait' ? state.notBefore : null;

@@ -9,7 +9,7 @@ import { checkPattern } from './pattern.js';
 import { unsupportedOptionMessage } from './unsupported.js';
 import type { ItemKey, JobValues } from './types.js';
 import {
-  parseBeginText, parseCheckpointTime, parseConstraint, parseCount, parseDeadlinePolicy, parseDeadlineText, parseDependencyText, parseExport, parseMailType, parseMemory, parseNodeNames, parseNodes,
+  parseBeginText, parseCheckpointTime, parseConstraint, parseCount, parseDeadlinePolicy, parseDeadlineText, parseDependencyText, parseExport, parseMailType, parseMailUser, parseMemory, parseNodeNames, parseNodes,
   parseNice, parseOpenMode, parsePartition, DEFAULT_NICE, parseReservationName, parseSignal, parseText, parseTime,
   type ValueResult,
 } from './values.js';
@@ -79,7 +79,7 @@ export const JOB_OPTIONS: readonly JobOption[] = [
   option({ key: 'account', long: 'account', short: 'A', tomlKey: 'account', label: 'Account', valueName: 'NAME', parse: parseText }),
   option({ key: 'comment', long: 'comment', tomlKey: 'comment', label: 'Comment', valueName: 'TEXT', parse: parseText }),
   option({ key: 'mailType', long: 'mail-type', tomlKey: 'mail_type', label: 'Mail type', valueName: 'TYPE[,TYPE...]', parse: parseMailType }),
-  option({ key: 'mailUser', long: 'mail-user', tomlKey: 'mail_user', label: 'Mail user', valueName: 'ADDRESS', parse: parseText }),
+  option({ key: 'mailUser', long: 'mail-user', tomlKey: 'mail_user', label: 'Mail user', valueName: 'ADDRESS', parse: parseMailUser }),
   option({ key: 'wrap', long: 'wrap', tomlKey: 'wrap', label: 'Command', valueName: 'COMMAND', parse: parseText }),
   option({ key: 'exclusive', long: 'exclusive', tomlKey: 'exclusive', label: 'Exclusive', switchValue: true, parse: noValue }),
   option({ key: 'nice', long: 'nice', tomlKey: 'nice', label: 'Nice', valueName: 'N', optionalValue: String(DEFAULT_NICE), parse: parseNice }),

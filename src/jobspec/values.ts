@@ -206,6 +206,23 @@ export function parseMailType(raw: string): ValueResult<readonly string[]> {
   return ok([...new Set(types)]);
 }
 
+/**
+ * The address part of --mail-user: a user name (the cluster's mail_domain is
+ * added) or local@domain, in the plain form only: letters, digits and
+ * `. _ % + -` before the @ (not first), a domain of dot-separated labels.
+ * Nothing a mail program could read as an option, a second address or a header.
+ */
+const MAIL_ADDRESS = /^[A-Za-z0-9_%+][A-Za-z0-9._%+-]{0,63}(@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*)?$/;
+
+/** sbatch --mail-user=ADDRESS: one address (or user name), checked strictly. */
+export function parseMailUser(raw: string): ValueResult<string> {
+  const text = raw.trim();
+  if (!MAIL_ADDRESS.test(text) || text.length > 254) {
+    return bad(raw, 'one mail address such as ada@example.org, or a user name (the cluster\'s mail_domain is added); letters, digits and . _ % + - before the @');
+  }
+  return ok(text);
+}
+
 /** sbatch --signal=[B:]SIG[@TIME] (see src/config/units.ts, which cluster.toml's warn_signal shares). */
 export function parseSignal(raw: string): ValueResult<WarnSignal> {
   const parsed = parseWarnSignal(raw);

@@ -82,7 +82,7 @@ export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: strin
   if (job.account !== undefined) rows.push(['Account', printable(job.account)]);
   if (job.comment !== undefined) rows.push(['Comment', printable(job.comment)]);
   if (job.mailType !== undefined || job.mailUser !== undefined) {
-    rows.push(['Mail', `${printable((job.mailType ?? ['NONE']).join(','))} to ${printable(job.mailUser ?? job.user)} (stored only: Taras sends no mail)`]);
+    rows.push(['Mail', `${printable((job.mailType ?? ['NONE']).join(','))} to ${printable(job.mailUser ?? job.user)}`]);
   }
   if (job.deadline !== null) rows.push(['Deadline', `${at(job.deadline)}, ${job.guaranteed ? 'guaranteed' : 'not guaranteed'} (a priority job)`]);
   // A task of a job array: its Slurm name too (12_3).
