@@ -162,6 +162,58 @@ describe('taras acct on a live cluster', () => {
   });
 });
 
+describe('GET /acct?format=rows: the rows as SQLite writes them', () => {
+  it('carries the same jobs and values as the objects, in id order, pages with a cursor, and the CLI reads its columns', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'taras-acct-rows-'));
+    const store = openStore(join(dir, 'taras.db'), { durability: 'process' });
+    try {
+      const ids = store.submitMany(Array.from({ length: 7 }, (_, i) => ({
+        user: i % 2 === 0 ? 'ada' : 'bob', name: `j"${i}\u00e9`, partition: 'batch', scriptPath: '/x.sh', script: '#!/bin/sh\n', request: { timeLimitSeconds: 60 },
+      })), 1_000);
+      store.appendMany(ids.slice(0, 5).map((jobId) => ({ jobId, event: { type: 'started' as const, nodes: ['n1', 'n2'] } })), 2_000);
+      store.appendMany(ids.slice(0, 4).map((jobId, i) => ({ jobId, event: { type: 'ended' as const, state: 'COMPLETED' as const, exitCode: i, usage: { cpuSeconds: 1.5, userCpuSeconds: 1, systemCpuSeconds: 0.5, maxRssKiB: 10 } } })), 3_000);
+      const { ACCOUNTING_FIELDS } = await import('../src/store/rows.js');
+      const query = { fromMs: 0, toMs: 10_000 };
+      const objects = store.accounting(query);
+      const page = store.accountingJson(query);
+      const rows = JSON.parse(page.json.toString('utf8')) as unknown[][];
+      assert.equal(page.count, 7);
+      assert.deepEqual(rows.map((row) => Object.fromEntries(ACCOUNTING_FIELDS.map((field, i) => [field, row[i]]))), objects.map((o) => ({ ...o })));
+      const first = store.accountingJson({ ...query, limit: 3 });
+      const second = store.accountingJson({ ...query, limit: 3, afterId: first.lastId! });
+      assert.deepEqual([...JSON.parse(first.json.toString('utf8')), ...JSON.parse(second.json.toString('utf8'))].map((row: unknown[]) => row[0]), objects.slice(0, 6).map((o) => o.id));
+      const { ACCT_FIELDS } = await import('../src/cli/acct.js');
+      assert.deepEqual(ACCT_FIELDS, ACCOUNTING_FIELDS);
+      // A subset: the id and the fields asked for, in the fields' order.
+      const some = JSON.parse(store.accountingJson(query, ['id', 'name', 'nodes']).json.toString('utf8')) as unknown[][];
+      assert.deepEqual(some, objects.map((o) => [o.id, o.name, o.nodes]));
+    } finally {
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('sacct fields and the job fields they read', () => {
+  it('every column reads only the fields it declares (the controller sends no others)', async () => {
+    const { FIELDS } = await import('../src/cli/acct-format.js');
+    const full = [
+      { id: 7, user: 'ada', name: 'j', partition: 'batch', state: 'COMPLETED', reason: 'r', submitMs: 1e12, eligibleMs: 1e12 + 5, startMs: 1e12 + 60_000, endMs: 1e12 + 7_260_000,
+        plannedStartMs: 1e12 + 1000, nodes: ['n1', 'n2'], allocCpus: 4, timeLimitSeconds: 7200, exitCode: 2, exitSignal: 'SIGKILL', cpuSeconds: 3.5, userCpuSeconds: 3,
+        systemCpuSeconds: 0.5, maxRssKiB: 100, requeueCount: 1 },
+      { id: 8, user: 'bob', name: 'k', partition: 'p', state: 'PENDING', reason: null, submitMs: 1e12, eligibleMs: 1e12, startMs: null, endMs: null,
+        plannedStartMs: null, nodes: [], allocCpus: null, timeLimitSeconds: null, exitCode: null, exitSignal: null, cpuSeconds: null, userCpuSeconds: null,
+        systemCpuSeconds: null, maxRssKiB: null, requeueCount: 0 },
+    ] as unknown as import('../src/api/types.js').ApiAcctJob[];
+    for (const field of FIELDS) {
+      for (const job of full) {
+        const only = Object.fromEntries(field.uses.map((name) => [name, job[name]])) as unknown as import('../src/api/types.js').ApiAcctJob;
+        assert.equal(field.value(only, 1e12 + 9_000_000), field.value(job, 1e12 + 9_000_000), `${field.name} reads more than ${field.uses.join(', ')}`);
+      }
+    }
+  });
+});
+
 describe('usageReport', () => {
   it('counts allocated CPU time inside the period only, waits of jobs started in it, and each user\'s share', () => {
     const job = (over: Partial<import('../src/store/rows.js').AccountingRow>) => ({

@@ -357,6 +357,18 @@ export interface ApiAcctPage {
   next: number | null;
 }
 
+/**
+ * `GET /acct?format=rows[&fields=a,b]`: the same jobs as arrays of values, in
+ * the order `columns` names (ApiAcctJob's fields, all or those asked for and
+ * the id): a quarter of the bytes or less, no object per job; pages of up to
+ * 100,000 jobs.
+ */
+export interface ApiAcctRows {
+  columns: (keyof ApiAcctJob)[];
+  rows: unknown[][];
+  next: number | null;
+}
+
 /** `GET /report?start=MS&end=MS` (`taras report`, sreport's cluster utilization by user): usage per user in the window. */
 export interface ApiUsageReport {
   startMs: number;

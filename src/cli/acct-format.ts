@@ -5,9 +5,11 @@
 
 import type { ApiAcctJob, JobState } from '../api/types.js';
 
-/** One column: its width (negative: left-justified, as sacct's JobID) and its value. */
+/** One column: its width (negative: left-justified, as sacct's JobID), the job fields its value reads, and its value. */
 interface Field {
   readonly name: string;
+  /** Every field of the job `value` reads (the controller sends only what the columns use). */
+  readonly uses: readonly (keyof ApiAcctJob)[];
   readonly width: number;
   readonly value: (job: ApiAcctJob, nowMs: number) => string;
 }
@@ -61,40 +63,40 @@ const nodeCount = (job: ApiAcctJob): number => job.nodes.length;
 
 /** sacct's fields Taras has, by sacct's name (matched case-insensitively), with sacct's default widths. */
 export const FIELDS: readonly Field[] = [
-  { name: 'JobID', width: -12, value: (j) => String(j.id) },
-  { name: 'JobIDRaw', width: -12, value: (j) => String(j.id) },
-  { name: 'JobName', width: 10, value: (j) => j.name },
-  { name: 'Partition', width: 10, value: (j) => j.partition },
+  { name: 'JobID', uses: ['id'], width: -12, value: (j) => String(j.id) },
+  { name: 'JobIDRaw', uses: ['id'], width: -12, value: (j) => String(j.id) },
+  { name: 'JobName', uses: ['name'], width: 10, value: (j) => j.name },
+  { name: 'Partition', uses: ['partition'], width: 10, value: (j) => j.partition },
   // Taras has no accounts: the column is there (sacct's default layout) and empty.
-  { name: 'Account', width: 10, value: () => '' },
-  { name: 'AllocCPUS', width: 10, value: (j) => (j.startMs === null ? '0' : String(j.allocCpus ?? 0)) },
-  { name: 'ReqCPUS', width: 8, value: (j) => String(j.allocCpus ?? 0) },
-  { name: 'NCPUS', width: 10, value: (j) => (j.startMs === null ? '0' : String(j.allocCpus ?? 0)) },
-  { name: 'State', width: 10, value: (j) => j.state },
-  { name: 'ExitCode', width: 8, value: (j) => exitCodeField(j) },
-  { name: 'User', width: 9, value: (j) => j.user },
-  { name: 'Submit', width: 19, value: (j) => slurmTime(j.submitMs) },
-  { name: 'Eligible', width: 19, value: (j) => slurmTime(j.eligibleMs) },
-  { name: 'Start', width: 19, value: (j) => slurmTime(j.startMs) },
-  { name: 'End', width: 19, value: (j) => slurmTime(j.endMs) },
+  { name: 'Account', uses: [], width: 10, value: () => '' },
+  { name: 'AllocCPUS', uses: ['startMs', 'allocCpus'], width: 10, value: (j) => (j.startMs === null ? '0' : String(j.allocCpus ?? 0)) },
+  { name: 'ReqCPUS', uses: ['allocCpus'], width: 8, value: (j) => String(j.allocCpus ?? 0) },
+  { name: 'NCPUS', uses: ['startMs', 'allocCpus'], width: 10, value: (j) => (j.startMs === null ? '0' : String(j.allocCpus ?? 0)) },
+  { name: 'State', uses: ['state'], width: 10, value: (j) => j.state },
+  { name: 'ExitCode', uses: ['exitCode', 'exitSignal'], width: 8, value: (j) => exitCodeField(j) },
+  { name: 'User', uses: ['user'], width: 9, value: (j) => j.user },
+  { name: 'Submit', uses: ['submitMs'], width: 19, value: (j) => slurmTime(j.submitMs) },
+  { name: 'Eligible', uses: ['eligibleMs'], width: 19, value: (j) => slurmTime(j.eligibleMs) },
+  { name: 'Start', uses: ['startMs'], width: 19, value: (j) => slurmTime(j.startMs) },
+  { name: 'End', uses: ['endMs'], width: 19, value: (j) => slurmTime(j.endMs) },
   // Taras's first promise: the planned start the job was given (sacct has no such field).
-  { name: 'PlannedStart', width: 19, value: (j) => slurmTime(j.plannedStartMs) },
+  { name: 'PlannedStart', uses: ['plannedStartMs'], width: 19, value: (j) => slurmTime(j.plannedStartMs) },
   // sacct's Planned: how long the job waited (or has waited) eligible before it started.
-  { name: 'Planned', width: 10, value: (j, now) => slurmDuration(((j.startMs ?? j.endMs ?? now) - j.eligibleMs) / 1000) },
-  { name: 'Elapsed', width: 10, value: (j, now) => slurmDuration(elapsedSeconds(j, now)) },
-  { name: 'ElapsedRaw', width: 10, value: (j, now) => String(Math.floor(elapsedSeconds(j, now))) },
-  { name: 'CPUTime', width: 10, value: (j, now) => slurmDuration(elapsedSeconds(j, now) * (j.startMs === null ? 0 : j.allocCpus ?? 0)) },
-  { name: 'CPUTimeRAW', width: 10, value: (j, now) => String(Math.floor(elapsedSeconds(j, now) * (j.startMs === null ? 0 : j.allocCpus ?? 0))) },
-  { name: 'TotalCPU', width: 10, value: (j) => slurmCpuTime(totalCpu(j)) },
-  { name: 'UserCPU', width: 10, value: (j) => slurmCpuTime(j.userCpuSeconds) },
-  { name: 'SystemCPU', width: 10, value: (j) => slurmCpuTime(j.systemCpuSeconds) },
-  { name: 'MaxRSS', width: 10, value: (j) => (j.maxRssKiB === null ? '' : `${j.maxRssKiB}K`) },
-  { name: 'NodeList', width: 15, value: (j) => (j.nodes.length === 0 ? 'None assigned' : compactNodes(j.nodes)) },
-  { name: 'NNodes', width: 8, value: (j) => String(nodeCount(j)) },
-  { name: 'Timelimit', width: 10, value: (j) => (j.timeLimitSeconds === null ? 'UNLIMITED' : slurmDuration(j.timeLimitSeconds)) },
-  { name: 'TimelimitRaw', width: 10, value: (j) => (j.timeLimitSeconds === null ? 'UNLIMITED' : String(Math.floor(j.timeLimitSeconds / 60))) },
-  { name: 'Reason', width: 20, value: (j) => j.reason ?? 'None' },
-  { name: 'Restarts', width: 8, value: (j) => String(j.requeueCount) },
+  { name: 'Planned', uses: ['startMs', 'endMs', 'eligibleMs'], width: 10, value: (j, now) => slurmDuration(((j.startMs ?? j.endMs ?? now) - j.eligibleMs) / 1000) },
+  { name: 'Elapsed', uses: ['startMs', 'endMs'], width: 10, value: (j, now) => slurmDuration(elapsedSeconds(j, now)) },
+  { name: 'ElapsedRaw', uses: ['startMs', 'endMs'], width: 10, value: (j, now) => String(Math.floor(elapsedSeconds(j, now))) },
+  { name: 'CPUTime', uses: ['startMs', 'endMs', 'allocCpus'], width: 10, value: (j, now) => slurmDuration(elapsedSeconds(j, now) * (j.startMs === null ? 0 : j.allocCpus ?? 0)) },
+  { name: 'CPUTimeRAW', uses: ['startMs', 'endMs', 'allocCpus'], width: 10, value: (j, now) => String(Math.floor(elapsedSeconds(j, now) * (j.startMs === null ? 0 : j.allocCpus ?? 0))) },
+  { name: 'TotalCPU', uses: ['userCpuSeconds', 'systemCpuSeconds', 'cpuSeconds'], width: 10, value: (j) => slurmCpuTime(totalCpu(j)) },
+  { name: 'UserCPU', uses: ['userCpuSeconds'], width: 10, value: (j) => slurmCpuTime(j.userCpuSeconds) },
+  { name: 'SystemCPU', uses: ['systemCpuSeconds'], width: 10, value: (j) => slurmCpuTime(j.systemCpuSeconds) },
+  { name: 'MaxRSS', uses: ['maxRssKiB'], width: 10, value: (j) => (j.maxRssKiB === null ? '' : `${j.maxRssKiB}K`) },
+  { name: 'NodeList', uses: ['nodes'], width: 15, value: (j) => (j.nodes.length === 0 ? 'None assigned' : compactNodes(j.nodes)) },
+  { name: 'NNodes', uses: ['nodes'], width: 8, value: (j) => String(nodeCount(j)) },
+  { name: 'Timelimit', uses: ['timeLimitSeconds'], width: 10, value: (j) => (j.timeLimitSeconds === null ? 'UNLIMITED' : slurmDuration(j.timeLimitSeconds)) },
+  { name: 'TimelimitRaw', uses: ['timeLimitSeconds'], width: 10, value: (j) => (j.timeLimitSeconds === null ? 'UNLIMITED' : String(Math.floor(j.timeLimitSeconds / 60))) },
+  { name: 'Reason', uses: ['reason'], width: 20, value: (j) => j.reason ?? 'None' },
+  { name: 'Restarts', uses: ['requeueCount'], width: 8, value: (j) => String(j.requeueCount) },
 ];
 
 /** sacct's default columns (`sacct` with no --format). */

@@ -135,13 +135,18 @@ function errorBody(error: string, fix?: string): ApiError {
   return fix === undefined ? { error } : { error, fix };
 }
 
+/** A body that is JSON already (UTF-8 bytes made by SQLite, say): sent as it is, not serialised again. */
+export class RawJson {
+  constructor(readonly bytes: Buffer) {}
+}
+
 function send(res: ServerResponse, status: number, body: unknown, extraHeaders: Record<string, string> = {}): void {
   if (res.headersSent) return;
   if (status === 204 || body === undefined) {
     res.writeHead(status, extraHeaders).end();
     return;
   }
-  const text = JSON.stringify(body);
+  const text = body instanceof RawJson ? body.bytes : JSON.stringify(body);
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),

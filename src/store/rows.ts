@@ -190,6 +190,12 @@ export const ACCOUNTING_COLUMNS = `id, user_name AS user, job_name AS name, part
 
 const KNOWN_STATES: ReadonlySet<string> = new Set(JOB_STATES);
 
+/** AccountingRow's fields in the order of ACCOUNTING_COLUMNS (GET /acct?format=rows sends rows as arrays in this order). */
+export const ACCOUNTING_FIELDS = [
+  'id', 'user', 'name', 'partition', 'state', 'reason', 'submitMs', 'eligibleMs', 'startMs', 'endMs', 'plannedStartMs', 'nodes', 'allocCpus',
+  'timeLimitSeconds', 'exitCode', 'exitSignal', 'cpuSeconds', 'userCpuSeconds', 'systemCpuSeconds', 'maxRssKiB', 'requeueCount',
+] as const satisfies readonly (keyof AccountingRow)[];
+
 /** A row read with ACCOUNTING_COLUMNS in raw mode (values in column order): one object, built field by field (100,000 rows a query). */
 export function accountingRow(row: unknown[]): AccountingRow {
   const state = row[4] as string;
