@@ -193,7 +193,9 @@ function timeNode(args: string[], env: NodeJS.ProcessEnv = process.env): number 
   const devNull = openSync('/dev/null', 'w');
   try {
     const began = performance.now();
-    const run = spawnSync(process.execPath, args, { cwd: work, env, stdio: ['ignore', devNull, 'pipe'], timeout: 30_000 });
+    // TARAS_BENCH_CLI_PROFILE=DIR: each command writes a CPU profile there (the timings then include profiling).
+    const profile = process.env.TARAS_BENCH_CLI_PROFILE;
+    const run = spawnSync(process.execPath, [...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : []), ...args], { cwd: work, env, stdio: ['ignore', devNull, 'pipe'], timeout: 30_000 });
     const ms = performance.now() - began;
     if (run.status !== 0) throw new Error(`node ${args.join(' ')} failed (${run.status}): ${run.stderr}`);
     return ms;
@@ -326,6 +328,20 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
     rows.push({
       what: '`taras queue`, 50,000 pending jobs', measured: `${round(value, 2)} s`, target: '< 0.3 s', met: value < 0.3,
       note: `median of ${QUEUE_RUNS}, each after a new submission; ${BUSY_NODES} running; stdout to /dev/null`,
+    });
+    // squeue (bin/squeue: the same CLI as Slurm's command, Slurm's default format), timed the same way.
+    const squeueArgs = ['--slurm-command', 'squeue'];
+    const squeueEnv = { ...process.env, TARAS_CONTROLLER: controller.socket };
+    timeCli(squeueArgs, squeueEnv);
+    const squeueRuns: number[] = [];
+    for (let i = 0; i < QUEUE_RUNS; i++) {
+      await api.post('/jobs', submitBody('change'));
+      squeueRuns.push(timeCli(squeueArgs, squeueEnv));
+    }
+    const squeue = median(squeueRuns) / 1000;
+    rows.push({
+      what: '`squeue`, 50,000 pending jobs', measured: `${round(squeue, 2)} s`, target: '< 0.3 s', met: squeue < 0.3,
+      note: `median of ${QUEUE_RUNS}, each after a new submission; Slurm's default format; stdout to /dev/null`,
     });
     const reused = median(Array.from({ length: QUEUE_RUNS }, () => timeCli(args))) / 1000;
     rows.push({ what: '  repeated with nothing changed', measured: `${round(reused, 2)} s`, target: '-', note: 'the controller reuses its last listing' });

@@ -182,3 +182,50 @@ describe('GET /queue segments and the table drawn from them', () => {
     assert.equal(lines[2], '    2  alice  PENDING  batch      1 node  today 23:01  23:02');
   });
 });
+
+describe('squeue from GET /queue a segment at a time', () => {
+  it('prints exactly what the row-by-row squeue prints, for formats, sorts and filters', async () => {
+    const { renderSqueue, renderSqueueQueue, sqJobsOfQueue } = await import('../src/cli/slurm/squeue.js');
+    const { queueOrderOf } = await import('../src/api/queue.js');
+    const random = new SeededRandom(12);
+    const pick = <T>(values: readonly T[]): T => values[random.int(0, values.length - 1)];
+    for (let round = 0; round < 6; round++) {
+      const table = randomTable(random, 300, true);
+      // More states, partitions, reasons and array labels than the plain table has.
+      const extra = ['debug', 'COMPLETED', 'FAILED', 'JobHeldUser', 'waits for job 3 (dependency)', 'BeginTime: not before 10:00', '40_[3-9%2]', '41_2'];
+      const first = table.strings.length;
+      table.strings.push(...extra);
+      table.partition = table.partition.map(() => pick([4, first]));
+      table.state = table.state.map(() => pick([2, 2, 2, 3, first + 1, first + 2]));
+      table.endTime = table.state.map((state) => (state === first + 1 || state === first + 2 ? random.int(-600, 0) : null));
+      table.reason = table.state.map(() => pick([null, null, first + 3, first + 4, first + 5]));
+      table.label = table.state.map(() => pick([null, null, null, null, first + 6, first + 7]));
+      // In queue order, as the controller sends it.
+      const jobs = sqJobsOfQueue(packQueue(table));
+      const order = queueOrderOf(jobs, (job) => ({ state: job.state, id: job.id, endTime: job.endMs, start: job.startMs ?? job.plannedMs }));
+      const reorder = <T>(values: T[]): T[] => order.map((i) => values[i]);
+      const sorted: QueueTable = {
+        ...table, id: reorder(table.id), user: reorder(table.user), state: reorder(table.state), partition: reorder(table.partition), nodes: reorder(table.nodes),
+        nodeCount: reorder(table.nodeCount), start: reorder(table.start), end: reorder(table.end), endTime: reorder(table.endTime), name: reorder(table.name),
+        reason: reorder(table.reason), label: reorder(table.label),
+        long: { cpus: reorder(table.long!.cpus), memoryMiB: reorder(table.long!.memoryMiB), submit: reorder(table.long!.submit), limitSeconds: reorder(table.long!.limitSeconds), workingDir: reorder(table.long!.workingDir) },
+      };
+      const api = packQueue(sorted);
+      const nowMs = table.timeBase * 1000;
+      const cases = [
+        {}, { long: true }, { format: '%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R' }, { format: '%i|%A|%Q|%p|%S|%e|%V|%L|%l|%C|%m|%Z|%N|%r|%T', sort: 'u,-t,p' },
+        { sort: '-P,j' }, { sort: 'T,Q' }, { states: ['PENDING'] as never }, { users: ['bob'] }, { partitions: ['debug'] }, { noheader: true, sort: 'p' },
+        { states: ['COMPLETED', 'FAILED', 'PENDING'] as never, sort: '-u' },
+      ];
+      for (const extraOptions of cases) {
+        const options = { nowMs, timeZone: 'UTC', ...extraOptions };
+        const fast = renderSqueueQueue(api, options);
+        assert.notEqual(fast, null, JSON.stringify(extraOptions));
+        assert.equal(fast, renderSqueue(sqJobsOfQueue(api), null, options), JSON.stringify(extraOptions));
+      }
+      // Requests it leaves to the row-by-row path.
+      assert.equal(renderSqueueQueue(api, { nowMs, sort: 'S' }), null);
+      assert.equal(renderSqueueQueue(api, { nowMs, jobs: [1] }), null);
+    }
+  });
+});

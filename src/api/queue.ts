@@ -42,6 +42,8 @@ export interface QueueRow {
   label?: string;
   /** A pending job held back (Argonne's spq): h held by its user, H by an administrator, P paused; absent: not held. */
   hold?: string;
+  /** With reasons=1 only: why it waits (or why it ended), as GET /jobs says; null: none. */
+  reason?: string | null;
 }
 
 /** The hold mark of a pending job from its reason (Slurm's JobHeldUser, JobHeldAdmin; Taras's Paused); null: not held. */
@@ -86,6 +88,8 @@ export interface QueueTable {
   label?: (number | null)[];
   /** Only when some job is held: its mark (index in strings: h, H or P), null for the others. */
   hold?: (number | null)[];
+  /** With reasons=1 only: each job's reason (index in strings), null for none. */
+  reason?: (number | null)[];
   /** With long=1 only. */
   long?: {
     cpus: number[];
@@ -195,6 +199,8 @@ export interface ApiQueue {
     label?: Runs;
     /** Only when some job is held: its mark (index in strings: h user hold, H administrator hold, P paused), null for the others. */
     hold?: Runs;
+    /** With reasons=1 only (squeue's %R): each job's reason (index in strings), null for none. */
+    reason?: Runs;
   };
 }
 
@@ -271,9 +277,17 @@ export class QueuePacker {
   /** Whether a job that is not normal was added: only then do the type and deadline columns travel. */
   private typed = false;
   private readonly long: { cpus: RunColumn; memoryMiB: RunColumn; submit: DifferenceColumn; limitSeconds: RunColumn; workingDir: RunColumn } | null;
+  private readonly reason: RunColumn | null;
 
-  constructor(readonly status: ApiClusterStatus, readonly timeBase: number, long: boolean) {
+  /** @param reasons whether each job's reason travels too (addReason after each add) */
+  constructor(readonly status: ApiClusterStatus, readonly timeBase: number, long: boolean, reasons = false) {
     this.long = long ? { cpus: new RunColumn(), memoryMiB: new RunColumn(), submit: new DifferenceColumn(), limitSeconds: new RunColumn(), workingDir: new RunColumn() } : null;
+    this.reason = reasons ? new RunColumn() : null;
+  }
+
+  /** The reason of the job just added (only for a packer made with `reasons`). */
+  addReason(reason: string | null): void {
+    this.reason!.push(reason === null ? null : this.intern(reason));
   }
 
   intern(text: string): number {
@@ -333,6 +347,7 @@ export class QueuePacker {
     }
     if (this.labelled) columns.label = this.label.runs;
     if (this.holding) columns.hold = this.hold.runs;
+    if (this.reason) columns.reason = this.reason.runs;
     if (this.long) {
       columns.cpus = this.long.cpus.runs;
       columns.memoryMiB = this.long.memoryMiB.runs;
@@ -346,7 +361,7 @@ export class QueuePacker {
 
 /** A QueueTable for the wire (the same encoding as QueuePacker, from arrays). */
 export function packQueue(table: QueueTable): ApiQueue {
-  const packer = new QueuePacker(table.status, table.timeBase, table.long !== undefined);
+  const packer = new QueuePacker(table.status, table.timeBase, table.long !== undefined, table.reason !== undefined);
   const text = table.strings;
   for (const string of text) packer.intern(string); // the same indexes as the table's
   for (let i = 0; i < table.id.length; i++) {
@@ -355,6 +370,7 @@ export function packQueue(table: QueueTable): ApiQueue {
       table.label?.[i] == null ? null : text[table.label[i]!], table.hold?.[i] == null ? null : text[table.hold[i]!]);
     const long = table.long;
     if (long) packer.addLong(long.cpus[i], long.memoryMiB[i], long.submit[i], long.limitSeconds[i], text[long.workingDir[i]]);
+    if (table.reason) packer.addReason(table.reason[i] === null ? null : text[table.reason[i]!]);
   }
   return packer.finish();
 }
@@ -378,6 +394,7 @@ export function unpackQueue(api: ApiQueue): QueueTable {
   }
   if (columns.label !== undefined) table.label = column('label');
   if (columns.hold !== undefined) table.hold = column('hold');
+  if (columns.reason !== undefined) table.reason = column('reason');
   if (columns.cpus !== undefined) {
     table.long = {
       cpus: numbers(column('cpus')), memoryMiB: column('memoryMiB'), submit: numbers(sums(column('submit'))),
@@ -390,7 +407,7 @@ export function unpackQueue(api: ApiQueue): QueueTable {
 /** The columns of an ApiQueue in the order QueueSegment indexes them. */
 export const SEGMENT_COLUMNS = [
   'id', 'user', 'state', 'partition', 'nodes', 'nodeCount', 'start', 'length', 'endTime', 'name',
-  'cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir', 'type', 'deadline', 'label', 'hold',
+  'cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir', 'type', 'deadline', 'label', 'hold', 'reason',
 ] as const satisfies readonly (keyof ApiQueue['columns'])[];
 
 /** The columns that travel as differences from the previous row: within a run they grow by the run's value per row. */
@@ -413,8 +430,8 @@ export interface QueueSegment {
 /** The columns only a `long=1` answer has: all of them or none. */
 const LONG_COLUMNS: ReadonlySet<string> = new Set(['cpus', 'memoryMiB', 'submit', 'limitSeconds', 'workingDir']);
 
-/** The columns that travel only when some job is not normal (absent: every job normal, no deadline). */
-const TYPE_COLUMNS: ReadonlySet<string> = new Set(['type', 'deadline', 'label', 'hold']);
+/** The columns that travel only when some job needs them (not normal, an array's, held) or when asked (reasons=1): absent, all null. */
+const TYPE_COLUMNS: ReadonlySet<string> = new Set(['type', 'deadline', 'label', 'hold', 'reason']);
 
 /** An ApiQueue as segments, without unpacking it; a malformed answer throws, naming the column. Without `long=1`, the long columns are all null. */
 export function queueSegments(api: ApiQueue): QueueSegment[] {

@@ -507,7 +507,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
         // record, no planned start; finished jobs leave it by the minute), the last answer is reused.
         const key = `${ctx.query.toString()} ${engine.listingVersion()} ${Math.floor(Date.now() / 60_000)} ${viewer}`;
         if (queueCache?.engine !== engine || queueCache.key !== key) {
-          queueCache = { engine, key, queue: apiQueue(engine, visibleRecords(listFilter(ctx)), long, status, viewer === '*' ? undefined : viewer, ctx.query.get('array') === '1') };
+          queueCache = {
+            engine, key,
+            queue: apiQueue(engine, visibleRecords(listFilter(ctx)), long, status, viewer === '*' ? undefined : viewer, ctx.query.get('array') === '1', ctx.query.get('reasons') === '1'),
+          };
         }
         return { status: 200, body: { ...queueCache.queue, status } };
       },

@@ -119,7 +119,7 @@ function endAfterSeconds(engine: ControllerEngine, record: JobRecord, limitSecon
  * With `onlyDirsOf`, working directories (--long) are shown for that user's
  * jobs only (a user who is not an administrator); others get ''.
  */
-export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus, onlyDirsOf?: string, unfoldArrays = false): ApiQueue {
+export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus, onlyDirsOf?: string, unfoldArrays = false, reasons = false): ApiQueue {
   const n = records.length;
   // Job arrays as squeue shows them: a task that runs (or ended) on its own line as 12_3; the pending
   // tasks of an array on one line, 12_[4-15%4], where the first of them is in the queue (unless unfolded, squeue -r).
@@ -141,7 +141,7 @@ export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[]
     return { state: record.state, start, endTime: record.endTimeMs, id: record.id };
   });
   const base = Math.floor(Date.parse(status.now) / 1000);
-  const packer = new QueuePacker(status, base, long);
+  const packer = new QueuePacker(status, base, long, reasons);
   for (let k = 0; k < n; k++) {
     const i = order[k];
     const record = records[i];
@@ -169,6 +169,8 @@ export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[]
       packer.addLong((spec.ntasks ?? spec.nodes.min) * spec.cpusPerTask, spec.memoryMiB ?? null, Math.floor(record.submitTimeMs / 1000) - base, limitSeconds,
         onlyDirsOf === undefined || record.user === onlyDirsOf ? spec.workingDir : '');
     }
+    // As apiJob says it (squeue's %R).
+    if (reasons) packer.addReason((record.state === 'PENDING' ? engine.waitingReason(record.id) : undefined) ?? record.reason);
   }
   return packer.finish();
 }
