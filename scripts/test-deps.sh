@@ -9,7 +9,7 @@
 
 missing=""
 if ! { command -v munge >/dev/null 2>&1 && command -v unmunge >/dev/null 2>&1 && [ -x /usr/sbin/munged ]; }; then
-  missing="munge"
+  missing=" munge"
 fi
 if ! command -v msmtp >/dev/null 2>&1; then
   missing="$missing msmtp"

@@ -134,7 +134,7 @@ describe('MUNGE credentials against a real munged', { skip: mungeSkipReason }, (
 describe('scripts/test-deps.sh (npm test\'s pretest)', { skip: notRootReason }, () => {
   const script = resolve(dirname(fileURLToPath(import.meta.url)), '../../scripts/test-deps.sh');
 
-  it('as a user who cannot install MUNGE, says the MUNGE tests will be skipped and why, and exits 0', () => {
+  it('as a user who cannot install MUNGE and msmtp, says the tests that need them will be skipped and why, and exits 0', () => {
     // A PATH with the shell's basic tools but no munge.
     const bin = mkdtempSync(join(tmpdir(), 'taras-nomunge-'));
     chmodSync(bin, 0o755);
@@ -142,7 +142,7 @@ describe('scripts/test-deps.sh (npm test\'s pretest)', { skip: notRootReason }, 
     try {
       const run = spawnSync('runuser', ['-u', 'nobody', '--', '/usr/bin/env', `PATH=${bin}`, 'sh', script], { encoding: 'utf8', input: '' });
       assert.equal(run.status, 0, run.stderr);
-      assert.equal(run.stdout, 'test-deps: MUNGE is not installed and this is not root: the MUNGE tests will be skipped (install it with: sudo apt-get install munge)\n');
+      assert.equal(run.stdout, 'test-deps: not installed: munge msmtp; this is not root, so the tests that need them will be skipped (install them with: sudo apt-get install munge msmtp)\n');
     } finally {
       rmSync(bin, { recursive: true, force: true });
     }

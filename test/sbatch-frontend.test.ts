@@ -91,7 +91,11 @@ const daemon = async (args: string[], ready: RegExp): Promise<RegExpMatchArray> 
 let url = '';
 /** `taras ARGS` as a user types it, the controller from the environment (options after a script belong to the script). */
 function cli(...args: string[]) {
-  const run = spawnSync(process.execPath, [taras, ...args], { cwd: work, encoding: 'utf8', timeout: 30_000, env: { ...process.env, TARAS_CONTROLLER: url, TARAS_JOB_ID: '' } });
+  return cliWith({}, ...args);
+}
+
+function cliWith(env: Record<string, string>, ...args: string[]) {
+  const run = spawnSync(process.execPath, [taras, ...args], { cwd: work, encoding: 'utf8', timeout: 30_000, env: { ...process.env, TARAS_CONTROLLER: url, TARAS_JOB_ID: '', ...env } });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -135,9 +139,11 @@ describe('an unchanged Slurm script through taras submit', () => {
       'for v in SLURM_JOB_ID SLURM_JOBID SLURM_JOB_NAME SLURM_JOB_NODELIST SLURM_NODELIST SLURM_NNODES SLURM_JOB_NUM_NODES SLURM_NTASKS \\',
       '  SLURM_NPROCS SLURM_CPUS_PER_TASK SLURM_CPUS_ON_NODE SLURM_MEM_PER_NODE SLURM_JOB_PARTITION SLURM_SUBMIT_DIR SLURM_SUBMIT_HOST \\',
       '  SLURM_JOB_USER SLURM_RESTART_COUNT; do eval "echo $v=\\${$v-unset}"; done',
+      'srun -l bash -c \'echo "task $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME"\' | sort',
       '',
     ].join('\n'));
-    const id = submitted(cli('submit', 'slurm.sh', '--foo', '-n', '3', 'last word'));
+    // As after an install: srun (bin/) on the PATH the job gets from the submitting shell.
+    const id = submitted(cliWith({ PATH: `${join(root, 'bin')}:${process.env.PATH ?? '/usr/bin:/bin'}`, SLURM_JOB_ID: '' }, 'submit', 'slurm.sh', '--foo', '-n', '3', 'last word'));
     waitDone(id);
     const out = readFileSync(join(work, `slurm-${id}.out`), 'utf8');
     assert.equal(out, [
@@ -146,7 +152,8 @@ describe('an unchanged Slurm script through taras submit', () => {
       'SLURM_JOB_NODELIST=node[01-02]', 'SLURM_NODELIST=node[01-02]', 'SLURM_NNODES=2', 'SLURM_JOB_NUM_NODES=2',
       'SLURM_NTASKS=4', 'SLURM_NPROCS=4', 'SLURM_CPUS_PER_TASK=1', 'SLURM_CPUS_ON_NODE=2', 'SLURM_MEM_PER_NODE=100',
       'SLURM_JOB_PARTITION=debug', `SLURM_SUBMIT_DIR=${work}`, `SLURM_SUBMIT_HOST=${hostname()}`,
-      `SLURM_JOB_USER=${userInfo().username}`, 'SLURM_RESTART_COUNT=0', '',
+      `SLURM_JOB_USER=${userInfo().username}`, 'SLURM_RESTART_COUNT=0',
+      '0: task 0 of 4 on node01', '1: task 1 of 4 on node01', '2: task 2 of 4 on node02', '3: task 3 of 4 on node02', '',
     ].join('\n'));
     const shown = JSON.parse(cli('show', '--json', String(id)).stdout) as { name: string; spec: { script: { args: string[] }; timeLimitSeconds: number } };
     assert.equal(shown.name, 'from_taras');
