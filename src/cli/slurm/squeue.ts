@@ -359,15 +359,18 @@ export function renderSqueueQueue(api: ApiQueue, options: SqueueOptions): string
   let f: (number | null)[] = [];
   let step: number[] = [];
   let unit: Unit = units[0];
+  /** Whether the unit's row-by-row cells read times (else only the id and the priority change from row to row). */
+  let rowTimes = true;
   const setRow = (j: number): void => {
     const row = unit.from + j;
     job.id = f[ID]! + step[ID] * row;
+    entry.priority = shownRows - (unit.index + j);
+    if (!rowTimes) return;
     const start = f[START] === null ? null : at(f[START]! + step[START] * row);
     job.startMs = job.state === 'PENDING' ? null : start;
     job.plannedMs = job.state === 'PENDING' ? start : null;
     job.predictedEndMs = start === null || f[LENGTH] === null ? null : start + f[LENGTH]! * 1000;
     job.submitMs = f[SUBMIT] === null ? 0 : base + (f[SUBMIT]! + step[SUBMIT] * row) * 1000;
-    entry.priority = shownRows - (unit.index + j);
   };
   for (unit of units) {
     ({ first: f, step } = unit.segment);
@@ -388,6 +391,7 @@ export function renderSqueueQueue(api: ApiQueue, options: SqueueOptions): string
     let code = codes.get(codeKey);
     if (code === undefined) codes.set(codeKey, (code = reasonCode(job, unit.first)));
     entry.reason = code;
+    rowTimes = true;
     setRow(0);
     // The cells that do not change over the unit: all of them in a unit of one row; else all but the id, the
     // priority and the times that move (a running job's time used and left, the start and end, the submit time).
@@ -400,6 +404,7 @@ export function renderSqueueQueue(api: ApiQueue, options: SqueueOptions): string
           : letter === 'S' || letter === 'e' ? startMoves : letter === 'V' ? step[SUBMIT] !== 0 : true);
       fixed[c] = varies ? null : cellOf(c, !rowField[c]);
     }
+    rowTimes = fixed.some((cell, c) => cell === null && 'MLSeV'.includes(format.fields[c].letter));
     for (let k = 0; k < unit.rows; k++) {
       const j = reversed ? unit.rows - 1 - k : k;
       if (k > 0 || reversed) setRow(j);
