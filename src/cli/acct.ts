@@ -94,7 +94,7 @@ export function registerAcctCommands(program: Command): void {
     .option('-S, --starttime <time>', 'jobs that existed after this time (default: midnight today; with -j or -s: any time)')
     .option('-E, --endtime <time>', 'jobs that existed before this time (default: now)')
     .option('-o, --format <fields>', `fields, NAME or NAME%WIDTH (default: ${DEFAULT_FORMAT})`)
-    .option('-X, --allocations', 'only the jobs themselves, not steps (Taras has no steps: always so)')
+    .option('-X, --allocations', 'only the jobs themselves, not steps (Taras keeps no steps in the accounting: always so)')
     .option('-p, --parsable', 'fields separated by |, with a | at the end of each line')
     .option('-P, --parsable2', 'fields separated by |, none at the end')
     .option('-n, --noheader', 'no header line')

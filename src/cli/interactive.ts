@@ -293,7 +293,8 @@ export function registerInteractiveCommands(program: Command): void {
     .passThroughOptions()
     .option('-l, --label', 'inside a job: prefix each output line with its task\'s rank ("0: ")')
     .option('--jobid <id>', 'run the command as a step of this running job of yours (default inside a job: $SLURM_JOB_ID)')
-    .option('-O, --overcommit', 'inside a job: allow more tasks on a node than the job has CPUs there'))
+    .option('-O, --overcommit', 'inside a job: allow more tasks on a node than the job has CPUs there')
+    .option('--pty', 'a terminal on the node (srun --pty bash): what taras run does whenever stdin is a terminal'))
     .addHelpText('after', `
 On a terminal the job gets one too (Ctrl-C, Ctrl-Z and window size reach it);
 otherwise stdin, stdout and stderr are plain pipes. The exit code is the job's.

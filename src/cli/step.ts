@@ -17,7 +17,7 @@ type Flags = Record<string, string | boolean | undefined>;
 
 /** run's flags that mean something for a new job only: refused by name inside one. */
 const JOB_ONLY_FLAGS: readonly [key: string, flag: string][] = [
-  ['partition', '-p/--partition'], ['constraint', '-C/--constraint'], ['reservation', '--reservation'], ['immediate', '--immediate'],
+  ['partition', '-p/--partition'], ['constraint', '-C/--constraint'], ['reservation', '--reservation'], ['immediate', '--immediate'], ['pty', '--pty'],
 ];
 
 /** The job a step goes into: --jobid, else the job this command runs in. */
