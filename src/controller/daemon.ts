@@ -862,7 +862,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   });
   const server = createApiServer({
     routes: durableRoutes,
-    upgrades: [attachRoute({ engine, findJob, parseId: (raw) => parseId({ params: { id: raw } } as unknown as RequestContext), openStream: (node, id, run) => agents.openStream(node, id, run),
+    upgrades: [attachRoute({ engine: () => engine, findJob, parseId: (raw) => parseId({ params: { id: raw } } as unknown as RequestContext), openStream: (node, id, run) => agents.openStream(node, id, run),
       graceSeconds: () => engine.config.interactive.graceSeconds }), steps.attachRoute()],
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? (route) => route.path.startsWith('/agent/') : undefined,

@@ -18,7 +18,8 @@ import type { ControllerEngine } from './engine.js';
 export const mayAttach = (caller: Caller, owner: string): boolean => caller.uid === 0 || caller.user === owner;
 
 export interface AttachDeps {
-  readonly engine: ControllerEngine;
+  /** The controller's engine now (a reconfigure replaces it). */
+  readonly engine: () => ControllerEngine;
   readonly findJob: (id: JobId) => JobRecord;
   readonly parseId: (raw: string) => JobId;
   /** A signed WebSocket to the job's stream at the agent of `node`. */
@@ -36,7 +37,7 @@ export function attachRoute(deps: AttachDeps): UpgradeRoute {
       const id = deps.parseId(ctx.params.id);
       const record = deps.findJob(id);
       if (!mayAttach(caller, record.user)) throw new RouteError(403, `job ${id} belongs to ${record.user}: only its owner may attach to it`);
-      if (deps.engine.specOf(record).interactive === undefined) {
+      if (deps.engine().specOf(record).interactive === undefined) {
         throw new RouteError(409, `job ${id} is a batch job: it has no terminal to attach to`, `its output is in its output file (taras show ${id})`);
       }
       if (record.state === 'PENDING') throw new RouteError(409, `job ${id} has not started yet (PENDING)`, `taras when ${id} says when it should`);
