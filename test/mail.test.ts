@@ -51,7 +51,8 @@ describe('the mailer\'s time-limit warnings and invalid dependencies (a mail pro
       writeFileSync(program, `#!/bin/sh\n[ "$1 $2" = "-t -oi" ] || exit 9\ncat > "$(mktemp ${dir}/mail.XXXXXX)"\n`, { mode: 0o755 });
       const lines: string[] = [];
       const { Mailer } = await import('../src/controller/mail.js');
-      const mailer = new Mailer({ program }, () => undefined, (line) => lines.push(line));
+      const known = new Map<number, import('../src/store/events.js').JobRecord>();
+      const mailer = new Mailer({ program }, (id) => known.get(id), (line) => lines.push(line));
       const startMs = Date.parse('2026-11-26T10:00:00Z');
       const record = (id: number, limit: number, types: string[]) => ({
         id, user: 'ada', name: `j${id}`, state: 'RUNNING', startTimeMs: startMs, submitTimeMs: startMs, endTimeMs: null, exitCode: null, reason: null, nodes: ['n1'], requeueCount: 0,
@@ -59,8 +60,12 @@ describe('the mailer\'s time-limit warnings and invalid dependencies (a mail pro
       }) as unknown as import('../src/store/events.js').JobRecord;
       const watched = record(1, 100, ['TIME_LIMIT_50', 'TIME_LIMIT_80', 'TIME_LIMIT_90']);
       const late = record(2, 100, ['TIME_LIMIT_50']);
-      mailer.checkTimeLimits([late], startMs + 60_000, true); // already past 50% when the controller started: not sent
-      for (const seconds of [40, 55, 56, 85, 95, 99]) mailer.checkTimeLimits([watched, late], startMs + seconds * 1000, false);
+      const quiet = record(5, 100, ['END']);
+      for (const job of [watched, late, quiet]) known.set(job.id, job);
+      mailer.checkTimeLimits(startMs + 60_000, true, [late, quiet]); // already past 50% when the controller started: not sent
+      // The watched job starts now (its started event), the other was there at the start.
+      mailer.onJobEvent({ jobId: 1 as never, seq: 2, timeMs: startMs, event: { type: 'started', nodes: ['n1'] } } as never, watched);
+      for (const seconds of [40, 55, 56, 85, 95, 99]) mailer.checkTimeLimits(startMs + seconds * 1000, false);
       mailer.invalidDependency(record(3, 100, ['INVALID_DEPEND']));
       mailer.invalidDependency(record(4, 100, ['END']));
       const { readdirSync, readFileSync } = await import('node:fs');

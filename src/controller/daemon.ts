@@ -228,7 +228,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const mailer = new Mailer(mailSettingsOf(config), (id) => engine.active.get(jobId(id)) ?? store.job(jobId(id)), log);
   store.committedListeners.push(mailer.onJobEvent);
   engine.onDependencyNeverSatisfied = mailer.invalidDependency;
-  mailer.checkTimeLimits(engine.active.values(), Date.now(), true);
+  mailer.checkTimeLimits(Date.now(), true, engine.active.values());
   const netLog = eventLog === null ? lineLog(log) : { ...lineLog(log), error: (line: string) => {
     log(line);
     eventLog.record('error', { error: line });
@@ -889,7 +889,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     engine.refreshNightWindows();
     engine.expireReservations();
     engine.touch();
-    mailer.checkTimeLimits(engine.active.values(), Date.now(), false);
+    mailer.checkTimeLimits(Date.now(), false);
     kick();
   }, 1000);
   log(`controller listening on ${bound.tcp?.url} and ${bound.socketPath} (policy ${config.policy}, ${config.nodes.length} nodes)`);

@@ -162,6 +162,7 @@ export class Mailer {
     const perTask = task === undefined || types.has('ARRAY_TASKS');
     const siblings = (): JobRecord[] => (task === undefined ? [] : arrayMembers(task.jobId, task).filter((id) => id !== record.id).map((id) => this.lookup(id)).filter((r): r is JobRecord => r !== undefined));
     const runSeconds = (atMs: number): number => (record.startTimeMs === null ? 0 : (atMs - record.startTimeMs) / 1000);
+    if (event.type === 'started') this.watchTimeLimits(record);
     if (event.type === 'started' && types.has('BEGIN')) {
       if (!perTask && siblings().some((other) => other.startTimeMs !== null && other.id !== record.id)) return;
       this.send(record, spec, `${this.subjectHead(record, spec, !perTask)} Began, Queued time ${mailDuration((stored.timeMs - record.submitTimeMs) / 1000)}`);
@@ -202,16 +203,31 @@ export class Mailer {
     if (mailTypesOf(spec).has('INVALID_DEPEND')) this.send(record, spec, `${this.subjectHead(record, spec, false)} Invalid Dependency`);
   };
 
+  /** Running jobs that asked for a TIME_LIMIT_50/80/90 mail: the only ones checkTimeLimits looks at. */
+  private readonly timed = new Set<number>();
+
+  private watchTimeLimits(record: JobRecord): void {
+    const types = (record.request as unknown as JobSpec).mailType;
+    if (types !== undefined && types.some((type) => type.startsWith('TIME_LIMIT_'))) this.timed.add(record.id);
+  }
+
   /**
-   * Every second, for running jobs: TIME_LIMIT_50/80/90 when the run passes
-   * that share of its limit. A share already passed when the controller
-   * (re)starts is taken as sent (no repeat after a restart).
+   * Every second: TIME_LIMIT_50/80/90 when a run passes that share of its
+   * limit, for the running jobs that asked (watched from their start;
+   * `seed`: jobs to watch besides, the running ones when the controller
+   * starts). A share already passed on the first call is taken as sent (no
+   * repeat after a restart).
    */
-  checkTimeLimits(running: Iterable<JobRecord>, nowMs: number, first: boolean): void {
-    for (const record of running) {
+  checkTimeLimits(nowMs: number, first: boolean, seed: Iterable<JobRecord> = []): void {
+    for (const record of seed) if (record.state === 'RUNNING') this.watchTimeLimits(record);
+    for (const id of this.timed) {
+      const record = this.lookup(id);
+      if (record === undefined || (record.state !== 'RUNNING' && record.state !== 'SUSPENDED')) {
+        this.timed.delete(id);
+        continue;
+      }
       if (record.state !== 'RUNNING' || record.startTimeMs === null) continue;
       const spec = record.request as unknown as JobSpec;
-      if (spec.mailType === undefined) continue;
       const types = mailTypesOf(spec);
       const limit = spec.timeLimitSeconds;
       if (typeof limit !== 'number') continue;
