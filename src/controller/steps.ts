@@ -265,8 +265,10 @@ export class JobSteps {
       ends.set(end.task, end);
       finish();
     };
+    let stopping = false;
     step.stop = (note: string) => {
-      if (finished) return;
+      if (finished || stopping) return; // asked once: the sweep comes back every second until the tasks have ended
+      stopping = true;
       send({ t: 'note', text: note });
       this.killTasks(step, note);
       // Tasks that never report (their agent is away) end here, a little after the kill was asked.
