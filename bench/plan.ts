@@ -4,6 +4,7 @@
 // the scheduling core in this process, then GET /plan through the
 // controller's engine and view. Not a test: figures vary with the machine.
 
+import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,7 +52,7 @@ const job = (id: number, submitTime: number, shape: { resources: ResourceRequest
 });
 
 /** A full cluster (jobs running on every node) with 10,000 pending, not yet planned. */
-function loaded(policy: 'easy' | 'conservative', seed: number) {
+export function loaded(policy: 'easy' | 'conservative', seed: number) {
   const random = new SeededRandom(seed);
   const nodes = nodesOf(NODES);
   const pool = new NodePool(nodes, 'best-fit');
@@ -158,4 +159,4 @@ async function main(): Promise<void> {
   process.stdout.write(`${renderTable(['benchmark', 'measured', 'target', 'met', 'note'], table)}\n`);
 }
 
-await main();
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

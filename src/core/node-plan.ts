@@ -214,6 +214,43 @@ interface PlanNode {
 }
 
 /**
+ * A set of the plan's nodes by name, kept as the plan's own records in plan
+ * order too (where capacity appeared, for compression): tests over it walk
+ * an array, not a name lookup per node.
+ */
+export class NodeGroup {
+  private readonly names = new Set<string>();
+  private readonly members: PlanNode[] = [];
+  private sorted = true;
+
+  constructor(private readonly byName: ReadonlyMap<string, PlanNode>, names: Iterable<string>) {
+    for (const name of names) this.add(name);
+  }
+
+  has(name: string): boolean {
+    return this.names.has(name);
+  }
+
+  add(name: string): void {
+    if (this.names.has(name)) return;
+    this.names.add(name);
+    const planNode = this.byName.get(name);
+    if (planNode === undefined) return;
+    if (this.members.length > 0 && this.members[this.members.length - 1].order > planNode.order) this.sorted = false;
+    this.members.push(planNode);
+  }
+
+  /** The members in plan order. */
+  nodes(): readonly PlanNode[] {
+    if (!this.sorted) {
+      this.members.sort((a, b) => a.order - b.order);
+      this.sorted = true;
+    }
+    return this.members;
+  }
+}
+
+/**
  * Every node's timeline and the holds on them. Nodes that do not count in
  * plans (down, drained) are left out at construction: nothing is planned on
  * them.
@@ -341,13 +378,25 @@ export class NodePlan {
    * [from, latest]: a cheap test before a full search, when only those
    * nodes gained capacity.
    */
-  anyFits(request: ResourceRequest, nodes: Iterable<string>, duration: Seconds, from: Seconds, latest: Seconds): boolean {
+  anyFits(request: ResourceRequest, nodes: Iterable<string> | NodeGroup, duration: Seconds, from: Seconds, latest: Seconds): boolean {
+    if (nodes instanceof NodeGroup) {
+      for (const planNode of nodes.nodes()) {
+        if (!this.suits(planNode, request)) continue;
+        if (planNode.timeline.earliestFit(from, duration, request.cpusPerNode, request.memoryMiBPerNode, latest) <= latest) return true;
+      }
+      return false;
+    }
     for (const name of nodes) {
       const planNode = this.byName.get(name);
       if (planNode === undefined || !this.suits(planNode, request)) continue;
       if (planNode.timeline.earliestFit(from, duration, request.cpusPerNode, request.memoryMiBPerNode, latest) <= latest) return true;
     }
     return false;
+  }
+
+  /** A group of this plan's nodes by name (see NodeGroup). */
+  group(names: Iterable<string>): NodeGroup {
+    return new NodeGroup(this.byName, names);
   }
 
   /** Whether enough nodes of the plan could ever hold the request (false: it cannot be planned now). */
@@ -361,10 +410,11 @@ export class NodePlan {
    * free for `duration`, and the nodes, chosen by the plan's strategy among
    * those free then; undefined if there is none. `onlyAmong`: search those nodes only.
    */
-  earliest(request: ResourceRequest, duration: Seconds, notBefore: Seconds, latest: Seconds = Infinity, onlyAmong?: ReadonlySet<string>): NodeSlotPlan | undefined {
+  earliest(request: ResourceRequest, duration: Seconds, notBefore: Seconds, latest: Seconds = Infinity, onlyAmong?: ReadonlySet<string> | NodeGroup): NodeSlotPlan | undefined {
     const candidates = onlyAmong === undefined ? this.candidatesFor(request)
-      : [...onlyAmong].map((name) => this.byName.get(name)).filter((planNode): planNode is PlanNode => planNode !== undefined && this.suits(planNode, request))
-        .sort((a, b) => a.order - b.order);
+      : onlyAmong instanceof NodeGroup ? onlyAmong.nodes().filter((planNode) => this.suits(planNode, request))
+        : [...onlyAmong].map((name) => this.byName.get(name)).filter((planNode): planNode is PlanNode => planNode !== undefined && this.suits(planNode, request))
+          .sort((a, b) => a.order - b.order);
     const needed = request.nodes;
     if (candidates.length < needed) return undefined;
     const { cpusPerNode: cpus, memoryMiBPerNode: memory } = request;

@@ -359,7 +359,8 @@ export class NodePlanPolicy implements Policy {
   private compress(state: SchedulerState, plan: NodePlan, now: Seconds): void {
     let from = this.gainFrom;
     let to = this.gainTo;
-    let nodes = this.gainNodes;
+    // Where capacity appeared, as a group of the plan's nodes (null: anywhere); jobs that move add their old nodes.
+    const nodes = this.gainNodes === null ? null : plan.group(this.gainNodes);
     this.gained = false;
     this.gainFrom = Infinity;
     this.gainTo = -Infinity;
