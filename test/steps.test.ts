@@ -109,6 +109,7 @@ echo hello | srun -l -N 2 cat | sort
 srun -N 4 true; echo "too many nodes rc=$?"
 srun -n 3 -N 1 -c 1 true; echo "too many tasks rc=$?"
 srun -p batch true; echo "partition rc=$?"
+srun -l -O -n 12 -N 3 sh -c 'echo "x$SLURM_PROCID"' | sort -k2 -t x -n
 `);
     await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED'].includes(await state(id)));
     const text = readFileSync(out, 'utf8');
@@ -123,6 +124,8 @@ srun -p batch true; echo "partition rc=$?"
     assert.match(text, /the job has 3 node\(s\) and the step asks for 4 \(-N\): ask for at most 3\ntoo many nodes rc=2/);
     assert.match(text, /3 task\(s\) of 1 CPU\(s\) on a node where the job has 2 CPU\(s\).*\ntoo many tasks rc=2/);
     assert.match(text, /-p\/--partition is for a new job, not a step inside job \d+.*\npartition rc=2/);
+    // Labels padded to the widest rank, as Slurm pads them.
+    assert.match(text, /\npartition rc=2\n 0: x0\n 1: x1\n(?: \d: x\d\n){8}10: x10\n11: x11\n$/);
   });
 
   it('only the job\'s owner runs steps in it: another user is refused, and nothing runs', async () => {
