@@ -127,7 +127,7 @@ export function restartOf(order: Pick<StartOrder, 'checkpoint' | 'restart' | 'ru
  * are theirs, or root's and read-only) without listing the directory, as
  * slurmd's job directories are 0750 with the job's group.
  */
-function makeJobDir(dir: string, runAs: { uid: number; gid: number } | null): void {
+export function makeJobDir(dir: string, runAs: { uid: number; gid: number } | null): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (runAs === null) {
     chmodSync(dir, 0o700);

@@ -9,11 +9,11 @@
 // task of a job here, and each task's time limit is what was left of its
 // job's, so a task never outlives its job even if the controller is gone.
 
-import { chmodSync, chownSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { RouteError } from '../net/server.js';
 import { hasEnded, isAlive, prepareJobDir, processStartTicks, readStatus, recordNotStarted, requestSignal, type SupervisorLauncher } from './jobdir.js';
-import { credentialsFor } from './agent.js';
+import { credentialsFor, makeJobDir } from './agent.js';
 
 /** What the controller sends to start one task of a step (validated here again: the agent trusts only its own checks). */
 export interface StepTaskOrder {
@@ -101,12 +101,7 @@ export class StepTasks {
       throw new RouteError(409, credentials.error);
     }
     const runAs = credentials.value;
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    if (runAs === null) chmodSync(dir, 0o700);
-    else {
-      chownSync(dir, process.getuid!(), runAs.gid);
-      chmodSync(dir, 0o710);
-    }
+    makeJobDir(dir, runAs);
     const script = join(dir, 'script');
     writeFileSync(script, '#!/bin/sh\nexec "$@"\n', { mode: 0o700 });
     chmodSync(script, 0o700);

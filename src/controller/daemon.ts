@@ -99,9 +99,14 @@ class HttpAgents implements AgentLink {
 
   /** An interactive job's stream at its node's agent, signed for that agent (src/controller/interactive.ts). */
   async openStream(node: string, id: JobId, run: number): Promise<import('ws').WebSocket> {
+    return this.openSocket(node, `/jobs/${id}/stream?run=${run}`);
+  }
+
+  /** A WebSocket to `path` at the agent of `node`, signed for that agent. */
+  private async openSocket(node: string, path: string): Promise<import('ws').WebSocket> {
     const url = this.byNode.get(node);
     if (!url) throw new Error(`no agent has registered node ${node}`);
-    return openWebSocket({ baseUrl: url }, `/jobs/${id}/stream?run=${run}`, { clusterKey: this.clusterKey ?? undefined, destination: this.destinations.get(url)!, timeoutMs: 5000 });
+    return openWebSocket({ baseUrl: url }, path, { clusterKey: this.clusterKey ?? undefined, destination: this.destinations.get(url)!, timeoutMs: 5000 });
   }
 
   /** One task of a job step (src/controller/steps.ts), started at its node's agent; it runs once its stream is open. */
@@ -110,9 +115,7 @@ class HttpAgents implements AgentLink {
   }
 
   async openTaskStream(node: string, id: JobId, run: number, stepId: number, task: number): Promise<import('ws').WebSocket> {
-    const url = this.byNode.get(node);
-    if (!url) throw new Error(`no agent has registered node ${node}`);
-    return openWebSocket({ baseUrl: url }, `/jobs/${id}/steps/${stepId}/${task}/stream?run=${run}`, { clusterKey: this.clusterKey ?? undefined, destination: this.destinations.get(url)!, timeoutMs: 5000 });
+    return this.openSocket(node, `/jobs/${id}/steps/${stepId}/${task}/stream?run=${run}`);
   }
 
   async killTasks(node: string, id: JobId, stepId: number | null, reason: string): Promise<void> {
