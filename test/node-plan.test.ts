@@ -10,7 +10,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { NodePlan, NodeTimeline } from '../src/core/node-plan.js';
+import { levelOf, NodePlan, NodeTimeline, RunFront } from '../src/core/node-plan.js';
 import { NodePool, type PoolNode } from '../src/core/placement.js';
 import { SeededRandom } from '../src/core/random.js';
 import { Scheduler } from '../src/core/scheduler.js';
@@ -76,6 +76,40 @@ describe('node timeline', () => {
       assert.equal(line.earliestFit(notBefore, duration, cpus, memory), expected, `round ${round}`);
     }
   });
+
+  it('runs of free CPUs: the first run lasting d starts where brute force finds it, per level and in any mix of runs', () => {
+    const random = new SeededRandom(12);
+    for (let round = 0; round < 200; round++) {
+      const line = new NodeTimeline(16, 64, 0);
+      for (let h = 0; h < random.int(0, 8); h++) {
+        const from = random.int(0, 80);
+        line.add(from, from + random.int(1, 30), -random.int(1, 16), 0);
+      }
+      const cpus = random.int(1, 16);
+      const level = levelOf(cpus);
+      assert.ok(2 ** level <= cpus && cpus < 2 ** (level + 1));
+      // Brute force: maximal runs of steps with at least 2^level CPUs free.
+      const runs: Array<[number, number]> = [];
+      let runStart = NaN;
+      for (const [time, free] of line.steps()) {
+        if (free >= 2 ** level && Number.isNaN(runStart)) runStart = time;
+        else if (free < 2 ** level && !Number.isNaN(runStart)) {
+          runs.push([runStart, time - runStart]);
+          runStart = NaN;
+        }
+      }
+      if (!Number.isNaN(runStart)) runs.push([runStart, Infinity]);
+      const mixed = new RunFront();
+      for (const [start, length] of [...runs].sort(() => random.int(-1, 1))) mixed.add(start, length);
+      for (let d = 1; d <= 120; d++) {
+        const expected = Math.min(...runs.filter(([, length]) => length >= d).map(([start]) => start));
+        assert.equal(line.front(level).firstLasting(d), expected, `round ${round}, d ${d}`);
+        assert.equal(mixed.firstLasting(d), expected, `round ${round}, d ${d}: runs added out of order`);
+        // A lower bound on every fit of that many CPUs.
+        assert.ok(line.earliestFit(0, d, cpus, 0) >= expected);
+      }
+    }
+  });
 });
 
 describe('node plan', () => {
@@ -122,6 +156,35 @@ describe('node plan', () => {
       }
       assert.equal(found?.start ?? Infinity, expected, `round ${round}`);
       if (found) assert.ok(plan.fitsOn(request, found.nodes, found.start, duration), `round ${round}: the nodes fit`);
+    }
+  });
+
+  it('tests a job\'s own nodes as if its hold were lifted, as lifting it does; a group of nodes never says no where one fits', () => {
+    const random = new SeededRandom(6);
+    const nodes = [node('a', 8, 64), node('b', 16, 32, ['x']), node('c', 4, 64, ['x']), node('d', 16, 128)];
+    for (let round = 0; round < 300; round++) {
+      const plan = new NodePlan(nodes, 0);
+      for (let h = 0; h < random.int(0, 10); h++) {
+        const target = nodes[random.int(0, nodes.length - 1)];
+        const from = random.int(0, 60);
+        plan.hold({ owner: `h${h}`, start: from, end: from + random.int(1, 40), nodes: [target.name], cpus: random.int(1, target.cpus), memoryMiB: random.int(0, 32) });
+      }
+      const own = nodes.filter(() => random.chance(0.5)).map((n) => n.name);
+      if (own.length === 0) continue;
+      const start = random.int(0, 50);
+      const cpus = random.int(1, Math.min(...own.map((name) => nodes.find((n) => n.name === name)!.cpus)));
+      const ownHold = { owner: 'own', start, end: start + random.int(1, 30), nodes: own, cpus, memoryMiB: random.int(0, 16) };
+      if (!own.every((name) => plan.timeline(name)!.fits(ownHold.start, ownHold.end - ownHold.start, ownHold.cpus, ownHold.memoryMiB))) continue;
+      plan.hold(ownHold);
+      const request = need(1, random.int(1, 16), { memoryMiBPerNode: random.int(0, 40) });
+      const [duration, from] = [random.int(1, 30), random.int(0, 40)];
+      const latest = from + random.int(0, 60);
+      const group = plan.group(nodes.map((n) => n.name));
+      const withHold = plan.anyFits(request, group, duration, from, latest);
+      if (withHold) assert.ok(group.mayFit(request, duration, latest), `round ${round}: the group says no where a node fits`);
+      const lifting = plan.anyFitsLifting(request, own, duration, from, latest, ownHold);
+      plan.release('own');
+      assert.equal(lifting, plan.anyFits(request, own, duration, from, latest), `round ${round}`);
     }
   });
 });

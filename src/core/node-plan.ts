@@ -22,6 +22,12 @@ export class NodeTimeline {
   private times: number[];
   private cpus: number[];
   private memory: number[];
+  /**
+   * Per CPU level k (at least 2^k CPUs free, memory aside), the runs of such
+   * steps as a staircase (see RunFront); built when first asked for, dropped
+   * on every change.
+   */
+  private fronts: Array<RunFront | undefined> = [];
 
   constructor(readonly totalCpus: number, readonly totalMemoryMiB: number, origin: Seconds) {
     this.times = [origin];
@@ -71,6 +77,7 @@ export class NodeTimeline {
       this.cpus[i] += cpus;
       this.memory[i] += memoryMiB;
     }
+    this.fronts.length = 0;
     this.merge(Math.max(0, first - 1), Math.min(this.times.length - 1, last));
   }
 
@@ -95,6 +102,7 @@ export class NodeTimeline {
       this.memory.splice(0, index);
     }
     this.times[0] = now;
+    this.fronts.length = 0;
   }
 
   /** Free CPUs and memory at `at`. */
@@ -119,6 +127,14 @@ export class NodeTimeline {
     const memory = this.memory;
     const count = times.length;
     let start = Math.max(notBefore, times[0]);
+    // No fit starts before the first run of enough free CPUs that lasts `duration` (memory aside).
+    if (count > 1 && cpus >= 1) {
+      const bound = this.front(levelOf(cpus)).firstLasting(duration);
+      if (bound > start) {
+        if (bound > latest) return Infinity;
+        start = bound;
+      }
+    }
     // From the timeline's start (planning from now, the common case): no search for the step.
     let index = start === times[0] ? 0 : this.stepAt(start);
     for (;;) {
@@ -135,9 +151,103 @@ export class NodeTimeline {
     }
   }
 
+  /** A copy with `cpus` and `memoryMiB` added over [from, to): what-if tests without changing this one. */
+  with(from: Seconds, to: Seconds, cpus: number, memoryMiB: number): NodeTimeline {
+    const copy = new NodeTimeline(this.totalCpus, this.totalMemoryMiB, this.times[0]);
+    copy.times = [...this.times];
+    copy.cpus = [...this.cpus];
+    copy.memory = [...this.memory];
+    copy.add(from, to, cpus, memoryMiB);
+    return copy;
+  }
+
+  /** The runs of steps with at least 2^level CPUs free (memory aside), as a staircase. */
+  front(level: number): RunFront {
+    let front = this.fronts[level];
+    if (front === undefined) {
+      front = new RunFront();
+      const least = 2 ** level;
+      const { times, cpus } = this;
+      let runStart = NaN;
+      for (let i = 0; i < times.length; i++) {
+        if (cpus[i] >= least) {
+          if (Number.isNaN(runStart)) runStart = times[i];
+        } else if (!Number.isNaN(runStart)) {
+          front.addLater(runStart, times[i] - runStart);
+          runStart = NaN;
+        }
+      }
+      if (!Number.isNaN(runStart)) front.addLater(runStart, Infinity);
+      this.fronts[level] = front;
+    }
+    return front;
+  }
+
   /** The steps as [time, free CPUs, free memory] (tests, displays). */
   steps(): Array<[Seconds, number, number]> {
     return this.times.map((time, i) => [time, this.cpus[i], this.memory[i]]);
+  }
+}
+
+/** The CPU level of a request for `cpus` CPUs (>= 1): runs with 2^level CPUs free are the least that could hold it. */
+export const levelOf = (cpus: number): number => 31 - Math.clz32(cpus);
+
+/**
+ * Runs of time (start, length) as a staircase: starts and lengths both
+ * rising, each run longer than every run that starts before it. The first run
+ * lasting at least `d` is then the earliest one that does: no window of
+ * length `d` inside a run starts before it. Shorter runs that start later
+ * are left out; so are runs no longer than an earlier one.
+ */
+export class RunFront {
+  private readonly starts: number[] = [];
+  private readonly lengths: number[] = [];
+
+  /** Adds a run starting at or after every run added so far. */
+  addLater(start: number, length: number): void {
+    const count = this.lengths.length;
+    if (count === 0 || length > this.lengths[count - 1]) {
+      this.starts.push(start);
+      this.lengths.push(length);
+    }
+  }
+
+  /** Adds a run anywhere (runs it makes redundant go). */
+  add(start: number, length: number): void {
+    const { starts, lengths } = this;
+    // The first run starting after `start`.
+    let lo = 0;
+    let hi = starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (starts[mid] <= start) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo > 0 && lengths[lo - 1] >= length) return;
+    let end = lo;
+    while (end < lengths.length && lengths[end] <= length) end++;
+    // A run at the same start but shorter, just before: replaced.
+    const from = lo > 0 && starts[lo - 1] === start ? lo - 1 : lo;
+    starts.splice(from, end - from, start);
+    lengths.splice(from, end - from, length);
+  }
+
+  /** Adds every run of another staircase. */
+  addAll(other: RunFront): void {
+    for (let i = 0; i < other.starts.length; i++) this.add(other.starts[i], other.lengths[i]);
+  }
+
+  /** Where the first run lasting at least `duration` starts; Infinity if none does. */
+  firstLasting(duration: number): number {
+    const lengths = this.lengths;
+    let lo = 0;
+    let hi = lengths.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (lengths[mid] < duration) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo === lengths.length ? Infinity : this.starts[lo];
   }
 }
 
@@ -222,6 +332,15 @@ export class NodeGroup {
   private readonly names = new Set<string>();
   private readonly members: PlanNode[] = [];
   private sorted = true;
+  /**
+   * Per eligible-node set (undefined: every node) and CPU level, the runs of
+   * the members that could take part, together: built when first asked for,
+   * extended as members join or gain capacity. Capacity lost since leaves
+   * runs that are longer than they now are: still an upper bound.
+   */
+  private readonly together = new Map<ReadonlySet<string> | undefined, Array<RunFront | undefined>>();
+  /** Members that lost capacity since `together` was built (its runs are that much too long). */
+  private losses = 0;
 
   constructor(private readonly byName: ReadonlyMap<string, PlanNode>, names: Iterable<string>) {
     for (const name of names) this.add(name);
@@ -231,13 +350,59 @@ export class NodeGroup {
     return this.names.has(name);
   }
 
+  /** Adds a node, or notes that a member gained capacity. */
   add(name: string): void {
-    if (this.names.has(name)) return;
-    this.names.add(name);
     const planNode = this.byName.get(name);
+    if (!this.names.has(name)) {
+      this.names.add(name);
+      if (planNode === undefined) return;
+      if (this.members.length > 0 && this.members[this.members.length - 1].order > planNode.order) this.sorted = false;
+      this.members.push(planNode);
+    }
     if (planNode === undefined) return;
-    if (this.members.length > 0 && this.members[this.members.length - 1].order > planNode.order) this.sorted = false;
-    this.members.push(planNode);
+    for (const [eligible, fronts] of this.together) {
+      if (eligible !== undefined && !eligible.has(name)) continue;
+      fronts.forEach((front, level) => {
+        if (front !== undefined && planNode.node.cpus >= 2 ** level) front.addAll(planNode.timeline.front(level));
+      });
+    }
+  }
+
+  /** Members lost capacity (a job planned on them): after enough losses the runs together are worked out again. */
+  lost(count: number): void {
+    this.losses += count;
+    if (this.losses >= NodeGroup.REBUILD_AFTER) {
+      this.together.clear();
+      this.losses = 0;
+    }
+  }
+
+  static REBUILD_AFTER = 64;
+
+  /**
+   * False when no member the request could use has its CPUs free for
+   * `duration` from any start at or before `latest` (memory and features
+   * aside): a test of the group as a whole, before a test of each member.
+   * True says nothing for sure.
+   */
+  mayFit(request: ResourceRequest, duration: Seconds, latest: Seconds): boolean {
+    if (request.cpusPerNode < 1) return true;
+    const level = levelOf(request.cpusPerNode);
+    let fronts = this.together.get(request.eligibleNodes);
+    if (fronts === undefined) {
+      fronts = [];
+      this.together.set(request.eligibleNodes, fronts);
+    }
+    let front = fronts[level];
+    if (front === undefined) {
+      front = new RunFront();
+      for (const planNode of this.members) {
+        if (planNode.node.cpus < 2 ** level || (request.eligibleNodes !== undefined && !request.eligibleNodes.has(planNode.node.name))) continue;
+        front.addAll(planNode.timeline.front(level));
+      }
+      fronts[level] = front;
+    }
+    return front.firstLasting(duration) <= latest;
   }
 
   /** The members in plan order. */
@@ -390,6 +555,21 @@ export class NodePlan {
       const planNode = this.byName.get(name);
       if (planNode === undefined || !this.suits(planNode, request)) continue;
       if (planNode.timeline.earliestFit(from, duration, request.cpusPerNode, request.memoryMiBPerNode, latest) <= latest) return true;
+    }
+    return false;
+  }
+
+  /**
+   * anyFits on `nodes` as if the owner's `hold` (a job's, on those nodes)
+   * were lifted, without lifting it.
+   */
+  anyFitsLifting(request: ResourceRequest, nodes: readonly string[], duration: Seconds, from: Seconds, latest: Seconds, hold: PlanHold): boolean {
+    if (hold.whole) throw new Error('anyFitsLifting: a whole-node hold');
+    for (const name of nodes) {
+      const planNode = this.byName.get(name);
+      if (planNode === undefined || !this.suits(planNode, request)) continue;
+      const lifted = planNode.timeline.with(hold.start, hold.end, hold.cpus, hold.memoryMiB);
+      if (lifted.earliestFit(from, duration, request.cpusPerNode, request.memoryMiBPerNode, latest) <= latest) return true;
     }
     return false;
   }

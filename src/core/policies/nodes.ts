@@ -374,17 +374,20 @@ export class NodePlanPolicy implements Policy {
       const lo = Math.max(now, from - job.estimate);
       const hi = Math.min(old - 1, to);
       if (lo > hi) continue;
+      // At least one of its nodes must be one that gained (a job in a reservation searches in full): the
+      // gained nodes are tested first, as a group (its runs of free CPUs), then node by node, with the job's
+      // own hold in place. Where that hold lies on gained nodes, those are tested again as if it were lifted.
       const owner = jobOwner(job.id);
+      if (nodes !== null && job.window === undefined
+        && !(nodes.mayFit(resources, job.estimate, hi) && plan.anyFits(resources, nodes, job.estimate, lo, hi))) {
+        const own = entry.plannedNodes.filter((name) => nodes.has(name));
+        const hold = own.length === 0 ? undefined : plan.getHold(owner);
+        if (hold === undefined || !plan.anyFitsLifting(resources, own, job.estimate, lo, hi, hold)) continue;
+      }
       const held = plan.getHold(owner);
-      // At least one of its nodes must be one that gained: test those first (a job in a reservation searches
-      // in full). Its own hold matters to that test only where it lies on a gained node.
-      const ownOnGained = nodes === null || entry.plannedNodes.some((name) => nodes!.has(name));
-      if (!ownOnGained && job.window === undefined && !plan.anyFits(resources, nodes!, job.estimate, lo, hi)) continue;
       plan.release(owner);
-      const could = ownOnGained ? nodes === null || job.window !== undefined || plan.anyFits(resources, nodes!, job.estimate, lo, hi) : true;
       // A one-node job can only move onto a node that gained: only those are searched.
-      const slot = !could ? undefined
-        : resources.nodes === 1 && nodes !== null && job.window === undefined ? plan.earliest(resources, job.estimate, lo, hi, nodes)
+      const slot = resources.nodes === 1 && nodes !== null && job.window === undefined ? plan.earliest(resources, job.estimate, lo, hi, nodes)
           : earliestOf(plan, job, lo, hi);
       if (slot === undefined || slot.start >= old) {
         if (held !== undefined) plan.hold(held);
@@ -394,6 +397,7 @@ export class NodePlanPolicy implements Policy {
       entry.reservation = slot.start;
       entry.plannedNodes = slot.nodes;
       plan.hold(reservationHold(entry));
+      if (nodes !== null) nodes.lost(slot.nodes.length);
       moved = true;
       // Its old place is free now: a gain for the jobs after it (and, at the next pass, before it).
       if (old < from) from = old;
