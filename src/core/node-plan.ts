@@ -321,7 +321,12 @@ interface PlanNode {
   readonly timeline: NodeTimeline;
   /** Owners of the holds on this node. */
   readonly owners: Set<string>;
+  /** During an `earliest` with `lifting`: this node's timeline without the lifted hold. */
+  lifted: NodeTimeline | null;
 }
+
+/** What a search sees of a node: its timeline, or the copy without a hold the search lifts. */
+const viewOf = (planNode: PlanNode): NodeTimeline => planNode.lifted ?? planNode.timeline;
 
 /**
  * A set of the plan's nodes by name, kept as the plan's own records in plan
@@ -377,7 +382,7 @@ export class NodeGroup {
     }
   }
 
-  static REBUILD_AFTER = 64;
+  static REBUILD_AFTER = 128;
 
   /**
    * False when no member the request could use has its CPUs free for
@@ -432,11 +437,13 @@ export class NodePlan {
   private nextSetId = 1;
   /** Scratch for `earliest`: each candidate's earliest fit (grown as needed, never shrunk). */
   private fitScratch = new Float64Array(64);
+  /** Scratch for `earliest`: the candidates still in the search. */
+  private liveScratch = new Int32Array(64);
 
   constructor(nodes: readonly PoolNode[], origin: Seconds, readonly strategy: PlacementStrategy = 'first-fit') {
     nodes.forEach((node, order) => {
       const planNode: PlanNode = {
-        node, order, features: new Set(node.features), timeline: new NodeTimeline(node.cpus, node.memoryMiB, origin), owners: new Set(),
+        node, order, features: new Set(node.features), timeline: new NodeTimeline(node.cpus, node.memoryMiB, origin), owners: new Set(), lifted: null,
       };
       this.planNodes.push(planNode);
       this.byName.set(node.name, planNode);
@@ -561,13 +568,18 @@ export class NodePlan {
 
   /**
    * anyFits on `nodes` as if the owner's `hold` (a job's, on those nodes)
-   * were lifted, without lifting it.
+   * were lifted, without lifting it, for windows that reach into the hold
+   * (those that end before it are the same either way: ask anyFits).
    */
   anyFitsLifting(request: ResourceRequest, nodes: readonly string[], duration: Seconds, from: Seconds, latest: Seconds, hold: PlanHold): boolean {
     if (hold.whole) throw new Error('anyFitsLifting: a whole-node hold');
     for (const name of nodes) {
       const planNode = this.byName.get(name);
       if (planNode === undefined || !this.suits(planNode, request)) continue;
+      // A window that ends by the hold's start fits with the hold in place (the caller asks anyFits for
+      // those); when every window starts before the hold, any other one holds the instant before its
+      // start, which the hold does not take.
+      if (latest < hold.start && !planNode.timeline.fits(hold.start - 1, 1, request.cpusPerNode, request.memoryMiBPerNode)) continue;
       const lifted = planNode.timeline.with(hold.start, hold.end, hold.cpus, hold.memoryMiB);
       if (lifted.earliestFit(from, duration, request.cpusPerNode, request.memoryMiBPerNode, latest) <= latest) return true;
     }
@@ -590,7 +602,29 @@ export class NodePlan {
    * free for `duration`, and the nodes, chosen by the plan's strategy among
    * those free then; undefined if there is none. `onlyAmong`: search those nodes only.
    */
-  earliest(request: ResourceRequest, duration: Seconds, notBefore: Seconds, latest: Seconds = Infinity, onlyAmong?: ReadonlySet<string> | NodeGroup): NodeSlotPlan | undefined {
+  earliest(
+    request: ResourceRequest, duration: Seconds, notBefore: Seconds, latest: Seconds = Infinity, onlyAmong?: ReadonlySet<string> | NodeGroup,
+    lifting?: PlanHold,
+  ): NodeSlotPlan | undefined {
+    if (lifting === undefined) return this.search(request, duration, notBefore, latest, onlyAmong);
+    // The hold's nodes are searched as copies of their timelines without it: the plan itself is not
+    // touched (lifting the hold and putting it back would change every step it bounds, twice).
+    if (lifting.whole) throw new Error('earliest: lifting a whole-node hold');
+    const lifted: PlanNode[] = [];
+    try {
+      for (const name of lifting.nodes) {
+        const planNode = this.byName.get(name);
+        if (planNode === undefined || planNode.lifted !== null) continue;
+        planNode.lifted = planNode.timeline.with(lifting.start, lifting.end, lifting.cpus, lifting.memoryMiB);
+        lifted.push(planNode);
+      }
+      return this.search(request, duration, notBefore, latest, onlyAmong);
+    } finally {
+      for (const planNode of lifted) planNode.lifted = null;
+    }
+  }
+
+  private search(request: ResourceRequest, duration: Seconds, notBefore: Seconds, latest: Seconds, onlyAmong?: ReadonlySet<string> | NodeGroup): NodeSlotPlan | undefined {
     const candidates = onlyAmong === undefined ? this.candidatesFor(request)
       : onlyAmong instanceof NodeGroup ? onlyAmong.nodes().filter((planNode) => this.suits(planNode, request))
         : [...onlyAmong].map((name) => this.byName.get(name)).filter((planNode): planNode is PlanNode => planNode !== undefined && this.suits(planNode, request))
@@ -600,11 +634,20 @@ export class NodePlan {
     const { cpusPerNode: cpus, memoryMiBPerNode: memory } = request;
     if (this.fitScratch.length < candidates.length) this.fitScratch = new Float64Array(Math.max(candidates.length, 2 * this.fitScratch.length));
     const fitFrom = this.fitScratch;
+    // The candidates that may still fit by `latest`, as indexes in candidate (plan) order: the rounds
+    // below look at these only.
+    if (this.liveScratch.length < candidates.length) this.liveScratch = new Int32Array(fitFrom.length);
+    const live = this.liveScratch;
+    let liveCount = 0;
     // The `needed` smallest fits so far (a max-heap): a node whose fit would come later stops its scan there.
     const best = new BoundedSmallest(needed);
     for (let i = 0; i < candidates.length; i++) {
-      const fit = candidates[i].timeline.earliestFit(notBefore, duration, cpus, memory, Math.min(latest, best.bound));
+      const cap = Math.min(latest, best.bound);
+      const fit = viewOf(candidates[i]).earliestFit(notBefore, duration, cpus, memory, cap);
+      // Infinity with the cap at `latest`: it never fits in time. Cut short at a lower bound: it may.
+      if (fit === Infinity && cap >= latest) continue;
       fitFrom[i] = fit;
+      live[liveCount++] = i;
       best.offer(fit);
     }
     for (;;) {
@@ -612,31 +655,38 @@ export class NodePlan {
       const start = best.bound;
       if (start === Infinity || start > latest) return undefined;
       const fitting: PlanNode[] = [];
-      for (let i = 0; i < candidates.length; i++) {
+      for (let k = 0; k < liveCount; k++) {
+        const i = live[k];
         if (fitFrom[i] === start) fitting.push(candidates[i]);
         else if (fitFrom[i] < start) {
           // It fitted earlier; it may not from `start`: its next fit from there on.
-          fitFrom[i] = candidates[i].timeline.earliestFit(start, duration, cpus, memory);
+          fitFrom[i] = viewOf(candidates[i]).earliestFit(start, duration, cpus, memory, latest);
           if (fitFrom[i] === start) fitting.push(candidates[i]);
         }
       }
       if (fitting.length >= needed) return { start, nodes: this.choose(fitting, needed, start) };
       // Fewer than `needed` fit at `start`: the answer is later. Nodes cut short at the old bound (Infinity)
-      // and those fitting at `start` look again from `start` on; the bound is rebuilt from every node.
+      // and those fitting at `start` look again from `start` on; the bound is rebuilt from every live node,
+      // and those that no longer fit by `latest` leave.
       best.clear();
-      for (let i = 0; i < candidates.length; i++) {
+      let kept = 0;
+      for (let k = 0; k < liveCount; k++) {
+        const i = live[k];
         if (fitFrom[i] <= start || fitFrom[i] === Infinity) {
-          fitFrom[i] = candidates[i].timeline.earliestFit(fitFrom[i] === start ? start + 1 : start, duration, cpus, memory, latest);
+          fitFrom[i] = viewOf(candidates[i]).earliestFit(fitFrom[i] === start ? start + 1 : start, duration, cpus, memory, latest);
+          if (fitFrom[i] === Infinity) continue;
         }
+        live[kept++] = i;
         best.offer(fitFrom[i]);
       }
+      liveCount = kept;
     }
   }
 
   /** `needed` of the fitting nodes by the strategy, as free as they are at `start`. */
   private choose(fitting: PlanNode[], needed: number, start: Seconds): string[] {
     if (this.strategy !== 'first-fit' && fitting.length > needed) {
-      const free = new Map(fitting.map((planNode) => [planNode, planNode.timeline.freeAt(start)]));
+      const free = new Map(fitting.map((planNode) => [planNode, viewOf(planNode).freeAt(start)]));
       const sign = this.strategy === 'best-fit' ? 1 : -1;
       fitting.sort((a, b) => {
         const fa = free.get(a)!;

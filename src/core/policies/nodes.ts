@@ -21,7 +21,7 @@
 // Planned starts of fcfs and EASY are a projection: the queue planned in
 // order on the running jobs (fcfs: never before the job ahead).
 
-import { NodePlan, type PlanHold } from '../node-plan.js';
+import { NodePlan, type NodeSlotPlan, type PlanHold } from '../node-plan.js';
 import type { NodePool } from '../placement.js';
 import type { QueueEntry, SchedulerState } from '../state.js';
 import type { JobId, JobRequest, RunningJob, Seconds } from '../types.js';
@@ -385,13 +385,20 @@ export class NodePlanPolicy implements Policy {
         if (hold === undefined || !plan.anyFitsLifting(resources, own, job.estimate, lo, hi, hold)) continue;
       }
       const held = plan.getHold(owner);
-      plan.release(owner);
-      // A one-node job can only move onto a node that gained: only those are searched.
-      const slot = resources.nodes === 1 && nodes !== null && job.window === undefined ? plan.earliest(resources, job.estimate, lo, hi, nodes)
-          : earliestOf(plan, job, lo, hi);
-      if (slot === undefined || slot.start >= old) {
-        if (held !== undefined) plan.hold(held);
-        continue;
+      let slot: NodeSlotPlan | undefined;
+      if (job.window === undefined) {
+        // Searched with its own hold lifted on copies of its nodes' timelines: the plan changes only if it moves.
+        // A one-node job can only move onto a node that gained: only those are searched.
+        slot = plan.earliest(resources, job.estimate, lo, hi, resources.nodes === 1 && nodes !== null ? nodes : undefined, held);
+        if (slot === undefined || slot.start >= old) continue;
+        plan.release(owner);
+      } else {
+        plan.release(owner);
+        slot = earliestOf(plan, job, lo, hi);
+        if (slot === undefined || slot.start >= old) {
+          if (held !== undefined) plan.hold(held);
+          continue;
+        }
       }
       const oldNodes = entry.plannedNodes;
       entry.reservation = slot.start;
