@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -502,6 +502,39 @@ if (process.env[CHILD_ENV] !== undefined) {
   });
 
   describe('store: crash safety', () => {
+    it('a kill -9 while a new database is being created leaves none or a whole one, never an empty file', async () => {
+      const storeModule = new URL('../src/store/store.js', import.meta.url).href;
+      const random = new SeededRandom(77);
+      // The child announces each creation, then creates databases one after another until it is killed.
+      const script = `const { openStore } = await import(${JSON.stringify(storeModule)});
+        const base = process.argv[1];
+        for (let i = 0; ; i++) { process.stdout.write(i + '\\n'); openStore(base + '-' + i + '.db').close(); }`;
+      for (let round = 0; round < 12; round++) {
+        const base = join(dir, `create-${round}`);
+        const child = spawn(process.execPath, ['--input-type=module', '-e', script, base], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let errors = '';
+        child.stderr.setEncoding('utf8').on('data', (chunk: string) => (errors += chunk));
+        const killAfterMs = random.int(0, 15);
+        child.stdout.once('data', () => setTimeout(() => child.kill('SIGKILL'), killAfterMs));
+        const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, sig) => resolve(sig)));
+        assert.equal(signal, 'SIGKILL', `the child ended on its own: ${errors}`);
+        for (let i = 0; ; i++) {
+          const path = `${base}-${i}.db`;
+          if (!existsSync(path)) {
+            // The one being created when the kill came, if any: absent, and the next start creates it.
+            assert.ok(!existsSync(`${base}-${i + 1}.db`), `round ${round}: a database after a missing one`);
+            break;
+          }
+          assert.ok(statSync(path).size > 0, `round ${round}: ${path} is empty`);
+          const store = openStore(path); // a whole database: opens, with the current schema
+          assert.equal(store.schemaVersion, SCHEMA_VERSION);
+          store.close();
+        }
+        const next = openStore(`${base}-again.db`);
+        next.close();
+      }
+    });
+
     it('every acknowledged submission survives kill -9 of the writer, exactly once, and ids never repeat', async () => {
       const path = freshPath();
       const random = new SeededRandom(2026);

@@ -5,7 +5,8 @@
 // `durable()` resolves once every commit so far is on the disk (it survives
 // power loss): acknowledge after that.
 
-import { closeSync, fdatasync, fdatasyncSync, openSync, statSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, fsyncSync, linkSync, openSync, rmSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Database as Connection, Statement } from 'better-sqlite3';
 import type { JobId } from '../core/types.js';
@@ -504,6 +505,53 @@ function fileSize(path: string): number | undefined {
 }
 
 /**
+ * Creates a new database at `path` whole or not at all: made under another
+ * name, its schema committed and synced, then linked into place. A crash
+ * midway leaves no file at `path` (the next start creates it again), never
+ * an empty or half-made one (which openStore refuses). Another process
+ * that created it first wins; its database is used.
+ */
+function createDatabase(path: string): void {
+  const temporary = `${path}.new-${process.pid}`;
+  for (const leftover of [temporary, `${temporary}-journal`]) rmSync(leftover, { force: true });
+  let db: Connection;
+  try {
+    db = new Database(temporary);
+  } catch (error) {
+    throw new StoreError(path, `cannot create the database (${(error as Error).message}); check that the directory exists and is writable`);
+  }
+  try {
+    db.transaction(() => {
+      if (migrate(db, MIGRATIONS).rebuildRows) rebuildRows(db);
+    }).immediate();
+  } catch (error) {
+    db.close();
+    rmSync(temporary, { force: true });
+    throw new StoreError(path, `cannot create the database (${(error as Error).message}); check the disk and free space`);
+  }
+  db.close();
+  const fd = openSync(temporary, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    linkSync(temporary, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new StoreError(path, `cannot create the database (${(error as Error).message}); check that the directory is writable`);
+  } finally {
+    rmSync(temporary, { force: true });
+  }
+  const directory = openSync(dirname(path), 'r');
+  try {
+    fsyncSync(directory);
+  } finally {
+    closeSync(directory);
+  }
+}
+
+/**
  * Opens (or creates) the database at `path`: WAL, the `barrier` durability by
  * default, and every pending migration applied in one transaction. A file written by a
  * newer Taras is refused rather than guessed at; an empty (0-byte) or damaged
@@ -517,6 +565,7 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     throw new StoreError(path, 'the database file is empty (0 bytes): it holds no cluster, and a new one is not started over it '
       + `(job ids would start again at 1); restore it from a backup, or move it aside (mv ${path} ${path}.empty) to start a new cluster`);
   }
+  if (path !== ':memory:' && fileSize(path) === undefined) createDatabase(path);
   let db: Connection;
   try {
     db = new Database(path);
