@@ -504,6 +504,22 @@ function fileSize(path: string): number | undefined {
   }
 }
 
+/** SQLite's connection to `file` (the database at `path`, or the file it is being made in). */
+function connect(path: string, file: string, verb: 'create' | 'open'): Connection {
+  try {
+    return new Database(file);
+  } catch (error) {
+    throw new StoreError(path, `cannot ${verb} the database (${(error as Error).message}); check that the directory exists and is writable`);
+  }
+}
+
+/** Every pending migration, in one transaction. */
+function migrateAll(db: Connection): void {
+  db.transaction(() => {
+    if (migrate(db, MIGRATIONS).rebuildRows) rebuildRows(db);
+  }).immediate();
+}
+
 /**
  * Creates a new database at `path` whole or not at all: made under another
  * name, its schema committed and synced, then linked into place. A crash
@@ -514,16 +530,9 @@ function fileSize(path: string): number | undefined {
 function createDatabase(path: string): void {
   const temporary = `${path}.new-${process.pid}`;
   for (const leftover of [temporary, `${temporary}-journal`]) rmSync(leftover, { force: true });
-  let db: Connection;
+  const db = connect(path, temporary, 'create');
   try {
-    db = new Database(temporary);
-  } catch (error) {
-    throw new StoreError(path, `cannot create the database (${(error as Error).message}); check that the directory exists and is writable`);
-  }
-  try {
-    db.transaction(() => {
-      if (migrate(db, MIGRATIONS).rebuildRows) rebuildRows(db);
-    }).immediate();
+    migrateAll(db);
   } catch (error) {
     db.close();
     rmSync(temporary, { force: true });
@@ -566,12 +575,7 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       + `(job ids would start again at 1); restore it from a backup, or move it aside (mv ${path} ${path}.empty) to start a new cluster`);
   }
   if (path !== ':memory:' && fileSize(path) === undefined) createDatabase(path);
-  let db: Connection;
-  try {
-    db = new Database(path);
-  } catch (error) {
-    throw new StoreError(path, `cannot open the database (${(error as Error).message}); check that the directory exists and is writable`);
-  }
+  const db = connect(path, path, 'open');
   try {
     db.pragma('busy_timeout = 5000');
     const mode = db.pragma('journal_mode = WAL', { simple: true });
@@ -584,9 +588,7 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
       throw new StoreError(path, `schema version ${version} is newer than this Taras understands (${SCHEMA_VERSION}); run a newer Taras or restore a backup`);
     }
     if (version < SCHEMA_VERSION) {
-      db.transaction(() => {
-        if (migrate(db, MIGRATIONS).rebuildRows) rebuildRows(db);
-      }).immediate();
+      migrateAll(db);
       // A fresh schema is on the disk before anything is built on it.
       if (durability === 'barrier' && path !== ':memory:') {
         const fd = openSync(`${path}-wal`, 'r');
