@@ -325,13 +325,6 @@ interface PlanNode {
   lifted: NodeTimeline | null;
 }
 
-/** The bucket of a duration for NodePlan's index: the longest 2^bucket seconds not above it (0 to 40). */
-const durationBucketOf = (duration: Seconds): number => (duration < 1 ? 0 : duration >= 2 ** 40 ? 40 : 31 - Math.clz32(Math.floor(Math.min(duration, 2 ** 31 - 1))));
-
-/** Where the node's first run of 2^level free CPUs lasting 2^bucket seconds starts (Infinity: none; a node too small). */
-const firstRunOf = (planNode: PlanNode, level: number, bucket: number): number =>
-  (planNode.node.cpus < 2 ** level ? Infinity : planNode.timeline.front(level).firstLasting(2 ** bucket));
-
 /** What a search sees of a node: its timeline, or the copy without a hold the search lifts. */
 const viewOf = (planNode: PlanNode): NodeTimeline => planNode.lifted ?? planNode.timeline;
 
@@ -446,13 +439,6 @@ export class NodePlan {
   private fitScratch = new Float64Array(64);
   /** Scratch for `earliest`: the candidates still in the search. */
   private liveScratch = new Int32Array(64);
-  /**
-   * Between startIndex and endIndex (a compression: many searches with a latest start, few changes):
-   * per CPU level and duration bucket (key level * 64 + bucket), each node's (plan order) first run of
-   * 2^level CPUs lasting 2^bucket seconds: no fit of that many CPUs for that long starts before it.
-   * Built per key when first asked for, kept exact as holds change.
-   */
-  private firstRuns: Map<number, Float64Array> | null = null;
 
   constructor(nodes: readonly PoolNode[], origin: Seconds, readonly strategy: PlacementStrategy = 'first-fit') {
     nodes.forEach((node, order) => {
@@ -475,33 +461,6 @@ export class NodePlan {
 
   advance(now: Seconds): void {
     for (const planNode of this.planNodes) planNode.timeline.advance(now);
-    this.firstRuns?.clear();
-  }
-
-  /**
-   * Until endIndex, searches over every candidate with a latest start skip
-   * the nodes whose first long enough run of free CPUs starts after it,
-   * without asking them (see firstRuns). Worth it when searches are many
-   * and changes few (a compression); a plan made from scratch changes
-   * after every search.
-   */
-  startIndex(): void {
-    this.firstRuns = new Map();
-  }
-
-  endIndex(): void {
-    this.firstRuns = null;
-  }
-
-  private firstRunsFor(level: number, bucket: number): Float64Array {
-    const key = level * 64 + bucket;
-    let runs = this.firstRuns!.get(key);
-    if (runs === undefined) {
-      runs = new Float64Array(this.planNodes.length);
-      for (const planNode of this.planNodes) runs[planNode.order] = firstRunOf(planNode, level, bucket);
-      this.firstRuns!.set(key, runs);
-    }
-    return runs;
   }
 
   /** Takes a hold's CPUs and memory on its nodes (those in the plan); replaces an earlier hold of the same owner. */
@@ -535,7 +494,6 @@ export class NodePlan {
       const cpus = hold.whole ? planNode.node.cpus : hold.cpus;
       const memory = hold.whole ? planNode.node.memoryMiB : hold.memoryMiB;
       planNode.timeline.add(hold.start, hold.end, sign * cpus, sign * memory);
-      if (this.firstRuns !== null) for (const [key, runs] of this.firstRuns) runs[planNode.order] = firstRunOf(planNode, key >> 6, key & 63);
       if (sign < 0) planNode.owners.add(hold.owner);
       else planNode.owners.delete(hold.owner);
     }
@@ -683,12 +641,7 @@ export class NodePlan {
     let liveCount = 0;
     // The `needed` smallest fits so far (a max-heap): a node whose fit would come later stops its scan there.
     const best = new BoundedSmallest(needed);
-    // With the index, a node whose first long enough run starts after `latest` is passed over unasked
-    // (a node seen without a lifted hold is asked: its runs are not those of the index).
-    const firstRuns = this.firstRuns !== null && onlyAmong === undefined && latest < Infinity && cpus >= 1
-      ? this.firstRunsFor(levelOf(cpus), durationBucketOf(duration)) : null;
     for (let i = 0; i < candidates.length; i++) {
-      if (firstRuns !== null && firstRuns[candidates[i].order] > latest && candidates[i].lifted === null) continue;
       const cap = Math.min(latest, best.bound);
       const fit = viewOf(candidates[i]).earliestFit(notBefore, duration, cpus, memory, cap);
       // Infinity with the cap at `latest`: it never fits in time. Cut short at a lower bound: it may.

@@ -21,7 +21,7 @@
 // Planned starts of fcfs and EASY are a projection: the queue planned in
 // order on the running jobs (fcfs: never before the job ahead).
 
-import { NodePlan, type NodeGroup, type NodeSlotPlan, type PlanHold } from '../node-plan.js';
+import { NodePlan, type NodeSlotPlan, type PlanHold } from '../node-plan.js';
 import type { NodePool } from '../placement.js';
 import type { QueueEntry, SchedulerState } from '../state.js';
 import type { JobId, JobRequest, RunningJob, Seconds } from '../types.js';
@@ -366,18 +366,6 @@ export class NodePlanPolicy implements Policy {
     this.gainTo = -Infinity;
     this.gainNodes = new Set();
     let moved = false;
-    plan.startIndex();
-    try {
-      moved = this.compressQueue(state, plan, now, from, to, nodes);
-    } finally {
-      plan.endIndex();
-    }
-    if (!moved) this.gained = false;
-  }
-
-  /** compress's walk of the queue in order; true if a job moved. */
-  private compressQueue(state: SchedulerState, plan: NodePlan, now: Seconds, from: Seconds, to: Seconds, nodes: NodeGroup | null): boolean {
-    let moved = false;
     for (const entry of state.queue) {
       const old = entry.reservation;
       if (!Number.isFinite(old) || old <= now || old <= from) continue;
@@ -424,7 +412,7 @@ export class NodePlanPolicy implements Policy {
       if (nodes !== null) for (const name of oldNodes) nodes.add(name);
       this.noteGain(old, old + job.estimate, oldNodes);
     }
-    return moved;
+    if (!moved) this.gained = false;
   }
 
   private reserveArrivals(state: SchedulerState, now: Seconds): void {
