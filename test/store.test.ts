@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -533,6 +533,12 @@ if (process.env[CHILD_ENV] !== undefined) {
         const next = openStore(`${base}-again.db`);
         next.close();
       }
+      // What a killed creator left (its PID gone) is removed when that database is next created; a live
+      // creator's file is left alone.
+      const leftovers = () => readdirSync(dir).filter((name) => name.startsWith('again.db.new-')).sort();
+      for (const name of ['again.db.new-999999999', 'again.db.new-999999999-journal', `again.db.new-${process.ppid}`]) writeFileSync(join(dir, name), 'x');
+      openStore(join(dir, 'again.db')).close();
+      assert.deepEqual(leftovers(), [`again.db.new-${process.ppid}`]);
     });
 
     it('every acknowledged submission survives kill -9 of the writer, exactly once, and ids never repeat', async () => {

@@ -5,8 +5,8 @@
 // `durable()` resolves once every commit so far is on the disk (it survives
 // power loss): acknowledge after that.
 
-import { closeSync, fdatasync, fdatasyncSync, fsyncSync, linkSync, openSync, rmSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, fdatasync, fdatasyncSync, fsyncSync, linkSync, openSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Database as Connection, Statement } from 'better-sqlite3';
 import type { JobId } from '../core/types.js';
@@ -520,6 +520,32 @@ function migrateAll(db: Connection): void {
   }).immediate();
 }
 
+/** Files a creator killed mid-way left (`PATH.new-PID`, its journal): those of this process and of PIDs no longer running. */
+function removeLeftovers(path: string): void {
+  const prefix = `${basename(path)}.new-`;
+  let names: string[];
+  try {
+    names = readdirSync(dirname(path));
+  } catch {
+    return; // creating says what is wrong with the directory
+  }
+  for (const name of names) {
+    const match = name.startsWith(prefix) ? /^(\d+)(-journal)?$/.exec(name.slice(prefix.length)) : null;
+    if (match === null) continue;
+    const pid = Number(match[1]);
+    if (pid === process.pid || !isRunning(pid)) rmSync(join(dirname(path), name), { force: true });
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
  * Creates a new database at `path` whole or not at all: made under another
  * name, its schema committed and synced, then linked into place. A crash
@@ -529,7 +555,7 @@ function migrateAll(db: Connection): void {
  */
 function createDatabase(path: string): void {
   const temporary = `${path}.new-${process.pid}`;
-  for (const leftover of [temporary, `${temporary}-journal`]) rmSync(leftover, { force: true });
+  removeLeftovers(path);
   const db = connect(path, temporary, 'create');
   try {
     migrateAll(db);
