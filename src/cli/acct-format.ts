@@ -4,6 +4,7 @@
 // -S/-E. Pure: the caller passes the clock.
 
 import type { ApiAcctJob, JobState } from '../api/types.js';
+import { clockDuration } from '../api/durations.js';
 
 /** One column: its width (negative: left-justified, as sacct's JobID), the job fields its value reads, and its value. */
 interface Field {
@@ -24,12 +25,7 @@ export function slurmTime(ms: number | null): string {
 }
 
 /** Elapsed and Timelimit: `HH:MM:SS`, or `D-HH:MM:SS` from one day on. */
-export function slurmDuration(seconds: number): string {
-  const whole = Math.max(0, Math.floor(seconds));
-  const days = Math.floor(whole / 86_400);
-  const clock = `${two(Math.floor((whole % 86_400) / 3600))}:${two(Math.floor((whole % 3600) / 60))}:${two(whole % 60)}`;
-  return days > 0 ? `${days}-${clock}` : clock;
-}
+export const slurmDuration = clockDuration;
 
 /** TotalCPU, UserCPU, SystemCPU: `MM:SS.mmm` under an hour, then `HH:MM:SS` and `D-HH:MM:SS` (sacct's form). */
 export function slurmCpuTime(seconds: number | null): string {

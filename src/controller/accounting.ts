@@ -117,7 +117,7 @@ export function accountingRoutes(deps: AccountingDeps): Route[] {
         if (format !== 'jobs' && format !== 'rows') throw new RouteError(400, `'format=${format}' is not a format of GET /acct`, 'give format=jobs (objects, the default) or format=rows (arrays)');
         const most = format === 'rows' ? MAX_ACCT_ROWS_PAGE : MAX_ACCT_PAGE;
         const limit = Math.min(most, wholeNumber(ctx, 'limit', most) || 1);
-        const query = { ...windowOf(ctx, deps.nowMs()), users, states: statesOf(ctx), jobIds, afterId: wholeNumber(ctx, 'after', 0), limit: limit + 1 };
+        const query = { ...windowOf(ctx, deps.nowMs()), users, states: statesOf(ctx), jobIds, afterId: wholeNumber(ctx, 'after', 0) };
         if (format === 'rows') {
           // The rows as SQLite writes them (one string, no object per job); a full page may be followed by an empty one.
           // fields=a,b: only those (in ACCOUNTING_FIELDS order, the id always): what the caller's columns read.
@@ -130,7 +130,8 @@ export function accountingRoutes(deps: AccountingDeps): Route[] {
           const bytes = Buffer.concat([Buffer.from(`{"columns":${JSON.stringify(fields)},"rows":`), page.json, Buffer.from(`,"next":${JSON.stringify(next)}}`)]);
           return { status: 200, body: new RawJson(bytes) };
         }
-        const rows = store.accounting(query);
+        // One row more than the page: whether another page follows.
+        const rows = store.accounting({ ...query, limit: limit + 1 });
         const page: ApiAcctPage = { jobs: rows.slice(0, limit).map(apiAcctJob), next: rows.length > limit ? rows[limit - 1].id : null };
         return { status: 200, body: page };
       },

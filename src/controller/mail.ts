@@ -27,6 +27,7 @@ import { parseMailUser } from '../jobspec/values.js';
 import type { JobSpec } from '../jobspec/types.js';
 import type { JobRecord, StoredJobEvent } from '../store/events.js';
 import { arrayMembers, arrayTaskOf } from './arrays.js';
+import { clockDuration } from '../api/durations.js';
 
 export const DEFAULT_MAIL_PROGRAM = '/usr/sbin/sendmail';
 
@@ -47,13 +48,8 @@ export interface MailMessage {
   readonly jobId: number;
 }
 
-/** Slurm's mail durations: HH:MM:SS, D-HH:MM:SS past a day. */
-export function mailDuration(seconds: number): string {
-  const s = Math.max(0, Math.floor(seconds));
-  const days = Math.floor(s / 86_400);
-  const clock = [Math.floor((s % 86_400) / 3600), Math.floor((s % 3600) / 60), s % 60].map((n) => String(n).padStart(2, '0')).join(':');
-  return days > 0 ? `${days}-${clock}` : clock;
-}
+/** Slurm's mail durations: HH:MM:SS, D-HH:MM:SS past a day (sacct's form). */
+export const mailDuration = clockDuration;
 
 /** The events a job asked mail for (ALL: every one but the time-limit warnings' 50 and 80 and ARRAY_TASKS, as Slurm). */
 export function mailTypesOf(spec: Pick<JobSpec, 'mailType'>): Set<string> {
