@@ -24,6 +24,16 @@ const job = (id: number, resources: ResourceRequest, estimate = 100, submitTime 
   id: jobId(id), submitTime, size: resources.nodes * resources.cpusPerNode, estimate, user: 1, queue: 0, partition: 0, resources, priority,
 });
 
+/** A node's timeline with random holds: up to about `holds` of them, each from 0..lastFrom for 1..30 s (takeMemoryMiB 0: CPUs only). */
+function randomTimeline(random: SeededRandom, shape: { cpus: number; memoryMiB: number; holds: number; lastFrom: number; takeCpus: number; takeMemoryMiB: number }): NodeTimeline {
+  const line = new NodeTimeline(shape.cpus, shape.memoryMiB, 0);
+  for (let h = 0; h < random.int(0, shape.holds); h++) {
+    const from = random.int(0, shape.lastFrom);
+    line.add(from, from + random.int(1, 30), -random.int(1, shape.takeCpus), shape.takeMemoryMiB === 0 ? 0 : -random.int(0, shape.takeMemoryMiB));
+  }
+  return line;
+}
+
 describe('node timeline', () => {
   it('takes and gives back CPUs and memory over intervals, merging equal steps', () => {
     const line = new NodeTimeline(8, 1000, 0);
@@ -55,11 +65,7 @@ describe('node timeline', () => {
   it('earliestFit agrees with a second-by-second search on random timelines', () => {
     const random = new SeededRandom(11);
     for (let round = 0; round < 300; round++) {
-      const line = new NodeTimeline(8, 64, 0);
-      for (let h = 0; h < random.int(0, 6); h++) {
-        const from = random.int(0, 60);
-        line.add(from, from + random.int(1, 30), -random.int(1, 4), -random.int(0, 16));
-      }
+      const line = randomTimeline(random, { cpus: 8, memoryMiB: 64, holds: 6, lastFrom: 60, takeCpus: 4, takeMemoryMiB: 16 });
       const [cpus, memory, duration, notBefore] = [random.int(1, 8), random.int(0, 64), random.int(1, 40), random.int(0, 50)];
       let expected = Infinity;
       for (let t = notBefore; t <= 200; t++) {
@@ -80,11 +86,7 @@ describe('node timeline', () => {
   it('runs of free CPUs: the first run lasting d starts where brute force finds it, per level and in any mix of runs', () => {
     const random = new SeededRandom(12);
     for (let round = 0; round < 200; round++) {
-      const line = new NodeTimeline(16, 64, 0);
-      for (let h = 0; h < random.int(0, 8); h++) {
-        const from = random.int(0, 80);
-        line.add(from, from + random.int(1, 30), -random.int(1, 16), 0);
-      }
+      const line = randomTimeline(random, { cpus: 16, memoryMiB: 64, holds: 8, lastFrom: 80, takeCpus: 16, takeMemoryMiB: 0 });
       const cpus = random.int(1, 16);
       const level = levelOf(cpus);
       assert.ok(2 ** level <= cpus && cpus < 2 ** (level + 1));

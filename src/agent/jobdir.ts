@@ -10,8 +10,12 @@ import { createConnection } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isAlive, processStartTicks } from '../os/processes.js';
 import type { CgroupMode } from './cgroup.js';
 import type { InteractiveSpec } from './session.js';
+
+// The agent's modules take these from here with the rest of a job directory's helpers.
+export { isAlive, procStat, processStartTicks } from '../os/processes.js';
 
 export type SignalName = NodeJS.Signals;
 export type EndState = 'COMPLETED' | 'FAILED' | 'TIMEOUT' | 'OUT_OF_MEMORY' | 'CANCELLED' | 'PREEMPTED';
@@ -225,34 +229,6 @@ export function writeJsonAtomically(file: string, value: unknown, mode = 0o600):
     closeSync(fd);
   }
   renameSync(temporary, file);
-}
-
-/** /proc/PID/stat fields from the 3rd (state) on: the command name may hold spaces and parentheses. */
-export function procStat(pid: number | 'self'): string[] | null {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return text.slice(text.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return null;
-  }
-}
-
-/** Start time of a process in clock ticks since boot (stat field 22); null when it is gone. */
-export function processStartTicks(pid: number): number | null {
-  const fields = procStat(pid);
-  return fields ? Number(fields[19]) : null;
-}
-
-/** True when pid runs (not a zombie) and, given startTicks, is the same process and not a reuse of its pid. */
-export function isAlive(pid: number, startTicks: number | null = null): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  const fields = procStat(pid);
-  if (fields === null) return startTicks === null; // no /proc: trust kill(0)
-  return fields[0] !== 'Z' && (startTicks === null || Number(fields[19]) === startTicks);
 }
 
 /** The end of a job that never started: FAILED, and why. */

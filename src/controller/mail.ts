@@ -203,8 +203,12 @@ export class Mailer {
   private readonly timed = new Set<number>();
 
   private watchTimeLimits(record: JobRecord): void {
-    const types = (record.request as unknown as JobSpec).mailType;
-    if (types !== undefined && types.some((type) => type.startsWith('TIME_LIMIT_'))) this.timed.add(record.id);
+    for (const type of mailTypesOf(record.request as unknown as JobSpec)) {
+      if (type.startsWith('TIME_LIMIT_')) {
+        this.timed.add(record.id);
+        return;
+      }
+    }
   }
 
   /**

@@ -328,6 +328,13 @@ interface PlanNode {
 /** What a search sees of a node: its timeline, or the copy without a hold the search lifts. */
 const viewOf = (planNode: PlanNode): NodeTimeline => planNode.lifted ?? planNode.timeline;
 
+/** A NodeGroup works its members' runs together out again after this many losses of capacity on them. */
+const REBUILD_AFTER_LOSSES = 128;
+
+/** Whether a node's runs at `level` count for requests limited to `eligible` (undefined: every node). */
+const takesPart = (planNode: PlanNode, eligible: ReadonlySet<string> | undefined, level: number): boolean =>
+  planNode.node.cpus >= 2 ** level && (eligible === undefined || eligible.has(planNode.node.name));
+
 /**
  * A set of the plan's nodes by name, kept as the plan's own records in plan
  * order too (where capacity appeared, for compression): tests over it walk
@@ -366,9 +373,8 @@ export class NodeGroup {
     }
     if (planNode === undefined) return;
     for (const [eligible, fronts] of this.together) {
-      if (eligible !== undefined && !eligible.has(name)) continue;
       fronts.forEach((front, level) => {
-        if (front !== undefined && planNode.node.cpus >= 2 ** level) front.addAll(planNode.timeline.front(level));
+        if (front !== undefined && takesPart(planNode, eligible, level)) front.addAll(planNode.timeline.front(level));
       });
     }
   }
@@ -376,13 +382,11 @@ export class NodeGroup {
   /** Members lost capacity (a job planned on them): after enough losses the runs together are worked out again. */
   lost(count: number): void {
     this.losses += count;
-    if (this.losses >= NodeGroup.REBUILD_AFTER) {
+    if (this.losses >= REBUILD_AFTER_LOSSES) {
       this.together.clear();
       this.losses = 0;
     }
   }
-
-  static REBUILD_AFTER = 128;
 
   /**
    * False when no member the request could use has its CPUs free for
@@ -401,10 +405,7 @@ export class NodeGroup {
     let front = fronts[level];
     if (front === undefined) {
       front = new RunFront();
-      for (const planNode of this.members) {
-        if (planNode.node.cpus < 2 ** level || (request.eligibleNodes !== undefined && !request.eligibleNodes.has(planNode.node.name))) continue;
-        front.addAll(planNode.timeline.front(level));
-      }
+      for (const planNode of this.members) if (takesPart(planNode, request.eligibleNodes, level)) front.addAll(planNode.timeline.front(level));
       fronts[level] = front;
     }
     return front.firstLasting(duration) <= latest;
@@ -551,19 +552,22 @@ export class NodePlan {
    * nodes gained capacity.
    */
   anyFits(request: ResourceRequest, nodes: Iterable<string> | NodeGroup, duration: Seconds, from: Seconds, latest: Seconds): boolean {
-    if (nodes instanceof NodeGroup) {
-      for (const planNode of nodes.nodes()) {
-        if (!this.suits(planNode, request)) continue;
-        if (planNode.timeline.earliestFit(from, duration, request.cpusPerNode, request.memoryMiBPerNode, latest) <= latest) return true;
-      }
-      return false;
-    }
-    for (const name of nodes) {
-      const planNode = this.byName.get(name);
-      if (planNode === undefined || !this.suits(planNode, request)) continue;
+    for (const planNode of this.planNodesOf(nodes)) {
+      if (!this.suits(planNode, request)) continue;
       if (planNode.timeline.earliestFit(from, duration, request.cpusPerNode, request.memoryMiBPerNode, latest) <= latest) return true;
     }
     return false;
+  }
+
+  /** The plan's records of `nodes` (a group's own array; names not in the plan are left out). */
+  private planNodesOf(nodes: Iterable<string> | NodeGroup): readonly PlanNode[] {
+    if (nodes instanceof NodeGroup) return nodes.nodes();
+    const found: PlanNode[] = [];
+    for (const name of nodes) {
+      const planNode = this.byName.get(name);
+      if (planNode !== undefined) found.push(planNode);
+    }
+    return found;
   }
 
   /**
@@ -573,9 +577,8 @@ export class NodePlan {
    */
   anyFitsLifting(request: ResourceRequest, nodes: readonly string[], duration: Seconds, from: Seconds, latest: Seconds, hold: PlanHold): boolean {
     if (hold.whole) throw new Error('anyFitsLifting: a whole-node hold');
-    for (const name of nodes) {
-      const planNode = this.byName.get(name);
-      if (planNode === undefined || !this.suits(planNode, request)) continue;
+    for (const planNode of this.planNodesOf(nodes)) {
+      if (!this.suits(planNode, request)) continue;
       // A window that ends by the hold's start fits with the hold in place (the caller asks anyFits for
       // those); when every window starts before the hold, any other one holds the instant before its
       // start, which the hold does not take.
@@ -625,10 +628,10 @@ export class NodePlan {
   }
 
   private search(request: ResourceRequest, duration: Seconds, notBefore: Seconds, latest: Seconds, onlyAmong?: ReadonlySet<string> | NodeGroup): NodeSlotPlan | undefined {
+    // In plan order (a group keeps its members so; names are sorted).
     const candidates = onlyAmong === undefined ? this.candidatesFor(request)
-      : onlyAmong instanceof NodeGroup ? onlyAmong.nodes().filter((planNode) => this.suits(planNode, request))
-        : [...onlyAmong].map((name) => this.byName.get(name)).filter((planNode): planNode is PlanNode => planNode !== undefined && this.suits(planNode, request))
-          .sort((a, b) => a.order - b.order);
+      : this.planNodesOf(onlyAmong).filter((planNode) => this.suits(planNode, request));
+    if (onlyAmong !== undefined && !(onlyAmong instanceof NodeGroup)) candidates.sort((a, b) => a.order - b.order);
     const needed = request.nodes;
     if (candidates.length < needed) return undefined;
     const { cpusPerNode: cpus, memoryMiBPerNode: memory } = request;

@@ -10,6 +10,7 @@ import { basename, dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Database as Connection, Statement } from 'better-sqlite3';
 import type { JobId } from '../core/types.js';
+import { isAlive } from '../os/processes.js';
 import {
   applyEvent, replay, submittedEvent,
   type EpochMs, type JobRecord, type JobState, type JsonValue, type NewJob, type StoredJobEvent, type TransitionEvent,
@@ -533,16 +534,7 @@ function removeLeftovers(path: string): void {
     const match = name.startsWith(prefix) ? /^(\d+)(-journal)?$/.exec(name.slice(prefix.length)) : null;
     if (match === null) continue;
     const pid = Number(match[1]);
-    if (pid === process.pid || !isRunning(pid)) rmSync(join(dirname(path), name), { force: true });
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    if (pid === process.pid || !isAlive(pid)) rmSync(join(dirname(path), name), { force: true });
   }
 }
 
@@ -565,12 +557,7 @@ function createDatabase(path: string): void {
     throw new StoreError(path, `cannot create the database (${(error as Error).message}); check the disk and free space`);
   }
   db.close();
-  const fd = openSync(temporary, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  syncFile(temporary, fsyncSync);
   try {
     linkSync(temporary, path);
   } catch (error) {
@@ -578,11 +565,16 @@ function createDatabase(path: string): void {
   } finally {
     rmSync(temporary, { force: true });
   }
-  const directory = openSync(dirname(path), 'r');
+  syncFile(dirname(path), fsyncSync); // the new name
+}
+
+/** Puts what is written to `path` (a file or a directory) on the disk. */
+function syncFile(path: string, sync: (fd: number) => void): void {
+  const fd = openSync(path, 'r');
   try {
-    fsyncSync(directory);
+    sync(fd);
   } finally {
-    closeSync(directory);
+    closeSync(fd);
   }
 }
 
@@ -596,11 +588,12 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
   const durability = options.durability ?? 'barrier';
   // SQLite takes an empty file for a new database: a truncated or wrongly copied file would then
   // start a new cluster silently, with job ids back at 1. A new database is created only where none is.
-  if (path !== ':memory:' && fileSize(path) === 0) {
+  const size = path === ':memory:' ? null : fileSize(path);
+  if (size === 0) {
     throw new StoreError(path, 'the database file is empty (0 bytes): it holds no cluster, and a new one is not started over it '
       + `(job ids would start again at 1); restore it from a backup, or move it aside (mv ${path} ${path}.empty) to start a new cluster`);
   }
-  if (path !== ':memory:' && fileSize(path) === undefined) createDatabase(path);
+  if (size === undefined) createDatabase(path);
   const db = connect(path, path, 'open');
   try {
     db.pragma('busy_timeout = 5000');
@@ -616,14 +609,7 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     if (version < SCHEMA_VERSION) {
       migrateAll(db);
       // A fresh schema is on the disk before anything is built on it.
-      if (durability === 'barrier' && path !== ':memory:') {
-        const fd = openSync(`${path}-wal`, 'r');
-        try {
-          fdatasyncSync(fd);
-        } finally {
-          closeSync(fd);
-        }
-      }
+      if (durability === 'barrier' && path !== ':memory:') syncFile(`${path}-wal`, fdatasyncSync);
     }
   } catch (error) {
     db.close();

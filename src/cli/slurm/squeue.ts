@@ -393,6 +393,7 @@ export function renderSqueueQueue(api: ApiQueue, options: SqueueOptions): string
     entry.reason = code;
     rowTimes = true;
     setRow(0);
+    rowTimes = false;
     // The cells that do not change over the unit: all of them in a unit of one row; else all but the id, the
     // priority and the times that move (a running job's time used and left, the start and end, the submit time).
     const moves = unit.rows > 1;
@@ -403,8 +404,8 @@ export function renderSqueueQueue(api: ApiQueue, options: SqueueOptions): string
         : letter === 'M' || letter === 'L' ? startMoves && job.state !== 'PENDING'
           : letter === 'S' || letter === 'e' ? startMoves : letter === 'V' ? step[SUBMIT] !== 0 : true);
       fixed[c] = varies ? null : cellOf(c, !rowField[c]);
+      if (varies && 'MLSeV'.includes(letter)) rowTimes = true;
     }
-    rowTimes = fixed.some((cell, c) => cell === null && 'MLSeV'.includes(format.fields[c].letter));
     for (let k = 0; k < unit.rows; k++) {
       const j = reversed ? unit.rows - 1 - k : k;
       if (k > 0 || reversed) setRow(j);

@@ -378,13 +378,12 @@ export class NodePlanPolicy implements Policy {
       // gained nodes are tested first, as a group (its runs of free CPUs), then node by node, with the job's
       // own hold in place. Where that hold lies on gained nodes, those are tested again as if it were lifted.
       const owner = jobOwner(job.id);
+      const held = plan.getHold(owner);
       if (nodes !== null && job.window === undefined
         && !(nodes.mayFit(resources, job.estimate, hi) && plan.anyFits(resources, nodes, job.estimate, lo, hi))) {
         const own = entry.plannedNodes.filter((name) => nodes.has(name));
-        const hold = own.length === 0 ? undefined : plan.getHold(owner);
-        if (hold === undefined || !plan.anyFitsLifting(resources, own, job.estimate, lo, hi, hold)) continue;
+        if (own.length === 0 || held === undefined || !plan.anyFitsLifting(resources, own, job.estimate, lo, hi, held)) continue;
       }
-      const held = plan.getHold(owner);
       let slot: NodeSlotPlan | undefined;
       if (job.window === undefined) {
         // Searched with its own hold lifted on copies of its nodes' timelines: the plan changes only if it moves.
