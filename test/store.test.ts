@@ -206,6 +206,106 @@ if (process.env[CHILD_ENV] !== undefined) {
     });
   });
 
+  describe('store: submissions on the writer thread (submitDurably)', () => {
+    it('gives the records a read back gives, with ids that continue those of the main connection', async () => {
+      const path = freshPath();
+      const store = openStore(path);
+      try {
+        assert.deepEqual(store.submitMany([newJob('a')], T0), [1]);
+        const stored = store.submitDurably([newJob('b'), newJob('c', 'bob')], T0 + 1);
+        const records = await stored.records;
+        await stored.durable;
+        assert.deepEqual(records.map((record) => record.id), [2, 3]);
+        assert.deepEqual(records, records.map((record) => store.job(record.id)));
+        for (const record of records) assert.deepEqual(replay(store.events(record.id)), record);
+        assert.equal(records[1].user, 'bob');
+        assert.equal(records[1].submitTimeMs, T0 + 1);
+        assert.deepEqual(store.submitMany([newJob('d')], T0 + 2), [4]);
+      } finally {
+        store.close();
+      }
+    });
+
+    it('stores batches in the order of the calls, and tells the committed listeners of each job once', async () => {
+      const store = openStore(freshPath());
+      try {
+        const told: [number, string][] = [];
+        store.committedListeners.push((stored, record) => told.push([stored.jobId, record.name]));
+        const batches = [['a', 'b'], ['c'], ['d', 'e', 'f']].map((names, i) => store.submitDurably(names.map((name) => newJob(name)), T0 + i));
+        const ids = (await Promise.all(batches.map((batch) => batch.records))).map((records) => records.map((record) => record.id));
+        await Promise.all(batches.map((batch) => batch.durable));
+        assert.deepEqual(ids, [[1, 2], [3], [4, 5, 6]]);
+        assert.deepEqual(told, [[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd'], [5, 'e'], [6, 'f']]);
+      } finally {
+        store.close();
+      }
+    });
+
+    it('answers a key its user used before with that job (replayed), whichever connection stored it', async () => {
+      const store = openStore(freshPath());
+      try {
+        const [first] = store.submitRecords([{ ...newJob('a'), idempotencyKey: 'k1' }], T0);
+        const again = await store.submitDurably([{ ...newJob('a2'), idempotencyKey: 'k1' }, { ...newJob('b'), idempotencyKey: 'k2' }], T0 + 1).records;
+        assert.equal(again[0].id, first.id);
+        assert.equal(again[0].replayed, true);
+        assert.equal(again[0].name, 'a');
+        assert.equal(again[1].replayed, undefined);
+        const third = await store.submitDurably([{ ...newJob('b2'), idempotencyKey: 'k2' }, { ...newJob('c', 'bob'), idempotencyKey: 'k2' }], T0 + 2).records;
+        assert.deepEqual(third.map((record) => [record.id, record.replayed ?? false]), [[again[1].id, true], [again[1].id + 1, false]]);
+        assert.equal(store.jobForKey('bob', 'k2'), again[1].id + 1);
+        assert.equal(store.jobs().length, 3);
+      } finally {
+        store.close();
+      }
+    });
+
+    it('a batch whose transaction fails stores nothing and uses up no ids; the next one is stored', async () => {
+      const store = openStore(freshPath());
+      try {
+        const bad = { ...newJob('bad'), name: null } as unknown as NewJob; // jobs.job_name is NOT NULL
+        const failed = store.submitDurably([newJob('a'), bad], T0);
+        await assert.rejects(failed.records, (error: Error) => error instanceof StoreError && /cannot store the submissions \(NOT NULL constraint failed: jobs\.job_name\); nothing of them is stored/.test(error.message));
+        await assert.rejects(failed.durable, StoreError);
+        assert.equal(store.jobs().length, 0);
+        const next = await store.submitDurably([newJob('b')], T0 + 1).records;
+        assert.deepEqual(next.map((record) => record.id), [1]);
+        await store.durable(); // the failed batch did not fail the store
+      } finally {
+        store.close();
+      }
+    });
+
+    it('a batch given just before close is stored, and reads back after a reopen', async () => {
+      const path = freshPath();
+      const store = openStore(path);
+      const stored = store.submitDurably([newJob('last')], T0);
+      store.close();
+      const [record] = await stored.records;
+      await stored.durable;
+      const reopened = openStore(path);
+      try {
+        assert.deepEqual(reopened.job(record.id), record);
+        assert.throws(() => store.submitRecords([newJob('late')], T0), /not open|closed/i);
+      } finally {
+        reopened.close();
+      }
+    });
+
+    it('with the process durability (no writer thread) it answers the same', async () => {
+      const store = openStore(freshPath(), { durability: 'process' });
+      try {
+        const records = await store.submitDurably([newJob('a'), { ...newJob('b'), idempotencyKey: 'k' }], T0).records;
+        assert.deepEqual(records.map((record) => record.id), [1, 2]);
+        assert.deepEqual(records, records.map((record) => store.job(record.id)));
+        const again = await store.submitDurably([{ ...newJob('b2'), idempotencyKey: 'k' }], T0 + 1).records;
+        assert.equal(again[0].id, 2);
+        assert.equal(again[0].replayed, true);
+      } finally {
+        store.close();
+      }
+    });
+  });
+
   describe('store: the event log and its replay', () => {
     // Each step: the event, then what the job's row must say afterwards.
     type Step = [TransitionEvent, Partial<JobRecord>];

@@ -57,6 +57,14 @@ export interface RunningController {
 
 /** How long a submission's idempotency key is remembered (a retry comes within seconds). */
 const IDEMPOTENCY_KEY_MS = 24 * 3600 * 1000;
+/**
+ * Scheduling passes run at most this often (as Slurm's sched_min_interval): a pass
+ * after a change that comes sooner waits for the rest of the interval, and plans
+ * everything that arrived meanwhile at once.
+ */
+const MIN_PASS_INTERVAL_MS = 10;
+/** The longest a submission waits for others to share its commit (PostgreSQL's commit_delay). */
+const COMMIT_DELAY_MS = 1;
 
 /** The body, checked against its schema: a 400 naming each bad field and what it takes, before anything is done. */
 function bodyOf<S extends Parameters<typeof checkBody>[0]>(schema: S, ctx: RequestContext, example: string) {
@@ -198,6 +206,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
     lock.release();
     throw error;
   }
+  // Submissions are stored by the store's writer thread (engine.acceptEachDurably): started now, not at the first one.
+  store.startWriter();
   const jwtKey = loadOrCreateJwtKey(config.jwtKeyPath);
   // A disk that refuses a sync stops the controller: nothing it holds in memory may be acknowledged any more.
   const durable = () => store.durable().catch((error: unknown) => {
@@ -237,47 +247,89 @@ export async function startController(options: ControllerOptions): Promise<Runni
     eventLog.record('error', { error: line });
   } };
 
-  let scheduled = false;
+  // A pass runs soon after every change, but at most once per MIN_PASS_INTERVAL_MS: during a burst
+  // of submissions one pass plans every job that arrived since the last, instead of one per commit.
+  let scheduled: NodeJS.Timeout | NodeJS.Immediate | null = null;
+  let lastPassAt = -Infinity;
+  const pass = () => {
+    scheduled = null;
+    lastPassAt = performance.now();
+    try {
+      engine.schedule();
+    } catch (error) {
+      log(`scheduling pass failed: ${(error as Error).stack}`);
+    }
+  };
   const kick = () => {
-    if (scheduled) return;
-    scheduled = true;
-    setImmediate(() => {
-      scheduled = false;
-      try {
-        engine.schedule();
-      } catch (error) {
-        log(`scheduling pass failed: ${(error as Error).stack}`);
-      }
-    });
+    if (scheduled !== null) return;
+    const wait = lastPassAt + MIN_PASS_INTERVAL_MS - performance.now();
+    scheduled = wait > 0 ? setTimeout(pass, wait) : setImmediate(pass);
   };
 
-  // Group commit: one transaction for every submission that arrived while the previous batch was being synced.
-  // Each submission is checked on its own before it joins a batch, and answered on its own after: one
-  // that is refused (or that the engine refuses at the commit) never fails the others committed with it.
+  // Group commit: one transaction for every submission that arrived while the previous batch was being
+  // stored. The store's writer thread commits and syncs each batch (engine.acceptEachDurably) while this
+  // thread takes in the next. Each submission is checked on its own before it joins a batch, and answered
+  // on its own once the batch is on the disk: one that is refused (or that the engine refuses at the
+  // commit) never fails the others committed with it.
   let batch: (Submission & { resolve: (id: JobId) => void; reject: (e: Error) => void })[] = [];
-  const flush = () => {
+  let storing = false;
+  /** The waiting batch goes once it holds this many submissions, or COMMIT_DELAY_MS after its first. */
+  let gather = 0;
+  let delay: NodeJS.Timeout | null = null;
+  const flush = async () => {
     const jobs = batch;
     batch = [];
-    batchedByUser.clear();
-    let outcomes;
+    storingByUser = batchedByUser;
+    batchedByUser = new Map();
+    const failed = (error: unknown) => {
+      for (const job of jobs) job.reject(error as Error);
+      // A failed sync stops the controller, as durable() does for every other change.
+      void durable().catch(() => {});
+    };
+    let stored;
     try {
-      outcomes = engine.acceptEach(jobs);
+      stored = await engine.acceptEachDurably(jobs);
     } catch (error) {
       // The transaction failed as a whole (the disk): nothing of this batch is stored.
-      for (const job of jobs) job.reject(error as Error);
-      return;
+      return failed(error);
+    } finally {
+      storingByUser = new Map(); // queued now (engine.pendingOf counts them), or not stored
+    }
+    kick();
+    try {
+      await stored.durable;
+    } catch (error) {
+      return failed(error);
     }
     jobs.forEach((job, index) => {
-      const outcome = outcomes[index];
+      const outcome = stored.outcomes[index];
       if ('refused' in outcome) job.reject(outcome.refused);
       else job.resolve(outcome.id);
     });
-    kick();
   };
-  // Per-user caps: pending jobs include those accepted into the batch but not yet committed, so a
-  // burst that lands in one batch cannot pass the cap.
+  /** Stores the waiting batch unless one is being stored (then it goes once that one is on the disk). */
+  const flushNext = () => {
+    if (storing || batch.length === 0) return;
+    if (delay !== null) clearTimeout(delay);
+    delay = null;
+    const answering = batch.length;
+    storing = true;
+    void flush().finally(() => {
+      storing = false;
+      // Those just answered mostly submit again at once (a script, a client library): the next batch
+      // waits for as many as came back, at most COMMIT_DELAY_MS, so that one commit and one sync
+      // serve them and those already waiting, rather than each half of them in turn.
+      gather = batch.length + answering;
+      if (batch.length === 0) return;
+      if (batch.length >= gather) flushNext();
+      else delay = setTimeout(flushNext, COMMIT_DELAY_MS);
+    });
+  };
+  // Per-user caps: pending jobs include those accepted into the batch but not yet committed, and those
+  // of the batch being stored, so a burst that lands in one batch cannot pass the cap.
   const limits = new SubmitLimits(() => engine.config);
-  const batchedByUser = new Map<string, number>();
+  let batchedByUser = new Map<string, number>();
+  let storingByUser = new Map<string, number>();
   /** Submissions whose key is in a batch not yet answered: a retry that arrives meanwhile waits for the same answer. */
   const keysInFlight = new Map<string, Promise<JobId>>();
   const submitOne = (submission: Submission): Promise<JobId> => {
@@ -291,7 +343,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     const answer = new Promise<JobId>((resolve, reject) => {
       try {
-        limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0), taskCount(submission.spec, engine.config));
+        limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0) + (storingByUser.get(user) ?? 0), taskCount(submission.spec, engine.config));
       } catch (error) {
         return reject(error);
       }
@@ -299,10 +351,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
       // After the key lookup (a retry is answered whatever the reservation is now) and the cluster's own checks.
       if (reasons.length === 0) reasons.push(...engine.reservationRefusals(submission.spec, submission.mayUseReservation ?? (() => false)));
       if (reasons.length > 0) return reject(new SubmitRefused(reasons));
-      // Group commit: the next batch is committed once the previous one is on the disk, so the
-      // submissions that arrive during an fdatasync share the next commit and the next sync.
-      if (batch.length === 0) void store.durable().then(() => setImmediate(flush), () => setImmediate(flush));
+      // Group commit: the submissions that arrive while a batch is being stored share the next one.
       batch.push({ ...submission, resolve, reject });
+      if (!storing && batch.length >= gather) setImmediate(flushNext);
+      else if (!storing && delay === null) delay = setTimeout(flushNext, COMMIT_DELAY_MS);
       batchedByUser.set(user, (batchedByUser.get(user) ?? 0) + taskCount(submission.spec, engine.config));
     });
     if (flightKey !== undefined) {
@@ -899,6 +951,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
 
   closing = async () => {
     clearInterval(ticker);
+    if (scheduled !== null) {
+      clearTimeout(scheduled as NodeJS.Timeout);
+      clearImmediate(scheduled as NodeJS.Immediate);
+    }
     steps.close();
     mailer.close();
     if (eventLog !== null) {

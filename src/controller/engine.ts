@@ -20,7 +20,7 @@ import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { parseMailType, parseMailUser } from '../jobspec/values.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
-import type { Store } from '../store/store.js';
+import type { Store, Submission as StoreSubmission, SubmittedRecord } from '../store/store.js';
 import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray, withArrayEnvironment } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
@@ -219,6 +219,20 @@ export interface Submission {
 
 /** One submission's outcome in a batch: its id (`replayed`: a retry of a key already stored), or why it was refused. */
 export type Accepted = { readonly id: JobId; readonly replayed: boolean } | { readonly refused: SubmitRefused };
+
+/** A batch checked by acceptEach's first half, for its second once stored. */
+interface PreparedBatch {
+  /** Decided already: refused, replayed; the rest once stored. */
+  readonly outcomes: (Accepted | undefined)[];
+  readonly admitted: readonly { index: number; submission: Submission; spec: JobSpec; admission?: DeadlineAdmission }[];
+  /** One per stored job (an array's tasks each): its admitted submission and whether it is the first of it. */
+  readonly expanded: readonly { position: number; spec: JobSpec; first: boolean }[];
+  /** What the store is given, one per expanded entry. */
+  readonly rows: readonly StoreSubmission[];
+  /** A submission whose key came earlier in the batch, answered with the first one's id. */
+  readonly sameKey: readonly { index: number; first: number }[];
+  readonly nowMs: number;
+}
 
 /** Above every partition priority: an immediate interactive job is first in the queue. */
 const INTERACTIVE_PRIORITY = 1_000_000_000;
@@ -827,10 +841,30 @@ export class ControllerEngine {
    * Commits a batch (one transaction) and queues it, each submission on its
    * own: one the cluster cannot take is refused before the commit without
    * failing the others; a key already stored answers its first job
-   * (`replayed`), never a second one. Returns once committed: the daemon
-   * answers after `durable()`.
+   * (`replayed`), never a second one. Returns once committed: answer after
+   * `durable()`.
    */
   acceptEach(jobs: readonly Submission[]): Accepted[] {
+    const batch = this.prepareBatch(jobs);
+    return this.queueBatch(batch, this.store.submitRecords(batch.rows, batch.nowMs));
+  }
+
+  /**
+   * As acceptEach, with the transaction and its sync on the store's writer
+   * thread (Store.submitDurably): the outcomes once the batch is committed
+   * and its jobs queued, and `durable` once it is on the disk, when they may
+   * be answered. The event loop serves other requests meanwhile. The daemon
+   * sends the next batch once this one is committed, so each batch's checks
+   * see the ones before it queued.
+   */
+  async acceptEachDurably(jobs: readonly Submission[]): Promise<{ outcomes: Accepted[]; durable: Promise<void> }> {
+    const batch = this.prepareBatch(jobs);
+    const stored = this.store.submitDurably(batch.rows, batch.nowMs);
+    return { outcomes: this.queueBatch(batch, await stored.records), durable: stored.durable };
+  }
+
+  /** acceptEach's checks, before anything is stored: the outcomes of refused submissions and the store's rows of the others. */
+  private prepareBatch(jobs: readonly Submission[]): PreparedBatch {
     const outcomes: (Accepted | undefined)[] = jobs.map(() => undefined);
     const admitted: { index: number; submission: Submission; spec: JobSpec; admission?: DeadlineAdmission }[] = [];
     const batchAhead: JobRequest[] = [];
@@ -877,21 +911,23 @@ export class ControllerEngine {
     });
     const nowMs = this.clockMs();
     // An array's tasks are stored one job each, in order and in this one transaction (src/controller/arrays.ts).
-    const rows = admitted.flatMap((entry, position) => expandArray(entry.spec).map((spec, task) => ({ position, spec, first: task === 0 })));
-    const records = this.store.submitRecords(
-      rows.map(({ position, spec, first }) => {
-        const { submission: { user, uid, idempotencyKey }, admission } = admitted[position];
-        return {
-          user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
-          // The verified uid rides in the stored request (no schema change); only the start order reads it.
-          script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), spec.deadline === undefined ? undefined : admission?.guaranteed),
-          ...(first ? { idempotencyKey } : {}),
-        };
-      }),
-      nowMs,
-    );
+    const expanded = admitted.flatMap((entry, position) => expandArray(entry.spec).map((spec, task) => ({ position, spec, first: task === 0 })));
+    const rows = expanded.map(({ position, spec, first }): StoreSubmission => {
+      const { submission: { user, uid, idempotencyKey }, admission } = admitted[position];
+      return {
+        user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
+        // The verified uid rides in the stored request (no schema change); only the start order reads it.
+        script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), spec.deadline === undefined ? undefined : admission?.guaranteed),
+        ...(first ? { idempotencyKey } : {}),
+      };
+    });
+    return { outcomes, admitted, expanded, rows, sameKey, nowMs };
+  }
+
+  /** acceptEach's second half, once the batch is stored: each record queued, each submission's outcome. */
+  private queueBatch({ outcomes, admitted, expanded, sameKey, nowMs }: PreparedBatch, records: readonly SubmittedRecord[]): Accepted[] {
     records.forEach((record, row) => {
-      const { position, first } = rows[row];
+      const { position, first } = expanded[row];
       const { index } = admitted[position];
       if (record.replayed) {
         outcomes[index] = { id: record.id, replayed: true };

@@ -12,11 +12,13 @@ import type { Database as Connection, Statement } from 'better-sqlite3';
 import type { JobId } from '../core/types.js';
 import { isAlive } from '../os/processes.js';
 import {
-  applyEvent, replay, submittedEvent,
+  applyEvent, replay,
   type EpochMs, type JobRecord, type JobState, type JsonValue, type NewJob, type StoredJobEvent, type TransitionEvent,
 } from './events.js';
 import { ACCOUNTING_COLUMNS, ACCOUNTING_FIELDS, accountingRow, eventPayload, JOB_COLUMNS, recordToRow, rowToEvent, rowToRecord, SELECT_JOBS, type AccountingRow, type EventRow, type JoinedJobRow } from './rows.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION, schemaVersionOf } from './schema.js';
+import { INSERT_JOB, insertSubmissions, submissionDraft, submissionStatements, type Inserted, type Submission, type SubmissionDraft, type SubmissionStatements } from './submissions.js';
+import { SubmissionWriter, type WriterFailure } from './writer.js';
 
 /** A problem with the database file itself; the message names the file and the fix. */
 export class StoreError extends Error {
@@ -69,8 +71,7 @@ export interface AccountingQuery {
   readonly limit?: number;
 }
 
-/** A submission: the job, and optionally the client's key for retrying it safely. */
-export type Submission = NewJob & { readonly idempotencyKey?: string };
+export type { Submission } from './submissions.js';
 
 /** What submitRecords answers per submission: the new job's record, or (`replayed`) the job its key created before. */
 export type SubmittedRecord = JobRecord & { readonly replayed?: true };
@@ -80,9 +81,7 @@ export interface JobTransition {
   readonly event: TransitionEvent;
 }
 
-const INSERT_JOB = `INSERT INTO jobs (${JOB_COLUMNS.join(', ')}) VALUES (${JOB_COLUMNS.map((c) => `@${c}`).join(', ')})`;
 const UPDATE_JOB = `UPDATE jobs SET ${JOB_COLUMNS.filter((c) => c !== 'id').map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`;
-const INSERT_EVENT = 'INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (?, ?, ?, ?, ?)';
 
 /** Recomputes every jobs row from job_events; runs inside the caller's transaction. */
 function rebuildRows(db: Connection): number {
@@ -129,16 +128,16 @@ function checkTime(path: string, atMs: EpochMs): void {
 }
 
 export class Store {
-  private readonly insertJob: Statement;
+  /** The statements that insert submissions (submissions.ts); insertEvent and selectKey serve other methods too. */
+  private readonly inserts: SubmissionStatements;
+  /** submitDurably's thread, started at its first batch (or by startWriter). */
+  private writer: SubmissionWriter | null = null;
   private readonly updateJob: Statement;
-  private readonly insertEvent: Statement;
   private readonly selectJob: Statement;
   private readonly selectEvents: Statement;
   private readonly selectPending: Statement;
   private readonly selectRunning: Statement;
   private readonly selectFinishedBefore: Statement;
-  private readonly selectKey: Statement;
-  private readonly insertKey: Statement;
   private readonly deleteKeysBefore: Statement;
   private readonly filterStatements = new Map<string, Statement>();
   /** Told of every event once its transaction has committed, with the job's record after it (the event log). */
@@ -158,16 +157,13 @@ export class Store {
 
   /** Use openStore. */
   constructor(readonly path: string, private readonly db: Connection, readonly durability: Durability = 'barrier') {
-    this.insertJob = db.prepare(INSERT_JOB);
+    this.inserts = submissionStatements(db);
     this.updateJob = db.prepare(UPDATE_JOB);
-    this.insertEvent = db.prepare(INSERT_EVENT);
     this.selectJob = db.prepare(`${SELECT_JOBS} WHERE jobs.id = ?`);
     this.selectEvents = db.prepare('SELECT job_id, seq, time_ms, type, payload FROM job_events WHERE job_id = ? ORDER BY seq');
     this.selectPending = db.prepare(`${SELECT_JOBS} WHERE jobs.state = 'PENDING' ORDER BY jobs.submit_time_ms, jobs.id`);
     this.selectRunning = db.prepare(`${SELECT_JOBS} WHERE jobs.state IN ('RUNNING', 'COMPLETING', 'SUSPENDED') ORDER BY jobs.start_time_ms, jobs.id`);
     this.selectFinishedBefore = db.prepare(`${SELECT_JOBS} WHERE jobs.end_time_ms < ? ORDER BY jobs.end_time_ms, jobs.id`);
-    this.selectKey = db.prepare('SELECT job_id FROM idempotency_keys WHERE user_name = ? AND key = ?').pluck();
-    this.insertKey = db.prepare('INSERT INTO idempotency_keys (user_name, key, job_id, created_ms) VALUES (?, ?, ?, ?)');
     this.deleteKeysBefore = db.prepare('DELETE FROM idempotency_keys WHERE created_ms < ?');
   }
 
@@ -202,28 +198,82 @@ export class Store {
    */
   submitRecords(jobs: readonly Submission[], atMs: EpochMs): SubmittedRecord[] {
     checkTime(this.path, atMs);
-    return this.write(() =>
-      jobs.map((job): SubmittedRecord => {
-        if (job.idempotencyKey !== undefined) {
-          const earlier = this.selectKey.get(job.user, job.idempotencyKey) as number | undefined;
-          if (earlier !== undefined) return { ...this.job(earlier as JobId)!, replayed: true };
-        }
-        // The row is built by the same fold as replay, so row == replay(log) by construction;
-        // the id is SQLite's next one, so the fold runs with a placeholder.
-        const event = submittedEvent(job);
-        const provisional = applyEvent(undefined, { jobId: 0 as JobId, seq: 1, timeMs: atMs, event });
-        const id = Number(this.insertJob.run({ ...recordToRow(provisional), id: null }).lastInsertRowid) as JobId;
-        this.insertEvent.run(id, 1, atMs, event.type, eventPayload(event));
-        if (this.committedListeners.length > 0) this.committed.push([{ jobId: id, seq: 1, timeMs: atMs, event }, { ...provisional, id }]);
-        if (job.idempotencyKey !== undefined) this.insertKey.run(job.user, job.idempotencyKey, id, atMs);
-        return { ...provisional, id };
-      }),
-    );
+    const drafts = jobs.map((job) => submissionDraft(job, atMs));
+    return this.write(() => this.submitted(drafts, insertSubmissions(this.inserts, drafts, atMs), atMs));
+  }
+
+  /**
+   * As submitRecords, for a daemon: with the `barrier` durability the batch's
+   * transaction and its sync run on the store's writer thread (writer.ts), so
+   * the caller's thread goes on meanwhile. `records` resolves once the batch
+   * is committed, `durable` once it is on the disk (acknowledge after that;
+   * durable() need not be awaited for it); the writer thread answers both at
+   * once. Batches are stored in the order of the calls. If a sync fails or
+   * the thread stops, every later durable() rejects too. Other durabilities
+   * (and :memory:) store on this thread, as submitRecords.
+   */
+  submitDurably(jobs: readonly Submission[], atMs: EpochMs): { records: Promise<SubmittedRecord[]>; durable: Promise<void> } {
+    const handled = <T>(promise: Promise<T>): Promise<T> => {
+      promise.catch(() => {}); // a caller that saw the commit fail need not await `durable`
+      return promise;
+    };
+    if (this.durability !== 'barrier' || this.path === ':memory:') {
+      try {
+        const records = this.submitRecords(jobs, atMs);
+        return { records: Promise.resolve(records), durable: handled(this.durable()) };
+      } catch (error) {
+        return { records: Promise.reject(error), durable: handled(Promise.reject(error)) };
+      }
+    }
+    let drafts: SubmissionDraft[];
+    try {
+      checkTime(this.path, atMs);
+      if (this.syncFailure !== null) throw this.syncFailure;
+      if (!this.db.open) throw new StoreError(this.path, 'the store is closed');
+      drafts = jobs.map((job) => submissionDraft(job, atMs));
+    } catch (error) {
+      return { records: Promise.reject(error), durable: handled(Promise.reject(error)) };
+    }
+    this.startWriter();
+    const batch = this.writer!.insert(drafts.map(({ row, payload, user, key }) => ({ row, payload, user, ...(key === undefined ? {} : { key }) })), atMs);
+    const failed = (error: unknown): never => {
+      throw this.syncFailure ?? new StoreError(this.path, `cannot store the submissions (${(error as Error).message}); nothing of them is stored`);
+    };
+    return {
+      records: batch.committed.then((inserted) => {
+        const records = this.submitted(drafts, inserted, atMs);
+        this.tellCommitted();
+        return records;
+      }, failed),
+      durable: handled(batch.durable.catch(failed)),
+    };
+  }
+
+  /** Starts the writer thread of submitDurably now rather than at its first batch (a daemon, as it starts). */
+  startWriter(): void {
+    if (this.durability === 'barrier' && this.path !== ':memory:' && this.db.open) this.writer ??= new SubmissionWriter(this.path, (failure) => this.writerFailed(failure));
+  }
+
+  /** The writer thread stopped or its sync failed: as a failed sync of durable(), nothing more is acknowledged. */
+  private writerFailed(failure: WriterFailure): void {
+    this.syncFailure ??= new StoreError(this.path, `${failure.message}; nothing more is acknowledged: check the disk and free space, then restart`);
+    this.failWaiters(this.syncFailure);
+  }
+
+  /** The records of inserted drafts (queued for the committed listeners); a replayed key reads its job. */
+  private submitted(drafts: readonly SubmissionDraft[], inserted: readonly Inserted[], atMs: EpochMs): SubmittedRecord[] {
+    return drafts.map(({ event, provisional }, index): SubmittedRecord => {
+      const answer = inserted[index];
+      if ('earlier' in answer) return { ...this.job(answer.earlier)!, replayed: true };
+      const record = { ...provisional, id: answer.id };
+      if (this.committedListeners.length > 0) this.committed.push([{ jobId: answer.id, seq: 1, timeMs: atMs, event }, record]);
+      return record;
+    });
   }
 
   /** The job a user's idempotency key created, if it is still remembered. */
   jobForKey(user: string, key: string): JobId | undefined {
-    return this.selectKey.get(user, key) as JobId | undefined;
+    return this.inserts.selectKey.get(user, key) as JobId | undefined;
   }
 
   /** Forgets keys older than `cutoffMs` (a retry comes within seconds; a day is kept). Returns how many. */
@@ -248,7 +298,7 @@ export class Store {
         const current = latest.get(jobId) ?? this.job(jobId);
         if (current === undefined) throw new StoreError(this.path, `job ${jobId} does not exist`);
         const next = applyEvent(current, { jobId, seq: current.lastSeq + 1, timeMs: atMs, event });
-        this.insertEvent.run(jobId, next.lastSeq, atMs, event.type, eventPayload(event));
+        this.inserts.insertEvent.run(jobId, next.lastSeq, atMs, event.type, eventPayload(event));
         this.updateJob.run(recordToRow(next));
         if (this.committedListeners.length > 0) this.committed.push([{ jobId, seq: next.lastSeq, timeMs: atMs, event }, next]);
         latest.set(jobId, next);
@@ -422,6 +472,12 @@ export class Store {
       throw error;
     }
     this.commits++;
+    this.tellCommitted();
+    return result;
+  }
+
+  /** Tells the committed listeners of the events committed since the last call. */
+  private tellCommitted(): void {
     const committed = this.committed;
     this.committed = [];
     for (const [stored, record] of committed) {
@@ -433,7 +489,6 @@ export class Store {
         }
       }
     }
-    return result;
   }
 
   /**
@@ -489,6 +544,8 @@ export class Store {
   }
 
   close(): void {
+    // The writer thread finishes the batches it was given, then closes its own connection.
+    this.writer?.close();
     this.db.close();
     if (this.walFd !== null) closeSync(this.walFd);
     this.walFd = null;
