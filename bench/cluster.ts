@@ -188,6 +188,39 @@ async function submitStorm(controller: BenchController, clients: number, jobs: n
   }
 }
 
+/** CPU milliseconds (user + system) from a /proc stat file: a process's, or one thread's (task/TID/stat). */
+function cpuMsOf(statFile: string): number {
+  const fields = readFileSync(statFile, 'utf8').split(') ')[1].split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+/** The kernel's clock ticks per second (USER_HZ), 100 on Linux. */
+const CLOCK_TICKS = 100;
+
+/** A client that lists the running jobs every 20 ms until stopped; `stop` gives the response times (ms). */
+function probeDuring(controller: BenchController): { stop: () => Promise<number[]> } {
+  const connection = new Client(controller.url);
+  const headers = { authorization: `Bearer ${controller.token}`, accept: 'application/json' };
+  const times: number[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const began = performance.now();
+      const response = await connection.request({ method: 'GET', path: '/jobs?state=RUNNING', headers });
+      await response.body.text();
+      times.push(performance.now() - began);
+      await sleep(20);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      await connection.close();
+      return times;
+    },
+  };
+}
+
 /** Wall milliseconds of one `node ARGS` run, Node start included; stdout to /dev/null. */
 function timeNode(args: string[], env: NodeJS.ProcessEnv = process.env): number {
   const devNull = openSync('/dev/null', 'w');
@@ -291,10 +324,24 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
     say(`${CONCURRENT_CLIENTS} clients: ${CONCURRENT_JOBS.toLocaleString('en')} submissions...`);
     const warmup = CONCURRENT_CLIENTS * WARMUP_JOBS_PER_CLIENT;
     await submitStorm(controller, CONCURRENT_CLIENTS, warmup);
+    const pid = controller.child.pid!;
+    const cpuBefore = { process: cpuMsOf(`/proc/${pid}/stat`), main: cpuMsOf(`/proc/${pid}/task/${pid}/stat`) };
+    // Meanwhile another user's view: a 9th client lists the running jobs every 20 ms.
+    const probe = probeDuring(controller);
     const rate = await submitStorm(controller, CONCURRENT_CLIENTS, CONCURRENT_JOBS);
+    const probes = await probe.stop();
+    const perJob = (ms: number) => `${round((ms * 1000) / CONCURRENT_JOBS, 0)} µs`;
     rows.push({
       what: `durable submissions, ${CONCURRENT_CLIENTS} API clients`, measured: `${round(rate, 0)} jobs/s`, target: '>= 4,000 jobs/s', met: rate >= 4000,
       note: `${CONCURRENT_JOBS.toLocaleString('en')} jobs after ${warmup} warm-up, every node busy`,
+    });
+    rows.push({
+      what: '  controller CPU per submission', measured: perJob(cpuMsOf(`/proc/${pid}/stat`) - cpuBefore.process), target: '-',
+      note: `its main thread ${perJob(cpuMsOf(`/proc/${pid}/task/${pid}/stat`) - cpuBefore.main)} (the rest: the store's writer thread, libuv)`,
+    });
+    rows.push({
+      what: '  GET /jobs?state=RUNNING meanwhile', measured: ms(median(probes)), target: '-',
+      note: `another client every 20 ms, median of ${probes.length}; p95 ${ms(percentile(probes, 0.95))}`,
     });
 
     const remaining = QUEUE_JOBS - warmup - CONCURRENT_JOBS;
