@@ -314,6 +314,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     delay = null;
     const answering = batch.length;
     storing = true;
+    gather = 0;
     void flush().finally(() => {
       storing = false;
       // Those just answered mostly submit again at once (a script, a client library): the next batch
@@ -353,8 +354,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
       if (reasons.length > 0) return reject(new SubmitRefused(reasons));
       // Group commit: the submissions that arrive while a batch is being stored share the next one.
       batch.push({ ...submission, resolve, reject });
-      if (!storing && batch.length >= gather) setImmediate(flushNext);
-      else if (!storing && delay === null) delay = setTimeout(flushNext, COMMIT_DELAY_MS);
+      if (!storing) {
+        // Enough to go: with the others that arrive in this turn of the event loop. Else wait, but not long.
+        if (batch.length === Math.max(gather, 1)) setImmediate(flushNext);
+        else if (delay === null) delay = setTimeout(flushNext, COMMIT_DELAY_MS);
+      }
       batchedByUser.set(user, (batchedByUser.get(user) ?? 0) + taskCount(submission.spec, engine.config));
     });
     if (flightKey !== undefined) {

@@ -853,9 +853,9 @@ export class ControllerEngine {
    * As acceptEach, with the transaction and its sync on the store's writer
    * thread (Store.submitDurably): the outcomes once the batch is committed
    * and its jobs queued, and `durable` once it is on the disk, when they may
-   * be answered. The event loop serves other requests meanwhile. The daemon
-   * sends the next batch once this one is committed, so each batch's checks
-   * see the ones before it queued.
+   * be answered (the writer thread answers both at once). The event loop
+   * serves other requests meanwhile. The daemon sends the next batch once
+   * this one is stored, so each batch's checks see the ones before it queued.
    */
   async acceptEachDurably(jobs: readonly Submission[]): Promise<{ outcomes: Accepted[]; durable: Promise<void> }> {
     const batch = this.prepareBatch(jobs);
