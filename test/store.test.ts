@@ -291,6 +291,25 @@ if (process.env[CHILD_ENV] !== undefined) {
       }
     });
 
+    it('a writer thread that stops makes every later batch and durable() fail, naming the store: nothing more is acknowledged', async () => {
+      const path = freshPath();
+      const store = openStore(path);
+      try {
+        await store.submitDurably([newJob('a')], T0).durable;
+        // As if the thread died (an out-of-memory kill of the thread, a bug in it).
+        const writer = (store as unknown as { writer: { worker: { terminate(): Promise<number> } } }).writer;
+        await writer.worker.terminate();
+        const next = store.submitDurably([newJob('b')], T0 + 1);
+        await assert.rejects(next.records, (error: Error) => error instanceof StoreError && error.message.startsWith(`${path}: the store's writer thread stopped`) && /nothing more is acknowledged/.test(error.message));
+        await assert.rejects(next.durable, StoreError);
+        store.submit(newJob('c'), T0 + 2); // committed on the main connection, but never acknowledged:
+        await assert.rejects(store.durable(), /the store's writer thread stopped/);
+        assert.deepEqual(store.jobs().map((job) => job.name), ['a', 'c']);
+      } finally {
+        store.close();
+      }
+    });
+
     it('with the process durability (no writer thread) it answers the same', async () => {
       const store = openStore(freshPath(), { durability: 'process' });
       try {
