@@ -10,7 +10,7 @@ import type { Inserted, SubmissionRow } from './submissions.js';
 import type { WriterAnswer, WriterRequest } from './writer-thread.js';
 
 export class WriterFailure extends Error {
-  /** True when the batch was committed but its sync failed: nothing may be acknowledged any more. */
+  /** True when nothing may be acknowledged any more (a sync failed, or the thread stopped); false for one failed transaction. */
   constructor(message: string, readonly fatal: boolean) {
     super(message);
     this.name = 'WriterFailure';
