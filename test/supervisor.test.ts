@@ -385,7 +385,8 @@ describe('the job supervisor', { concurrency: true }, () => {
     const second = spawn(process.execPath, [fileURLToPath(supervisorModule), dir], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     second.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exitCode = await new Promise((resolveExit) => second.once('exit', resolveExit));
+    // 'close', not 'exit': the exit can come before the last of stderr is read.
+    const exitCode = await new Promise((resolveExit) => second.once('close', resolveExit));
     assert.equal(exitCode, 1);
     assert.match(stderr, /supervisor\.lock exists .*a supervisor already ran/);
     assert.equal(readStatus(dir)?.state, 'COMPLETED');
