@@ -212,9 +212,7 @@ if (process.env[CHILD_ENV] !== undefined) {
       const store = openStore(path);
       try {
         assert.deepEqual(store.submitMany([newJob('a')], T0), [1]);
-        const stored = store.submitDurably([newJob('b'), newJob('c', 'bob')], T0 + 1);
-        const records = await stored.records;
-        await stored.durable;
+        const records = await store.submitDurably([newJob('b'), newJob('c', 'bob')], T0 + 1);
         assert.deepEqual(records.map((record) => record.id), [2, 3]);
         assert.deepEqual(records, records.map((record) => store.job(record.id)));
         for (const record of records) assert.deepEqual(replay(store.events(record.id)), record);
@@ -232,8 +230,7 @@ if (process.env[CHILD_ENV] !== undefined) {
         const told: [number, string][] = [];
         store.committedListeners.push((stored, record) => told.push([stored.jobId, record.name]));
         const batches = [['a', 'b'], ['c'], ['d', 'e', 'f']].map((names, i) => store.submitDurably(names.map((name) => newJob(name)), T0 + i));
-        const ids = (await Promise.all(batches.map((batch) => batch.records))).map((records) => records.map((record) => record.id));
-        await Promise.all(batches.map((batch) => batch.durable));
+        const ids = (await Promise.all(batches)).map((records) => records.map((record) => record.id));
         assert.deepEqual(ids, [[1, 2], [3], [4, 5, 6]]);
         assert.deepEqual(told, [[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd'], [5, 'e'], [6, 'f']]);
       } finally {
@@ -245,12 +242,12 @@ if (process.env[CHILD_ENV] !== undefined) {
       const store = openStore(freshPath());
       try {
         const [first] = store.submitRecords([{ ...newJob('a'), idempotencyKey: 'k1' }], T0);
-        const again = await store.submitDurably([{ ...newJob('a2'), idempotencyKey: 'k1' }, { ...newJob('b'), idempotencyKey: 'k2' }], T0 + 1).records;
+        const again = await store.submitDurably([{ ...newJob('a2'), idempotencyKey: 'k1' }, { ...newJob('b'), idempotencyKey: 'k2' }], T0 + 1);
         assert.equal(again[0].id, first.id);
         assert.equal(again[0].replayed, true);
         assert.equal(again[0].name, 'a');
         assert.equal(again[1].replayed, undefined);
-        const third = await store.submitDurably([{ ...newJob('b2'), idempotencyKey: 'k2' }, { ...newJob('c', 'bob'), idempotencyKey: 'k2' }], T0 + 2).records;
+        const third = await store.submitDurably([{ ...newJob('b2'), idempotencyKey: 'k2' }, { ...newJob('c', 'bob'), idempotencyKey: 'k2' }], T0 + 2);
         assert.deepEqual(third.map((record) => [record.id, record.replayed ?? false]), [[again[1].id, true], [again[1].id + 1, false]]);
         assert.equal(store.jobForKey('bob', 'k2'), again[1].id + 1);
         assert.equal(store.jobs().length, 3);
@@ -264,10 +261,9 @@ if (process.env[CHILD_ENV] !== undefined) {
       try {
         const bad = { ...newJob('bad'), name: null } as unknown as NewJob; // jobs.job_name is NOT NULL
         const failed = store.submitDurably([newJob('a'), bad], T0);
-        await assert.rejects(failed.records, (error: Error) => error instanceof StoreError && /cannot store the submissions \(NOT NULL constraint failed: jobs\.job_name\); nothing of them is stored/.test(error.message));
-        await assert.rejects(failed.durable, StoreError);
+        await assert.rejects(failed, (error: Error) => error instanceof StoreError && /cannot store the submissions \(NOT NULL constraint failed: jobs\.job_name\); nothing of them is stored/.test(error.message));
         assert.equal(store.jobs().length, 0);
-        const next = await store.submitDurably([newJob('b')], T0 + 1).records;
+        const next = await store.submitDurably([newJob('b')], T0 + 1);
         assert.deepEqual(next.map((record) => record.id), [1]);
         await store.durable(); // the failed batch did not fail the store
       } finally {
@@ -280,8 +276,7 @@ if (process.env[CHILD_ENV] !== undefined) {
       const store = openStore(path);
       const stored = store.submitDurably([newJob('last')], T0);
       store.close();
-      const [record] = await stored.records;
-      await stored.durable;
+      const [record] = await stored;
       const reopened = openStore(path);
       try {
         assert.deepEqual(reopened.job(record.id), record);
@@ -295,13 +290,12 @@ if (process.env[CHILD_ENV] !== undefined) {
       const path = freshPath();
       const store = openStore(path);
       try {
-        await store.submitDurably([newJob('a')], T0).durable;
+        await store.submitDurably([newJob('a')], T0);
         // As if the thread died (an out-of-memory kill of the thread, a bug in it).
         const writer = (store as unknown as { writer: { worker: { terminate(): Promise<number> } } }).writer;
         await writer.worker.terminate();
         const next = store.submitDurably([newJob('b')], T0 + 1);
-        await assert.rejects(next.records, (error: Error) => error instanceof StoreError && error.message.startsWith(`${path}: the store's writer thread stopped`) && /nothing more is acknowledged/.test(error.message));
-        await assert.rejects(next.durable, StoreError);
+        await assert.rejects(next, (error: Error) => error instanceof StoreError && error.message.startsWith(`${path}: the store's writer thread stopped`) && /nothing more is acknowledged/.test(error.message));
         store.submit(newJob('c'), T0 + 2); // committed on the main connection, but never acknowledged:
         await assert.rejects(store.durable(), /the store's writer thread stopped/);
         assert.deepEqual(store.jobs().map((job) => job.name), ['a', 'c']);
@@ -313,10 +307,10 @@ if (process.env[CHILD_ENV] !== undefined) {
     it('with the process durability (no writer thread) it answers the same', async () => {
       const store = openStore(freshPath(), { durability: 'process' });
       try {
-        const records = await store.submitDurably([newJob('a'), { ...newJob('b'), idempotencyKey: 'k' }], T0).records;
+        const records = await store.submitDurably([newJob('a'), { ...newJob('b'), idempotencyKey: 'k' }], T0);
         assert.deepEqual(records.map((record) => record.id), [1, 2]);
         assert.deepEqual(records, records.map((record) => store.job(record.id)));
-        const again = await store.submitDurably([{ ...newJob('b2'), idempotencyKey: 'k' }], T0 + 1).records;
+        const again = await store.submitDurably([{ ...newJob('b2'), idempotencyKey: 'k' }], T0 + 1);
         assert.equal(again[0].id, 2);
         assert.equal(again[0].replayed, true);
       } finally {

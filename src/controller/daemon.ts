@@ -281,31 +281,24 @@ export async function startController(options: ControllerOptions): Promise<Runni
     batch = [];
     storingByUser = batchedByUser;
     batchedByUser = new Map();
-    const failed = (error: unknown) => {
+    let outcomes;
+    try {
+      outcomes = await engine.acceptEachDurably(jobs);
+    } catch (error) {
+      // The transaction failed as a whole (nothing of this batch is stored), or its sync did.
       for (const job of jobs) job.reject(error as Error);
       // A failed sync stops the controller, as durable() does for every other change.
       void durable().catch(() => {});
-    };
-    let stored;
-    try {
-      stored = await engine.acceptEachDurably(jobs);
-    } catch (error) {
-      // The transaction failed as a whole (the disk): nothing of this batch is stored.
-      return failed(error);
+      return;
     } finally {
       storingByUser = new Map(); // queued now (engine.pendingOf counts them), or not stored
     }
-    kick();
-    try {
-      await stored.durable;
-    } catch (error) {
-      return failed(error);
-    }
     jobs.forEach((job, index) => {
-      const outcome = stored.outcomes[index];
+      const outcome = outcomes[index];
       if ('refused' in outcome) job.reject(outcome.refused);
       else job.resolve(outcome.id);
     });
+    kick();
   };
   /** Stores the waiting batch unless one is being stored (then it goes once that one is on the disk). */
   const flushNext = () => {

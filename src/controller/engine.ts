@@ -851,16 +851,14 @@ export class ControllerEngine {
 
   /**
    * As acceptEach, with the transaction and its sync on the store's writer
-   * thread (Store.submitDurably): the outcomes once the batch is committed
-   * and its jobs queued, and `durable` once it is on the disk, when they may
-   * be answered (the writer thread answers both at once). The event loop
-   * serves other requests meanwhile. The daemon sends the next batch once
-   * this one is stored, so each batch's checks see the ones before it queued.
+   * thread (Store.submitDurably): resolves once the batch is on the disk,
+   * with its jobs queued, when they may be answered. The event loop serves
+   * other requests meanwhile. The daemon sends the next batch once this one
+   * is stored, so each batch's checks see the ones before it queued.
    */
-  async acceptEachDurably(jobs: readonly Submission[]): Promise<{ outcomes: Accepted[]; durable: Promise<void> }> {
+  async acceptEachDurably(jobs: readonly Submission[]): Promise<Accepted[]> {
     const batch = this.prepareBatch(jobs);
-    const stored = this.store.submitDurably(batch.rows, batch.nowMs);
-    return { outcomes: this.queueBatch(batch, await stored.records), durable: stored.durable };
+    return this.queueBatch(batch, await this.store.submitDurably(batch.rows, batch.nowMs));
   }
 
   /** acceptEach's checks, before anything is stored: the outcomes of refused submissions and the store's rows of the others. */

@@ -203,50 +203,35 @@ export class Store {
   }
 
   /**
-   * As submitRecords, for a daemon: with the `barrier` durability the batch's
-   * transaction and its sync run on the store's writer thread (writer.ts), so
-   * the caller's thread goes on meanwhile. `records` resolves once the batch
-   * is committed, `durable` once it is on the disk (acknowledge after that;
-   * durable() need not be awaited for it); the writer thread answers both at
-   * once. Batches are stored in the order of the calls. If a sync fails or
-   * the thread stops, every later durable() rejects too. Other durabilities
-   * (and :memory:) store on this thread, as submitRecords.
+   * As submitRecords, for a daemon: resolves once the batch is committed and
+   * on the disk (acknowledge then; durable() need not be awaited for it).
+   * With the `barrier` durability the transaction and its sync run on the
+   * store's writer thread (writer.ts), so the caller's thread goes on
+   * meanwhile; batches are stored in the order of the calls. If a sync fails
+   * or the thread stops, every later durable() rejects too. Other
+   * durabilities (and :memory:) store on this thread, as submitRecords.
    */
-  submitDurably(jobs: readonly Submission[], atMs: EpochMs): { records: Promise<SubmittedRecord[]>; durable: Promise<void> } {
-    const handled = <T>(promise: Promise<T>): Promise<T> => {
-      promise.catch(() => {}); // a caller that saw the commit fail need not await `durable`
-      return promise;
-    };
+  async submitDurably(jobs: readonly Submission[], atMs: EpochMs): Promise<SubmittedRecord[]> {
     if (this.durability !== 'barrier' || this.path === ':memory:') {
-      try {
-        const records = this.submitRecords(jobs, atMs);
-        return { records: Promise.resolve(records), durable: handled(this.durable()) };
-      } catch (error) {
-        return { records: Promise.reject(error), durable: handled(Promise.reject(error)) };
-      }
+      const records = this.submitRecords(jobs, atMs);
+      await this.durable();
+      return records;
     }
-    let drafts: SubmissionDraft[];
-    try {
-      checkTime(this.path, atMs);
-      if (this.syncFailure !== null) throw this.syncFailure;
-      if (!this.db.open) throw new StoreError(this.path, 'the store is closed');
-      drafts = jobs.map((job) => submissionDraft(job, atMs));
-    } catch (error) {
-      return { records: Promise.reject(error), durable: handled(Promise.reject(error)) };
-    }
+    checkTime(this.path, atMs);
+    if (this.syncFailure !== null) throw this.syncFailure;
+    if (!this.db.open) throw new StoreError(this.path, 'the store is closed');
+    const drafts = jobs.map((job) => submissionDraft(job, atMs));
     this.startWriter();
-    const batch = this.writer!.insert(drafts.map(({ row, payload, user, key }) => ({ row, payload, user, ...(key === undefined ? {} : { key }) })), atMs);
-    const failed = (error: unknown): never => {
+    let inserted: Inserted[];
+    try {
+      // The rows alone: the events and records stay here (nothing to copy to the thread).
+      inserted = await this.writer!.insert(drafts.map(({ row, payload, user, key }) => ({ row, payload, user, ...(key === undefined ? {} : { key }) })), atMs);
+    } catch (error) {
       throw this.syncFailure ?? new StoreError(this.path, `cannot store the submissions (${(error as Error).message}); nothing of them is stored`);
-    };
-    return {
-      records: batch.committed.then((inserted) => {
-        const records = this.submitted(drafts, inserted, atMs);
-        this.tellCommitted();
-        return records;
-      }, failed),
-      durable: handled(batch.durable.catch(failed)),
-    };
+    }
+    const records = this.submitted(drafts, inserted, atMs);
+    this.tellCommitted();
+    return records;
   }
 
   /** Starts the writer thread of submitDurably now rather than at its first batch (a daemon, as it starts). */

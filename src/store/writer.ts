@@ -17,22 +17,15 @@ export class WriterFailure extends Error {
   }
 }
 
-/** A batch given to the writer: its ids once committed, and when it is on the disk (here both at once). */
-export interface WriterBatch {
-  readonly committed: Promise<Inserted[]>;
-  /** Resolves once the batch is on the disk; rejects if its commit or a sync failed. Awaited or not, it never goes unhandled. */
-  readonly durable: Promise<void>;
-}
-
 interface Waiter {
-  commit: { resolve: (inserted: Inserted[]) => void; reject: (error: WriterFailure) => void };
-  durable: { resolve: () => void; reject: (error: WriterFailure) => void };
+  readonly resolve: (inserted: Inserted[]) => void;
+  readonly reject: (error: WriterFailure) => void;
 }
 
 export class SubmissionWriter {
   private readonly worker: Worker;
   private next = 1;
-  /** Batches not yet on the disk, by seq (in order). */
+  /** Batches not yet answered, by seq. */
   private readonly waiting = new Map<number, Waiter>();
   private stopped: WriterFailure | null = null;
 
@@ -45,26 +38,15 @@ export class SubmissionWriter {
     this.worker.on('exit', (code) => this.stop(new WriterFailure(`the store's writer thread stopped (exit code ${code})`, true)));
   }
 
-  /** Inserts the rows in one transaction, committed in the order of the calls. */
-  insert(rows: readonly SubmissionRow[], atMs: EpochMs): WriterBatch {
+  /** Inserts the rows in one transaction, in the order of the calls; resolves with their ids once committed and on the disk. */
+  insert(rows: readonly SubmissionRow[], atMs: EpochMs): Promise<Inserted[]> {
+    if (this.stopped !== null) return Promise.reject(this.stopped);
     const seq = this.next++;
-    let waiter!: Waiter;
-    const committed = new Promise<Inserted[]>((resolve, reject) => {
-      waiter = { commit: { resolve, reject }, durable: { resolve: () => {}, reject: () => {} } };
+    return new Promise((resolve, reject) => {
+      if (this.waiting.size === 0) this.worker.ref();
+      this.waiting.set(seq, { resolve, reject });
+      this.worker.postMessage({ seq, atMs, rows } satisfies WriterRequest);
     });
-    const durable = new Promise<void>((resolve, reject) => {
-      waiter.durable = { resolve, reject };
-    });
-    durable.catch(() => {}); // a caller that saw the commit fail need not await this
-    if (this.stopped !== null) {
-      waiter.commit.reject(this.stopped);
-      waiter.durable.reject(this.stopped);
-      return { committed, durable };
-    }
-    if (this.waiting.size === 0) this.worker.ref();
-    this.waiting.set(seq, waiter);
-    this.worker.postMessage({ seq, atMs, rows } satisfies WriterRequest);
-    return { committed, durable };
   }
 
   /** Stops the thread once the batches sent so far are done (its connection closes). */
@@ -79,29 +61,18 @@ export class SubmissionWriter {
     if (waiter === undefined) return;
     this.waiting.delete(answer.seq);
     if (this.waiting.size === 0) this.worker.unref();
-    if ('inserted' in answer) {
-      waiter.commit.resolve(answer.inserted);
-      waiter.durable.resolve();
-    } else if ('failed' in answer) {
-      const failure = new WriterFailure(answer.failed, false);
-      waiter.commit.reject(failure);
-      waiter.durable.reject(failure);
-    } else {
-      // Committed: the ids are real, but the batch may not be acknowledged.
-      const failure = new WriterFailure(answer.syncFailed, true);
-      waiter.commit.reject(failure);
-      waiter.durable.reject(failure);
-      this.stop(failure);
-    }
+    if ('inserted' in answer) return waiter.resolve(answer.inserted);
+    if ('failed' in answer) return waiter.reject(new WriterFailure(answer.failed, false));
+    // Committed: the ids are real, but the batch may not be acknowledged.
+    const failure = new WriterFailure(answer.syncFailed, true);
+    waiter.reject(failure);
+    this.stop(failure);
   }
 
   private stop(failure: WriterFailure): void {
     const unexpected = this.stopped === null || this.waiting.size > 0;
     this.stopped ??= failure;
-    for (const waiter of this.waiting.values()) {
-      waiter.commit.reject(failure);
-      waiter.durable.reject(failure);
-    }
+    for (const waiter of this.waiting.values()) waiter.reject(failure);
     this.waiting.clear();
     if (unexpected && failure.fatal) this.onFatal(failure);
   }
