@@ -337,7 +337,7 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
     });
     rows.push({
       what: '  controller CPU per submission', measured: perJob(cpuMsOf(`/proc/${pid}/stat`) - cpuBefore.process), target: '-',
-      note: `its main thread ${perJob(cpuMsOf(`/proc/${pid}/task/${pid}/stat`) - cpuBefore.main)} (the rest: the store's writer thread, libuv)`,
+      note: `its main thread ${perJob(cpuMsOf(`/proc/${pid}/task/${pid}/stat`) - cpuBefore.main)} (the rest: libuv's threads)`,
     });
     rows.push({
       what: '  GET /jobs?state=RUNNING meanwhile', measured: ms(median(probes)), target: '-',

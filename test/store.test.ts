@@ -174,8 +174,8 @@ if (process.env[CHILD_ENV] !== undefined) {
       await assert.rejects(late, /closed before its last commits were synced/);
     });
 
-    it('after one failed sync nothing is acknowledged again, even if a later sync would succeed', async () => {
-      const store = openStore(freshPath());
+    for (const [where, syncInPlaceBelowMs] of [['in place', undefined], ['on the thread pool', 0]] as const) it(`after one failed sync (${where}) nothing is acknowledged again, even if a later sync would succeed`, async () => {
+      const store = openStore(freshPath(), { syncInPlaceBelowMs });
       store.submit(newJob('a'), T0);
       await store.durable();
       // Make the next fdatasync fail (EBADF) by closing the barrier's descriptor under it.
@@ -206,113 +206,69 @@ if (process.env[CHILD_ENV] !== undefined) {
     });
   });
 
-  describe('store: submissions on the writer thread (submitDurably)', () => {
-    it('gives the records a read back gives, with ids that continue those of the main connection', async () => {
-      const path = freshPath();
-      const store = openStore(path);
-      try {
-        assert.deepEqual(store.submitMany([newJob('a')], T0), [1]);
-        const records = await store.submitDurably([newJob('b'), newJob('c', 'bob')], T0 + 1);
-        assert.deepEqual(records.map((record) => record.id), [2, 3]);
-        assert.deepEqual(records, records.map((record) => store.job(record.id)));
-        for (const record of records) assert.deepEqual(replay(store.events(record.id)), record);
-        assert.equal(records[1].user, 'bob');
-        assert.equal(records[1].submitTimeMs, T0 + 1);
-        assert.deepEqual(store.submitMany([newJob('d')], T0 + 2), [4]);
-      } finally {
-        store.close();
-      }
-    });
-
-    it('stores batches in the order of the calls, and tells the committed listeners of each job once', async () => {
+  describe('store: where the barrier syncs', () => {
+    it('on a quick disk, every commit of one turn of the event loop shares one sync, on the calling thread', async () => {
       const store = openStore(freshPath());
       try {
-        const told: [number, string][] = [];
-        store.committedListeners.push((stored, record) => told.push([stored.jobId, record.name]));
-        const batches = [['a', 'b'], ['c'], ['d', 'e', 'f']].map((names, i) => store.submitDurably(names.map((name) => newJob(name)), T0 + i));
-        const ids = (await Promise.all(batches)).map((records) => records.map((record) => record.id));
-        assert.deepEqual(ids, [[1, 2], [3], [4, 5, 6]]);
-        assert.deepEqual(told, [[1, 'a'], [2, 'b'], [3, 'c'], [4, 'd'], [5, 'e'], [6, 'f']]);
+        const waits: Promise<void>[] = [];
+        for (let i = 0; i < 5; i++) {
+          store.submit(newJob(`j${i}`), T0 + i);
+          waits.push(store.durable());
+        }
+        await Promise.all(waits);
+        assert.deepEqual([store.syncs, store.syncsInPlace], [1, 1]);
+        store.submit(newJob('next'), T0 + 10);
+        await store.durable();
+        assert.deepEqual([store.syncs, store.syncsInPlace], [2, 2]);
       } finally {
         store.close();
       }
     });
 
-    it('answers a key its user used before with that job (replayed), whichever connection stored it', async () => {
-      const store = openStore(freshPath());
+    it('with syncInPlaceBelowMs 0 every sync runs on the thread pool, and one serves the commits made before it began', async () => {
+      const store = openStore(freshPath(), { syncInPlaceBelowMs: 0 });
       try {
-        const [first] = store.submitRecords([{ ...newJob('a'), idempotencyKey: 'k1' }], T0);
-        const again = await store.submitDurably([{ ...newJob('a2'), idempotencyKey: 'k1' }, { ...newJob('b'), idempotencyKey: 'k2' }], T0 + 1);
-        assert.equal(again[0].id, first.id);
-        assert.equal(again[0].replayed, true);
-        assert.equal(again[0].name, 'a');
-        assert.equal(again[1].replayed, undefined);
-        const third = await store.submitDurably([{ ...newJob('b2'), idempotencyKey: 'k2' }, { ...newJob('c', 'bob'), idempotencyKey: 'k2' }], T0 + 2);
-        assert.deepEqual(third.map((record) => [record.id, record.replayed ?? false]), [[again[1].id, true], [again[1].id + 1, false]]);
-        assert.equal(store.jobForKey('bob', 'k2'), again[1].id + 1);
-        assert.equal(store.jobs().length, 3);
+        const waits: Promise<void>[] = [];
+        for (let i = 0; i < 5; i++) {
+          store.submit(newJob(`j${i}`), T0 + i);
+          waits.push(store.durable());
+        }
+        await Promise.all(waits);
+        assert.equal(store.syncsInPlace, 0);
+        assert.ok(store.syncs >= 1 && store.syncs <= 2, `5 commits in one turn took ${store.syncs} syncs (expected the first, then one for the rest)`);
       } finally {
         store.close();
       }
     });
 
-    it('a batch whose transaction fails stores nothing and uses up no ids; the next one is stored', async () => {
+    it('a disk slower than the bound on average moves the syncs to the pool; a quicker average brings them back', async () => {
+      const store = openStore(freshPath(), { syncInPlaceBelowMs: 1e-9 }); // any real sync is slower than this
+      try {
+        store.submit(newJob('a'), T0);
+        await store.durable();
+        assert.deepEqual([store.syncs, store.syncsInPlace], [1, 1], 'the first sync runs in place (no average yet)');
+        store.submit(newJob('b'), T0 + 1);
+        await store.durable();
+        assert.deepEqual([store.syncs, store.syncsInPlace], [2, 1], 'after a slow one, the next runs on the pool');
+        (store as unknown as { syncInPlaceBelowMs: number }).syncInPlaceBelowMs = Infinity; // as if the disk's average fell below the bound
+        store.submit(newJob('c'), T0 + 2);
+        await store.durable();
+        assert.deepEqual([store.syncs, store.syncsInPlace], [3, 2]);
+        assert.deepEqual(store.jobs().map((job) => job.name), ['a', 'b', 'c']);
+      } finally {
+        store.close();
+      }
+    });
+
+    it('a transaction that fails stores nothing and uses up no ids; the next one is stored and synced', async () => {
       const store = openStore(freshPath());
       try {
         const bad = { ...newJob('bad'), name: null } as unknown as NewJob; // jobs.job_name is NOT NULL
-        const failed = store.submitDurably([newJob('a'), bad], T0);
-        await assert.rejects(failed, (error: Error) => error instanceof StoreError && /cannot store the submissions \(NOT NULL constraint failed: jobs\.job_name\); nothing of them is stored/.test(error.message));
+        assert.throws(() => store.submitRecords([newJob('a'), bad], T0), /NOT NULL constraint failed: jobs\.job_name/);
         assert.equal(store.jobs().length, 0);
-        const next = await store.submitDurably([newJob('b')], T0 + 1);
-        assert.deepEqual(next.map((record) => record.id), [1]);
-        await store.durable(); // the failed batch did not fail the store
-      } finally {
-        store.close();
-      }
-    });
-
-    it('a batch given just before close is stored, and reads back after a reopen', async () => {
-      const path = freshPath();
-      const store = openStore(path);
-      const stored = store.submitDurably([newJob('last')], T0);
-      store.close();
-      const [record] = await stored;
-      const reopened = openStore(path);
-      try {
-        assert.deepEqual(reopened.job(record.id), record);
-        assert.throws(() => store.submitRecords([newJob('late')], T0), /not open|closed/i);
-      } finally {
-        reopened.close();
-      }
-    });
-
-    it('a writer thread that stops makes every later batch and durable() fail, naming the store: nothing more is acknowledged', async () => {
-      const path = freshPath();
-      const store = openStore(path);
-      try {
-        await store.submitDurably([newJob('a')], T0);
-        // As if the thread died (an out-of-memory kill of the thread, a bug in it).
-        const writer = (store as unknown as { writer: { worker: { terminate(): Promise<number> } } }).writer;
-        await writer.worker.terminate();
-        const next = store.submitDurably([newJob('b')], T0 + 1);
-        await assert.rejects(next, (error: Error) => error instanceof StoreError && error.message.startsWith(`${path}: the store's writer thread stopped`) && /nothing more is acknowledged/.test(error.message));
-        store.submit(newJob('c'), T0 + 2); // committed on the main connection, but never acknowledged:
-        await assert.rejects(store.durable(), /the store's writer thread stopped/);
-        assert.deepEqual(store.jobs().map((job) => job.name), ['a', 'c']);
-      } finally {
-        store.close();
-      }
-    });
-
-    it('with the process durability (no writer thread) it answers the same', async () => {
-      const store = openStore(freshPath(), { durability: 'process' });
-      try {
-        const records = await store.submitDurably([newJob('a'), { ...newJob('b'), idempotencyKey: 'k' }], T0);
-        assert.deepEqual(records.map((record) => record.id), [1, 2]);
-        assert.deepEqual(records, records.map((record) => store.job(record.id)));
-        const again = await store.submitDurably([{ ...newJob('b2'), idempotencyKey: 'k' }], T0 + 1);
-        assert.equal(again[0].id, 2);
-        assert.equal(again[0].replayed, true);
+        assert.deepEqual(store.submitRecords([newJob('b')], T0 + 1).map((record) => record.id), [1]);
+        await store.durable(); // the failed transaction did not fail the store
+        assert.equal(store.syncs, 1);
       } finally {
         store.close();
       }

@@ -206,11 +206,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
     lock.release();
     throw error;
   }
-  // Submissions are stored by the store's writer thread (engine.acceptEachDurably): started now, not at the first one.
-  store.startWriter();
   const jwtKey = loadOrCreateJwtKey(config.jwtKeyPath);
   // A disk that refuses a sync stops the controller: nothing it holds in memory may be acknowledged any more.
-  const durable = () => store.durable().catch((error: unknown) => {
+  const durable = (options?: { now?: boolean }) => store.durable(options).catch((error: unknown) => {
     if (store.isOpen) { // not a controller that is shutting down
       log(`fatal: ${(error as Error).message}`);
       setImmediate(() => process.exit(70));
@@ -266,11 +264,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
     scheduled = wait > 0 ? setTimeout(pass, wait) : setImmediate(pass);
   };
 
-  // Group commit: one transaction for every submission that arrived while the previous batch was being
-  // stored. The store's writer thread commits and syncs each batch (engine.acceptEachDurably) while this
-  // thread takes in the next. Each submission is checked on its own before it joins a batch, and answered
-  // on its own once the batch is on the disk: one that is refused (or that the engine refuses at the
-  // commit) never fails the others committed with it.
+  // Group commit: one transaction and one sync for every submission that arrived while the previous batch
+  // was being stored (engine.acceptEach, then durable()). Each submission is checked on its own before it
+  // joins a batch, and answered on its own once the batch is on the disk: one that is refused (or that the
+  // engine refuses at the commit) never fails the others committed with it.
   let batch: (Submission & { resolve: (id: JobId) => void; reject: (e: Error) => void })[] = [];
   let storing = false;
   /** The waiting batch goes once it holds this many submissions, or COMMIT_DELAY_MS after its first. */
@@ -283,22 +280,27 @@ export async function startController(options: ControllerOptions): Promise<Runni
     batchedByUser = new Map();
     let outcomes;
     try {
-      outcomes = await engine.acceptEachDurably(jobs);
+      outcomes = engine.acceptEach(jobs);
     } catch (error) {
-      // The transaction failed as a whole (nothing of this batch is stored), or its sync did.
+      // The transaction failed as a whole (the disk): nothing of this batch is stored.
       for (const job of jobs) job.reject(error as Error);
-      // A failed sync stops the controller, as durable() does for every other change.
-      void durable().catch(() => {});
       return;
     } finally {
       storingByUser = new Map(); // queued now (engine.pendingOf counts them), or not stored
+    }
+    kick();
+    try {
+      // A failed sync stops the controller (durable above); nothing of the batch is acknowledged.
+      await durable({ now: true });
+    } catch (error) {
+      for (const job of jobs) job.reject(error as Error);
+      return;
     }
     jobs.forEach((job, index) => {
       const outcome = outcomes[index];
       if ('refused' in outcome) job.reject(outcome.refused);
       else job.resolve(outcome.id);
     });
-    kick();
   };
   /** Stores the waiting batch unless one is being stored (then it goes once that one is on the disk). */
   const flushNext = () => {

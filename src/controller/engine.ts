@@ -254,7 +254,6 @@ class ActiveJobs extends Map<JobId, JobRecord> {
   version = 0;
   /** PENDING jobs by user, kept with every change (the per-user cap is checked on each submission). */
   private readonly pending = new Map<string, number>();
-
   pendingOf(user: string): number {
     return this.pending.get(user) ?? 0;
   }
@@ -849,23 +848,17 @@ export class ControllerEngine {
     return this.queueBatch(batch, this.store.submitRecords(batch.rows, batch.nowMs));
   }
 
-  /**
-   * As acceptEach, with the transaction and its sync on the store's writer
-   * thread (Store.submitDurably): resolves once the batch is on the disk,
-   * with its jobs queued, when they may be answered. The event loop serves
-   * other requests meanwhile. The daemon sends the next batch once this one
-   * is stored, so each batch's checks see the ones before it queued.
-   */
-  async acceptEachDurably(jobs: readonly Submission[]): Promise<Accepted[]> {
-    const batch = this.prepareBatch(jobs);
-    return this.queueBatch(batch, await this.store.submitDurably(batch.rows, batch.nowMs));
-  }
-
   /** acceptEach's checks, before anything is stored: the outcomes of refused submissions and the store's rows of the others. */
   private prepareBatch(jobs: readonly Submission[]): PreparedBatch {
     const outcomes: (Accepted | undefined)[] = jobs.map(() => undefined);
     const admitted: { index: number; submission: Submission; spec: JobSpec; admission?: DeadlineAdmission }[] = [];
+    // The jobs admitted ahead in this batch, as the core will see them: made only for a deadline check (most batches have none).
+    const drafts: (() => JobRequest)[] = [];
     const batchAhead: JobRequest[] = [];
+    const aheadOf = (): JobRequest[] => {
+      while (batchAhead.length < drafts.length) batchAhead.push(drafts[batchAhead.length]());
+      return batchAhead;
+    };
     const arrayKeys = new Map<string, number>();
     const sameKey: { index: number; first: number }[] = [];
     jobs.forEach((submission, index) => {
@@ -896,11 +889,12 @@ export class ControllerEngine {
             spec = normal;
             admission = { guaranteed: false, plannedEndMs: null, shortfallSeconds: null, warning: `${quota.warning}: it runs as a normal job` };
           } else {
-            admission = this.admitDeadline(spec, batchAhead);
+            admission = this.admitDeadline(spec, aheadOf());
           }
         }
         // The jobs admitted ahead of it in this batch count in the next one's deadline check.
-        if (this.scheduler.plansOnNodes) batchAhead.push(this.coreRequest(this.draftRecord(spec, DRAFT_ID - jobs.length + index, submission.uid, admission?.guaranteed)));
+        const checked = spec;
+        if (this.scheduler.plansOnNodes) drafts.push(() => this.coreRequest(this.draftRecord(checked, DRAFT_ID - jobs.length + index, submission.uid, admission?.guaranteed)));
         admitted.push({ index, submission, spec, admission });
       } catch (error) {
         if (!(error instanceof SubmitRefused)) throw error;

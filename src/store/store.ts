@@ -18,7 +18,6 @@ import {
 import { ACCOUNTING_COLUMNS, ACCOUNTING_FIELDS, accountingRow, eventPayload, JOB_COLUMNS, recordToRow, rowToEvent, rowToRecord, SELECT_JOBS, type AccountingRow, type EventRow, type JoinedJobRow } from './rows.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION, schemaVersionOf } from './schema.js';
 import { INSERT_JOB, insertSubmissions, submissionDraft, submissionStatements, type Inserted, type Submission, type SubmissionDraft, type SubmissionStatements } from './submissions.js';
-import { SubmissionWriter, type WriterFailure } from './writer.js';
 
 /** A problem with the database file itself; the message names the file and the fix. */
 export class StoreError extends Error {
@@ -32,9 +31,10 @@ export class StoreError extends Error {
  * How commits reach the disk.
  * - `barrier` (default): SQLite writes each commit to the WAL file before the
  *   method returns (synchronous NORMAL: it survives kill -9) and `durable()`
- *   fdatasyncs the WAL on libuv's thread pool, one sync for every commit made
- *   before it started (group commit without blocking the event loop).
- *   Acknowledge after `durable()` and the acknowledgement survives power loss.
+ *   fdatasyncs the WAL, one sync for every commit made before it started
+ *   (group commit). Acknowledge after `durable()` and the acknowledgement
+ *   survives power loss. Where the sync runs depends on the disk: see
+ *   `durable()`.
  * - `full`: synchronous FULL, SQLite fsyncs the WAL inside every commit, on
  *   the calling thread; `durable()` resolves at once.
  * - `process`: synchronous NORMAL and no barrier: survives a killed process,
@@ -44,7 +44,24 @@ export type Durability = 'barrier' | 'full' | 'process';
 
 export interface StoreOptions {
   readonly durability?: Durability;
+  /**
+   * The barrier syncs on the calling thread while its syncs take less than
+   * this on average (milliseconds), else on libuv's thread pool. Default
+   * SYNC_IN_PLACE_BELOW_MS; 0: always on the pool; Infinity: always in place.
+   */
+  readonly syncInPlaceBelowMs?: number;
 }
+
+/**
+ * A sync shorter than this (ms, on average) is done on the event loop's own
+ * thread. Handing it to another thread and back costs two thread wake-ups,
+ * which on a busy virtual machine (2 cores, the measurements in
+ * src/store/README.md) cost more than an SSD's fdatasync of a few pages; a
+ * slower disk must not hold up the event loop, so its syncs go to the pool.
+ */
+export const SYNC_IN_PLACE_BELOW_MS = 2;
+/** Weight of the newest sync in the running average that chooses where the next one runs. */
+const SYNC_AVERAGE_WEIGHT = 0.2;
 
 export interface JobFilter {
   readonly user?: string;
@@ -130,8 +147,6 @@ function checkTime(path: string, atMs: EpochMs): void {
 export class Store {
   /** The statements that insert submissions (submissions.ts); insertEvent and selectKey serve other methods too. */
   private readonly inserts: SubmissionStatements;
-  /** submitDurably's thread, started at its first batch (or by startWriter). */
-  private writer: SubmissionWriter | null = null;
   private readonly updateJob: Statement;
   private readonly selectJob: Statement;
   private readonly selectEvents: Statement;
@@ -147,8 +162,13 @@ export class Store {
   private commits = 0;
   private syncedCommits = 0;
   private syncing = false;
-  /** fdatasyncs done by the barrier so far. */
+  /** fdatasyncs done by the barrier so far, and how many of them on the calling thread (in place). */
   syncs = 0;
+  syncsInPlace = 0;
+  /** Running average of the barrier's sync times (ms): below syncInPlaceBelowMs, the next sync runs in place. */
+  private syncAverageMs = 0;
+  /** An in-place sync is due at the end of this turn of the event loop. */
+  private syncDue: NodeJS.Immediate | null = null;
   private walFd: number | null = null;
   /** Set by the first failed sync: every later durable() rejects with it. */
   private syncFailure: StoreError | null = null;
@@ -156,7 +176,10 @@ export class Store {
 
 
   /** Use openStore. */
-  constructor(readonly path: string, private readonly db: Connection, readonly durability: Durability = 'barrier') {
+  constructor(
+    readonly path: string, private readonly db: Connection, readonly durability: Durability = 'barrier',
+    private readonly syncInPlaceBelowMs = SYNC_IN_PLACE_BELOW_MS,
+  ) {
     this.inserts = submissionStatements(db);
     this.updateJob = db.prepare(UPDATE_JOB);
     this.selectJob = db.prepare(`${SELECT_JOBS} WHERE jobs.id = ?`);
@@ -200,49 +223,6 @@ export class Store {
     checkTime(this.path, atMs);
     const drafts = jobs.map((job) => submissionDraft(job, atMs));
     return this.write(() => this.submitted(drafts, insertSubmissions(this.inserts, drafts, atMs), atMs));
-  }
-
-  /**
-   * As submitRecords, for a daemon: resolves once the batch is committed and
-   * on the disk (acknowledge then; durable() need not be awaited for it).
-   * With the `barrier` durability the transaction and its sync run on the
-   * store's writer thread (writer.ts), so the caller's thread goes on
-   * meanwhile; batches are stored in the order of the calls. If a sync fails
-   * or the thread stops, every later durable() rejects too. Other
-   * durabilities (and :memory:) store on this thread, as submitRecords.
-   */
-  async submitDurably(jobs: readonly Submission[], atMs: EpochMs): Promise<SubmittedRecord[]> {
-    if (this.durability !== 'barrier' || this.path === ':memory:') {
-      const records = this.submitRecords(jobs, atMs);
-      await this.durable();
-      return records;
-    }
-    checkTime(this.path, atMs);
-    if (this.syncFailure !== null) throw this.syncFailure;
-    if (!this.db.open) throw new StoreError(this.path, 'the store is closed');
-    const drafts = jobs.map((job) => submissionDraft(job, atMs));
-    this.startWriter();
-    let inserted: Inserted[];
-    try {
-      // The rows alone: the events and records stay here (nothing to copy to the thread).
-      inserted = await this.writer!.insert(drafts.map(({ row, payload, user, key }) => ({ row, payload, user, ...(key === undefined ? {} : { key }) })), atMs);
-    } catch (error) {
-      throw this.syncFailure ?? new StoreError(this.path, `cannot store the submissions (${(error as Error).message}); nothing of them is stored`);
-    }
-    const records = this.submitted(drafts, inserted, atMs);
-    this.tellCommitted();
-    return records;
-  }
-
-  /** Starts the writer thread of submitDurably now rather than at its first batch (a daemon, as it starts). */
-  startWriter(): void {
-    if (this.durability === 'barrier' && this.path !== ':memory:' && this.db.open) this.writer ??= new SubmissionWriter(this.path, (failure) => this.writerFailed(failure));
-  }
-
-  /** The writer thread stopped or its sync failed: as a failed sync of durable(), nothing more is acknowledged. */
-  private writerFailed(failure: WriterFailure): void {
-    this.syncFailure ??= new StoreError(this.path, `${failure.message}; nothing more is acknowledged: check the disk and free space, then restart`);
-    this.failWaiters(this.syncFailure);
   }
 
   /** The records of inserted drafts (queued for the committed listeners); a replayed key reads its job. */
@@ -478,50 +458,97 @@ export class Store {
 
   /**
    * Resolves once every commit made before the call is on the disk. With the
-   * `barrier` durability, one fdatasync of the WAL runs at a time off the
-   * event loop and serves every commit made before it began; callers that
-   * arrive meanwhile share the next one. Rejects if the disk refuses (the
-   * caller must not acknowledge then).
+   * `barrier` durability, one fdatasync of the WAL serves every commit made
+   * before it began (group commit). While the disk's syncs are quick (on
+   * average under syncInPlaceBelowMs) the sync runs on this thread at the end
+   * of the current turn of the event loop, so every commit of the turn shares
+   * it and no other thread is woken; on a slower disk it runs on libuv's
+   * thread pool, off the event loop, and callers that arrive meanwhile share
+   * the next one. Rejects if the disk refuses (the caller must not
+   * acknowledge then).
    */
-  durable(): Promise<void> {
+  durable(options: { now?: boolean } = {}): Promise<void> {
     if (this.syncFailure !== null) return Promise.reject(this.syncFailure);
     if (this.durability !== 'barrier' || this.syncedCommits >= this.commits || this.path === ':memory:') return Promise.resolve();
-    return new Promise((resolve, reject) => {
+    const promise = new Promise<void>((resolve, reject) => {
       this.syncWaiters.push({ commits: this.commits, resolve, reject });
       this.syncNext();
     });
+    // `now`: the caller has made the turn's last commit, so an in-place sync need not wait for the end of the turn.
+    if (options.now === true && this.syncDue !== null) {
+      clearImmediate(this.syncDue);
+      this.syncInPlace();
+    }
+    return promise;
   }
 
   private syncNext(): void {
-    if (this.syncing || this.syncWaiters.length === 0) return;
-    const through = this.commits;
-    try {
-      // SQLite keeps the -wal file (same inode) while this connection is open; it restarts it in place after checkpoints.
-      this.walFd ??= openSync(`${this.path}-wal`, 'r');
-    } catch (error) {
-      this.failWaiters(new StoreError(this.path, `cannot open the write-ahead log to sync it (${(error as Error).message})`));
+    if (this.syncing || this.syncDue !== null || this.syncWaiters.length === 0) return;
+    if (this.syncAverageMs < this.syncInPlaceBelowMs) {
+      this.syncDue = setImmediate(() => this.syncInPlace());
       return;
     }
+    const fd = this.walFd ?? this.openWal();
+    if (fd === null) return;
+    const through = this.commits;
+    const began = performance.now();
     this.syncing = true;
-    fdatasync(this.walFd, (error) => {
+    fdatasync(fd, (error) => {
       this.syncing = false;
-      this.syncs++;
-      if (error) {
-        // After a failed fsync the kernel may have dropped the dirty pages and cleared the error: a later
-        // sync could succeed without the lost commits. Nothing is acknowledged again (PostgreSQL does the same).
-        this.syncFailure = new StoreError(this.path, `the disk refused to sync the write-ahead log (${error.message}); nothing more is acknowledged: check the disk and free space, then restart`);
-        this.failWaiters(this.syncFailure);
-        return;
-      }
-      this.syncedCommits = Math.max(this.syncedCommits, through);
-      let kept = 0;
-      for (const waiter of this.syncWaiters) {
-        if (waiter.commits <= through) waiter.resolve();
-        else this.syncWaiters[kept++] = waiter;
-      }
-      this.syncWaiters.length = kept;
-      this.syncNext();
+      this.synced(through, performance.now() - began, error);
     });
+  }
+
+  /** The sync of the commits made so far, on this thread (the end of a turn of the event loop: syncNext). */
+  private syncInPlace(): void {
+    this.syncDue = null;
+    if (!this.db.open) return; // closed meanwhile: close() refused the waiters
+    const fd = this.walFd ?? this.openWal();
+    if (fd === null) return;
+    const through = this.commits;
+    const began = performance.now();
+    let failure: Error | null = null;
+    try {
+      fdatasyncSync(fd);
+    } catch (error) {
+      failure = error as Error;
+    }
+    this.syncsInPlace++;
+    this.synced(through, performance.now() - began, failure);
+  }
+
+  /** The WAL's descriptor for the barrier's syncs; null (the waiters refused) if it cannot be opened. */
+  private openWal(): number | null {
+    try {
+      // SQLite keeps the -wal file (same inode) while this connection is open; it restarts it in place after checkpoints.
+      this.walFd = openSync(`${this.path}-wal`, 'r');
+      return this.walFd;
+    } catch (error) {
+      this.failWaiters(new StoreError(this.path, `cannot open the write-ahead log to sync it (${(error as Error).message})`));
+      return null;
+    }
+  }
+
+  /** A sync of the commits through `through` ended (in `ms`, failed with `error`): its waiters are answered. */
+  private synced(through: number, ms: number, error: Error | null): void {
+    this.syncs++;
+    if (error) {
+      // After a failed fsync the kernel may have dropped the dirty pages and cleared the error: a later
+      // sync could succeed without the lost commits. Nothing is acknowledged again (PostgreSQL does the same).
+      this.syncFailure = new StoreError(this.path, `the disk refused to sync the write-ahead log (${error.message}); nothing more is acknowledged: check the disk and free space, then restart`);
+      this.failWaiters(this.syncFailure);
+      return;
+    }
+    // A pool sync's time includes the two thread hand-offs, so a disk must be clearly quicker to bring syncs back in place.
+    this.syncAverageMs += (ms - this.syncAverageMs) * SYNC_AVERAGE_WEIGHT;
+    this.syncedCommits = Math.max(this.syncedCommits, through);
+    let kept = 0;
+    for (const waiter of this.syncWaiters) {
+      if (waiter.commits <= through) waiter.resolve();
+      else this.syncWaiters[kept++] = waiter;
+    }
+    this.syncWaiters.length = kept;
+    this.syncNext();
   }
 
   private failWaiters(error: Error): void {
@@ -529,8 +556,8 @@ export class Store {
   }
 
   close(): void {
-    // The writer thread finishes the batches it was given, then closes its own connection.
-    this.writer?.close();
+    if (this.syncDue !== null) clearImmediate(this.syncDue);
+    this.syncDue = null;
     this.db.close();
     if (this.walFd !== null) closeSync(this.walFd);
     this.walFd = null;
@@ -659,5 +686,5 @@ export function openStore(path: string, options: StoreOptions = {}): Store {
     if (isDamagedDatabase(error)) throw damagedStoreError(path, error);
     throw new StoreError(path, `cannot use the database (${(error as Error).message}); is it a Taras database?`);
   }
-  return new Store(path, db, durability);
+  return new Store(path, db, durability, options.syncInPlaceBelowMs);
 }

@@ -1,7 +1,7 @@
-// The inserts that store new jobs, shared by the store's own connection
-// (Store.submitRecords) and its writer thread (writer.ts): a jobs row, the
-// submitted event, the idempotency key. Everything is worked out beforehand
-// on the main thread (submissionDraft), so the writer runs SQL only.
+// The inserts that store new jobs (Store.submitRecords): a jobs row, the
+// submitted event, the idempotency key. The rows are worked out before the
+// transaction begins (submissionDraft), so it holds the write lock for the
+// SQL only.
 
 import type { Database as Connection, Statement } from 'better-sqlite3';
 import type { JobId } from '../core/types.js';
@@ -14,7 +14,7 @@ export const INSERT_EVENT = 'INSERT INTO job_events (job_id, seq, time_ms, type,
 /** A submission: the job, and optionally the client's key for retrying it safely. */
 export type Submission = NewJob & { readonly idempotencyKey?: string };
 
-/** What the inserts of one submission need, all plain values (a writer thread receives them as they are). */
+/** What the inserts of one submission need, all plain values. */
 export interface SubmissionRow {
   /** The jobs row; SQLite gives the id. */
   readonly row: Omit<JobRow, 'id'> & { id: null };
