@@ -13,6 +13,7 @@ import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from
 import { jobId } from '../src/core/types.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { apiJob, apiPlan, apiWhen } from '../src/controller/views.js';
+import type { JobState } from '../src/store/events.js';
 import { openStore, type Store } from '../src/store/store.js';
 
 const work = mkdtempSync(join(tmpdir(), 'taras-engine-'));
@@ -132,6 +133,37 @@ describe('controller engine', () => {
       /alternatives/,
     );
     assert.equal(store.jobs().length, 0);
+  });
+
+  it('the jobs by state (a listing filtered by state) follow every change: submit, start, hold, cancel, end', () => {
+    const { clock, engine, allNodes } = setup();
+    engine.agentRegistered(allNodes, []);
+    const byState = (state: JobState) => engine.active.inStates([state]).map((r) => r.id).sort((a, b) => a - b);
+    const walked = (state: JobState) => [...engine.active.values()].filter((r) => r.state === state).map((r) => r.id).sort((a, b) => a - b);
+    const check = () => {
+      for (const state of ['PENDING', 'RUNNING', 'COMPLETING', 'SUSPENDED'] as const) assert.deepEqual(byState(state), walked(state), state);
+      assert.equal(engine.active.inStates(undefined).length, engine.active.size);
+    };
+    const [wide, a, b, c] = engine.submit([
+      { user: 'alice', spec: spec({ nodes: { min: 16 }, cpusPerTask: 8 }) },
+      { user: 'alice', spec: spec() }, { user: 'bob', spec: spec() }, { user: 'bob', spec: spec() },
+    ]);
+    check();
+    assert.deepEqual(byState('PENDING'), [wide, a, b, c]);
+    assert.deepEqual(engine.schedule(), [wide]);
+    check();
+    assert.deepEqual(byState('RUNNING'), [wide]);
+    engine.holdMany([b], 'bob', false);
+    engine.cancel(c, 'bob');
+    check();
+    assert.deepEqual(byState('PENDING'), [a, b]);
+    assert.deepEqual(engine.active.inStates(['RUNNING', 'PENDING', 'RUNNING']).map((r) => r.id).sort((x, y) => x - y), [wide, a, b]);
+    clock.ms += 1000;
+    engine.jobReport({ jobId: wide, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+    engine.schedule();
+    check();
+    assert.deepEqual(byState('RUNNING'), [a]);
+    assert.deepEqual(byState('PENDING'), [b]);
   });
 
   it('cancels a pending job at once and signals a running one', () => {

@@ -375,8 +375,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
   /** The first `limit` visible records with an id above `after`, by id, and the cursor of the next page (null: none). */
   const visiblePage = (filter: { user?: string; states?: JobState[] }, after: number, limit: number): { records: JobRecord[]; next: number | null } => {
-    const wanted = (r: JobRecord) => r.id > after && (filter.user === undefined || r.user === filter.user) && (filter.states === undefined || filter.states.includes(r.state));
-    const active = [...engine.active.values()].filter(wanted).sort((a, b) => a.id - b.id).slice(0, limit + 1);
+    const wanted = (r: JobRecord) => r.id > after && (filter.user === undefined || r.user === filter.user);
+    const active = engine.active.inStates(filter.states).filter(wanted).sort((a, b) => a.id - b.id).slice(0, limit + 1);
     const finished = filter.states === undefined ? [...finishedStates] : filter.states.filter((state) => finishedStates.includes(state));
     const ended = finished.length === 0 ? [] : store.jobs({
       user: filter.user, states: finished, endedSinceMs: Date.now() - config.keepFinishedSeconds * 1000, afterId: after, limit: limit + 1,

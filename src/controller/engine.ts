@@ -254,8 +254,28 @@ class ActiveJobs extends Map<JobId, JobRecord> {
   version = 0;
   /** PENDING jobs by user, kept with every change (the per-user cap is checked on each submission). */
   private readonly pending = new Map<string, number>();
+  /** The ids in each state, kept with every change: a listing of running jobs need not walk a queue of 50,000. */
+  private readonly byState = new Map<JobState, Set<JobId>>();
+
   pendingOf(user: string): number {
     return this.pending.get(user) ?? 0;
+  }
+
+  /** The jobs in these states (all of them without states), in no particular order. */
+  inStates(states: readonly JobState[] | undefined): JobRecord[] {
+    if (states === undefined) return [...this.values()];
+    const records: JobRecord[] = [];
+    for (const state of new Set(states)) for (const id of this.byState.get(state) ?? []) records.push(super.get(id)!);
+    return records;
+  }
+
+  private index(id: JobId, before: JobRecord | undefined, after: JobRecord | undefined): void {
+    if (before?.state === after?.state) return;
+    if (before !== undefined) this.byState.get(before.state)?.delete(id);
+    if (after === undefined) return;
+    let ids = this.byState.get(after.state);
+    if (ids === undefined) this.byState.set(after.state, ids = new Set());
+    ids.add(id);
   }
 
   private countPending(record: JobRecord | undefined, by: 1 | -1): void {
@@ -268,8 +288,10 @@ class ActiveJobs extends Map<JobId, JobRecord> {
   override set(id: JobId, record: JobRecord): this {
     this.version++;
     // Map's constructor calls set before the fields above exist; it is never given entries here.
-    this.countPending(super.get(id), -1);
+    const before = super.get(id);
+    this.countPending(before, -1);
     this.countPending(record, 1);
+    this.index(id, before, record);
     const request = record.request as { submitEnv?: unknown };
     if (request.submitEnv === undefined) return super.set(id, record);
     const { submitEnv: _environment, ...slim } = request;
@@ -278,8 +300,17 @@ class ActiveJobs extends Map<JobId, JobRecord> {
 
   override delete(id: JobId): boolean {
     this.version++;
-    this.countPending(super.get(id), -1);
+    const before = super.get(id);
+    this.countPending(before, -1);
+    this.index(id, before, undefined);
     return super.delete(id);
+  }
+
+  override clear(): void {
+    this.version++;
+    this.pending.clear();
+    this.byState.clear();
+    super.clear();
   }
 }
 
