@@ -172,6 +172,9 @@ if (process.env[CHILD_ENV] !== undefined) {
       const late = store.durable();
       store.close();
       await assert.rejects(late, /closed before its last commits were synced/);
+      // Asked after the close, with the same commit still unsynced: refused too, never left waiting.
+      await assert.rejects(store.durable(), /closed before its last commits were synced/);
+      await assert.rejects(store.durable({ now: true }), /closed before its last commits were synced/);
     });
 
     for (const [where, syncInPlaceBelowMs] of [['in place', undefined], ['on the thread pool', 0]] as const) it(`after one failed sync (${where}) nothing is acknowledged again, even if a later sync would succeed`, async () => {

@@ -265,7 +265,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
 
   // Group commit: one transaction and one sync for every submission that arrived while the previous batch
-  // was being stored (engine.acceptEach, then durable()). Each submission is checked on its own before it
+  // was being stored (engine.acceptEach, then durable({ now: true })). Each submission is checked on its own before it
   // joins a batch, and answered on its own once the batch is on the disk: one that is refused (or that the
   // engine refuses at the commit) never fails the others committed with it.
   let batch: (Submission & { resolve: (id: JobId) => void; reject: (e: Error) => void })[] = [];
@@ -290,7 +290,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     kick();
     try {
-      // A failed sync stops the controller (durable above); nothing of the batch is acknowledged.
+      // A failed sync stops the controller (the durable wrapper above); nothing of the batch is acknowledged.
+      // (Start orders for the batch's jobs wait for the sync too: HttpAgents sends after durable().)
       await durable({ now: true });
     } catch (error) {
       for (const job of jobs) job.reject(error as Error);

@@ -470,6 +470,7 @@ export class Store {
   durable(options: { now?: boolean } = {}): Promise<void> {
     if (this.syncFailure !== null) return Promise.reject(this.syncFailure);
     if (this.durability !== 'barrier' || this.syncedCommits >= this.commits || this.path === ':memory:') return Promise.resolve();
+    if (!this.db.open) return Promise.reject(new StoreError(this.path, 'the store was closed before its last commits were synced'));
     const promise = new Promise<void>((resolve, reject) => {
       this.syncWaiters.push({ commits: this.commits, resolve, reject });
       this.syncNext();
