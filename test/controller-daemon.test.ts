@@ -87,6 +87,13 @@ describe('controller daemon', { skip: notRootReason }, () => {
       await alice.post('/jobs', { spec: { ...spec, name: 'first', timeLimitSeconds: 600 } });
       await bob.post('/jobs', { spec: { ...spec, name: 'second', nodes: { min: 1 }, memoryMiB: 1024 } });
       await alice.post('/jobs', { spec: { ...spec, name: 'third', workingDir: '/tmp' } });
+      // A job gets its first planned start at the first pass after it is queued (passes run at most every
+      // 10 ms, so the answer to its submission can come first): wait for those, so that no pass falls
+      // between the two listings compared below.
+      for (let i = 0; i < 100; i++) {
+        if ((await alice.get<{ jobs: ApiJob[] }>('/jobs')).jobs.every((job) => job.plannedStart !== null)) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       for (const long of [false, true]) {
         const [answer, jobs] = await Promise.all([alice.get<ApiQueue>(`/queue${long ? '?long=1' : ''}`), alice.get<{ jobs: ApiJob[] }>('/jobs').then((page) => page.jobs)]);
         const queue = unpackQueue(answer);
