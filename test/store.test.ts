@@ -210,15 +210,16 @@ if (process.env[CHILD_ENV] !== undefined) {
   });
 
   describe('store: where the barrier syncs', () => {
+    /** `count` commits in one turn of the event loop, each followed by durable(); resolves once all are synced. */
+    const commitsOfOneTurn = (store: Store, count: number) => Promise.all(Array.from({ length: count }, (_, i) => {
+      store.submit(newJob(`j${i}`), T0 + i);
+      return store.durable();
+    }));
+
     it('on a quick disk, every commit of one turn of the event loop shares one sync, on the calling thread', async () => {
       const store = openStore(freshPath());
       try {
-        const waits: Promise<void>[] = [];
-        for (let i = 0; i < 5; i++) {
-          store.submit(newJob(`j${i}`), T0 + i);
-          waits.push(store.durable());
-        }
-        await Promise.all(waits);
+        await commitsOfOneTurn(store, 5);
         assert.deepEqual([store.syncs, store.syncsInPlace], [1, 1]);
         store.submit(newJob('next'), T0 + 10);
         await store.durable();
@@ -231,12 +232,7 @@ if (process.env[CHILD_ENV] !== undefined) {
     it('with syncInPlaceBelowMs 0 every sync runs on the thread pool, and one serves the commits made before it began', async () => {
       const store = openStore(freshPath(), { syncInPlaceBelowMs: 0 });
       try {
-        const waits: Promise<void>[] = [];
-        for (let i = 0; i < 5; i++) {
-          store.submit(newJob(`j${i}`), T0 + i);
-          waits.push(store.durable());
-        }
-        await Promise.all(waits);
+        await commitsOfOneTurn(store, 5);
         assert.equal(store.syncsInPlace, 0);
         assert.ok(store.syncs >= 1 && store.syncs <= 2, `5 commits in one turn took ${store.syncs} syncs (expected the first, then one for the rest)`);
       } finally {

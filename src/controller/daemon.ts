@@ -276,8 +276,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const flush = async () => {
     const jobs = batch;
     batch = [];
-    storingByUser = batchedByUser;
-    batchedByUser = new Map();
+    batchedByUser.clear(); // queued by acceptEach (engine.pendingOf counts them), or not stored
     let outcomes;
     try {
       outcomes = engine.acceptEach(jobs);
@@ -285,8 +284,6 @@ export async function startController(options: ControllerOptions): Promise<Runni
       // The transaction failed as a whole (the disk): nothing of this batch is stored.
       for (const job of jobs) job.reject(error as Error);
       return;
-    } finally {
-      storingByUser = new Map(); // queued now (engine.pendingOf counts them), or not stored
     }
     kick();
     try {
@@ -322,11 +319,10 @@ export async function startController(options: ControllerOptions): Promise<Runni
       else delay = setTimeout(flushNext, COMMIT_DELAY_MS);
     });
   };
-  // Per-user caps: pending jobs include those accepted into the batch but not yet committed, and those
-  // of the batch being stored, so a burst that lands in one batch cannot pass the cap.
+  // Per-user caps: pending jobs include those accepted into the batch but not yet committed, so a
+  // burst that lands in one batch cannot pass the cap.
   const limits = new SubmitLimits(() => engine.config);
-  let batchedByUser = new Map<string, number>();
-  let storingByUser = new Map<string, number>();
+  const batchedByUser = new Map<string, number>();
   /** Submissions whose key is in a batch not yet answered: a retry that arrives meanwhile waits for the same answer. */
   const keysInFlight = new Map<string, Promise<JobId>>();
   const submitOne = (submission: Submission): Promise<JobId> => {
@@ -340,7 +336,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     const answer = new Promise<JobId>((resolve, reject) => {
       try {
-        limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0) + (storingByUser.get(user) ?? 0), taskCount(submission.spec, engine.config));
+        limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0), taskCount(submission.spec, engine.config));
       } catch (error) {
         return reject(error);
       }

@@ -20,7 +20,7 @@ import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { parseMailType, parseMailUser } from '../jobspec/values.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
-import type { Store, Submission as StoreSubmission, SubmittedRecord } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray, withArrayEnvironment } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
@@ -220,20 +220,6 @@ export interface Submission {
 /** One submission's outcome in a batch: its id (`replayed`: a retry of a key already stored), or why it was refused. */
 export type Accepted = { readonly id: JobId; readonly replayed: boolean } | { readonly refused: SubmitRefused };
 
-/** A batch checked by acceptEach's first half, for its second once stored. */
-interface PreparedBatch {
-  /** Decided already: refused, replayed; the rest once stored. */
-  readonly outcomes: (Accepted | undefined)[];
-  readonly admitted: readonly { index: number; submission: Submission; spec: JobSpec; admission?: DeadlineAdmission }[];
-  /** One per stored job (an array's tasks each): its admitted submission and whether it is the first of it. */
-  readonly expanded: readonly { position: number; spec: JobSpec; first: boolean }[];
-  /** What the store is given, one per expanded entry. */
-  readonly rows: readonly StoreSubmission[];
-  /** A submission whose key came earlier in the batch, answered with the first one's id. */
-  readonly sameKey: readonly { index: number; first: number }[];
-  readonly nowMs: number;
-}
-
 /** Above every partition priority: an immediate interactive job is first in the queue. */
 const INTERACTIVE_PRIORITY = 1_000_000_000;
 /** How long past the victims' checkpoints an interactive job may take to start. */
@@ -304,13 +290,6 @@ class ActiveJobs extends Map<JobId, JobRecord> {
     this.countPending(before, -1);
     this.index(id, before, undefined);
     return super.delete(id);
-  }
-
-  override clear(): void {
-    this.version++;
-    this.pending.clear();
-    this.byState.clear();
-    super.clear();
   }
 }
 
@@ -871,16 +850,10 @@ export class ControllerEngine {
    * Commits a batch (one transaction) and queues it, each submission on its
    * own: one the cluster cannot take is refused before the commit without
    * failing the others; a key already stored answers its first job
-   * (`replayed`), never a second one. Returns once committed: answer after
-   * `durable()`.
+   * (`replayed`), never a second one. Returns once committed: the daemon
+   * answers after `durable()`.
    */
   acceptEach(jobs: readonly Submission[]): Accepted[] {
-    const batch = this.prepareBatch(jobs);
-    return this.queueBatch(batch, this.store.submitRecords(batch.rows, batch.nowMs));
-  }
-
-  /** acceptEach's checks, before anything is stored: the outcomes of refused submissions and the store's rows of the others. */
-  private prepareBatch(jobs: readonly Submission[]): PreparedBatch {
     const outcomes: (Accepted | undefined)[] = jobs.map(() => undefined);
     const admitted: { index: number; submission: Submission; spec: JobSpec; admission?: DeadlineAdmission }[] = [];
     // The jobs admitted ahead in this batch, as the core will see them: made only for a deadline check (most batches have none).
@@ -934,23 +907,21 @@ export class ControllerEngine {
     });
     const nowMs = this.clockMs();
     // An array's tasks are stored one job each, in order and in this one transaction (src/controller/arrays.ts).
-    const expanded = admitted.flatMap((entry, position) => expandArray(entry.spec).map((spec, task) => ({ position, spec, first: task === 0 })));
-    const rows = expanded.map(({ position, spec, first }): StoreSubmission => {
-      const { submission: { user, uid, idempotencyKey }, admission } = admitted[position];
-      return {
-        user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
-        // The verified uid rides in the stored request (no schema change); only the start order reads it.
-        script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), spec.deadline === undefined ? undefined : admission?.guaranteed),
-        ...(first ? { idempotencyKey } : {}),
-      };
-    });
-    return { outcomes, admitted, expanded, rows, sameKey, nowMs };
-  }
-
-  /** acceptEach's second half, once the batch is stored: each record queued, each submission's outcome. */
-  private queueBatch({ outcomes, admitted, expanded, sameKey, nowMs }: PreparedBatch, records: readonly SubmittedRecord[]): Accepted[] {
+    const rows = admitted.flatMap((entry, position) => expandArray(entry.spec).map((spec, task) => ({ position, spec, first: task === 0 })));
+    const records = this.store.submitRecords(
+      rows.map(({ position, spec, first }) => {
+        const { submission: { user, uid, idempotencyKey }, admission } = admitted[position];
+        return {
+          user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
+          // The verified uid rides in the stored request (no schema change); only the start order reads it.
+          script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), spec.deadline === undefined ? undefined : admission?.guaranteed),
+          ...(first ? { idempotencyKey } : {}),
+        };
+      }),
+      nowMs,
+    );
     records.forEach((record, row) => {
-      const { position, first } = expanded[row];
+      const { position, first } = rows[row];
       const { index } = admitted[position];
       if (record.replayed) {
         outcomes[index] = { id: record.id, replayed: true };

@@ -12,12 +12,11 @@ import type { Database as Connection, Statement } from 'better-sqlite3';
 import type { JobId } from '../core/types.js';
 import { isAlive } from '../os/processes.js';
 import {
-  applyEvent, replay,
+  applyEvent, replay, submittedEvent,
   type EpochMs, type JobRecord, type JobState, type JsonValue, type NewJob, type StoredJobEvent, type TransitionEvent,
 } from './events.js';
 import { ACCOUNTING_COLUMNS, ACCOUNTING_FIELDS, accountingRow, eventPayload, JOB_COLUMNS, recordToRow, rowToEvent, rowToRecord, SELECT_JOBS, type AccountingRow, type EventRow, type JoinedJobRow } from './rows.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION, schemaVersionOf } from './schema.js';
-import { INSERT_JOB, insertSubmissions, submissionDraft, submissionStatements, type Inserted, type Submission, type SubmissionDraft, type SubmissionStatements } from './submissions.js';
 
 /** A problem with the database file itself; the message names the file and the fix. */
 export class StoreError extends Error {
@@ -88,7 +87,8 @@ export interface AccountingQuery {
   readonly limit?: number;
 }
 
-export type { Submission } from './submissions.js';
+/** A submission: the job, and optionally the client's key for retrying it safely. */
+export type Submission = NewJob & { readonly idempotencyKey?: string };
 
 /** What submitRecords answers per submission: the new job's record, or (`replayed`) the job its key created before. */
 export type SubmittedRecord = JobRecord & { readonly replayed?: true };
@@ -98,7 +98,9 @@ export interface JobTransition {
   readonly event: TransitionEvent;
 }
 
+const INSERT_JOB = `INSERT INTO jobs (${JOB_COLUMNS.join(', ')}) VALUES (${JOB_COLUMNS.map((c) => `@${c}`).join(', ')})`;
 const UPDATE_JOB = `UPDATE jobs SET ${JOB_COLUMNS.filter((c) => c !== 'id').map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`;
+const INSERT_EVENT = 'INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (?, ?, ?, ?, ?)';
 
 /** Recomputes every jobs row from job_events; runs inside the caller's transaction. */
 function rebuildRows(db: Connection): number {
@@ -145,14 +147,16 @@ function checkTime(path: string, atMs: EpochMs): void {
 }
 
 export class Store {
-  /** The statements that insert submissions (submissions.ts); insertEvent and selectKey serve other methods too. */
-  private readonly inserts: SubmissionStatements;
+  private readonly insertJob: Statement;
   private readonly updateJob: Statement;
+  private readonly insertEvent: Statement;
   private readonly selectJob: Statement;
   private readonly selectEvents: Statement;
   private readonly selectPending: Statement;
   private readonly selectRunning: Statement;
   private readonly selectFinishedBefore: Statement;
+  private readonly selectKey: Statement;
+  private readonly insertKey: Statement;
   private readonly deleteKeysBefore: Statement;
   private readonly filterStatements = new Map<string, Statement>();
   /** Told of every event once its transaction has committed, with the job's record after it (the event log). */
@@ -180,13 +184,16 @@ export class Store {
     readonly path: string, private readonly db: Connection, readonly durability: Durability = 'barrier',
     private readonly syncInPlaceBelowMs = SYNC_IN_PLACE_BELOW_MS,
   ) {
-    this.inserts = submissionStatements(db);
+    this.insertJob = db.prepare(INSERT_JOB);
     this.updateJob = db.prepare(UPDATE_JOB);
+    this.insertEvent = db.prepare(INSERT_EVENT);
     this.selectJob = db.prepare(`${SELECT_JOBS} WHERE jobs.id = ?`);
     this.selectEvents = db.prepare('SELECT job_id, seq, time_ms, type, payload FROM job_events WHERE job_id = ? ORDER BY seq');
     this.selectPending = db.prepare(`${SELECT_JOBS} WHERE jobs.state = 'PENDING' ORDER BY jobs.submit_time_ms, jobs.id`);
     this.selectRunning = db.prepare(`${SELECT_JOBS} WHERE jobs.state IN ('RUNNING', 'COMPLETING', 'SUSPENDED') ORDER BY jobs.start_time_ms, jobs.id`);
     this.selectFinishedBefore = db.prepare(`${SELECT_JOBS} WHERE jobs.end_time_ms < ? ORDER BY jobs.end_time_ms, jobs.id`);
+    this.selectKey = db.prepare('SELECT job_id FROM idempotency_keys WHERE user_name = ? AND key = ?').pluck();
+    this.insertKey = db.prepare('INSERT INTO idempotency_keys (user_name, key, job_id, created_ms) VALUES (?, ?, ?, ?)');
     this.deleteKeysBefore = db.prepare('DELETE FROM idempotency_keys WHERE created_ms < ?');
   }
 
@@ -221,24 +228,28 @@ export class Store {
    */
   submitRecords(jobs: readonly Submission[], atMs: EpochMs): SubmittedRecord[] {
     checkTime(this.path, atMs);
-    const drafts = jobs.map((job) => submissionDraft(job, atMs));
-    return this.write(() => this.submitted(drafts, insertSubmissions(this.inserts, drafts, atMs), atMs));
-  }
-
-  /** The records of inserted drafts (queued for the committed listeners); a replayed key reads its job. */
-  private submitted(drafts: readonly SubmissionDraft[], inserted: readonly Inserted[], atMs: EpochMs): SubmittedRecord[] {
-    return drafts.map(({ event, provisional }, index): SubmittedRecord => {
-      const answer = inserted[index];
-      if ('earlier' in answer) return { ...this.job(answer.earlier)!, replayed: true };
-      const record = { ...provisional, id: answer.id };
-      if (this.committedListeners.length > 0) this.committed.push([{ jobId: answer.id, seq: 1, timeMs: atMs, event }, record]);
-      return record;
-    });
+    return this.write(() =>
+      jobs.map((job): SubmittedRecord => {
+        if (job.idempotencyKey !== undefined) {
+          const earlier = this.selectKey.get(job.user, job.idempotencyKey) as number | undefined;
+          if (earlier !== undefined) return { ...this.job(earlier as JobId)!, replayed: true };
+        }
+        // The row is built by the same fold as replay, so row == replay(log) by construction;
+        // the id is SQLite's next one, so the fold runs with a placeholder.
+        const event = submittedEvent(job);
+        const provisional = applyEvent(undefined, { jobId: 0 as JobId, seq: 1, timeMs: atMs, event });
+        const id = Number(this.insertJob.run({ ...recordToRow(provisional), id: null }).lastInsertRowid) as JobId;
+        this.insertEvent.run(id, 1, atMs, event.type, eventPayload(event));
+        if (this.committedListeners.length > 0) this.committed.push([{ jobId: id, seq: 1, timeMs: atMs, event }, { ...provisional, id }]);
+        if (job.idempotencyKey !== undefined) this.insertKey.run(job.user, job.idempotencyKey, id, atMs);
+        return { ...provisional, id };
+      }),
+    );
   }
 
   /** The job a user's idempotency key created, if it is still remembered. */
   jobForKey(user: string, key: string): JobId | undefined {
-    return this.inserts.selectKey.get(user, key) as JobId | undefined;
+    return this.selectKey.get(user, key) as JobId | undefined;
   }
 
   /** Forgets keys older than `cutoffMs` (a retry comes within seconds; a day is kept). Returns how many. */
@@ -263,7 +274,7 @@ export class Store {
         const current = latest.get(jobId) ?? this.job(jobId);
         if (current === undefined) throw new StoreError(this.path, `job ${jobId} does not exist`);
         const next = applyEvent(current, { jobId, seq: current.lastSeq + 1, timeMs: atMs, event });
-        this.inserts.insertEvent.run(jobId, next.lastSeq, atMs, event.type, eventPayload(event));
+        this.insertEvent.run(jobId, next.lastSeq, atMs, event.type, eventPayload(event));
         this.updateJob.run(recordToRow(next));
         if (this.committedListeners.length > 0) this.committed.push([{ jobId, seq: next.lastSeq, timeMs: atMs, event }, next]);
         latest.set(jobId, next);
@@ -437,12 +448,6 @@ export class Store {
       throw error;
     }
     this.commits++;
-    this.tellCommitted();
-    return result;
-  }
-
-  /** Tells the committed listeners of the events committed since the last call. */
-  private tellCommitted(): void {
     const committed = this.committed;
     this.committed = [];
     for (const [stored, record] of committed) {
@@ -454,6 +459,7 @@ export class Store {
         }
       }
     }
+    return result;
   }
 
   /**
@@ -503,7 +509,6 @@ export class Store {
   /** The sync of the commits made so far, on this thread (the end of a turn of the event loop: syncNext). */
   private syncInPlace(): void {
     this.syncDue = null;
-    if (!this.db.open) return; // closed meanwhile: close() refused the waiters
     const fd = this.walFd ?? this.openWal();
     if (fd === null) return;
     const through = this.commits;
