@@ -10,9 +10,11 @@
 // the functions that command runs (about 10 ms of `taras submit`). Node 20
 // has no compile cache of its own (module.enableCompileCache came with Node
 // 22); this one works as Node's does:
-// - the file name carries a CRC-32 of the code and of the install's path, so a
-//   rebuilt or edited CLI never meets an old cache, and two installs never
-//   delete each other's;
+// - the file name carries a CRC-32 of the install's path and one of the
+//   bundle's identity (device, inode, size and modification time to the
+//   nanosecond, as Python's .pyc files do), so a rebuilt or edited CLI never
+//   meets an old cache, and two installs never delete each other's (hashing
+//   the code itself cost every command 2 to 3 ms);
 // - each file starts with a CRC-32 of its data, checked before V8 sees it (V8
 //   itself checks only a header, and damaged code data can crash it);
 // - a cache is used only from a folder and a file that belong to the user
@@ -71,7 +73,14 @@ const cache = (() => {
   const command = first !== undefined && /^[a-z]{1,16}$/.test(first) ? first : 'other';
   const install = hex(crc32(file));
   const folder = path.join(root, 'taras');
-  return { root, folder, install, path: path.join(folder, `cli-${install}-${hex(crc32(code))}-${process.version}-${process.arch}-${command}.v8`) };
+  let build;
+  try {
+    const stats = fs.statSync(file, { bigint: true });
+    build = hex(crc32(`${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`));
+  } catch {
+    return undefined;
+  }
+  return { root, folder, install, path: path.join(folder, `cli-${install}-${build}-${process.version}-${process.arch}-${command}.v8`) };
 })();
 
 /** The cached code data, if there is one we may trust; undefined otherwise. */

@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -120,16 +120,33 @@ describe('bin/taras.js: the code cache', () => {
     assert.deepEqual([second.code, second.stdout], [0, plain.stdout]);
     assert.equal(statSync(file).mtimeMs, written.mtimeMs);
 
+    // The name follows the bundle's identity and modification time, not its bytes: a bundle changed
+    // in place (as an edit of the same length would be) never meets the old cache, which goes.
+    const { atime, mtime } = statSync(bundle);
+    utimesSync(bundle, atime, new Date(mtime.getTime() + 1000));
+    let current: string;
+    try {
+      assert.equal(taras(['submit', '--help'], { XDG_CACHE_HOME: home }).code, 0);
+      [current] = cachesOf(home, 'submit').filter((n) => n !== otherInstall);
+      assert.notEqual(current, name);
+      assert.deepEqual(cachesOf(home, 'submit').sort(), [current, otherInstall].sort());
+    } finally {
+      utimesSync(bundle, atime, mtime);
+    }
+    assert.equal(taras(['submit', '--help'], { XDG_CACHE_HOME: home }).code, 0);
+    [current] = cachesOf(home, 'submit').filter((n) => n !== otherInstall);
+    const currentFile = join(home, 'taras', current);
+
     // Another command gets its own. Damage in the middle of the code data (which V8 would run,
     // or crash on) fails the file's own checksum: the command runs as usual and writes it anew.
     assert.equal(taras(['queue', '--help'], { XDG_CACHE_HOME: home }).code, 0);
     assert.equal(cachesOf(home, 'queue').length, 1);
-    const bytes = readFileSync(file);
+    const bytes = readFileSync(currentFile);
     bytes.fill(0x5a, bytes.length >> 1, (bytes.length >> 1) + 8);
-    writeFileSync(file, bytes);
+    writeFileSync(currentFile, bytes);
     const damaged = taras(['submit', '--help'], { XDG_CACHE_HOME: home });
     assert.deepEqual([damaged.code, damaged.stdout, damaged.stderr], [0, plain.stdout, '']);
-    assert.notDeepEqual(readFileSync(file), bytes);
+    assert.notDeepEqual(readFileSync(currentFile), bytes);
     assert.equal(taras(['submit', '--help'], { XDG_CACHE_HOME: home }).code, 0);
   });
 
@@ -148,6 +165,18 @@ describe('bin/taras.js: the code cache', () => {
     chmodSync(join(home, 'taras'), 0o777);
     assert.equal(taras(['jobid'], { XDG_CACHE_HOME: home, TARAS_JOB_ID: '7' }).stdout, '7\n');
     assert.deepEqual(readdirSync(join(home, 'taras')), []);
+  });
+});
+
+describe('bin/taras.js: what a command loads', () => {
+  it('a command that needs no controller loads neither node:child_process nor node:http (nor, through commander, anything to spawn)', () => {
+    // process.moduleLoadList names every Node built-in the process loaded, read at exit by a preloaded file.
+    const probe = join(work, 'loaded.cjs');
+    writeFileSync(probe, "process.on('exit', () => process.stderr.write(JSON.stringify(process.moduleLoadList.filter((m) => /child_process|http/.test(m)))));\n");
+    const run = spawnSync(process.execPath, ['--require', probe, join(root, 'bin/taras.js'), 'jobid'], {
+      cwd: work, encoding: 'utf8', env: { ...process.env, TARAS_JOB_ID: '7', TARAS_CLI_CACHE: 'off' },
+    });
+    assert.deepEqual([run.status, run.stdout, JSON.parse(run.stderr)], [0, '7\n', []]);
   });
 });
 

@@ -7,7 +7,6 @@
 // Debian package are run with fixed arguments and a clean environment, the
 // payload and credential on stdin. Nothing runs at import.
 
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 
 /** The request header that carries the credential. */
@@ -62,7 +61,10 @@ interface Run {
   spawnError?: NodeJS.ErrnoException;
 }
 
-function run(command: string, args: readonly string[], input: string): Promise<Run> {
+async function run(command: string, args: readonly string[], input: string): Promise<Run> {
+  // Loaded on first use: a CLI command on the local socket never runs munge, and node:child_process
+  // costs every command a few milliseconds to load.
+  const { spawn } = await import('node:child_process');
   return new Promise((resolve) => {
     const child = spawn(command, args, { env: CLEAN_ENV, stdio: ['pipe', 'pipe', 'pipe'], timeout: TIMEOUT_MS });
     const out: Buffer[] = [];
