@@ -67,7 +67,7 @@ let abandoning = false;
 function removeWork(): void {
   try {
     // A job's supervisor may still write its output file for a moment after its agent is gone.
-    rmSync(work, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    rmSync(work, { recursive: true, force: true, maxRetries: 30, retryDelay: 100 });
   } catch (error) {
     say(`could not remove ${work}: ${(error as Error).message}`);
   }
