@@ -897,8 +897,7 @@ export class ControllerEngine {
           }
         }
         // The jobs admitted ahead of it in this batch count in the next one's deadline check.
-        const checked = spec;
-        if (this.scheduler.plansOnNodes) drafts.push(() => this.coreRequest(this.draftRecord(checked, DRAFT_ID - jobs.length + index, submission.uid, admission?.guaranteed)));
+        if (this.scheduler.plansOnNodes) drafts.push(() => this.coreRequest(this.draftRecord(spec, DRAFT_ID - jobs.length + index, submission.uid, admission?.guaranteed)));
         admitted.push({ index, submission, spec, admission });
       } catch (error) {
         if (!(error instanceof SubmitRefused)) throw error;

@@ -477,14 +477,13 @@ export class Store {
     if (this.syncFailure !== null) return Promise.reject(this.syncFailure);
     if (this.durability !== 'barrier' || this.syncedCommits >= this.commits || this.path === ':memory:') return Promise.resolve();
     if (!this.db.open) return Promise.reject(new StoreError(this.path, 'the store was closed before its last commits were synced'));
-    const promise = new Promise<void>((resolve, reject) => {
-      this.syncWaiters.push({ commits: this.commits, resolve, reject });
-      this.syncNext();
-    });
+    const promise = new Promise<void>((resolve, reject) => this.syncWaiters.push({ commits: this.commits, resolve, reject }));
     // `now`: the caller has made the turn's last commit, so an in-place sync need not wait for the end of the turn.
-    if (options.now === true && this.syncDue !== null) {
-      clearImmediate(this.syncDue);
+    if (options.now === true && !this.syncing && this.syncAverageMs < this.syncInPlaceBelowMs) {
+      if (this.syncDue !== null) clearImmediate(this.syncDue);
       this.syncInPlace();
+    } else {
+      this.syncNext();
     }
     return promise;
   }
