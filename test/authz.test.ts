@@ -14,6 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { ApiJob, ApiJobWithEvents } from '../src/api/types.js';
 import { readClusterConfig } from '../src/config/load.js';
+import { publicJob, publicReason } from '../src/controller/authz.js';
 import { startController, type RunningController } from '../src/controller/daemon.js';
 import { ApiRequestError, createApiClient } from '../src/net/client.js';
 import { runAs } from './auth-helpers.js';
@@ -42,6 +43,18 @@ memory = "1G"
 name = "batch"
 nodes = "ALL"
 `;
+
+describe('what others see of a job', () => {
+  it('no reason once the job ran (the agent\'s failure reasons name its paths); a pending one\'s with paths hidden', () => {
+    const failed = { id: 7, user: 'alice', state: 'FAILED', reason: 'output file /home/alice/secret/out.txt is a FIFO', workingDir: '/home/alice/secret', stdoutPath: '/home/alice/secret/out.txt', stderrPath: null } as unknown as ApiJob;
+    const shown = publicJob(failed);
+    assert.deepEqual([shown.reason, shown.workingDir, shown.stdoutPath], [null, null, null]);
+    assert.doesNotMatch(JSON.stringify(shown), /secret/);
+    assert.equal(publicReason('PENDING', 'Resources'), 'Resources');
+    assert.equal(publicReason('PENDING', 'requeued: working directory /home/alice/secret is not accessible'), 'requeued: working directory (path hidden) is not accessible');
+    assert.equal(publicReason('COMPLETED', null), null);
+  });
+});
 
 describe('authorisation with real users and the CLI', { skip: notRootReason }, () => {
   let controller: RunningController;

@@ -5,7 +5,7 @@
 import { withController } from './daemon-process.js';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -23,6 +23,21 @@ after(() => rmSync(work, { recursive: true, force: true }));
 const lines = (path: string) => readFileSync(path, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
 
 describe('event log', () => {
+  it('is readable by its owner only (0600), whatever the umask; a file left 0644 is narrowed', () => {
+    const path = join(work, 'private', 'events.log');
+    const umask = process.umask(0o022);
+    try {
+      const log = new EventLog({ path, kinds: ['submit'], maxBytes: 1024 * 1024, keep: 2 });
+      log.close();
+      assert.equal(statSync(path).mode & 0o777, 0o600);
+      chmodSync(path, 0o644); // as an older Taras left it
+      new EventLog({ path, kinds: ['submit'], maxBytes: 1024 * 1024, keep: 2 }).close();
+      assert.equal(statSync(path).mode & 0o777, 0o600);
+    } finally {
+      process.umask(umask);
+    }
+  });
+
   it('writes startup, submit, remove and shutdown as JSON lines, and only the kinds asked for', async () => {
     const file = join(work, 'cluster.toml');
     writeFileSync(file, `[cluster]\nname = "ev"\ndata_dir = "data"\nevent_log = "events.log"\nevent_log_kinds = ["startup", "submit", "remove", "shutdown"]\n`

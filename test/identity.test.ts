@@ -5,6 +5,7 @@
 // x-taras-user header.
 
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
@@ -287,6 +288,20 @@ describe('MUNGE over TCP against a real munged', { skip: notRootReason || mungeS
     const run = await runAs(carl, [join(root, 'bin/taras.js'), 'submit', '--json', '--controller', controller.url, 'job.sh'], { env: { TARAS_MUNGE_SOCKET: munged.socket } });
     assert.equal(run.status, 0, run.stderr);
     assert.equal(controller.engine().active.get(JSON.parse(run.stdout).id)?.user, carl.name);
+  });
+
+  it('with munged unusable and no token, the CLI says so in one line (no stack trace)', async () => {
+    const notASocket = join(tmpdir(), `taras-not-munge-${randomBytes(4).toString('hex')}`);
+    writeFileSync(notASocket, '', { mode: 0o644 });
+    try {
+      const run = await runAs(carl, [join(root, 'bin/taras.js'), 'queue', '--controller', controller.url], { env: { TARAS_MUNGE_SOCKET: notASocket } });
+      assert.equal(run.status, 1, run.stderr);
+      assert.match(run.stderr, /^error: .*munge/i);
+      assert.equal(run.stderr.trimEnd().split('\n').length, 1, run.stderr);
+      assert.doesNotMatch(run.stderr, /\n\s+at /);
+    } finally {
+      rmSync(notASocket, { force: true });
+    }
   });
 
   it('a credential is good once, for its own request, restricted to the controller\'s uid', async () => {

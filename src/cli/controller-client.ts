@@ -178,6 +178,8 @@ export async function withClient<T>(flag: string | undefined, run: (api: ApiClie
     const { ApiRequestError, ControllerUnreachableError } = await import('../net/client.js');
     if (error instanceof ControllerUnreachableError) fail(`error: ${error.message}`, 1);
     if (error instanceof ApiRequestError) fail(`error: ${error.error}${error.fix ? ` (${error.fix})` : ''}`, error.status === 400 ? 2 : 1);
+    // munged unusable and no other way to say who the caller is (munge.ts: the message names the problem and the fix).
+    if (error instanceof Error && error.name === 'MungeError') fail(`error: ${error.message} (${(error as Error & { fix: string }).fix})`, 1);
     throw error;
   } finally {
     api.close();

@@ -56,9 +56,19 @@ export function isAdmin(caller: Caller | null, admins: readonly string[]): boole
 /** Whether the caller may see and act on a job of `owner`. */
 export const mayActOn = (caller: Caller, admin: boolean, owner: string): boolean => admin || caller.user === owner;
 
+/**
+ * What others see of a job's reason: a pending job's (why it waits, as squeue shows everyone), with
+ * anything that looks like a path hidden; none once it ran, since the agent's failure reasons name the
+ * owner's working directory and output files.
+ */
+export function publicReason(state: string, reason: string | null): string | null {
+  if (reason === null || state !== 'PENDING') return null;
+  return reason.replace(/\/\S*/g, '(path hidden)');
+}
+
 /** A job as someone other than its owner (and not an administrator) sees it: the queue's facts, no paths. */
 export function publicJob<T extends ApiJob>(job: T): T {
-  const shown = { ...job, workingDir: null, stdoutPath: null, stderrPath: null };
+  const shown = { ...job, workingDir: null, stdoutPath: null, stderrPath: null, reason: publicReason(job.state, job.reason) };
   if ('events' in job) {
     (shown as unknown as ApiJobWithEvents).events = (job as unknown as ApiJobWithEvents).events.map(({ time, type }) => ({ time, type, detail: {} }));
   }

@@ -5,7 +5,7 @@
 // Job events come from the store once committed; startup, shutdown and
 // errors from the daemon.
 
-import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import type { EventKind, EventLogSettings } from '../config/cluster.js';
 import type { JobRecord, StoredJobEvent } from '../store/events.js';
@@ -60,6 +60,8 @@ export function jobEntry(stored: StoredJobEvent, record: JobRecord): { kind: Eve
   }
 }
 
+const EVENT_LOG_MODE = 0o600;
+
 /** A size-rotated file under pino (sync writes: an entry is on its way to the disk when record returns). */
 export class EventLog {
   private readonly destination: ReturnType<typeof pino.destination>;
@@ -69,7 +71,10 @@ export class EventLog {
 
   constructor(private readonly settings: EventLogSettings, private readonly complain: (line: string) => void = () => {}) {
     this.kinds = new Set(settings.kinds);
-    this.destination = pino.destination({ dest: settings.path, sync: true, mkdir: true });
+    // Owner only, as the database: entries name users' jobs, scripts and why they ended. A file
+    // left by an older Taras (0644) is narrowed; rotated files keep the mode.
+    this.destination = pino.destination({ dest: settings.path, sync: true, mkdir: true, mode: EVENT_LOG_MODE });
+    chmodSync(settings.path, EVENT_LOG_MODE);
     this.size = existsSync(settings.path) ? statSync(settings.path).size : 0;
     const counting = {
       write: (line: string) => {

@@ -1,6 +1,7 @@
 // The controller's answers in the API vocabulary (src/api/types.ts): jobs,
 // nodes, status and "when will it start", built from the engine's state.
 
+import { publicReason } from './authz.js';
 import { holdMark, queueOrderOf, QueuePacker, toOffset, typeLetter, type ApiQueue } from '../api/queue.js';
 import type { ApiDeadline, JobType } from '../api/types.js';
 import type { DeadlineSpec, JobSpec } from '../jobspec/types.js';
@@ -170,7 +171,10 @@ export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[]
         onlyDirsOf === undefined || record.user === onlyDirsOf ? spec.workingDir : '');
     }
     // As apiJob says it (squeue's %R).
-    if (reasons) packer.addReason((record.state === 'PENDING' ? engine.waitingReason(record.id) : undefined) ?? record.reason);
+    if (reasons) {
+      const reason = (record.state === 'PENDING' ? engine.waitingReason(record.id) : undefined) ?? record.reason;
+      packer.addReason(onlyDirsOf === undefined || record.user === onlyDirsOf ? reason : publicReason(record.state, reason));
+    }
   }
   return packer.finish();
 }
