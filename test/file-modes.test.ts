@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { unreachableFolderOf } from '../src/net/private-files.js';
 import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -132,5 +133,34 @@ describe('modes of the files Taras keeps', { skip: notRootReason }, () => {
     assert.match(running.logged(), new RegExp(`tightened database file ${data}/taras.db from mode 0644 to 0600`));
     assert.match(running.logged(), new RegExp(`tightened job directory ${data}/agent/jobs/1.0 from mode 0755 to 0710`));
     await stop(running.child);
+  });
+});
+
+describe('a socket other users cannot reach', () => {
+  const work = mkdtempSync(join(tmpdir(), 'taras-reach-'));
+  after(() => rmSync(work, { recursive: true, force: true }));
+
+  it('names the first folder on the way that others cannot enter', () => {
+    chmodSync(work, 0o755);
+    mkdirSync(join(work, 'home', 'data'), { recursive: true });
+    const socket = join(work, 'home', 'data', 'taras.sock');
+    assert.equal(unreachableFolderOf(socket), null);
+    chmodSync(join(work, 'home'), 0o700);
+    assert.deepEqual(unreachableFolderOf(socket), { folder: join(work, 'home'), mode: 0o700 });
+    chmodSync(join(work, 'home'), 0o711);
+    assert.equal(unreachableFolderOf(socket), null);
+  });
+
+  it('taras up warns at start, naming the folder and the fix, and still starts', async () => {
+    chmodSync(work, 0o755);
+    const home = join(work, 'private-home');
+    mkdirSync(home, { mode: 0o700 });
+    chmodSync(home, 0o700);
+    const running = await up(join(home, 'data'));
+    try {
+      assert.match(running.logged(), new RegExp(`warning: other users cannot reach the socket .*: ${home} is mode 0700 .*chmod o\\+x ${home}`));
+    } finally {
+      await stop(running.child);
+    }
   });
 });

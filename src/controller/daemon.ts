@@ -18,7 +18,7 @@ import { createApiClient, openWebSocket, type ApiClient } from '../net/client.js
 import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { createAuthenticator, HOW_TO_AUTHENTICATE, issueToken, loadOrCreateJwtKey, MAX_TOKEN_SECONDS, type Caller } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
-import { makeFolder, setMode } from '../net/private-files.js';
+import { makeFolder, modeText, setMode, unreachableFolderOf } from '../net/private-files.js';
 import { nativeAddon } from '../net/native.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState, JobRecord } from '../store/events.js';
@@ -200,6 +200,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const { log } = options;
   // Private (every user's scripts are in the database); searchable only when it holds the socket users must reach.
   makeFolder(config.dataDir, dirname(config.socketPath) === config.dataDir ? 0o711 : 0o700, log, 'data folder');
+  const blocked = unreachableFolderOf(config.socketPath);
+  if (blocked !== null) {
+    log(`warning: other users cannot reach the socket ${config.socketPath}: ${blocked.folder} is mode ${modeText(blocked.mode)} (no search permission for others), `
+      + `so their taras has no verified identity; put the data folder (or socket_path in cluster.toml) under a folder everyone can enter, or chmod o+x ${blocked.folder}`);
+  }
   // Before the database is opened: a second controller on it is refused with the first one's pid.
   const lock = lockDataDir(config.dataDir);
   const storePath = join(config.dataDir, 'taras.db');

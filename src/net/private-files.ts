@@ -63,3 +63,24 @@ export function makeFolder(path: string, mode: number, log: (line: string) => vo
   }
   setMode(path, mode, log, what);
 }
+
+/**
+ * The first folder on the way to `path` that users other than its owner
+ * cannot pass (no search permission for others), or null when all can:
+ * a socket meant for every local user is useless behind one (a clone in a
+ * 0700 home, say).
+ */
+export function unreachableFolderOf(path: string): { folder: string; mode: number } | null {
+  const folders: string[] = [];
+  for (let folder = dirname(path); ; folder = dirname(folder)) {
+    folders.unshift(folder);
+    if (dirname(folder) === folder) break;
+  }
+  for (const folder of folders) {
+    const mode = modeOf(folder);
+    if (mode !== null && (mode & 0o001) === 0) return { folder, mode };
+  }
+  return null;
+}
+
+export const modeText = octal;
