@@ -147,6 +147,15 @@ describe('authorisation with real users and the CLI', { skip: notRootReason }, (
     assert.equal(controller.engine().nodes.get('n1')?.drained, false);
   });
 
+  it('another user cannot hold the job; it stays unheld', async () => {
+    for (const args of [['hold', String(aliceJob)]]) {
+      const run = await taras(bob, ...args);
+      assert.notEqual(run.status, 0, `${args.join(' ')}: ${run.stdout}`);
+      assert.match(run.stderr, new RegExp(`${aliceJob}.*${alice.name}`), args.join(' '));
+      assert.equal(controller.engine().active.get(aliceJob as never)?.held, false, args.join(' '));
+    }
+  });
+
   it('an administrator through a supplementary group sees the details, drains and cancels another user\'s job', async () => {
     const shown = JSON.parse((await taras(carol, 'show', String(aliceJob), '--json')).stdout) as ApiJobWithEvents;
     assert.equal(shown.workingDir, alice.home);
