@@ -200,11 +200,6 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const { log } = options;
   // Private (every user's scripts are in the database); searchable only when it holds the socket users must reach.
   makeFolder(config.dataDir, dirname(config.socketPath) === config.dataDir ? 0o711 : 0o700, log, 'data folder');
-  const blocked = unreachableFolderOf(config.socketPath);
-  if (blocked !== null) {
-    log(`warning: other users cannot reach the socket ${config.socketPath}: ${blocked.folder} is mode ${modeText(blocked.mode)} (no search permission for others), `
-      + `so their taras has no verified identity; put the data folder (or socket_path in cluster.toml) under a folder everyone can enter, or chmod o+x ${blocked.folder}`);
-  }
   // Before the database is opened: a second controller on it is refused with the first one's pid.
   const lock = lockDataDir(config.dataDir);
   const storePath = join(config.dataDir, 'taras.db');
@@ -953,6 +948,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
     kick();
   }, 1000);
   log(`controller listening on ${bound.tcp?.url} and ${bound.socketPath} (policy ${config.policy}, ${config.nodes.length} nodes)`);
+  // Once started (a controller that cannot start says only why, in one line).
+  const blocked = unreachableFolderOf(config.socketPath);
+  if (blocked !== null) {
+    log(`warning: other users cannot reach the socket ${config.socketPath}: ${blocked.folder} is mode ${modeText(blocked.mode)} (no search permission for others), `
+      + `so their taras has no verified identity; put the data folder (or socket_path in cluster.toml) under a folder everyone can enter, or chmod o+x ${blocked.folder}`);
+  }
 
   closing = async () => {
     clearInterval(ticker);
