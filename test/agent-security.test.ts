@@ -286,6 +286,10 @@ describe('the agent: private job directories and the warning signal', { skip }, 
       assert.equal(modeOf(rootDir), 0o700);
       const script = statSync(join(userDir, 'script'));
       assert.deepEqual([script.mode & 0o777, script.uid], [0o700, victim.uid]);
+      // The directory lets the victim's group in by name: the node file is the victim's alone too.
+      const nodefile = statSync(join(userDir, 'nodefile'));
+      assert.deepEqual([nodefile.mode & 0o777, nodefile.uid], [0o600, victim.uid]);
+      assert.equal(readFileSync(join(userDir, 'nodefile'), 'utf8'), 'node01\n');
       for (const file of ['spec.json', 'status.json', 'supervisor.log']) assert.equal(modeOf(join(userDir, file)), 0o600, file);
       assert.equal(readFileSync(join(workDir, 'sec-1.out'), 'utf8'), 'mine\n');
       assert.equal(modeOf(join(workDir, 'sec-1.out')), 0o600, 'the submitter\'s umask 077');

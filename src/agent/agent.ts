@@ -123,8 +123,8 @@ export function restartOf(order: Pick<StartOrder, 'checkpoint' | 'restart' | 'ru
 /**
  * The job directory: root's (the agent's) and 0700, so no other user can see
  * the job's environment or plant files; for another user's job 0710 with
- * that user's group, so their job can reach its script and node file (which
- * are theirs, or root's and read-only) without listing the directory, as
+ * that user's group, so their job can reach its script and node file (both
+ * the user's, 0700 and 0600) without listing the directory, as
  * slurmd's job directories are 0750 with the job's group.
  */
 export function makeJobDir(dir: string, runAs: { uid: number; gid: number } | null): void {
@@ -256,11 +256,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             ...(order.array === undefined ? {} : { array: order.array }),
             ...(order.partition === undefined ? {} : { partition: order.partition }),
           });
-          writeFileSync(nodefilePath, launch.nodefile);
-          // Readable by the job's user only: a script can hold secrets too.
+          // Both the job's user's alone (the directory lets the user's whole group in by name): a script can
+          // hold secrets, and the node file says where the job runs. The job runs and reads them as its user.
+          writeFileSync(nodefilePath, launch.nodefile, { mode: 0o600 });
+          chmodSync(nodefilePath, 0o600);
           writeFileSync(scriptPath, order.spec.script.text, { mode: 0o700 });
           chmodSync(scriptPath, 0o700);
-          if (runAs !== null) chownSync(scriptPath, runAs.uid, runAs.gid); // the job runs it as its user
+          if (runAs !== null) for (const file of [nodefilePath, scriptPath]) chownSync(file, runAs.uid, runAs.gid);
           const limit = order.spec.timeLimitSeconds;
           const asked = order.spec.interactive;
           // taras alloc: the user's login shell, from this node's passwd.

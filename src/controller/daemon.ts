@@ -18,7 +18,7 @@ import { createApiClient, openWebSocket, type ApiClient } from '../net/client.js
 import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { createAuthenticator, HOW_TO_AUTHENTICATE, issueToken, loadOrCreateJwtKey, MAX_TOKEN_SECONDS, type Caller } from '../net/identity.js';
 import { lineLog } from '../net/log.js';
-import { makeFolder, modeText, setMode, unreachableFolderOf } from '../net/private-files.js';
+import { makeFolder, octal, setMode, unreachableFolderOf } from '../net/private-files.js';
 import { nativeAddon } from '../net/native.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState, JobRecord } from '../store/events.js';
@@ -951,7 +951,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   // Once started (a controller that cannot start says only why, in one line).
   const blocked = unreachableFolderOf(config.socketPath);
   if (blocked !== null) {
-    log(`warning: other users cannot reach the socket ${config.socketPath}: ${blocked.folder} is mode ${modeText(blocked.mode)} (no search permission for others), `
+    log(`warning: other users cannot reach the socket ${config.socketPath}: ${blocked.folder} is mode ${octal(blocked.mode)} (no search permission for others), `
       + `so their taras has no verified identity; put the data folder (or socket_path in cluster.toml) under a folder everyone can enter, or chmod o+x ${blocked.folder}`);
   }
 

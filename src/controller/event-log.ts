@@ -75,7 +75,7 @@ export class EventLog {
     // left by an older Taras (0644) is narrowed; rotated files keep the mode.
     this.destination = pino.destination({ dest: settings.path, sync: true, mkdir: true, mode: EVENT_LOG_MODE });
     chmodSync(settings.path, EVENT_LOG_MODE);
-    this.size = existsSync(settings.path) ? statSync(settings.path).size : 0;
+    this.size = statSync(settings.path).size; // the synchronous destination has just opened (or created) it
     const counting = {
       write: (line: string) => {
         this.destination.write(line);

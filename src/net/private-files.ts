@@ -22,7 +22,8 @@ export function writeSecretFile(path: string, text: string): void {
   }
 }
 
-const octal = (mode: number) => mode.toString(8).padStart(4, '0');
+/** A mode in octal, as chmod takes it: 0755. */
+export const octal = (mode: number) => mode.toString(8).padStart(4, '0');
 
 /** The permission bits of `path` itself (a symlink is not followed), or null when it does not exist. */
 function modeOf(path: string): number | null {
@@ -83,4 +84,3 @@ export function unreachableFolderOf(path: string): { folder: string; mode: numbe
   return null;
 }
 
-export const modeText = octal;
