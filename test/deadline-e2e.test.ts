@@ -156,6 +156,12 @@ describe('priority jobs with a deadline on a real cluster (taras up, EASY, one n
     assert.match(answer.warning ?? '', /cannot be guaranteed .*: it would end \d+ s after it/);
     const qWhen = await api.get<ApiWhen>(`/jobs/${answer.id}/when`);
     assert.match(qWhen.deadline!.text, /^not guaranteed to end by .*: its planned end is \d+ s after it/);
+    // A retried submission (the same idempotency key) answers the first job, with the same warning (kept in the stored request).
+    const keyed = { spec: { ...spec('Q2', 3, 2), deadline: { atMs: Date.now() + 5000, policy: 'guarantee' } }, idempotencyKey: 'deadline-retry-0001' } as const;
+    const first = await api.post<ApiSubmitted>('/jobs', keyed);
+    assert.match(first.warning ?? '', /cannot be guaranteed/);
+    const retried = await api.post<ApiSubmitted>('/jobs', keyed);
+    assert.deepEqual([retried.id, retried.warning], [first.id, first.warning]);
     const plain = await taras(['submit', '--deadline', 'now+5seconds', '--time', '0:03', '-c', '2', 'p.sh']);
     assert.match(plain.stderr, /warning: the deadline .* cannot be guaranteed/);
     const cancelShort = await taras(['submit', '--deadline', 'now+5seconds', '--deadline-policy', 'cancel', '--time', '0:03', '-c', '2', 'p.sh']);

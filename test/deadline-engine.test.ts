@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.js';
-import { ControllerEngine, SubmitRefused, type AgentLink, type JobReport } from '../src/controller/engine.js';
+import { admissionWarning, ControllerEngine, SubmitRefused, type AgentLink, type JobReport } from '../src/controller/engine.js';
 import { apiJob, apiWhen } from '../src/controller/views.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { openStore } from '../src/store/store.js';
@@ -41,7 +41,7 @@ function setup(path = join(work, `store-${++files}.db`), running: JobReport[] = 
 
 describe('deadlines in the controller engine', () => {
   it('a batch is checked job by job with the jobs before it: the second of two equal deadlines gets no guarantee and its shortfall', () => {
-    const { store, engine } = setup();
+    const { path, store, engine } = setup();
     const [running] = engine.submit([{ user: 'alice', spec: spec(600) }]);
     assert.deepEqual(engine.schedule(), [running]);
     const [first, second] = engine.submit([{ user: 'bob', spec: spec(300, 1000) }, { user: 'bob', spec: spec(300, 1000) }]);
@@ -53,6 +53,13 @@ describe('deadlines in the controller engine', () => {
     assert.equal((store.job(first)!.request as { deadlineGuaranteed?: boolean }).deadlineGuaranteed, true);
     assert.equal((store.job(second)!.request as { deadlineGuaranteed?: boolean }).deadlineGuaranteed, false);
     assert.deepEqual([apiJob(engine, store.job(first)!).type, apiJob(engine, store.job(running)!).type], ['priority', 'normal']);
+    // The warning is kept with the job (a retried submission is told it again), and a restart recovers the job as it was.
+    assert.deepEqual([admissionWarning(store.job(first)!), admissionWarning(store.job(second)!)], [null, short.warning]);
+    store.close();
+    const again = setup(path);
+    assert.deepEqual([again.engine.active.get(second)?.state, admissionWarning(again.store.job(second)!)], ['PENDING', short.warning]);
+    assert.deepEqual(again.log.filter((line) => /fail/i.test(line)), []);
+    again.store.close();
   });
 
   it('refuses a deadline no plan can meet, and with policy cancel one the plan cannot; nothing is stored', () => {

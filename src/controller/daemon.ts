@@ -23,7 +23,7 @@ import { nativeAddon } from '../net/native.js';
 import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState, JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
-import { ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
+import { admissionWarning, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { LimitRefused, SubmitLimits } from './limits.js';
 import { resolveJobRef, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
@@ -532,7 +532,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
         const record = engine.active.get(id) ?? store.job(id);
         const deadline = record === undefined ? null : admission !== null ? admittedDeadline(engine, record, admission) : apiDeadline(engine, record);
         if (deadline !== null) answer.deadline = deadline;
-        if (admission?.warning) answer.warning = admission.warning;
+        // A retried submission (its key already stored) is told the same warning as the first.
+        const warning = admission?.warning ?? (record === undefined ? null : admissionWarning(record));
+        if (warning) answer.warning = warning;
         return { status: 201, body: answer };
       },
     },

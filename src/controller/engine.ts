@@ -45,16 +45,26 @@ const RESERVATION_STAMP = 'reservationCreatedMs';
 /** Key of a priority job's guarantee in its stored request: whether the plan met its deadline at submission. */
 const DEADLINE_GUARANTEED = 'deadlineGuaranteed';
 
+/** Key of the warning a submitter was given at acceptance (a deadline that cannot be guaranteed): a retried submission is told it again. */
+const ADMISSION_WARNING = 'admissionWarning';
+
 /**
  * The spec as stored, with the controller's own additions (the verified uid,
- * the reservation's stamp, a deadline's guarantee) and never a value of those keys the body carried.
+ * the reservation's stamp, a deadline's guarantee and warning) and never a value of those keys the body carried.
  */
-function storedRequest(spec: JobSpec, uid: number | undefined, reservation: Reservation | undefined, guaranteed?: boolean): JsonObject {
-  const { [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, [DEADLINE_GUARANTEED]: _guaranteed, ...clean } = spec as unknown as JsonObject;
+function storedRequest(spec: JobSpec, uid: number | undefined, reservation: Reservation | undefined, admission?: DeadlineAdmission): JsonObject {
+  const { [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, [DEADLINE_GUARANTEED]: _guaranteed, [ADMISSION_WARNING]: _warning, ...clean } = spec as unknown as JsonObject;
   return {
     ...clean, ...(uid === undefined ? {} : { [SUBMIT_UID]: uid }), ...(reservation === undefined ? {} : { [RESERVATION_STAMP]: reservation.createdMs }),
-    ...(guaranteed === undefined ? {} : { [DEADLINE_GUARANTEED]: guaranteed }),
+    ...(admission === undefined || spec.deadline === undefined ? {} : { [DEADLINE_GUARANTEED]: admission.guaranteed }),
+    ...(admission?.warning ? { [ADMISSION_WARNING]: admission.warning } : {}),
   };
+}
+
+/** The warning the job's submitter was given when it was accepted, if any. */
+export function admissionWarning(record: JobRecord): string | null {
+  const warning = (record.request as { [ADMISSION_WARNING]?: unknown })[ADMISSION_WARNING];
+  return typeof warning === 'string' ? warning : null;
 }
 
 /** Whether a stored priority job was accepted with a guarantee. */
@@ -589,8 +599,10 @@ export class ControllerEngine {
     let reason: string | undefined;
     // The schema without the environment (checked at submission; only the agent reads it): a third of the cost,
     // about 4 µs a job, 0.2 s for 50,000 queued jobs.
-    // The verified uid and the reservation's stamp are the controller's own additions to the stored request (storedRequest), not part of the spec.
-    const { submitEnv: _environment, [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, [DEADLINE_GUARANTEED]: _guaranteed, ...request } = record.request as { submitEnv?: unknown; submitUid?: unknown; reservationCreatedMs?: unknown; deadlineGuaranteed?: unknown };
+    // The verified uid, the reservation's stamp and a deadline's guarantee and warning are the controller's own additions to the stored request (storedRequest), not part of the spec.
+    const { submitEnv: _environment, [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, [DEADLINE_GUARANTEED]: _guaranteed, [ADMISSION_WARNING]: _warning, ...request } = record.request as {
+      submitEnv?: unknown; submitUid?: unknown; reservationCreatedMs?: unknown; deadlineGuaranteed?: unknown; admissionWarning?: unknown;
+    };
     const checked = checkBody(JobSpecSchema, request, 'request');
     if (!checked.ok) {
       reason = `its stored request is not valid (${formatProblems(checked.problems)})`;
@@ -913,7 +925,7 @@ export class ControllerEngine {
         return {
           user, name: spec.name, partition: spec.partition ?? this.config.defaultPartition, scriptPath: spec.script.path,
           // The verified uid rides in the stored request (no schema change); only the start order reads it.
-          script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), spec.deadline === undefined ? undefined : admission?.guaranteed),
+          script: spec.script.text, request: storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), admission),
           ...(first ? { idempotencyKey } : {}),
         };
       }),
@@ -967,7 +979,8 @@ export class ControllerEngine {
 
   /** A record for a spec not stored yet: what coreRequest needs to see the job as the core will. */
   private draftRecord(spec: JobSpec, id: number, uid: number | undefined, guaranteed: boolean | undefined): JobRecord {
-    const request = storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), spec.deadline === undefined ? undefined : guaranteed);
+    const admission = guaranteed === undefined ? undefined : { guaranteed, plannedEndMs: null, shortfallSeconds: null, warning: null };
+    const request = storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), admission);
     return { id: id as JobId, request, state: 'PENDING', nodes: [], submitTimeMs: this.clockMs() } as unknown as JobRecord;
   }
 
