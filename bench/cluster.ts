@@ -646,6 +646,25 @@ async function bigCluster(rows: Row[]): Promise<void> {
       note: `a drain or resume before each; the counts made anew (unchanged, the last are reused); median of ${STATUS_RUNS}`,
     });
     rows.push({ what: '  GET /nodes, all of them', measured: ms(nodesMs), target: '-', note: 'every node with its partitions and jobs, received and parsed' });
+    // Another process lists every node (reading as fast as it can) while this one asks GET /status every 20 ms.
+    const reader = `require('node:http').get({ socketPath: process.argv[1], path: '/nodes' }, (res) => { let n = 0; res.on('data', (c) => { n += c.length; }); res.on('end', () => process.stdout.write(String(n))); });`;
+    const lister = spawn(process.execPath, ['-e', reader, join(folder, 'data', 'taras.sock')], { stdio: ['ignore', 'pipe', 'ignore'] });
+    started.push(lister);
+    let listed = '';
+    lister.stdout!.on('data', (chunk: Buffer) => { listed += chunk.toString(); });
+    const listerDone = new Promise((resolveExit) => lister.once('exit', resolveExit));
+    const waits: number[] = [];
+    while (lister.exitCode === null) {
+      const at = performance.now();
+      await api.get('/status');
+      waits.push(performance.now() - at);
+      await Promise.race([sleep(20), listerDone]);
+    }
+    if (!(Number(listed) > 0)) throw new Error(`the other process's GET /nodes read ${listed || 'nothing'}`);
+    rows.push({
+      what: '  GET /status while another lists them', measured: ms(Math.max(...waits)), target: '-',
+      note: `the longest of ${waits.length}, one every 20 ms (median ${ms(median(waits))}): the listing is sent 1,000 nodes at a time, others served between`,
+    });
     rows.push({ what: '  controller start', measured: `${round(startMs / 1000, 2)} s`, target: '-', note: 'process start to listening: cluster.toml read, engine, recovery' });
   } finally {
     api.close();

@@ -4,7 +4,7 @@
 // seen on both sides.
 
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -16,7 +16,7 @@ import {
 } from '../src/net/hmac.js';
 import { createAuthenticator, localIdentity } from '../src/net/identity.js';
 import type { NetLog } from '../src/net/log.js';
-import { createApiServer, ListenError, RouteError, type ApiServer, type BoundAddress, type Route } from '../src/net/server.js';
+import { createApiServer, JsonPieces, ListenError, RouteError, type ApiServer, type BoundAddress, type Route } from '../src/net/server.js';
 
 const KEY: ClusterKey = Buffer.from('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef');
 const OTHER_KEY: ClusterKey = Buffer.from('fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210');
@@ -37,6 +37,16 @@ function recordingLog(): NetLog & { lines: LogLine[] } {
 }
 
 let posted = 0;
+/** Pieces the /listing route has made so far (JsonPieces). */
+let piecesMade = 0;
+const LISTING_PIECES = 100;
+function* listingPieces(): Generator<string> {
+  for (let i = 0; i < LISTING_PIECES; i++) {
+    piecesMade++;
+    const items = Array.from({ length: 1000 }, (_, j) => JSON.stringify({ n: i * 1000 + j, pad: 'x'.repeat(200) }));
+    yield `${i === 0 ? '[' : ','}${items.join(',')}${i === LISTING_PIECES - 1 ? ']' : ''}`;
+  }
+}
 
 const routes: Route[] = [
   { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { up: true } }) },
@@ -53,6 +63,8 @@ const routes: Route[] = [
   { method: 'GET', path: '/boom', handler: () => { throw new Error('database file /srv/taras/secret.db is corrupt'); } },
   { method: 'POST', path: '/agent/heartbeat', handler: (ctx) => ({ status: 200, body: { signed: ctx.signed, body: ctx.body } }) },
   { method: 'POST', path: '/submit', handler: (ctx) => ({ status: 200, body: { id: ++posted, echo: ctx.body } }) },
+  { method: 'GET', path: '/listing', handler: () => ({ status: 200, body: new JsonPieces(listingPieces()) }) },
+  { method: 'GET', path: '/pieces-made', handler: () => ({ status: 200, body: { made: piecesMade } }) },
 ];
 
 /** Agent routes need the key; the CLI's routes are open (identity only). */
@@ -383,6 +395,44 @@ describe('API server and client over TCP and a Unix socket', () => {
     const logged = log.lines.slice(before).filter((line) => line.level === 'error');
     assert.equal(logged.length, 1);
     assert.match(logged[0].message, new RegExp(`^internal error ${incident} in GET /boom \\(/boom\\) from 127\\.0\\.0\\.1:\\d+: Error: database file /srv/taras/secret\\.db is corrupt\\n\\s+at `));
+  });
+
+  it('a listing sent in pieces is one JSON answer, and others are served while it is being made; a caller that leaves stops it', async () => {
+    piecesMade = 0;
+    // The lister is another process that reads as fast as it can (so the server's writes rarely wait): the
+    // server must still serve others between pieces.
+    const reader = `const http = require('node:http'); http.get({ socketPath: process.argv[1], path: '/listing' }, (res) => {
+      const chunks = []; res.on('data', (c) => chunks.push(c)); res.on('end', () => process.stdout.write(Buffer.concat(chunks))); });`;
+    const lister = spawn(process.execPath, ['-e', reader, bound.socketPath ?? ''], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const output: Buffer[] = [];
+    lister.stdout.on('data', (chunk: Buffer) => output.push(chunk));
+    const listed = new Promise((resolveExit) => lister.once('exit', resolveExit));
+    try {
+      const other = client({ socketPath: bound.socketPath ?? '' });
+      // Asked once the listing has begun: answered before it ends, between two pieces.
+      for (let i = 0; i < 1000 && piecesMade === 0; i++) await new Promise((resolveWait) => setTimeout(resolveWait, 5));
+      const during = await other.get<{ made: number }>('/pieces-made');
+      assert.ok(during.made > 0 && during.made < LISTING_PIECES, `answered after ${during.made} of ${LISTING_PIECES} pieces`);
+      assert.equal(await listed, 0);
+    } finally {
+      if (lister.exitCode === null) lister.kill('SIGKILL');
+    }
+    const items = JSON.parse(Buffer.concat(output).toString('utf8')) as { n: number }[];
+    assert.equal(items.length, LISTING_PIECES * 1000);
+    assert.deepEqual(items.map((item) => item.n).slice(0, 3), [0, 1, 2]);
+    assert.equal(items[items.length - 1].n, LISTING_PIECES * 1000 - 1);
+
+    // A caller that leaves: the rest is never made.
+    piecesMade = 0;
+    const cut = request({ socketPath: bound.socketPath ?? '', path: '/listing' }, (res) => res.once('data', () => res.destroy()));
+    cut.on('error', () => undefined);
+    cut.end();
+    for (let i = 0; i < 200 && piecesMade === 0; i++) await new Promise((resolveWait) => setTimeout(resolveWait, 10));
+    await new Promise((resolveWait) => setTimeout(resolveWait, 300));
+    const made = piecesMade;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 200));
+    assert.equal(piecesMade, made, 'no piece made once the caller left');
+    assert.ok(made < LISTING_PIECES, `${made} pieces made for a caller that left`);
   });
 
   it('a body that is not JSON gets 400 saying so', async () => {

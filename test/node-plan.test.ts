@@ -130,6 +130,42 @@ describe('node plan', () => {
     assert.deepEqual(plan.earliest(need(1, 8), 10, 0), { start: 0, nodes: ['n1'] });
   });
 
+  it('a plan reset over a changed set of nodes answers as a new plan of those nodes (random holds, nodes leaving and coming)', () => {
+    const random = new SeededRandom(11);
+    const pool = Array.from({ length: 12 }, (_, i) => node(`n${i + 1}`, [4, 8][i % 2], 16384, i % 3 === 0 ? ['ssd'] : []));
+    const holdSome = (plan: NodePlan, nodes: readonly PoolNode[], round: number) => {
+      for (let h = 0; h < 8; h++) {
+        const start = random.int(0, 50);
+        const on = nodes.filter(() => random.int(0, 3) === 0).map((n) => n.name);
+        plan.hold({ owner: `job:${round}-${h}`, start, end: start + random.int(1, 60), nodes: on, cpus: random.int(1, 4), memoryMiB: 0 });
+      }
+    };
+    let reused = new NodePlan(pool, 0);
+    for (let round = 1; round <= 30; round++) {
+      holdSome(reused, pool, round);
+      reused.earliest(need(2, 4), 10, 0); // leaves candidates and runs behind, which the reset must forget
+      // Some nodes out (drained, down), in pool order as NodePool.countedNodes gives them; a reconfigured node is a new object.
+      const counted = pool.filter(() => random.int(0, 4) > 0).map((n) => (random.int(0, 9) === 0 ? { ...n } : n));
+      const origin = round * 7;
+      reused = reused.reset(counted, origin);
+      const fresh = new NodePlan(counted, origin);
+      // The same holds on both.
+      const again = new SeededRandom(round);
+      const holds = Array.from({ length: 6 }, (_, h) => {
+        const start = origin + again.int(0, 40);
+        return { owner: `job:x${h}`, start, end: start + again.int(1, 50), nodes: counted.filter((_, i) => (i + h) % 3 === 0).map((n) => n.name), cpus: again.int(1, 4), memoryMiB: 0 };
+      });
+      for (const plan of [reused, fresh]) for (const hold of holds) plan.hold(hold);
+      for (const n of pool) assert.equal(reused.has(n.name), fresh.has(n.name), `round ${round}: ${n.name} in the plan`);
+      for (const n of counted) assert.deepEqual(reused.timeline(n.name)!.freeAt(origin + 20), fresh.timeline(n.name)!.freeAt(origin + 20), `round ${round}: ${n.name}`);
+      for (const request of [need(1, 4), need(2, 8), need(3, 2), need(2, 4, { features: ['ssd'] })]) {
+        assert.deepEqual(reused.earliest(request, 15, origin), fresh.earliest(request, 15, origin), `round ${round}: ${JSON.stringify(request)}`);
+      }
+      const names = counted.map((n) => n.name);
+      assert.deepEqual(reused.holdsEndingAt(names, holds[0].end).map((h) => h.owner), fresh.holdsEndingAt(names, holds[0].end).map((h) => h.owner));
+    }
+  });
+
   it('whole-node holds (reservations, windows) take every CPU and all memory', () => {
     const plan = new NodePlan([node('n1'), node('n2')], 0);
     plan.hold({ owner: 'maintenance:m', start: 10, end: 20, nodes: ['n1', 'n2'], cpus: 0, memoryMiB: 0, whole: true });

@@ -20,7 +20,7 @@ import { createAuthenticator, HOW_TO_AUTHENTICATE, issueToken, loadOrCreateJwtKe
 import { lineLog } from '../net/log.js';
 import { makeFolder, octal, setMode, unreachableFolderOf } from '../net/private-files.js';
 import { nativeAddon } from '../net/native.js';
-import { createApiServer, RouteError, type RequestContext, type Route } from '../net/server.js';
+import { createApiServer, JsonPieces, RouteError, type RequestContext, type Route } from '../net/server.js';
 import type { EndState, JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { admissionWarning, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
@@ -35,7 +35,7 @@ import { accountingRoutes } from './accounting.js';
 import { EventLog } from './event-log.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
-import { admittedDeadline, apiDeadline, apiJob, apiJobWithEvents, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhatIf, apiWhen } from './views.js';
+import { admittedDeadline, apiDeadline, apiJob, apiJobWithEvents, apiNodePieces, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhatIf, apiWhen } from './views.js';
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
@@ -724,7 +724,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
         return { status: 200, body: { jobs: results } };
       },
     })),
-    { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: apiNodes(engine) }) },
+    // Made and sent a thousand nodes at a time, others served between (100,000 nodes: about a second).
+    { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: new JsonPieces(apiNodePieces(engine)) }) },
     // sinfo and scontrol show partition (src/cli/slurm/): the partitions of cluster.toml, in its order.
     { method: 'GET', path: '/partitions', handler: () => ({ status: 200, body: engine.config.partitions.map((p): ApiPartition => ({
       name: p.name, nodes: [...p.nodes], isDefault: p.isDefault, maxTimeSeconds: p.maxTimeSeconds, defaultTimeSeconds: p.defaultTimeSeconds ?? null,
@@ -745,7 +746,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
           throw error;
         }
         kick();
-        return { status: 200, body: apiNodes(engine).filter((n) => nodes.includes(n.name)) };
+        return { status: 200, body: apiNodes(engine, nodes) };
       },
     },
     {

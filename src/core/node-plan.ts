@@ -27,12 +27,23 @@ export class NodeTimeline {
    * steps as a staircase (see RunFront); built when first asked for, dropped
    * on every change.
    */
-  private fronts: Array<RunFront | undefined> = [];
+  private fronts: Array<RunFront | undefined> | null = null;
 
   constructor(readonly totalCpus: number, readonly totalMemoryMiB: number, origin: Seconds) {
     this.times = [origin];
     this.cpus = [totalCpus];
     this.memory = [totalMemoryMiB];
+  }
+
+  /** Back to what the constructor makes: all free from `origin` on. */
+  reset(origin: Seconds): void {
+    this.times.length = 1;
+    this.cpus.length = 1;
+    this.memory.length = 1;
+    this.times[0] = origin;
+    this.cpus[0] = this.totalCpus;
+    this.memory[0] = this.totalMemoryMiB;
+    this.fronts = null;
   }
 
   get origin(): Seconds {
@@ -77,7 +88,7 @@ export class NodeTimeline {
       this.cpus[i] += cpus;
       this.memory[i] += memoryMiB;
     }
-    this.fronts.length = 0;
+    this.fronts = null;
     this.merge(Math.max(0, first - 1), Math.min(this.times.length - 1, last));
   }
 
@@ -102,7 +113,7 @@ export class NodeTimeline {
       this.memory.splice(0, index);
     }
     this.times[0] = now;
-    this.fronts.length = 0;
+    this.fronts = null;
   }
 
   /** Free CPUs and memory at `at`. */
@@ -163,6 +174,7 @@ export class NodeTimeline {
 
   /** The runs of steps with at least 2^level CPUs free (memory aside), as a staircase. */
   front(level: number): RunFront {
+    this.fronts ??= []; // made when first asked for: a plan of 100,000 nodes makes none for most of them
     let front = this.fronts[level];
     if (front === undefined) {
       front = new RunFront();
@@ -316,13 +328,15 @@ export interface NodeSlotPlan {
 
 interface PlanNode {
   readonly node: PoolNode;
-  readonly order: number;
+  order: number;
   readonly features: ReadonlySet<string>;
   readonly timeline: NodeTimeline;
-  /** Owners of the holds on this node. */
-  readonly owners: Set<string>;
+  /** Owners of the holds on this node (null: none yet; most nodes of a big plan never get one). */
+  owners: Set<string> | null;
   /** During an `earliest` with `lifting`: this node's timeline without the lifted hold. */
   lifted: NodeTimeline | null;
+  /** The plan's `resets` when a reset kept this record (see NodePlan.reset). */
+  kept: number;
 }
 
 /** What a search sees of a node: its timeline, or the copy without a hold the search lifts. */
@@ -430,25 +444,78 @@ export class NodePlan {
   private readonly planNodes: PlanNode[] = [];
   private readonly byName = new Map<string, PlanNode>();
   private readonly holds = new Map<string, PlanHold>();
-  private readonly candidates = new WeakMap<ResourceRequest, PlanNode[]>();
+  private candidates = new WeakMap<ResourceRequest, PlanNode[]>();
   /** Candidates by the request's shape (jobs alike share them: one filter of the nodes per shape, not per job). */
   private readonly candidatesByShape = new Map<string, PlanNode[]>();
   /** A number for each eligible-node set seen (sets are shared per partition), for shape keys. */
-  private readonly setIds = new WeakMap<ReadonlySet<string>, number>();
+  private setIds = new WeakMap<ReadonlySet<string>, number>();
   private nextSetId = 1;
+  /** How many times `reset` changed the set of nodes (it marks the records it keeps with the count). */
+  private resets = 0;
   /** Scratch for `earliest`: each candidate's earliest fit (grown as needed, never shrunk). */
   private fitScratch = new Float64Array(64);
   /** Scratch for `earliest`: the candidates still in the search. */
   private liveScratch = new Int32Array(64);
 
   constructor(nodes: readonly PoolNode[], origin: Seconds, readonly strategy: PlacementStrategy = 'first-fit') {
+    // Little is made per node (nodes with the same features list share one set): a plan of 100,000 nodes
+    // is made in about 200 ms on a slow machine, and `reset` reuses one in a few.
+    const featureSets = new Map<readonly string[], ReadonlySet<string>>();
     nodes.forEach((node, order) => {
-      const planNode: PlanNode = {
-        node, order, features: new Set(node.features), timeline: new NodeTimeline(node.cpus, node.memoryMiB, origin), owners: new Set(), lifted: null,
-      };
+      const planNode = this.newPlanNode(node, order, origin, featureSets);
       this.planNodes.push(planNode);
       this.byName.set(node.name, planNode);
     });
+  }
+
+  private newPlanNode(node: PoolNode, order: number, origin: Seconds, featureSets: Map<readonly string[], ReadonlySet<string>>): PlanNode {
+    let features = featureSets.get(node.features);
+    if (features === undefined) {
+      features = new Set(node.features);
+      featureSets.set(node.features, features);
+    }
+    return { node, order, features, timeline: new NodeTimeline(node.cpus, node.memoryMiB, origin), owners: null, lifted: null, kept: this.resets };
+  }
+
+  /**
+   * Makes this plan exactly what `new NodePlan(nodes, origin, strategy)` would
+   * be, reusing its records of the nodes it already had (the same PoolNode
+   * objects): a scheduling pass of 100,000 nodes then makes next to nothing.
+   * Only for a plan nothing else uses any more (the policy's spare).
+   */
+  reset(nodes: readonly PoolNode[], origin: Seconds): this {
+    this.holds.clear();
+    this.candidates = new WeakMap();
+    this.candidatesByShape.clear();
+    this.setIds = new WeakMap();
+    this.nextSetId = 1;
+    const planNodes = this.planNodes;
+    const same = nodes.length === planNodes.length && nodes.every((node, order) => planNodes[order].node === node);
+    if (!same) {
+      const featureSets = new Map<readonly string[], ReadonlySet<string>>();
+      const kept = ++this.resets;
+      const next = nodes.map((node, order) => {
+        let planNode = this.byName.get(node.name);
+        if (planNode !== undefined && planNode.node === node) {
+          planNode.order = order;
+        } else {
+          planNode = this.newPlanNode(node, order, origin, featureSets);
+          this.byName.set(node.name, planNode);
+        }
+        planNode.kept = kept;
+        return planNode;
+      });
+      // Nodes that left (drained, down, gone): their names now lead nowhere, unless a new record took the name.
+      for (const planNode of planNodes) if (planNode.kept !== kept && this.byName.get(planNode.node.name) === planNode) this.byName.delete(planNode.node.name);
+      planNodes.length = 0;
+      for (const planNode of next) planNodes.push(planNode);
+    }
+    for (const planNode of planNodes) {
+      planNode.timeline.reset(origin);
+      planNode.owners = null;
+      planNode.lifted = null;
+    }
+    return this;
   }
 
   /** Whether the node is part of this plan (it counts in plans). */
@@ -495,8 +562,8 @@ export class NodePlan {
       const cpus = hold.whole ? planNode.node.cpus : hold.cpus;
       const memory = hold.whole ? planNode.node.memoryMiB : hold.memoryMiB;
       planNode.timeline.add(hold.start, hold.end, sign * cpus, sign * memory);
-      if (sign < 0) planNode.owners.add(hold.owner);
-      else planNode.owners.delete(hold.owner);
+      if (sign < 0) (planNode.owners ??= new Set()).add(hold.owner);
+      else planNode.owners?.delete(hold.owner);
     }
   }
 
@@ -709,7 +776,7 @@ export class NodePlan {
     for (const name of nodes) {
       const planNode = this.byName.get(name);
       if (planNode === undefined) continue;
-      for (const owner of planNode.owners) {
+      for (const owner of planNode.owners ?? []) {
         const hold = this.holds.get(owner)!;
         if (hold.end === at) found.set(owner, hold);
       }

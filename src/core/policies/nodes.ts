@@ -155,9 +155,25 @@ export class NodePlanPolicy implements Policy {
     this.projectionValid = false;
   }
 
+  /**
+   * A plan no one uses any more (the last pass's, a projection replaced), made
+   * over again by the next runningPlan instead of a new one: with 100,000
+   * nodes a new plan costs a pass about 200 ms, a reused one a few.
+   */
+  private spare: NodePlan | null = null;
+
+  /** Hands a plan nothing refers to any more to the next runningPlan. */
+  private recycle(plan: NodePlan | null): void {
+    if (plan !== null && plan !== this.current) this.spare = plan;
+  }
+
   /** The running jobs and the shell's holds on the nodes that count; nothing queued. */
   private runningPlan(state: SchedulerState, now: Seconds): NodePlan {
-    const plan = new NodePlan(this.pool.countedNodes(), now, this.pool.strategy);
+    const spare = this.spare;
+    this.spare = null;
+    const plan = spare !== null && spare.strategy === this.pool.strategy
+      ? spare.reset(this.pool.countedNodes(), now)
+      : new NodePlan(this.pool.countedNodes(), now, this.pool.strategy);
     for (const hold of this.external) plan.hold(hold);
     for (const run of state.running) if (run.job.resources) plan.hold(runningHold(run, now));
     return plan;
@@ -221,7 +237,9 @@ export class NodePlanPolicy implements Policy {
 
   adopt(): void {
     this.projectionValid = false;
+    const old = this.current;
     this.current = null;
+    this.recycle(old);
   }
 
   schedule(state: SchedulerState, now: Seconds): QueueEntry[] {
@@ -280,8 +298,10 @@ export class NodePlanPolicy implements Policy {
    * planned again as arrivals, in queue order.
    */
   private rebuild(state: SchedulerState, now: Seconds, keep: boolean, why: MoveReason = 'capacity'): void {
+    const old = this.current;
     const plan = this.freshPlan(state, now);
     this.current = plan;
+    this.recycle(old);
     this.arrivals = [];
     this.arrivalReason = why;
     for (const entry of state.queue) {
@@ -569,12 +589,15 @@ export class NodePlanPolicy implements Policy {
       if (this.mode === 'fcfs') break;
     }
     state.dropStarted(new Set(begun));
+    this.recycle(plan); // the pass's own: nothing refers to it once the pass is over
     return begun;
   }
 
   /** The projection: every queued job planned in queue order on the running jobs (fcfs: never before the one ahead). */
   private project(state: SchedulerState, now: Seconds): void {
+    const old = this.current;
     this.current = this.freshPlan(state, now);
+    this.recycle(old);
     this.projected = 0;
     this.projectedEarliest = Infinity;
     this.projectedLast = -Infinity;
