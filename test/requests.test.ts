@@ -11,6 +11,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
+import { connect, createServer, type Socket } from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -194,6 +195,27 @@ describe('sbatch\'s -n: tasks spread over as few nodes as hold them', () => {
     assert.deepEqual(taskLayout({ nodes: { min: 1, max: 9 }, ntasks: 8, cpusPerTask: 1 }, nodes8), { nodes: 1, cpusPerNode: 8 });
     assert.deepEqual(taskLayout({ nodes: { min: 2 } , cpusPerTask: 3 }, nodes8), { nodes: 2, cpusPerNode: 3 });
     assert.deepEqual(taskLayout({ nodes: { min: 1, max: 4 }, ntasks: 4, cpusPerTask: 4 }, nodes8), { nodes: 2, cpusPerNode: 8 });
+  });
+
+  it('--mem 0 reserves all of each node\'s memory: the start order carries it, and a job asking for memory waits for that node', async () => {
+    const store = openStore(join(work, 'mem0.db'));
+    const orders: StartOrder[] = [];
+    const agents: AgentLink = { start: async (order) => void orders.push(order), signal: async () => {} };
+    const file = join(work, 'mem0.toml');
+    writeFileSync(file, clusterToml(join(work, 'mem0-data'), 'n1'));
+    const parsed = await readClusterConfig(file);
+    assert.ok(parsed.ok);
+    const engine = new ControllerEngine(parsed.config, store, agents);
+    engine.agentRegistered(['n1'], []);
+    const [all] = engine.submit([{ user: 'alice', spec: spec({ memoryMiB: 0 }) }]);
+    assert.deepEqual(engine.schedule(), [all]);
+    assert.equal(orders[0].spec.memoryMiB, 16384, 'the agent\'s limit is the node\'s memory, not 0');
+    assert.deepEqual(engine.pool.free('n1'), { cpus: 7, memoryMiB: 0 });
+    // 7 CPUs are free, but no memory: a job asking for 1 GiB waits.
+    const [more] = engine.submit([{ user: 'bob', spec: spec({ memoryMiB: 1024 }) }]);
+    assert.deepEqual(engine.schedule(), []);
+    assert.equal(engine.active.get(more)?.state, 'PENDING');
+    store.close();
   });
 
   it('the engine starts `-n 9` on two 8-CPU nodes (5 CPUs each), and refuses it with -N 1 before storing it', () => {
@@ -510,6 +532,62 @@ describe('with real controller processes', () => {
     assert.equal(await waited, 1);
     assert.equal(waitOut, `job ${id}: CANCELLED\n`);
     await killHard(controller.child);
+  });
+
+  it('taras submit whose answer is lost after the commit (the connection drops) retries and is told the same job, once', async () => {
+    const dir = prepare('cli-drop');
+    const controller = await controllerAt(dir);
+    const real = await socketOf(controller.url);
+    // Between the CLI and the controller's socket: the first POST /jobs reaches the controller, which stores the job
+    // and answers; the connection is cut as the answer comes back. Everything else passes through.
+    const proxyPath = join(dir, 'proxy.sock');
+    let cut = 0;
+    const links = new Set<Socket>();
+    const proxy = createServer((client) => {
+      const upstream = connect(real);
+      links.add(client).add(upstream);
+      let sent = '';
+      client.on('data', (chunk: Buffer) => {
+        sent += chunk.toString('latin1');
+        upstream.write(chunk);
+      });
+      upstream.on('data', (chunk: Buffer) => {
+        if (cut === 0 && sent.startsWith('POST /jobs ')) {
+          cut++;
+          client.destroy();
+          upstream.destroy();
+          return;
+        }
+        client.write(chunk);
+      });
+      for (const [from, to] of [[client, upstream], [upstream, client]] as const) {
+        from.on('end', () => to.end());
+        from.on('error', () => to.destroy());
+        from.on('close', () => links.delete(from));
+      }
+    });
+    await new Promise<void>((resolveListen) => proxy.listen(proxyPath, resolveListen));
+    try {
+      const run = await new Promise<{ code: number | null; out: string; err: string }>((resolveRun) => {
+        const child = spawn(process.execPath, [taras, 'submit', '--json', '--controller', `unix:${proxyPath}`, '-t', '1', '-J', 'answer-lost', 'job.sh'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+        started.push(child);
+        let out = '';
+        let err = '';
+        child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
+        child.on('exit', (code) => resolveRun({ code, out, err }));
+      });
+      assert.equal(cut, 1, 'the first answer was cut');
+      assert.equal(run.code, 0, run.err);
+      assert.match(run.err, /submit: the controller at .* does not answer \(\w+\); retrying/);
+      const { id } = JSON.parse(run.out) as { id: number };
+      const jobs = JSON.parse(cli(dir, controller.url, ['queue', '--json']).stdout) as ApiJob[];
+      assert.deepEqual(jobs.filter((job) => job.name === 'answer-lost').map((job) => job.id), [id], 'one job, the one the retry was told of');
+    } finally {
+      for (const link of links) link.destroy();
+      await new Promise((resolveClose) => proxy.close(resolveClose));
+      await killHard(controller.child);
+    }
   });
 
   it('taras cancel --all cancels pending jobs before any can start; a finished job is said to have ended', async () => {
