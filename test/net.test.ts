@@ -65,6 +65,18 @@ const routes: Route[] = [
   { method: 'POST', path: '/submit', handler: (ctx) => ({ status: 200, body: { id: ++posted, echo: ctx.body } }) },
   { method: 'GET', path: '/listing', handler: () => ({ status: 200, body: new JsonPieces(listingPieces()) }) },
   { method: 'GET', path: '/pieces-made', handler: () => ({ status: 200, body: { made: piecesMade } }) },
+  {
+    method: 'GET', path: '/listing-broken/:at',
+    handler: (ctx) => ({
+      status: 200,
+      body: new JsonPieces((function* broken() {
+        for (let i = 0; ; i++) {
+          if (i === Number(ctx.params.at)) throw new Error(`listing broke at piece ${i}`);
+          yield i === 0 ? `[${'1,'.repeat(50_000)}1` : `,${'1,'.repeat(50_000)}1`;
+        }
+      })()),
+    }),
+  },
 ];
 
 /** Agent routes need the key; the CLI's routes are open (identity only). */
@@ -433,6 +445,19 @@ describe('API server and client over TCP and a Unix socket', () => {
     await new Promise((resolveWait) => setTimeout(resolveWait, 200));
     assert.equal(piecesMade, made, 'no piece made once the caller left');
     assert.ok(made < LISTING_PIECES, `${made} pieces made for a caller that left`);
+  });
+
+  it('a listing that fails at its first piece is a 500 with an incident; one that fails later is cut and logged', async () => {
+    const api = client({ socketPath: bound.socketPath ?? '' });
+    const first = await apiError(api.get('/listing-broken/0'));
+    assert.equal(first.status, 500);
+    assert.match(first.error, /internal error in the controller while handling GET \/listing-broken\/:at \(incident [0-9a-f]{8}\)/);
+    const before = log.lines.length;
+    await assert.rejects(api.get('/listing-broken/3'), (error: unknown) => error instanceof ControllerUnreachableError || error instanceof ApiRequestError);
+    const cut = log.lines.slice(before).filter((line) => line.level === 'error');
+    assert.equal(cut.length, 1, JSON.stringify(log.lines.slice(before)));
+    assert.match(cut[0].message, /^internal error [0-9a-f]{8} in GET \/listing-broken\/:at \(\/listing-broken\/3\) from unix:.* after its answer began \(the answer was cut\): Error: listing broke at piece 3/);
+    assert.deepEqual(await api.get('/status'), { up: true }, 'the server goes on');
   });
 
   it('a body that is not JSON gets 400 saying so', async () => {

@@ -725,7 +725,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       },
     })),
     // Made and sent a thousand nodes at a time, others served between (100,000 nodes: about a second).
-    { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: new JsonPieces(apiNodePieces(engine)) }) },
+    { method: 'GET', path: '/nodes', handler: () => ({ status: 200, body: new JsonPieces(apiNodePieces(() => engine)) }) },
     // sinfo and scontrol show partition (src/cli/slurm/): the partitions of cluster.toml, in its order.
     { method: 'GET', path: '/partitions', handler: () => ({ status: 200, body: engine.config.partitions.map((p): ApiPartition => ({
       name: p.name, nodes: [...p.nodes], isDefault: p.isDefault, maxTimeSeconds: p.maxTimeSeconds, defaultTimeSeconds: p.defaultTimeSeconds ?? null,

@@ -245,12 +245,18 @@ const NODES_PER_PIECE = 1000;
  * time, with other requests served between pieces. 100,000 nodes take about
  * a second to list on a small machine: no one else waits for all of it.
  */
-export function* apiNodePieces(engine: ControllerEngine): Generator<string> {
-  const nodes = engine.config.nodes; // the configuration as the listing began
-  let jobsOn = jobsByNode(engine);
+export function* apiNodePieces(current: () => ControllerEngine): Generator<string> {
+  const nodes = current().config.nodes; // the nodes as the listing began (a reconfiguration meanwhile: those still known)
+  let jobsOn = new Map<string, { id: number; user: string }[]>();
+  let jobsOf = { engine: null as ControllerEngine | null, version: -1 };
   let opened = false;
   for (let from = 0; from < nodes.length; from += NODES_PER_PIECE) {
-    if (from > 0) jobsOn = jobsByNode(engine); // jobs may have started or ended meanwhile
+    const engine = current();
+    // Jobs may have started or ended since the last piece: counted again only then.
+    if (jobsOf.engine !== engine || jobsOf.version !== engine.active.version) {
+      jobsOn = jobsByNode(engine);
+      jobsOf = { engine, version: engine.active.version };
+    }
     const texts: string[] = [];
     for (const node of nodes.slice(from, from + NODES_PER_PIECE)) {
       const shown = apiNode(engine, node, jobsOn);

@@ -182,7 +182,9 @@ export class NodePlanPolicy implements Policy {
   /** The nodes that count, in pool order, that no running job and no hold of the shell takes any of over [start, end). */
   wholeNodesFree(state: SchedulerState, start: Seconds, end: Seconds, now: Seconds): string[] {
     const plan = this.runningPlan(state, now);
-    return this.pool.countedNodes().filter((node) => plan.timeline(node.name)!.fits(start, end - start, node.cpus, node.memoryMiB)).map((node) => node.name);
+    const free = this.pool.countedNodes().filter((node) => plan.timeline(node.name)!.fits(start, end - start, node.cpus, node.memoryMiB)).map((node) => node.name);
+    this.recycle(plan);
+    return free;
   }
 
   /** A plan from the running jobs and the shell's holds, noting the capacity it was made for. */
