@@ -13,7 +13,7 @@ import { chmodSync, chownSync, closeSync, constants, existsSync, linkSync, mkdir
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startAgent } from '../src/agent/agent.js';
+import { makeJobFiles, removeJobFiles, startAgent } from '../src/agent/agent.js';
 import { hasEnded, jobFiles, launchSupervisor, prepareJobDir, waitForStatus, type EndedStatus, type SupervisorSpecInput } from '../src/agent/jobdir.js';
 import type { StartOrder } from '../src/controller/engine.js';
 import type { JobSpec } from '../src/jobspec/types.js';
@@ -259,13 +259,50 @@ describe('the working directory is entered as the user only', { skip }, () => {
   });
 });
 
+describe('a job\'s files folder is removed with its user\'s rights only', { skip }, () => {
+  it('links the job planted in it, and a folder it keeps swapping for a link, never make root remove anything else; a folder it locked goes too', () => {
+    // Root's files the victim's job points at: a file, and a folder with a file in it.
+    const guarded = dirOf('rm-guarded', { uid: 0, gid: 0 }, 0o755);
+    writeFileSync(join(guarded, 'precious'), 'keep\n', { mode: 0o644 });
+    mkdirSync(join(guarded, 'inner'), { mode: 0o755 });
+    writeFileSync(join(guarded, 'inner', 'precious'), 'keep\n', { mode: 0o644 });
+    const jobs = dirOf('rm-jobs', { uid: 0, gid: 0 }, 0o711);
+    for (let round = 0; round < 20; round++) {
+      const dir = join(jobs, `${round}.0`);
+      const folder = makeJobFiles(dir, { uid: victim.uid, gid: victim.gid }, [{ name: 'script', text: '#!/bin/sh\n', mode: 0o700 }]);
+      assert.equal(folder, `${dir}.files`);
+      // What the job leaves: links to root's things, and a folder it flips with a link to root's folder.
+      const plant = spawnSync('/bin/sh', ['-c', `cd ${folder} && ln -s ${guarded}/precious file-link && ln -s ${guarded} dir-link && mkdir -p d/e locked/in && touch d/e/x locked/in/y && chmod 500 locked locked/in`],
+        { uid: victim.uid, gid: victim.gid, encoding: 'utf8' });
+      assert.equal(plant.status, 0, plant.stderr);
+      const swapper = spawn('/bin/sh', ['-c', `cd ${folder} && while :; do mv d d.real 2>/dev/null; ln -sfn ${guarded}/inner d 2>/dev/null; rm -f d; mv d.real d 2>/dev/null; done`],
+        { uid: victim.uid, gid: victim.gid, stdio: 'ignore' });
+      try {
+        for (let attempt = 0; attempt < 20 && existsSync(folder); attempt++) {
+          try {
+            removeJobFiles(folder);
+          } catch (error) {
+            assert.match((error as Error).message, /ENOTEMPTY/); // the swapper put something back: tried again
+          }
+        }
+      } finally {
+        swapper.kill('SIGKILL');
+      }
+      assert.equal(readFileSync(join(guarded, 'precious'), 'utf8'), 'keep\n', `round ${round}`);
+      assert.equal(readFileSync(join(guarded, 'inner', 'precious'), 'utf8'), 'keep\n', `round ${round}`);
+      removeJobFiles(folder); // once the swapper is gone, it goes
+      assert.equal(existsSync(folder), false, `round ${round}: ${folder} is removed`);
+    }
+  });
+});
+
 describe('the agent: private job directories and the warning signal', { skip }, () => {
   const jobSpec = (workDir: string, text: string, extra: Partial<JobSpec> = {}): JobSpec => ({
     script: { path: join(workDir, 'job.sh'), text, args: [] }, nodes: { min: 1 }, cpusPerTask: 1, timeLimitSeconds: 60, name: 'sec',
     workingDir: workDir, output: 'sec-%j.out', export: { all: false, variables: [{ name: 'PATH', value: '/usr/bin:/bin' }] }, requeue: false, ...extra,
   });
 
-  it('job directories are 0700 (0710 with the job\'s group for a user\'s job), the script is the user\'s alone, the umask travels in the order', async () => {
+  it('job directories are root\'s and 0700; the script and node file are the user\'s alone, in a 0700 folder of theirs; the umask travels in the order', async () => {
     const workDir = dirOf('agent-work', victim, 0o755);
     const dataDir = join(root, 'agent-data');
     const agent = await startAgent({ controller: { baseUrl: 'http://127.0.0.1:9' }, nodes: ['node01'], dataDir, clusterKey: null, heartbeatMs: 60_000, log: () => undefined });
@@ -282,20 +319,27 @@ describe('the agent: private job directories and the warning signal', { skip }, 
       assert.equal(ran?.state, 'COMPLETED', JSON.stringify(ran));
       assert.equal((await waitForStatus(rootDir, hasEnded, 10_000))?.state, 'COMPLETED');
       const userStats = statSync(userDir);
-      assert.deepEqual([userStats.mode & 0o777, userStats.uid, userStats.gid], [0o710, 0, victim.gid]);
+      assert.deepEqual([userStats.mode & 0o777, userStats.uid, userStats.gid], [0o700, 0, 0]);
       assert.equal(modeOf(rootDir), 0o700);
-      const script = statSync(join(userDir, 'script'));
+      const files = `${userDir}.files`;
+      const folder = statSync(files);
+      assert.deepEqual([folder.mode & 0o777, folder.uid, folder.gid], [0o700, victim.uid, victim.gid]);
+      const script = statSync(join(files, 'script'));
       assert.deepEqual([script.mode & 0o777, script.uid], [0o700, victim.uid]);
-      // The directory lets the victim's group in by name: the node file is the victim's alone too.
-      const nodefile = statSync(join(userDir, 'nodefile'));
+      const nodefile = statSync(join(files, 'nodefile'));
       assert.deepEqual([nodefile.mode & 0o777, nodefile.uid], [0o600, victim.uid]);
-      assert.equal(readFileSync(join(userDir, 'nodefile'), 'utf8'), 'node01\n');
+      assert.equal(readFileSync(join(files, 'nodefile'), 'utf8'), 'node01\n');
       for (const file of ['spec.json', 'status.json', 'supervisor.log']) assert.equal(modeOf(join(userDir, file)), 0o600, file);
+      // The job reached both as its user.
+      const seen = spawnSync('/bin/cat', [join(files, 'nodefile')], { uid: victim.uid, gid: victim.gid, encoding: 'utf8' });
+      assert.equal(seen.stdout, 'node01\n');
       assert.equal(readFileSync(join(workDir, 'sec-1.out'), 'utf8'), 'mine\n');
       assert.equal(modeOf(join(workDir, 'sec-1.out')), 0o600, 'the submitter\'s umask 077');
-      // Another user cannot even look: the attacker is not in the victim's group.
-      const peek = spawnSync('/bin/ls', [userDir], { uid: attacker.uid, gid: attacker.gid, encoding: 'utf8' });
-      assert.notEqual(peek.status, 0);
+      // Another user cannot even look, in either; the job's own user not in its job directory.
+      for (const [who, folder] of [[attacker, userDir], [attacker, files], [victim, userDir]] as const) {
+        const peek = spawnSync('/bin/ls', [folder], { uid: who.uid, gid: who.gid, encoding: 'utf8' });
+        assert.notEqual(peek.status, 0, `${who.name} listed ${folder}`);
+      }
     } finally {
       client.close();
       await agent.close();

@@ -92,17 +92,21 @@ describe('modes of the files Taras keeps', { skip: notRootReason }, () => {
     assert.equal(modeOf(join(data, 'agent')), '0711');
     assert.equal(modeOf(join(data, 'agent', 'jobs')), '0711');
     const jobDirs = readdirSync(join(data, 'agent', 'jobs'));
-    assert.deepEqual(jobDirs, ['1.0']);
+    assert.deepEqual(jobDirs.sort(), ['1.0', '1.0.files']);
     const jobDir = statSync(join(data, 'agent', 'jobs', '1.0'));
-    assert.deepEqual({ mode: modeOf(join(data, 'agent', 'jobs', '1.0')), uid: jobDir.uid, gid: jobDir.gid }, { mode: '0710', uid: 0, gid: user.gid });
+    assert.deepEqual({ mode: modeOf(join(data, 'agent', 'jobs', '1.0')), uid: jobDir.uid, gid: jobDir.gid }, { mode: '0700', uid: 0, gid: 0 });
     assert.equal(modeOf(join(data, 'agent', 'jobs', '1.0', 'spec.json')), '0600');
+    // The job's script and node file: its user's, in a folder of theirs.
+    const filesDir = statSync(join(data, 'agent', 'jobs', '1.0.files'));
+    assert.deepEqual({ mode: modeOf(join(data, 'agent', 'jobs', '1.0.files')), uid: filesDir.uid, gid: filesDir.gid }, { mode: '0700', uid: user.uid, gid: user.gid });
+    assert.deepEqual(['script', 'nodefile'].map((file) => modeOf(join(data, 'agent', 'jobs', '1.0.files', file))), ['0700', '0600']);
     // The other users of the machine: nothing in the data folder can be listed or read.
-    const other = spawnSync('runuser', ['-u', 'nobody', '--', 'sh', '-c', `ls ${data}; cat ${data}/taras.db; ls ${data}/agent/jobs; ls ${data}/agent/jobs/1.0`], { encoding: 'utf8' });
+    const other = spawnSync('runuser', ['-u', 'nobody', '--', 'sh', '-c', `ls ${data}; cat ${data}/taras.db; ls ${data}/agent/jobs; ls ${data}/agent/jobs/1.0; ls ${data}/agent/jobs/1.0.files`], { encoding: 'utf8' });
     assert.equal(other.stdout, '');
-    assert.equal(other.stderr.match(/Permission denied/g)?.length, 4, other.stderr);
+    assert.equal(other.stderr.match(/Permission denied/g)?.length, 5, other.stderr);
 
     // Another user cannot read the job's output or its script: output follows the submitter's umask (077 here,
-    // in a folder everyone may write), the script is the job user's 0700 file in a job directory they cannot enter.
+    // in a folder everyone may write), the script is the job user's 0700 file in a 0700 folder of theirs.
     const shared = join(work, 'shared');
     mkdirSync(shared);
     chmodSync(shared, 0o1777);
@@ -114,7 +118,7 @@ describe('modes of the files Taras keeps', { skip: notRootReason }, () => {
     assert.equal(modeOf(join(shared, 'out2.txt')), '0600');
     assert.equal(readFileSync(join(shared, 'out2.txt'), 'utf8'), `ran as ${user.name}\n`);
     const reader = spawnSync('runuser', ['-u', 'nobody', '--', 'sh', '-c',
-      `cat ${shared}/out2.txt; cat ${user.home}/out.txt; cat ${data}/agent/jobs/2.0/script`], { encoding: 'utf8' });
+      `cat ${shared}/out2.txt; cat ${user.home}/out.txt; cat ${data}/agent/jobs/2.0.files/script`], { encoding: 'utf8' });
     assert.equal(reader.stdout, '', 'another user read the job\'s output or script');
     assert.equal(reader.stderr.match(/Permission denied/g)?.length, 3, reader.stderr);
     await stop(running.child);
@@ -128,10 +132,10 @@ describe('modes of the files Taras keeps', { skip: notRootReason }, () => {
     started.push(running.child);
     assert.equal(modeOf(data), '0711');
     assert.equal(modeOf(join(data, 'taras.db')), '0600');
-    assert.equal(modeOf(join(data, 'agent', 'jobs', '1.0')), '0710');
+    assert.equal(modeOf(join(data, 'agent', 'jobs', '1.0')), '0700');
     assert.match(running.logged(), new RegExp(`tightened data folder ${data} from mode 0755 to 0711`));
     assert.match(running.logged(), new RegExp(`tightened database file ${data}/taras.db from mode 0644 to 0600`));
-    assert.match(running.logged(), new RegExp(`tightened job directory ${data}/agent/jobs/1.0 from mode 0755 to 0710`));
+    assert.match(running.logged(), new RegExp(`tightened job directory ${data}/agent/jobs/1.0 from mode 0755 to 0700`));
     await stop(running.child);
   });
 });

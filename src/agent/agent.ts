@@ -10,9 +10,10 @@
 
 import { randomUUID } from 'node:crypto';
 import { createConnection, Socket } from 'node:net';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { constants as osConstants, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
 import { ApiRequestError, createApiClient, type ControllerTarget } from '../net/client.js';
 import { agentDestination, type ClusterKey } from '../net/hmac.js';
@@ -121,20 +122,65 @@ export function restartOf(order: Pick<StartOrder, 'checkpoint' | 'restart' | 'ru
 }
 
 /**
- * The job directory: root's (the agent's) and 0700, so no other user can see
- * the job's environment or plant files; for another user's job 0710 with
- * that user's group, so their job can reach its script and node file (both
- * the user's, 0700 and 0600) without listing the directory, as
- * slurmd's job directories are 0750 with the job's group.
+ * The job directory (DATA/jobs/ID.RUN): root's (the agent's) and 0700, so no
+ * other user, the job's own included, can see the job's environment or plant
+ * files in it. What the job itself reads (its script and node file) goes in
+ * a folder of its own beside it: makeJobFiles.
  */
-export function makeJobDir(dir: string, runAs: { uid: number; gid: number } | null): void {
+export function makeJobDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (runAs === null) {
-    chmodSync(dir, 0o700);
-  } else {
-    chownSync(dir, process.getuid!(), runAs.gid);
-    chmodSync(dir, 0o710);
+  chmodSync(dir, 0o700);
+}
+
+/** The folder of what a job reads itself, beside its job directory. */
+export const jobFilesDir = (dir: string): string => `${resolve(dir)}.files`;
+
+/**
+ * DATA/jobs/ID.RUN.files: the job's script and node file. Root writes them
+ * while the folder is still its own (0700), then gives files and folder to
+ * the job's user (folder and script 0700, node file 0600); root never writes
+ * in it again, and removes it with the user's rights (removeJobFiles). A
+ * folder left from before is removed first, never written into.
+ */
+export function makeJobFiles(dir: string, runAs: { uid: number; gid: number } | null, files: readonly { name: string; text: string; mode: number }[]): string {
+  const folder = jobFilesDir(dir);
+  removeJobFiles(folder);
+  mkdirSync(folder, { mode: 0o700 }); // not recursive: if it is there again, someone raced us, and the start fails
+  chmodSync(folder, 0o700);
+  for (const file of files) {
+    const path = join(folder, file.name);
+    writeFileSync(path, file.text, { mode: file.mode, flag: 'wx' });
+    chmodSync(path, file.mode);
+    if (runAs !== null) chownSync(path, runAs.uid, runAs.gid);
   }
+  if (runAs !== null) chownSync(folder, runAs.uid, runAs.gid);
+  return folder;
+}
+
+/**
+ * Removes a job's files folder. One that is not root's (the agent's) is
+ * emptied with its owner's rights only (`chmod -R u+rwX`, then `rm -rf`, as
+ * that user, no supplementary groups, a fixed PATH), so nothing the job planted in it (a
+ * symbolic link, a folder swapped for one) can make root remove anything
+ * else; root then removes the empty folder, which sits in root's jobs folder.
+ */
+export function removeJobFiles(folder: string): void {
+  let stats;
+  try {
+    stats = lstatSync(folder);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  if (!stats.isDirectory() || stats.uid === process.getuid?.()) {
+    rmSync(folder, { recursive: true, force: true });
+    return;
+  }
+  // chmod first: a folder the job made read-only for itself would stop rm (neither follows symbolic links).
+  spawnSync('/bin/sh', ['-c', 'chmod -R u+rwX -- "$0" 2>/dev/null; rm -rf -- "$0"', folder], {
+    uid: stats.uid, gid: stats.gid, env: { PATH: '/usr/bin:/bin' }, cwd: '/', stdio: 'ignore', timeout: 30_000,
+  });
+  rmdirSync(folder); // ENOTEMPTY if the user's rm could not empty it (or something came meanwhile): the caller tries again later
 }
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
@@ -167,6 +213,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       if (status && isAlive(status.supervisorPid, status.supervisorStartTicks)) continue;
       try {
         rmSync(dir, { recursive: true, force: true });
+        removeJobFiles(jobFilesDir(dir));
         finalRuns.delete(dir);
       } catch (error) {
         log(`could not remove the job directory ${dir} (${(error as Error).message}); trying again later`);
@@ -197,7 +244,17 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // Re-adopt what a previous agent left.
   for (const name of readdirSync(jobsDir)) {
     const match = /^(\d+)\.(\d+)$/.exec(name);
-    if (match) tightenMode(join(jobsDir, name), 0o710, log, 'job directory');
+    // An older agent made a user's job directory 0710 with the user's group (and put the job's files in it): at
+    // most that, while its job may still read them; the others at most 0700.
+    if (match) tightenMode(join(jobsDir, name), statSync(join(jobsDir, name)).gid === 0 ? 0o700 : 0o710, log, 'job directory');
+    const files = /^(\d+\.\d+)\.files$/.exec(name);
+    if (files && !existsSync(join(jobsDir, files[1]))) {
+      try {
+        removeJobFiles(join(jobsDir, name)); // its job directory is gone (removed just before a crash)
+      } catch (error) {
+        log(`could not remove ${join(jobsDir, name)} (${(error as Error).message})`);
+      }
+    }
     if (match && !existsSync(join(jobsDir, name, REPORTED))) track(Number(match[1]), Number(match[2]));
     else if (match) finalRuns.set(join(jobsDir, name), Date.now());
   }
@@ -247,22 +304,17 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           // Interactive jobs get no warning signal (no checkpoints: seed 000 2.2.2); their warning is a line on the terminal.
           const warning = warningOf(order.spec.interactive === undefined ? order.warnSignal : null);
           if (!warning.ok) return notStarted(warning.error);
-          makeJobDir(dir, runAs);
-          const nodefilePath = join(dir, 'nodefile');
-          const scriptPath = join(dir, 'script');
+          makeJobDir(dir);
+          const nodefilePath = join(jobFilesDir(dir), 'nodefile');
+          const scriptPath = join(jobFilesDir(dir), 'script');
           const launch = jobLaunch({
             jobId: order.jobId, user: order.user, nodes: order.nodes, cpusOnNode: order.cpusOnNode, spec: order.spec,
             submitEnv: order.spec.submitEnv ?? {}, submitDir: order.spec.submitDir ?? order.spec.workingDir, nodefilePath,
             ...(order.array === undefined ? {} : { array: order.array }),
             ...(order.partition === undefined ? {} : { partition: order.partition }),
           });
-          // Both the job's user's alone (the directory lets the user's whole group in by name): a script can
-          // hold secrets, and the node file says where the job runs. The job runs and reads them as its user.
-          writeFileSync(nodefilePath, launch.nodefile, { mode: 0o600 });
-          chmodSync(nodefilePath, 0o600);
-          writeFileSync(scriptPath, order.spec.script.text, { mode: 0o700 });
-          chmodSync(scriptPath, 0o700);
-          if (runAs !== null) for (const file of [nodefilePath, scriptPath]) chownSync(file, runAs.uid, runAs.gid);
+          // The job's user's alone: a script can hold secrets, and the node file says where the job runs.
+          makeJobFiles(dir, runAs, [{ name: 'script', text: order.spec.script.text, mode: 0o700 }, { name: 'nodefile', text: launch.nodefile, mode: 0o600 }]);
           const limit = order.spec.timeLimitSeconds;
           const asked = order.spec.interactive;
           // taras alloc: the user's login shell, from this node's passwd.

@@ -9,8 +9,8 @@
 // task of a job here, and each task's time limit is what was left of its
 // job's, so a task never outlives its job even if the controller is gone.
 
-import { chmodSync, chownSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { chmodSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { RouteError } from '../net/server.js';
 import { hasEnded, isAlive, prepareJobDir, processStartTicks, readStatus, recordNotStarted, requestSignal, type SupervisorLauncher } from './jobdir.js';
 import { credentialsFor, makeJobDir } from './agent.js';
@@ -74,9 +74,15 @@ export class StepTasks {
   private readonly tasks = new Map<string, KnownTask>();
 
   private readonly jobsDir: string;
+  private readonly wrapper: string;
 
   constructor(jobsDir: string, private readonly launcher: SupervisorLauncher, private readonly log: (line: string) => void) {
     this.jobsDir = resolve(jobsDir); // the task runs its script from its working directory
+    // Every task runs its command through this one wrapper: root's, 0755, nothing secret in it (the task
+    // directories are root's alone, 0700).
+    this.wrapper = join(dirname(this.jobsDir), 'step-exec');
+    writeFileSync(this.wrapper, '#!/bin/sh\nexec "$@"\n', { mode: 0o755 });
+    chmodSync(this.wrapper, 0o755);
     // Tasks a previous agent started: killed when their job ends, removed once over.
     for (const name of readdirSync(jobsDir)) {
       const match = STEP_DIR.exec(name);
@@ -101,11 +107,8 @@ export class StepTasks {
       throw new RouteError(409, credentials.error);
     }
     const runAs = credentials.value;
-    makeJobDir(dir, runAs);
-    const script = join(dir, 'script');
-    writeFileSync(script, '#!/bin/sh\nexec "$@"\n', { mode: 0o700 });
-    chmodSync(script, 0o700);
-    if (runAs !== null) chownSync(script, runAs.uid, runAs.gid);
+    makeJobDir(dir);
+    const script = this.wrapper;
     const prepared = prepareJobDir(dir, {
       interactive: { pty: false, cols: 80, rows: 24, bufferBytes: STEP_BUFFER_BYTES, graceSeconds: STEP_GRACE_SECONDS, idleSeconds: 0, warnSeconds: 0 },
       jobId: order.jobId, script, args: [...order.command], workingDir: order.workingDir, env: { ...order.env },
