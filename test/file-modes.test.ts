@@ -1,9 +1,9 @@
 // Who may read what Taras keeps on the disk, after a real `taras up` ran a
 // job of a throwaway Unix user: the data folder 0711 (it holds the socket:
 // reachable, not listable), taras.db and its -wal/-shm 0600, cluster.key
-// 0600, the socket 0666, the agent's folders 0711, a job directory 0710
-// owned by root with the job's group (the job reads its script by name; no
-// one else enters) or 0700 for root's jobs. A data folder left open by an
+// 0600, the socket 0666, the agent's folders 0711, a job directory 0700
+// owned by root, the job's script and node file (its user's) beside it in a
+// folder of root's that the job's group may only pass through. A data folder left open by an
 // older Taras is tightened at the next start, with a log line. Skips when not
 // root (throwaway users need it).
 
@@ -96,9 +96,9 @@ describe('modes of the files Taras keeps', { skip: notRootReason }, () => {
     const jobDir = statSync(join(data, 'agent', 'jobs', '1.0'));
     assert.deepEqual({ mode: modeOf(join(data, 'agent', 'jobs', '1.0')), uid: jobDir.uid, gid: jobDir.gid }, { mode: '0700', uid: 0, gid: 0 });
     assert.equal(modeOf(join(data, 'agent', 'jobs', '1.0', 'spec.json')), '0600');
-    // The job's script and node file: its user's, in a folder of theirs.
+    // The job's script and node file: its user's, in a folder of root's that their group may only pass through.
     const filesDir = statSync(join(data, 'agent', 'jobs', '1.0.files'));
-    assert.deepEqual({ mode: modeOf(join(data, 'agent', 'jobs', '1.0.files')), uid: filesDir.uid, gid: filesDir.gid }, { mode: '0700', uid: user.uid, gid: user.gid });
+    assert.deepEqual({ mode: modeOf(join(data, 'agent', 'jobs', '1.0.files')), uid: filesDir.uid, gid: filesDir.gid }, { mode: '0710', uid: 0, gid: user.gid });
     assert.deepEqual(['script', 'nodefile'].map((file) => modeOf(join(data, 'agent', 'jobs', '1.0.files', file))), ['0700', '0600']);
     // The other users of the machine: nothing in the data folder can be listed or read.
     const other = spawnSync('runuser', ['-u', 'nobody', '--', 'sh', '-c', `ls ${data}; cat ${data}/taras.db; ls ${data}/agent/jobs; ls ${data}/agent/jobs/1.0; ls ${data}/agent/jobs/1.0.files`], { encoding: 'utf8' });
@@ -106,7 +106,7 @@ describe('modes of the files Taras keeps', { skip: notRootReason }, () => {
     assert.equal(other.stderr.match(/Permission denied/g)?.length, 5, other.stderr);
 
     // Another user cannot read the job's output or its script: output follows the submitter's umask (077 here,
-    // in a folder everyone may write), the script is the job user's 0700 file in a 0700 folder of theirs.
+    // in a folder everyone may write), the script is the job user's 0700 file in a folder only their group may pass through.
     const shared = join(work, 'shared');
     mkdirSync(shared);
     chmodSync(shared, 0o1777);

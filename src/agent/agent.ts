@@ -10,8 +10,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { createConnection, Socket } from 'node:net';
-import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { constants as osConstants, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
@@ -124,7 +123,7 @@ export function restartOf(order: Pick<StartOrder, 'checkpoint' | 'restart' | 'ru
 /**
  * The job directory (DATA/jobs/ID.RUN): root's (the agent's) and 0700, so no
  * other user, the job's own included, can see the job's environment or plant
- * files in it. What the job itself reads (its script and node file) goes in
+ * files in it. What the job reads itself (its script and node file) goes in
  * a folder of its own beside it: makeJobFiles.
  */
 export function makeJobDir(dir: string): void {
@@ -136,57 +135,36 @@ export function makeJobDir(dir: string): void {
 export const jobFilesDir = (dir: string): string => `${resolve(dir)}.files`;
 
 /**
- * DATA/jobs/ID.RUN.files: the job's script and node file. Root writes them
- * while the folder is still its own (0700), then gives files and folder to
- * the job's user (folder and script 0700, node file 0600); root never writes
- * in it again, and removes it with the user's rights (removeJobFiles). A
- * folder left from before is removed first, never written into.
+ * DATA/jobs/ID.RUN.files: the job's script and node file, its user's (0700
+ * and 0600), in a folder that stays root's: 0710 with the user's primary
+ * group, so the job reaches them by name while no one but root can add,
+ * remove or list anything there (nothing planted, no disk filled, and root
+ * removes it as it removes its own). A folder left from before is removed
+ * first.
  */
 export function makeJobFiles(dir: string, runAs: { uid: number; gid: number } | null, files: readonly { name: string; text: string; mode: number }[]): string {
   const folder = jobFilesDir(dir);
-  removeJobFiles(folder);
-  mkdirSync(folder, { mode: 0o700 }); // not recursive: if it is there again, someone raced us, and the start fails
-  chmodSync(folder, 0o700);
+  rmSync(folder, { recursive: true, force: true });
+  mkdirSync(folder, { mode: 0o700 });
   for (const file of files) {
     const path = join(folder, file.name);
     writeFileSync(path, file.text, { mode: file.mode, flag: 'wx' });
     chmodSync(path, file.mode);
     if (runAs !== null) chownSync(path, runAs.uid, runAs.gid);
   }
-  if (runAs !== null) chownSync(folder, runAs.uid, runAs.gid);
+  if (runAs === null) {
+    chmodSync(folder, 0o700);
+  } else {
+    chownSync(folder, process.getuid!(), runAs.gid);
+    chmodSync(folder, 0o710);
+  }
   return folder;
-}
-
-/**
- * Removes a job's files folder. One that is not root's (the agent's) is
- * emptied with its owner's rights only (`chmod -R u+rwX`, then `rm -rf`, as
- * that user, no supplementary groups, a fixed PATH), so nothing the job planted in it (a
- * symbolic link, a folder swapped for one) can make root remove anything
- * else; root then removes the empty folder, which sits in root's jobs folder.
- */
-export function removeJobFiles(folder: string): void {
-  let stats;
-  try {
-    stats = lstatSync(folder);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw error;
-  }
-  if (!stats.isDirectory() || stats.uid === process.getuid?.()) {
-    rmSync(folder, { recursive: true, force: true });
-    return;
-  }
-  // chmod first: a folder the job made read-only for itself would stop rm (neither follows symbolic links).
-  spawnSync('/bin/sh', ['-c', 'chmod -R u+rwX -- "$0" 2>/dev/null; rm -rf -- "$0"', folder], {
-    uid: stats.uid, gid: stats.gid, env: { PATH: '/usr/bin:/bin' }, cwd: '/', stdio: 'ignore', timeout: 30_000,
-  });
-  rmdirSync(folder); // ENOTEMPTY if the user's rm could not empty it (or something came meanwhile): the caller tries again later
 }
 
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const { log } = options;
   const jobsDir = join(options.dataDir, 'jobs');
-  // Searchable, not listable: a job's user reaches its own job directory (script, nodefile) by name only.
+  // Searchable, not listable: a job's user reaches its own files folder (script, nodefile) by name only.
   makeFolder(options.dataDir, 0o711, log, 'agent data folder');
   makeFolder(jobsDir, 0o711, log, 'job folder');
   // A supervisor is kept started ahead, so a job starts without waiting for Node to start.
@@ -213,7 +191,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       if (status && isAlive(status.supervisorPid, status.supervisorStartTicks)) continue;
       try {
         rmSync(dir, { recursive: true, force: true });
-        removeJobFiles(jobFilesDir(dir));
+        rmSync(jobFilesDir(dir), { recursive: true, force: true });
         finalRuns.delete(dir);
       } catch (error) {
         log(`could not remove the job directory ${dir} (${(error as Error).message}); trying again later`);
@@ -244,17 +222,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // Re-adopt what a previous agent left.
   for (const name of readdirSync(jobsDir)) {
     const match = /^(\d+)\.(\d+)$/.exec(name);
-    // An older agent made a user's job directory 0710 with the user's group (and put the job's files in it): at
-    // most that, while its job may still read them; the others at most 0700.
-    if (match) tightenMode(join(jobsDir, name), statSync(join(jobsDir, name)).gid === 0 ? 0o700 : 0o710, log, 'job directory');
+    // An older agent made a user's job directory 0710 with the user's group and put the job's script in it:
+    // at most that, while its job may still read it; the others at most 0700.
+    if (match) tightenMode(join(jobsDir, name), existsSync(join(jobsDir, name, 'script')) ? 0o710 : 0o700, log, 'job directory');
+    // A files folder whose job directory is gone (removed just before a crash).
     const files = /^(\d+\.\d+)\.files$/.exec(name);
-    if (files && !existsSync(join(jobsDir, files[1]))) {
-      try {
-        removeJobFiles(join(jobsDir, name)); // its job directory is gone (removed just before a crash)
-      } catch (error) {
-        log(`could not remove ${join(jobsDir, name)} (${(error as Error).message})`);
-      }
-    }
+    if (files && !existsSync(join(jobsDir, files[1]))) rmSync(join(jobsDir, name), { recursive: true, force: true });
+    else if (files) tightenMode(join(jobsDir, name), 0o710, log, 'job files folder');
     if (match && !existsSync(join(jobsDir, name, REPORTED))) track(Number(match[1]), Number(match[2]));
     else if (match) finalRuns.set(join(jobsDir, name), Date.now());
   }
@@ -314,7 +288,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             ...(order.partition === undefined ? {} : { partition: order.partition }),
           });
           // The job's user's alone: a script can hold secrets, and the node file says where the job runs.
-          makeJobFiles(dir, runAs, [{ name: 'script', text: order.spec.script.text, mode: 0o700 }, { name: 'nodefile', text: launch.nodefile, mode: 0o600 }]);
+          try {
+            makeJobFiles(dir, runAs, [{ name: 'script', text: order.spec.script.text, mode: 0o700 }, { name: 'nodefile', text: launch.nodefile, mode: 0o600 }]);
+          } catch (error) {
+            return notStarted(`cannot write the job's script and node file on this node (${(error as Error).message})`);
+          }
           const limit = order.spec.timeLimitSeconds;
           const asked = order.spec.interactive;
           // taras alloc: the user's login shell, from this node's passwd.
