@@ -152,9 +152,7 @@ export function makeJobFiles(dir: string, runAs: { uid: number; gid: number } | 
     chmodSync(path, file.mode);
     if (runAs !== null) chownSync(path, runAs.uid, runAs.gid);
   }
-  if (runAs === null) {
-    chmodSync(folder, 0o700);
-  } else {
+  if (runAs !== null) {
     chownSync(folder, process.getuid!(), runAs.gid);
     chmodSync(folder, 0o710);
   }

@@ -48,12 +48,18 @@ const DEADLINE_GUARANTEED = 'deadlineGuaranteed';
 /** Key of the warning a submitter was given at acceptance (a deadline that cannot be guaranteed): a retried submission is told it again. */
 const ADMISSION_WARNING = 'admissionWarning';
 
+/** A stored request without the controller's own additions (storedRequest): the spec as submitted. */
+function specPart(request: JsonObject): JsonObject {
+  const { [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, [DEADLINE_GUARANTEED]: _guaranteed, [ADMISSION_WARNING]: _warning, ...spec } = request;
+  return spec;
+}
+
 /**
  * The spec as stored, with the controller's own additions (the verified uid,
  * the reservation's stamp, a deadline's guarantee and warning) and never a value of those keys the body carried.
  */
-function storedRequest(spec: JobSpec, uid: number | undefined, reservation: Reservation | undefined, admission?: DeadlineAdmission): JsonObject {
-  const { [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, [DEADLINE_GUARANTEED]: _guaranteed, [ADMISSION_WARNING]: _warning, ...clean } = spec as unknown as JsonObject;
+function storedRequest(spec: JobSpec, uid: number | undefined, reservation: Reservation | undefined, admission?: Pick<DeadlineAdmission, 'guaranteed' | 'warning'>): JsonObject {
+  const clean = specPart(spec as unknown as JsonObject);
   return {
     ...clean, ...(uid === undefined ? {} : { [SUBMIT_UID]: uid }), ...(reservation === undefined ? {} : { [RESERVATION_STAMP]: reservation.createdMs }),
     ...(admission === undefined || spec.deadline === undefined ? {} : { [DEADLINE_GUARANTEED]: admission.guaranteed }),
@@ -599,10 +605,7 @@ export class ControllerEngine {
     let reason: string | undefined;
     // The schema without the environment (checked at submission; only the agent reads it): a third of the cost,
     // about 4 µs a job, 0.2 s for 50,000 queued jobs.
-    // The verified uid, the reservation's stamp and a deadline's guarantee and warning are the controller's own additions to the stored request (storedRequest), not part of the spec.
-    const { submitEnv: _environment, [SUBMIT_UID]: _uid, [RESERVATION_STAMP]: _stamp, [DEADLINE_GUARANTEED]: _guaranteed, [ADMISSION_WARNING]: _warning, ...request } = record.request as {
-      submitEnv?: unknown; submitUid?: unknown; reservationCreatedMs?: unknown; deadlineGuaranteed?: unknown; admissionWarning?: unknown;
-    };
+    const { submitEnv: _environment, ...request } = specPart(record.request as JsonObject);
     const checked = checkBody(JobSpecSchema, request, 'request');
     if (!checked.ok) {
       reason = `its stored request is not valid (${formatProblems(checked.problems)})`;
@@ -979,8 +982,7 @@ export class ControllerEngine {
 
   /** A record for a spec not stored yet: what coreRequest needs to see the job as the core will. */
   private draftRecord(spec: JobSpec, id: number, uid: number | undefined, guaranteed: boolean | undefined): JobRecord {
-    const admission = guaranteed === undefined ? undefined : { guaranteed, plannedEndMs: null, shortfallSeconds: null, warning: null };
-    const request = storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), admission);
+    const request = storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), guaranteed === undefined ? undefined : { guaranteed, warning: null });
     return { id: id as JobId, request, state: 'PENDING', nodes: [], submitTimeMs: this.clockMs() } as unknown as JobRecord;
   }
 

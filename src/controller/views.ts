@@ -233,9 +233,22 @@ function nodeState(status: NodeStatus, cpus: number, freeCpus: number, hasJobs: 
 export function apiNodes(engine: ControllerEngine, only?: readonly string[]): ApiNode[] {
   const wanted = only === undefined ? undefined : new Set(only);
   const nodes = wanted === undefined ? engine.config.nodes : engine.config.nodes.filter((node) => wanted.has(node.name));
-  const jobsOn = jobsByNode(engine);
-  return nodes.flatMap((node) => apiNode(engine, node, jobsOn) ?? []);
+  const known = nodeFacts(engine);
+  return nodes.flatMap((node) => apiNode(engine, node, known) ?? []);
 }
+
+/** What every node's entry reads: the jobs on each node and each node's partitions. */
+interface NodeFacts {
+  readonly jobsOn: ReadonlyMap<string, { id: number; user: string }[]>;
+  readonly partitions: ReadonlyMap<string, readonly string[]>;
+  /** The engine and the version of its jobs they were made from. */
+  readonly engine: ControllerEngine;
+  readonly version: number;
+}
+
+const nodeFacts = (engine: ControllerEngine): NodeFacts => ({
+  jobsOn: jobsByNode(engine), partitions: partitionsOf(engine.config), engine, version: engine.active.version,
+});
 
 /** How many nodes `GET /nodes` makes and sends at a time (see apiNodePieces). */
 const NODES_PER_PIECE = 1000;
@@ -247,19 +260,15 @@ const NODES_PER_PIECE = 1000;
  */
 export function* apiNodePieces(current: () => ControllerEngine): Generator<string> {
   const nodes = current().config.nodes; // the nodes as the listing began (a reconfiguration meanwhile: those still known)
-  let jobsOn = new Map<string, { id: number; user: string }[]>();
-  let jobsOf = { engine: null as ControllerEngine | null, version: -1 };
+  let known: NodeFacts | null = null;
   let opened = false;
   for (let from = 0; from < nodes.length; from += NODES_PER_PIECE) {
     const engine = current();
     // Jobs may have started or ended since the last piece: counted again only then.
-    if (jobsOf.engine !== engine || jobsOf.version !== engine.active.version) {
-      jobsOn = jobsByNode(engine);
-      jobsOf = { engine, version: engine.active.version };
-    }
+    if (known?.engine !== engine || known.version !== engine.active.version) known = nodeFacts(engine);
     const texts: string[] = [];
     for (const node of nodes.slice(from, from + NODES_PER_PIECE)) {
-      const shown = apiNode(engine, node, jobsOn);
+      const shown = apiNode(engine, node, known);
       if (shown !== undefined) texts.push(JSON.stringify(shown));
     }
     if (texts.length === 0) continue;
@@ -270,10 +279,9 @@ export function* apiNodePieces(current: () => ControllerEngine): Generator<strin
 }
 
 /** One node; undefined if the controller no longer has it (reconfigured while a listing went on). */
-function apiNode(engine: ControllerEngine, node: ClusterConfig['nodes'][number], jobsOn: ReadonlyMap<string, { id: number; user: string }[]>): ApiNode | undefined {
+function apiNode(engine: ControllerEngine, node: ClusterConfig['nodes'][number], { jobsOn, partitions }: NodeFacts): ApiNode | undefined {
   const status = engine.nodes.get(node.name);
   if (status === undefined) return undefined;
-  const partitions = partitionsOf(engine.config);
   const free = engine.pool.free(node.name);
   const jobs = jobsOn.get(node.name) ?? [];
   return {

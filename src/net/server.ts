@@ -150,6 +150,9 @@ export class JsonPieces {
   constructor(readonly pieces: Iterable<string>) {}
 }
 
+/** Every JSON answer's headers (a whole one adds its length; one in pieces is chunked). */
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' } as const;
+
 /** Until the response drains (the peer took what was written) or closes. */
 const drained = (res: ServerResponse): Promise<void> => new Promise((resolveDrain) => {
   const done = () => {
@@ -170,7 +173,7 @@ const drained = (res: ServerResponse): Promise<void> => new Promise((resolveDrai
 async function sendPieces(res: ServerResponse, status: number, body: JsonPieces, log: NetLog, what: string): Promise<void> {
   const pieces = body.pieces[Symbol.iterator]();
   let next = pieces.next();
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  res.writeHead(status, JSON_HEADERS);
   try {
     while (next.done !== true) {
       if (res.destroyed) return; // the caller left: the rest is not made
@@ -198,12 +201,7 @@ function send(res: ServerResponse, status: number, body: unknown, extraHeaders: 
     return;
   }
   const text = body instanceof RawJson ? body.bytes : JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
-    'cache-control': 'no-store',
-    ...extraHeaders,
-  });
+  res.writeHead(status, { ...JSON_HEADERS, 'content-length': Buffer.byteLength(text), ...extraHeaders });
   res.end(text);
 }
 
