@@ -12,7 +12,7 @@ import { after, describe, it } from 'node:test';
 import { jobLaunch } from '../src/agent/environment.js';
 import { defaultClusterConfig, parseClusterConfig } from '../src/config/cluster.js';
 import { arrayTaskOf, resolveJobRef } from '../src/controller/arrays.js';
-import { apiJob, apiQueue, apiStatus } from '../src/controller/views.js';
+import { apiJob, apiQueue, apiStatus, queueBuild } from '../src/controller/views.js';
 import { unpackQueue } from '../src/api/queue.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from '../src/controller/engine.js';
 import { jobId } from '../src/core/types.js';
@@ -210,6 +210,39 @@ describe('arrays in the controller engine', () => {
     assert.equal((outcomes[0] as { id: number }).id, (outcomes[1] as { id: number }).id);
     assert.equal(store.jobs({}).length, 10_003);
     assert.equal(arrayTaskOf(store.job(jobId(first + 9999))!)?.taskId, 9999);
+  });
+});
+
+describe('GET /queue built in pieces (queueBuild)', () => {
+  it('pauses every so many rows and gives what one build gives: arrays folded across pieces, one plan, the records it was given', () => {
+    const { engine } = setup();
+    // 16 nodes: 16 one-node jobs run, then an array (pending, folded on one line), held jobs and more pending ones.
+    const running = engine.submit(Array.from({ length: 16 }, () => ({ user: 'alice', spec: jobSpec({ cpusPerTask: 8 }) })));
+    const [array] = engine.submit([{ user: 'bob', spec: jobSpec({ array: { text: '0-9' }, cpusPerTask: 8 }) }]);
+    const later = engine.submit(Array.from({ length: 7 }, (_, i) => ({ user: 'carol', spec: jobSpec({ cpusPerTask: 8, hold: i % 3 === 0 }) })));
+    assert.deepEqual(engine.schedule(), running);
+    const records = [...engine.active.values()];
+    const status = apiStatus(engine, Date.now(), null);
+    const whole = apiQueue(engine, records, true, status);
+
+    const build = queueBuild(engine, records, true, status, undefined, false, false, 4);
+    let pauses = 0;
+    let step = build.next();
+    // The plan changes during the build (a job ends, another is held): the listing stays the one of its start.
+    engine.jobReport({ jobId: running[0], state: 'COMPLETED', exitCode: 0, endTimeMs: Date.now() });
+    engine.holdMany([later[1]], 'carol', false);
+    engine.schedule();
+    while (!step.done) {
+      pauses++;
+      step = build.next();
+    }
+    assert.deepEqual(step.value, whole);
+    // 33 records: the planned starts, the keys in pieces of 4 (9 pieces, 8 pauses), the order, the packing in pieces of 4.
+    assert.ok(pauses >= 8 + 2 + 7, `paused ${pauses} times`);
+    const table = unpackQueue(step.value);
+    assert.equal(table.id.length, 16 + 1 + 7, 'the array\'s ten pending tasks on one line');
+    assert.equal(table.strings[table.label![16]!], `${array}_[0-9]`);
+    assert.deepEqual(table.id.slice(0, 16), running);
   });
 });
 

@@ -114,26 +114,51 @@ function groupOf(state: JobState): Group {
 }
 
 /**
+ * The sort keys of the queue's order (queueOrderOf), filled a job at a time by
+ * `set` (in as many pieces as the caller likes), then sorted once by `order`.
+ */
+export class QueueOrderKeys {
+  private readonly groups: Uint8Array;
+  private readonly keys: Float64Array;
+  private readonly ids: Float64Array;
+
+  constructor(readonly length: number) {
+    this.groups = new Uint8Array(length);
+    this.keys = new Float64Array(length);
+    this.ids = new Float64Array(length);
+  }
+
+  /** Job `i`'s keys: its state, its (planned) start, when it ended, its id. */
+  set(i: number, state: JobState, start: number | null, endTime: number | null, id: number): void {
+    const group = groupOf(state);
+    const by = group === Group.Finished ? endTime : start;
+    this.groups[i] = group;
+    this.keys[i] = by === null ? Infinity : by;
+    this.ids[i] = id;
+  }
+
+  /** The indexes in queue order. */
+  order(): number[] {
+    const { length: n, groups, keys, ids } = this;
+    const order = new Array<number>(n);
+    for (let i = 0; i < n; i++) order[i] = i;
+    return order.sort((a, b) => groups[a] - groups[b] || (keys[a] === keys[b] ? 0 : keys[a] < keys[b] ? -1 : 1) || ids[a] - ids[b]);
+  }
+}
+
+/**
  * The queue's order, as indexes into the given columns: running jobs first by
  * start, then pending jobs by planned start (none last), then finished jobs
  * by end; ties by id. Times in any one unit; null for none. The one rule for
  * the controller (GET /queue) and for listings built from ApiJobs.
  */
 export function queueOrderOf<T>(items: readonly T[], job: (item: T, index: number) => { state: JobState; start: number | null; endTime: number | null; id: number }): number[] {
-  const n = items.length;
-  const groups = new Uint8Array(n);
-  const keys = new Float64Array(n);
-  const ids = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
+  const keys = new QueueOrderKeys(items.length);
+  for (let i = 0; i < items.length; i++) {
     const { state, start, endTime, id } = job(items[i], i);
-    const group = groupOf(state);
-    const by = group === Group.Finished ? endTime : start;
-    groups[i] = group;
-    keys[i] = by === null ? Infinity : by;
-    ids[i] = id;
+    keys.set(i, state, start, endTime, id);
   }
-  const order = Array.from({ length: n }, (_, i) => i);
-  return order.sort((a, b) => groups[a] - groups[b] || (keys[a] === keys[b] ? 0 : keys[a] < keys[b] ? -1 : 1) || ids[a] - ids[b]);
+  return keys.order();
 }
 
 /** Rows in queue order (see queueOrderOf). */

@@ -35,7 +35,7 @@ import { accountingRoutes } from './accounting.js';
 import { EventLog } from './event-log.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
-import { admittedDeadline, apiDeadline, apiJob, apiJobWithEvents, apiNodePieces, apiNodes, apiPlan, apiQueue, apiReservation, apiStatus, apiWhatIf, apiWhen } from './views.js';
+import { admittedDeadline, apiDeadline, apiJob, apiJobWithEvents, apiNodePieces, apiNodes, apiPlan, apiReservation, apiStatus, apiWhatIf, apiWhen, queueBuild } from './views.js';
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
@@ -192,6 +192,15 @@ function openPrivateStore(path: string, log: (line: string) => void) {
     return openStore(path);
   } finally {
     process.umask(umask);
+  }
+}
+
+/** Runs a generator to its end, a whole turn of the event loop after each pause: others are served meanwhile. */
+async function runSliced<T>(build: Generator<void, T, void>): Promise<T> {
+  for (;;) {
+    const step = build.next();
+    if (step.done === true) return step.value;
+    await new Promise((resolveTurn) => setImmediate(resolveTurn));
   }
 }
 
@@ -386,7 +395,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     const records = merged.slice(0, limit);
     return { records, next: merged.length > limit ? records[records.length - 1].id : null };
   };
-  let queueCache: { engine: ControllerEngine; key: string; queue: ApiQueue } | null = null;
+  let queueCache: { engine: ControllerEngine; key: string; queue: Promise<ApiQueue> } | null = null;
   const listFilter = (ctx: RequestContext) => ({
     user: ctx.query.get('user') ?? undefined,
     states: ctx.query.get('state')?.toUpperCase().split(',') as JobState[] | undefined,
@@ -554,22 +563,26 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       // `taras queue`: the status and the jobs in queue order, as compact rows (src/api/queue.ts).
       method: 'GET', path: '/queue',
-      handler: (ctx) => {
+      handler: async (ctx) => {
         const caller = callerOf(ctx);
         const status = apiStatus(engine, Date.now(), motd());
         const long = ctx.query.get('long') === '1';
         // --long shows working directories: only the caller's own, unless an administrator asks.
         const viewer = !long ? '' : admin(caller) ? '*' : caller.user;
-        // Listing 50,000 jobs costs tens of milliseconds; while nothing it shows has changed (no job
-        // record, no planned start; finished jobs leave it by the minute), the last answer is reused.
+        // Listing 50,000 jobs costs tens of milliseconds, built in pieces with other requests served between
+        // them (queueBuild). While nothing it shows has changed (no job record, no planned start; finished jobs
+        // leave it by the minute), the last answer is reused, and callers that come during a build share it.
         const key = `${ctx.query.toString()} ${engine.listingVersion()} ${Math.floor(Date.now() / 60_000)} ${viewer}`;
         if (queueCache?.engine !== engine || queueCache.key !== key) {
-          queueCache = {
-            engine, key,
-            queue: apiQueue(engine, visibleRecords(listFilter(ctx)), long, status, viewer === '*' ? undefined : viewer, ctx.query.get('array') === '1', ctx.query.get('reasons') === '1'),
-          };
+          const build = queueBuild(engine, visibleRecords(listFilter(ctx)), long, status, viewer === '*' ? undefined : viewer, ctx.query.get('array') === '1', ctx.query.get('reasons') === '1');
+          const cache = { engine, key, queue: runSliced(build) };
+          queueCache = cache;
+          // A failed build is not kept: the next caller tries again (this one gets the 500).
+          cache.queue.catch(() => {
+            if (queueCache === cache) queueCache = null;
+          });
         }
-        return { status: 200, body: { ...queueCache.queue, status } };
+        return { status: 200, body: { ...await queueCache.queue, status } };
       },
     },
     { method: 'GET', path: '/jobs/:id', handler: (ctx) => {

@@ -2,7 +2,7 @@
 // nodes, status and "when will it start", built from the engine's state.
 
 import { publicReason } from './authz.js';
-import { holdMark, queueOrderOf, QueuePacker, toOffset, typeLetter, type ApiQueue } from '../api/queue.js';
+import { holdMark, QueueOrderKeys, QueuePacker, toOffset, typeLetter, type ApiQueue } from '../api/queue.js';
 import type { ApiDeadline, JobType } from '../api/types.js';
 import type { DeadlineSpec, JobSpec } from '../jobspec/types.js';
 import type { ApiClusterStatus, ApiHolder, ApiReservation, ApiJob, ApiJobWithEvents, ApiNode, ApiPlan, ApiPlanItem, ApiWhatIf, ApiWhen } from '../api/types.js';
@@ -112,38 +112,58 @@ function endAfterSeconds(engine: ControllerEngine, record: JobRecord, limitSecon
   return Math.max(limitSeconds, engine.scheduler.state.getRunning(record.id)?.job.estimate ?? limitSeconds);
 }
 
+/** Rows GET /queue's build works through between pauses (queueBuild): 50,000 jobs are ten pieces of a few milliseconds. */
+export const QUEUE_SLICE_ROWS = 5000;
+
 /**
  * `GET /queue`: the records in queue order (running by start, pending by
  * planned start, finished by end; ties by id), packed straight into the
  * run-length encoded columns of ApiQueue. Sorts an index by precomputed keys
- * and reads each record once: 50,000 jobs take tens of milliseconds.
+ * and reads each record once.
  * With `onlyDirsOf`, working directories (--long) are shown for that user's
  * jobs only (a user who is not an administrator); others get ''.
+ *
+ * A generator that pauses (yields) every `sliceRows` rows, so that the
+ * controller serves other requests between pieces (runSliced): 50,000 jobs
+ * take tens of milliseconds in all. What must come from one instant of the
+ * engine is read before the first pause: the planned starts and so the order.
+ * The records are immutable (a change replaces a job's record), so the rest
+ * reads the snapshot it was given.
  */
-export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus, onlyDirsOf?: string, unfoldArrays = false, reasons = false): ApiQueue {
+export function* queueBuild(
+  engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus, onlyDirsOf?: string, unfoldArrays = false, reasons = false,
+  sliceRows = QUEUE_SLICE_ROWS,
+): Generator<void, ApiQueue, void> {
   const n = records.length;
+  // The planned starts, all from the plan of this instant; the rest reads the immutable records.
+  const starts = new Array<number | null>(n);
+  for (let i = 0; i < n; i++) {
+    const record = records[i];
+    starts[i] = record.startTimeMs ?? (record.state === 'PENDING' ? engine.plannedStartMs(record.id) : null);
+  }
+  yield;
   // Job arrays as squeue shows them: a task that runs (or ended) on its own line as 12_3; the pending
   // tasks of an array on one line, 12_[4-15%4], where the first of them is in the queue (unless unfolded, squeue -r).
-  const tasks = records.map((record) => arrayTaskOf(record));
+  const tasks = new Array<ReturnType<typeof arrayTaskOf>>(n);
   const pendingTasks = new Map<number, number[]>();
-  if (!unfoldArrays) {
-    tasks.forEach((task, i) => {
-      if (task === undefined || records[i].state !== 'PENDING') return;
-      let list = pendingTasks.get(task.jobId);
-      if (list === undefined) pendingTasks.set(task.jobId, list = []);
-      list.push(task.taskId);
-    });
+  const keys = new QueueOrderKeys(n);
+  for (let i = 0; i < n; i++) {
+    if (i > 0 && i % sliceRows === 0) yield;
+    const record = records[i];
+    keys.set(i, record.state, starts[i], record.endTimeMs, record.id);
+    const task = tasks[i] = arrayTaskOf(record);
+    if (unfoldArrays || task === undefined || record.state !== 'PENDING') continue;
+    let list = pendingTasks.get(task.jobId);
+    if (list === undefined) pendingTasks.set(task.jobId, list = []);
+    list.push(task.taskId);
   }
+  const order = keys.order();
+  yield;
   const folded = new Set<number>();
-  const starts = new Array<number | null>(n);
-  const order = queueOrderOf(records, (record, i) => {
-    const start = record.startTimeMs ?? (record.state === 'PENDING' ? engine.plannedStartMs(record.id) : null);
-    starts[i] = start;
-    return { state: record.state, start, endTime: record.endTimeMs, id: record.id };
-  });
   const base = Math.floor(Date.parse(status.now) / 1000);
   const packer = new QueuePacker(status, base, long, reasons);
   for (let k = 0; k < n; k++) {
+    if (k > 0 && k % sliceRows === 0) yield;
     const i = order[k];
     const record = records[i];
     const task = tasks[i];
@@ -170,13 +190,22 @@ export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[]
       packer.addLong((spec.ntasks ?? spec.nodes.min) * spec.cpusPerTask, spec.memoryMiB ?? null, Math.floor(record.submitTimeMs / 1000) - base, limitSeconds,
         onlyDirsOf === undefined || record.user === onlyDirsOf ? spec.workingDir : '');
     }
-    // As apiJob says it (squeue's %R).
+    // As apiJob says it (squeue's %R), as of this piece of the build.
     if (reasons) {
       const reason = (record.state === 'PENDING' ? engine.waitingReason(record.id) : undefined) ?? record.reason;
       packer.addReason(onlyDirsOf === undefined || record.user === onlyDirsOf ? reason : publicReason(record.state, reason));
     }
   }
   return packer.finish();
+}
+
+/** queueBuild run to its end at once (tests, and callers with nothing to serve meanwhile). */
+export function apiQueue(engine: ControllerEngine, records: readonly JobRecord[], long: boolean, status: ApiClusterStatus, onlyDirsOf?: string, unfoldArrays = false, reasons = false): ApiQueue {
+  const build = queueBuild(engine, records, long, status, onlyDirsOf, unfoldArrays, reasons);
+  for (;;) {
+    const step = build.next();
+    if (step.done) return step.value;
+  }
 }
 
 export function apiJobWithEvents(engine: ControllerEngine, record: JobRecord, events: readonly StoredJobEvent[]): ApiJobWithEvents {
