@@ -222,6 +222,10 @@ describe('squeue from GET /queue a segment at a time', () => {
         const fast = renderSqueueQueue(api, options);
         assert.notEqual(fast, null, JSON.stringify(extraOptions));
         assert.equal(fast, renderSqueue(sqJobsOfQueue(api), null, options), JSON.stringify(extraOptions));
+        // Written in chunks (squeue to stdout): the same text.
+        const chunks: string[] = [];
+        assert.equal(renderSqueueQueue(api, options, (chunk) => chunks.push(chunk)), '');
+        assert.equal(chunks.join(''), fast, JSON.stringify(extraOptions));
       }
       // Requests it leaves to the row-by-row path.
       assert.equal(renderSqueueQueue(api, { nowMs, sort: 'S' }), null);

@@ -9,7 +9,7 @@ import { renderShow, renderWhen } from '../src/cli/render/job.js';
 import { renderNodes } from '../src/cli/render/nodes.js';
 import { MIN_NAME_WIDTH, queueOrder, renderQueue } from '../src/cli/render/queue.js';
 import { renderStatus } from '../src/cli/render/status.js';
-import { truncate } from '../src/cli/render/text.js';
+import { LineChunks, truncate } from '../src/cli/render/text.js';
 import { fullTime, localTime, relative, toMillis } from '../src/cli/render/time.js';
 
 const NOW = '2026-11-24T12:00:00Z';
@@ -150,6 +150,36 @@ describe('localTime and relative', () => {
     assert.equal(relative('2026-11-27T16:20:00Z', NOW), 'in 3 d 4 h');
     assert.equal(relative(NOW, NOW), 'now');
     assert.equal(relative('never', NOW), '');
+  });
+});
+
+describe('LineChunks (long listings written a thousand lines at a time)', () => {
+  it('hands on chunks of 1,000 lines whose text is the lines joined by newlines, one after the last; kept whole without a sink', () => {
+    const lines = Array.from({ length: 2500 }, (_, i) => `line ${i}`);
+    const chunks: string[] = [];
+    const streamed = new LineChunks((chunk) => chunks.push(chunk));
+    const kept = new LineChunks();
+    for (const line of lines) {
+      streamed.push(line);
+      kept.push(line);
+    }
+    assert.equal(chunks.length, 2, 'two full chunks handed on as they filled');
+    assert.equal(streamed.length, 2500);
+    assert.equal(streamed.end(), '', 'a sink takes everything');
+    assert.equal(chunks.length, 3);
+    assert.deepEqual(chunks.map((chunk) => chunk.split('\n').length - 1), [1000, 1000, 500]);
+    assert.equal(chunks.join(''), `${lines.join('\n')}\n`);
+    assert.equal(kept.end(), `${lines.join('\n')}\n`);
+    assert.equal(new LineChunks().end(), '', 'no lines: no text, not a lone newline');
+  });
+
+  it('taras queue written in chunks is the same text as drawn whole', () => {
+    const many: ApiJob[] = Array.from({ length: 2300 }, (_, i) => ({ ...PENDING_43, id: 100 + i, name: i % 7 === 0 ? `odd-${i}` : 'eval' }));
+    const view = { status: STATUS, jobs: [...JOBS, ...many], now: NOW, width: 120, timeZone: UTC };
+    const chunks: string[] = [];
+    assert.equal(renderQueue(view, (chunk) => chunks.push(chunk)), '');
+    assert.ok(chunks.length >= 3);
+    assert.equal(chunks.join(''), renderQueue(view));
   });
 });
 

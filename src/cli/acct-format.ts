@@ -5,6 +5,7 @@
 
 import type { ApiAcctJob, JobState } from '../api/types.js';
 import { clockDuration } from '../api/durations.js';
+import { LineChunks } from './render/text.js';
 
 /** One column: its width (negative: left-justified, as sacct's JobID), the job fields its value reads, and its value. */
 interface Field {
@@ -160,9 +161,12 @@ function cell(value: string, width: number): string {
 
 export type Layout = 'table' | 'parsable' | 'parsable2' | 'csv';
 
-/** The lines sacct prints: header (unless `noHeader`), the dashed line (table only), one line per job. */
-export function renderAcct(jobs: readonly ApiAcctJob[], columns: readonly Column[], layout: Layout, noHeader: boolean, nowMs: number): string {
-  const lines: string[] = [];
+/**
+ * The lines sacct prints: header (unless `noHeader`), the dashed line (table only), one line per job;
+ * with `sink`, handed to it in chunks as they are made (stdout: see LineChunks), and '' returned.
+ */
+export function renderAcct(jobs: readonly ApiAcctJob[], columns: readonly Column[], layout: Layout, noHeader: boolean, nowMs: number, sink?: (chunk: string) => void): string {
+  const lines = new LineChunks(sink);
   const values = (job: ApiAcctJob) => columns.map((c) => c.field.value(job, nowMs));
   const csvCell = (value: string) => (/[",\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value);
   const joined = (cells: string[]): string => {
@@ -175,7 +179,7 @@ export function renderAcct(jobs: readonly ApiAcctJob[], columns: readonly Column
     if (layout === 'table') lines.push(columns.map((c) => `${'-'.repeat(Math.abs(c.width))} `).join(''));
   }
   for (const job of jobs) lines.push(joined(values(job)));
-  return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+  return lines.end();
 }
 
 /** --json: each job with the chosen fields by sacct's names, and the full record under `job`. */

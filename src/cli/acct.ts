@@ -154,8 +154,7 @@ Examples:
           (flags.name === undefined || flags.name.includes(job.name)) && (flags.partition === undefined || flags.partition.includes(job.partition)));
         if (flags.json) return printJson(acctJson(jobs, parsed.columns, nowMs));
         const layout: Layout = flags.parsable2 ? 'parsable2' : flags.parsable ? 'parsable' : flags.csv ? 'csv' : 'table';
-        const text = renderAcct(jobs, parsed.columns, layout, flags.noheader === true, nowMs);
-        if (text !== '') process.stdout.write(text);
+        renderAcct(jobs, parsed.columns, layout, flags.noheader === true, nowMs, (chunk) => process.stdout.write(chunk));
       });
     });
 

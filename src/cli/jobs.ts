@@ -261,7 +261,7 @@ export function registerJobCommands(program: Command): void {
           api.get<import('../api/queue.js').ApiQueue>(`/queue${query.size ? `?${query}` : ''}`), import('./render/queue.js'),
         ]);
         const { status } = queue;
-        print(renderQueue({ status, queue, now: status.now, long: flags.long, width: process.stdout.isTTY ? process.stdout.columns : undefined }));
+        renderQueue({ status, queue, now: status.now, long: flags.long, width: process.stdout.isTTY ? process.stdout.columns : undefined }, (chunk) => process.stdout.write(chunk));
       });
     });
 

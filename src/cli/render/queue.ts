@@ -8,7 +8,7 @@ import { packRows, queueRowOf, queueSegments, sortQueue, TYPE_LETTERS, type ApiQ
 import type { ApiClusterStatus, ApiJob } from '../../api/types.js';
 import { formatMemory, formatSbatchTime } from '../../jobspec/values.js';
 import { jobCountsText, nodeCountsText, windowText } from './status.js';
-import { COLUMN_GAP, counted, displayWidth, fitColumn, flow, hostlistText, printable, truncate } from './text.js';
+import { COLUMN_GAP, counted, displayWidth, fitColumn, flow, hostlistText, LineChunks, printable, truncate } from './text.js';
 import { LocalClock, type Instant } from './time.js';
 
 /** Narrower than this, a name says nothing; lines then pass the width instead. */
@@ -166,7 +166,7 @@ function columns(queue: ApiQueue, long: boolean, clock: LocalClock): QueueColumn
  * padded and joined once, so a row of a long uniform queue is its id plus one
  * shared string.
  */
-function tableLines(shown: readonly QueueColumn[], segments: readonly QueueSegment[], fit: { width: number; min: number } | undefined, lines: string[]): void {
+function tableLines(shown: readonly QueueColumn[], segments: readonly QueueSegment[], fit: { width: number; min: number } | undefined, lines: LineChunks): void {
   const n = shown.length;
   const last = n - 1;
   const widths = shown.map((column) => displayWidth(column.head));
@@ -234,18 +234,22 @@ function tableLines(shown: readonly QueueColumn[], segments: readonly QueueSegme
   }
 }
 
-/** The whole `taras queue` output, ending with a newline. */
-export function renderQueue(view: QueueView): string {
+/**
+ * The whole `taras queue` output, ending with a newline; with `sink`, handed to
+ * it in chunks as it is drawn (stdout: see LineChunks), and '' returned.
+ */
+export function renderQueue(view: QueueView, sink?: (chunk: string) => void): string {
   const clock = new LocalClock(view.now, view.timeZone);
-  const lines = header(view, clock);
+  const lines = new LineChunks(sink);
+  for (const line of header(view, clock)) lines.push(line);
   lines.push('');
   const queue = view.queue ?? packRows(view.status, sortQueue((view.jobs ?? []).map(queueRowOf)), view.long === true);
   if (queue.count === 0) {
     lines.push(EMPTY_QUEUE);
-    return `${lines.join('\n')}\n`;
+    return lines.end();
   }
   const shown = columns(queue, view.long === true, clock);
   const fit = view.width === undefined ? undefined : { width: view.width, min: MIN_NAME_WIDTH };
   tableLines(shown, queueSegments(queue), fit, lines);
-  return `${lines.join('\n')}\n`;
+  return lines.end();
 }

@@ -22,6 +22,51 @@ export function hostlistText(nodes: readonly string[]): string {
   }
 }
 
+/** Lines a chunk of LineChunks holds. */
+const LINES_PER_CHUNK = 1000;
+
+/**
+ * The lines of a long listing, joined a thousand at a time, each chunk handed
+ * to `sink` as soon as it is full (stdout) or kept for `end`. Keeping 50,000
+ * lines to join at the end kept every line's pieces alive until then, for the
+ * young generation's collector to copy, and made one string of megabytes to
+ * encode at once: `squeue` spent 99 ms of 280 in the collector at 50,000 jobs.
+ * A chunk's pieces die young. The text is the lines joined by newlines, with
+ * one after the last.
+ */
+export class LineChunks {
+  private lines: string[] = [];
+  private readonly kept: string[] = [];
+  private count = 0;
+
+  constructor(private readonly sink?: (chunk: string) => void) {}
+
+  /** Lines pushed so far. */
+  get length(): number {
+    return this.count;
+  }
+
+  push(line: string): void {
+    this.lines.push(line);
+    this.count++;
+    if (this.lines.length >= LINES_PER_CHUNK) this.cut();
+  }
+
+  /** Hands on the last chunk; the text kept (all of it without a sink, '' with one). */
+  end(): string {
+    this.cut();
+    return this.kept.join('');
+  }
+
+  private cut(): void {
+    if (this.lines.length === 0) return;
+    const chunk = `${this.lines.join('\n')}\n`;
+    this.lines = [];
+    if (this.sink === undefined) this.kept.push(chunk);
+    else this.sink(chunk);
+  }
+}
+
 const ASCII = /^[\x20-\x7e]*$/;
 
 /** Terminal columns a cell takes: one per code point (wide East Asian characters are not measured). */

@@ -10,6 +10,7 @@ import type { ApiJob, ApiPlan, JobState } from '../../api/types.js';
 import { compressHostlist } from '../../config/hostlist.js';
 import { queueOrderOf, queueSegments, SEGMENT_COLUMNS, unpackQueue, type ApiQueue, type QueueSegment } from '../../api/queue.js';
 import { formatLine, pad, parseFormat, parseJobStates, slurmDuration, slurmLimit, slurmTime, stateCode } from './format.js';
+import { LineChunks } from '../render/text.js';
 
 export const SQUEUE_DEFAULT_FORMAT = '%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R';
 export const SQUEUE_LONG_FORMAT = '%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R';
@@ -268,7 +269,7 @@ const ROW_FIELDS = new Set(['i', 'A', 'M', 'L', 'S', 'e', 'V', 'Q', 'p']);
  * renderSqueue(sqJobsOfQueue(api)); null when the request needs the row by
  * row path (-j, %Y, a sort by a key that changes within a segment).
  */
-export function renderSqueueQueue(api: ApiQueue, options: SqueueOptions): string | null {
+export function renderSqueueQueue(api: ApiQueue, options: SqueueOptions, sink?: (chunk: string) => void): string | null {
   const format = parseFormat(options.format ?? (options.start ? SQUEUE_START_FORMAT : options.long ? SQUEUE_LONG_FORMAT : SQUEUE_DEFAULT_FORMAT), new Set(Object.keys(HEADERS)), 'squeue');
   if (options.jobs !== undefined || format.fields.some((field) => field.letter === 'Y')) return null;
   const keys = (options.sort ?? (options.start ? 'S' : 'P,t,-p')).split(',').filter((word) => word !== '').map((word) => ({ letter: word.replace(/^[+-]/, ''), sign: word.startsWith('-') ? -1 : 1 }));
@@ -328,7 +329,7 @@ export function renderSqueueQueue(api: ApiQueue, options: SqueueOptions): string
       return 0;
     });
   }
-  const lines: string[] = [];
+  const lines = new LineChunks(sink);
   if (options.long) lines.push(ctime(options.nowMs, options.timeZone));
   if (!options.noheader) lines.push(formatLine(format, (letter) => HEADERS[letter], new Set(['R', 'N', 'Y'])));
   // One job object and one entry, their values set before each line (no object per row or per segment).
@@ -414,7 +415,7 @@ export function renderSqueueQueue(api: ApiQueue, options: SqueueOptions): string
       lines.push(line);
     }
   }
-  return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+  return lines.end();
 }
 
 /** The time line squeue -l and sinfo -l start with (C's ctime: "Mon Nov 23 22:50:42 2026"). */
@@ -493,7 +494,9 @@ Examples:
         if (/[lLCVZm]/.test(letters)) query.set('long', '1');
         if (/[Rr]/.test(letters)) query.set('reasons', '1');
         const [queue, planned] = await Promise.all([api.get<ApiQueue>(`/queue?${query}`), plan]);
-        process.stdout.write((planned === null ? renderSqueueQueue(queue, options) : null) ?? renderSqueue(sqJobsOfQueue(queue), planned, options));
+        // Drawn a segment at a time, written a chunk at a time (LineChunks); the row-by-row path when it cannot be.
+        const write = (chunk: string) => process.stdout.write(chunk);
+        if ((planned === null ? renderSqueueQueue(queue, options, write) : null) === null) write(renderSqueue(sqJobsOfQueue(queue), planned, options));
       });
     });
 }
