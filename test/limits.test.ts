@@ -364,7 +364,21 @@ describe('the API server under slow clients and floods', () => {
       assert.match(lines[0], /^TCP: out of file descriptors \(EMFILE\) accepting a connection; refusing connections until some close \(0 open; raise the open-file limit, ulimit -n, or lower max_connections\)$/);
     } finally {
       server.close();
+      guard.close();
     }
+    // The count of open files: a line when 90% of the limit are in use, one when fewer than 80% are, none between.
+    lines.length = 0;
+    guard.checkDescriptors(899, 1000);
+    assert.deepEqual(lines, []);
+    guard.checkDescriptors(900, 1000);
+    guard.checkDescriptors(Infinity, 1000);
+    guard.checkDescriptors(850, 1000);
+    assert.equal(lines.length, 1, lines.join('\n'));
+    assert.match(lines[0], /^900 of this process's 1000 file descriptors are in use \(0 client connections\): new connections are dropped when none are left .*connections are capped at 8 until descriptors are free again; raise the open-file limit \(ulimit -n, LimitNOFILE=\) or lower max_connections$/);
+    guard.checkDescriptors(799, 1000);
+    assert.equal(lines[1], 'file descriptors are available again: 799 of 1000 in use; connections are capped at 100 again');
+    guard.checkDescriptors(Infinity, 1000); // none left even to count them
+    assert.match(lines[2], /^all of this process's 1000 file descriptors are in use/);
     // A cap above what the open-file limit allows is lowered to what it allows, and said.
     const { openFileLimit, defaultMaxConnections } = await import('../src/net/guard.js');
     const limit = openFileLimit();
@@ -373,6 +387,67 @@ describe('the API server under slow clients and floods', () => {
       const capped = new ConnectionGuard({ info() {}, warn: (m: string) => warned.push(m), error() {} }, { maxConnections: limit + 1000 });
       assert.equal(capped.maxConnections, defaultMaxConnections(limit));
       assert.match(warned[0], new RegExp(`^max_connections = ${limit + 1000} is more than the open-file limit of this process allows \\(${limit}\\): using ${capped.maxConnections}; raise the limit`));
+    }
+  });
+
+  it('taras up whose open-file limit is lowered under it (prlimit) to a real EMFILE: the shortage is logged, it lives, and answers once the flood goes', async (t) => {
+    if (spawnSync('prlimit', ['--version']).status !== 0) {
+      t.skip('prlimit (util-linux) is not installed');
+      return;
+    }
+    const data = join(work, 'emfile');
+    const child = spawn(process.execPath, [taras, 'up', '--data', data, '--port', '0', '--virtual', '2x2'], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const sockets: Socket[] = [];
+    try {
+      let deadline = Date.now() + 20_000;
+      while (!/agent: registered 2 node/.test(output)) {
+        assert.ok(Date.now() < deadline && child.exitCode === null, `taras up did not start: ${output}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const port = Number(/controller listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)![1]);
+      // Room for 30 more files than it has open: far below the connection cap it chose at its start.
+      const limit = readdirSync(`/proc/${child.pid}/fd`).length + 30;
+      const lowered = spawnSync('prlimit', ['--pid', String(child.pid), `--nofile=${limit}:${limit}`], { encoding: 'utf8' });
+      assert.equal(lowered.status, 0, lowered.stderr);
+      for (let i = 0; i < 100; i++) sockets.push(rawConnection(port, '').socket);
+      // Counted every 5 s: the line comes within that.
+      deadline = Date.now() + 8_000;
+      while (!/file descriptors are in use/.test(output)) {
+        assert.ok(Date.now() < deadline, `no line about descriptors: ${output}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.match(output, new RegExp(`(all|\\d+) of this process's ${limit} file descriptors are in use \\(\\d+ client connections\\): new connections are dropped .* connections are capped at \\d+ until`));
+      assert.equal(child.exitCode, null, `taras up died: ${output}`);
+      // The flood still open, a client gets in again (each try a new connection): idle ones make room for it.
+      const answered = async (what: string) => {
+        const until = Date.now() + 10_000;
+        for (;;) {
+          const answer = await fetch(`http://127.0.0.1:${port}/status`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
+          if (answer?.status === 200) return;
+          assert.ok(Date.now() < until, `not answered ${what}`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      };
+      await answered('while the flood holds its connections');
+      for (const socket of sockets) socket.destroy();
+      await answered('after the flood went');
+      deadline = Date.now() + 8_000;
+      while (!/file descriptors are available again/.test(output)) {
+        assert.ok(Date.now() < deadline, `no line saying the shortage is over: ${output}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(child.exitCode, null);
+      assert.doesNotMatch(output, /Uncaught|\n\s+at /);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      }
     }
   });
 

@@ -3,6 +3,18 @@
 // memory held by request bodies still being received, and running out of
 // file descriptors survived and logged once per burst.
 //
+// A failed accept for lack of descriptors rarely reaches Node: libuv then
+// accepts and closes the waiting connections itself (its "EMFILE trick") and
+// says nothing. So the guard also counts this process's open files every 5 s
+// (/proc/self/fd against the soft limit, which `prlimit` can lower at any
+// time) and logs when 90% are in use, and again when fewer than 80% are: the
+// administrator learns why clients were cut off. Meanwhile the connection cap
+// comes down to nine tenths of the connections then open (a tenth closed at
+// once, oldest not being answered first), so that new clients displace idle
+// ones again instead of being dropped unseen. Descriptors the server does
+// not count (the database, connections out to agents, mail and job pipes)
+// count there too.
+//
 // At the connection cap a new connection is not simply refused: the oldest
 // connection that is not being answered makes room (one still sending its
 // headers, an idle keep-alive one, then one still sending its body), as a
@@ -11,7 +23,7 @@
 // 503 with Retry-After. Each connection's own time limits (headers, whole
 // request, keep-alive) are node:http's, set by the server.
 
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { NetLog } from './log.js';
@@ -30,15 +42,38 @@ const DEFAULT_MAX_PENDING_BODY_BYTES = 64 * 1024 * 1024;
 /** A run of accept failures for lack of descriptors ends after this long without one: then the count is logged. */
 const BURST_QUIET_MS = 5_000;
 
+/** How often the guard counts this process's open files. */
+const DESCRIPTOR_CHECK_MS = 5_000;
+/** Share of the open-file limit in use at which the guard warns, and below which it says the shortage is over. */
+const DESCRIPTORS_SHORT = 0.9;
+const DESCRIPTORS_BACK = 0.8;
+/** While descriptors are short, the cap comes down to nine tenths of the connections open, but not below this. */
+const MIN_CAP_WHEN_SHORT = 8;
+
+/** Files this process has open (its /proc/self/fd); Infinity when none is left to read that; null where /proc does not say. */
+export function openFileCount(): number | null {
+  try {
+    return readdirSync('/proc/self/fd').length - 1; // the directory's own descriptor, open while it is read
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'EMFILE' || code === 'ENFILE' ? Infinity : null;
+  }
+}
+
 /** The soft limit on open files of this process (`ulimit -n`), or null where /proc does not say. */
 export function openFileLimit(): number | null {
   try {
-    const line = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
-    if (!line) return null;
-    return line[1] === 'unlimited' ? Infinity : Number(line[1]);
+    return limitIn(readFileSync('/proc/self/limits', 'utf8'));
   } catch {
     return null;
   }
+}
+
+/** The soft "Max open files" of a /proc/PID/limits text. */
+function limitIn(text: string): number | null {
+  const line = /^Max open files\s+(\d+|unlimited)/m.exec(text);
+  if (!line) return null;
+  return line[1] === 'unlimited' ? Infinity : Number(line[1]);
 }
 
 /** Half the descriptors for clients (the rest: database, agents, job supervisors, logs), 16 to 4,096. */
@@ -54,6 +89,8 @@ const OVERLOADED = (what: string, fix: string): string => {
 
 export class ConnectionGuard {
   readonly maxConnections: number;
+  /** The cap in force: maxConnections, or fewer while descriptors are short (checkDescriptors). */
+  private cap: number;
   readonly maxPendingBodyBytes: number;
   /** Open connections in the order they came, with where each is. */
   private readonly open = new Map<Socket, Stage>();
@@ -76,11 +113,42 @@ export class ConnectionGuard {
       max = fitting;
     }
     this.maxConnections = max;
+    this.cap = max;
     this.maxPendingBodyBytes = options.maxPendingBodyBytes ?? DEFAULT_MAX_PENDING_BODY_BYTES;
   }
 
+  /**
+   * /proc/self/limits kept open while descriptors are counted: opening it takes a descriptor, and
+   * the limit is wanted most when none is left. Read again from its start, it says the limit now.
+   */
+  private limitsFd: number | null = null;
+
+  private currentLimit(): number | null {
+    if (this.limitsFd === null) return openFileLimit();
+    try {
+      const bytes = Buffer.alloc(4096);
+      const size = readSync(this.limitsFd, bytes, 0, bytes.length, 0);
+      return limitIn(bytes.toString('utf8', 0, size));
+    } catch {
+      return null;
+    }
+  }
+
+  /** The descriptor count's timer (started by the first attach), and whether the last count was short. */
+  private descriptorWatch: NodeJS.Timeout | null = null;
+  private descriptorsShort = false;
+
   /** Counts the server's connections and keeps them under the cap; logs accept failures. */
   attach(server: Server, describe: string): void {
+    if (this.descriptorWatch === null) {
+      try {
+        this.limitsFd = openSync('/proc/self/limits', 'r');
+      } catch {
+        // No /proc: the limit is read each time, when a descriptor is free.
+      }
+      this.descriptorWatch = setInterval(() => this.checkDescriptors(), DESCRIPTOR_CHECK_MS);
+      this.descriptorWatch.unref();
+    }
     server.on('connection', (socket: Socket) => this.admit(socket));
     server.on('error', (error: NodeJS.ErrnoException) => {
       if (!server.listening) return; // a failed listen: the caller reports it
@@ -90,7 +158,7 @@ export class ConnectionGuard {
   }
 
   private admit(socket: Socket): void {
-    if (this.open.size >= this.maxConnections && !this.displaceOne()) {
+    if (this.open.size >= this.cap && !this.displaceOne()) {
       this.noteShed();
       // Every connection is being answered: this one is told to come back, not queued.
       socket.end(OVERLOADED(`the server is answering ${this.open.size} connections, its limit (max_connections)`,
@@ -124,7 +192,7 @@ export class ConnectionGuard {
     // A flood would log a line per connection: once at the first, then at most every 10 s with the count.
     const now = Date.now();
     if (this.shed === 1 || now - this.shedLogged >= 10_000) {
-      this.log.warn(`at the connection limit (${this.maxConnections}): closed the oldest connections not being answered `
+      this.log.warn(`at the connection limit (${this.cap}): closed the oldest connections not being answered `
         + `(${this.shed} so far); a client that is too slow or a flood of connections (raise max_connections if the clients are real)`);
       this.shedLogged = now;
     }
@@ -147,6 +215,34 @@ export class ConnectionGuard {
       this.log.warn(`${describe}: file descriptors are available again; ${this.burst.refused} more connections were refused meanwhile`);
     }
     this.burst = null;
+  }
+
+  /** Stops counting descriptors (the servers are closing). */
+  close(): void {
+    if (this.descriptorWatch !== null) clearInterval(this.descriptorWatch);
+    this.descriptorWatch = null;
+    if (this.limitsFd !== null) closeSync(this.limitsFd);
+    this.limitsFd = null;
+  }
+
+  /** Logs when this process has used up (or is close to) its open-file limit, and when that is over. */
+  checkDescriptors(used = openFileCount(), limit = this.currentLimit()): void {
+    if (used === null || limit === null || !Number.isFinite(limit)) return;
+    if (!this.descriptorsShort && used >= DESCRIPTORS_SHORT * limit) {
+      this.descriptorsShort = true;
+      // New connections would be dropped unseen: the cap comes down, so that the oldest connections not being
+      // answered make room for new ones again, and a tenth of them go now.
+      const connections = this.open.size;
+      this.cap = Math.max(MIN_CAP_WHEN_SHORT, Math.min(this.cap, Math.floor(connections * 0.9)));
+      while (this.open.size > this.cap && this.displaceOne());
+      this.log.error(`${used >= limit ? 'all' : used} of this process's ${limit} file descriptors are in use (${connections} client connections): `
+        + `new connections are dropped when none are left (by the kernel, before they can be answered); connections are capped at ${this.cap} `
+        + 'until descriptors are free again; raise the open-file limit (ulimit -n, LimitNOFILE=) or lower max_connections');
+    } else if (this.descriptorsShort && used < DESCRIPTORS_BACK * limit) {
+      this.descriptorsShort = false;
+      this.cap = this.maxConnections;
+      this.log.warn(`file descriptors are available again: ${used} of ${limit} in use; connections are capped at ${this.cap} again`);
+    }
   }
 
   /** False for a connection that was answered 503 at the cap: its requests are not handled. */

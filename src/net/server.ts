@@ -574,6 +574,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
     },
 
     async close(graceMs = 5_000): Promise<void> {
+      guard.close();
       for (const webSocket of liveSockets) webSocket.terminate();
       const closing = servers.splice(0).map(({ server }) => new Promise<void>((resolve) => {
         const force = setTimeout(() => server.closeAllConnections(), graceMs);
