@@ -258,6 +258,35 @@ describe('a controller that cannot start says why in one line', () => {
 });
 
 /** A raw connection that sends `text` and collects what comes back until it closes. */
+/** `taras up` started by `command` (its output gathered), its port once `ready` is in the output; `stop` ends it. */
+async function startUp(command: string, args: string[], ready: RegExp): Promise<{ child: ReturnType<typeof spawn>; port: number; output: () => string; waitFor: (pattern: RegExp, ms: number) => Promise<void>; stop: () => Promise<void> }> {
+  const child = spawn(command, args, { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const waitFor = async (pattern: RegExp, ms: number) => {
+    const deadline = Date.now() + ms;
+    while (!pattern.test(output)) {
+      assert.ok(Date.now() < deadline && child.exitCode === null, `no ${pattern} from taras up within ${ms} ms: ${output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  try {
+    await waitFor(ready, 20_000);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const port = Number(/controller listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)![1]);
+  return { child, port, output: () => output, waitFor, stop };
+}
+
 function rawConnection(port: number, text: string): { socket: Socket; answer: Promise<{ text: string; closedAfterMs: number }> } {
   const began = Date.now();
   const socket = connect({ port, host: '127.0.0.1' });
@@ -395,32 +424,19 @@ describe('the API server under slow clients and floods', () => {
       t.skip('prlimit (util-linux) is not installed');
       return;
     }
-    const data = join(work, 'emfile');
-    const child = spawn(process.execPath, [taras, 'up', '--data', data, '--port', '0', '--virtual', '2x2'], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const up = await startUp(process.execPath, [taras, 'up', '--data', join(work, 'emfile'), '--port', '0', '--virtual', '2x2'], /agent: registered 2 node/);
+    const { child, port } = up;
     const sockets: Socket[] = [];
     try {
-      let deadline = Date.now() + 20_000;
-      while (!/agent: registered 2 node/.test(output)) {
-        assert.ok(Date.now() < deadline && child.exitCode === null, `taras up did not start: ${output}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      const port = Number(/controller listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)![1]);
       // Room for 30 more files than it has open: far below the connection cap it chose at its start.
       const limit = readdirSync(`/proc/${child.pid}/fd`).length + 30;
       const lowered = spawnSync('prlimit', ['--pid', String(child.pid), `--nofile=${limit}:${limit}`], { encoding: 'utf8' });
       assert.equal(lowered.status, 0, lowered.stderr);
       for (let i = 0; i < 100; i++) sockets.push(rawConnection(port, '').socket);
       // Counted every 5 s: the line comes within that.
-      deadline = Date.now() + 8_000;
-      while (!/file descriptors are in use/.test(output)) {
-        assert.ok(Date.now() < deadline, `no line about descriptors: ${output}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      assert.match(output, new RegExp(`(all|\\d+) of this process's ${limit} file descriptors are in use \\(\\d+ client connections\\): new connections are dropped .* connections are capped at \\d+ until`));
-      assert.equal(child.exitCode, null, `taras up died: ${output}`);
+      await up.waitFor(/file descriptors are in use/, 8_000);
+      assert.match(up.output(), new RegExp(`(all|\\d+) of this process's ${limit} file descriptors are in use \\(\\d+ client connections\\): new connections are dropped .* connections are capped at \\d+ until`));
+      assert.equal(child.exitCode, null, `taras up died: ${up.output()}`);
       // The flood still open, a client gets in again (each try a new connection): idle ones make room for it.
       const answered = async (what: string) => {
         const until = Date.now() + 10_000;
@@ -434,38 +450,21 @@ describe('the API server under slow clients and floods', () => {
       await answered('while the flood holds its connections');
       for (const socket of sockets) socket.destroy();
       await answered('after the flood went');
-      deadline = Date.now() + 8_000;
-      while (!/file descriptors are available again/.test(output)) {
-        assert.ok(Date.now() < deadline, `no line saying the shortage is over: ${output}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await up.waitFor(/file descriptors are available again/, 8_000);
       assert.equal(child.exitCode, null);
-      assert.doesNotMatch(output, /Uncaught|\n\s+at /);
+      assert.doesNotMatch(up.output(), /Uncaught|\n\s+at /);
     } finally {
       for (const socket of sockets) socket.destroy();
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await up.stop();
     }
   });
 
   it('taras up under `ulimit -n 256`: 1,200 idle, slow-header and slow-body connections leave it alive and another client served at once', async (t) => {
-    const data = join(work, 'flood');
-    const child = spawn('sh', ['-c', `ulimit -n 256 && exec "${process.execPath}" "${taras}" up --data "${data}" --port 0 --virtual 2x2`],
-      { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const up = await startUp('sh', ['-c', `ulimit -n 256 && exec "${process.execPath}" "${taras}" up --data "${join(work, 'flood')}" --port 0 --virtual 2x2`],
+      /controller listening on http:\/\/127\.0\.0\.1:(\d+)/);
+    const { child, port } = up;
     const sockets: Socket[] = [];
     try {
-      const deadline = Date.now() + 20_000;
-      while (!/controller listening on http:\/\/127\.0\.0\.1:(\d+)/.test(output)) {
-        assert.ok(Date.now() < deadline && child.exitCode === null, `taras up did not start: ${output}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      const port = Number(/controller listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)![1]);
       for (let i = 0; i < 1200; i++) {
         const kind = i % 3;
         const text = kind === 0 ? '' : kind === 1 ? 'GET /status HTTP/1.1\r\nhost: x\r\n'
@@ -487,16 +486,12 @@ describe('the API server under slow clients and floods', () => {
       }
       t.diagnostic(`GET /status during the flood: ${latencies.join(', ')} ms`);
       assert.ok(Math.max(...latencies) < 3000, `answered in ${latencies.join(', ')} ms`);
-      assert.equal(child.exitCode, null, `taras up died: ${output}`);
-      assert.doesNotMatch(output, /EMFILE|Uncaught|\n\s+at /);
-      assert.match(output, /at the connection limit \(128\)/);
+      assert.equal(child.exitCode, null, `taras up died: ${up.output()}`);
+      assert.doesNotMatch(up.output(), /EMFILE|Uncaught|\n\s+at /);
+      assert.match(up.output(), /at the connection limit \(128\)/);
     } finally {
       for (const socket of sockets) socket.destroy();
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await up.stop();
     }
   });
 });
