@@ -259,18 +259,22 @@ export class Scheduler {
     while (at > 0 && (queue[at - 1].job.priority ?? 0) < (job.priority ?? 0)) at--;
     queue.splice(at, 0, { job } as QueueEntry);
     const plan = planner.fresh();
-    let last = now;
-    for (const entry of policy.mode === 'conservative' ? bestEffortAhead(queue) : fifoOrder(queue)) {
-      const slot = planner.earliest(plan, entry.job, planner.inOrder ? last : now);
-      if (entry.job.id === job.id) return slot;
-      if (slot === undefined) {
-        if (planner.inOrder && entry.job.window === undefined) return undefined; // fcfs: nothing passes it
-        continue;
+    try {
+      let last = now;
+      for (const entry of policy.mode === 'conservative' ? bestEffortAhead(queue) : fifoOrder(queue)) {
+        const slot = planner.earliest(plan, entry.job, planner.inOrder ? last : now);
+        if (entry.job.id === job.id) return slot;
+        if (slot === undefined) {
+          if (planner.inOrder && entry.job.window === undefined) return undefined; // fcfs: nothing passes it
+          continue;
+        }
+        planner.hold(plan, entry.job, slot.start, slot.nodes);
+        last = slot.start;
       }
-      planner.hold(plan, entry.job, slot.start, slot.nodes);
-      last = slot.start;
+      return undefined;
+    } finally {
+      planner.done(plan);
     }
-    return undefined;
   }
 
   // --- deadlines ------------------------------------------------------------
@@ -310,7 +314,9 @@ export class Scheduler {
     if (!guaranteed.atRisk.has(job.id) && !breaksOthers) return { verdict: 'met', plannedEnd: end(guaranteed.starts) };
     const plannedEnd = end(deadlineOrder(orderWith({ ...job, guaranteed: false }), planner, now, true).starts);
     // Other deadlines are the cause when the job would meet its own at the front of the queue (the running jobs only).
-    const alone = planner.earliest(planner.fresh(), job, now);
+    const front = planner.fresh();
+    const alone = planner.earliest(front, job, now);
+    planner.done(front);
     const cause = alone !== undefined && alone.start <= latestStartOf(job) ? 'other-deadlines' : 'capacity';
     return { verdict: 'short', plannedEnd, shortfall: Math.max(0, plannedEnd - job.deadline), cause };
   }

@@ -465,6 +465,7 @@ export class NodePlanPolicy implements Policy {
   orderPlanner(state: SchedulerState, now: Seconds): OrderPlanner {
     return {
       fresh: () => this.runningPlan(state, now),
+      done: (plan) => this.recycle(plan),
       earliest: (plan, job, notBefore) => (plan.couldHold(job.resources!) ? earliestOf(plan, job, notBefore) : undefined),
       hold: (plan, job, start, nodes) => plan.hold(reservationHold({ job, reservation: start, plannedNodes: nodes } as QueueEntry)),
       inOrder: this.mode === 'fcfs',
