@@ -459,4 +459,20 @@ describe('rejections at submission (seed 000 2.2.1)', () => {
     assert.deepEqual(kinds(job({ partition: 'gpu', timeLimitSeconds: 7200, nodes: { min: 3 }, memoryMiB: 131072 })),
       ['memory-per-node', 'over-time-limit', 'larger-than-partition']);
   });
+
+  it('checks a cluster of 200,000 nodes (no value list spread into a call, which overflows the stack), the same answers twice', () => {
+    const big: ClusterShape = {
+      nodes: Array.from({ length: 200_000 }, (_, i) => node(`n${i}`, i === 123_456 ? 64 : 8, 16384, ...(i % 1000 === 0 ? ['ib'] : []))),
+      partitions: [{ name: 'batch', nodes: Array.from({ length: 200_000 }, (_, i) => `n${i}`), isDefault: true, maxTimeSeconds: null }],
+    };
+    for (let round = 0; round < 2; round++) {
+      assert.deepEqual(validateAgainstCluster(job({ nodes: { min: 150_000 }, ntasks: 150_000 }), big), []);
+      assert.deepEqual(validateAgainstCluster(job({ constraint: constraint('ib'), nodes: { min: 200 } }), big), []);
+      const [few] = validateAgainstCluster(job({ constraint: constraint('ib'), nodes: { min: 201 } }), big);
+      assert.equal(few.message, 'partition batch has 200 nodes with 1 CPU and ib; the job needs 201');
+      const [cpus] = validateAgainstCluster(job({ cpusPerTask: 65 }), big);
+      assert.equal(cpus.message, 'more CPUs per node than any node has: the job asks for 65 per task, the largest has 64');
+      assert.deepEqual(kinds(job({ nodes: { min: 200_001 } }), big), ['larger-than-any-partition']);
+    }
+  });
 });

@@ -240,7 +240,7 @@ export function compressHostlist(names: Iterable<string>): string {
     shapes.set(key, shape);
   }
   const items: { text: string; first: string }[] = [];
-  for (const { literals, fields } of shapes.values()) items.push(...compressShape(literals, fields));
+  for (const { literals, fields } of shapes.values()) for (const item of compressShape(literals, fields)) items.push(item);
   items.sort((a, b) => compareHostnames(a.first, b.first));
   return items.map((item) => item.text).join(',');
 }

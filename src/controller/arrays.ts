@@ -156,7 +156,8 @@ export class ArrayThrottle {
         entry.released.add(id);
         out.push(id);
       }
-      if (skipped.length > 0) entry.waiting.splice(entry.next, 0, ...skipped);
+      // Put back in place (a new array, not a spread into splice's arguments: held tasks may be hundreds of thousands).
+      if (skipped.length > 0) entry.waiting = [...entry.waiting.slice(0, entry.next), ...skipped, ...entry.waiting.slice(entry.next)];
       if (entry.next > 1024 && entry.next * 2 > entry.waiting.length) {
         entry.waiting = entry.waiting.slice(entry.next);
         entry.next = 0;

@@ -697,8 +697,9 @@ export class ControllerEngine {
       if (whole === undefined) throw refusal();
       return whole;
     }
+    // (Folded, not spread into Math.min: a spread of 200,000 values overflows the stack.)
     const memoryMiBPerNode = spec.memoryMiB === 0
-      ? Math.min(...suitable.filter((node) => node.cpus >= layout.cpusPerNode).map((node) => node.memoryMiB))
+      ? suitable.reduce((least, node) => (node.cpus >= layout.cpusPerNode ? Math.min(least, node.memoryMiB) : least), Infinity)
       : spec.memPerCpuMiB !== undefined ? spec.memPerCpuMiB * layout.cpusPerNode // --mem-per-cpu: per CPU on the node
         : spec.memoryMiB ?? 0;
     return { nodes: layout.nodes, cpusPerNode: layout.cpusPerNode, memoryMiBPerNode, features: spec.constraint?.anyOf[0] ?? [], eligibleNodes };
@@ -2523,7 +2524,7 @@ export class ControllerEngine {
     }
     if (downed.length > 0) this.log(`nodes down (no heartbeat): ${nodeList(downed)}`);
     if (neverCame.length > 0) this.log(`nodes down (no agent since the controller started): ${nodeList(neverCame)}`);
-    downed.push(...neverCame);
+    for (const name of neverCame) downed.push(name); // (a loop: a spread of 200,000 names overflows the stack)
     if (downed.length === 0) return downed;
     const isDown = new Set(downed);
     for (const record of [...this.active.values()]) {

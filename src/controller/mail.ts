@@ -185,7 +185,7 @@ export class Mailer {
       if (others.some((other) => other.endTimeMs === null)) return;
       const all = [...others.map((other) => ({ state: other.state as string, exitCode: other.exitCode })), { state, exitCode: event.exitCode }];
       const states = new Set(all.map((end) => end.state));
-      const maxCode = Math.max(0, ...all.map((end) => end.exitCode ?? 0));
+      const maxCode = all.reduce((most, end) => Math.max(most, end.exitCode ?? 0), 0); // (an array has up to 4,000,001 tasks: not a spread)
       const anyFailed = all.some((end) => FAILED_STATES.has(end.state));
       if (!types.has('END') && !anyFailed) return;
       const summaryState = states.size === 1 ? [...states][0] : 'Mixed';

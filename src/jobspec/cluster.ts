@@ -33,16 +33,71 @@ export type Rejection = { readonly message: string } & (
   | { readonly kind: 'no-such-node'; readonly option: '--nodelist' | '--exclude'; readonly nodes: readonly string[] }
 );
 
-/** Nodes a partition gives one job: its nodes, capped by its MaxNodes. */
-function partitionCapacity(partition: ClusterPartitionShape, nodeNames: ReadonlySet<string>): number {
-  const count = partition.nodes.filter((name) => nodeNames.has(name)).length;
-  return Math.min(count, partition.maxNodes ?? Infinity);
+/** What the checks read of a set of nodes (the cluster's, or a partition's), gathered once. */
+interface NodeSetFacts {
+  readonly nodes: readonly ClusterNodeShape[];
+  readonly features: ReadonlySet<string>;
+  readonly largestMiB: number;
+  readonly largestCpus: number;
 }
 
-/** The features of the constraint that none of `nodes` has, when no alternative can be met for that reason. */
-function missingFeatures(spec: JobSpec, nodes: readonly ClusterNodeShape[]): string[] {
+/** A partition's nodes (those that exist) and how many it gives one job: its nodes, capped by its MaxNodes. */
+interface PartitionFacts extends NodeSetFacts {
+  readonly capacity: number;
+}
+
+interface ClusterFacts {
+  readonly nodeNames: ReadonlySet<string>;
+  readonly all: NodeSetFacts;
+  readonly partitions: ReadonlyMap<ClusterPartitionShape, PartitionFacts>;
+  /** Suitable nodes by partition and the job's shape (suitableKey): jobs alike share one pass over the nodes. */
+  readonly suitable: Map<string, readonly ClusterNodeShape[]>;
+}
+
+/** At most this many shapes' suitable nodes are kept per configuration (then they are forgotten and made again). */
+const MAX_SUITABLE_KEPT = 1000;
+
+/**
+ * Facts of each configuration, gathered at its first check: a check then reads
+ * them in time independent of the number of nodes (with 100,000 nodes each
+ * submission spent about 280 ms gathering them again). A configuration is
+ * never changed once made (a reconfigure makes a new one).
+ */
+const factsByCluster = new WeakMap<ClusterShape, ClusterFacts>();
+
+function nodeSetFacts(nodes: readonly ClusterNodeShape[]): NodeSetFacts {
+  const features = new Set<string>();
+  let largestMiB = 0;
+  let largestCpus = 0;
+  for (const node of nodes) {
+    for (const feature of node.features) features.add(feature);
+    if (node.memoryMiB > largestMiB) largestMiB = node.memoryMiB;
+    if (node.cpus > largestCpus) largestCpus = node.cpus;
+  }
+  return { nodes, features, largestMiB, largestCpus };
+}
+
+function factsOf(cluster: ClusterShape): ClusterFacts {
+  let facts = factsByCluster.get(cluster);
+  if (facts === undefined) {
+    const byName = new Map(cluster.nodes.map((node) => [node.name, node]));
+    const partitions = new Map<ClusterPartitionShape, PartitionFacts>();
+    for (const partition of cluster.partitions) {
+      const members = new Set(partition.nodes);
+      // In the cluster's order, each node once.
+      const nodes = members.size === 0 ? [] : cluster.nodes.filter((node) => members.has(node.name));
+      const count = partition.nodes.reduce((sum, name) => sum + (byName.has(name) ? 1 : 0), 0);
+      partitions.set(partition, { ...nodeSetFacts(nodes), capacity: Math.min(count, partition.maxNodes ?? Infinity) });
+    }
+    facts = { nodeNames: new Set(byName.keys()), all: nodeSetFacts(cluster.nodes), partitions, suitable: new Map() };
+    factsByCluster.set(cluster, facts);
+  }
+  return facts;
+}
+
+/** The features of the constraint that none of the nodes has, when no alternative can be met for that reason. */
+function missingFeatures(spec: JobSpec, present: ReadonlySet<string>): string[] {
   if (spec.constraint === undefined) return [];
-  const present = new Set(nodes.flatMap((node) => node.features));
   const missingPerAlternative = spec.constraint.anyOf.map((features) => features.filter((f) => !present.has(f)));
   if (missingPerAlternative.some((missing) => missing.length === 0)) return [];
   return [...new Set(missingPerAlternative.flat())];
@@ -55,23 +110,22 @@ const plural = (count: number, word: string) => `${count} ${word}${count === 1 ?
 const featureWords = (features: readonly string[]) => `the feature${features.length === 1 ? '' : 's'} ${features.join(', ')}`;
 const timeText = (limit: TimeLimit) => `${formatHumanTime(limit)} (${formatSbatchTime(limit)})`;
 
-/** Per-node reasons (features, memory, CPUs) against `nodes`; `partition` absent means the whole cluster. */
-function perNodeRejections(spec: JobSpec, nodes: readonly ClusterNodeShape[], partition?: string): Rejection[] {
+/** Per-node reasons (features, memory, CPUs) against a set of nodes; `partition` absent means the whole cluster. */
+function perNodeRejections(spec: JobSpec, nodes: NodeSetFacts, partition?: string): Rejection[] {
   const rejections: Rejection[] = [];
   const scope = partition === undefined ? 'any node' : `any node of partition ${partition}`;
-  const features = missingFeatures(spec, nodes);
+  const features = missingFeatures(spec, nodes.features);
   if (features.length > 0) {
     const where = partition === undefined ? 'no node' : `no node of partition ${partition}`;
     rejections.push({ kind: 'no-node-has-feature', features, partition, message: `${where} has ${featureWords(features)}` });
   }
-  const largestMiB = Math.max(0, ...nodes.map((node) => node.memoryMiB));
+  const { largestMiB, largestCpus } = nodes;
   if (spec.memoryMiB !== undefined && spec.memoryMiB > largestMiB) {
     rejections.push({
       kind: 'memory-per-node', requestedMiB: spec.memoryMiB, largestMiB, partition,
       message: `more memory per node than ${scope} has: the job asks for ${formatMemory(spec.memoryMiB)}, the largest has ${formatMemory(largestMiB)}`,
     });
   }
-  const largestCpus = Math.max(0, ...nodes.map((node) => node.cpus));
   if (spec.cpusPerTask > largestCpus) {
     rejections.push({
       kind: 'cpus-per-node', requested: spec.cpusPerTask, largest: largestCpus, partition,
@@ -84,9 +138,9 @@ function perNodeRejections(spec: JobSpec, nodes: readonly ClusterNodeShape[], pa
 /** Reasons the partition the job would run in can never run it (the job fits the cluster's nodes). */
 function partitionRejections(spec: JobSpec, cluster: ClusterShape, partition: ClusterPartitionShape, reported: readonly Rejection[]): Rejection[] {
   const rejections: Rejection[] = [];
-  const nodeNames = new Set(cluster.nodes.map((node) => node.name));
-  const members = new Set(partition.nodes);
-  const nodes = cluster.nodes.filter((node) => members.has(node.name));
+  const facts = factsOf(cluster);
+  const inPartition = facts.partitions.get(partition)!;
+  const { nodes, capacity } = inPartition;
 
   const maxTimeSeconds = partition.maxTimeSeconds ?? undefined;
   if (maxTimeSeconds !== undefined && (spec.timeLimitSeconds === 'UNLIMITED' || spec.timeLimitSeconds > maxTimeSeconds)) {
@@ -95,9 +149,8 @@ function partitionRejections(spec: JobSpec, cluster: ClusterShape, partition: Cl
       message: `over the time limit of partition ${partition.name}: the job asks for ${timeText(spec.timeLimitSeconds)}, ${partition.name} allows ${timeText(maxTimeSeconds)}`,
     });
   }
-  const capacity = partitionCapacity(partition, nodeNames);
   if (spec.nodes.min > capacity && !reported.some((r) => r.kind === 'larger-than-any-partition')) {
-    const fitsIn = cluster.partitions.find((p) => partitionCapacity(p, nodeNames) >= spec.nodes.min)?.name;
+    const fitsIn = cluster.partitions.find((p) => facts.partitions.get(p)!.capacity >= spec.nodes.min)?.name;
     const limit = capacity < nodes.length ? `takes at most ${capacity} per job` : `has ${plural(capacity, 'node')}`;
     rejections.push({
       kind: 'larger-than-partition', partition: partition.name, requestedNodes: spec.nodes.min, partitionNodes: capacity, fitsIn,
@@ -106,11 +159,17 @@ function partitionRejections(spec: JobSpec, cluster: ClusterShape, partition: Cl
     });
   }
   const clusterWide = new Set(reported.map((r) => r.kind));
-  rejections.push(...perNodeRejections(spec, nodes, partition.name).filter((r) => !clusterWide.has(r.kind)));
+  rejections.push(...perNodeRejections(spec, inPartition, partition.name).filter((r) => !clusterWide.has(r.kind)));
   if (rejections.length > 0 || reported.length > 0) return rejections;
 
   // Each reason alone passed; together they may still leave too few nodes.
-  const suitable = suitableNodes(spec, nodes);
+  const key = `${partition.name}\n${suitableKey(spec)}`;
+  let suitable = facts.suitable.get(key);
+  if (suitable === undefined) {
+    suitable = suitableNodes(spec, nodes);
+    if (facts.suitable.size >= MAX_SUITABLE_KEPT) facts.suitable.clear();
+    facts.suitable.set(key, suitable);
+  }
   if (suitable.length < spec.nodes.min) {
     const memory = spec.memoryMiB ? `, ${formatMemory(spec.memoryMiB)} of memory` : '';
     const features = spec.constraint ? ` and ${spec.constraint.text}` : '';
@@ -166,6 +225,10 @@ function maxEvenTasks(cpusPerTask: number, suitable: readonly ClusterNodeShape[]
   return best;
 }
 
+/** What suitableNodes reads of a job. */
+const suitableKey = (spec: JobSpec): string =>
+  `${spec.constraint?.text ?? ''}\n${spec.cpusPerTask}\n${spec.memoryMiB ?? ''}\n${spec.nodelist?.join(',') ?? ''}\n${spec.exclude?.join(',') ?? ''}`;
+
 /** The nodes of a partition that could take the job, whatever else runs: features, CPUs per task, memory. */
 export function suitableNodes(spec: JobSpec, nodes: readonly ClusterNodeShape[]): ClusterNodeShape[] {
   return nodes.filter((node) => hasFeatures(spec, node) && node.cpus >= spec.cpusPerTask && node.memoryMiB >= (spec.memoryMiB ?? 0)
@@ -201,10 +264,12 @@ export function validateAgainstCluster(spec: JobSpec, cluster: ClusterShape): Re
     }
   }
 
-  const nodeNames = new Set(cluster.nodes.map((node) => node.name));
-  const largestNodes = Math.max(0, ...cluster.partitions.map((p) => partitionCapacity(p, nodeNames)));
+  const facts = factsOf(cluster);
+  const { nodeNames } = facts;
+  let largestNodes = 0;
+  for (const p of cluster.partitions) largestNodes = Math.max(largestNodes, facts.partitions.get(p)!.capacity);
   if (spec.nodes.min > largestNodes) {
-    const largest = cluster.partitions.find((p) => partitionCapacity(p, nodeNames) === largestNodes)?.name;
+    const largest = cluster.partitions.find((p) => facts.partitions.get(p)!.capacity === largestNodes)?.name;
     rejections.push({
       kind: 'larger-than-any-partition', requestedNodes: spec.nodes.min, largestNodes,
       message: `larger than any partition: the job needs at least ${plural(spec.nodes.min, 'node')}, the largest partition${largest === undefined ? '' : ` (${largest})`} takes ${largestNodes}`,
@@ -216,7 +281,7 @@ export function validateAgainstCluster(spec: JobSpec, cluster: ClusterShape): Re
       rejections.push({ kind: 'no-such-node', option, nodes: unknown, message: `${option}: no node named ${unknown.join(', ')} in this cluster (name nodes as \`taras nodes\` lists them)` });
     }
   }
-  rejections.push(...perNodeRejections(spec, cluster.nodes));
+  rejections.push(...perNodeRejections(spec, facts.all));
   if (partition !== undefined) rejections.push(...partitionRejections(spec, cluster, partition, rejections));
   return rejections;
 }

@@ -303,10 +303,10 @@ export function renderPlan(plan: ApiPlan, options: PlanOptions): string {
     lines.push('');
     const shared = cells.some((row) => row.includes(SHARED_CELL));
     if (bars.length === 0) lines.push('No job, reservation or maintenance on these nodes in this window.');
-    else lines.push(...legendLines(bars, clock, options, shared));
+    else for (const line of legendLines(bars, clock, options, shared)) lines.push(line);
   }
   const later = onRows.filter(({ start }) => start >= until).length;
   if (later > 0) lines.push(...flow([`${counted(later, 'more item')} start after ${clock.at(until)}`, '--hours or --until shows further'], options.width, '; '));
-  if (plan.unplanned.length > 0) lines.push(...unplannedLines(plan.unplanned, options.width));
+  if (plan.unplanned.length > 0) for (const line of unplannedLines(plan.unplanned, options.width)) lines.push(line);
   return `${lines.map((line) => (line.includes('\x1b') ? line : truncate(line, options.width))).join('\n')}\n`;
 }

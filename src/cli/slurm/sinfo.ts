@@ -52,7 +52,9 @@ export function sinfoGroups(partitions: readonly ApiPartition[], nodes: readonly
     const byState = new Map<string, ApiNode[]>();
     for (const node of members) {
       const key = options.long ? nodeStateLong(node) : nodeStateCompact(node);
-      byState.set(key, [...(byState.get(key) ?? []), node]);
+      let group = byState.get(key);
+      if (group === undefined) byState.set(key, (group = []));
+      group.push(node);
     }
     if (byState.size === 0 && options.states === undefined) groups.push({ partition, nodes: [] });
     // Slurm's default sort "#P,-t": partitions as configured, then states in reverse order.
@@ -64,8 +66,9 @@ export function sinfoGroups(partitions: readonly ApiPartition[], nodes: readonly
 
 const range = (values: number[]): string => {
   if (values.length === 0) return '0';
-  const min = Math.min(...values);
-  return Math.max(...values) === min ? String(min) : `${min}+`;
+  // Folded, not spread into Math.min: a spread of 200,000 values overflows the stack.
+  const min = values.reduce((a, b) => Math.min(a, b));
+  return values.some((value) => value !== min) ? `${min}+` : String(min);
 };
 
 /** The text of one %-field of one line. */
@@ -116,7 +119,7 @@ export interface SinfoOptions {
 
 /** `%#P` / `%#N` (Slurm's "as wide as the widest value, at least 9"), resolved for these lines. */
 function sized(format: string, groups: readonly SinfoGroup[]): ParsedFormat {
-  const widest = (letter: string) => Math.max(9, ...groups.map((group) => sinfoField(group, letter).length));
+  const widest = (letter: string) => groups.reduce((width, group) => Math.max(width, sinfoField(group, letter).length), 9);
   const text = format.replace(/%(\.?)#([PN])/g, (_, dot: string, letter: string) => `%${dot}${widest(letter)}${letter}`);
   return parseFormat(text, new Set(Object.keys(HEADERS)), 'sinfo');
 }
