@@ -22,7 +22,8 @@ import { checkBody, SubmitBodySchema } from '../src/api/schema.js';
 import type { ApiCancelResult, ApiJob, ApiJobPage, ApiJobWithEvents } from '../src/api/types.js';
 import { readClusterConfig } from '../src/config/load.js';
 import { startController } from '../src/controller/daemon.js';
-import { ControllerEngine, type AgentLink, type StartOrder } from '../src/controller/engine.js';
+import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from '../src/controller/engine.js';
+import { apiJob } from '../src/controller/views.js';
 import { taskLayout } from '../src/jobspec/cluster.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, bearer, ControllerUnreachableError, createApiClient, type ApiClient } from '../src/net/client.js';
@@ -156,6 +157,14 @@ const BAD_SUBMISSIONS: [what: string, body: unknown, field: RegExp][] = [
   ['nesting 100,000 deep as the spec', { spec: deep(100_000) }, /spec\.a: unknown field/],
   ['nesting 100,000 deep in the environment', { spec: spec({ submitEnv: { A: deep(100_000) } }) }, /spec\.submitEnv\.A: expected a string/],
   ['nesting 100,000 deep as the body', deep(100_000), /a: unknown field/],
+  // A time past what a Date holds, stored, failed every listing of the job for everyone (red team, issue 9).
+  ['--begin past the year 9999', { spec: spec({ beginMs: 8.64e15 }) }, /spec\.beginMs: expected a time in epoch milliseconds from 0 to 253402300799000 \(the end of the year 9999\)/],
+  ['a deadline past the year 9999', { spec: spec({ deadline: { atMs: Number.MAX_SAFE_INTEGER, policy: 'guarantee' } }) }, /spec\.deadline\.atMs: expected a time in epoch milliseconds/],
+  // A NUL in a path or argument split the agent's launch description: the user wrote the rest of it (red team).
+  ['a NUL in the output path', { spec: spec({ output: '/tmp/a.out\u0000/tmp/b\u0000' }) }, /spec\.output: expected text without NUL characters/],
+  ['a NUL in an argument', { spec: spec({ script: { path: 'job.sh', text: '#!/bin/sh\n', args: ['a\u0000b'] } }) }, /spec\.script\.args\.0: expected text without NUL characters/],
+  ['a NUL in the working directory', { spec: spec({ workingDir: '/tmp\u0000/x' }) }, /spec\.workingDir: expected text without NUL characters/],
+  ['a NUL in an environment value', { spec: spec({ submitEnv: { A: 'x\u0000y' } }) }, /spec\.submitEnv\.A: expected text without NUL characters/],
 ];
 
 describe('the request schema', () => {
@@ -312,6 +321,20 @@ describe('the controller refuses bad requests before storing anything', () => {
     ]);
     assert.deepEqual(outcomes.map((o) => ('id' in o ? o.id : o.refused.message.slice(0, 30))), [1, 'no set of nodes of partition b', 2]);
     assert.deepEqual(store.jobs().map((job) => job.name), ['a', 'c']);
+    // A fault of ours in checking one submission (here a constraint no schema would pass) fails that one alone.
+    const faulty = engine.acceptEach([
+      { user: 'alice', spec: spec({ name: 'd' }) },
+      { user: 'bob', spec: spec({ name: 'e', constraint: { text: 'x', anyOf: null } as never }) },
+      { user: 'carol', spec: spec({ name: 'f' }) },
+    ]);
+    assert.deepEqual(faulty.map((o) => ('id' in o ? o.id : o.refused instanceof SubmitRefused ? 'refused' : 'fault')), [3, 'fault', 4]);
+    assert.deepEqual(store.jobs().map((job) => job.name), ['a', 'c', 'd', 'f']);
+    // A job stored with --begin at the last time a Date holds (before the schema's bound): listed, with no end past it.
+    const [late] = engine.submit([{ user: 'dave', spec: spec({ name: 'late', beginMs: 8.64e15 }) }]);
+    engine.schedule();
+    const shown = apiJob(engine, engine.active.get(late)!);
+    assert.equal(shown.plannedStart, '+275760-09-13T00:00:00.000Z');
+    assert.equal(shown.predictedEnd, null);
     store.close();
   });
 

@@ -575,6 +575,11 @@ async function startJob(spec: SupervisorSpec, cgroup: JobCgroup | null, session:
   const onTerminal = session !== null && session.spec.pty;
   const shell = ['/bin/sh', '-c', wrapperScript(cgroup !== null && !onTerminal, virtualMemoryKiB), 'taras-job', spec.script, ...spec.args];
   const helperArgs = runAs === null ? ['--self'] : ['--user', String(runAs.uid), String(runAs.gid), runAs.user?.name ?? '-'];
+  // Each field is one NUL-ended string of the description: a NUL inside one would let the job write the fields after it.
+  // (The controller refuses such requests; a supervisor never trusts that alone.)
+  const split = [['working directory', spec.workingDir], ['output path', spec.stdoutPath], ['error path', spec.stderrPath], ['script', spec.script],
+    ...shell.map((arg) => ['argument', arg])].find(([, value]) => value.includes('\0'));
+  if (split !== undefined) return { ok: false, error: `the job's ${split[0]} contains a NUL character` };
   const description = launchDescription(spec, { ...userVariables, ...spec.env }, shell);
   if (session !== null && onTerminal) return startOnTerminal(session, cgroup, helperArgs, description, launchFile);
   const stdio = session === null ? 'ignore' as const : 'pipe' as const;

@@ -32,11 +32,22 @@ export const LIMITS = {
 
 // Each helper gives every check of a field the same message, so a refusal says the whole rule at once.
 // One check per field rather than a pipe of four: every submission passes through dozens of them.
+/**
+ * The latest time a request may name (epoch ms): the end of the year 9999. A
+ * time and a time limit added to it stay within what a Date can hold (8.64e15):
+ * a job stored with a start beyond that failed every listing that showed it.
+ */
+export const LATEST_MS = Date.UTC(9999, 11, 31, 23, 59, 59);
+const TIME_RULE = `expected a time in epoch milliseconds from 0 to ${LATEST_MS} (the end of the year 9999)`;
+const time = () => v.custom<number>((value) => Number.isInteger(value) && (value as number) >= 0 && (value as number) <= LATEST_MS, TIME_RULE);
 const int = (min: number, max: number) =>
   v.custom<number>((value) => Number.isInteger(value) && (value as number) >= min && (value as number) <= max, `expected an integer from ${min} to ${max}`);
+/** No text holds a NUL: it ends a C string, so a path or argument with one would be read as two (as sbatch, which refuses a script with one). */
+const NUL_RULE = 'expected text without NUL characters (\\0)';
 const text = (maxChars: number, minChars = 0) => v.custom<string>(
-  (value) => typeof value === 'string' && value.length >= minChars && value.length <= maxChars,
-  minChars > 0 ? `expected a non-empty string of at most ${maxChars} characters` : `expected a string of at most ${maxChars} characters`);
+  (value) => typeof value === 'string' && value.length >= minChars && value.length <= maxChars && !value.includes('\0'),
+  (issue) => (typeof issue.input === 'string' && issue.input.includes('\0') ? NUL_RULE
+    : minChars > 0 ? `expected a non-empty string of at most ${maxChars} characters` : `expected a string of at most ${maxChars} characters`));
 const list = <T extends v.GenericSchema>(item: T, maxItems: number, minItems = 0) => {
   const message = `expected a list of ${minItems > 0 ? `${minItems} to ` : 'at most '}${maxItems} items`;
   return v.pipe(v.array(item, message), v.minLength(minItems, message), v.maxLength(maxItems, message));
@@ -58,7 +69,7 @@ const timeLimit = v.union([int(1, LIMITS.timeLimitSeconds), v.literal('UNLIMITED
 // One plain loop instead of a schema per variable: a shell's environment is dozens of entries, and this
 // check runs on every submission (a third of the schema's cost in the controller, with valibot's record).
 const ENVIRONMENT_RULE = `expected an object of at most ${LIMITS.envVariables} variables: names of 1 to ${LIMITS.nameChars} characters, `
-  + `string values of at most ${LIMITS.envValueChars} characters`;
+  + `string values of at most ${LIMITS.envValueChars} characters, no NUL characters`;
 /** The same rule variable by variable: run only on an environment the loop refused, to name the variable at fault. */
 const preciseEnvironment = v.pipe(
   v.record(v.pipe(text(LIMITS.nameChars, 1)), text(LIMITS.envValueChars), 'expected an object of string values'),
@@ -71,7 +82,7 @@ const environment = v.custom<Record<string, string>>((value) => {
     if (!Object.hasOwn(value, name)) continue;
     const entry = (value as Record<string, unknown>)[name];
     if (++count > LIMITS.envVariables || name.length === 0 || name.length > LIMITS.nameChars) return false;
-    if (typeof entry !== 'string' || entry.length > LIMITS.envValueChars) return false;
+    if (typeof entry !== 'string' || entry.length > LIMITS.envValueChars || entry.includes('\0') || name.includes('\0')) return false;
   }
   return true;
 }, ENVIRONMENT_RULE);
@@ -146,13 +157,13 @@ export const JobSpecSchema = strict({
   })),
   /** A priority job's deadline (taras submit --deadline): epoch ms, and guarantee (the default) or cancel (Slurm's --deadline). */
   deadline: v.optional(strict({
-    atMs: int(0, Number.MAX_SAFE_INTEGER),
+    atMs: time(),
     policy: v.picklist(['guarantee', 'cancel'], 'expected "guarantee" or "cancel"'),
   })),
   /** sbatch --hold: submitted with a user hold. */
   hold: v.optional(bool()),
   /** sbatch --begin: epoch ms before which it does not start. */
-  beginMs: v.optional(int(0, Number.MAX_SAFE_INTEGER)),
+  beginMs: v.optional(time()),
   /** sbatch --dependency, parsed (src/jobspec/dependency.ts). */
   dependency: v.optional(strict({
     text: text(LIMITS.textChars, 1),
@@ -245,8 +256,8 @@ export const TokenBodySchema = v.optional(strict({ user: v.optional(text(256, 1)
 export const ReservationBodySchema = strict({
   name: v.optional(reservationName),
   kind: v.optional(v.picklist(['reservation', 'maintenance'], 'expected "reservation" or "maintenance"')),
-  startMs: int(0, 8.64e15),
-  endMs: int(0, 8.64e15),
+  startMs: time(),
+  endMs: time(),
   nodes: v.optional(nodeNames(1)),
   nodeCount: v.optional(int(1, 1_000_000)),
   users: v.optional(list(text(256, 1), 1024)),
@@ -257,7 +268,7 @@ export const ReservationBodySchema = strict({
 export const WhatIfBodySchema = strict({
   policy: v.optional(v.picklist(NODE_POLICIES, `expected ${NODE_POLICIES.join(', ')}`)),
   drain: v.optional(nodeNames(1)),
-  window: v.optional(strict({ startMs: int(0, 8.64e15), endMs: int(0, 8.64e15), nodes: nodeNames(1) })),
+  window: v.optional(strict({ startMs: time(), endMs: time(), nodes: nodeNames(1) })),
 });
 
 /** Reconfigure and shutdown take no fields (an empty object or no body). */

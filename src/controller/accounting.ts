@@ -13,6 +13,7 @@ import { ACCOUNTING_FIELDS, type AccountingRow } from '../store/rows.js';
 import type { Store } from '../store/store.js';
 import type { Caller } from '../net/identity.js';
 import { RawJson, RouteError, type RequestContext, type Route } from '../net/server.js';
+import { isoTime } from '../api/durations.js';
 
 /** Jobs per page of GET /acct (a page is read from the window's index entries only). */
 export const MAX_ACCT_PAGE = 20_000;
@@ -67,7 +68,7 @@ function statesOf(ctx: RequestContext): JobState[] | undefined {
 function windowOf(ctx: RequestContext, nowMs: number): { fromMs: number; toMs: number } {
   const fromMs = wholeNumber(ctx, 'start', 0);
   const toMs = wholeNumber(ctx, 'end', nowMs);
-  if (toMs < fromMs) throw new RouteError(400, `the window ends (${new Date(toMs).toISOString()}) before it starts (${new Date(fromMs).toISOString()})`, 'give -E after -S');
+  if (toMs < fromMs) throw new RouteError(400, `the window ends (${isoTime(toMs)}) before it starts (${isoTime(fromMs)})`, 'give -E after -S');
   return { fromMs, toMs };
 }
 

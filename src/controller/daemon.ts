@@ -36,6 +36,7 @@ import { EventLog } from './event-log.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
 import { admittedDeadline, apiDeadline, apiJob, apiJobWithEvents, apiNodePieces, apiNodes, apiPlan, apiReservation, apiStatus, apiWhatIf, apiWhen, queueBuild } from './views.js';
+import { isoTime } from '../api/durations.js';
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
@@ -622,7 +623,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
           if (error instanceof SubmitRefused) throw new RouteError(400, error.message, 'nothing was created');
           throw error;
         }
-        log(`${kind} ${created.reservation.name} created by ${caller.user}: ${created.reservation.nodes.join(',')} from ${new Date(body.startMs).toISOString()} to ${new Date(body.endMs).toISOString()}`);
+        log(`${kind} ${created.reservation.name} created by ${caller.user}: ${created.reservation.nodes.join(',')} from ${isoTime(body.startMs)} to ${isoTime(body.endMs)}`);
         kick();
         return { status: 201, body: { reservation: apiReservation(engine, created.reservation, Date.now()), overlappingJobs: created.overlapping } };
       },
@@ -693,7 +694,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         let answer: ApiTestOnly;
         try {
           const plan = engine.testOnly(body.spec as JobSpec, caller.uid);
-          answer = { ...plan, start: plan.startMs === null ? null : new Date(plan.startMs).toISOString(), nodes: [...plan.nodes], nextId: engine.nextJobId() };
+          answer = { ...plan, start: plan.startMs === null ? null : isoTime(plan.startMs), nodes: [...plan.nodes], nextId: engine.nextJobId() };
         } catch (error) {
           return refused(error);
         }
@@ -865,8 +866,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
         // A token acts as its user: an administrator who is not root must not be able to become root with one.
         if (account.uid === 0 && caller.uid !== 0) throw new RouteError(403, `only root may issue a token for ${subject} (uid 0)`, 'ask root');
         const { token, expiresMs } = await issueToken(jwtKey, subject, lifespan, Date.now());
-        log(`token issued to ${caller.user} for ${subject}, valid until ${new Date(expiresMs).toISOString()}`);
-        return { status: 200, body: { user: subject, token, expires: new Date(expiresMs).toISOString() } };
+        log(`token issued to ${caller.user} for ${subject}, valid until ${isoTime(expiresMs)}`);
+        return { status: 200, body: { user: subject, token, expires: isoTime(expiresMs) } };
       },
     },
     {

@@ -24,6 +24,7 @@ import type { Store } from '../store/store.js';
 import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray, withArrayEnvironment } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
+import { isoTime } from '../api/durations.js';
 
 /** How much earlier than strictly needed a deadline's victims are preempted: delivery, the end's report, the next pass. */
 const DEADLINE_PREEMPT_MARGIN_SECONDS = 3;
@@ -234,7 +235,8 @@ export interface Submission {
 }
 
 /** One submission's outcome in a batch: its id (`replayed`: a retry of a key already stored), or why it was refused. */
-export type Accepted = { readonly id: JobId; readonly replayed: boolean } | { readonly refused: SubmitRefused };
+/** A submission stored (or replayed), or refused: SubmitRefused for a request the cluster cannot take, another error for a fault of ours in checking it. */
+export type Accepted = { readonly id: JobId; readonly replayed: boolean } | { readonly refused: Error };
 
 /** Above every partition priority: an immediate interactive job is first in the queue. */
 const INTERACTIVE_PRIORITY = 1_000_000_000;
@@ -423,7 +425,7 @@ export class ControllerEngine {
 
   /** A free name for a maintenance window starting at `startMs`: maint-YYYYMMDD-HHMM (UTC), then -2, -3... */
   windowName(startMs: number): string {
-    const stamp = new Date(startMs).toISOString().slice(0, 16).replace(/[-:]/g, '').replace('T', '-');
+    const stamp = isoTime(startMs).slice(0, 16).replace(/[-:]/g, '').replace('T', '-');
     let name = `maint-${stamp}`;
     for (let n = 2; this.reservations.has(name); n++) name = `maint-${stamp}-${n}`;
     return name;
@@ -916,8 +918,9 @@ export class ControllerEngine {
         if (this.scheduler.plansOnNodes) drafts.push(() => this.coreRequest(this.draftRecord(spec, DRAFT_ID - jobs.length + index, submission.uid, admission?.guaranteed)));
         admitted.push({ index, submission, spec, admission });
       } catch (error) {
-        if (!(error instanceof SubmitRefused)) throw error;
-        outcomes[index] = { refused: error };
+        // Nothing is stored yet: a fault in checking one submission (a bug of ours) fails that one alone, never the batch.
+        if (!(error instanceof SubmitRefused)) this.log(`checking a submission of ${submission.user} failed: ${(error as Error).stack ?? String(error)}`);
+        outcomes[index] = { refused: error instanceof Error ? error : new Error(String(error)) };
       }
     });
     const nowMs = this.clockMs();
@@ -995,7 +998,7 @@ export class ControllerEngine {
    */
   private admitDeadline(spec: JobSpec, batchAhead: readonly JobRequest[]): DeadlineAdmission {
     const deadlineMs = spec.deadline!.atMs;
-    const when = new Date(deadlineMs).toISOString();
+    const when = isoTime(deadlineMs);
     if (!this.scheduler.plansOnNodes) {
       if (spec.deadline!.policy === 'cancel') throw new SubmitRefused([`deadlines need the policy fcfs, easy or conservative (this cluster uses ${this.config.policy})`]);
       return { guaranteed: false, plannedEndMs: null, shortfallSeconds: null, warning: `policy ${this.config.policy} does not plan on nodes: the deadline ${when} cannot be guaranteed; the job runs as a normal job` };
@@ -1003,11 +1006,11 @@ export class ControllerEngine {
     const check = this.scheduler.deadlineCheck(this.coreRequest(this.draftRecord(spec, DRAFT_ID, undefined, true)), this.nowSeconds(), batchAhead);
     if (check.verdict === 'never') {
       const limit = spec.timeLimitSeconds === 'UNLIMITED' ? 'no time limit' : `a time limit of ${spec.timeLimitSeconds} s`;
-      throw new SubmitRefused([`the deadline ${when} can never be met: with ${limit} the job could end at ${new Date(check.earliestEnd * 1000).toISOString()} at the earliest, even on an idle cluster; give a later --deadline or a shorter --time`]);
+      throw new SubmitRefused([`the deadline ${when} can never be met: with ${limit} the job could end at ${isoTime(check.earliestEnd * 1000)} at the earliest, even on an idle cluster; give a later --deadline or a shorter --time`]);
     }
     if (check.verdict === 'met') return { guaranteed: true, plannedEndMs: check.plannedEnd * 1000, shortfallSeconds: 0, warning: null };
     const why = check.cause === 'other-deadlines' ? 'guaranteed jobs with earlier deadlines come first' : 'the nodes it needs are taken until then';
-    const miss = Number.isFinite(check.shortfall) ? `it would end ${check.shortfall} s after it (planned end ${new Date(check.plannedEnd * 1000).toISOString()})` : 'the nodes that count now cannot hold it';
+    const miss = Number.isFinite(check.shortfall) ? `it would end ${check.shortfall} s after it (planned end ${isoTime(check.plannedEnd * 1000)})` : 'the nodes that count now cannot hold it';
     if (spec.deadline!.policy === 'cancel') {
       throw new SubmitRefused([`the deadline ${when} cannot be met (${why}): ${miss}; with --deadline-policy cancel the job is refused: give a later deadline or leave the policy out`]);
     }
@@ -1058,7 +1061,7 @@ export class ControllerEngine {
       if (record === undefined) continue;
       this.deadlineLogged.add(id);
       const cause = this.deadlineCause(record);
-      this.log(`job ${id}: its deadline ${new Date(entry.job.deadline! * 1000).toISOString()} can no longer be guaranteed (${cause})`);
+      this.log(`job ${id}: its deadline ${isoTime(entry.job.deadline! * 1000)} can no longer be guaranteed (${cause})`);
       this.active.set(id, this.append(id, { type: 'deadline', missed: false, cause }, this.clockMs()));
     }
     this.preemptForDeadlines(now);
@@ -1068,7 +1071,7 @@ export class ControllerEngine {
       if (record?.state !== 'PENDING') continue;
       this.deadlineDueHandled.add(id);
       if (this.specOf(record).deadline?.policy === 'cancel') {
-        const reason = `DeadLine: it could no longer end by its deadline ${new Date(this.specOf(record).deadline!.atMs).toISOString()} (${this.deadlineCause(record)})`;
+        const reason = `DeadLine: it could no longer end by its deadline ${isoTime(this.specOf(record).deadline!.atMs)} (${this.deadlineCause(record)})`;
         this.log(`job ${id} ended DEADLINE: ${reason}`);
         this.append(id, { type: 'ended', state: 'DEADLINE', exitCode: null, reason }, this.clockMs());
         this.scheduler.cancel(id);
@@ -1131,7 +1134,7 @@ export class ControllerEngine {
    */
   private deadlineNeedsNodes(id: JobId, latestStartS: number, chosen?: VictimChoice): void {
     const request = this.scheduler.state.queue.find((entry) => entry.job.id === id)?.job.resources;
-    const latest = new Date(latestStartS * 1000).toISOString();
+    const latest = isoTime(latestStartS * 1000);
     const choice = chosen ?? (request === undefined ? null : this.choosePreemption(request, (victim) => this.preemptableForDeadline(victim)));
     if (choice === null || choice.victims.length === 0) {
       const cause = 'no running job can be preempted to free the nodes it needs (the jobs holding them are interactive, priority, or neither checkpoint nor may be requeued; or nodes are lost)';
@@ -1178,7 +1181,7 @@ export class ControllerEngine {
     const deadline = this.specOf(record).deadline;
     if (deadline === undefined || endMs <= deadline.atMs) return;
     const cause = deadlineGuaranteed(record) ? this.deadlineCause(record) : 'it was accepted without a guarantee (the plan could not meet it at submission)';
-    this.log(`job ${record.id}: missed its deadline ${new Date(deadline.atMs).toISOString()} by ${Math.ceil((endMs - deadline.atMs) / 1000)} s (${cause})`);
+    this.log(`job ${record.id}: missed its deadline ${isoTime(deadline.atMs)} by ${Math.ceil((endMs - deadline.atMs) / 1000)} s (${cause})`);
     this.append(record.id, { type: 'deadline', missed: true, cause: `ended ${Math.ceil((endMs - deadline.atMs) / 1000)} s after its deadline: ${cause}` }, endMs);
   }
 
@@ -1323,8 +1326,8 @@ export class ControllerEngine {
         if ((record.startTimeMs ?? 0) + limitMs + this.suspendedSecondsOf(record.id) * 1000 <= window.startMs) continue; // it ends before the window
         const leadMs = mode === 'checkpoint' ? (spec.checkpoint?.durationSeconds ?? 0) * 1000 : 0;
         if (nowMs < window.startMs - leadMs) continue;
-        this.log(`job ${record.id}: maintenance window ${name} starts ${new Date(window.startMs).toISOString()}: ${mode === 'kill' ? 'cancelled' : 'checkpointed and requeued'}`);
-        this.endForShutdown(record, mode, `shutdown (maintenance window ${name} at ${new Date(window.startMs).toISOString()})`, `maintenance window ${name}`);
+        this.log(`job ${record.id}: maintenance window ${name} starts ${isoTime(window.startMs)}: ${mode === 'kill' ? 'cancelled' : 'checkpointed and requeued'}`);
+        this.endForShutdown(record, mode, `shutdown (maintenance window ${name} at ${isoTime(window.startMs)})`, `maintenance window ${name}`);
       }
     }
     if (changed) this.store.setSetting(WINDOW_MODES_SETTING, modes);
@@ -1671,8 +1674,8 @@ export class ControllerEngine {
       beforeMs = startOf(before, id);
       thenMs = startOf(then, id);
       if (!admin && beforeMs !== null && (thenMs === null ? false : thenMs < beforeMs)) {
-        throw new SubmitRefused([`moving job ${id} after ${after === 0 ? 'the front' : `job ${after}`} would plan it to start earlier (${new Date(thenMs!).toISOString()} instead of `
-          + `${new Date(beforeMs).toISOString()}); a user may only move a job to a later start. Choose a job further back`]);
+        throw new SubmitRefused([`moving job ${id} after ${after === 0 ? 'the front' : `job ${after}`} would plan it to start earlier (${isoTime(thenMs!)} instead of `
+          + `${isoTime(beforeMs)}); a user may only move a job to a later start. Choose a job further back`]);
       }
       for (const job of queued) {
         if (job.deadline === undefined) continue;
@@ -1680,7 +1683,7 @@ export class ControllerEngine {
         const will = startOf(then, job.id);
         const missesNow = will === null || will / 1000 + job.estimate > job.deadline;
         const missedBefore = was === null || was / 1000 + job.estimate > job.deadline;
-        if (missesNow && !missedBefore) warnings.push(`job ${job.id} (${this.active.get(job.id)?.user ?? '?'}) would miss its deadline ${new Date(job.deadline * 1000).toISOString()}`);
+        if (missesNow && !missedBefore) warnings.push(`job ${job.id} (${this.active.get(job.id)?.user ?? '?'}) would miss its deadline ${isoTime(job.deadline * 1000)}`);
       }
     }
     const stored = this.append(id, { type: 'moved', after, key: place.key, priority: place.priority, by: admin && record.user !== user ? 'admin' : 'user' }, this.clockMs());

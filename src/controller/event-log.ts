@@ -9,8 +9,9 @@ import { chmodSync, existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import pino, { type Logger } from 'pino';
 import type { EventKind, EventLogSettings } from '../config/cluster.js';
 import type { JobRecord, StoredJobEvent } from '../store/events.js';
+import { isoOrNull } from '../api/durations.js';
 
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+const iso = isoOrNull;
 
 /** The time limit a job asked for, in seconds (null: unlimited). */
 const limitOf = (record: JobRecord): number | null => (typeof record.request.timeLimitSeconds === 'number' ? record.request.timeLimitSeconds : null);

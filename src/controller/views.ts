@@ -15,10 +15,11 @@ import { deadlineGuaranteed, type ControllerEngine, type DeadlineAdmission, type
 import { ownerOf, type Reservation } from './reservations.js';
 import { arrayTaskOf } from './arrays.js';
 import { formatTaskIds } from '../jobspec/array.js';
+import { isoTime, isoOrNull } from '../api/durations.js';
 
 export const VERSION = '0.1.0';
 
-const iso = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
+const iso = isoOrNull;
 
 export function apiJob(engine: ControllerEngine, record: JobRecord): ApiJob {
   const spec = engine.specOf(record);
@@ -96,7 +97,7 @@ export function admittedDeadline(engine: ControllerEngine, record: JobRecord, ad
 
 function deadlineStatus(deadline: DeadlineSpec, guaranteed: boolean, endMs: number | null, ended: boolean, atRisk: boolean): ApiDeadline {
   const shortfall = endMs === null ? null : Math.max(0, Math.ceil((endMs - deadline.atMs) / 1000));
-  const by = new Date(deadline.atMs).toISOString();
+  const by = isoTime(deadline.atMs);
   const late = shortfall === null ? 'it has no planned start now' : `its planned end is ${shortfall} s after it`;
   let text: string;
   if (ended) text = shortfall === 0 ? `ended by its deadline ${by}` : `ended ${shortfall} s after its deadline ${by}`;
