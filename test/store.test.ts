@@ -354,6 +354,20 @@ if (process.env[CHILD_ENV] !== undefined) {
       store.close();
     });
 
+    it('lists of ids, users or states of any length share one statement each: no request grows the kept statements (red team, issue 9)', () => {
+      const store = openStore(freshPath());
+      const ids = store.submitMany([newJob('a'), newJob('b', 'bob'), newJob('c')], T0);
+      const kept = () => (store as unknown as { filterStatements: Map<string, unknown> }).filterStatements.size;
+      for (let length = 1; length <= 300; length++) {
+        const asked = Array.from({ length }, (_, i) => ids[i % 3]);
+        const found = store.accounting({ fromMs: T0, toMs: T0 + 1000, jobIds: asked, users: ['ada', 'bob', 'ada'], states: ['PENDING', 'PENDING'] });
+        assert.deepEqual(found.map((row) => row.id), ids.slice(0, Math.min(3, length)), `${length} ids, duplicates among them`);
+        assert.equal(store.jobs({ states: Array.from({ length }, () => 'PENDING' as const) }).length, 3);
+      }
+      assert.ok(kept() <= 4, `${kept()} statements kept`);
+      store.close();
+    });
+
     it('several events for one job in one batch apply in order', () => {
       const store = openStore(freshPath());
       const id = store.submit(newJob('quick'), T0);

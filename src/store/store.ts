@@ -146,6 +146,16 @@ function checkTime(path: string, atMs: EpochMs): void {
   if (!Number.isSafeInteger(atMs) || atMs < 0) throw new StoreError(path, `time ${atMs} is not a whole number of milliseconds since the epoch`);
 }
 
+/**
+ * A list of values in a query, as one parameter (a JSON array read by json_each), each value once: a
+ * statement per list length let any user grow the controller's memory without bound (GET /acct?jobs=1,1,...
+ * with 2,000 ids held 831 MB, quadratic in the length).
+ */
+const LIST_PARAMETER = '(SELECT value FROM json_each(?))';
+const listParameter = (values: readonly (string | number)[]): string => JSON.stringify([...new Set(values)]);
+/** Filter statements kept at most (see Store.prepared). */
+const MAX_FILTER_STATEMENTS = 256;
+
 export class Store {
   private readonly insertJob: Statement;
   private readonly updateJob: Statement;
@@ -329,8 +339,8 @@ export class Store {
       params.push(filter.user);
     }
     if (filter.states !== undefined) {
-      conditions.push(`jobs.state IN (${filter.states.map(() => '?').join(', ') || 'NULL'})`);
-      params.push(...filter.states);
+      conditions.push(`jobs.state IN ${LIST_PARAMETER}`);
+      params.push(listParameter(filter.states));
     }
     if (filter.endedSinceMs !== undefined) {
       conditions.push('(jobs.end_time_ms IS NULL OR jobs.end_time_ms >= ?)');
@@ -382,8 +392,8 @@ export class Store {
     const common: string[] = [];
     const params: (string | number)[] = [];
     const list = (column: string, values: readonly (string | number)[]) => {
-      common.push(`${column} IN (${values.map(() => '?').join(', ') || 'NULL'})`);
-      params.push(...values);
+      common.push(`${column} IN ${LIST_PARAMETER}`);
+      params.push(listParameter(values));
     };
     if (query.users !== undefined) list('user_name', query.users);
     if (query.states !== undefined) list('state', query.states);
@@ -404,11 +414,16 @@ export class Store {
     return { sql, params: all };
   }
 
-  /** A statement of a query built from a filter, prepared once per shape. */
+  /**
+   * A statement of a query built from a filter, prepared once per shape. The
+   * shapes are few (a list is one parameter, LIST_PARAMETER); should they ever
+   * pass MAX_FILTER_STATEMENTS, the kept ones are let go and made again.
+   */
   private prepared(sql: string): Statement {
     let statement = this.filterStatements.get(sql);
     if (statement === undefined) {
       statement = this.db.prepare(sql);
+      if (this.filterStatements.size >= MAX_FILTER_STATEMENTS) this.filterStatements.clear();
       this.filterStatements.set(sql, statement);
     }
     return statement;
