@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { makeJobFiles, startAgent } from '../src/agent/agent.js';
+import { detectCgroupMode } from '../src/agent/cgroup.js';
 import { hasEnded, jobFiles, launchSupervisor, prepareJobDir, waitForStatus, type EndedStatus, type SupervisorSpecInput } from '../src/agent/jobdir.js';
 import type { StartOrder } from '../src/controller/engine.js';
 import type { JobSpec } from '../src/jobspec/types.js';
@@ -112,6 +113,35 @@ __attribute__((constructor)) static void mark(void) {
     assert.ok(euids.includes(String(victim.uid)), `the preload ran in the job (${euids.join(',')})`);
     assert.deepEqual(euids.filter((euid) => euid === '0'), [], 'no process with the submitter\'s LD_PRELOAD ran as root');
     if (existsSync(join(markers, 'bash-env'))) assert.doesNotMatch(readFileSync(join(markers, 'bash-env'), 'utf8'), /^0$/m);
+  });
+
+  it('with cgroups, the first thing the job runs (a preloaded library) is in the job\'s cgroup already: nothing it starts escapes the limit', async (t) => {
+    if (detectCgroupMode().mode === 'rlimit') {
+      t.skip('no writable cgroup on this machine');
+      return;
+    }
+    const probeDir = dirOf('preload-cgroup', { uid: 0, gid: 0 }, 0o755);
+    const markers = dirOf('markers-cgroup', { uid: 0, gid: 0 }, 0o777);
+    const source = join(probeDir, 'where.c');
+    // Each process the loader starts with this library copies its /proc/self/cgroup into a file of its own.
+    writeFileSync(source, `#include <fcntl.h>\n#include <stdio.h>\n#include <sys/stat.h>\n#include <unistd.h>\n
+__attribute__((constructor)) static void where(void) {
+  char path[256], text[4096]; snprintf(path, sizeof path, "${markers}/%d", (int) getpid());
+  int in = open("/proc/self/cgroup", O_RDONLY); if (in < 0) return;
+  ssize_t n = read(in, text, sizeof text); close(in); if (n <= 0) return;
+  umask(0); int out = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666); if (out < 0) return;
+  if (write(out, text, (size_t) n) < 0) {} close(out);
+}\n`);
+    const built = spawnSync('gcc', ['-shared', '-fPIC', '-o', join(probeDir, 'where.so'), source], { encoding: 'utf8' });
+    assert.equal(built.status, 0, built.stderr);
+    const { dir } = prepareJob('true', { env: { PATH: '/usr/bin:/bin', LD_PRELOAD: join(probeDir, 'where.so') }, cgroupMode: 'auto', memoryMiB: 256 });
+    const status = await runJob(dir);
+    assert.equal(status.state, 'COMPLETED', status.reason ?? '');
+    const seen = readdirSync(markers).map((pid) => readFileSync(join(markers, pid), 'utf8'));
+    assert.ok(seen.length >= 1, 'the preload ran');
+    // cgroup v2: "0::/path"; v1: one line per hierarchy, the memory one counts.
+    const memoryLine = (text: string) => text.split('\n').find((line) => /^0::|:memory:/.test(line)) ?? '';
+    for (const text of seen) assert.match(memoryLine(text), new RegExp(`taras-job-${jobCount}-`), `a process of the job ran outside its cgroup: ${text}`);
   });
 });
 

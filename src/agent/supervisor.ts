@@ -596,23 +596,26 @@ async function startJob(spec: SupervisorSpec, cgroup: JobCgroup | null, session:
   if (spawned !== null || child.pid === undefined) return { ok: false, error: `cannot start the exec helper ${EXEC_HELPER}: ${spawned?.message ?? 'no pid'}` };
   const descriptionPipe = child.stdio[DESCRIPTION_FD] as Writable;
   descriptionPipe.on('error', () => undefined); // the helper failed before reading: its error pipe says why
-  descriptionPipe.end(description);
-  const refusal = (await readAll(child.stdio[ERROR_FD] as Readable)).trim();
-  if (refusal !== '') {
-    await exited;
-    return { ok: false, error: refusal };
-  }
   if (cgroup !== null) {
+    // Into the cgroup before the helper has its description, so before it can exec anything: whatever the job
+    // runs first (a preloaded library's constructor, run before the wrapper reads the gate) is in it already.
     const gate = child.stdio[GATE_FD] as Writable;
     gate.on('error', () => undefined); // the wrapper died first: its exit is what counts
     const joined = cgroup.addProcess(child.pid);
     if (!joined.ok) {
       child.kill('SIGKILL');
       gate.destroy();
+      descriptionPipe.destroy();
       await exited;
       return joined;
     }
     gate.end(`${JOINED}\n`);
+  }
+  descriptionPipe.end(description);
+  const refusal = (await readAll(child.stdio[ERROR_FD] as Readable)).trim();
+  if (refusal !== '') {
+    await exited;
+    return { ok: false, error: refusal };
   }
   return { ok: true, value: { child: child as ChildProcess & { readonly pid: number }, exited } };
 }
