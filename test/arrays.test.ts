@@ -110,6 +110,8 @@ describe('--array values', () => {
     assert.equal(expandPattern('out-%A_%a.txt', { jobId: 13, user: 'a', name: 'n', array: { jobId: 12, taskId: 1 } }), 'out-12_1.txt');
     assert.equal(expandPattern('o-%A-%3a', { jobId: 13, user: 'a', name: 'n', array: { jobId: 12, taskId: 7 } }), 'o-12-007');
     assert.equal(expandPattern('o-%A-%a', { jobId: 13, user: 'a', name: 'n' }), 'o-13-4294967294', 'not a task: sbatch\'s NO_VAL');
+    // A width past 10 digits is 10, as Slurm's (red team: %999999999j made a gigabyte string at every listing of the job).
+    assert.equal(expandPattern('o%999999999j-%12A-%11a', { jobId: 13, user: 'a', name: 'n', array: { jobId: 12, taskId: 7 } }), 'o0000000013-0000000012-0000000007');
   });
 
   it('a task\'s environment carries SLURM_ARRAY_* and TARAS_ARRAY_*; a plain job none, even from the submitting shell', () => {

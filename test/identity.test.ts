@@ -168,6 +168,10 @@ describe('verified identity on a live controller', { skip: notRootReason }, () =
       ['alg none', `${b64url({ alg: 'none', typ: 'JWT' })}.${b64url({ ...claims, sun: 'root' })}.`, /not signed with HS256|not a valid JWT/],
       ['no sun', await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('1h').sign(key), /claims are not valid|names no user/],
       ['unknown user', (await issueToken(key, 'ttnosuchuser00', 600, Date.now())).token, /has no account/],
+      // Signed with the key, yet not as Taras issues them (red team): a NUL in the user was a 500; no span was checked.
+      ['a NUL in the user', await new SignJWT({ sun: `${bob.name}\u0000` }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('1h').sign(key), /is not a user name/],
+      ['valid for ten years', await new SignJWT({ sun: bob.name }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('3650d').sign(key), /valid for more than 365 days/],
+      ['issued tomorrow', await new SignJWT({ sun: bob.name }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt(Math.floor(Date.now() / 1000) + 86_400).setExpirationTime('2d').sign(key), /issued in the future/],
       ['not bearer', '', /not "Bearer TOKEN"/],
     ];
     for (const [what, token, reason] of bad) {

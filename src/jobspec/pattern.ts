@@ -31,17 +31,25 @@ export function checkPattern(pattern: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The most digits a width pads a number to: wider ones are taken as this, as
+ * Slurm's file name patterns do (a pattern %999999999j made a string of a
+ * gigabyte for every listing of the job).
+ */
+export const MAX_PATTERN_WIDTH = 10;
+const padded = (value: number | string, width: string): string => String(value).padStart(width === '' ? 0 : Math.min(Number(width), MAX_PATTERN_WIDTH), '0');
+
 /** Replaces %j, %u, %x, %A, %a and %% in a pattern that checkPattern accepted. */
 export function expandPattern(pattern: string, values: PatternValues): string {
   if (pattern.includes('\\')) return pattern.replaceAll('\\', '');
   return pattern.replace(SPECIFIER, (whole, width: string, letter: string) => {
     switch (letter) {
       case 'j':
-        return String(values.jobId).padStart(width === '' ? 0 : Number(width), '0');
+        return padded(values.jobId, width);
       case 'A':
-        return String(values.array?.jobId ?? values.jobId).padStart(width === '' ? 0 : Number(width), '0');
+        return padded(values.array?.jobId ?? values.jobId, width);
       case 'a':
-        return String(values.array?.taskId ?? NO_TASK).padStart(width === '' ? 0 : Number(width), '0');
+        return padded(values.array?.taskId ?? NO_TASK, width);
       case 'u':
         return values.user;
       case 'x':

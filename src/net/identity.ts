@@ -88,6 +88,9 @@ type Jose = typeof import('jose');
 let jose: Promise<Jose> | undefined;
 const loadJose = (): Promise<Jose> => (jose ??= import('jose'));
 
+/** How far ahead of the controller's clock a token's issue time may be (another machine's clock, a little fast). */
+const MAX_ISSUED_AHEAD_MS = 5 * 60_000;
+
 /** Longest lifespan a token may ask for (a year): beyond it, a key rotation is the only way to revoke. */
 export const MAX_TOKEN_SECONDS = 365 * 24 * 3600;
 
@@ -179,8 +182,15 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     } catch (error) {
       return joseRefusal(error);
     }
-    const { sun, exp } = payload;
+    const { sun, exp, iat } = payload;
     if (typeof sun !== 'string' || sun === '') return refuse('the bearer token names no user (claim "sun")', NEW_TOKEN);
+    // Only a name an account can have is looked up (a NUL cannot be passed to the system's user database).
+    if (sun.length > 256 || /[\0/:\s]/.test(sun)) return refuse('the bearer token\'s user (claim "sun") is not a user name', NEW_TOKEN);
+    // jose checks that exp is past and iat is a number; the span between them is ours: as `taras admin token` issues them.
+    if (typeof iat !== 'number' || typeof exp !== 'number' || !Number.isInteger(iat) || !Number.isInteger(exp)
+      || iat * 1000 > clock() + MAX_ISSUED_AHEAD_MS || exp - iat > MAX_TOKEN_SECONDS) {
+      return refuse(`the bearer token's times are not those of a token Taras issues (issued in the future, or valid for more than ${MAX_TOKEN_SECONDS / 86_400} days)`, NEW_TOKEN);
+    }
     const entry = nativeAddon().userByName(sun);
     if (entry === null) return refuse(`the bearer token's user ${sun} has no account on the controller's machine`, 'ask an administrator for a token of an existing user');
     const caller: Caller = { user: entry.name, uid: entry.uid, gid: entry.gid, via: 'token' };
