@@ -346,6 +346,27 @@ describe('API server and client over TCP and a Unix socket', () => {
     assert.ok(log.lines.slice(before).some((line) => line.message.endsWith(': replayed nonce')));
   });
 
+  it('a request signed before a server started is refused by it: a capture cannot be replayed after a restart (red team, issue 9)', async () => {
+    const body = JSON.stringify({ node: 'n01' });
+    const headers = signRequest(KEY, { method: 'POST', path: '/agent/heartbeat', body, timestamp: Date.now(), nonce: 'restart-0123456789', destination: 'controller' });
+    assert.equal((await rawRequest(url, 'POST', '/agent/heartbeat', body, headers)).status, 200, 'accepted by the running server');
+    await new Promise((r) => setTimeout(r, 5));
+    // The same server started again (its nonces are gone with its memory).
+    const restarted = createApiServer({ routes, clusterKey: KEY, requireKeyFor: agentRoutesOnly, authenticator: createAuthenticator({}), log: recordingLog(), maxBodyBytes: 4096 });
+    const again = await restarted.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const replay = await rawRequest(again.tcp!.url, 'POST', '/agent/heartbeat', body, headers);
+      assert.equal(replay.status, 401);
+      assert.match(replay.body.error ?? '', /^cluster key check failed: signed before this server started/);
+      assert.equal(replay.headers['x-taras-refused'], 'replayed-nonce');
+      // Signed anew, the same heartbeat is taken.
+      const fresh = signRequest(KEY, { method: 'POST', path: '/agent/heartbeat', body, timestamp: Date.now(), nonce: 'restart-abcdefghij', destination: 'controller' });
+      assert.equal((await rawRequest(again.tcp!.url, 'POST', '/agent/heartbeat', body, fresh)).status, 200);
+    } finally {
+      await restarted.close();
+    }
+  });
+
   it('a client whose clock is 412 s ahead is refused with 401 "clock skew 412 s"', async () => {
     const clientLog = recordingLog();
     const skewed = client({ baseUrl: url }, { clusterKey: KEY, clock: () => Date.now() + 412_000, log: clientLog });

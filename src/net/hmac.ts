@@ -156,6 +156,10 @@ export function verifyRequest(key: ClusterKey, request: ReceivedRequest, options
     return refuse('replayed-nonce', 'replayed nonce',
       'a request with this nonce was already accepted: a captured request was sent again, or a client reuses nonces (each request needs a fresh one)');
   }
+  if (seen === 'before-start') {
+    return refuse('replayed-nonce', 'signed before this server started: the run before it may have accepted it (accepted nonces are kept in memory only)',
+      'sign it anew and send it again (agents do so by themselves); a client whose clock lags this server\'s by N s is refused for N s after each start: synchronise the clocks (NTP)');
+  }
   if (seen === 'before-horizon') {
     const seconds = Math.round(Math.abs(skewMs) / 1000);
     return refuse('clock-skew', `clock skew ${seconds} s (the replay cache is full: only requests newer than ${options.seenNonces.horizonAgeSeconds(options.now)} s are accepted)`,
@@ -164,7 +168,7 @@ export function verifyRequest(key: ClusterKey, request: ReceivedRequest, options
   return { ok: true };
 }
 
-export type NonceVerdict = 'fresh' | 'replayed' | 'before-horizon';
+export type NonceVerdict = 'fresh' | 'replayed' | 'before-start' | 'before-horizon';
 
 /**
  * Nonces accepted within the skew window. A nonce with timestamp t can be
@@ -177,10 +181,15 @@ export type NonceVerdict = 'fresh' | 'replayed' | 'before-horizon';
 export class NonceCache {
   /** Nonce -> its request's timestamp, in arrival order. */
   private readonly timestamps = new Map<string, number>();
-  private horizon = -Infinity;
+  private horizon: number;
 
-  constructor(readonly capacity = 200_000) {
+  /**
+   * `startedAtMs`: when the server started. The nonces it accepted before are gone with its memory, so
+   * nothing signed before then is accepted (a request captured before a restart cannot be replayed after it).
+   */
+  constructor(readonly capacity = 200_000, private readonly startedAtMs = -Infinity) {
     if (!(capacity >= 1)) throw new RangeError(`nonce cache capacity must be at least 1, got ${capacity}`);
+    this.horizon = startedAtMs;
   }
 
   get size(): number {
@@ -195,6 +204,7 @@ export class NonceCache {
   remember(nonce: string, timestamp: number, now: number, maxSkewMs: number): NonceVerdict {
     this.dropExpired(now - maxSkewMs);
     if (this.timestamps.has(nonce)) return 'replayed';
+    if (timestamp <= this.startedAtMs) return 'before-start';
     if (timestamp <= this.horizon) return 'before-horizon';
     for (const [oldest, oldestTimestamp] of this.timestamps) {
       if (this.timestamps.size < this.capacity) break;

@@ -287,7 +287,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
   const requireKeyFor = options.requireKeyFor ?? (() => true);
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const clock = options.clock ?? Date.now;
-  const seenNonces = new NonceCache(options.nonceCacheCapacity);
+  const seenNonces = new NonceCache(options.nonceCacheCapacity, clock());
   const destination = options.destination ?? (() => CONTROLLER_DESTINATION);
   const servers: { server: Server; transport: Transport; socketPath?: string }[] = [];
   const guard = new ConnectionGuard(log, { maxConnections: options.maxConnections, maxPendingBodyBytes: options.maxPendingBodyBytes });
