@@ -196,9 +196,9 @@ describe('cluster.toml: valid files', () => {
       ['easy', 'first-fit', { host: '127.0.0.1', port: 6817 }, '/tmp/taras-test', '/tmp/taras-test/taras.sock', 'batch'],
     );
   });
-  it('withDataDir (--data over data_dir): the socket and JWT key kept in data_dir move with it, paths elsewhere stay', () => {
-    const inside = withDataDir(configOf(toml('[cluster]', 'data_dir = "state"', 'socket = "run/ctl.sock"', ...MINIMAL)), '/tmp/other');
-    assert.deepEqual([inside.dataDir, inside.socketPath, inside.jwtKeyPath], ['/tmp/other', '/tmp/other/run/ctl.sock', '/tmp/other/jwt.key']);
+  it('withDataDir (--data over data_dir): the socket, JWT key and event log kept in data_dir move with it, paths elsewhere stay', () => {
+    const inside = withDataDir(configOf(toml('[cluster]', 'data_dir = "state"', 'socket = "run/ctl.sock"', 'event_log = "events.log"', ...MINIMAL)), '/tmp/other');
+    assert.deepEqual([inside.dataDir, inside.socketPath, inside.jwtKeyPath, inside.eventLog?.path], ['/tmp/other', '/tmp/other/run/ctl.sock', '/tmp/other/jwt.key', '/tmp/other/events.log']);
     const outside = withDataDir(configOf(toml('[cluster]', 'socket = "/run/taras.sock"', 'jwt_key = "../keys/jwt.key"', ...MINIMAL)), 'rel');
     assert.deepEqual([outside.dataDir, outside.socketPath, outside.jwtKeyPath], [resolve('rel'), '/run/taras.sock', '/etc/taras/keys/jwt.key']);
   });

@@ -5,7 +5,7 @@
 import { withController } from './daemon-process.js';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -36,6 +36,23 @@ describe('event log', () => {
     } finally {
       process.umask(umask);
     }
+  });
+
+  it('is never opened through a link, in a folder others may write, or in a file not its own (red team: root appended to a file a user linked)', () => {
+    const settings = (path: string) => ({ path, kinds: ['submit' as const], maxBytes: 1024 * 1024, keep: 2 });
+    const shared = join(work, 'shared');
+    mkdirSync(shared, { mode: 0o777 });
+    chmodSync(shared, 0o1777); // as /tmp
+    assert.throws(() => new EventLog(settings(join(shared, 'events.log'))),
+      /^Error: event log .*shared\/events\.log: its folder .*shared may be written by other users \(owner uid \d+, mode 1777\), who could put a link there to another file: set event_log\.path/);
+    const own = join(work, 'own');
+    mkdirSync(own, { mode: 0o755 });
+    const victim = join(work, 'victim');
+    writeFileSync(victim, 'untouched\n', { mode: 0o644 });
+    symlinkSync(victim, join(own, 'events.log'));
+    assert.throws(() => new EventLog(settings(join(own, 'events.log'))), /events\.log is a symbolic link: the log is only written to a regular file of its own/);
+    assert.equal(readFileSync(victim, 'utf8'), 'untouched\n');
+    assert.equal(statSync(victim).mode & 0o777, 0o644, 'not made 0600 either');
   });
 
   it('writes startup, submit, remove and shutdown as JSON lines, and only the kinds asked for', async () => {

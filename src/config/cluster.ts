@@ -319,8 +319,8 @@ export function socketPathProblem(socketPath: string): string | undefined {
 
 /**
  * `config` kept in another data folder (`--data` over the file's data_dir):
- * the socket and JWT key the file keeps in data_dir move with it, paths it
- * puts elsewhere stay.
+ * the socket, the JWT key and the event log the file keeps in data_dir move
+ * with it, paths it puts elsewhere stay.
  */
 export function withDataDir(config: ClusterConfig, dataDir: string): ClusterConfig {
   const to = resolve(dataDir);
@@ -328,7 +328,10 @@ export function withDataDir(config: ClusterConfig, dataDir: string): ClusterConf
     const inside = relative(config.dataDir, path);
     return inside === '..' || inside.startsWith('../') || isAbsolute(inside) ? path : resolve(to, inside);
   };
-  return { ...config, dataDir: to, socketPath: moved(config.socketPath), jwtKeyPath: moved(config.jwtKeyPath) };
+  return {
+    ...config, dataDir: to, socketPath: moved(config.socketPath), jwtKeyPath: moved(config.jwtKeyPath),
+    ...(config.eventLog === undefined ? {} : { eventLog: { ...config.eventLog, path: moved(config.eventLog.path) } }),
+  };
 }
 
 /** A user name or "@group" (POSIX portable names, as useradd accepts them). */

@@ -32,7 +32,7 @@ import { Mailer, mailSettingsOf } from './mail.js';
 import type { StepTaskOrder } from '../agent/steps.js';
 import type { StepBody } from '../api/schema.js';
 import { accountingRoutes } from './accounting.js';
-import { EventLog } from './event-log.js';
+import { checkEventLogPath, EventLog } from './event-log.js';
 import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
 import { admittedDeadline, apiDeadline, apiJob, apiJobWithEvents, apiNodePieces, apiNodes, apiPlan, apiReservation, apiStatus, apiWhatIf, apiWhen, queueBuild } from './views.js';
@@ -210,6 +210,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const { log } = options;
   // Private (every user's scripts are in the database); searchable only when it holds the socket users must reach.
   makeFolder(config.dataDir, dirname(config.socketPath) === config.dataDir ? 0o711 : 0o700, log, 'data folder');
+  // A folder others may write would let them aim the event log at a file of root's: refused before anything starts.
+  if (config.eventLog !== undefined) checkEventLogPath(config.eventLog.path);
   // Before the database is opened: a second controller on it is refused with the first one's pid.
   const lock = lockDataDir(config.dataDir);
   const storePath = join(config.dataDir, 'taras.db');

@@ -5,7 +5,8 @@
 // Job events come from the store once committed; startup, shutdown and
 // errors from the daemon.
 
-import { chmodSync, existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, renameSync, rmSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { EventKind, EventLogSettings } from '../config/cluster.js';
 import type { JobRecord, StoredJobEvent } from '../store/events.js';
@@ -63,6 +64,35 @@ export function jobEntry(stored: StoredJobEvent, record: JobRecord): { kind: Eve
 
 const EVENT_LOG_MODE = 0o600;
 
+/**
+ * The controller (root, usually) writes, renames and reopens the event log by
+ * name: its folder must be one no other user can write to (else a user could
+ * put a link there to a file of root's, which the log would then append to
+ * and chmod), and the file, if there, a regular file of ours. Throws the one
+ * line saying which and what to do.
+ */
+export function checkEventLogPath(path: string): void {
+  const euid = process.geteuid?.() ?? 0;
+  // The nearest folder that exists (pino makes the rest, as ours).
+  let folder = dirname(path);
+  while (!existsSync(folder) && dirname(folder) !== folder) folder = dirname(folder);
+  const where = statSync(folder);
+  if ((where.uid !== euid && where.uid !== 0) || (where.mode & 0o022) !== 0) {
+    throw new Error(`event log ${path}: its folder ${folder} may be written by other users (owner uid ${where.uid}, mode ${(where.mode & 0o7777).toString(8)}), `
+      + 'who could put a link there to another file: set event_log.path in cluster.toml to a folder only you can write, such as the data folder');
+  }
+  let stats;
+  try {
+    stats = lstatSync(path);
+  } catch {
+    return; // not there yet: made ours, 0600
+  }
+  if (stats.isSymbolicLink() || !stats.isFile() || stats.uid !== euid) {
+    throw new Error(`event log ${path} is ${stats.isSymbolicLink() ? 'a symbolic link' : !stats.isFile() ? 'not a regular file' : `owned by uid ${stats.uid}`}: `
+      + 'the log is only written to a regular file of its own; move it aside or set another event_log.path');
+  }
+}
+
 /** A size-rotated file under pino (sync writes: an entry is on its way to the disk when record returns). */
 export class EventLog {
   private readonly destination: ReturnType<typeof pino.destination>;
@@ -74,6 +104,7 @@ export class EventLog {
     this.kinds = new Set(settings.kinds);
     // Owner only, as the database: entries name users' jobs, scripts and why they ended. A file
     // left by an older Taras (0644) is narrowed; rotated files keep the mode.
+    checkEventLogPath(settings.path);
     this.destination = pino.destination({ dest: settings.path, sync: true, mkdir: true, mode: EVENT_LOG_MODE });
     chmodSync(settings.path, EVENT_LOG_MODE);
     this.size = statSync(settings.path).size; // the synchronous destination has just opened (or created) it
