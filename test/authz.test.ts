@@ -53,6 +53,13 @@ describe('what others see of a job', () => {
     assert.equal(publicReason('PENDING', 'Resources'), 'Resources');
     assert.equal(publicReason('PENDING', 'requeued: working directory /home/alice/secret is not accessible'), 'requeued: working directory (path hidden) is not accessible');
     assert.equal(publicReason('COMPLETED', null), null);
+    // A date is not a path (red team: "not before 11/27/2026" became "11(path hidden)"); paths after brackets and quotes are.
+    assert.equal(publicReason('PENDING', 'BeginTime: not before 11/27/2026 10:00'), 'BeginTime: not before 11/27/2026 10:00');
+    assert.equal(publicReason('PENDING', "cannot read '/home/alice/x' (/home/alice/y)"), "cannot read '(path hidden)' ((path hidden))");
+    // Where the owner's mail goes is not shown to others (red team).
+    const mailed = publicJob({ ...failed, mailUser: 'alice@example.org', mailType: ['END'] } as ApiJob);
+    assert.equal('mailUser' in mailed, false);
+    assert.deepEqual(mailed.mailType, ['END']);
   });
 });
 
@@ -154,6 +161,13 @@ describe('authorisation with real users and the CLI', { skip: notRootReason }, (
       assert.match(run.stderr, new RegExp(`${aliceJob}.*${alice.name}`), args.join(' '));
       assert.equal(controller.engine().active.get(aliceJob as never)?.held, false, args.join(' '));
     }
+    // scontrol hold as Slurm's: the refusal said, exit 1 (it was silent, exit 0: red team).
+    for (const verb of ['hold', 'release']) {
+      const run = await runAs(bob, [join(root, 'bin/taras.js'), '--slurm-command', 'scontrol', verb, String(aliceJob)], { env: { TARAS_CONTROLLER: `unix:${controller.socketPath}` } });
+      assert.equal(run.status, 1, `scontrol ${verb}: ${run.stdout}${run.stderr}`);
+      assert.match(run.stderr, new RegExp(`^scontrol: error: ${verb} job ${aliceJob}: .*${alice.name}`, 'm'));
+    }
+    assert.equal(controller.engine().active.get(aliceJob as never)?.held, false);
   });
 
   it('an administrator through a supplementary group sees the details, drains and cancels another user\'s job', async () => {

@@ -14,6 +14,9 @@ import { runAs } from './auth-helpers.js';
 import { startDaemon } from './daemon-process.js';
 import { createTestUser, notRootReason, removeTestUsers } from './unix-users.js';
 import { parseFormat, pad, parseJobStates, slurmDuration, slurmTime } from '../src/cli/slurm/format.js';
+import { renderSqueue, type SqJob } from '../src/cli/slurm/squeue.js';
+import { showJob } from '../src/cli/slurm/scontrol.js';
+import type { ApiJob } from '../src/api/types.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const work = mkdtempSync(join(tmpdir(), 'taras-slurm-'));
@@ -70,6 +73,22 @@ describe('Slurm formats', () => {
     assert.throws(() => parseJobStates('PD,WAITING', 'squeue'), /invalid job state specified: WAITING/);
     assert.equal(slurmTime('2026-11-23T22:50:42Z', 'UTC'), '2026-11-23T22:50:42');
     assert.equal(slurmTime(null), 'N/A');
+  });
+
+  it('squeue and scontrol show job carry no terminal escape or line break from what a user wrote (red team: another user\'s screen cleared)', () => {
+    const name = 'x\u001b]0;PWNED\u0007\u001b[2J\nroot   RUNNING';
+    const job: SqJob = {
+      id: 7, label: null, name, user: 'mallory', state: 'PENDING', partition: 'batch', nodes: '', nodeCount: 1, startMs: null, plannedMs: null, endMs: null,
+      predictedEndMs: null, timeLimitSeconds: 60, submitMs: Date.UTC(2026, 10, 27), cpus: 1, workingDir: '/tmp/\u001b[31m', memoryMiB: null, reason: 'waits \u001b[2J',
+    };
+    const text = renderSqueue([job], null, { nowMs: Date.UTC(2026, 10, 27, 1), timeZone: 'UTC', format: '%i|%j|%u|%Z|%r|%R' });
+    assert.doesNotMatch(text, /[\u0000-\u0009\u000b-\u001f\u007f]/, 'no control character but the line ends');
+    assert.equal(text.split('\n').length, 3, 'a header, one line, the last newline');
+    const shown = showJob({ id: 7, name, user: 'mallory', state: 'PENDING', reason: null, partition: 'batch', nodes: [], nodeCount: 1, ntasks: 1, cpusPerTask: 1,
+      memoryMiB: null, workingDir: '/tmp', stdoutPath: null, stderrPath: null, timeLimitSeconds: 60, startTime: null, endTime: null, plannedStart: null,
+      predictedEnd: null, submitTime: '2026-11-27T00:00:00Z', deadline: null, requeue: false, exitCode: null } as unknown as ApiJob, Date.UTC(2026, 10, 27, 1), '');
+    assert.doesNotMatch(shown, /[\u0000-\u0009\u000b-\u001f\u007f]/);
+    assert.match(shown, /^JobId=7 JobName=x\?\]0;PWNED\?\?\[2J\?root   RUNNING$/m);
   });
 
   it('installs every Slurm name as an executable launcher in package.json bin', () => {

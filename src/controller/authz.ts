@@ -63,12 +63,14 @@ export const mayActOn = (caller: Caller, admin: boolean, owner: string): boolean
  */
 export function publicReason(state: string, reason: string | null): string | null {
   if (reason === null || state !== 'PENDING') return null;
-  return reason.replace(/\/\S*/g, '(path hidden)');
+  // A path begins a word (after a space, a bracket, = or a quote): "11/27/2026" is a date, not a path.
+  return reason.replace(/(^|[\s([{='"`])\/[^\s)\]}'"`]*/g, '$1(path hidden)');
 }
 
 /** A job as someone other than its owner (and not an administrator) sees it: the queue's facts, no paths. */
 export function publicJob<T extends ApiJob>(job: T): T {
-  const shown = { ...job, workingDir: null, stdoutPath: null, stderrPath: null, reason: publicReason(job.state, job.reason) };
+  const { mailUser: _private, ...rest } = job; // where its owner's mail goes is the owner's
+  const shown = { ...rest, workingDir: null, stdoutPath: null, stderrPath: null, reason: publicReason(job.state, job.reason) } as T;
   if ('events' in job) {
     (shown as unknown as ApiJobWithEvents).events = (job as unknown as ApiJobWithEvents).events.map(({ time, type }) => ({ time, type, detail: {} }));
   }

@@ -7,11 +7,12 @@
 
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
-import type { ApiJob, ApiNode, ApiPartition } from '../../api/types.js';
+import type { ApiCancelResult, ApiJob, ApiNode, ApiPartition } from '../../api/types.js';
 import type { ApiClient } from '../../net/client.js';
 import { compressHostlist } from '../../config/hostlist.js';
 import { slurmTime } from './format.js';
 import { reasonCode } from './squeue.js';
+import { printable } from '../render/text.js';
 
 /**
  * scontrol update's Key=Value words for a job, as Slurm spells them (any case): TimeLimit (sbatch's time forms),
@@ -55,7 +56,8 @@ function userWithId(name: string, passwd: string): string {
   return uid === undefined ? name : `${name}(${uid})`;
 }
 
-const record = (lines: string[][]): string => lines.map((pairs, i) => `${i === 0 ? '' : '   '}${pairs.join(' ')}`).join('\n');
+/** Slurm's KEY=VALUE lines; what users wrote (a job name, a path, a reason) carries no terminal escape or line break to the screen. */
+const record = (lines: string[][]): string => lines.map((pairs, i) => `${i === 0 ? '' : '   '}${printable(pairs.join(' '))}`).join('\n');
 const orNull = (value: string | null | undefined): string => (value === null || value === undefined || value === '' ? '(null)' : value);
 
 export function showJob(job: ApiJob, nowMs: number, passwd: string): string {
@@ -197,7 +199,12 @@ export function registerScontrol(program: Command): void {
         }
         const ids = jobIdsOf(args, verb);
         if (verb === 'hold' || verb === 'release') {
-          await notYet(api.post(`/jobs/${verb}`, { ids }), verb);
+          const answer = await notYet(api.post<{ jobs: ApiCancelResult[] }>(`/jobs/${verb}`, { ids }), verb);
+          // Silent on success, as scontrol; each job refused (not yours, not pending, no such job) is said, and the exit is 1.
+          for (const job of answer.jobs.filter((result) => result.result === 'refused')) {
+            process.stderr.write(`scontrol: error: ${verb} job ${job.id}: ${printable(job.message)}\n`);
+            process.exitCode = 1;
+          }
           return;
         }
         for (const id of ids) {
@@ -218,9 +225,9 @@ export function registerScontrol(program: Command): void {
       }
 
       /** A controller without the route (404/405 "no such API route"): hold, release and update are not in this Taras yet. */
-      async function notYet(request: Promise<unknown>, what: string): Promise<void> {
+      async function notYet<T>(request: Promise<T>, what: string): Promise<T> {
         try {
-          await request;
+          return await request;
         } catch (error) {
           if (error instanceof ApiRequestError && (error.status === 405 || /no such API route/.test(error.error))) {
             throw new Error(`scontrol: error: ${what} is not yet in this Taras (the controller has no route for it); use taras cancel, or resubmit`);

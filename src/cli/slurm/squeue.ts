@@ -10,7 +10,7 @@ import type { ApiJob, ApiPlan, JobState } from '../../api/types.js';
 import { compressHostlist } from '../../config/hostlist.js';
 import { queueOrderOf, queueSegments, SEGMENT_COLUMNS, unpackQueue, type ApiQueue, type QueueSegment } from '../../api/queue.js';
 import { formatLine, pad, parseFormat, parseJobStates, slurmDuration, slurmLimit, slurmTime, stateCode } from './format.js';
-import { LineChunks } from '../render/text.js';
+import { LineChunks, printable } from '../render/text.js';
 
 export const SQUEUE_DEFAULT_FORMAT = '%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R';
 export const SQUEUE_LONG_FORMAT = '%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R';
@@ -160,24 +160,25 @@ export function jobField(entry: SqueueJob, letter: string, nowMs: number, timeZo
   switch (letter) {
     case 'i': return job.label ?? String(job.id);
     case 'A': return String(job.id);
-    case 'j': return job.name;
-    case 'u': return job.user;
+    // What users wrote (names, reasons with them, directories) never carries terminal escapes to another user's screen.
+    case 'j': return printable(job.name);
+    case 'u': return printable(job.user);
     case 't': return stateCode(job.state);
     case 'T': return job.state;
     case 'M': return slurmDuration(timeUsed(job, nowMs));
     case 'l': return slurmLimit(job.timeLimitSeconds);
     case 'L': return job.timeLimitSeconds === null ? 'UNLIMITED' : slurmDuration(Math.max(0, job.timeLimitSeconds - timeUsed(job, nowMs)));
     case 'D': return String(job.nodeCount);
-    case 'R': return showsReason(job.state) ? `(${entry.reason})` : nodeList(job);
+    case 'R': return showsReason(job.state) ? `(${printable(entry.reason)})` : nodeList(job);
     case 'N': return nodeList(job);
-    case 'r': return entry.reason;
+    case 'r': return printable(entry.reason);
     case 'P': return job.partition;
     case 'S': return slurmTime(isoOf(job.startMs ?? (job.state === 'PENDING' ? job.plannedMs : null)), timeZone);
     case 'e': return slurmTime(isoOf(job.endMs ?? job.predictedEndMs), timeZone);
     case 'V': return slurmTime(isoOf(job.submitMs), timeZone);
     case 'C': return String(job.cpus);
     case 'Q': case 'p': return String(entry.priority);
-    case 'Z': return job.workingDir ?? '(null)';
+    case 'Z': return job.workingDir === null ? '(null)' : printable(job.workingDir);
     case 'm': return job.memoryMiB === null ? '0' : `${job.memoryMiB}M`;
     case 'Y': return entry.schedNodes ?? '(null)';
     case 'a': case 'q': return '(null)';
