@@ -28,6 +28,7 @@ import { taskLayout } from '../src/jobspec/cluster.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, bearer, ControllerUnreachableError, createApiClient, type ApiClient } from '../src/net/client.js';
 import { tokenFor } from './auth-helpers.js';
+import { postIds } from '../src/cli/controller-client.js';
 import { openStore } from '../src/store/store.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../src/store/schema.js';
 import Database from 'better-sqlite3';
@@ -302,6 +303,23 @@ describe('the controller refuses bad requests before storing anything', () => {
       assert.ok(bad.every((a) => a.status === 'rejected' && (a.reason as ApiRequestError).status === 400), JSON.stringify(bad.map((a) => a.status)));
       const stored = (await api.get<ApiJobPage>('/jobs')).jobs;
       assert.deepEqual(stored.map((job) => job.name).sort(), bodies.filter((_, index) => index % 3 === 0).map((b) => b.spec.name).sort());
+    } finally {
+      await close();
+    }
+  });
+
+  it('a request names at most 10,000 job ids (100,000 held the controller about 2 s); the CLI sends more in several', async () => {
+    const { api, close } = await inProcessController('many-ids');
+    try {
+      const ids = Array.from({ length: 10_005 }, (_, i) => 1_000_000 + i);
+      for (const path of ['/jobs/cancel', '/jobs/hold', '/jobs/release']) {
+        const refused = await api.post(path, { ids }).then(() => null, (error: ApiRequestError) => error);
+        assert.equal(refused?.status, 400, path);
+        assert.match(refused?.error ?? '', /ids: expected a list of 1 to 10000 items/, path);
+      }
+      const answers = await postIds<ApiCancelResult>(api, '/jobs/cancel', ids);
+      assert.deepEqual(answers.map((job) => job.id), ids, 'every id answered, in order, across two requests');
+      assert.ok(answers.every((job) => job.result === 'refused' && job.state === null));
     } finally {
       await close();
     }

@@ -229,6 +229,20 @@ export async function listAllJobs<T = import('../api/types.js').ApiJob>(api: Api
   return jobs;
 }
 
+/**
+ * POSTs a list of job ids (or refs) in as many requests as the controller takes them (LIMITS.jobIdsPerRequest
+ * each) and gives the jobs of every answer, in order. One request when they fit: the controller then cancels the
+ * pending ones first, so that none of them starts; across requests that holds within each.
+ */
+export async function postIds<T>(api: ApiClient, path: string, ids: readonly (string | number)[]): Promise<T[]> {
+  const { LIMITS } = await import('../api/schema.js');
+  const jobs: T[] = [];
+  for (let from = 0; from < ids.length; from += LIMITS.jobIdsPerRequest) {
+    for (const job of (await api.post<{ jobs: T[] }>(path, { ids: ids.slice(from, from + LIMITS.jobIdsPerRequest) })).jobs) jobs.push(job);
+  }
+  return jobs;
+}
+
 export const print = (text: string) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 export const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
 

@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { unsupportedOptionMessage } from '../jobspec/unsupported.js';
 import { fail, parseImmediateFlag } from './flags.js';
-import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, parseJobRefs, print, printJson, withClient, withRetries } from './controller-client.js';
+import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, parseJobRefs, postIds, print, printJson, withClient, withRetries } from './controller-client.js';
 
 export function registerJobCommands(program: Command): void {
   const submit = program
@@ -404,7 +404,8 @@ export function registerJobCommands(program: Command): void {
       if (!flags.all && raw.length === 0) fail('error: name the jobs to cancel, or --all for all of yours');
       await withClient(flags.controller, async (api) => {
         // One request for the whole set: the controller cancels the pending ones first, so none of them starts.
-        const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>('/jobs/cancel', flags.all ? { all: true } : { ids: parseJobRefs(raw) });
+        const jobs = flags.all ? (await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>('/jobs/cancel', { all: true })).jobs
+          : await postIds<import('../api/types.js').ApiCancelResult>(api, '/jobs/cancel', parseJobRefs(raw));
         if (flags.json) return printJson(jobs);
         // A refusal (another user's job) is an error: stderr, and exit 1 below.
         // A job array's many tasks: refusals one by one, the rest counted (a line per task up to 20).

@@ -47,7 +47,7 @@ export function registerScancel(program: Command): void {
       };
       const filtered = Object.values(filter).some((value) => value !== undefined);
       if (ids.length === 0 && !filtered) throw new Error('scancel: error: No job identification provided (give job ids, or -u/--me/-t/-p/-n to pick jobs)');
-      const { withClient, listAllJobs } = await import('../controller-client.js');
+      const { withClient, listAllJobs, postIds } = await import('../controller-client.js');
       await withClient(flags.controller, async (api) => {
         let chosen = ids;
         if (filtered) {
@@ -56,7 +56,7 @@ export function registerScancel(program: Command): void {
           chosen = jobsToCancel(ids, await listAllJobs(api, query), filter);
         }
         if (chosen.length === 0) return;
-        const { jobs } = await api.post<{ jobs: ApiCancelResult[] }>('/jobs/cancel', { ids: chosen });
+        const jobs = await postIds<ApiCancelResult>(api, '/jobs/cancel', chosen);
         for (const job of jobs) {
           if (job.result === 'refused') {
             process.stderr.write(`scancel: error: Kill job error on job id ${job.id}: ${job.state === null ? 'Invalid job id specified' : job.message}\n`);

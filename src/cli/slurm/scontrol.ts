@@ -178,7 +178,7 @@ export function registerScontrol(program: Command): void {
     .helpOption('--help', 'show this help')
     .addHelpText('after', '\nExamples:\n  scontrol show job 42\n  scontrol show node node01\n  scontrol show partition\n  scontrol requeue 42\n  scontrol suspend 42; scontrol resume 42\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n')
     .action(async (command: string, args: string[], flags: { controller?: string }) => {
-      const { client } = await import('../controller-client.js');
+      const { client, postIds } = await import('../controller-client.js');
       const { ApiRequestError, ControllerUnreachableError } = await import('../../net/client.js');
       const verb = command.toLowerCase();
       if (verb !== 'show' && !Object.hasOwn(ACTIONS, verb) && !['hold', 'release', 'update'].includes(verb)) {
@@ -199,9 +199,9 @@ export function registerScontrol(program: Command): void {
         }
         const ids = jobIdsOf(args, verb);
         if (verb === 'hold' || verb === 'release') {
-          const answer = await notYet(api.post<{ jobs: ApiCancelResult[] }>(`/jobs/${verb}`, { ids }), verb);
+          const answer = await notYet(postIds<ApiCancelResult>(api, `/jobs/${verb}`, ids), verb);
           // Silent on success, as scontrol; each job refused (not yours, not pending, no such job) is said, and the exit is 1.
-          for (const job of answer.jobs.filter((result) => result.result === 'refused')) {
+          for (const job of answer.filter((result) => result.result === 'refused')) {
             process.stderr.write(`scontrol: error: ${verb} job ${job.id}: ${printable(job.message)}\n`);
             process.exitCode = 1;
           }
