@@ -37,6 +37,19 @@ describe('the request payload', () => {
   });
 });
 
+describe('checking credentials costs a process each', () => {
+  it('at most 8 unmunge run at once and 256 wait; more credentials at the same moment are refused at once (red team: anyone may send them)', async () => {
+    const payload = requestPayload('GET', '/jobs', body(''));
+    const answers = await Promise.all(Array.from({ length: 400 }, () => mungeVerify('MUNGE:AwQFAAAAbm90IGEgY3JlZGVudGlhbA==:', payload, { socket: join(tmpdir(), 'taras-no-munged.sock') })));
+    const turnedAway = answers.filter((answer) => !answer.ok && /too many MUNGE credentials are being checked \(8 at a time, 256 waiting\)/.test(answer.reason));
+    assert.equal(turnedAway.length, 400 - 8 - 256);
+    assert.ok(answers.every((answer) => !answer.ok), 'none verifies');
+    // Once they are done, a new one is checked again.
+    const later = await mungeVerify('MUNGE:AwQFAAAAbm90IGEgY3JlZGVudGlhbA==:', payload, { socket: join(tmpdir(), 'taras-no-munged.sock') });
+    assert.ok(!later.ok && !/too many/.test(later.reason), later.ok ? '' : later.reason);
+  });
+});
+
 describe('MUNGE credentials against a real munged', { skip: mungeSkipReason }, () => {
   let munged: RunningMunged;
   let user: TestUser;

@@ -308,6 +308,25 @@ describe('the controller refuses bad requests before storing anything', () => {
     }
   });
 
+  it('a listing\'s ?state= must name states, and a job id in a path is digits (red team: BOGUS listed nothing, 0x2 was job 2)', async () => {
+    const { api, close } = await inProcessController('strict-words');
+    try {
+      const { id } = await api.post<{ id: number }>('/jobs', { spec: spec({ name: 'one' }) });
+      for (const path of ['/jobs?state=BOGUS', '/jobs?state=PENDING,__proto__', '/queue?state=WAITING']) {
+        const refused = await api.get(path).then(() => null, (error: ApiRequestError) => error);
+        assert.equal(refused?.status, 400, path);
+        assert.match(refused?.error ?? '', /^state=\S+ is not a job state$/, path);
+      }
+      assert.deepEqual((await api.get<ApiJobPage>('/jobs?state=pending')).jobs.map((job) => job.id), [id]);
+      for (const ref of [`0x${id.toString(16)}`, `${id}e0`, `%20${id}`, `0${id}`]) {
+        const refused = await api.get(`/jobs/${ref}`).then(() => null, (error: ApiRequestError) => error);
+        assert.equal(refused?.status, 400, ref);
+      }
+    } finally {
+      await close();
+    }
+  });
+
   it('a request names at most 10,000 job ids (100,000 held the controller about 2 s); the CLI sends more in several', async () => {
     const { api, close } = await inProcessController('many-ids');
     try {

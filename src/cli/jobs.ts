@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { unsupportedOptionMessage } from '../jobspec/unsupported.js';
 import { fail, parseImmediateFlag } from './flags.js';
 import { client, controllerAddress, controllerOption, listAllJobs, parseJobIds, parseJobRefs, postIds, print, printJson, withClient, withRetries } from './controller-client.js';
+import { parseJobStates } from './slurm/format.js';
 
 export function registerJobCommands(program: Command): void {
   const submit = program
@@ -251,7 +252,8 @@ export function registerJobCommands(program: Command): void {
       if (flags.user) query.set('user', flags.user);
       const state = flags.state ?? flags.states;
       // As squeue: only jobs that are still in the system, unless finished ones are asked for.
-      if (state) query.set('state', state);
+      // Names or squeue's codes (PD, R, CA...), as squeue -t takes them.
+      if (state) query.set('state', parseJobStates(state, 'taras queue').join(','));
       else if (!flags.all) query.set('state', 'PENDING,RUNNING,COMPLETING,SUSPENDED');
       await withClient(flags.controller, async (api) => {
         // --json: the full vocabulary; the table: compact rows in queue order (GET /queue).

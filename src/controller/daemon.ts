@@ -147,10 +147,14 @@ class HttpAgents implements AgentLink {
 }
 
 const parseId = (ctx: RequestContext): JobId => {
-  const id = Number(ctx.params.id);
-  if (!Number.isSafeInteger(id) || id <= 0) throw new RouteError(400, `'${ctx.params.id}' is not a job id`, 'job ids are positive integers, as `taras queue` shows them');
+  // Digits only (Number() would also read 0x2, 1e0 and " 1" as ids).
+  const id = /^[1-9]\d{0,15}$/.test(ctx.params.id) ? Number(ctx.params.id) : NaN;
+  if (!Number.isSafeInteger(id)) throw new RouteError(400, `'${ctx.params.id}' is not a job id`, 'job ids are positive integers, as `taras queue` shows them (ARRAYID_TASK for a task of an array)');
   return jobId(id);
 };
+
+/** Every job state, for checking a listing's ?state= (a word that is none is a 400, as squeue -t refuses it). */
+const JOB_STATES: readonly JobState[] = ['PENDING', 'RUNNING', 'COMPLETING', 'SUSPENDED', ...finishedStates];
 
 /** `GET /jobs` pages: at most this many jobs per answer (the default too). */
 const MAX_PAGE_JOBS = 1000;
@@ -399,10 +403,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
     return { records, next: merged.length > limit ? records[records.length - 1].id : null };
   };
   let queueCache: { engine: ControllerEngine; key: string; queue: Promise<ApiQueue> } | null = null;
-  const listFilter = (ctx: RequestContext) => ({
-    user: ctx.query.get('user') ?? undefined,
-    states: ctx.query.get('state')?.toUpperCase().split(',') as JobState[] | undefined,
-  });
+  const listFilter = (ctx: RequestContext) => {
+    const states = ctx.query.get('state')?.toUpperCase().split(',').filter((word) => word !== '') as JobState[] | undefined;
+    const unknown = states?.find((state) => !JOB_STATES.includes(state));
+    if (unknown !== undefined) throw new RouteError(400, `state=${unknown} is not a job state`, `give states from ${JOB_STATES.join(', ')}, separated by commas`);
+    return { user: ctx.query.get('user') ?? undefined, states };
+  };
   const findJob = (id: JobId) => {
     const record = engine.active.get(id) ?? store.job(id);
     if (!record) throw new RouteError(404, `no job ${id}`, 'list jobs with `taras queue`');
@@ -461,7 +467,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     function withBody<T>(ctx: RequestContext, schema: Parameters<typeof bodyOf>[0], example: string, action: (id: JobId, caller: Caller, body: T) => object): { status: number; body: unknown } {
       const caller = callerOf(ctx);
       const body = bodyOf(schema, ctx, example) as T;
-      const id = parseId(ctx);
+      const id = jobIdOf(ctx);
       findJob(id);
       try {
         const answer = action(id, caller, body);
@@ -670,7 +676,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'DELETE', path: '/jobs/:id',
       handler: (ctx) => {
-        const id = parseId(ctx);
+        const id = jobIdOf(ctx);
         findJob(id);
         let record;
         try {

@@ -153,12 +153,32 @@ const FRESH_FIX = 'send a new credential with every request (taras does): a cred
  * restricted to this process's uid, and its payload is the expected one. On
  * success: the uid and gid of the process that made it.
  */
+/** unmunge processes at once, and credentials waiting for one (more are refused at once). */
+const MAX_UNMUNGE_RUNNING = 8;
+const MAX_UNMUNGE_WAITING = 256;
+let unmungeRunning = 0;
+const unmungeWaiting: (() => void)[] = [];
+
 export async function mungeVerify(credential: string, expectedPayload: string, opts: { socket?: string } = {}): Promise<MungeVerification> {
   if (credential.length > MAX_CREDENTIAL_CHARS || !CREDENTIAL_PATTERN.test(credential)) {
     return refuse(`the ${MUNGE_HEADER} header is not a MUNGE credential`, `send the output of \`munge\` (MUNGE:...:) as ${MUNGE_HEADER}, made for this request`);
   }
   if (!PAYLOAD_PATTERN.test(expectedPayload)) throw new RangeError('mungeVerify: the expected payload must be requestPayload(...)');
-  const result = await run('unmunge', ['--numeric', ...socketArgs(opts.socket)], `${credential}\n`);
+  // unmunge is a process per credential, and anyone may send one: a few at a time, a bounded line behind them.
+  if (unmungeWaiting.length >= MAX_UNMUNGE_WAITING) {
+    return refuse(`too many MUNGE credentials are being checked (${MAX_UNMUNGE_RUNNING} at a time, ${MAX_UNMUNGE_WAITING} waiting)`, 'try again in a moment');
+  }
+  // A slot freed goes straight to the next in line (it is never free in between for a newcomer).
+  if (unmungeRunning >= MAX_UNMUNGE_RUNNING) await new Promise<void>((resolveTurn) => unmungeWaiting.push(resolveTurn));
+  else unmungeRunning++;
+  let result: Awaited<ReturnType<typeof run>>;
+  try {
+    result = await run('unmunge', ['--numeric', ...socketArgs(opts.socket)], `${credential}\n`);
+  } finally {
+    const next = unmungeWaiting.shift();
+    if (next !== undefined) next();
+    else unmungeRunning--;
+  }
   if (result.spawnError) {
     const { reason, fix } = notInstalled('unmunge', result.spawnError);
     return refuse(`cannot check the MUNGE credential: ${reason}`, fix);
