@@ -18,6 +18,8 @@ import { runAs } from './auth-helpers.js';
 import { startDaemon } from './daemon-process.js';
 import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
 import { stepLayout, tasksPerNodeText } from '../src/controller/steps.js';
+import { ApiRequestError, bearer, createApiClient } from '../src/net/client.js';
+import { issueToken, loadOrCreateJwtKey } from '../src/net/identity.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
@@ -126,6 +128,25 @@ srun -l -O -n 12 -N 3 sh -c 'echo "x$SLURM_PROCID"' | sort -k2 -t x -n
     assert.match(text, /-p\/--partition is for a new job, not a step inside job \d+.*\npartition rc=2/);
     // Labels padded to the widest rank, as Slurm pads them.
     assert.match(text, /\npartition rc=2\n 0: x0\n 1: x1\n(?: \d: x\d\n){8}10: x10\n11: x11\n$/);
+  });
+
+  it('a job runs at most 256 step tasks at once, counting those waiting for their srun (red team: each is a supervisor and a held order)', async () => {
+    const id = await sbatch(ada, '#!/bin/sh\nsleep 120\n', '-t', '5');
+    await waitFor(`job ${id} to run`, async () => (await state(id)) === 'RUNNING');
+    const { token } = await issueToken(loadOrCreateJwtKey(join(work, 'data', 'jwt.key')), ada.name, 600, Date.now());
+    const api = createApiClient({ baseUrl: url }, { credentials: bearer(token) });
+    try {
+      const step = { command: ['true'], ntasks: 128, overcommit: true, workingDir: ada.home, env: { PATH: '/usr/bin:/bin' }, umask: 0o22 };
+      // Asked for and not attached to (no srun): each holds its 128 tasks for 30 s.
+      await api.post(`/jobs/${id}/steps`, step);
+      await api.post(`/jobs/${id}/steps`, step);
+      const refused = await api.post(`/jobs/${id}/steps`, { ...step, ntasks: 1 }).then(() => null, (error: ApiRequestError) => error);
+      assert.equal(refused?.status, 429);
+      assert.match(refused?.error ?? '', new RegExp(`^job ${id} runs 256 step tasks; with 1 more it would pass 256, the most one job runs at once$`));
+    } finally {
+      api.close();
+      await runAs(ada, [taras, 'cancel', String(id), '--controller', url]);
+    }
   });
 
   it('only the job\'s owner runs steps in it: another user is refused, and nothing runs', async () => {

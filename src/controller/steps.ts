@@ -136,6 +136,9 @@ interface Step {
 
 /** A step not attached to within this long is forgotten (nothing of it was started). */
 const ATTACH_WITHIN_MS = 30_000;
+/** Step tasks (running, or waiting for their srun to attach) one job, and one user, may have at once. */
+const MAX_STEP_TASKS_PER_JOB = 256;
+const MAX_STEP_TASKS_PER_USER = 1024;
 /** Past this many bytes unsent to srun, the tasks' streams are no longer read until it takes them. */
 const HIGH_WATER_BYTES = 1024 * 1024;
 
@@ -170,6 +173,19 @@ export class JobSteps {
     const leftSeconds = allocation.endsAtMs === null ? null : Math.ceil((allocation.endsAtMs - nowMs) / 1000);
     if (leftSeconds !== null && leftSeconds <= 0) throw new RouteError(409, `job ${id} has reached its time limit: no step can start in it`);
     const limit = body.timeLimitSeconds === undefined ? leftSeconds : leftSeconds === null ? body.timeLimitSeconds : Math.min(body.timeLimitSeconds, leftSeconds);
+    // Each task is a supervisor on its node and a launch order held here: a job, and a user, run a bounded number at once.
+    let inJob = 0;
+    let ofUser = 0;
+    for (const step of this.steps.values()) {
+      if (step.jobId === id) inJob += step.layout.tasks.length;
+      if (step.user === caller.user) ofUser += step.layout.tasks.length;
+    }
+    if (inJob + layout.tasks.length > MAX_STEP_TASKS_PER_JOB) {
+      throw new RouteError(429, `job ${id} runs ${inJob} step tasks; with ${layout.tasks.length} more it would pass ${MAX_STEP_TASKS_PER_JOB}, the most one job runs at once`, 'wait for some steps to end (srun without & waits), or run fewer tasks');
+    }
+    if (ofUser + layout.tasks.length > MAX_STEP_TASKS_PER_USER) {
+      throw new RouteError(429, `${caller.user} runs ${ofUser} step tasks; with ${layout.tasks.length} more they would pass ${MAX_STEP_TASKS_PER_USER}, the most one user runs at once`, 'wait for some steps to end, or run fewer tasks');
+    }
     const stepId = this.nextStep.get(id) ?? 0;
     this.nextStep.set(id, stepId + 1);
     const memory = body.memoryMiB ?? (allocation.memoryMiBPerNode > 0 ? allocation.memoryMiBPerNode : null);
