@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
@@ -249,6 +250,17 @@ int main(int argc, char **argv) {
     argc -= 2;
     argv += 2;
   }
+  // --limit-as BYTES: the job's address space limit (ulimit -v), set just before the exec, so that nothing the job
+  // runs (a preloaded library's constructor in the shell included) is without it.
+  long long limit_as = -1;
+  if (argc >= 3 && strcmp(argv[1], "--limit-as") == 0) {
+    char *end = NULL;
+    errno = 0;
+    limit_as = strtoll(argv[2], &end, 10);
+    if (errno != 0 || end == argv[2] || *end != '\0' || limit_as <= 0) fail(126, "taras-exec: --limit-as needs a positive number of bytes, not %s", argv[2]);
+    argc -= 2;
+    argv += 2;
+  }
   if (pty_mode) {
     // node-pty's child: nothing of the supervisor's but the terminal; wait for the cgroup move.
     close_range(3, ~0U, 0);
@@ -335,6 +347,10 @@ int main(int argc, char **argv) {
   }
   // Nothing else the supervisor had open reaches the job (the error pipe, too, closes at the exec).
   close_range(gate ? 4 : 3, ~0U, CLOSE_RANGE_CLOEXEC);
+  if (limit_as > 0) {
+    struct rlimit limit = { (rlim_t) limit_as, (rlim_t) limit_as };
+    if (setrlimit(RLIMIT_AS, &limit) != 0) fail(126, "taras-exec: cannot limit the job's memory to %lld bytes (ulimit -v): %s", limit_as, strerror(errno));
+  }
   execve(arguments[0], arguments, environment);
   fail(127, "cannot start %s for the job: %s", arguments[0], strerror(errno));
   return 127;

@@ -115,6 +115,29 @@ __attribute__((constructor)) static void mark(void) {
     if (existsSync(join(markers, 'bash-env'))) assert.doesNotMatch(readFileSync(join(markers, 'bash-env'), 'utf8'), /^0$/m);
   });
 
+  it('without cgroups, the first thing the job runs (a preloaded library) has the job\'s memory limit already (ulimit -v)', async () => {
+    const probeDir = dirOf('preload-rlimit', { uid: 0, gid: 0 }, 0o755);
+    const markers = dirOf('markers-rlimit', { uid: 0, gid: 0 }, 0o777);
+    const source = join(probeDir, 'limit.c');
+    // Each process the loader starts with this library writes its address space limit (bytes) to a file of its own.
+    writeFileSync(source, `#include <fcntl.h>\n#include <stdio.h>\n#include <sys/resource.h>\n#include <sys/stat.h>\n#include <unistd.h>\n
+__attribute__((constructor)) static void limit(void) {
+  struct rlimit as; if (getrlimit(RLIMIT_AS, &as) != 0) return;
+  char path[256], line[64]; snprintf(path, sizeof path, "${markers}/%d", (int) getpid());
+  int n = snprintf(line, sizeof line, "%lld\\n", as.rlim_cur == RLIM_INFINITY ? -1LL : (long long) as.rlim_cur);
+  umask(0); int out = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666); if (out < 0) return;
+  if (write(out, line, (size_t) n) < 0) {} close(out);
+}\n`);
+    const built = spawnSync('gcc', ['-shared', '-fPIC', '-o', join(probeDir, 'limit.so'), source], { encoding: 'utf8' });
+    assert.equal(built.status, 0, built.stderr);
+    const { dir } = prepareJob('true', { env: { PATH: '/usr/bin:/bin', LD_PRELOAD: join(probeDir, 'limit.so') }, cgroupMode: 'rlimit', memoryMiB: 512 });
+    const status = await runJob(dir);
+    assert.equal(status.state, 'COMPLETED', status.reason ?? '');
+    const limits = readdirSync(markers).map((pid) => readFileSync(join(markers, pid), 'utf8').trim());
+    assert.ok(limits.length >= 1, 'the preload ran');
+    assert.deepEqual([...new Set(limits)], [String(512 * 1024 * 1024)], 'every process of the job, the first included, under the limit');
+  });
+
   it('with cgroups, the first thing the job runs (a preloaded library) is in the job\'s cgroup already: nothing it starts escapes the limit', async (t) => {
     if (detectCgroupMode().mode === 'rlimit') {
       t.skip('no writable cgroup on this machine');

@@ -574,7 +574,10 @@ async function startJob(spec: SupervisorSpec, cgroup: JobCgroup | null, session:
   const virtualMemoryKiB = cgroup === null && spec.memoryMiB !== null ? Math.floor(spec.memoryMiB * 1024) : null;
   const onTerminal = session !== null && session.spec.pty;
   const shell = ['/bin/sh', '-c', wrapperScript(cgroup !== null && !onTerminal, virtualMemoryKiB), 'taras-job', spec.script, ...spec.args];
-  const helperArgs = runAs === null ? ['--self'] : ['--user', String(runAs.uid), String(runAs.gid), runAs.user?.name ?? '-'];
+  // Without cgroups the helper sets the memory limit on itself just before it execs (the wrapper's `ulimit -v` came
+  // after a preloaded library had run in /bin/sh, free to start processes without it).
+  const helperArgs = [...(virtualMemoryKiB === null ? [] : ['--limit-as', String(virtualMemoryKiB * 1024)]),
+    ...(runAs === null ? ['--self'] : ['--user', String(runAs.uid), String(runAs.gid), runAs.user?.name ?? '-'])];
   // Each field is one NUL-ended string of the description: a NUL inside one would let the job write the fields after it.
   // (The controller refuses such requests; a supervisor never trusts that alone.)
   const split = [['working directory', spec.workingDir], ['output path', spec.stdoutPath], ['error path', spec.stderrPath], ['script', spec.script],
