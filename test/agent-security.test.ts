@@ -115,26 +115,36 @@ __attribute__((constructor)) static void mark(void) {
     if (existsSync(join(markers, 'bash-env'))) assert.doesNotMatch(readFileSync(join(markers, 'bash-env'), 'utf8'), /^0$/m);
   });
 
-  it('without cgroups, the first thing the job runs (a preloaded library) has the job\'s memory limit already (ulimit -v)', async () => {
-    const probeDir = dirOf('preload-rlimit', { uid: 0, gid: 0 }, 0o755);
-    const markers = dirOf('markers-rlimit', { uid: 0, gid: 0 }, 0o777);
-    const source = join(probeDir, 'limit.c');
-    // Each process the loader starts with this library writes its address space limit (bytes) to a file of its own.
+  /**
+   * Runs a job of the victim with a preloaded library whose constructor, in every process the loader starts,
+   * writes `body`'s text (C: it sets `text` and `n`) to a file of its own; returns those texts.
+   */
+  async function preloadedJob(name: string, body: string, spec: Partial<SupervisorSpecInput>): Promise<string[]> {
+    const probeDir = dirOf(`preload-${name}`, { uid: 0, gid: 0 }, 0o755);
+    const markers = dirOf(`markers-${name}`, { uid: 0, gid: 0 }, 0o777);
+    const source = join(probeDir, `${name}.c`);
     writeFileSync(source, `#include <fcntl.h>\n#include <stdio.h>\n#include <sys/resource.h>\n#include <sys/stat.h>\n#include <unistd.h>\n
-__attribute__((constructor)) static void limit(void) {
-  struct rlimit as; if (getrlimit(RLIMIT_AS, &as) != 0) return;
-  char path[256], line[64]; snprintf(path, sizeof path, "${markers}/%d", (int) getpid());
-  int n = snprintf(line, sizeof line, "%lld\\n", as.rlim_cur == RLIM_INFINITY ? -1LL : (long long) as.rlim_cur);
+__attribute__((constructor)) static void probe(void) {
+  char path[256], text[4096]; ssize_t n = 0; snprintf(path, sizeof path, "${markers}/%d", (int) getpid());
+  ${body}
+  if (n <= 0) return;
   umask(0); int out = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666); if (out < 0) return;
-  if (write(out, line, (size_t) n) < 0) {} close(out);
+  if (write(out, text, (size_t) n) < 0) {} close(out);
 }\n`);
-    const built = spawnSync('gcc', ['-shared', '-fPIC', '-o', join(probeDir, 'limit.so'), source], { encoding: 'utf8' });
+    const built = spawnSync('gcc', ['-shared', '-fPIC', '-o', join(probeDir, `${name}.so`), source], { encoding: 'utf8' });
     assert.equal(built.status, 0, built.stderr);
-    const { dir } = prepareJob('true', { env: { PATH: '/usr/bin:/bin', LD_PRELOAD: join(probeDir, 'limit.so') }, cgroupMode: 'rlimit', memoryMiB: 512 });
+    const { dir } = prepareJob('true', { env: { PATH: '/usr/bin:/bin', LD_PRELOAD: join(probeDir, `${name}.so`) }, ...spec });
     const status = await runJob(dir);
     assert.equal(status.state, 'COMPLETED', status.reason ?? '');
-    const limits = readdirSync(markers).map((pid) => readFileSync(join(markers, pid), 'utf8').trim());
-    assert.ok(limits.length >= 1, 'the preload ran');
+    const seen = readdirSync(markers).map((pid) => readFileSync(join(markers, pid), 'utf8'));
+    assert.ok(seen.length >= 1, 'the preload ran');
+    return seen;
+  }
+
+  it('without cgroups, the first thing the job runs (a preloaded library) has the job\'s memory limit already (ulimit -v)', async () => {
+    // Each process's address space limit, in bytes.
+    const limits = await preloadedJob('rlimit', `struct rlimit as; if (getrlimit(RLIMIT_AS, &as) != 0) return;
+  n = snprintf(text, sizeof text, "%lld", as.rlim_cur == RLIM_INFINITY ? -1LL : (long long) as.rlim_cur);`, { cgroupMode: 'rlimit', memoryMiB: 512 });
     assert.deepEqual([...new Set(limits)], [String(512 * 1024 * 1024)], 'every process of the job, the first included, under the limit');
   });
 
@@ -143,25 +153,9 @@ __attribute__((constructor)) static void limit(void) {
       t.skip('no writable cgroup on this machine');
       return;
     }
-    const probeDir = dirOf('preload-cgroup', { uid: 0, gid: 0 }, 0o755);
-    const markers = dirOf('markers-cgroup', { uid: 0, gid: 0 }, 0o777);
-    const source = join(probeDir, 'where.c');
-    // Each process the loader starts with this library copies its /proc/self/cgroup into a file of its own.
-    writeFileSync(source, `#include <fcntl.h>\n#include <stdio.h>\n#include <sys/stat.h>\n#include <unistd.h>\n
-__attribute__((constructor)) static void where(void) {
-  char path[256], text[4096]; snprintf(path, sizeof path, "${markers}/%d", (int) getpid());
-  int in = open("/proc/self/cgroup", O_RDONLY); if (in < 0) return;
-  ssize_t n = read(in, text, sizeof text); close(in); if (n <= 0) return;
-  umask(0); int out = open(path, O_WRONLY | O_CREAT | O_EXCL, 0666); if (out < 0) return;
-  if (write(out, text, (size_t) n) < 0) {} close(out);
-}\n`);
-    const built = spawnSync('gcc', ['-shared', '-fPIC', '-o', join(probeDir, 'where.so'), source], { encoding: 'utf8' });
-    assert.equal(built.status, 0, built.stderr);
-    const { dir } = prepareJob('true', { env: { PATH: '/usr/bin:/bin', LD_PRELOAD: join(probeDir, 'where.so') }, cgroupMode: 'auto', memoryMiB: 256 });
-    const status = await runJob(dir);
-    assert.equal(status.state, 'COMPLETED', status.reason ?? '');
-    const seen = readdirSync(markers).map((pid) => readFileSync(join(markers, pid), 'utf8'));
-    assert.ok(seen.length >= 1, 'the preload ran');
+    // Each process's /proc/self/cgroup.
+    const seen = await preloadedJob('cgroup', `int in = open("/proc/self/cgroup", O_RDONLY); if (in < 0) return;
+  n = read(in, text, sizeof text); close(in);`, { cgroupMode: 'auto', memoryMiB: 256 });
     // cgroup v2: "0::/path"; v1: one line per hierarchy, the memory one counts.
     const memoryLine = (text: string) => text.split('\n').find((line) => /^0::|:memory:/.test(line)) ?? '';
     for (const text of seen) assert.match(memoryLine(text), new RegExp(`taras-job-${jobCount}-`), `a process of the job ran outside its cgroup: ${text}`);
