@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { terminalSize } from '../src/cli/interactive.js';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -128,6 +129,14 @@ async function waitForState(api: ApiClient, id: number, states: readonly string[
     await sleep(100);
   }
 }
+
+describe('the terminal size taras run sends', () => {
+  it('is the terminal\'s, or 80x24 where it says 0 or nothing (under `script`: red team, spec.interactive.cols 0 was refused)', () => {
+    assert.deepEqual(terminalSize({ columns: 132, rows: 43 }), { cols: 132, rows: 43 });
+    assert.deepEqual(terminalSize({ columns: 0, rows: 0 }), { cols: 80, rows: 24 });
+    assert.deepEqual(terminalSize({}), { cols: 80, rows: 24 });
+  });
+});
 
 describe('interactive jobs (taras run / attach) on a real controller and agent', () => {
   let cluster: Cluster;

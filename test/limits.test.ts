@@ -80,6 +80,10 @@ describe('per-user caps', () => {
       // A cancelled pending job frees a place under the cap.
       await daemon.delete(`/jobs/${(accepted[0] as { id: number }).id}`);
       assert.equal((await submitAll(daemon, 2)).filter((r) => 'id' in r).length, 1);
+      // An array counts its tasks, and the refusal says so (it said only "3 pending jobs").
+      const array = await daemon.post('/jobs', { spec: { ...spec, array: { text: '0-4' } } }).then(() => null, (error: ApiRequestError) => error);
+      assert.equal(array?.status, 429);
+      assert.match(array?.error ?? '', /^user daemon has 3 pending jobs and this array's 5 tasks would make 8, more than the most one user may have \(max_pending_per_user = 3/);
     } finally {
       for (const api of [daemon, bin, rootApi]) api.close();
       await controller.close();

@@ -63,7 +63,7 @@ async function interactiveSpec(command: readonly string[], flags: Flags, cmd: Co
     name: typeof flags.jobName === 'string' ? rest.name : name.split('/').pop() || name,
     interactive: {
       pty: onTerminal, command: [...command],
-      ...(onTerminal && process.stdout.isTTY ? { cols: process.stdout.columns, rows: process.stdout.rows } : {}),
+      ...(onTerminal && process.stdout.isTTY ? terminalSize() : {}),
       ...(immediateSeconds === undefined ? {} : { immediateSeconds }),
     },
   } as JobSpec;
@@ -167,7 +167,7 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
   const send = (frame: object): void => {
     if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
   };
-  const sendSize = (): void => send({ t: 'size', cols: process.stdout.columns ?? 80, rows: process.stdout.rows ?? 24 });
+  const sendSize = (): void => send({ t: 'size', ...terminalSize() });
   let ended: ExitFrame | null = null;
   let takenOver: string | null = null;
   let inputStarted = false;
@@ -342,4 +342,10 @@ Examples:
       const [id] = parseJobIds([raw]);
       process.exit(await attach(flags.controller, id));
     });
+}
+
+/** This terminal's size; 80x24 where it says 0 or nothing (a terminal under `script`, or one not yet sized). */
+export function terminalSize(stream: { columns?: number; rows?: number } = process.stdout): { cols: number; rows: number } {
+  const positive = (value: number | undefined, otherwise: number) => (value !== undefined && Number.isInteger(value) && value > 0 ? value : otherwise);
+  return { cols: positive(stream.columns, 80), rows: positive(stream.rows, 24) };
 }

@@ -49,8 +49,10 @@ export class SubmitLimits {
     const { maxPendingPerUser, maxSubmitRate } = this.caps();
     // An array's tasks count one each, as Slurm counts them against MaxSubmitJobs.
     if (maxPendingPerUser > 0 && pending + jobs - 1 >= maxPendingPerUser) {
+      // An array's tasks named, so that a user with few jobs sees why (a 10,000-task array was told only "10 pending jobs").
+      const count = jobs > 1 ? `${pending} pending jobs and this array's ${jobs} tasks would make ${pending + jobs}, more than` : `${pending} pending jobs,`;
       throw new LimitRefused(
-        `user ${user} has ${pending} pending jobs, the most one user may have (max_pending_per_user = ${maxPendingPerUser}, Slurm's MaxSubmitJobs: QOSMaxSubmitJobPerUserLimit); nothing was stored`,
+        `user ${user} has ${count} the most one user may have (max_pending_per_user = ${maxPendingPerUser}, Slurm's MaxSubmitJobs: QOSMaxSubmitJobPerUserLimit); nothing was stored`,
         `wait for some of them to start, or cancel some (taras queue --user ${user} --state PENDING), or ask an administrator to raise max_pending_per_user in cluster.toml`,
       );
     }
