@@ -109,9 +109,11 @@ describe('mail from the controller through msmtp to a real SMTP listener', { ski
     smtp = new SMTPServer({
       authOptional: true, disabledCommands: ['STARTTLS'], logger: false,
       onData(stream, session, callback) {
-        let text = '';
-        stream.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+        // Decoded whole: a chunk may end inside a character (é split in two showed as two replacement characters).
+        const chunks: Buffer[] = [];
+        stream.on('data', (chunk: Buffer) => chunks.push(chunk));
         stream.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
           const [head, ...rest] = text.replace(/\r\n/g, '\n').split('\n\n');
           const headers: Record<string, string> = {};
           for (const line of head.replace(/\n[ \t]+/g, ' ').split('\n')) {
