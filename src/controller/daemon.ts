@@ -37,6 +37,7 @@ import { lockDataDir } from './lock.js';
 import { isAdmin, mayActOn, publicJob } from './authz.js';
 import { admittedDeadline, apiDeadline, apiJob, apiJobWithEvents, apiNodePieces, apiNodes, apiPlan, apiReservation, apiStatus, apiWhatIf, apiWhen, queueBuild } from './views.js';
 import { isoTime } from '../api/durations.js';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
 export interface ControllerOptions {
   readonly config: ClusterConfig;
@@ -205,7 +206,7 @@ async function runSliced<T>(build: Generator<void, T, void>): Promise<T> {
   for (;;) {
     const step = build.next();
     if (step.done === true) return step.value;
-    await new Promise((resolveTurn) => setImmediate(resolveTurn));
+    await nextTurn();
   }
 }
 

@@ -18,6 +18,7 @@ import { ConnectionGuard } from './guard.js';
 import { claimSocketPath, ListenError } from './listen.js';
 import type { NetLog } from './log.js';
 import { RouteTable, type HttpMethod, type RouteSpec } from './routes.js';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 
 export { ListenError } from './listen.js';
 export type { HttpMethod } from './routes.js';
@@ -180,7 +181,7 @@ async function sendPieces(res: ServerResponse, status: number, body: JsonPieces,
       if (!res.write(next.value)) await drained(res);
       // A whole turn of the event loop after every piece, drained or not. Waiting for 'drain' alone left
       // others waiting up to 400 ms during a listing of 100,000 nodes to a quick reader; with the turn, 37 ms.
-      await new Promise((resolveTurn) => setImmediate(resolveTurn));
+      await nextTurn();
       next = pieces.next();
     }
     res.end();

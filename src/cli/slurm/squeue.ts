@@ -11,6 +11,7 @@ import { compressHostlist } from '../../config/hostlist.js';
 import { queueOrderOf, queueSegments, SEGMENT_COLUMNS, unpackQueue, type ApiQueue, type QueueSegment } from '../../api/queue.js';
 import { formatLine, pad, parseFormat, parseJobStates, slurmDuration, slurmLimit, slurmTime, stateCode } from './format.js';
 import { LineChunks, printable } from '../render/text.js';
+import { isoOrNull } from '../../api/durations.js';
 
 export const SQUEUE_DEFAULT_FORMAT = '%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R';
 export const SQUEUE_LONG_FORMAT = '%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R';
@@ -186,7 +187,7 @@ export function jobField(entry: SqueueJob, letter: string, nowMs: number, timeZo
   }
 }
 
-const isoOf = (at: number | null): string | null => (at === null ? null : new Date(at).toISOString());
+const isoOf = isoOrNull;
 
 type Key = (entry: SqueueJob, nowMs: number) => string | number;
 const SORT_KEYS: Record<string, Key> = {
