@@ -202,7 +202,12 @@ static int open_output(const char *path, int truncate, uid_t uid) {
   if (fd < 0) {
     int err = errno;
     if (err == ELOOP) fail(126, "output file %s is a symbolic link: output is never written through one; remove it or choose another --output", path);
-    if (err == ENXIO) fail(126, "output file %s is a FIFO: output goes only to regular files; remove it or choose another --output", path);
+    if (err == ENXIO) {
+      // A FIFO with no reader, or a device with nothing behind it (/dev/tty with no terminal): name what the path is.
+      struct stat seen;
+      const char *what = lstat(path, &seen) == 0 ? file_type(seen.st_mode) : "a device with nothing behind it";
+      fail(126, "output file %s is %s: output goes only to regular files; remove it or choose another --output", path, what);
+    }
     fail(126, "cannot open the job's output file %s as %s (%s: %s)", path, label, errno_name(err), strerror(err));
   }
   struct stat stats;

@@ -241,6 +241,11 @@ describe('planted output files', { skip, concurrency: true }, () => {
     const status = await runJob(dir);
     assert.equal(status.state, 'FAILED');
     assert.equal(status.reason, 'output file /dev/zero is a character device: output goes only to regular files; remove it or choose another --output');
+    // With no terminal, /dev/tty does not open at all (ENXIO, as a FIFO with no reader): it was called a FIFO (red team).
+    const tty = prepareJob('echo x', { stdoutPath: '/dev/tty', stderrPath: '/dev/tty' });
+    const ttyStatus = await runJob(tty.dir);
+    assert.equal(ttyStatus.state, 'FAILED');
+    assert.equal(ttyStatus.reason, 'output file /dev/tty is a character device: output goes only to regular files; remove it or choose another --output');
     const discarded = prepareJob('echo x', { stdoutPath: '/dev/null', stderrPath: '/dev/null' });
     assert.equal((await runJob(discarded.dir)).state, 'COMPLETED');
   });

@@ -87,7 +87,10 @@ describe('modes of the files Taras keeps', { skip: notRootReason }, () => {
     assert.equal(readFileSync(join(user.home, 'out.txt'), 'utf8'), `ran as ${user.name}\n`);
 
     assert.equal(modeOf(data), '0711');
-    for (const file of ['taras.db', 'taras.db-wal', 'taras.db-shm', 'cluster.key']) assert.equal(modeOf(join(data, file)), '0600', file);
+    for (const file of ['taras.db', 'taras.db-wal', 'taras.db-shm', 'cluster.key', 'controller.lock']) assert.equal(modeOf(join(data, file)), '0600', file);
+    // Every other file there too (the lock's journal: 0644 before, red team), but the pid file, which says only who runs.
+    const loose = readdirSync(data).filter((name) => statSync(join(data, name)).isFile() && name !== 'controller.pid' && (statSync(join(data, name)).mode & 0o077) !== 0);
+    assert.deepEqual(loose, []);
     assert.equal(modeOf(socket), '0666');
     assert.equal(modeOf(join(data, 'agent')), '0711');
     assert.equal(modeOf(join(data, 'agent', 'jobs')), '0711');
@@ -127,11 +130,13 @@ describe('modes of the files Taras keeps', { skip: notRootReason }, () => {
   it('an existing data folder and database left readable by everyone are tightened at the next start, with a log line', async () => {
     chmodSync(data, 0o755);
     chmodSync(join(data, 'taras.db'), 0o644);
+    chmodSync(join(data, 'controller.lock'), 0o644);
     chmodSync(join(data, 'agent', 'jobs', '1.0'), 0o755);
     const running = await up(data);
     started.push(running.child);
     assert.equal(modeOf(data), '0711');
     assert.equal(modeOf(join(data, 'taras.db')), '0600');
+    assert.equal(modeOf(join(data, 'controller.lock')), '0600');
     assert.equal(modeOf(join(data, 'agent', 'jobs', '1.0')), '0700');
     assert.match(running.logged(), new RegExp(`tightened data folder ${data} from mode 0755 to 0711`));
     assert.match(running.logged(), new RegExp(`tightened database file ${data}/taras.db from mode 0644 to 0600`));

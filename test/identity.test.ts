@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
@@ -150,6 +150,41 @@ describe('verified identity on a live controller', { skip: notRootReason }, () =
     // The uid kept for the agent is the kernel's, not one the body carried.
     const record = [...controller.engine().active.values()].find((r) => r.user === bob.name)!;
     assert.equal((controller.engine().specOf(record) as unknown as { submitUid: number }).submitUid, bob.uid);
+  });
+
+  it('a uid with no passwd entry still gets GET /status over the socket (which says nothing about anyone), and 401 everywhere else', async () => {
+    // A uid no account has (setpriv takes numbers): the kernel vouches for it, the passwd database knows no name for it.
+    let uid = 61_000;
+    while (spawnSync('getent', ['passwd', String(uid)]).status === 0) uid++;
+    const script = `
+      const http = require('http');
+      const call = (method, path, body) => new Promise((ok, fail) => {
+        const text = body === undefined ? '' : JSON.stringify(body);
+        const req = http.request({ socketPath: ${JSON.stringify(controller.socketPath)}, method, path,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } },
+          (res) => { let s = ''; res.on('data', (c) => s += c); res.on('end', () => ok({ status: res.statusCode, body: JSON.parse(s || '{}') })); });
+        req.on('error', fail); req.end(text);
+      });
+      (async () => {
+        const status = await call('GET', '/status');
+        const jobs = await call('GET', '/jobs');
+        const submit = await call('POST', '/jobs', { spec: ${JSON.stringify(spec('/tmp'))} });
+        console.log(JSON.stringify({ status: status.status, socket: status.body.socket, jobs: jobs.status, submit: submit.status, error: submit.body.error }));
+      })();`;
+    // Asynchronously: the controller answering it runs in this process.
+    const child = spawn('setpriv', ['--reuid', String(uid), '--regid', String(uid), '--clear-groups', process.execPath, '-e', script],
+      { cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const code = await new Promise((resolveExit) => child.on('close', resolveExit));
+    clearTimeout(timer);
+    assert.equal(code, 0, stderr);
+    const seen = JSON.parse(stdout);
+    assert.deepEqual({ ...seen, error: undefined }, { status: 200, socket: controller.socketPath, jobs: 401, submit: 401, error: undefined });
+    assert.equal(seen.error, `uid ${uid} has no passwd entry on the controller's machine`);
   });
 
   it('a valid bearer token over TCP is its user; expired, tampered, wrong-key, alg none and sun-less tokens are refused with 401', async () => {

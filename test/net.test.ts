@@ -82,7 +82,7 @@ const routes: Route[] = [
 /** Agent routes need the key; the CLI's routes are open (identity only). */
 const agentRoutesOnly = (route: Route): boolean => route.path.startsWith('/agent/');
 
-function rawRequest(url: string, method: string, path: string, body: string, headers: Record<string, string>):
+function rawRequest(url: string, method: string, path: string, body: string | Buffer, headers: Record<string, string>):
   Promise<{ status: number; headers: Record<string, unknown>; body: { error?: string; fix?: string } & Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = request(`${url}${path}`, { method, headers: { 'content-type': 'application/json', ...headers } }, (res) => {
@@ -405,7 +405,7 @@ describe('API server and client over TCP and a Unix socket', () => {
     assert.equal(notFound.fix, `valid routes: ${routes.map((route) => `${route.method} ${route.path}`).join(', ')}`);
     const wrongMethod = await apiError(api.post('/status', {}));
     assert.equal(wrongMethod.status, 405);
-    assert.equal(wrongMethod.error, 'POST is not allowed on /status (allowed: GET)');
+    assert.equal(wrongMethod.error, 'POST is not allowed on /status (allowed: GET, HEAD)');
     assert.match(wrongMethod.fix ?? '', /^valid routes: GET \/status, /);
   });
 
@@ -486,6 +486,52 @@ describe('API server and client over TCP and a Unix socket', () => {
     assert.equal(answer.status, 400);
     assert.match(answer.body.error ?? '', /^request body is not valid JSON: /);
     assert.match(answer.body.fix ?? '', /application\/json/);
+  });
+
+  it('a body must be JSON: any other content type is a 415 and invalid UTF-8 a 400, each naming the fix; nothing reaches the route (red team, issue 9)', async () => {
+    const before = posted;
+    for (const contentType of ['text/plain;charset=UTF-8', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonp']) {
+      const answer = await rawRequest(url, 'POST', '/submit', '{"text": "hi"}', { 'content-type': contentType });
+      assert.equal(answer.status, 415, contentType);
+      assert.equal(answer.body.error, `request body is of type ${JSON.stringify(contentType)}: the API takes JSON only`);
+      assert.match(answer.body.fix ?? '', /content-type: application\/json/);
+    }
+    const bare = await new Promise<number>((resolveStatus, reject) => {
+      const req = request(`${url}/submit`, { method: 'POST' }, (res) => {
+        res.resume();
+        resolveStatus(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end('{"text": "hi"}');
+    });
+    assert.equal(bare, 415, 'no content type at all');
+    const latin1 = await rawRequest(url, 'POST', '/submit', Buffer.from('{"text": "caf\xe9"}', 'latin1'), {});
+    assert.equal(latin1.status, 400);
+    assert.equal(latin1.body.error, 'request body is not valid UTF-8');
+    for (const contentType of ['application/json; charset=utf-8', 'APPLICATION/JSON', 'application/merge-patch+json']) {
+      assert.equal((await rawRequest(url, 'POST', '/submit', '{"text": "caf\u00e9"}', { 'content-type': contentType })).status, 200, contentType);
+    }
+    assert.equal(posted, before + 3, 'only the JSON bodies reached the route');
+  });
+
+  it('HEAD is answered as GET without the body; HEAD appears among the allowed methods', async () => {
+    const head = await new Promise<{ status: number; headers: Record<string, unknown>; bytes: number }>((resolveHead, reject) => {
+      const req = request(`${url}/status`, { method: 'HEAD' }, (res) => {
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+        res.on('end', () => resolveHead({ status: res.statusCode ?? 0, headers: res.headers, bytes }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(head.status, 200);
+    assert.equal(head.bytes, 0);
+    assert.match(String(head.headers['content-type']), /^application\/json/);
+    const get = await rawRequest(url, 'GET', '/status', '', {});
+    assert.equal(Number(head.headers['content-length']), Buffer.byteLength(JSON.stringify(get.body)), 'the length GET would send');
+    const wrong = await rawRequest(url, 'DELETE', '/status', '', {});
+    assert.equal(wrong.status, 405);
+    assert.equal(wrong.headers.allow, 'GET, HEAD');
   });
 
   it('8 concurrent clients x 500 POSTs are all answered, each once', async () => {

@@ -155,9 +155,13 @@ const BAD_SUBMISSIONS: [what: string, body: unknown, field: RegExp][] = [
   ['no spec', {}, /spec: required field missing/],
   ['a bad umask', { spec: spec({ umask: 0o1000 }) }, /spec\.umask: expected an integer from 0 to 511/],
   ['a signal with a bad name', { spec: spec({ signal: { signal: 'usr1; rm', beforeSeconds: 60, batchOnly: false } }) }, /spec\.signal\.signal/],
-  ['nesting 100,000 deep as the spec', { spec: deep(100_000) }, /spec\.a: unknown field/],
-  ['nesting 100,000 deep in the environment', { spec: spec({ submitEnv: { A: deep(100_000) } }) }, /spec\.submitEnv\.A: expected a string/],
-  ['nesting 100,000 deep as the body', deep(100_000), /a: unknown field/],
+  // Refused from the bytes, before JSON.parse (which took 0.4 s over a 1 MiB body of brackets).
+  ['nesting 100,000 deep as the spec', { spec: deep(100_000) }, /request body nests arrays and objects more than 64 levels deep/],
+  ['nesting 100,000 deep in the environment', { spec: spec({ submitEnv: { A: deep(100_000) } }) }, /more than 64 levels deep/],
+  ['nesting 100,000 deep as the body', deep(100_000), /more than 64 levels deep/],
+  ['nesting 64 deep in the environment, within the limit', { spec: spec({ submitEnv: { A: deep(61) } }) }, /spec\.submitEnv\.A: expected a string/],
+  ['a list as the body', [spec({})], /the request body must be a JSON object, and this request has a list of 1/],
+  ['a number as the body', 12, /the request body must be a JSON object, and this request has a number/],
   // A time past what a Date holds, stored, failed every listing of the job for everyone (red team, issue 9).
   ['--begin past the year 9999', { spec: spec({ beginMs: 8.64e15 }) }, /spec\.beginMs: expected a time in epoch milliseconds from 0 to 253402300799000 \(the end of the year 9999\)/],
   ['a deadline past the year 9999', { spec: spec({ deadline: { atMs: Number.MAX_SAFE_INTEGER, policy: 'guarantee' } }) }, /spec\.deadline\.atMs: expected a time in epoch milliseconds/],
@@ -279,7 +283,7 @@ describe('the controller refuses bad requests before storing anything', () => {
       }
       assert.match((await refusal(api.post('/agent/register', { url: 'http://x', nodes: [{ a: 1 }] }))).error, /nodes\.0: expected a non-empty string/);
       assert.match((await refusal(api.post('/agent/report', { reports: [{ jobId: 1, state: 'EXPLODED', exitCode: 0, endTimeMs: null }] }))).error, /reports\.0\.state/);
-      assert.match((await refusal(rawPost(controller.url, '/agent/heartbeat', deepText(100_000)))).error, /nodes: required field missing/);
+      assert.match((await refusal(rawPost(controller.url, '/agent/heartbeat', deepText(100_000)))).error, /^request body nests arrays and objects more than 64 levels deep$/);
       assert.deepEqual((await api.get<ApiJobPage>('/jobs')).jobs, []);
       // The partition's default_time fills a missing limit; a good job is stored as usual.
       const { id } = await api.post<{ id: number }>('/jobs', { spec: { ...noLimit, partition: 'short' } });

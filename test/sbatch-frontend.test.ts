@@ -334,6 +334,13 @@ describe('sbatch options through taras submit, a controller and an agent', () =>
     const refused = cli('submit', '--test-only', '-w', 'node09', 'two.sh');
     assert.equal(refused.code, 2);
     assert.match(refused.stderr, /no node named node09/);
+    // A reservation that does not exist: the words the real submission gets (red team: --test-only answered a start).
+    const noReservation = cli('submit', '--test-only', '--reservation', 'nosuch', 'two.sh');
+    const realOne = cli('submit', '--reservation', 'nosuch', 'two.sh');
+    assert.equal(noReservation.code, realOne.code);
+    assert.notEqual(noReservation.code, 0);
+    assert.match(noReservation.stderr, /no reservation named nosuch; list them with `taras reserve list`/);
+    assert.match(realOne.stderr, /no reservation named nosuch; list them with `taras reserve list`/);
     waitDone(blocker);
   });
 

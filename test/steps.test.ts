@@ -20,6 +20,7 @@ import { createTestUser, notRootReason, removeTestUsers, type TestUser } from '.
 import { stepLayout, tasksPerNodeText } from '../src/controller/steps.js';
 import { ApiRequestError, bearer, createApiClient } from '../src/net/client.js';
 import { issueToken, loadOrCreateJwtKey } from '../src/net/identity.js';
+import { WebSocket } from 'ws';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
@@ -138,8 +139,25 @@ srun -l -O -n 12 -N 3 sh -c 'echo "x$SLURM_PROCID"' | sort -k2 -t x -n
     try {
       const step = { command: ['true'], ntasks: 128, overcommit: true, workingDir: ada.home, env: { PATH: '/usr/bin:/bin' }, umask: 0o22 };
       // Asked for and not attached to (no srun): each holds its 128 tasks for 30 s.
+      const first = await api.post<{ stepId: number }>(`/jobs/${id}/steps`, step);
       await api.post(`/jobs/${id}/steps`, step);
-      await api.post(`/jobs/${id}/steps`, step);
+      // Another user attaching to ada's waiting step is told it is not theirs (403), not that it does not exist (red team: 404).
+      const bobToken = (await issueToken(loadOrCreateJwtKey(join(work, 'data', 'jwt.key')), bob.name, 600, Date.now())).token;
+      const attempt = await new Promise<{ status?: number; body: string }>((resolveAttempt) => {
+        const socket = new WebSocket(`${url.replace(/^http/, 'ws')}/jobs/${id}/steps/${first.stepId}/attach`, { headers: { authorization: `Bearer ${bobToken}` } });
+        socket.once('open', () => {
+          socket.terminate();
+          resolveAttempt({ body: 'opened' });
+        });
+        socket.once('unexpected-response', (_req, res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+          res.on('end', () => resolveAttempt({ status: res.statusCode, body }));
+        });
+        socket.once('error', (error) => resolveAttempt({ body: error.message }));
+      });
+      assert.equal(attempt.status, 403, attempt.body);
+      assert.equal(JSON.parse(attempt.body).error, `step ${first.stepId} of job ${id} was asked for by ${ada.name}: only they may run it`);
       const refused = await api.post(`/jobs/${id}/steps`, { ...step, ntasks: 1 }).then(() => null, (error: ApiRequestError) => error);
       assert.equal(refused?.status, 429);
       assert.match(refused?.error ?? '', new RegExp(`^job ${id} runs 256 step tasks; with 1 more it would pass 256, the most one job runs at once$`));

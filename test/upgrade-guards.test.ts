@@ -10,7 +10,7 @@ import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { WebSocket } from 'ws';
-import { createAuthenticator } from '../src/net/identity.js';
+import { createAuthenticator, issueToken } from '../src/net/identity.js';
 import type { NetLog } from '../src/net/log.js';
 import { createApiServer, RouteError, type ApiServer } from '../src/net/server.js';
 import { relaySockets } from '../src/net/stream.js';
@@ -138,5 +138,67 @@ describe('WebSocket upgrades against misbehaving peers', () => {
     assert.equal(received, sent, 'everything arrives once the consumer reads again');
     for (const ws of [producer, consumer]) ws.terminate();
     await new Promise((resolveClose) => wss.close(resolveClose));
+  });
+});
+
+describe('streams per user (max_streams_per_user)', () => {
+  let capped: ApiServer;
+  let url = '';
+  let key: Uint8Array;
+  const held: WebSocket[] = [];
+
+  before(async () => {
+    key = new Uint8Array(32).fill(7);
+    capped = createApiServer({
+      routes: [],
+      authenticator: createAuthenticator({ jwtKey: key }),
+      log: quiet,
+      maxStreamsPerUser: 2,
+      upgrades: [{ method: 'GET', path: '/hold', handler: async (_ctx, accept) => void await accept() }],
+    });
+    const bound = await capped.listen({ host: '127.0.0.1', port: 0 });
+    url = `ws://127.0.0.1:${bound.tcp!.port}/hold`;
+  });
+  after(async () => {
+    for (const socket of held) socket.terminate();
+    await capped.close();
+  });
+
+  /** Opens a stream as `user`: the socket once open, or the refusal's status and body. */
+  async function open(user: string): Promise<{ socket?: WebSocket; status?: number; body?: string }> {
+    const { token } = await issueToken(key, user, 600, Date.now());
+    return new Promise((resolveOpen) => {
+      const socket = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
+      socket.once('open', () => {
+        held.push(socket);
+        resolveOpen({ socket });
+      });
+      socket.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => resolveOpen({ status: res.statusCode, body }));
+      });
+      socket.once('error', () => resolveOpen({}));
+    });
+  }
+
+  it('a user holds at most the cap; the next is a 429 naming the cap; others are not affected; a closed stream frees its slot', async () => {
+    const first = await open('root');
+    const second = await open('root');
+    assert.ok(first.socket && second.socket, 'the first two streams open');
+    const third = await open('root');
+    assert.equal(third.status, 429);
+    assert.match(JSON.parse(third.body!).error, /^root has 2 WebSocket streams open \(taras attach, taras run, srun\), the most one user may hold at once \(2\)$/);
+    assert.match(JSON.parse(third.body!).fix, /max_streams_per_user in cluster\.toml/);
+    const other = await open('nobody');
+    assert.ok(other.socket, 'another user still opens a stream');
+    first.socket!.close();
+    // The slot is freed when the connection closes: a bounded wait for it.
+    let again: Awaited<ReturnType<typeof open>> = {};
+    for (let attempt = 0; attempt < 50 && again.socket === undefined; attempt++) {
+      again = await open('root');
+      if (again.socket === undefined) await sleep(50);
+    }
+    assert.ok(again.socket, 'a stream opens again once one of the two closed');
   });
 });

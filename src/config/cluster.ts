@@ -91,6 +91,8 @@ export interface ClusterConfig {
   readonly maxSubmitRate: number;
   /** Most client connections the API holds open at once (TCP and the socket together); 0: derived from the file limit. */
   readonly maxConnections: number;
+  /** Most WebSocket streams (taras attach, taras run, srun) one user holds open at once; 0: a quarter of the connection cap, at least 16. */
+  readonly maxStreamsPerUser: number;
   /** Every node, in file order. */
   readonly nodes: readonly NodeSpec[];
   readonly partitions: readonly PartitionSpec[];
@@ -175,6 +177,7 @@ export const CLUSTER_DEFAULTS = {
   maxPendingPerUser: 10_000,
   maxSubmitRate: 100,
   maxConnections: 0,
+  maxStreamsPerUser: 0,
   jwtKey: 'jwt.key',
 } as const;
 
@@ -185,7 +188,7 @@ const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions', 'program_class', '
 
 const CLUSTER_KEYS = {
   known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
-    'max_pending_per_user', 'max_submit_rate', 'max_connections', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key', 'mail_program', 'mail_domain',
+    'max_pending_per_user', 'max_submit_rate', 'max_connections', 'max_streams_per_user', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key', 'mail_program', 'mail_domain',
     'max_checkpoint_interval', 'max_checkpoint_duration',
     'interactive', 'interactive_grace', 'interactive_idle', 'interactive_max_time', 'interactive_warn', 'kill_invalid_depend', 'max_array_size',
     'event_log', 'event_log_kinds', 'event_log_max_size', 'event_log_keep'],
@@ -276,6 +279,7 @@ function readSettings(reader: TableReader, file: string): Settings {
     maxPendingPerUser: reader.integer('max_pending_per_user', { example: '10000', min: 0 }) ?? CLUSTER_DEFAULTS.maxPendingPerUser,
     maxSubmitRate: reader.integer('max_submit_rate', { example: '100', min: 0 }) ?? CLUSTER_DEFAULTS.maxSubmitRate,
     maxConnections: reader.integer('max_connections', { example: '512', min: 0, max: 1_000_000 }) ?? CLUSTER_DEFAULTS.maxConnections,
+    maxStreamsPerUser: reader.integer('max_streams_per_user', { example: '64', min: 0, max: 1_000_000 }) ?? CLUSTER_DEFAULTS.maxStreamsPerUser,
     admins: reader.stringArray('admins', { example: '["alice", "@wheel"]', pattern: ADMIN_PATTERN, patternHint: ADMIN_HINT }) ?? [],
     allowRootJobs: reader.boolean('allow_root_jobs') ?? true,
     ...(reader.boolean('kill_invalid_depend') === true ? { killInvalidDepend: true } : {}),
@@ -398,6 +402,7 @@ export function defaultClusterConfig(dataDir: string, shape: { count: number; cp
     maxPendingPerUser: CLUSTER_DEFAULTS.maxPendingPerUser,
     maxSubmitRate: CLUSTER_DEFAULTS.maxSubmitRate,
     maxConnections: CLUSTER_DEFAULTS.maxConnections,
+    maxStreamsPerUser: CLUSTER_DEFAULTS.maxStreamsPerUser,
     nodes: names.map((name) => ({ name, cpus: shape.cpus, memoryMiB: 16 * 1024, features: [] })),
     partitions: [{ name: 'batch', nodes: names, isDefault: true, maxTimeSeconds: null, maxNodes: null, priority: 1 }],
     defaultPartition: 'batch',

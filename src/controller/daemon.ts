@@ -74,7 +74,12 @@ const COMMIT_DELAY_MS = 2;
 
 /** The body, checked against its schema: a 400 naming each bad field and what it takes, before anything is done. */
 function bodyOf<S extends Parameters<typeof checkBody>[0]>(schema: S, ctx: RequestContext, example: string) {
-  const checked = checkBody(schema, ctx.body);
+  const body = ctx.body;
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    const got = body === undefined ? 'no body' : body === null ? 'null' : Array.isArray(body) ? `a list of ${body.length}` : `a ${typeof body}`;
+    throw new RouteError(400, `the request body must be a JSON object, and this request has ${got}`, `send ${example}; nothing was changed`);
+  }
+  const checked = checkBody(schema, body);
   if (!checked.ok) throw new RouteError(400, `the request body is not valid: ${formatProblems(checked.problems)}`, `send ${example}; nothing was changed`);
   return checked.value;
 }
@@ -702,7 +707,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         }
         let answer: ApiTestOnly;
         try {
-          const plan = engine.testOnly(body.spec as JobSpec, caller.uid);
+          const plan = engine.testOnly(body.spec as JobSpec, caller.uid, (users) => admin(caller) || isAdmin(caller, users));
           answer = { ...plan, start: plan.startMs === null ? null : isoTime(plan.startMs), nodes: [...plan.nodes], nextId: engine.nextJobId() };
         } catch (error) {
           return refused(error);
@@ -950,6 +955,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
     authenticator: createAuthenticator({ jwtKey, mungeSocket: config.mungeSocket }),
     log: netLog,
     maxConnections: config.maxConnections,
+    maxStreamsPerUser: config.maxStreamsPerUser,
+    openToAnonymous,
   });
   let bound;
   try {

@@ -768,8 +768,10 @@ export class ControllerEngine {
    * sbatch --test-only: the checks of a submission, then where the plan would start the job if it were
    * submitted now. Nothing is stored. Throws SubmitRefused as `submit` does.
    */
-  testOnly(spec: JobSpec, uid?: number): { startMs: number | null; nodes: readonly string[]; processors: number; partition: string } {
+  testOnly(spec: JobSpec, uid?: number, mayUseReservation: (users: readonly string[]) => boolean = () => true): { startMs: number | null; nodes: readonly string[]; processors: number; partition: string } {
     const reasons = this.refusals(spec);
+    // The checks a real submission meets, the reservation's included: --test-only answers what sbatch would.
+    if (reasons.length === 0) reasons.push(...this.reservationRefusals(spec, mayUseReservation));
     if (reasons.length > 0) throw new SubmitRefused(reasons);
     const completed = this.complete(spec);
     const request = this.coreRequest(this.draftRecord(completed, DRAFT_ID, uid, undefined));

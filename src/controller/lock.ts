@@ -6,7 +6,7 @@
 // a stale lock never blocks a restart and a reused pid is never mistaken for
 // a live controller. `controller.pid` only says who holds it, for the message.
 
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -28,6 +28,14 @@ export interface DataDirLock {
 export function lockDataDir(dataDir: string): DataDirLock {
   const lockPath = join(dataDir, 'controller.lock');
   const pidPath = join(dataDir, 'controller.pid');
+  // SQLite makes its journal beside the lock with the lock's mode: both private, as everything in the data directory.
+  closeSync(openSync(lockPath, 'a', 0o600));
+  chmodSync(lockPath, 0o600);
+  try {
+    chmodSync(`${lockPath}-journal`, 0o600); // one an older Taras left readable
+  } catch {
+    // none: SQLite makes it with the lock's mode
+  }
   const db = new Database(lockPath, { timeout: 0 }); // refuse at once: the holder does not let go by waiting
   try {
     db.pragma('locking_mode = EXCLUSIVE');

@@ -127,7 +127,8 @@ interface Step {
   readonly stepId: number;
   readonly user: string;
   readonly layout: StepLayout;
-  readonly orders: readonly StepTaskOrder[];
+  /** Each task's launch order, made when srun attaches: a step waiting for it holds its environment once, not once per task. */
+  readonly orders: () => StepTaskOrder[];
   readonly createdMs: number;
   attached: boolean;
   /** Set once srun is attached: ends the step (kills its tasks) with a note to srun. */
@@ -189,7 +190,7 @@ export class JobSteps {
     const stepId = this.nextStep.get(id) ?? 0;
     this.nextStep.set(id, stepId + 1);
     const memory = body.memoryMiB ?? (allocation.memoryMiBPerNode > 0 ? allocation.memoryMiBPerNode : null);
-    const orders = layout.tasks.map((task): StepTaskOrder => ({
+    const orders = () => layout.tasks.map((task): StepTaskOrder => ({
       jobId: id, run: record.requeueCount, stepId, task: task.task, user: record.user, ...(allocation.uid === undefined ? {} : { uid: allocation.uid }),
       command: body.command, env: taskEnvironment(body.env, id, stepId, layout, task), workingDir: body.workingDir, umask: body.umask,
       timeLimitSeconds: limit, memoryMiB: memory, killGraceSeconds: this.deps.killGraceSeconds(),
@@ -236,8 +237,9 @@ export class JobSteps {
         const id = this.deps.parseId(ctx.params.id);
         const key = `${id}.${Number(ctx.params.step)}`;
         const step = this.steps.get(key);
+        // Another user's step is theirs, whether it waits or runs: 403 before anything else is said of it.
+        if (step !== undefined && step.user !== caller.user) throw new RouteError(403, `step ${ctx.params.step} of job ${id} was asked for by ${step.user}: only they may run it`, 'run srun inside your own jobs');
         if (step === undefined || step.attached) throw new RouteError(404, `no step ${ctx.params.step} of job ${id} waits to start`, 'create it first: POST /jobs/ID/steps (srun inside the job)');
-        if (step.user !== caller.user) throw new RouteError(403, `step ${ctx.params.step} of job ${id} was asked for by ${step.user}`);
         step.attached = true;
         let client: WebSocket;
         try {
@@ -253,6 +255,7 @@ export class JobSteps {
 
   /** Starts the tasks, merges their streams for srun, and ends the step when every task has ended. */
   private run(key: string, step: Step, client: WebSocket): void {
+    const orders = step.orders();
     const { link } = this.deps;
     const ends = new Map<number, TaskEnd>();
     const upstreams = new Map<number, WebSocket>();
@@ -269,7 +272,7 @@ export class JobSteps {
       if (client.bufferedAmount >= HIGH_WATER_BYTES) for (const upstream of upstreams.values()) upstream.pause();
     };
     const finish = (): void => {
-      if (finished || ends.size < step.orders.length) return;
+      if (finished || ends.size < orders.length) return;
       finished = true;
       this.steps.delete(key);
       const tasks = [...ends.values()].sort((a, b) => a.task - b.task);
@@ -289,7 +292,7 @@ export class JobSteps {
       this.killTasks(step, note);
       // Tasks that never report (their agent is away) end here, a little after the kill was asked.
       setTimeout(() => {
-        for (const order of step.orders) {
+        for (const order of orders) {
           if (!ends.has(order.task)) ended({ task: order.task, node: step.layout.tasks[order.task].node, state: 'CANCELLED', exitCode: null, signal: null, reason: note });
         }
         for (const upstream of upstreams.values()) upstream.terminate();
@@ -307,7 +310,7 @@ export class JobSteps {
       if (frame.t === 'in' || frame.t === 'eof') {
         // srun's stdin goes to every task (Slurm's default), also to those whose stream opens later.
         for (const upstream of upstreams.values()) if (upstream.readyState === upstream.OPEN) upstream.send(text);
-        if (opened < step.orders.length && earlyBytes + text.length <= HIGH_WATER_BYTES) {
+        if (opened < orders.length && earlyBytes + text.length <= HIGH_WATER_BYTES) {
           early.push(text);
           earlyBytes += text.length;
         }
@@ -341,7 +344,7 @@ export class JobSteps {
       }
       upstreams.set(order.task, upstream);
       for (const text of early) upstream.send(text);
-      if (++opened === step.orders.length) early.length = 0;
+      if (++opened === orders.length) early.length = 0;
       upstream.on('message', (data, isBinary) => {
         if (isBinary) return;
         let frame: { t?: unknown; d?: unknown; text?: unknown; state?: unknown; exitCode?: unknown; signal?: unknown; reason?: unknown };
@@ -366,6 +369,6 @@ export class JobSteps {
       upstream.on('error', () => undefined);
       upstream.resume();
     };
-    for (const order of step.orders) void startTask(order);
+    for (const order of orders) void startTask(order);
   }
 }

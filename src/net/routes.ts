@@ -17,7 +17,7 @@ export interface RouteSpec<Handler> {
 export type RouteMatch<Handler> =
   | { kind: 'found'; route: RouteSpec<Handler>; params: Record<string, string> }
   | { kind: 'no-path'; valid: string[] }
-  | { kind: 'wrong-method'; allowed: HttpMethod[]; valid: string[] }
+  | { kind: 'wrong-method'; allowed: string[]; valid: string[] }
   | { kind: 'bad-encoding'; segment: string };
 
 interface Compiled<Handler> {
@@ -55,9 +55,11 @@ export class RouteTable<Handler> {
     this.listing = routes.map((route) => `${route.method} ${route.path}`);
   }
 
+  /** HEAD is served by the GET route (node:http sends its headers, not its body), as HTTP says it must be. */
   match(method: string, pathname: string): RouteMatch<Handler> {
+    const wanted = method === 'HEAD' ? 'GET' : method;
     const parts = splitPath(pathname);
-    const allowed: HttpMethod[] = [];
+    const allowed: string[] = [];
     for (const { route, segments } of this.compiled) {
       if (segments.length !== parts.length) continue;
       const params: Record<string, string> = {};
@@ -77,8 +79,9 @@ export class RouteTable<Handler> {
         }
       }
       if (!matches) continue;
-      if (route.method === method) return { kind: 'found', route, params };
+      if (route.method === wanted) return { kind: 'found', route, params };
       allowed.push(route.method);
+      if (route.method === 'GET') allowed.push('HEAD');
     }
     return allowed.length > 0 ? { kind: 'wrong-method', allowed, valid: this.listing } : { kind: 'no-path', valid: this.listing };
   }
