@@ -16,7 +16,8 @@ import {
 } from '../src/net/hmac.js';
 import { createAuthenticator, localIdentity } from '../src/net/identity.js';
 import type { NetLog } from '../src/net/log.js';
-import { createApiServer, JsonPieces, ListenError, RouteError, type ApiServer, type BoundAddress, type Route } from '../src/net/server.js';
+import { createApiServer, JsonPieces, ListenError, MAX_BODY_DEPTH, nestedDeeperThan, RouteError, type ApiServer, type BoundAddress, type Route } from '../src/net/server.js';
+import { SeededRandom } from '../src/core/random.js';
 
 const KEY: ClusterKey = Buffer.from('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef');
 const OTHER_KEY: ClusterKey = Buffer.from('fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210');
@@ -173,6 +174,38 @@ describe('signing with the cluster key', () => {
     assert.equal(cache.remember('nonce-0'.padEnd(16, 'x'), 1_000, 2_000, skewMs), 'before-horizon', 'dropped nonce 0 cannot be replayed');
     assert.equal(cache.remember('nonce-9'.padEnd(16, 'x'), 1_001, 2_000, skewMs), 'before-horizon', 'as old as the newest dropped one');
     assert.equal(cache.remember('nonce-9'.padEnd(16, 'x'), 1_002, 2_000, skewMs), 'fresh');
+  });
+});
+
+describe('the nesting check on request bodies', () => {
+  /** Depth of arrays and objects in a parsed value. */
+  const depthOf = (value: unknown): number => typeof value !== 'object' || value === null ? 0
+    : 1 + Math.max(0, ...Object.values(value as Record<string, unknown>).map(depthOf));
+  const STRINGS = ['', 'a', '"', '\\', '\\"', '[', '{', ']', '}', '\\\\', 'x"]}', '[{\\', 'é[', '\u0000{'];
+
+  it('counts levels exactly, whatever the strings hold (quotes, backslash runs, brackets), on 2,000 random documents', () => {
+    const random = new SeededRandom(9);
+    const make = (level: number): unknown => {
+      const kind = level > 12 ? random.int(0, 2) : random.int(0, 4);
+      if (kind === 0) return STRINGS[random.int(0, STRINGS.length - 1)] + STRINGS[random.int(0, STRINGS.length - 1)];
+      if (kind === 1) return random.int(-5, 5);
+      if (kind === 2) return random.chance(0.5) ? null : true;
+      const items = Array.from({ length: random.int(0, 3) }, () => make(level + 1));
+      return kind === 3 ? items : Object.fromEntries(items.map((item, i) => [STRINGS[(i * 7 + level) % STRINGS.length] + i, item]));
+    };
+    for (let n = 0; n < 2000; n++) {
+      const value = make(0);
+      const bytes = Buffer.from(JSON.stringify(value));
+      const depth = depthOf(value);
+      assert.equal(nestedDeeperThan(bytes, depth), false, bytes.toString());
+      if (depth > 0) assert.equal(nestedDeeperThan(bytes, depth - 1), true, bytes.toString());
+    }
+  });
+
+  it('stops at the first level too deep: a megabyte of brackets is refused at once', () => {
+    assert.equal(nestedDeeperThan(Buffer.from(`${'['.repeat(500_000)}${']'.repeat(500_000)}`), MAX_BODY_DEPTH), true);
+    assert.equal(nestedDeeperThan(Buffer.from(`${'['.repeat(MAX_BODY_DEPTH)}${']'.repeat(MAX_BODY_DEPTH)}`), MAX_BODY_DEPTH), false);
+    assert.equal(nestedDeeperThan(Buffer.from(`["${'['.repeat(1000)}"]`), MAX_BODY_DEPTH), false, 'brackets in a string');
   });
 });
 
