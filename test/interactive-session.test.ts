@@ -66,6 +66,9 @@ describe('interactive session (supervisor side)', () => {
     assert.equal(parseClientFrame('{"t":"size","cols":0,"rows":40}'), null);
     assert.equal(parseClientFrame('{"t":"exit"}'), null);
     assert.equal(parseClientFrame('not json'), null);
+    // Frames are flat: a nested one is dropped unread (JSON.parse held 4 MiB of brackets for 2 s).
+    assert.equal(parseClientFrame(`{"t":"in","d":"aGk=","x":${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}}`), null);
+    assert.equal(parseClientFrame('{"t":"in","d":"aGk=","x":{}}'), null);
   });
 
   it('its socket is 0600; output while detached is kept within bufferBytes (the oldest dropped, counted) and replayed to the next client', async () => {

@@ -278,6 +278,8 @@ describe('the controller refuses bad requests before storing anything', () => {
         assert.match((await refusal(root.post('/admin/drain', { nodes: 'n1', reason: 'x' }))).error, /nodes: expected a list/);
         assert.match((await refusal(root.put('/admin/motd', { text: { a: 1 } }))).error, /text: expected a string/);
         assert.match((await refusal(root.post('/admin/shutdown', { now: true }))).error, /now: unknown field/);
+        // No body at all where a route takes none (src/api/README.md: "no body or {}").
+        assert.match((await root.post<{ token: string }>('/admin/token')).token, /^[\w-]+\.[\w-]+\.[\w-]+$/);
       } finally {
         root.close();
       }

@@ -201,4 +201,51 @@ describe('streams per user (max_streams_per_user)', () => {
     }
     assert.ok(again.socket, 'a stream opens again once one of the two closed');
   });
+
+  it('a client that leaves while its credentials are checked frees its slot; HEAD is no upgrade (the route never runs)', async () => {
+    let ran = 0;
+    // Credentials checked asynchronously and slowly (as a first token or a MUNGE credential is).
+    const slow = createApiServer({
+      routes: [],
+      authenticator: { identify: async () => (await sleep(50), { ok: true, caller: { user: 'ada', uid: 4242, gid: 4242, via: 'token' } }) },
+      log: quiet,
+      maxStreamsPerUser: 2,
+      upgrades: [{ method: 'GET', path: '/hold', handler: async (_ctx, accept) => { ran++; await accept(); } }],
+    });
+    const bound = await slow.listen({ host: '127.0.0.1', port: 0 });
+    const upgrade = (method: string) => `${method} /hold HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n`
+      + 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n';
+    try {
+      for (let i = 0; i < 3; i++) {
+        const socket = connect({ port: bound.tcp!.port, host: '127.0.0.1' }, () => {
+          socket.write(upgrade('GET'));
+          setTimeout(() => socket.resetAndDestroy(), 10);
+        });
+        socket.on('error', () => {});
+      }
+      await sleep(200);
+      const opened: WebSocket[] = [];
+      for (let i = 0; i < 2; i++) {
+        opened.push(await new Promise<WebSocket>((resolveOpen, reject) => {
+          const socket = new WebSocket(`ws://127.0.0.1:${bound.tcp!.port}/hold`);
+          socket.once('open', () => resolveOpen(socket));
+          socket.once('unexpected-response', (_req, res) => reject(new Error(`refused with ${res.statusCode}`)));
+        }));
+      }
+      assert.equal(opened.length, 2, 'the three that left hold no slot');
+      for (const socket of opened) socket.terminate();
+      const before = ran;
+      const head = await new Promise<string>((resolveHead) => {
+        const socket = connect({ port: bound.tcp!.port, host: '127.0.0.1' }, () => socket.write(upgrade('HEAD')));
+        let received = '';
+        socket.on('data', (chunk) => (received += chunk.toString()));
+        socket.on('close', () => resolveHead(received));
+        socket.on('error', () => resolveHead(received));
+      });
+      assert.match(head, /^HTTP\/1\.1 404 /);
+      assert.equal(ran, before, 'the WebSocket route never ran for HEAD');
+    } finally {
+      await slow.close();
+    }
+  });
 });

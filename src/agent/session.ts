@@ -46,6 +46,8 @@ const isDimension = (value: unknown): value is number => Number.isInteger(value)
 
 /** A client's frame, checked; null for anything else (ignored). */
 export function parseClientFrame(line: string): ClientFrame | null {
+  // Every frame is one flat object (base64 has no brackets): refused before JSON.parse, which a deep one would hold for seconds.
+  if (line.indexOf('[') >= 0 || line.indexOf('{', 1) >= 0) return null;
   let frame: unknown;
   try {
     frame = JSON.parse(line);

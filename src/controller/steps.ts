@@ -16,7 +16,7 @@ import type { StepBody } from '../api/schema.js';
 import { compressHostlist } from '../config/hostlist.js';
 import type { JobId } from '../core/types.js';
 import { HOW_TO_AUTHENTICATE, type Caller } from '../net/identity.js';
-import { RouteError, type RequestContext, type UpgradeRoute } from '../net/server.js';
+import { MAX_BODY_DEPTH, nestedDeeperThan, RouteError, type RequestContext, type UpgradeRoute } from '../net/server.js';
 import type { JobRecord } from '../store/events.js';
 import type { ControllerEngine } from './engine.js';
 import type { StepTaskOrder } from '../agent/steps.js';
@@ -301,6 +301,8 @@ export class JobSteps {
     client.on('message', (data, isBinary) => {
       if (isBinary) return;
       let frame: { t?: unknown };
+      // srun's frames are flat: one nested deeper is dropped before JSON.parse (4 MiB of brackets took it 2 s).
+      if (nestedDeeperThan(data as Buffer, MAX_BODY_DEPTH)) return;
       try {
         frame = JSON.parse(data.toString());
       } catch {

@@ -55,9 +55,10 @@ export class RouteTable<Handler> {
     this.listing = routes.map((route) => `${route.method} ${route.path}`);
   }
 
-  /** HEAD is served by the GET route (node:http sends its headers, not its body), as HTTP says it must be. */
-  match(method: string, pathname: string): RouteMatch<Handler> {
-    const wanted = method === 'HEAD' ? 'GET' : method;
+  /** HEAD is served by the GET route (node:http sends its headers, not its body), as HTTP says it must be; not for WebSocket routes (`headAsGet: false`). */
+  match(method: string, pathname: string, options: { headAsGet?: boolean } = {}): RouteMatch<Handler> {
+    const headAsGet = options.headAsGet ?? true;
+    const wanted = method === 'HEAD' && headAsGet ? 'GET' : method;
     const parts = splitPath(pathname);
     const allowed: string[] = [];
     for (const { route, segments } of this.compiled) {
@@ -81,7 +82,7 @@ export class RouteTable<Handler> {
       if (!matches) continue;
       if (route.method === wanted) return { kind: 'found', route, params };
       allowed.push(route.method);
-      if (route.method === 'GET') allowed.push('HEAD');
+      if (route.method === 'GET' && headAsGet) allowed.push('HEAD');
     }
     return allowed.length > 0 ? { kind: 'wrong-method', allowed, valid: this.listing } : { kind: 'no-path', valid: this.listing };
   }

@@ -96,7 +96,7 @@ export interface ApiServerOptions {
   headersTimeoutMs?: number;
   /** ...and its whole request, body included, within this long (default 30 s); else 408 and the connection is closed. */
   requestTimeoutMs?: number;
-  /** Routes served to a caller whose credentials fail too (as to an anonymous one): `GET /status`, which says nothing about anybody. */
+  /** Routes served to a caller whose credentials fail too, as to an anonymous one (the controller: `GET /status`, which says nothing about anybody). */
   openToAnonymous?: (route: Route) => boolean;
   /** Most WebSocket streams one verified user holds open at once; past it 429. 0 or undefined: a quarter of the connection cap, at least 16. */
   maxStreamsPerUser?: number;
@@ -370,7 +370,8 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
     const queryAt = target.indexOf('?');
     const pathname = queryAt < 0 ? target : target.slice(0, queryAt);
     const remote = transport === 'unix' ? `unix:${socketPath}` : `${req.socket.remoteAddress}:${req.socket.remotePort}`;
-    const match = upgrades === null ? null : upgrades.match(req.method ?? 'GET', pathname);
+    // Only GET upgrades (HEAD is not served by a WebSocket route: its handler would act, then fail to upgrade).
+    const match = upgrades === null ? null : upgrades.match(req.method ?? 'GET', pathname, { headAsGet: false });
     if (match === null || match.kind !== 'found') {
       refuseUpgrade(socket, 404, `no WebSocket route ${req.method} ${pathname}`, upgrades === null ? 'this server has none' : `valid: ${upgrades.listing.join(', ')}`);
       return;
@@ -416,11 +417,21 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
         return;
       }
       streamsByUser.set(user, open + 1);
-      socket.once('close', () => {
+      let held = true;
+      const release = () => {
+        if (!held) return;
+        held = false;
         const left = (streamsByUser.get(user) ?? 1) - 1;
         if (left > 0) streamsByUser.set(user, left);
         else streamsByUser.delete(user);
-      });
+      };
+      socket.once('close', release);
+      // A peer gone while its credentials were checked (a token or MUNGE check is asynchronous) has closed already.
+      if (socket.destroyed) {
+        clearTimeout(handshake);
+        release();
+        return;
+      }
     }
     // Only a verified caller's stream is kept from being displaced as idle when connections run short.
     guard.answering(req.socket as Socket);
