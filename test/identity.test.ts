@@ -229,6 +229,8 @@ describe('verified identity on a live controller', { skip: notRootReason }, () =
     const token = issued.stdout.trim();
     assert.match(token, /^[\w-]+\.[\w-]+\.[\w-]+$/);
     assert.match(issued.stderr, /TARAS_TOKEN/);
+    // Its end in local time, as every time the CLI prints: "Fri 27 Nov 2026 06:40".
+    assert.match(issued.stderr, new RegExp(`^Token for ${bob.name}, valid until [A-Z][a-z]{2} \\d{1,2} [A-Z][a-z]{2} \\d{4} \\d\\d:\\d\\d\\. Use it with\n`));
     const claims = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
     assert.equal(claims.sun, bob.name);
     assert.equal(claims.exp - claims.iat, 7200);

@@ -135,7 +135,8 @@ Examples:
         if (flags.json) return printJson(answer);
         if (flags.quiet) return print(answer.token);
         print(`${answer.token}\n`);
-        process.stderr.write(`Token for ${answer.user}, valid until ${answer.expires}. Use it with\n  export TARAS_TOKEN=<the token above>\n`
+        const { fullTime } = await import('./render/time.js');
+        process.stderr.write(`Token for ${answer.user}, valid until ${fullTime(answer.expires)}. Use it with\n  export TARAS_TOKEN=<the token above>\n`
           + `or save it (chmod 600) in ~/.config/taras/token; HTTP clients send Authorization: Bearer <token>.\n`);
       });
     });
