@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { readClusterConfig } from '../src/config/load.js';
 import { startController, type RunningController } from '../src/controller/daemon.js';
+import { HeavyReads, LimitRefused } from '../src/controller/limits.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, bearer, createApiClient, type ApiClient } from '../src/net/client.js';
 import { tokenFor } from './auth-helpers.js';
@@ -29,14 +30,14 @@ after(() => rmSync(work, { recursive: true, force: true }));
 
 let configs = 0;
 /** A controller in this process on a fresh data directory, with these extra [cluster] lines. */
-async function controllerWith(clusterLines: string, nodes = 'n[1-2]', partitions = '[[partitions]]\nname = "batch"\nnodes = "ALL"\n'): Promise<RunningController> {
+async function controllerWith(clusterLines: string, nodes = 'n[1-2]', partitions = '[[partitions]]\nname = "batch"\nnodes = "ALL"\n', heavyReadFloorMs?: number): Promise<RunningController> {
   const dir = join(work, `c${++configs}`);
   mkdirSync(dir);
   const file = join(dir, 'cluster.toml');
   writeFileSync(file, `[cluster]\nname = "limits"\ndata_dir = "data"\n${clusterLines}\n[[nodes]]\nnames = "${nodes}"\ncpus = 4\nmemory = "8G"\n${partitions}`);
   const parsed = await readClusterConfig(file);
   assert.ok(parsed.ok, JSON.stringify(!parsed.ok && parsed.errors));
-  return startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
+  return startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {}, heavyReadFloorMs });
 }
 
 const spec: JobSpec = {
@@ -114,6 +115,70 @@ describe('per-user caps', () => {
       assert.equal(stored.jobs.length, accepted + 1);
     } finally {
       daemon.close();
+      await controller.close();
+    }
+  });
+});
+
+describe('heavy reads (what-if, --test-only, accounting, plan)', () => {
+  /** Keeps the thread busy for `ms`, as a what-if over a large queue does. */
+  const busy = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end);
+  };
+
+  it('one user\'s run one at a time, each after three times the last one\'s length; other users are not held back; short ones never wait', async () => {
+    const heavy = new HeavyReads();
+    const starts: [string, number][] = [];
+    const work = (user: string, ms: number) => heavy.run(user, 'what-if', () => {
+      starts.push([user, performance.now()]);
+      busy(ms);
+      return user;
+    });
+    const began = performance.now();
+    const first = work('ada', 60);
+    const second = work('ada', 60);
+    const other = work('bob', 60);
+    assert.deepEqual(await Promise.all([first, second, other]), ['ada', 'ada', 'bob']);
+    const [[, adaFirst], [, bobStart], [, adaSecond]] = [starts.find(([u]) => u === 'ada')!, starts.find(([u]) => u === 'bob')!, starts.filter(([u]) => u === 'ada')[1]];
+    assert.ok(adaSecond - adaFirst >= 60 + 180 - 5, `ada's second began ${Math.round(adaSecond - adaFirst)} ms after her first (60 ms of work, then 180 ms of rest)`);
+    assert.ok(bobStart - began < 200, `bob began after ${Math.round(bobStart - began)} ms: only ada's own reads wait for hers`);
+    // Under 50 ms: no rest at all.
+    const quick = performance.now();
+    for (let i = 0; i < 5; i++) await work('cy', 5);
+    assert.ok(performance.now() - quick < 150, `five quick reads took ${Math.round(performance.now() - quick)} ms`);
+  });
+
+  it('a user with 4 running or waiting is refused the fifth with 429 and Retry-After', async () => {
+    const heavy = new HeavyReads();
+    const runs = Array.from({ length: 6 }, () => heavy.run('ada', 'what-if', () => busy(55)).then(() => 'ran', (error: unknown) => error));
+    const outcomes = await Promise.all(runs);
+    assert.equal(outcomes.filter((o) => o === 'ran').length, 4);
+    const refused = outcomes.filter((o): o is LimitRefused => o instanceof LimitRefused);
+    assert.equal(refused.length, 2);
+    assert.match(refused[0].message, /^ada has 4 what-ifs, test-only submissions and accounting listings running or waiting, the most one user may have; this what-if was not run$/);
+    assert.ok((refused[0].retryAfterSeconds ?? 0) >= 1);
+  });
+
+  it('through the controller: a user\'s concurrent what-ifs beyond 4 get 429; an administrator\'s are not limited', async () => {
+    const controller = await controllerWith('max_pending_per_user = 0\nmax_submit_rate = 0', 'n[1-64]', undefined, 0);
+    const daemon = await as(controller, 'daemon');
+    const rootApi = await as(controller, 'root');
+    try {
+      // Enough waiting jobs that a what-if takes a while: one array of 1,500 tasks, every node busy first.
+      await rootApi.post('/jobs', { spec: { ...spec, nodes: { min: 64 }, cpusPerTask: 4, timeLimitSeconds: 3600 } });
+      await rootApi.post('/jobs', { spec: { ...spec, array: { text: '0-1499' } } });
+      const whatIf = (api: ApiClient) => api.post('/whatif', { policy: 'conservative' }).then(() => 200, (error: ApiRequestError) => error);
+      const mine = await Promise.all(Array.from({ length: 10 }, () => whatIf(daemon)));
+      const refused = mine.filter((o): o is ApiRequestError => o instanceof ApiRequestError);
+      assert.ok(refused.length >= 1 && mine.filter((o) => o === 200).length >= 4, mine.map((o) => (o instanceof ApiRequestError ? o.status : o)).join(' '));
+      assert.deepEqual([...new Set(refused.map((e) => e.status))], [429]);
+      assert.match(refused[0].error, /^daemon has 4 what-ifs, test-only submissions and accounting listings running or waiting/);
+      const roots = await Promise.all(Array.from({ length: 10 }, () => whatIf(rootApi)));
+      assert.deepEqual(roots, Array(10).fill(200));
+    } finally {
+      daemon.close();
+      rootApi.close();
       await controller.close();
     }
   });

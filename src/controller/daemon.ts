@@ -24,7 +24,7 @@ import { createApiServer, JsonPieces, RouteError, type RequestContext, type Rout
 import type { EndState, JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { admissionWarning, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
-import { LimitRefused, SubmitLimits } from './limits.js';
+import { HeavyReads, LimitRefused, SubmitLimits } from './limits.js';
 import { resolveJobRef, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
 import { JobSteps } from './steps.js';
@@ -47,6 +47,8 @@ export interface ControllerOptions {
   readonly log: (line: string) => void;
   /** Listen on this TCP port (0: ephemeral, for tests); default from the config. */
   readonly port?: number;
+  /** A heavy read shorter than this never makes its user wait (limits.ts HeavyReads; default 50 ms; tests pass 0). */
+  readonly heavyReadFloorMs?: number;
 }
 
 export interface RunningController {
@@ -931,12 +933,19 @@ export async function startController(options: ControllerOptions): Promise<Runni
 
   // A change is answered only once it is on the disk (one fdatasync serves every change made before it began).
   const commitsNothing = new Set(['/jobs/:id/steps', '/agent/heartbeat', '/admin/token', '/whatif', '/jobs/test-only']);
+  // Reads whose cost grows with the cluster and the queue: one user's take at most a quarter of the controller's time.
+  const heavyReads = new HeavyReads(Date.now, options.heavyReadFloorMs);
+  const HEAVY: ReadonlyMap<string, string> = new Map([
+    ['POST /whatif', 'what-if'], ['POST /jobs/test-only', 'test-only submission'], ['GET /acct', 'accounting listing'], ['GET /report', 'usage report'], ['GET /plan', 'plan'],
+  ]);
   // Nothing about a job is served anonymously: every route but /status (and the agents', signed) needs a verified caller.
   const guarded = routes.map((route): Route => openToAnonymous(route) ? route : {
     ...route,
     handler: (ctx) => {
-      callerOf(ctx);
-      return route.handler(ctx);
+      const caller = callerOf(ctx);
+      const heavy = HEAVY.get(`${route.method} ${route.path}`);
+      if (heavy === undefined || admin(caller)) return route.handler(ctx);
+      return heavyReads.run(caller.user, heavy, () => route.handler(ctx)).catch(refused);
     },
   });
   const durableRoutes = guarded.map((route): Route => route.method === 'GET' || commitsNothing.has(route.path) ? route : {

@@ -92,3 +92,78 @@ export class SubmitLimits {
     }
   }
 }
+
+/** A read shorter than this never makes its user wait: small clusters never notice the limit below. */
+const HEAVY_FLOOR_MS = 50;
+/** After a read of d ms, its user's next one waits this many times d: one user's heavy reads take at most a quarter of the controller's time. */
+const HEAVY_REST_FACTOR = 3;
+/** Heavy reads one user may have in flight or waiting; more get 429. */
+const MAX_HEAVY_WAITING = 4;
+/** Past this many users remembered, those with nothing waiting and no rest left are forgotten. */
+const HEAVY_SWEEP_AT = 1_000;
+
+interface HeavyChain {
+  /** Settles when this user's last heavy read so far has run. */
+  tail: Promise<void>;
+  /** This user's next heavy read starts no sooner (epoch ms). */
+  readyAtMs: number;
+  waiting: number;
+}
+
+/**
+ * Reads whose cost grows with the cluster and the queue, each a stretch of
+ * the controller's one thread: a what-if (a plan of the whole queue),
+ * `--test-only`, accounting listings and reports. Any user may ask for them,
+ * so one user's are run one at a time and, after one that took d ms (at
+ * least 50), the next waits 3d: at most a quarter of the controller's time,
+ * whatever a script asks. The wait is served, not refused (a listing's
+ * pages come one after another); a user with 4 already waiting gets 429.
+ * Administrators are not limited (the daemon does not route theirs here).
+ */
+export class HeavyReads {
+  private readonly chains = new Map<string, HeavyChain>();
+
+  constructor(private readonly clockMs: () => number = Date.now, private readonly floorMs = HEAVY_FLOOR_MS) {}
+
+  async run<T>(user: string, what: string, work: () => T | Promise<T>): Promise<T> {
+    if (this.chains.size >= HEAVY_SWEEP_AT) this.sweep();
+    let chain = this.chains.get(user);
+    if (chain === undefined) {
+      chain = { tail: Promise.resolve(), readyAtMs: 0, waiting: 0 };
+      this.chains.set(user, chain);
+    }
+    if (chain.waiting >= MAX_HEAVY_WAITING) {
+      const seconds = Math.max(1, Math.ceil((chain.readyAtMs - this.clockMs()) / 1000));
+      throw new LimitRefused(
+        `${user} has ${chain.waiting} what-ifs, test-only submissions and accounting listings running or waiting, the most one user may have; this ${what} was not run`,
+        'wait for them to finish (each waits three times as long as the one before it took, so one user takes at most a quarter of the controller\'s time), then ask again',
+        seconds,
+      );
+    }
+    chain.waiting++;
+    const previous = chain.tail;
+    let settle!: () => void;
+    chain.tail = new Promise((resolve) => (settle = resolve));
+    const own = chain;
+    try {
+      await previous;
+      const rest = own.readyAtMs - this.clockMs();
+      if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
+      const began = performance.now();
+      try {
+        return await work();
+      } finally {
+        const took = performance.now() - began;
+        if (took >= this.floorMs) own.readyAtMs = this.clockMs() + HEAVY_REST_FACTOR * took;
+      }
+    } finally {
+      own.waiting--;
+      settle();
+    }
+  }
+
+  private sweep(): void {
+    const now = this.clockMs();
+    for (const [user, chain] of this.chains) if (chain.waiting === 0 && chain.readyAtMs <= now) this.chains.delete(user);
+  }
+}
