@@ -934,7 +934,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   // A change is answered only once it is on the disk (one fdatasync serves every change made before it began).
   const commitsNothing = new Set(['/jobs/:id/steps', '/agent/heartbeat', '/admin/token', '/whatif', '/jobs/test-only']);
   // Reads whose cost grows with the cluster and the queue: one user's take at most a quarter of the controller's time.
-  const heavyReads = new HeavyReads(Date.now, options.heavyReadFloorMs);
+  const heavyReads = new HeavyReads(undefined, options.heavyReadFloorMs);
   const HEAVY: ReadonlyMap<string, string> = new Map([
     ['POST /whatif', 'what-if'], ['POST /jobs/test-only', 'test-only submission'], ['GET /acct', 'accounting listing'], ['GET /report', 'usage report'], ['GET /plan', 'plan'],
   ]);

@@ -97,15 +97,19 @@ export class SubmitLimits {
 const HEAVY_FLOOR_MS = 50;
 /** After a read of d ms, its user's next one waits this many times d: one user's heavy reads take at most a quarter of the controller's time. */
 const HEAVY_REST_FACTOR = 3;
-/** Heavy reads one user may have in flight or waiting; more get 429. */
+/** The longest rest after one read (a client gives up on an answer after 30 s). */
+const MAX_HEAVY_REST_MS = 10_000;
+/** Heavy reads one user may have waiting behind a rest; one more gets 429. */
 const MAX_HEAVY_WAITING = 4;
+/** Heavy reads one user may have in flight at all, quick ones included (a burst that came in one turn of the event loop). */
+const MAX_HEAVY_IN_FLIGHT = 16;
 /** Past this many users remembered, those with nothing waiting and no rest left are forgotten. */
 const HEAVY_SWEEP_AT = 1_000;
 
 interface HeavyChain {
   /** Settles when this user's last heavy read so far has run. */
   tail: Promise<void>;
-  /** This user's next heavy read starts no sooner (epoch ms). */
+  /** This user's next heavy read starts no sooner (the monotonic clock's ms). */
   readyAtMs: number;
   waiting: number;
 }
@@ -113,17 +117,22 @@ interface HeavyChain {
 /**
  * Reads whose cost grows with the cluster and the queue, each a stretch of
  * the controller's one thread: a what-if (a plan of the whole queue),
- * `--test-only`, accounting listings and reports. Any user may ask for them,
- * so one user's are run one at a time and, after one that took d ms (at
- * least 50), the next waits 3d: at most a quarter of the controller's time,
- * whatever a script asks. The wait is served, not refused (a listing's
- * pages come one after another); a user with 4 already waiting gets 429.
- * Administrators are not limited (the daemon does not route theirs here).
+ * `--test-only`, accounting listings, reports and the plan. Any user may ask
+ * for them, so one user's are run one at a time and, after one that took d
+ * ms (d of 50 or more), the next waits 3d (at most 10 s): reads that long
+ * take at most a quarter of the controller's time, whatever a script asks.
+ * Shorter reads never wait. The wait is served, not refused (a listing's
+ * pages come one after another); a request that comes while 4 of its user's
+ * wait behind a rest gets 429. Administrators are not limited (the daemon
+ * does not route theirs here). d is the read's own synchronous work,
+ * measured around the call: other work the event loop does meanwhile is
+ * not charged to it. The clock is monotonic, so a change of the system's
+ * time never lengthens a wait.
  */
 export class HeavyReads {
   private readonly chains = new Map<string, HeavyChain>();
 
-  constructor(private readonly clockMs: () => number = Date.now, private readonly floorMs = HEAVY_FLOOR_MS) {}
+  constructor(private readonly clockMs: () => number = () => performance.now(), private readonly floorMs = HEAVY_FLOOR_MS) {}
 
   async run<T>(user: string, what: string, work: () => T | Promise<T>): Promise<T> {
     if (this.chains.size >= HEAVY_SWEEP_AT) this.sweep();
@@ -132,12 +141,12 @@ export class HeavyReads {
       chain = { tail: Promise.resolve(), readyAtMs: 0, waiting: 0 };
       this.chains.set(user, chain);
     }
-    if (chain.waiting >= MAX_HEAVY_WAITING) {
-      const seconds = Math.max(1, Math.ceil((chain.readyAtMs - this.clockMs()) / 1000));
+    const restMs = chain.readyAtMs - this.clockMs();
+    if ((chain.waiting >= MAX_HEAVY_WAITING && restMs > 0) || chain.waiting >= MAX_HEAVY_IN_FLIGHT) {
       throw new LimitRefused(
-        `${user} has ${chain.waiting} what-ifs, test-only submissions and accounting listings running or waiting, the most one user may have; this ${what} was not run`,
-        'wait for them to finish (each waits three times as long as the one before it took, so one user takes at most a quarter of the controller\'s time), then ask again',
-        seconds,
+        `${user} has ${chain.waiting} what-ifs, test-only submissions, accounting listings, reports or plans waiting, the most one user may have; this ${what} was not run`,
+        'wait for them to be answered, then ask again (after a read that took a while, its user\'s next one waits three times as long, so that one user does not take the controller\'s time from everyone)',
+        Math.max(1, Math.ceil(restMs / 1000)),
       );
     }
     chain.waiting++;
@@ -150,12 +159,14 @@ export class HeavyReads {
       const rest = own.readyAtMs - this.clockMs();
       if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
       const began = performance.now();
+      let result: T | Promise<T>;
       try {
-        return await work();
+        result = work();
       } finally {
         const took = performance.now() - began;
-        if (took >= this.floorMs) own.readyAtMs = this.clockMs() + HEAVY_REST_FACTOR * took;
+        if (took >= this.floorMs) own.readyAtMs = this.clockMs() + Math.min(MAX_HEAVY_REST_MS, HEAVY_REST_FACTOR * took);
       }
+      return await result;
     } finally {
       own.waiting--;
       settle();
