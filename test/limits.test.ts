@@ -18,7 +18,8 @@ import { startController, type RunningController } from '../src/controller/daemo
 import { HeavyReads, LimitRefused } from '../src/controller/limits.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, bearer, createApiClient, type ApiClient } from '../src/net/client.js';
-import { tokenFor } from './auth-helpers.js';
+import { runAs, tokenFor } from './auth-helpers.js';
+import { notRootReason } from './unix-users.js';
 import { createApiServer } from '../src/net/server.js';
 import type { JsonObject } from '../src/store/events.js';
 import { openStore } from '../src/store/store.js';
@@ -115,6 +116,28 @@ describe('per-user caps', () => {
       assert.equal(stored.jobs.length, accepted + 1);
     } finally {
       daemon.close();
+      await controller.close();
+    }
+  });
+
+  it('taras submit waits out a 429\'s Retry-After and submits, as Slurm\'s commands back off (the user daemon, through the socket)', { skip: notRootReason }, async () => {
+    const controller = await controllerWith('max_pending_per_user = 0\nmax_submit_rate = 2');
+    // The daemon user reaches the socket and reads the script: the folders on the way are open to pass through.
+    chmodSync(work, 0o711);
+    const scripts = join(work, 'scripts');
+    mkdirSync(scripts, { mode: 0o755, recursive: true });
+    writeFileSync(join(scripts, 'job.sh'), '#!/bin/sh\n#TARAS --time 1\ntrue\n', { mode: 0o644 });
+    try {
+      const began = Date.now();
+      const runs = await Promise.all(Array.from({ length: 6 }, () => runAs({ name: 'daemon', home: scripts },
+        [taras, 'submit', '--controller', `unix:${controller.socketPath}`, join(scripts, 'job.sh')], { cwd: scripts, timeoutMs: 60_000 })));
+      for (const run of runs) assert.equal(run.status, 0, run.stderr);
+      const waited = runs.filter((run) => /^taras: the controller asks to wait 1 s: user daemon submits faster than max_submit_rate = 2 jobs per second allows/.test(run.stderr));
+      assert.ok(waited.length >= 1, runs.map((run) => run.stderr).join('\n'));
+      assert.ok(Date.now() - began >= 1000, 'six at 2 a second took over a second');
+      const stored = [...controller.engine().active.values()].filter((record) => record.user === 'daemon');
+      assert.equal(stored.length, 6, 'each submitted once');
+    } finally {
       await controller.close();
     }
   });

@@ -25,6 +25,9 @@ export const controllerOption = ['--controller <address>',
 
 /** munged's socket on Debian; TARAS_MUNGE_SOCKET names another. */
 const MUNGE_SOCKET = '/run/munge/munge.socket.2';
+/** A 429's Retry-After is waited out at most this long, at most this many times in all (then the refusal is the answer). */
+const MAX_BACKOFF_SECONDS = 10;
+const MAX_BACKOFF_ATTEMPTS = 6;
 
 /** The controller's address as given: --controller, else $TARAS_CONTROLLER, else the local default. */
 export function controllerAddress(flag: string | undefined): string {
@@ -136,25 +139,34 @@ export async function connection(flag: string | undefined): Promise<{ target: Co
  * once the controller is back, instead of going on over TCP with no identity.
  */
 export async function client(flag: string | undefined): Promise<ApiClient> {
-  const { createApiClient, ControllerUnreachableError } = await import('../net/client.js');
+  const { createApiClient, ApiRequestError, ControllerUnreachableError } = await import('../net/client.js');
   const open = async (): Promise<ApiClient> => {
     const { target, credentials } = await connection(flag);
     return createApiClient(target, { credentials });
   };
   let current = await open();
   let stale = false;
+  let told = false;
   const call = async <T>(request: (api: ApiClient) => Promise<T>): Promise<T> => {
-    if (stale) {
-      current.close();
-      current = await open();
-      stale = false;
-    }
-    try {
-      return await request(current);
-    } catch (error) {
-      // Chosen again at the next request (not now: the controller is not back yet).
-      if (error instanceof ControllerUnreachableError) stale = true;
-      throw error;
+    for (let attempt = 1; ; attempt++) {
+      if (stale) {
+        current.close();
+        current = await open();
+        stale = false;
+      }
+      try {
+        return await request(current);
+      } catch (error) {
+        // Chosen again at the next request (not now: the controller is not back yet).
+        if (error instanceof ControllerUnreachableError) stale = true;
+        // A 429 with Retry-After did nothing and says when to ask again (a per-user rate, a heavy read's rest):
+        // asked again then, as Slurm's commands back off when rate limited; a few times, never for long.
+        const wait = error instanceof ApiRequestError && error.status === 429 ? error.retryAfterSeconds : undefined;
+        if (wait === undefined || wait > MAX_BACKOFF_SECONDS || attempt >= MAX_BACKOFF_ATTEMPTS) throw error;
+        if (!told) process.stderr.write(`taras: the controller asks to wait ${wait} s: ${(error as InstanceType<typeof ApiRequestError>).error}; waiting\n`);
+        told = true;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait) * 1000));
+      }
     }
   };
   return {

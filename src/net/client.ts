@@ -57,6 +57,8 @@ export class ApiRequestError extends Error {
     readonly path: string,
     /** Set when the controller refused the cluster-key signature. */
     readonly refusal?: RefusalCode,
+    /** The answer's Retry-After, in whole seconds: the controller did nothing and asks to be asked again then. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(error);
     this.name = 'ApiRequestError';
@@ -223,8 +225,9 @@ export function createApiClient(target: ControllerTarget, options: ApiClientOpti
           }
           const apiError = parsed.ok && typeof (parsed.value as { error?: unknown })?.error === 'string' ? (parsed.value as { error: string; fix?: string }) : undefined;
           const refusal = res.headers[REFUSED_HEADER] as RefusalCode | undefined;
+          const retryAfter = Number(res.headers['retry-after']);
           const error = new ApiRequestError(status, apiError?.error ?? `HTTP ${status} ${res.statusMessage ?? ''} from ${address}`.trim(),
-            apiError?.fix, method, path, refusal);
+            apiError?.fix, method, path, refusal, Number.isInteger(retryAfter) && retryAfter >= 0 ? retryAfter : undefined);
           if (refusal !== undefined) options.log?.warn(`controller at ${address} refused ${method} ${path}: ${error.error}`);
           reject(error);
         }, (error: NodeJS.ErrnoException) => reject(unreachable(error, address, method, timeoutMs)));
