@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -257,12 +258,10 @@ int main(int argc, char **argv) {
   }
   // --limit-as BYTES: the job's address space limit (ulimit -v), set just before the exec, so that nothing the job
   // runs (a preloaded library's constructor in the shell included) is without it.
-  long long limit_as = -1;
+  long limit_as = -1;
   if (argc >= 3 && strcmp(argv[1], "--limit-as") == 0) {
-    char *end = NULL;
-    errno = 0;
-    limit_as = strtoll(argv[2], &end, 10);
-    if (errno != 0 || end == argv[2] || *end != '\0' || limit_as <= 0) fail(126, "taras-exec: --limit-as needs a positive number of bytes, not %s", argv[2]);
+    limit_as = parse_number(argv[2], 10, LONG_MAX);
+    if (limit_as <= 0) fail(126, "taras-exec: --limit-as needs a positive number of bytes, not %s", argv[2]);
     argc -= 2;
     argv += 2;
   }
@@ -354,7 +353,7 @@ int main(int argc, char **argv) {
   close_range(gate ? 4 : 3, ~0U, CLOSE_RANGE_CLOEXEC);
   if (limit_as > 0) {
     struct rlimit limit = { (rlim_t) limit_as, (rlim_t) limit_as };
-    if (setrlimit(RLIMIT_AS, &limit) != 0) fail(126, "taras-exec: cannot limit the job's memory to %lld bytes (ulimit -v): %s", limit_as, strerror(errno));
+    if (setrlimit(RLIMIT_AS, &limit) != 0) fail(126, "taras-exec: cannot limit the job's memory to %ld bytes (ulimit -v): %s", limit_as, strerror(errno));
   }
   execve(arguments[0], arguments, environment);
   fail(127, "cannot start %s for the job: %s", arguments[0], strerror(errno));

@@ -163,7 +163,7 @@ export async function client(flag: string | undefined): Promise<ApiClient> {
         // asked again then, as Slurm's commands back off when rate limited; a few times, never for long.
         const wait = error instanceof ApiRequestError && error.status === 429 ? error.retryAfterSeconds : undefined;
         if (wait === undefined || wait > MAX_BACKOFF_SECONDS || attempt >= MAX_BACKOFF_ATTEMPTS) throw error;
-        if (!told) process.stderr.write(`taras: the controller asks to wait ${wait} s: ${(error as InstanceType<typeof ApiRequestError>).error}; waiting\n`);
+        if (!told) process.stderr.write(`taras: the controller asks to wait ${wait} s: ${(error as Error).message}; waiting\n`);
         told = true;
         await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait) * 1000));
       }

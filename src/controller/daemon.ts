@@ -21,7 +21,7 @@ import { lineLog } from '../net/log.js';
 import { makeFolder, octal, setMode, unreachableFolderOf } from '../net/private-files.js';
 import { nativeAddon } from '../net/native.js';
 import { createApiServer, JsonPieces, RouteError, type RequestContext, type Route } from '../net/server.js';
-import type { EndState, JobRecord } from '../store/events.js';
+import { JOB_STATES, type EndState, type JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { admissionWarning, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { HeavyReads, LimitRefused, SubmitLimits } from './limits.js';
@@ -161,9 +161,6 @@ const parseId = (ctx: RequestContext): JobId => {
   if (!Number.isSafeInteger(id)) throw new RouteError(400, `'${ctx.params.id}' is not a job id`, 'job ids are positive integers, as `taras queue` shows them (ARRAYID_TASK for a task of an array)');
   return jobId(id);
 };
-
-/** Every job state, for checking a listing's ?state= (a word that is none is a 400, as squeue -t refuses it). */
-const JOB_STATES: readonly JobState[] = ['PENDING', 'RUNNING', 'COMPLETING', 'SUSPENDED', ...finishedStates];
 
 /** `GET /jobs` pages: at most this many jobs per answer (the default too). */
 const MAX_PAGE_JOBS = 1000;
@@ -413,6 +410,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   };
   let queueCache: { engine: ControllerEngine; key: string; queue: Promise<ApiQueue> } | null = null;
   const listFilter = (ctx: RequestContext) => {
+    // Every word must be a job state (a word that is none is a 400, as squeue -t refuses it).
     const states = ctx.query.get('state')?.toUpperCase().split(',').filter((word) => word !== '') as JobState[] | undefined;
     const unknown = states?.find((state) => !JOB_STATES.includes(state));
     if (unknown !== undefined) throw new RouteError(400, `state=${unknown} is not a job state`, `give states from ${JOB_STATES.join(', ')}, separated by commas`);
@@ -939,14 +937,17 @@ export async function startController(options: ControllerOptions): Promise<Runni
     ['POST /whatif', 'what-if'], ['POST /jobs/test-only', 'test-only submission'], ['GET /acct', 'accounting listing'], ['GET /report', 'usage report'], ['GET /plan', 'plan'],
   ]);
   // Nothing about a job is served anonymously: every route but /status (and the agents', signed) needs a verified caller.
-  const guarded = routes.map((route): Route => openToAnonymous(route) ? route : {
-    ...route,
-    handler: (ctx) => {
-      const caller = callerOf(ctx);
-      const heavy = HEAVY.get(`${route.method} ${route.path}`);
-      if (heavy === undefined || admin(caller)) return route.handler(ctx);
-      return heavyReads.run(caller.user, heavy, () => route.handler(ctx)).catch(refused);
-    },
+  const guarded = routes.map((route): Route => {
+    if (openToAnonymous(route)) return route;
+    const heavy = HEAVY.get(`${route.method} ${route.path}`);
+    return {
+      ...route,
+      handler: (ctx) => {
+        const caller = callerOf(ctx);
+        if (heavy === undefined || admin(caller)) return route.handler(ctx);
+        return heavyReads.run(caller.user, heavy, () => route.handler(ctx)).catch(refused);
+      },
+    };
   });
   const durableRoutes = guarded.map((route): Route => route.method === 'GET' || commitsNothing.has(route.path) ? route : {
     ...route,
@@ -967,7 +968,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     maxConnections: config.maxConnections,
     maxStreamsPerUser: config.maxStreamsPerUser,
     // Credentials that fail (a uid with no passwd entry) still get the status; agents' routes go by the cluster key.
-    openToAnonymous: (route) => route.method === 'GET' && route.path === '/status',
+    servedWhenCredentialsFail: (route) => route.method === 'GET' && route.path === '/status',
   });
   let bound;
   try {

@@ -136,11 +136,8 @@ export class HeavyReads {
 
   async run<T>(user: string, what: string, work: () => T | Promise<T>): Promise<T> {
     if (this.chains.size >= HEAVY_SWEEP_AT) this.sweep();
-    let chain = this.chains.get(user);
-    if (chain === undefined) {
-      chain = { tail: Promise.resolve(), readyAtMs: 0, waiting: 0 };
-      this.chains.set(user, chain);
-    }
+    const chain = this.chains.get(user) ?? { tail: Promise.resolve(), readyAtMs: 0, waiting: 0 };
+    this.chains.set(user, chain);
     const restMs = chain.readyAtMs - this.clockMs();
     if ((chain.waiting >= MAX_HEAVY_WAITING && restMs > 0) || chain.waiting >= MAX_HEAVY_IN_FLIGHT) {
       throw new LimitRefused(
@@ -153,10 +150,9 @@ export class HeavyReads {
     const previous = chain.tail;
     let settle!: () => void;
     chain.tail = new Promise((resolve) => (settle = resolve));
-    const own = chain;
     try {
       await previous;
-      const rest = own.readyAtMs - this.clockMs();
+      const rest = chain.readyAtMs - this.clockMs();
       if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
       const began = performance.now();
       let result: T | Promise<T>;
@@ -164,11 +160,11 @@ export class HeavyReads {
         result = work();
       } finally {
         const took = performance.now() - began;
-        if (took >= this.floorMs) own.readyAtMs = this.clockMs() + Math.min(MAX_HEAVY_REST_MS, HEAVY_REST_FACTOR * took);
+        if (took >= this.floorMs) chain.readyAtMs = this.clockMs() + Math.min(MAX_HEAVY_REST_MS, HEAVY_REST_FACTOR * took);
       }
       return await result;
     } finally {
-      own.waiting--;
+      chain.waiting--;
       settle();
     }
   }

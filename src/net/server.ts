@@ -97,7 +97,7 @@ export interface ApiServerOptions {
   /** ...and its whole request, body included, within this long (default 30 s); else 408 and the connection is closed. */
   requestTimeoutMs?: number;
   /** Routes served to a caller whose credentials fail too, as to an anonymous one (the controller: `GET /status`, which says nothing about anybody). */
-  openToAnonymous?: (route: Route) => boolean;
+  servedWhenCredentialsFail?: (route: Route) => boolean;
   /** Most WebSocket streams one verified user holds open at once; past it 429. 0 or undefined: a quarter of the connection cap, at least 16. */
   maxStreamsPerUser?: number;
 }
@@ -532,7 +532,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       identified = verdict instanceof Promise ? await verdict : verdict;
     }
     if (!identified.ok) {
-      if (options.openToAnonymous?.(route) === true) {
+      if (options.servedWhenCredentialsFail?.(route) === true) {
         identified = ANONYMOUS; // what anyone may see, credentials or not (a uid with no passwd entry, an expired token)
       } else {
         log.warn(`refused ${method} ${target} from ${remote}: ${identified.reason}`);

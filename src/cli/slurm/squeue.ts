@@ -174,9 +174,9 @@ export function jobField(entry: SqueueJob, letter: string, nowMs: number, timeZo
     case 'N': return nodeList(job);
     case 'r': return printable(entry.reason);
     case 'P': return job.partition;
-    case 'S': return slurmTime(isoOf(job.startMs ?? (job.state === 'PENDING' ? job.plannedMs : null)), timeZone);
-    case 'e': return slurmTime(isoOf(job.endMs ?? job.predictedEndMs), timeZone);
-    case 'V': return slurmTime(isoOf(job.submitMs), timeZone);
+    case 'S': return slurmTime(isoOrNull(job.startMs ?? (job.state === 'PENDING' ? job.plannedMs : null)), timeZone);
+    case 'e': return slurmTime(isoOrNull(job.endMs ?? job.predictedEndMs), timeZone);
+    case 'V': return slurmTime(isoOrNull(job.submitMs), timeZone);
     case 'C': return String(job.cpus);
     case 'Q': case 'p': return String(entry.priority);
     case 'Z': return job.workingDir === null ? '(null)' : printable(job.workingDir);
@@ -186,8 +186,6 @@ export function jobField(entry: SqueueJob, letter: string, nowMs: number, timeZo
     default: return '';
   }
 }
-
-const isoOf = isoOrNull;
 
 type Key = (entry: SqueueJob, nowMs: number) => string | number;
 const SORT_KEYS: Record<string, Key> = {
