@@ -16,7 +16,8 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { detectCgroupMode, probeCgroupV1, probeCgroupV2, type CgroupMode, type CgroupSystem } from '../src/agent/cgroup.js';
 import {
-  hasEnded, isAlive, jobFiles, launchSupervisor, prepareJobDir, readStatus, requestSignal, SupervisorLauncher, waitForStatus,
+  cancelStartingSupervisor, hasEnded, isAlive, jobFiles, launchSupervisor, prepareJobDir, processStartTicks, readStatus, requestSignal,
+  SupervisorLauncher, takesStopSignals, waitForStatus,
   type EndedStatus, type RunningStatus, type SupervisorSpecInput,
 } from '../src/agent/jobdir.js';
 
@@ -299,20 +300,53 @@ describe('the job supervisor', { concurrency: true }, () => {
   it('a SIGTERM while the job is being started (a cancel before there is a control socket) is never lost: the job ends CANCELLED', async () => {
     const launcher = new SupervisorLauncher(join(root, 'standby-cancel.log'));
     try {
-      // From a standby that has not read its job yet, through the start, to a job just running.
-      for (const delayMs of [0, 5, 20, 60, 120, 250]) {
-        await new Promise((r) => setTimeout(r, 700)); // the next standby is loaded
+      // A standby still loading (Node's own handler would end it), one loaded that has not read its job yet,
+      // through the start, to a job just running: the agent's cancel waits for the supervisor's title.
+      for (const [waitMs, delayMs] of [[0, 0], [700, 0], [700, 5], [700, 20], [700, 60], [700, 120], [700, 250]]) {
+        await new Promise((r) => setTimeout(r, waitMs)); // the next standby is loaded, or not
         const { dir } = prepareJob('sleep 30');
         const launched = launcher.launch(dir);
         assert.ok(launched.ok, launched.ok ? '' : launched.error);
         launchedDirs.push(dir);
         launchedPids.push(launched.value);
         if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
-        process.kill(launched.value, 'SIGTERM');
+        assert.equal(await cancelStartingSupervisor(launched.value, processStartTicks(launched.value)), true);
         const status = await waitForEnd(dir);
         assert.equal(status.state, 'CANCELLED', `SIGTERM ${delayMs} ms after the launch: ${readLog(dir)}`);
         assert.match(status.reason ?? '', /SIGTERM/);
       }
+      // Without a standby (started the slow way), cancelled at once.
+      const { dir } = prepareJob('sleep 30');
+      const pid = launch(dir);
+      assert.equal(takesStopSignals(pid), false, 'a supervisor just spawned is still loading');
+      assert.equal(await cancelStartingSupervisor(pid, processStartTicks(pid)), true);
+      const status = await waitForEnd(dir);
+      assert.equal(status.state, 'CANCELLED', readLog(dir));
+      assert.match(status.reason ?? '', /cancelled \(the supervisor got SIGTERM\) before the job started|SIGTERM/);
+      // A pid that is gone is not signalled.
+      assert.equal(await cancelStartingSupervisor(pid, processStartTicks(pid), 200), false);
+    } finally {
+      launcher.close();
+    }
+  });
+
+  it('a supervisor says by its title when it takes stop signals: taras-sv standby, then taras-sv JOBDIR', async () => {
+    const launcher = new SupervisorLauncher(join(root, 'standby-title.log'));
+    try {
+      const standby = launcher.standbyPid!;
+      for (let tries = 0; tries < 500 && !takesStopSignals(standby); tries++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(readFileSync(`/proc/${standby}/comm`, 'utf8').trim(), 'taras-sv standby'.slice(0, 15));
+      assert.match(readFileSync(`/proc/${standby}/cmdline`, 'utf8'), /^taras-sv standby/);
+      const { dir } = prepareJob('sleep 30');
+      const launched = launcher.launch(dir);
+      assert.ok(launched.ok && launched.value === standby);
+      launchedDirs.push(dir);
+      launchedPids.push(standby);
+      const running = await waitForRunning(dir);
+      assert.equal(running.supervisorPid, standby);
+      assert.ok(readFileSync(`/proc/${standby}/cmdline`, 'utf8').startsWith(`taras-sv ${dir}`));
+      assert.deepEqual(await requestSignal(dir, 'SIGTERM', { cancel: true }), { ok: true, pid: running.pid });
+      assert.equal((await waitForEnd(dir)).state, 'CANCELLED');
     } finally {
       launcher.close();
     }

@@ -24,7 +24,7 @@ import { detectCgroupMode } from './cgroup.js';
 import { jobLaunch } from './environment.js';
 import type { WarnSignal } from '../jobspec/types.js';
 import {
-  hasEnded, isAlive, isSignalName, jobFiles, prepareJobDir, processStartTicks, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName,
+  cancelStartingSupervisor, hasEnded, isAlive, isSignalName, jobFiles, prepareJobDir, processStartTicks, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName,
   type CheckpointSignals, type SupervisorSpec,
 } from './jobdir.js';
 import { lookupUser } from './users.js';
@@ -349,8 +349,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
           if (!reply.ok && cancel && readStatus(known.dir) === null && waiting !== undefined && isAlive(waiting.pid, waiting.startTicks)) {
             // A supervisor still starting the job (or waiting for an interactive job's first client) has no control
             // socket yet: SIGTERM cancels it (it records the cancel, see supervisor.ts stopSignals).
-            process.kill(waiting.pid, 'SIGTERM');
-            return { status: 200, body: { ok: true, pid: waiting.pid } };
+            if (await cancelStartingSupervisor(waiting.pid, waiting.startTicks)) return { status: 200, body: { ok: true, pid: waiting.pid } };
           }
           if (!reply.ok) throw new RouteError(409, reply.error);
           return { status: 200, body: reply };

@@ -158,6 +158,13 @@ export const jobFiles = (jobDir: string) => ({
 export const MAX_SOCKET_PATH_BYTES = 107;
 const SUPERVISOR_SCRIPT = fileURLToPath(new URL('./supervisor.js', import.meta.url));
 
+/**
+ * A supervisor's process title (ps, /proc/PID/comm) from the moment it records
+ * SIGTERM and SIGINT (supervisor.ts stopSignals): `taras-sv standby`, then
+ * `taras-sv JOBDIR`. Before that, Node's own handler would end it at a SIGTERM.
+ */
+export const SUPERVISOR_TITLE = 'taras-sv';
+
 // ---- spec ---------------------------------------------------------------
 
 export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -350,6 +357,37 @@ export class SupervisorLauncher {
     this.closed = true;
     this.standby?.stdin?.end();
     this.standby = null;
+  }
+}
+
+/** True once pid has its supervisor's title, that is once a SIGTERM to it is recorded, not fatal. */
+export function takesStopSignals(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith(`${SUPERVISOR_TITLE} `);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Cancels a supervisor that has no control socket yet (it is starting the job)
+ * with SIGTERM, sent once it takes the signal (takesStopSignals): one still
+ * loading would die of it and the job would end as never started, not
+ * cancelled. Waits at most timeoutMs, then sends it anyway. False when the
+ * process (pid with startTicks) is gone.
+ */
+export async function cancelStartingSupervisor(pid: number, startTicks: number | null, timeoutMs = 10_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!takesStopSignals(pid) && Date.now() < deadline) {
+    if (!isAlive(pid, startTicks)) return false;
+    await new Promise((resolveWait) => setTimeout(resolveWait, 10));
+  }
+  if (!isAlive(pid, startTicks)) return false;
+  try {
+    process.kill(pid, 'SIGTERM');
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -12,7 +12,7 @@
 import { chmodSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { RouteError } from '../net/server.js';
-import { hasEnded, isAlive, prepareJobDir, processStartTicks, readStatus, recordNotStarted, requestSignal, type SupervisorLauncher } from './jobdir.js';
+import { cancelStartingSupervisor, hasEnded, isAlive, prepareJobDir, processStartTicks, readStatus, recordNotStarted, requestSignal, type SupervisorLauncher } from './jobdir.js';
 import { credentialsFor, makeJobDir } from './agent.js';
 
 /** What the controller sends to start one task of a step (validated here again: the agent trusts only its own checks). */
@@ -132,13 +132,7 @@ export class StepTasks {
       asked++;
       const reply = await requestSignal(task.dir, 'SIGKILL', { cancel: true, reason });
       // Not started yet (waiting for its stream): the supervisor's SIGTERM cancels it.
-      if (!reply.ok && task.launched !== null && isAlive(task.launched.pid, task.launched.startTicks)) {
-        try {
-          process.kill(task.launched.pid, 'SIGTERM');
-        } catch {
-          // gone
-        }
-      }
+      if (!reply.ok && task.launched !== null) await cancelStartingSupervisor(task.launched.pid, task.launched.startTicks);
     }
     return asked;
   }

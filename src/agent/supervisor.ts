@@ -21,7 +21,7 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { detectCgroupMode, JobCgroup, probeCgroupV1, probeCgroupV2, type CgroupUsage, type ModeDetection } from './cgroup.js';
 import {
-  isRecord, isSignalName, jobFiles, MAX_SOCKET_PATH_BYTES, notStartedStatus, parseSpec, processStartTicks, procStat, writeJsonAtomically,
+  isRecord, isSignalName, jobFiles, MAX_SOCKET_PATH_BYTES, notStartedStatus, parseSpec, processStartTicks, procStat, SUPERVISOR_TITLE, writeJsonAtomically,
   type ControlReply, type EndedStatus, type EndState, type Result, type RunningStatus, type SignalName, type SignalSent, type StatusBase,
   type SupervisorSpec,
 } from './jobdir.js';
@@ -427,7 +427,7 @@ export async function runSupervisor(jobDir: string): Promise<number> {
   }
   // A SIGTERM (a cancel) must not kill this root process and orphan the job: until the job runs under its
   // supervision, a cancel is only recorded (stopSignals); it stops the start, or ends the job as soon as it runs.
-  stopSignals.listen();
+  stopSignals.listen(jobDir);
   const cancelledEarly = (): string | null =>
     stopSignals.early === null ? null : `cancelled (the supervisor got ${stopSignals.early}) before the job started`;
   let base: StatusBase = { jobId: null, supervisorPid: process.pid, supervisorStartTicks: processStartTicks(process.pid), mode: null, modeReason: null, cgroup: [] };
@@ -843,18 +843,20 @@ const stopSignals = {
   early: null as 'SIGTERM' | 'SIGINT' | null,
   handler: null as ((signal: 'SIGTERM' | 'SIGINT') => void) | null,
   listening: false,
-  listen(): void {
-    if (this.listening) return;
-    this.listening = true;
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-      process.on(signal, () => {
-        if (this.handler !== null) this.handler(signal);
-        else this.early ??= signal;
-      });
+  /** From here a stop signal is recorded; the title tells the agent so (takesStopSignals). */
+  listen(title: string): void {
+    if (!this.listening) {
+      this.listening = true;
+      for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+        process.on(signal, () => {
+          if (this.handler !== null) this.handler(signal);
+          else this.early ??= signal;
+        });
+      }
     }
+    process.title = `${SUPERVISOR_TITLE} ${title}`;
   },
   take(handler: (signal: 'SIGTERM' | 'SIGINT') => void): void {
-    this.listen();
     this.handler = handler;
   },
 };
@@ -885,7 +887,7 @@ function supervise(jobDir: string): void {
  */
 function standBy(): void {
   // The agent may cancel (SIGTERM) the job it has just written here before this line is read: it must not be lost.
-  stopSignals.listen();
+  stopSignals.listen('standby');
   let input = '';
   const onData = (chunk: Buffer): void => {
     input += chunk.toString();
