@@ -190,6 +190,21 @@ describe('heavy reads (what-if, --test-only, accounting, plan)', () => {
     assert.equal(await heavy.run('cy', 'plan', () => 'next'), 'next');
   });
 
+  it('closed (the controller stops): reads waiting out a rest or behind another fail at once with the reason and never run; later ones too', async () => {
+    const heavy = new HeavyReads();
+    await heavy.run('ada', 'what-if', () => busy(60)); // ada now rests about 180 ms
+    let ran = 0;
+    const began = performance.now();
+    const waiting = [heavy.run('ada', 'what-if', () => ++ran), heavy.run('ada', 'plan', () => ++ran)];
+    await new Promise((r) => setTimeout(r, 20));
+    heavy.close(new Error('the controller is stopping'));
+    for (const read of waiting) await assert.rejects(read, /^Error: the controller is stopping$/);
+    assert.ok(performance.now() - began < 150, `they failed ${Math.round(performance.now() - began)} ms after they were asked, not after the rest`);
+    await assert.rejects(heavy.run('bob', 'plan', () => ++ran), /the controller is stopping/);
+    await new Promise((r) => setTimeout(r, 250));
+    assert.equal(ran, 0);
+  });
+
   it('through the controller: a user\'s concurrent what-ifs beyond 4 get 429; an administrator\'s are not limited', async () => {
     const controller = await controllerWith('max_pending_per_user = 0\nmax_submit_rate = 0', 'n[1-64]', undefined, 0);
     const daemon = await as(controller, 'daemon');

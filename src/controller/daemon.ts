@@ -1008,6 +1008,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     steps.close();
     mailer.close();
+    heavyReads.close(new RouteError(503, 'the controller is stopping; this request was not run', 'ask again once it is back'));
     if (eventLog !== null) {
       eventLog.record('shutdown', { phase: 'finished', jobsLeftRunning: [...engine.active.values()].filter((r) => r.state !== 'PENDING').map((r) => r.id) });
       store.committedListeners.length = 0;

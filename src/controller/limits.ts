@@ -131,10 +131,14 @@ interface HeavyChain {
  */
 export class HeavyReads {
   private readonly chains = new Map<string, HeavyChain>();
+  /** Reads waiting out a rest: close() ends their wait. */
+  private readonly resting = new Set<{ timer: NodeJS.Timeout; reject: (error: Error) => void }>();
+  private closedWith: Error | null = null;
 
   constructor(private readonly clockMs: () => number = () => performance.now(), private readonly floorMs = HEAVY_FLOOR_MS) {}
 
   async run<T>(user: string, what: string, work: () => T | Promise<T>): Promise<T> {
+    if (this.closedWith !== null) throw this.closedWith;
     if (this.chains.size >= HEAVY_SWEEP_AT) this.sweep();
     const chain = this.chains.get(user) ?? { tail: Promise.resolve(), readyAtMs: 0, waiting: 0 };
     this.chains.set(user, chain);
@@ -153,7 +157,13 @@ export class HeavyReads {
     try {
       await previous;
       const rest = chain.readyAtMs - this.clockMs();
-      if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
+      if (this.closedWith === null && rest > 0) {
+        await new Promise<void>((resolve, reject) => {
+          const entry = { timer: setTimeout(() => (this.resting.delete(entry), resolve()), rest), reject };
+          this.resting.add(entry);
+        });
+      }
+      if (this.closedWith !== null) throw this.closedWith;
       const began = performance.now();
       let result: T | Promise<T>;
       try {
@@ -167,6 +177,20 @@ export class HeavyReads {
       chain.waiting--;
       settle();
     }
+  }
+
+  /**
+   * The controller stops: every read still waiting (a rest, or behind its
+   * user's running one) fails with `error` instead of running against a closed
+   * store up to 10 s later; so does every later one.
+   */
+  close(error: Error): void {
+    this.closedWith = error;
+    for (const entry of this.resting) {
+      clearTimeout(entry.timer);
+      entry.reject(error);
+    }
+    this.resting.clear();
   }
 
   private sweep(): void {
