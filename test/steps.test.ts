@@ -167,6 +167,19 @@ srun -l -O -n 12 -N 3 sh -c 'echo "x$SLURM_PROCID"' | sort -k2 -t x -n
     }
   });
 
+  it('a step asks for at most its job\'s memory: srun --mem over it is refused (red team: it was granted), under it runs', async () => {
+    const out = join(ada.home, 'step-mem.out');
+    const id = await sbatch(ada, `#!/bin/sh
+#SBATCH -N 1 -t 5 --mem 50M -o ${out}
+srun --mem 20G true; echo "over rc=$?"
+srun --mem 40M sh -c 'echo within'; echo "within rc=$?"
+`);
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED'].includes(await state(id)));
+    const text = readFileSync(out, 'utf8');
+    assert.match(text, new RegExp(`srun: error: job ${id}: the step asks for 20480 MiB of memory per node, more than the job's 50 MiB: memory required by the step is not available.*\\nover rc=2\\n`));
+    assert.match(text, /\nwithin\nwithin rc=0\n$/);
+  });
+
   it('only the job\'s owner runs steps in it: another user is refused, and nothing runs', async () => {
     const id = await sbatch(ada, '#!/bin/sh\nsleep 120\n', '-t', '5');
     await waitFor(`job ${id} to run`, async () => (await state(id)) === 'RUNNING');

@@ -170,6 +170,11 @@ export class JobSteps {
     const allocation = this.deps.engine().allocationOf(record);
     const layout = stepLayout(record.nodes, allocation, body);
     if (typeof layout === 'string') throw new RouteError(400, `job ${id}: ${layout}`);
+    // As Slurm, a step lives within its job's memory: asking for more is refused, not granted.
+    if (body.memoryMiB !== undefined && allocation.memoryMiBPerNode > 0 && body.memoryMiB > allocation.memoryMiBPerNode) {
+      throw new RouteError(400, `job ${id}: the step asks for ${body.memoryMiB} MiB of memory per node, more than the job's ${allocation.memoryMiBPerNode} MiB: memory required by the step is not available`,
+        `ask for at most ${allocation.memoryMiBPerNode} MiB (--mem ${allocation.memoryMiBPerNode}M), or leave --mem out to use the job's`);
+    }
     const nowMs = Date.now();
     const leftSeconds = allocation.endsAtMs === null ? null : Math.ceil((allocation.endsAtMs - nowMs) / 1000);
     if (leftSeconds !== null && leftSeconds <= 0) throw new RouteError(409, `job ${id} has reached its time limit: no step can start in it`);
