@@ -20,7 +20,7 @@ import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, bearer, createApiClient, type ApiClient } from '../src/net/client.js';
 import { runAs, tokenFor } from './auth-helpers.js';
 import { notRootReason } from './unix-users.js';
-import { createApiServer } from '../src/net/server.js';
+import { createApiServer, JsonPieces } from '../src/net/server.js';
 import type { JsonObject } from '../src/store/events.js';
 import { openStore } from '../src/store/store.js';
 
@@ -490,6 +490,79 @@ describe('the API server under slow clients and floods', () => {
       assert.ok(answered.every((a) => statusOf(a.text) === 200));
     } finally {
       release();
+      for (const socket of sockets) socket.destroy();
+      await server.close(0);
+    }
+  });
+
+  it('clients that ask and never read (red team: 4,200 of them shut out every user and the agents): at the cap they make room, and each is closed once it has taken nothing for the send timeout', async () => {
+    const warnings: string[] = [];
+    const log = { info() {}, warn: (m: string) => warnings.push(m), error: (m: string) => warnings.push(m) };
+    const big = 'x'.repeat(4 * 1024 * 1024); // far more than the kernel buffers between the two ends hold
+    const server = createApiServer({
+      routes: [
+        { method: 'GET', path: '/status', handler: () => ({ status: 200, body: { up: true } }) },
+        { method: 'GET', path: '/big', handler: () => ({ status: 200, body: { big } }) },
+        // A big listing in pieces (as GET /nodes): the server sees each piece taken.
+        { method: 'GET', path: '/pieces', handler: () => ({ status: 200, body: new JsonPieces((function* () {
+          yield '[';
+          for (let i = 0; i < 64; i++) yield `${i === 0 ? '' : ','}"${'y'.repeat(64 * 1024)}"`;
+          yield ']';
+        })()) }) },
+      ],
+      log, maxConnections: 20, sendTimeoutMs: 2_500,
+    });
+    // Through the Unix socket, as a local user would: its kernel buffers hold far less than an answer.
+    const socketPath = join(mkdtempSync(join(work, 'stall-')), 'api.sock');
+    const { tcp } = await server.listen({ port: 0, socketPath });
+    const sockets: Socket[] = [];
+    try {
+      // 20 connections, each asking for 4 MiB and reading none of it: every slot is being answered.
+      const readers = Array.from({ length: 20 }, () => {
+        const socket = connect({ path: socketPath });
+        socket.on('error', () => {});
+        socket.on('connect', () => {
+          socket.write('GET /big HTTP/1.1\r\nhost: x\r\n\r\n');
+          socket.pause(); // reads nothing
+        });
+        return socket;
+      });
+      sockets.push(...readers);
+      await new Promise((r) => setTimeout(r, 1_500)); // the guard has looked at least once since they stalled
+      // Another client is served at once: the oldest stalled connection makes room (before: 503 at the cap).
+      const began = Date.now();
+      const status = await fetch(`${tcp!.url}/status`);
+      assert.equal(status.status, 200);
+      assert.ok(Date.now() - began < 1_000);
+      assert.match(warnings.join('\n'), /at the connection limit \(20\): closed the oldest connections not being answered/);
+      // Past the send timeout the rest are closed by the server too, and the log says why.
+      await new Promise((r) => setTimeout(r, 4_000));
+      assert.ok(warnings.some((w) => /^closed \d+ connection\(s\) whose client took nothing of its answer for 2\.5 s/.test(w)), warnings.join('\n'));
+      // Read now, each gets what the kernel held and then the end: a cut answer, not the 4 MiB (nor a connection kept open).
+      const received = readers.map((socket) => new Promise<number>((resolve) => {
+        let bytes = 0;
+        socket.on('data', (chunk: Buffer) => (bytes += chunk.length));
+        socket.once('close', () => resolve(bytes));
+        setTimeout(() => resolve(-1), 3_000);
+        socket.resume();
+      }));
+      const bytes = await Promise.all(received);
+      assert.ok(bytes.every((n) => n >= 0 && n < big.length), `every never-reading connection was closed by the server, its answer cut: ${bytes.join(' ')}`);
+      // A client that reads a listing in pieces slowly, longer than the send timeout, keeps its connection: the server sees it taking them.
+      const slow = connect({ path: socketPath });
+      sockets.push(slow);
+      let got = 0;
+      const slowBegan = Date.now();
+      slow.on('data', (chunk: Buffer) => {
+        got += chunk.length;
+        slow.pause();
+        setTimeout(() => slow.resume(), 100);
+      });
+      slow.write('GET /pieces HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
+      await new Promise<void>((resolve) => slow.once('close', () => resolve()));
+      assert.ok(got > 64 * 64 * 1024, `the slow reader got the whole listing (${got} bytes)`);
+      assert.ok(Date.now() - slowBegan > 2_500, `it took longer than the send timeout (${Date.now() - slowBegan} ms)`);
+    } finally {
       for (const socket of sockets) socket.destroy();
       await server.close(0);
     }

@@ -22,6 +22,16 @@
 // at once. Only when every connection is being answered does a new one get
 // 503 with Retry-After. Each connection's own time limits (headers, whole
 // request, keep-alive) are node:http's, set by the server.
+//
+// An answer the client does not take is no reason to keep its connection: a
+// client that asks and never reads would otherwise hold its slot (and the
+// answer, in memory) for good, and a few thousand of them would shut every
+// other user and the agents out. Once a second the guard looks at every
+// connection with bytes of an answer still waiting to go out: one whose
+// client has taken nothing for `sendTimeoutMs` (10 s, Slurm's
+// MessageTimeout) is closed, and at the cap one that has taken nothing
+// since the last look makes room like an idle one (after them). WebSocket
+// streams are left alone: their relays stop reading once a megabyte waits.
 
 import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -36,7 +46,13 @@ export interface GuardOptions {
   maxConnections?: number;
   /** Most bytes of request bodies held while still arriving, over every connection. */
   maxPendingBodyBytes?: number;
+  /** A connection whose client takes nothing of its answer for this long is closed (default 10 s). */
+  sendTimeoutMs?: number;
 }
+
+const DEFAULT_SEND_TIMEOUT_MS = 10_000;
+/** How often the guard looks for answers their clients do not take. */
+const STALL_CHECK_MS = 1_000;
 
 const DEFAULT_MAX_PENDING_BODY_BYTES = 64 * 1024 * 1024;
 /** A run of accept failures for lack of descriptors ends after this long without one: then the count is logged. */
@@ -96,6 +112,15 @@ export class ConnectionGuard {
   private readonly open = new Map<Socket, Stage>();
   /** Connections told to come back (503): whatever they send is not handled. */
   private readonly turnedAway = new WeakSet<Socket>();
+  /** WebSocket streams: never closed for an answer not taken (their relays pause instead). */
+  private readonly streams = new WeakSet<Socket>();
+  /** Connections with answer bytes waiting: the bytes handed to the kernel when last seen, and since when that count has not moved. */
+  private readonly sending = new Map<Socket, { dispatched: number; sinceMs: number }>();
+  readonly sendTimeoutMs: number;
+  private stallWatch: NodeJS.Timeout | null = null;
+  /** Connections closed for an answer not taken since the last log line about it. */
+  private stalled = 0;
+  private stalledLogged = 0;
   private pendingBodyBytes = 0;
   private burst: { refused: number; timer: NodeJS.Timeout } | null = null;
   /** Connections refused or displaced since the last log line about it. */
@@ -115,6 +140,7 @@ export class ConnectionGuard {
     this.maxConnections = max;
     this.cap = max;
     this.maxPendingBodyBytes = options.maxPendingBodyBytes ?? DEFAULT_MAX_PENDING_BODY_BYTES;
+    this.sendTimeoutMs = options.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
   }
 
   /**
@@ -148,6 +174,8 @@ export class ConnectionGuard {
       }
       this.descriptorWatch = setInterval(() => this.checkDescriptors(), DESCRIPTOR_CHECK_MS);
       this.descriptorWatch.unref();
+      this.stallWatch = setInterval(() => this.checkStalled(), Math.min(STALL_CHECK_MS, this.sendTimeoutMs));
+      this.stallWatch.unref();
     }
     server.on('connection', (socket: Socket) => this.admit(socket));
     server.on('error', (error: NodeJS.ErrnoException) => {
@@ -167,24 +195,72 @@ export class ConnectionGuard {
       return;
     }
     this.open.set(socket, 'idle');
-    socket.once('close', () => this.open.delete(socket));
+    socket.once('close', () => {
+      this.open.delete(socket);
+      this.sending.delete(socket);
+    });
   }
 
-  /** Closes the oldest connection that is not being answered: idle or sending headers first, then sending a body. */
+  /**
+   * Closes the oldest connection that is not being answered: idle or sending headers first, then sending a
+   * body, then one whose client has taken nothing of its answer since the last look (checkStalled).
+   */
   private displaceOne(): boolean {
     let victim: Socket | undefined;
+    let stalled: Socket | undefined;
     for (const [socket, stage] of this.open) {
       if (stage === 'idle') {
         victim = socket;
         break;
       }
       if (stage === 'receiving' && victim === undefined) victim = socket;
+      else if (stage === 'answering' && stalled === undefined && this.notTaking(socket)) stalled = socket;
     }
+    victim ??= stalled;
     if (victim === undefined) return false;
     this.open.delete(victim);
+    this.sending.delete(victim);
     victim.destroy();
     this.noteShed();
     return true;
+  }
+
+  /** Bytes of this connection's answers handed to the kernel so far (bytesWritten counts those still queued too). */
+  private static dispatched(socket: Socket): number {
+    return (socket.bytesWritten ?? 0) - socket.writableLength;
+  }
+
+  /** Has bytes to send, and its client has taken none since the last look. */
+  private notTaking(socket: Socket): boolean {
+    const seen = this.sending.get(socket);
+    return seen !== undefined && socket.writableLength > 0 && ConnectionGuard.dispatched(socket) === seen.dispatched;
+  }
+
+  /** Closes the connections whose clients have taken nothing of their answers for sendTimeoutMs; notes the others' progress. */
+  checkStalled(now = Date.now()): void {
+    for (const [socket, stage] of this.open) {
+      if (stage !== 'answering' || this.streams.has(socket) || socket.writableLength === 0) {
+        this.sending.delete(socket);
+        continue;
+      }
+      const dispatched = ConnectionGuard.dispatched(socket);
+      const seen = this.sending.get(socket);
+      if (seen === undefined || seen.dispatched !== dispatched) {
+        this.sending.set(socket, { dispatched, sinceMs: now });
+        continue;
+      }
+      if (now - seen.sinceMs < this.sendTimeoutMs) continue;
+      this.open.delete(socket);
+      this.sending.delete(socket);
+      socket.destroy();
+      this.stalled++;
+      if (this.stalled === 1 || now - this.stalledLogged >= 10_000) {
+        this.log.warn(`closed ${this.stalled} connection(s) whose client took nothing of its answer for ${this.sendTimeoutMs / 1000} s `
+          + '(a client that asks and does not read, or one stopped or gone without closing)');
+        this.stalledLogged = now;
+        this.stalled = 0;
+      }
+    }
   }
 
   private noteShed(): void {
@@ -221,6 +297,8 @@ export class ConnectionGuard {
   close(): void {
     if (this.descriptorWatch !== null) clearInterval(this.descriptorWatch);
     this.descriptorWatch = null;
+    if (this.stallWatch !== null) clearInterval(this.stallWatch);
+    this.stallWatch = null;
     if (this.limitsFd !== null) closeSync(this.limitsFd);
     this.limitsFd = null;
   }
@@ -258,6 +336,12 @@ export class ConnectionGuard {
   /** The request is being answered (its body is in): its connection is not displaced. */
   answering(socket: Socket): void {
     if (this.open.has(socket)) this.open.set(socket, 'answering');
+  }
+
+  /** A WebSocket stream: answered for its whole life, and never closed for output its client has not taken yet. */
+  streaming(socket: Socket): void {
+    this.streams.add(socket);
+    this.answering(socket);
   }
 
   /** The answer is sent: the connection waits for the next request (keep-alive). */

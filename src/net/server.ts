@@ -96,6 +96,8 @@ export interface ApiServerOptions {
   headersTimeoutMs?: number;
   /** ...and its whole request, body included, within this long (default 30 s); else 408 and the connection is closed. */
   requestTimeoutMs?: number;
+  /** A connection whose client takes nothing of its answer for this long is closed (default 10 s; guard.ts). */
+  sendTimeoutMs?: number;
   /** Routes served to a caller whose credentials fail too, as to an anonymous one (the controller: `GET /status`, which says nothing about anybody). */
   servedWhenCredentialsFail?: (route: Route) => boolean;
   /** Most WebSocket streams one verified user holds open at once; past it 429. 0 or undefined: a quarter of the connection cap, at least 16. */
@@ -334,7 +336,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
   const seenNonces = new NonceCache(options.nonceCacheCapacity, clock());
   const destination = options.destination ?? (() => CONTROLLER_DESTINATION);
   const servers: { server: Server; transport: Transport; socketPath?: string }[] = [];
-  const guard = new ConnectionGuard(log, { maxConnections: options.maxConnections, maxPendingBodyBytes: options.maxPendingBodyBytes });
+  const guard = new ConnectionGuard(log, { maxConnections: options.maxConnections, maxPendingBodyBytes: options.maxPendingBodyBytes, sendTimeoutMs: options.sendTimeoutMs });
   const upgrades = options.upgrades !== undefined && options.upgrades.length > 0 ? new RouteTable<UpgradeHandler>(options.upgrades) : null;
   /** ws loads with the first WebSocket route used. */
   let sockets: Promise<WebSocketServer> | null = null;
@@ -434,7 +436,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       }
     }
     // Only a verified caller's stream is kept from being displaced as idle when connections run short.
-    guard.answering(req.socket as Socket);
+    guard.streaming(req.socket as Socket);
     const ctx: RequestContext = {
       method: 'GET', path: pathname, params: match.params, query: new URLSearchParams(queryAt < 0 ? '' : target.slice(queryAt + 1)), body: undefined,
       caller: identified.caller, transport, remoteAddress: remote, signed, route: match.route.path,
