@@ -16,10 +16,11 @@
 // count there too.
 //
 // At the connection cap a new connection is not simply refused: the oldest
-// connection that is not being answered makes room (one still sending its
-// headers, an idle keep-alive one, then one still sending its body), as a
-// Slowloris flood then only ever displaces itself and a real client gets in
-// at once. Only when every connection is being answered does a new one get
+// connection that is not being answered makes room (one idle for a second or
+// more, having asked nothing or between requests; then one still sending its
+// request; then one whose client takes nothing of its answer; then one idle
+// for less, as a command between its two requests), as a Slowloris flood
+// then only ever displaces itself and a real client gets in at once. Only when every connection is being answered does a new one get
 // 503 with Retry-After. Each connection's own time limits (headers, whole
 // request, keep-alive) are node:http's, set by the server.
 //
@@ -51,6 +52,8 @@ export interface GuardOptions {
 }
 
 const DEFAULT_SEND_TIMEOUT_MS = 10_000;
+/** At the cap, connections idle this long go first; those idle for less (a command between its requests) last. */
+const IDLE_FIRST_MS = 1_000;
 /** How often the guard looks for answers their clients do not take. */
 const STALL_CHECK_MS = 1_000;
 
@@ -110,6 +113,8 @@ export class ConnectionGuard {
   readonly maxPendingBodyBytes: number;
   /** Open connections in the order they came, with where each is. */
   private readonly open = new Map<Socket, Stage>();
+  /** When each idle connection became idle (connected, or its last answer sent). */
+  private readonly idleSince = new Map<Socket, number>();
   /** Connections told to come back (503): whatever they send is not handled. */
   private readonly turnedAway = new WeakSet<Socket>();
   /** WebSocket streams: never closed for an answer not taken (their relays pause instead). */
@@ -195,31 +200,40 @@ export class ConnectionGuard {
       return;
     }
     this.open.set(socket, 'idle');
-    socket.once('close', () => {
-      this.open.delete(socket);
-      this.sending.delete(socket);
-    });
+    this.idleSince.set(socket, Date.now());
+    socket.once('close', () => this.forget(socket));
+  }
+
+  private forget(socket: Socket): void {
+    this.open.delete(socket);
+    this.idleSince.delete(socket);
+    this.sending.delete(socket);
   }
 
   /**
-   * Closes the oldest connection that is not being answered: idle or sending headers first, then sending a
-   * body, then one whose client has taken nothing of its answer since the last look (checkStalled).
+   * Closes the oldest connection that is not being answered: one idle (nothing asked, or between requests)
+   * for a second or more first, then one still sending its request, then one whose client has taken nothing
+   * of its answer since the last look (checkStalled), then one idle for less: a client between the requests
+   * of one command (sinfo asks twice) is the last to go, after the flood's own connections.
    */
-  private displaceOne(): boolean {
+  private displaceOne(now = Date.now()): boolean {
     let victim: Socket | undefined;
+    let receiving: Socket | undefined;
     let stalled: Socket | undefined;
+    let briefly: Socket | undefined;
     for (const [socket, stage] of this.open) {
       if (stage === 'idle') {
-        victim = socket;
-        break;
-      }
-      if (stage === 'receiving' && victim === undefined) victim = socket;
-      else if (stage === 'answering' && stalled === undefined && this.notTaking(socket)) stalled = socket;
+        if (now - (this.idleSince.get(socket) ?? 0) >= IDLE_FIRST_MS) {
+          victim = socket;
+          break;
+        }
+        briefly ??= socket;
+      } else if (stage === 'receiving') receiving ??= socket;
+      else if (stalled === undefined && this.notTaking(socket)) stalled = socket;
     }
-    victim ??= stalled;
+    victim ??= receiving ?? stalled ?? briefly;
     if (victim === undefined) return false;
-    this.open.delete(victim);
-    this.sending.delete(victim);
+    this.forget(victim);
     victim.destroy();
     this.noteShed();
     return true;
@@ -238,6 +252,7 @@ export class ConnectionGuard {
 
   /** Closes the connections whose clients have taken nothing of their answers for sendTimeoutMs; notes the others' progress. */
   checkStalled(now = Date.now()): void {
+    let closed = 0;
     for (const [socket, stage] of this.open) {
       if (stage !== 'answering' || this.streams.has(socket) || socket.writableLength === 0) {
         this.sending.delete(socket);
@@ -250,16 +265,17 @@ export class ConnectionGuard {
         continue;
       }
       if (now - seen.sinceMs < this.sendTimeoutMs) continue;
-      this.open.delete(socket);
-      this.sending.delete(socket);
+      this.forget(socket);
       socket.destroy();
-      this.stalled++;
-      if (this.stalled === 1 || now - this.stalledLogged >= 10_000) {
-        this.log.warn(`closed ${this.stalled} connection(s) whose client took nothing of its answer for ${this.sendTimeoutMs / 1000} s `
-          + '(a client that asks and does not read, or one stopped or gone without closing)');
-        this.stalledLogged = now;
-        this.stalled = 0;
-      }
+      closed++;
+    }
+    // A flood would log a line per connection: at most one line every 10 s, with the count since the last.
+    this.stalled += closed;
+    if (this.stalled > 0 && now - this.stalledLogged >= 10_000) {
+      this.log.warn(`closed ${this.stalled} connection(s) whose client took nothing of its answer for ${this.sendTimeoutMs / 1000} s `
+        + '(a client that asks and does not read, or one stopped or gone without closing)');
+      this.stalledLogged = now;
+      this.stalled = 0;
     }
   }
 
@@ -331,11 +347,13 @@ export class ConnectionGuard {
   /** A request's headers are in: its connection is no longer idle. */
   receiving(socket: Socket): void {
     if (this.open.has(socket)) this.open.set(socket, 'receiving');
+    this.idleSince.delete(socket);
   }
 
   /** The request is being answered (its body is in): its connection is not displaced. */
   answering(socket: Socket): void {
     if (this.open.has(socket)) this.open.set(socket, 'answering');
+    this.idleSince.delete(socket);
   }
 
   /** A WebSocket stream: answered for its whole life, and never closed for output its client has not taken yet. */
@@ -346,7 +364,9 @@ export class ConnectionGuard {
 
   /** The answer is sent: the connection waits for the next request (keep-alive). */
   idle(socket: Socket): void {
-    if (this.open.has(socket)) this.open.set(socket, 'idle');
+    if (!this.open.has(socket)) return;
+    this.open.set(socket, 'idle');
+    this.idleSince.set(socket, Date.now());
   }
 
   /** Reserves room for `bytes` more of an unfinished body; false when bodies already hold the limit. */
