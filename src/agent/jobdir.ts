@@ -374,9 +374,11 @@ export function takesStopSignals(pid: number): boolean {
  * with SIGTERM, sent once it takes the signal (takesStopSignals): one still
  * loading would die of it and the job would end as never started, not
  * cancelled. Waits at most timeoutMs, then sends it anyway. False when the
- * process (pid with startTicks) is gone.
+ * process (pid with startTicks) is gone, or its start time is unknown.
  */
 export async function cancelStartingSupervisor(pid: number, startTicks: number | null, timeoutMs = 10_000): Promise<boolean> {
+  // Without its start time the pid could be another process's by the end of the wait: nothing is sent.
+  if (startTicks === null) return false;
   const deadline = Date.now() + timeoutMs;
   while (!takesStopSignals(pid) && Date.now() < deadline) {
     if (!isAlive(pid, startTicks)) return false;

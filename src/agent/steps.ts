@@ -124,17 +124,14 @@ export class StepTasks {
 
   /** Kills the tasks of a job (of one step when given): its end, or srun going away. Returns how many were asked. */
   async kill(jobId: number, stepId: number | null, reason: string): Promise<number> {
-    let asked = 0;
-    for (const task of this.tasks.values()) {
-      if (task.jobId !== jobId || (stepId !== null && task.stepId !== stepId)) continue;
-      const status = readStatus(task.dir);
-      if (hasEnded(status)) continue;
-      asked++;
+    // All at once: a task whose supervisor is slow to load must not hold up the others' kill.
+    const asked = [...this.tasks.values()].filter((task) => (task.jobId === jobId && (stepId === null || task.stepId === stepId)) && !hasEnded(readStatus(task.dir)));
+    await Promise.all(asked.map(async (task) => {
       const reply = await requestSignal(task.dir, 'SIGKILL', { cancel: true, reason });
       // Not started yet (waiting for its stream): the supervisor's SIGTERM cancels it.
       if (!reply.ok && task.launched !== null) await cancelStartingSupervisor(task.launched.pid, task.launched.startTicks);
-    }
-    return asked;
+    }));
+    return asked.length;
   }
 
   /** Removes the directories of tasks that are over (their supervisor has exited). */

@@ -113,19 +113,23 @@ export class ConnectionGuard {
   readonly maxPendingBodyBytes: number;
   /** Open connections in the order they came, with where each is. */
   private readonly open = new Map<Socket, Stage>();
-  /** When each idle connection became idle (connected, or its last answer sent). */
-  private readonly idleSince = new Map<Socket, number>();
+  /** Connections that have asked nothing yet, in the order they came, with when (performance.now()). */
+  private readonly fresh = new Map<Socket, number>();
+  /** Connections between two requests, in the order their last answer went out, with when (performance.now()). */
+  private readonly between = new Map<Socket, number>();
+  /** Connections receiving a request, in the order they began. */
+  private readonly receivingNow = new Set<Socket>();
   /** Connections told to come back (503): whatever they send is not handled. */
   private readonly turnedAway = new WeakSet<Socket>();
   /** WebSocket streams: never closed for an answer not taken (their relays pause instead). */
   private readonly streams = new WeakSet<Socket>();
-  /** Connections with answer bytes waiting: the bytes handed to the kernel when last seen, and since when that count has not moved. */
-  private readonly sending = new Map<Socket, { dispatched: number; sinceMs: number }>();
+  /** Connections with answer bytes waiting: how far their sending had got when last seen (progress), and since when it has not moved. */
+  private readonly sending = new Map<Socket, { progress: string; sinceMs: number }>();
   readonly sendTimeoutMs: number;
   private stallWatch: NodeJS.Timeout | null = null;
   /** Connections closed for an answer not taken since the last log line about it. */
   private stalled = 0;
-  private stalledLogged = 0;
+  private stalledLogged = -Infinity;
   private pendingBodyBytes = 0;
   private burst: { refused: number; timer: NodeJS.Timeout } | null = null;
   /** Connections refused or displaced since the last log line about it. */
@@ -200,38 +204,45 @@ export class ConnectionGuard {
       return;
     }
     this.open.set(socket, 'idle');
-    this.idleSince.set(socket, Date.now());
+    this.fresh.set(socket, performance.now());
     socket.once('close', () => this.forget(socket));
   }
 
   private forget(socket: Socket): void {
     this.open.delete(socket);
-    this.idleSince.delete(socket);
+    this.fresh.delete(socket);
+    this.between.delete(socket);
+    this.receivingNow.delete(socket);
     this.sending.delete(socket);
   }
 
   /**
-   * Closes the oldest connection that is not being answered: one idle (nothing asked, or between requests)
-   * for a second or more first, then one still sending its request, then one whose client has taken nothing
-   * of its answer since the last look (checkStalled), then one idle for less: a client between the requests
-   * of one command (sinfo asks twice) is the last to go, after the flood's own connections.
+   * Closes the oldest connection that is not being answered: one that has asked nothing yet, or has been idle
+   * between requests for a second or more, first; then one still sending its request; then one whose client has
+   * taken nothing of its answer since the last look (checkStalled); then one between requests for less than a
+   * second (a command between its two requests: sinfo asks twice), last. Each class is kept in its order, so a
+   * flood at the cap costs a look at the first of each, not at every connection.
    */
-  private displaceOne(now = Date.now()): boolean {
-    let victim: Socket | undefined;
-    let receiving: Socket | undefined;
-    let stalled: Socket | undefined;
-    let briefly: Socket | undefined;
-    for (const [socket, stage] of this.open) {
-      if (stage === 'idle') {
-        if (now - (this.idleSince.get(socket) ?? 0) >= IDLE_FIRST_MS) {
+  private displaceOne(now = performance.now()): boolean {
+    const first = <T>(items: Iterable<T>): T | undefined => {
+      for (const item of items) return item;
+      return undefined;
+    };
+    const oldestBetween = first(this.between);
+    const longIdle = oldestBetween !== undefined && now - oldestBetween[1] >= IDLE_FIRST_MS ? oldestBetween : undefined;
+    const oldestFresh = first(this.fresh);
+    // Of the first class, the one waiting longest: a burst of new clients does not displace one another before an old idle one.
+    let victim = (oldestFresh !== undefined && (longIdle === undefined || oldestFresh[1] <= longIdle[1]) ? oldestFresh : longIdle)?.[0]
+      ?? first(this.receivingNow);
+    if (victim === undefined) {
+      for (const socket of this.sending.keys()) {
+        if (this.notTaking(socket)) {
           victim = socket;
           break;
         }
-        briefly ??= socket;
-      } else if (stage === 'receiving') receiving ??= socket;
-      else if (stalled === undefined && this.notTaking(socket)) stalled = socket;
+      }
     }
-    victim ??= receiving ?? stalled ?? briefly;
+    victim ??= oldestBetween?.[0];
     if (victim === undefined) return false;
     this.forget(victim);
     victim.destroy();
@@ -239,29 +250,34 @@ export class ConnectionGuard {
     return true;
   }
 
-  /** Bytes of this connection's answers handed to the kernel so far (bytesWritten counts those still queued too). */
-  private static dispatched(socket: Socket): number {
-    return (socket.bytesWritten ?? 0) - socket.writableLength;
+  /**
+   * How far a connection's sending has got: the bytes handed to the kernel in whole writes (bytesWritten counts
+   * those still queued too), and what libuv still holds of the write in flight. A big answer is one write, and
+   * only the second moves while the client takes it.
+   */
+  private static progressOf(socket: Socket): string {
+    const handle = (socket as unknown as { _handle?: { writeQueueSize?: number } | null })._handle;
+    return `${(socket.bytesWritten ?? 0) - socket.writableLength}:${handle?.writeQueueSize ?? ''}`;
   }
 
   /** Has bytes to send, and its client has taken none since the last look. */
   private notTaking(socket: Socket): boolean {
     const seen = this.sending.get(socket);
-    return seen !== undefined && socket.writableLength > 0 && ConnectionGuard.dispatched(socket) === seen.dispatched;
+    return seen !== undefined && socket.writableLength > 0 && ConnectionGuard.progressOf(socket) === seen.progress;
   }
 
   /** Closes the connections whose clients have taken nothing of their answers for sendTimeoutMs; notes the others' progress. */
-  checkStalled(now = Date.now()): void {
+  checkStalled(now = performance.now()): void {
     let closed = 0;
     for (const [socket, stage] of this.open) {
       if (stage !== 'answering' || this.streams.has(socket) || socket.writableLength === 0) {
         this.sending.delete(socket);
         continue;
       }
-      const dispatched = ConnectionGuard.dispatched(socket);
+      const progress = ConnectionGuard.progressOf(socket);
       const seen = this.sending.get(socket);
-      if (seen === undefined || seen.dispatched !== dispatched) {
-        this.sending.set(socket, { dispatched, sinceMs: now });
+      if (seen === undefined || seen.progress !== progress) {
+        this.sending.set(socket, { progress, sinceMs: now });
         continue;
       }
       if (now - seen.sinceMs < this.sendTimeoutMs) continue;
@@ -346,14 +362,20 @@ export class ConnectionGuard {
 
   /** A request's headers are in: its connection is no longer idle. */
   receiving(socket: Socket): void {
-    if (this.open.has(socket)) this.open.set(socket, 'receiving');
-    this.idleSince.delete(socket);
+    if (!this.open.has(socket)) return;
+    this.open.set(socket, 'receiving');
+    this.fresh.delete(socket);
+    this.between.delete(socket);
+    this.receivingNow.add(socket);
   }
 
   /** The request is being answered (its body is in): its connection is not displaced. */
   answering(socket: Socket): void {
-    if (this.open.has(socket)) this.open.set(socket, 'answering');
-    this.idleSince.delete(socket);
+    if (!this.open.has(socket)) return;
+    this.open.set(socket, 'answering');
+    this.fresh.delete(socket);
+    this.between.delete(socket);
+    this.receivingNow.delete(socket);
   }
 
   /** A WebSocket stream: answered for its whole life, and never closed for output its client has not taken yet. */
@@ -366,7 +388,9 @@ export class ConnectionGuard {
   idle(socket: Socket): void {
     if (!this.open.has(socket)) return;
     this.open.set(socket, 'idle');
-    this.idleSince.set(socket, Date.now());
+    this.receivingNow.delete(socket);
+    this.between.delete(socket); // to the end of the order
+    this.between.set(socket, performance.now());
   }
 
   /** Reserves room for `bytes` more of an unfinished body; false when bodies already hold the limit. */
