@@ -15,12 +15,13 @@
 // not count (the database, connections out to agents, mail and job pipes)
 // count there too.
 //
-// At the connection cap a new connection is not simply refused: the oldest
+// At the connection cap a new connection is not simply refused: a
 // connection that is not being answered makes room (one idle for a second or
-// more, having asked nothing or between requests; then one still sending its
-// request; then one whose client takes nothing of its answer; then one idle
-// for less, as a command between its two requests), as a Slowloris flood
-// then only ever displaces itself and a real client gets in at once. Only when every connection is being answered does a new one get
+// more, having asked nothing or between requests; then one whose client takes
+// nothing of its answer; then one that has asked nothing for less; then one
+// still sending its request; then one between a command's two requests), as
+// a Slowloris flood then only ever displaces itself and a real client gets in
+// at once. Only when every connection is being answered does a new one get
 // 503 with Retry-After. Each connection's own time limits (headers, whole
 // request, keep-alive) are node:http's, set by the server.
 //
@@ -217,23 +218,26 @@ export class ConnectionGuard {
   }
 
   /**
-   * Closes the oldest connection that is not being answered: one that has asked nothing yet, or has been idle
-   * between requests for a second or more, first; then one still sending its request; then one whose client has
-   * taken nothing of its answer since the last look (checkStalled); then one between requests for less than a
-   * second (a command between its two requests: sinfo asks twice), last. Each class is kept in its order, so a
-   * flood at the cap costs a look at the first of each, not at every connection.
+   * Closes a connection that is not being answered, to make room at the cap, in this order:
+   * 1. one idle for a second or more, having asked nothing or between requests (the one waiting longest);
+   * 2. one whose client has taken nothing of its answer since the last look (checkStalled);
+   * 3. one that has asked nothing yet, for less than a second (oldest first): a flood of empty connections;
+   * 4. one still sending its request (a POST whose body is on its way);
+   * 5. one between two requests for less than a second (a command such as sinfo, which asks twice).
+   * A new connection waits for a busy event loop to read its request: while clients that do not read their
+   * answers hold slots, they go before it. Each class is kept in its order: a flood at the cap costs a look at
+   * the first of each (and at the connections with answers waiting, for the second).
    */
   private displaceOne(now = performance.now()): boolean {
     const first = <T>(items: Iterable<T>): T | undefined => {
       for (const item of items) return item;
       return undefined;
     };
-    const oldestBetween = first(this.between);
-    const longIdle = oldestBetween !== undefined && now - oldestBetween[1] >= IDLE_FIRST_MS ? oldestBetween : undefined;
     const oldestFresh = first(this.fresh);
-    // Of the first class, the one waiting longest: a burst of new clients does not displace one another before an old idle one.
-    let victim = (oldestFresh !== undefined && (longIdle === undefined || oldestFresh[1] <= longIdle[1]) ? oldestFresh : longIdle)?.[0]
-      ?? first(this.receivingNow);
+    const oldestBetween = first(this.between);
+    const oldFresh = oldestFresh !== undefined && now - oldestFresh[1] >= IDLE_FIRST_MS ? oldestFresh : undefined;
+    const longIdle = oldestBetween !== undefined && now - oldestBetween[1] >= IDLE_FIRST_MS ? oldestBetween : undefined;
+    let victim = (oldFresh !== undefined && (longIdle === undefined || oldFresh[1] <= longIdle[1]) ? oldFresh : longIdle)?.[0];
     if (victim === undefined) {
       for (const socket of this.sending.keys()) {
         if (this.notTaking(socket)) {
@@ -242,7 +246,7 @@ export class ConnectionGuard {
         }
       }
     }
-    victim ??= oldestBetween?.[0];
+    victim ??= oldestFresh?.[0] ?? first(this.receivingNow) ?? oldestBetween?.[0];
     if (victim === undefined) return false;
     this.forget(victim);
     victim.destroy();
