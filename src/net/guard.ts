@@ -220,7 +220,7 @@ export class ConnectionGuard {
   /**
    * Closes a connection that is not being answered, to make room at the cap, in this order:
    * 1. one idle for a second or more, having asked nothing or between requests (the one waiting longest);
-   * 2. one whose client has taken nothing of its answer since the last look (checkStalled);
+   * 2. one whose client has taken nothing of its answer for a second or more (checkStalled looks once a second);
    * 3. one that has asked nothing yet, for less than a second (oldest first): a flood of empty connections;
    * 4. one still sending its request (a POST whose body is on its way);
    * 5. one between two requests for less than a second (a command such as sinfo, which asks twice).
@@ -240,7 +240,7 @@ export class ConnectionGuard {
     let victim = (oldFresh !== undefined && (longIdle === undefined || oldFresh[1] <= longIdle[1]) ? oldFresh : longIdle)?.[0];
     if (victim === undefined) {
       for (const socket of this.sending.keys()) {
-        if (this.notTaking(socket)) {
+        if (this.notTaking(socket, now)) {
           victim = socket;
           break;
         }
@@ -264,10 +264,13 @@ export class ConnectionGuard {
     return `${(socket.bytesWritten ?? 0) - socket.writableLength}:${handle?.writeQueueSize ?? ''}`;
   }
 
-  /** Has bytes to send, and its client has taken none since the last look. */
-  private notTaking(socket: Socket): boolean {
+  /**
+   * Has bytes to send, and its client has taken none for a second or more: since a look at least that long ago
+   * (just after a look, a client that reads steadily may not have taken anything yet).
+   */
+  private notTaking(socket: Socket, now: number): boolean {
     const seen = this.sending.get(socket);
-    return seen !== undefined && socket.writableLength > 0 && ConnectionGuard.progressOf(socket) === seen.progress;
+    return seen !== undefined && now - seen.sinceMs >= IDLE_FIRST_MS && socket.writableLength > 0 && ConnectionGuard.progressOf(socket) === seen.progress;
   }
 
   /** Closes the connections whose clients have taken nothing of their answers for sendTimeoutMs; notes the others' progress. */
