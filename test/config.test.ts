@@ -63,6 +63,7 @@ describe('cluster.toml: valid files', () => {
       'max_pending_per_user = 500',
       'max_submit_rate = 0',
       'max_connections = 2000',
+      'message_timeout = "30s"',
       'max_streams_per_user = 32',
       'admins = ["alice", "@wheel", "alice"]',
       'allow_root_jobs = false',
@@ -107,6 +108,7 @@ describe('cluster.toml: valid files', () => {
       maxPendingPerUser: 500,
       maxSubmitRate: 0,
       maxConnections: 2000,
+      messageTimeoutSeconds: 30,
       maxStreamsPerUser: 32,
       nodes: [
         { name: 'node01', cpus: 8, memoryMiB: 16384, features: ['ib', 'ssd'] },
@@ -144,6 +146,7 @@ describe('cluster.toml: valid files', () => {
       maxPendingPerUser: 10000,
       maxSubmitRate: 100,
       maxConnections: 0,
+      messageTimeoutSeconds: 10,
       maxStreamsPerUser: 0,
       nodes: 4,
       partitions: [{ name: 'batch', nodes: ['node01', 'node02', 'node03', 'node04'], isDefault: true, maxTimeSeconds: null, maxNodes: null, priority: 1 }],
@@ -231,7 +234,7 @@ describe('cluster.toml: each mistake names file, line, key and fix', () => {
       { line: 6, key: 'nodes[0].RealMemory', message: 'unknown key "RealMemory" in this [[nodes]] table (did you mean "memory"?)' },
       { line: 8, key: 'partition', message: 'unknown key "partition" at the top level (did you mean "partitions"?)' },
     ]);
-    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_signal, warn_before_limit, kill_grace, max_pending_per_user, max_submit_rate, max_connections, max_streams_per_user, admins, allow_root_jobs, munge_socket, jwt_key, mail_program, mail_domain, max_checkpoint_interval, max_checkpoint_duration, interactive, interactive_grace, interactive_idle, interactive_max_time, interactive_warn, kill_invalid_depend, max_array_size, event_log, event_log_kinds, event_log_max_size, event_log_keep');
+    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_signal, warn_before_limit, kill_grace, max_pending_per_user, max_submit_rate, max_connections, message_timeout, max_streams_per_user, admins, allow_root_jobs, munge_socket, jwt_key, mail_program, mail_domain, max_checkpoint_interval, max_checkpoint_duration, interactive, interactive_grace, interactive_idle, interactive_max_time, interactive_warn, kill_invalid_depend, max_array_size, event_log, event_log_kinds, event_log_max_size, event_log_keep');
   });
 
   it('unknown key far from any known one gets no suggestion', () => {

@@ -91,6 +91,8 @@ export interface ClusterConfig {
   readonly maxSubmitRate: number;
   /** Most client connections the API holds open at once (TCP and the socket together); 0: derived from the file limit. */
   readonly maxConnections: number;
+  /** A connection whose client takes nothing of its answer for this long is closed (Slurm's MessageTimeout). */
+  readonly messageTimeoutSeconds: number;
   /** Most WebSocket streams (taras attach, taras run, srun) one user holds open at once; 0: a quarter of the connection cap, at least 16. */
   readonly maxStreamsPerUser: number;
   /** Every node, in file order. */
@@ -177,6 +179,7 @@ export const CLUSTER_DEFAULTS = {
   maxPendingPerUser: 10_000,
   maxSubmitRate: 100,
   maxConnections: 0,
+  messageTimeoutSeconds: 10,
   maxStreamsPerUser: 0,
   jwtKey: 'jwt.key',
 } as const;
@@ -188,7 +191,7 @@ const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions', 'program_class', '
 
 const CLUSTER_KEYS = {
   known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
-    'max_pending_per_user', 'max_submit_rate', 'max_connections', 'max_streams_per_user', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key', 'mail_program', 'mail_domain',
+    'max_pending_per_user', 'max_submit_rate', 'max_connections', 'message_timeout', 'max_streams_per_user', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key', 'mail_program', 'mail_domain',
     'max_checkpoint_interval', 'max_checkpoint_duration',
     'interactive', 'interactive_grace', 'interactive_idle', 'interactive_max_time', 'interactive_warn', 'kill_invalid_depend', 'max_array_size',
     'event_log', 'event_log_kinds', 'event_log_max_size', 'event_log_keep'],
@@ -204,6 +207,7 @@ const CLUSTER_KEYS = {
     slurmdtimeout: 'node_timeout',
     minjobage: 'keep_finished',
     killwait: 'kill_grace',
+    messagetimeout: 'message_timeout',
     maxsubmitjobs: 'max_pending_per_user',
     maxarraysize: 'max_array_size',
     maxsubmitjobsperuser: 'max_pending_per_user',
@@ -279,6 +283,7 @@ function readSettings(reader: TableReader, file: string): Settings {
     maxPendingPerUser: reader.integer('max_pending_per_user', { example: '10000', min: 0 }) ?? CLUSTER_DEFAULTS.maxPendingPerUser,
     maxSubmitRate: reader.integer('max_submit_rate', { example: '100', min: 0 }) ?? CLUSTER_DEFAULTS.maxSubmitRate,
     maxConnections: reader.integer('max_connections', { example: '512', min: 0, max: 1_000_000 }) ?? CLUSTER_DEFAULTS.maxConnections,
+    messageTimeoutSeconds: timer('message_timeout', '"10s"', 1, CLUSTER_DEFAULTS.messageTimeoutSeconds),
     maxStreamsPerUser: reader.integer('max_streams_per_user', { example: '64', min: 0, max: 1_000_000 }) ?? CLUSTER_DEFAULTS.maxStreamsPerUser,
     admins: reader.stringArray('admins', { example: '["alice", "@wheel"]', pattern: ADMIN_PATTERN, patternHint: ADMIN_HINT }) ?? [],
     allowRootJobs: reader.boolean('allow_root_jobs') ?? true,
@@ -402,6 +407,7 @@ export function defaultClusterConfig(dataDir: string, shape: { count: number; cp
     maxPendingPerUser: CLUSTER_DEFAULTS.maxPendingPerUser,
     maxSubmitRate: CLUSTER_DEFAULTS.maxSubmitRate,
     maxConnections: CLUSTER_DEFAULTS.maxConnections,
+    messageTimeoutSeconds: CLUSTER_DEFAULTS.messageTimeoutSeconds,
     maxStreamsPerUser: CLUSTER_DEFAULTS.maxStreamsPerUser,
     nodes: names.map((name) => ({ name, cpus: shape.cpus, memoryMiB: 16 * 1024, features: [] })),
     partitions: [{ name: 'batch', nodes: names, isDefault: true, maxTimeSeconds: null, maxNodes: null, priority: 1 }],

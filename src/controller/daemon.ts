@@ -966,6 +966,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     authenticator: createAuthenticator({ jwtKey, mungeSocket: config.mungeSocket }),
     log: netLog,
     maxConnections: config.maxConnections,
+    sendTimeoutMs: config.messageTimeoutSeconds * 1000,
     maxStreamsPerUser: config.maxStreamsPerUser,
     // Credentials that fail (a uid with no passwd entry) still get the status; agents' routes go by the cluster key.
     servedWhenCredentialsFail: (route) => route.method === 'GET' && route.path === '/status',

@@ -102,6 +102,12 @@ export function defaultMaxConnections(limit = openFileLimit()): number {
   return Math.max(16, Math.min(4096, Math.floor(limit / 2)));
 }
 
+/** The first item of an ordered collection (a Map's oldest entry, a Set's oldest member). */
+function first<T>(items: Iterable<T>): T | undefined {
+  for (const item of items) return item;
+  return undefined;
+}
+
 const OVERLOADED = (what: string, fix: string): string => {
   const body = JSON.stringify({ error: what, fix });
   return `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`;
@@ -211,10 +217,24 @@ export class ConnectionGuard {
 
   private forget(socket: Socket): void {
     this.open.delete(socket);
+    this.unclassify(socket);
+    this.sending.delete(socket);
+  }
+
+  /** Takes a connection out of the orders of displacement (fresh, between, receiving). */
+  private unclassify(socket: Socket): void {
     this.fresh.delete(socket);
     this.between.delete(socket);
     this.receivingNow.delete(socket);
-    this.sending.delete(socket);
+  }
+
+  /** Records where an open connection now is, at the end of its stage's order (idle: between requests). */
+  private moveTo(socket: Socket, stage: Stage): void {
+    if (!this.open.has(socket)) return;
+    this.open.set(socket, stage);
+    this.unclassify(socket);
+    if (stage === 'receiving') this.receivingNow.add(socket);
+    else if (stage === 'idle') this.between.set(socket, performance.now());
   }
 
   /**
@@ -229,10 +249,6 @@ export class ConnectionGuard {
    * the first of each (and at the connections with answers waiting, for the second).
    */
   private displaceOne(now = performance.now()): boolean {
-    const first = <T>(items: Iterable<T>): T | undefined => {
-      for (const item of items) return item;
-      return undefined;
-    };
     const oldestFresh = first(this.fresh);
     const oldestBetween = first(this.between);
     const oldFresh = oldestFresh !== undefined && now - oldestFresh[1] >= IDLE_FIRST_MS ? oldestFresh : undefined;
@@ -369,20 +385,12 @@ export class ConnectionGuard {
 
   /** A request's headers are in: its connection is no longer idle. */
   receiving(socket: Socket): void {
-    if (!this.open.has(socket)) return;
-    this.open.set(socket, 'receiving');
-    this.fresh.delete(socket);
-    this.between.delete(socket);
-    this.receivingNow.add(socket);
+    this.moveTo(socket, 'receiving');
   }
 
   /** The request is being answered (its body is in): its connection is not displaced. */
   answering(socket: Socket): void {
-    if (!this.open.has(socket)) return;
-    this.open.set(socket, 'answering');
-    this.fresh.delete(socket);
-    this.between.delete(socket);
-    this.receivingNow.delete(socket);
+    this.moveTo(socket, 'answering');
   }
 
   /** A WebSocket stream: answered for its whole life, and never closed for output its client has not taken yet. */
@@ -393,11 +401,7 @@ export class ConnectionGuard {
 
   /** The answer is sent: the connection waits for the next request (keep-alive). */
   idle(socket: Socket): void {
-    if (!this.open.has(socket)) return;
-    this.open.set(socket, 'idle');
-    this.receivingNow.delete(socket);
-    this.between.delete(socket); // to the end of the order
-    this.between.set(socket, performance.now());
+    this.moveTo(socket, 'idle');
   }
 
   /** Reserves room for `bytes` more of an unfinished body; false when bodies already hold the limit. */
