@@ -5,7 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, chmodSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -244,6 +245,48 @@ describe('Slurm commands on a real cluster', () => {
     assert.match(slurm('scontrol', 'reboot').stderr, /does not support "reboot"/);
   });
 
+  it('scontrol write batch_script: the script to slurm-ID.sh (0600) or to stdout; a cancelled pending job\'s script and environment are purged from the database', async () => {
+    const text = readFileSync(join(elsewhere, 'long.sh'), 'utf8');
+    const toStdout = slurm('scontrol', 'write', 'batch_script', String(ids[0]), '-');
+    assert.equal(toStdout.code, 0, toStdout.stderr);
+    assert.equal(toStdout.stdout, text);
+    const toFile = slurm('scontrol', 'write', 'batch_script', String(ids[0]));
+    assert.equal(toFile.stdout, `batch script for job ${ids[0]} written to slurm-${ids[0]}.sh\n`);
+    assert.equal(readFileSync(join(elsewhere, `slurm-${ids[0]}.sh`), 'utf8'), text);
+    assert.equal(statSync(join(elsewhere, `slurm-${ids[0]}.sh`)).mode & 0o777, 0o600);
+    assert.match(slurm('scontrol', 'write', 'batch_script', '999999').stderr, /^scontrol: error: no job 999999/);
+    assert.match(slurm('scontrol', 'write', 'script', String(ids[0])).stderr, /write takes batch_script JOBID \[FILE\]/);
+
+    // A held job with a secret in the submitting shell's environment, then cancelled: purged within seconds.
+    const secret = `taras-secret-${process.pid}`;
+    const run = spawnSync(join(root, 'bin', 'sbatch'), ['-H', '-t', '5', '-J', 'secretive', '--wrap', `echo ${secret}-script`],
+      { cwd: elsewhere, encoding: 'utf8', timeout: 30_000, env: { ...process.env, TARAS_CONTROLLER: url, TARAS_TEST_SECRET: secret } });
+    assert.equal(run.status, 0, run.stderr);
+    const id = Number(/(\d+)\s*$/.exec(run.stdout)![1]);
+    const database = join(work, 'data', 'taras.db');
+    const stored = (): string => {
+      const db = new Database(database, { readonly: true, fileMustExist: true });
+      try {
+        return (db.prepare('SELECT payload FROM job_events WHERE job_id = ? AND seq = 1').get(id) as { payload: string }).payload;
+      } finally {
+        db.close();
+      }
+    };
+    assert.ok(stored().includes(secret), 'a pending job keeps its environment and script');
+    assert.equal(slurm('scancel', String(id)).code, 0);
+    let payload = stored();
+    for (let i = 0; i < 50 && payload.includes(secret); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      payload = stored();
+    }
+    assert.ok(!payload.includes(secret), `job ${id}'s stored submission still holds the secret: ${payload.slice(0, 200)}`);
+    const gone = slurm('scontrol', 'write', 'batch_script', String(id), '-');
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, new RegExp(`^scontrol: error: job ${id}'s script was purged at .*none of a job that ended without starting \\(.*keep_finished`));
+    // The rest of the job is kept: sacct still lists it.
+    assert.match(slurm('sacct', '-j', String(id), '-n', '-X', '-o', 'JobName,State').stdout, /secretive +CANCELLED/);
+  });
+
   it('scancel and squeue as another user: that user\'s own jobs only; another\'s job is refused with Slurm\'s error line', { skip: notRootReason }, async () => {
     const alice = createTestUser('slurm');
     chmodSync(work, 0o711);
@@ -255,6 +298,10 @@ describe('Slurm commands on a real cluster', () => {
     const mine = await as('squeue', '--me', '-h');
     assert.equal(mine.status, 0, mine.stderr);
     assert.equal(mine.stdout, '');
+    const script = await as('scontrol', 'write', 'batch_script', String(ids[0]), '-');
+    assert.equal(script.status, 1);
+    assert.equal(script.stdout, '', 'none of root\'s script');
+    assert.match(script.stderr, new RegExp(`^scontrol: error: job ${ids[0]} belongs to root; only they or an administrator may read its script`));
     // A filter that picks root's jobs cancels nothing of theirs either.
     assert.equal((await as('scancel', '-u', 'root')).status, 1);
     assert.equal(slurm('squeue', '-h', '-o', '%i %t').stdout, `${ids[2]} PD\n${ids[3]} PD\n${ids[0]} R\n${ids[1]} R\n`);

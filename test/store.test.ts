@@ -524,6 +524,139 @@ if (process.env[CHILD_ENV] !== undefined) {
     });
   });
 
+  describe('store: retention of scripts and environments', () => {
+    /** A request as the CLI sends it: the script with its text and arguments, exported values, the submitting shell's environment. */
+    const privateJob = (name: string, extra: Record<string, unknown> = {}): NewJob => ({
+      ...newJob(name),
+      script: `#!/bin/sh\necho ${name}\n`,
+      request: {
+        script: { path: `${name}.sh`, text: `#!/bin/sh\necho ${name}\n`, args: ['--secret-arg'] }, nodes: { min: 1, max: 1 }, cpusPerTask: 1,
+        timeLimitSeconds: 60, workingDir: '/home/ada', output: 'slurm-%j.out', requeue: false,
+        export: { all: true, variables: [{ name: 'TOKEN', value: 's3cret' }, { name: 'HOME' }] }, submitEnv: { PATH: '/usr/bin', API_KEY: 'k' }, ...extra,
+      },
+    });
+    const arrays = (text: string): number | undefined => (text === '0-2' ? 3 : undefined);
+    const purge = (store: Store, ranBy: number, pendingBy: number, nowMs: number, more: { limit?: number } = {}): number =>
+      store.purgeFinished({ ranEndedByMs: ranBy, pendingEndedByMs: pendingBy, nowMs, arrayTasks: arrays, ...more });
+
+    it('purges a finished job\'s script, arguments, environment and exported values, keeping the rest; never an unfinished job', () => {
+      const path = freshPath();
+      const store = openStore(path);
+      const [cancelled, ran, running, pending] = store.submitMany([privateJob('cancelled'), privateJob('ran'), privateJob('running'), privateJob('pending')], T0);
+      store.append(cancelled, { type: 'ended', state: 'CANCELLED', exitCode: null, reason: 'cancelled by ada' }, T0 + 1000);
+      store.append(ran, { type: 'started', nodes: ['node01'] }, T0 + 1000);
+      store.append(ran, { type: 'ended', state: 'COMPLETED', exitCode: 0 }, T0 + 2000);
+      store.append(running, { type: 'started', nodes: ['node02'] }, T0 + 1000);
+      const before = store.job(ran)!;
+
+      // Pending-ended jobs by their cutoff, jobs that ran by theirs: here only the cancelled one is due.
+      assert.equal(purge(store, T0 + 1999, T0 + 1000, T0 + 5000), 1);
+      const purged = assertRowIsReplay(store, cancelled);
+      assert.equal(purged.script, '');
+      assert.deepEqual(purged.request.script, { path: 'cancelled.sh', text: '', args: [] });
+      assert.equal(purged.request.submitEnv, undefined);
+      assert.deepEqual(purged.request.export, { all: true, variables: [{ name: 'TOKEN' }, { name: 'HOME' }] });
+      assert.deepEqual([purged.state, purged.reason, purged.endTimeMs, purged.request.workingDir, purged.request.cpusPerTask], ['CANCELLED', 'cancelled by ada', T0 + 1000, '/home/ada', 1]);
+      assert.equal((store.events(cancelled)[0].event as unknown as { purgedMs: number }).purgedMs, T0 + 5000);
+      assert.deepEqual(store.job(ran), before, 'ran and ended after its cutoff: kept');
+
+      assert.equal(purge(store, T0 + 2000, T0 + 9000, T0 + 9000), 1);
+      const ranPurged = assertRowIsReplay(store, ran);
+      assert.deepEqual([ranPurged.script, ranPurged.request.submitEnv, ranPurged.state, ranPurged.exitCode, ranPurged.nodes], ['', undefined, 'COMPLETED', 0, ['node01']]);
+      for (const id of [running, pending]) assert.equal(store.job(id)!.request.submitEnv !== undefined && store.job(id)!.script !== '', true, `job ${id} has not ended: kept`);
+      assert.equal(purge(store, T0 + 99_000, T0 + 99_000, T0 + 99_000), 0, 'nothing more to purge; a purged job is not purged again');
+      // A request without the private fields gains none.
+      const plain = store.submit(newJob('plain'), T0 + 99_000);
+      store.append(plain, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 99_001);
+      assert.equal(purge(store, T0, T0 + 99_001, T0 + 99_002), 1);
+      assert.deepEqual(assertRowIsReplay(store, plain).request, newJob('plain').request);
+      const raw = new Database(path);
+      assert.deepEqual(raw.prepare('SELECT id, purged_ms FROM jobs ORDER BY id').all(),
+        [{ id: cancelled, purged_ms: T0 + 5000 }, { id: ran, purged_ms: T0 + 9000 }, { id: running, purged_ms: null }, { id: pending, purged_ms: null }, { id: plain, purged_ms: T0 + 99_002 }]);
+      const text = raw.prepare("SELECT group_concat(payload) AS text FROM job_events WHERE job_id IN (?, ?)").get(cancelled, ran) as { text: string };
+      for (const secret of ['s3cret', 'API_KEY', '--secret-arg', 'echo ']) assert.ok(!text.text.includes(secret), `${secret} is gone from the log`);
+      raw.close();
+      store.close();
+    });
+
+    it('the log stays append-only but for the purge: other rewrites, a second purge and deletes are refused; rebuild keeps the purge', () => {
+      const path = freshPath();
+      const store = openStore(path);
+      const [a, b] = store.submitMany([privateJob('a'), privateJob('b')], T0);
+      store.append(a, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 1);
+      assert.equal(purge(store, T0, T0 + 1, T0 + 2), 1);
+      const raw = new Database(path);
+      const refused = /job_events is append-only/;
+      assert.throws(() => raw.prepare("UPDATE job_events SET payload = json_set(payload, '$.purgedMs', 1) WHERE job_id = ? AND seq = 1").run(a), refused, 'a second purge');
+      assert.throws(() => raw.prepare("UPDATE job_events SET payload = json_set(payload, '$.name', 'x') WHERE job_id = ? AND seq = 1").run(b), refused, 'a rewrite without purgedMs');
+      assert.throws(() => raw.prepare("UPDATE job_events SET payload = json_set(payload, '$.purgedMs', 1), time_ms = 0 WHERE job_id = ? AND seq = 1").run(b), refused, 'a purge that changes the time');
+      assert.throws(() => raw.prepare("UPDATE job_events SET payload = json_set(payload, '$.purgedMs', 1) WHERE job_id = ? AND seq = 2").run(a), refused, 'an event other than submitted');
+      assert.throws(() => raw.exec('DELETE FROM job_events'), refused);
+      raw.exec('UPDATE jobs SET purged_ms = NULL');
+      raw.close();
+      const purgedRecord = store.job(a);
+      assert.equal(store.rebuild(), 2);
+      assert.deepEqual(store.job(a), purgedRecord);
+      assert.equal(purge(store, T0 + 10, T0 + 10, T0 + 10), 0, 'rebuild took purged_ms from the log: not purged again');
+      store.close();
+    });
+
+    it("an array's first task keeps its environment while another task has not ended", () => {
+      const store = openStore(freshPath());
+      const tasks = [0, 1, 2].map((index) => {
+        const job = privateJob(`task${index}`, { array: { text: '0-2', taskId: index, index } });
+        if (index > 0) delete (job.request as { submitEnv?: unknown }).submitEnv;
+        return job;
+      });
+      const [first, second, third] = store.submitMany(tasks, T0);
+      store.append(first, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 1);
+      store.append(second, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 1);
+      assert.equal(purge(store, T0 + 5, T0 + 5, T0 + 5), 1, 'the second task only');
+      assert.deepEqual(store.job(first)!.request.submitEnv, { PATH: '/usr/bin', API_KEY: 'k' });
+      assert.equal(store.job(second)!.script, '');
+      store.append(third, { type: 'started', nodes: ['node01'] }, T0 + 6);
+      store.append(third, { type: 'ended', state: 'COMPLETED', exitCode: 0 }, T0 + 7);
+      assert.equal(purge(store, T0 + 6, T0 + 8, T0 + 8), 1, 'the first task, now that every task has ended (the third ran: not due yet)');
+      assert.equal(store.job(first)!.request.submitEnv, undefined);
+      assert.equal(purge(store, T0 + 7, T0 + 8, T0 + 9), 1);
+      assert.equal(store.job(third)!.script, '');
+      store.close();
+    });
+
+    it('purges in bounded slices: at most `limit` jobs a call, oldest end first', () => {
+      const store = openStore(freshPath());
+      const ids = store.submitMany(Array.from({ length: 150 }, (_, n) => privateJob(`j${n}`)), T0);
+      ids.forEach((id, n) => store.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 1000 - n));
+      assert.equal(purge(store, T0, T0 + 1000, T0 + 2000, { limit: 100 }), 100);
+      const left = ids.filter((id) => store.job(id)!.script !== '');
+      assert.deepEqual(left, ids.slice(0, 50), 'the 50 that ended last are left');
+      assert.equal(purge(store, T0, T0 + 1000, T0 + 2000, { limit: 100 }), 50);
+      store.close();
+    });
+
+    it('a version 6 file migrates: its finished jobs are purged, other rewrites are still refused', () => {
+      const path = freshPath();
+      const old = new Database(path);
+      old.pragma('journal_mode = WAL');
+      old.transaction(() => migrate(old, MIGRATIONS.slice(0, 6)))();
+      const job = privateJob('from-v6');
+      const insertEvent = old.prepare('INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (?, ?, ?, ?, ?)');
+      insertEvent.run(1, 1, T0, 'submitted', JSON.stringify(job));
+      insertEvent.run(1, 2, T0 + 1000, 'started', JSON.stringify({ nodes: ['node01'] }));
+      insertEvent.run(1, 3, T0 + 9000, 'ended', JSON.stringify({ state: 'COMPLETED', exitCode: 0 }));
+      old.prepare(`INSERT INTO jobs (id, user_name, job_name, partition_name, script_path, state, submit_time_ms, start_time_ms, end_time_ms, exit_code, nodes, reserved_nodes, last_seq)
+        VALUES (1, ?, 'from-v6', ?, ?, 'COMPLETED', ?, ?, ?, 0, '["node01"]', '[]', 3)`).run(job.user, job.partition, job.scriptPath, T0, T0 + 1000, T0 + 9000);
+      assert.throws(() => old.prepare("UPDATE job_events SET payload = json_set(payload, '$.purgedMs', 1) WHERE job_id = 1 AND seq = 1").run(), /append-only/, 'version 6 allows no rewrite');
+      old.close();
+      const store = openStore(path);
+      assert.equal(store.schemaVersion, SCHEMA_VERSION);
+      assert.equal(purge(store, T0 + 9000, T0 + 9000, T0 + 10_000), 1);
+      const record = assertRowIsReplay(store, jobId(1));
+      assert.deepEqual([record.script, record.request.submitEnv, record.state, record.endTimeMs], ['', undefined, 'COMPLETED', T0 + 9000]);
+      store.close();
+    });
+  });
+
   describe('store: queries for the CLI', () => {
     let store: Store;
     const ids: Record<string, JobId> = {};

@@ -70,6 +70,11 @@ export function withArrayEnvironment(spec: JobSpec, record: Pick<JobRecord, 'id'
   return submitEnv === undefined ? spec : { ...spec, submitEnv } as JobSpec;
 }
 
+/** How many tasks a stored array text makes; undefined for a text that no longer parses. */
+export function arrayTaskTotal(text: string): number | undefined {
+  return parsedArray(text)?.tasks.taskIds.length;
+}
+
 /** A stored job's place in its array; undefined for a job that is not a task. */
 export function arrayTaskOf(record: Pick<JobRecord, 'id' | 'request'>): ArrayTaskInfo | undefined {
   const array = (record.request as { array?: { text?: unknown; taskId?: unknown; index?: unknown } }).array;

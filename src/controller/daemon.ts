@@ -25,7 +25,7 @@ import { JOB_STATES, type EndState, type JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { admissionWarning, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { HeavyReads, LimitRefused, SubmitLimits } from './limits.js';
-import { resolveJobRef, taskCount } from './arrays.js';
+import { arrayTaskTotal, resolveJobRef, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
 import { JobSteps } from './steps.js';
 import { Mailer, mailSettingsOf } from './mail.js';
@@ -252,6 +252,17 @@ export async function startController(options: ControllerOptions): Promise<Runni
     lock.release();
     throw isDamagedDatabase(error) ? damagedStoreError(storePath, error) : error;
   }
+  // Retention (README "Limits"): a finished job's script, arguments and environment are purged from the
+  // database keep_finished after its end (Slurm's MinJobAge), at once for a job that ended while pending;
+  // a bounded slice every second, so a backlog (an old database, a flood of cancels) never stalls the API.
+  const purgeFinished = (): void => {
+    const now = Date.now();
+    try {
+      store.purgeFinished({ ranEndedByMs: now - engine.config.keepFinishedSeconds * 1000, pendingEndedByMs: now, nowMs: now, arrayTasks: arrayTaskTotal });
+    } catch (error) {
+      log(`purging finished jobs' scripts failed (tried again in a second): ${(error as Error).message}`);
+    }
+  };
   // Keys older than a day are forgotten at start and every hour after (a long-running controller too).
   let keysForgottenAtMs = Date.now();
   store.forgetKeysBefore(keysForgottenAtMs - IDEMPOTENCY_KEY_MS);
@@ -675,6 +686,23 @@ export async function startController(options: ControllerOptions): Promise<Runni
     { method: 'GET', path: '/plan', handler: () => {
       return { status: 200, body: apiPlan(engine, Date.now()) };
     } },
+    // scontrol write batch_script: the script as stored, for its owner and administrators, while it is kept.
+    { method: 'GET', path: '/jobs/:id/script', handler: (ctx) => {
+      const caller = callerOf(ctx);
+      const record = findJob(jobIdOf(ctx));
+      if (!mayActOn(caller, admin(caller), record.user)) {
+        throw new RouteError(403, `job ${record.id} belongs to ${record.user}; only they or an administrator may read its script`, 'read the scripts of your own jobs');
+      }
+      const spec = engine.specOf(record);
+      if (spec.interactive !== undefined) throw new RouteError(404, `job ${record.id} is interactive (taras run/alloc): it has no batch script`, 'give the id of a batch job');
+      const purgedMs = store.purgedAt(record.id);
+      if (purgedMs !== null && purgedMs !== undefined) {
+        throw new RouteError(410, `job ${record.id}'s script was purged at ${isoTime(purgedMs)}: Taras keeps a finished job's script and environment `
+          + `keep_finished (${engine.config.keepFinishedSeconds} s) after its end, and none of a job that ended without starting`,
+          'keep your own copy of scripts you need again; an administrator may raise keep_finished in cluster.toml (Slurm\'s MinJobAge)');
+      }
+      return { status: 200, body: { id: record.id, user: record.user, path: record.scriptPath, script: record.script, args: [...spec.script.args] } };
+    } },
     { method: 'GET', path: '/jobs/:id/when', handler: (ctx) => {
       const caller = callerOf(ctx);
       const when = apiWhen(engine, findJob(jobIdOf(ctx)));
@@ -985,6 +1013,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       keysForgottenAtMs = Date.now();
       store.forgetKeysBefore(keysForgottenAtMs - IDEMPOTENCY_KEY_MS);
     }
+    purgeFinished();
     engine.checkNodes();
     engine.applyWindowModes();
     engine.refreshNightWindows();

@@ -125,8 +125,37 @@ function rebuildRows(db: Connection): number {
     }
     flush();
   }
+  // A purged job stays purged (the rows are new; its submitted event says when).
+  db.prepare("UPDATE jobs SET purged_ms = (SELECT json_extract(payload, '$.purgedMs') FROM job_events WHERE job_id = jobs.id AND seq = 1)").run();
   return rows;
 }
+
+/** What purgeFinished is asked to purge. */
+export interface PurgeRequest {
+  /** Jobs that ran and ended at or before this. */
+  readonly ranEndedByMs: EpochMs;
+  /** Jobs that ended while pending (cancelled, failed before a start) at or before this. */
+  readonly pendingEndedByMs: EpochMs;
+  /** The time written into each purged event. */
+  readonly nowMs: EpochMs;
+  /** The number of tasks of an array, from its stored `array.text` (the tasks after the first take its environment). */
+  readonly arrayTasks: (text: string) => number | undefined;
+  /** Stop after this many jobs, or after this long (the controller answers nothing meanwhile). */
+  readonly limit?: number;
+  readonly budgetMs?: number;
+}
+
+/** A finished job's submitted event without its script, arguments, environment and exported values (SQLite's JSON functions: the payload is never parsed here; json_replace adds no field a request did not have). */
+const PURGE_EVENT = `UPDATE job_events SET payload = json_set(json_replace(json_remove(payload, '$.request.submitEnv'),
+  '$.script', '', '$.request.script.text', '', '$.request.script.args', json('[]'), '$.request.export.variables', json(?)), '$.purgedMs', ?)
+  WHERE job_id = ? AND seq = 1 AND json_extract(payload, '$.purgedMs') IS NULL`;
+/** Candidates in end order, after a cursor; each kind of job by its own partial index. */
+const PURGE_CANDIDATES = (ran: boolean) => `SELECT jobs.id AS id, jobs.end_time_ms AS endMs,
+  json_extract(e.payload, '$.request.array') AS array, json_extract(e.payload, '$.request.export.variables') AS variables
+  FROM jobs INDEXED BY ${ran ? 'jobs_purge_ran' : 'jobs_purge_pending'} JOIN job_events AS e ON e.job_id = jobs.id AND e.seq = 1
+  WHERE jobs.purged_ms IS NULL AND jobs.end_time_ms IS NOT NULL AND jobs.start_time_ms IS ${ran ? 'NOT NULL' : 'NULL'}
+    AND jobs.end_time_ms <= ? AND (jobs.end_time_ms, jobs.id) > (?, ?)
+  ORDER BY jobs.end_time_ms, jobs.id LIMIT ?`;
 
 /** SQLite's words for a file that is not (or no longer) a sound database. */
 const DAMAGED_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT', 'SQLITE_CORRUPT_VTAB', 'SQLITE_CORRUPT_SEQUENCE', 'SQLITE_CORRUPT_INDEX']);
@@ -432,6 +461,65 @@ export class Store {
   /** Finished jobs that ended before `cutoffMs`: past retention, kept here but hidden from the queue. */
   finishedBefore(cutoffMs: EpochMs): JobRecord[] {
     return (this.selectFinishedBefore.all(cutoffMs) as JoinedJobRow[]).map(rowToRecord);
+  }
+
+  private purgeStatements: { ran: Statement; pending: Statement; event: Statement; row: Statement; unfinished: Statement } | undefined;
+
+  /**
+   * Retention: purges the script, its arguments, the submitter's environment and the values of exported
+   * variables of finished jobs from their submitted events (the only rewrite job_events allows), in end
+   * order, and marks their rows. The rest of each job (its request's sizes and paths, states, times,
+   * usage) stays for `taras acct`. The first task of an array keeps its environment while any other task
+   * of the array has not ended (they take it from there when they start). Returns how many jobs it purged.
+   */
+  purgeFinished(request: PurgeRequest): number {
+    checkTime(this.path, request.nowMs);
+    const statements = this.purgeStatements ??= {
+      ran: this.db.prepare(PURGE_CANDIDATES(true)),
+      pending: this.db.prepare(PURGE_CANDIDATES(false)),
+      event: this.db.prepare(PURGE_EVENT),
+      row: this.db.prepare('UPDATE jobs SET purged_ms = ? WHERE id = ?'),
+      unfinished: this.db.prepare('SELECT 1 FROM jobs WHERE id > ? AND id < ? AND end_time_ms IS NULL LIMIT 1').pluck(),
+    };
+    const limit = request.limit ?? 256;
+    const deadline = performance.now() + (request.budgetMs ?? 20);
+    let purged = 0;
+    const kinds: [Statement, EpochMs][] = [[statements.pending, request.pendingEndedByMs], [statements.ran, request.ranEndedByMs]];
+    for (const [candidates, endedBy] of kinds) {
+      let cursor: [number, number] = [-Infinity, 0];
+      for (;;) {
+        if (purged >= limit || performance.now() >= deadline) return purged;
+        const page = candidates.all(endedBy, cursor[0], cursor[1], Math.min(64, limit - purged)) as
+          { id: number; endMs: number; array: string | null; variables: string | null }[];
+        if (page.length === 0) break;
+        cursor = [page[page.length - 1].endMs, page[page.length - 1].id];
+        const ready = page.filter((job) => !this.arrayStillNeeds(job.id, job.array, request.arrayTasks, statements.unfinished));
+        this.write(() => {
+          for (const job of ready) {
+            const variables = job.variables === null ? [] : (JSON.parse(job.variables) as { name?: unknown }[]).map(({ name }) => ({ name }));
+            statements.event.run(JSON.stringify(variables), request.nowMs, job.id);
+            statements.row.run(request.nowMs, job.id);
+          }
+        });
+        purged += ready.length;
+      }
+    }
+    return purged;
+  }
+
+  /** When a job's script and environment were purged (purgeFinished); null while they are stored, undefined for no such job. */
+  purgedAt(id: JobId): EpochMs | null | undefined {
+    const row = this.db.prepare('SELECT purged_ms AS purgedMs FROM jobs WHERE id = ?').get(id) as { purgedMs: number | null } | undefined;
+    return row?.purgedMs;
+  }
+
+  /** Whether a job is an array's first task whose environment a task that has not ended still needs. */
+  private arrayStillNeeds(id: number, array: string | null, tasksOf: (text: string) => number | undefined, unfinished: Statement): boolean {
+    if (array === null) return false;
+    const { text, index } = JSON.parse(array) as { text?: unknown; index?: unknown };
+    if (index !== 0 || typeof text !== 'string') return false;
+    const tasks = tasksOf(text) ?? 1;
+    return tasks > 1 && unfinished.get(id, id + tasks) !== undefined;
   }
 
   /** Recomputes every jobs row from the event log; returns the number of jobs. */

@@ -169,26 +169,54 @@ const jobIdsOf = (words: string[], command: string): number[] => {
   });
 };
 
+/**
+ * scontrol write batch_script: the job's script as it was submitted, to FILE (default slurm-JOBID.sh, as
+ * Slurm; created 0600, since scripts are private) or to standard output for "-". JOBID may be ARRAYID_TASK.
+ */
+async function writeBatchScript(api: ApiClient, id: string, file: string | undefined): Promise<void> {
+  if (!/^\d+(_\d+)?$/.test(id)) throw new Error(`scontrol: error: Invalid job id specified: ${id}`);
+  const { script } = await api.get<{ script: string }>(`/jobs/${id}/script`);
+  if (file === '-') {
+    process.stdout.write(script);
+    return;
+  }
+  const target = file ?? `slurm-${id}.sh`;
+  const { writeFileSync } = await import('node:fs');
+  try {
+    writeFileSync(target, script, { mode: 0o600 });
+  } catch (error) {
+    throw new Error(`scontrol: error: cannot write ${target} (${(error as NodeJS.ErrnoException).code}): give another file, or - for standard output`);
+  }
+  process.stdout.write(`batch script for job ${id} written to ${target}\n`);
+}
+
 export function registerScontrol(program: Command): void {
   program
     .description('show jobs, nodes and partitions, and requeue, suspend or resume jobs, as Slurm\'s scontrol does (served by Taras)')
-    .argument('<command>', 'show, requeue, suspend, resume, hold, release, update')
-    .argument('[args...]', 'show: job|node|partition [NAME]; the others: job ids')
+    .argument('<command>', 'show, requeue, suspend, resume, hold, release, update, write')
+    .argument('[args...]', 'show: job|node|partition [NAME]; write: batch_script JOBID [FILE|-]; the others: job ids')
     .option('--controller <address>', 'controller address (default $TARAS_CONTROLLER)')
     .helpOption('--help', 'show this help')
-    .addHelpText('after', '\nExamples:\n  scontrol show job 42\n  scontrol show node node01\n  scontrol show partition\n  scontrol requeue 42\n  scontrol suspend 42; scontrol resume 42\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n')
+    .addHelpText('after', '\nExamples:\n  scontrol show job 42\n  scontrol show node node01\n  scontrol show partition\n  scontrol requeue 42\n  scontrol suspend 42; scontrol resume 42\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n  scontrol write batch_script 42        # to slurm-42.sh (- : to standard output)\n')
     .action(async (command: string, args: string[], flags: { controller?: string }) => {
       const { client, postIds } = await import('../controller-client.js');
       const { ApiRequestError, ControllerUnreachableError } = await import('../../net/client.js');
       const verb = command.toLowerCase();
-      if (verb !== 'show' && !Object.hasOwn(ACTIONS, verb) && !['hold', 'release', 'update'].includes(verb)) {
-        throw new Error(`scontrol: error: Taras's scontrol does not support "${command}" (it has show, requeue, suspend, resume, hold, release, update)`);
+      if (verb !== 'show' && !Object.hasOwn(ACTIONS, verb) && !['hold', 'release', 'update', 'write'].includes(verb)) {
+        throw new Error(`scontrol: error: Taras's scontrol does not support "${command}" (it has show, requeue, suspend, resume, hold, release, update, write)`);
+      }
+      if (verb === 'write' && (args[0]?.toLowerCase() !== 'batch_script' || args[1] === undefined || args.length > 3)) {
+        throw new Error('scontrol: error: write takes batch_script JOBID [FILE]: scontrol write batch_script 42 (to slurm-42.sh) or scontrol write batch_script 42 - (to standard output)');
       }
       const api = await client(flags.controller);
       try {
         if (verb === 'show') {
           if (args[0] === undefined) throw new Error('scontrol: error: show needs what to show: job, node or partition');
           process.stdout.write((await show(api, args[0], args[1])).map((text) => `${text}\n\n`).join(''));
+          return;
+        }
+        if (verb === 'write') {
+          await writeBatchScript(api, args[1], args[2]);
           return;
         }
         if (verb === 'update') {
