@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { readClusterConfig } from '../src/config/load.js';
 import { startController, type RunningController } from '../src/controller/daemon.js';
-import { HeavyReads, LimitRefused } from '../src/controller/limits.js';
+import { HeavyReads, LimitRefused, UserTurns } from '../src/controller/limits.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, bearer, createApiClient, type ApiClient } from '../src/net/client.js';
 import { runAs, tokenFor } from './auth-helpers.js';
@@ -229,6 +229,67 @@ describe('heavy reads (what-if, --test-only, accounting, plan)', () => {
       rootApi.close();
       await controller.close();
     }
+  });
+});
+
+describe('other reads: one a turn of the event loop per user', () => {
+  it('a burst of one user\'s runs one request a turn, in order, while another user\'s runs at once; a failing one passes its error on', async () => {
+    const turns = new UserTurns();
+    const ran: string[] = [];
+    let ticks = 0;
+    const tickAt = new Map<string, number>();
+    // A turn counter: one tick per turn of the event loop.
+    let ticking = true;
+    const tick = (): void => {
+      ticks++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const read = (user: string, name: string) => turns.run(user, () => {
+      ran.push(name);
+      tickAt.set(name, ticks);
+      if (name === 'ada3') throw new RangeError('no such page');
+      return name;
+    });
+    const burst = ['ada1', 'ada2', 'ada3', 'ada4', 'ada5'].map((name) => Promise.resolve().then(() => read('ada', name)).catch((error: Error) => error.message));
+    await Promise.resolve();
+    const bob = read('bob', 'bob1');
+    assert.deepEqual(ran, ['ada1', 'bob1'], 'the first of each user\'s at once; ada\'s others wait');
+    assert.equal(bob, 'bob1', 'bob\'s answer is given at once, not as a promise');
+    assert.deepEqual(await Promise.all(burst), ['ada1', 'ada2', 'no such page', 'ada4', 'ada5']);
+    ticking = false;
+    assert.deepEqual(ran, ['ada1', 'bob1', 'ada2', 'ada3', 'ada4', 'ada5']);
+    const at = ['ada1', 'ada2', 'ada3', 'ada4', 'ada5'].map((name) => tickAt.get(name)!);
+    for (let i = 1; i < at.length; i++) assert.ok(at[i] > at[i - 1], `ada's requests ran in turns ${at.join(', ')}: one a turn`);
+    assert.ok(turns.run('ada', () => 'next turn') instanceof Promise, 'in the turn of her last one, her next one waits a turn');
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(turns.run('ada', () => 'later'), 'later', 'once her burst is answered, her next request runs at once again');
+  });
+
+  it('past 64 waiting, a user\'s request is refused with 429 and Retry-After; closed, waiting requests fail with the reason and later ones too', async () => {
+    const turns = new UserTurns();
+    let ran = 0;
+    const outcomes = Array.from({ length: 70 }, () => {
+      try {
+        return Promise.resolve(turns.run('ada', () => ++ran)).then(() => 'ran', (error: Error) => error.message);
+      } catch (error) {
+        return Promise.resolve(error);
+      }
+    });
+    const settled = await Promise.all(outcomes);
+    assert.equal(settled.filter((o) => o === 'ran').length, 65, 'one at once and 64 waiting');
+    const refused = settled.filter((o): o is LimitRefused => o instanceof LimitRefused);
+    assert.equal(refused.length, 5);
+    assert.match(refused[0].message, /^ada has 64 requests waiting to be answered, the most one user may have; this one was not run$/);
+    assert.equal(refused[0].retryAfterSeconds, 1);
+    turns.run('bob', () => ++ran);
+    const waiting = [turns.run('bob', () => ++ran), turns.run('bob', () => ++ran)];
+    const before = ran;
+    turns.close(new Error('the controller is stopping'));
+    for (const outcome of await Promise.allSettled(waiting)) assert.equal(outcome.status === 'rejected' && (outcome.reason as Error).message, 'the controller is stopping');
+    assert.equal(ran, before, 'a waiting request never runs once closed');
+    assert.throws(() => turns.run('cy', () => ++ran), /the controller is stopping/);
   });
 });
 

@@ -254,6 +254,12 @@ describe('Slurm commands on a real cluster', () => {
     assert.equal(toFile.stdout, `batch script for job ${ids[0]} written to slurm-${ids[0]}.sh\n`);
     assert.equal(readFileSync(join(elsewhere, `slurm-${ids[0]}.sh`), 'utf8'), text);
     assert.equal(statSync(join(elsewhere, `slurm-${ids[0]}.sh`)).mode & 0o777, 0o600);
+    // Never into a file that is there already (another user's, or a symlink planted in a shared folder).
+    symlinkSync('/etc/hostname', join(elsewhere, 'planted.sh'));
+    const planted = slurm('scontrol', 'write', 'batch_script', String(ids[0]), 'planted.sh');
+    assert.equal(planted.code, 1);
+    assert.match(planted.stderr, /^scontrol: error: planted\.sh already exists: remove it, or give another file/);
+    assert.match(slurm('scontrol', 'write', 'batch_script', String(ids[0])).stderr, new RegExp(`slurm-${ids[0]}\\.sh already exists`));
     assert.match(slurm('scontrol', 'write', 'batch_script', '999999').stderr, /^scontrol: error: no job 999999/);
     assert.match(slurm('scontrol', 'write', 'script', String(ids[0])).stderr, /write takes batch_script JOBID \[FILE\]/);
 

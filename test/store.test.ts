@@ -535,8 +535,9 @@ if (process.env[CHILD_ENV] !== undefined) {
         export: { all: true, variables: [{ name: 'TOKEN', value: 's3cret' }, { name: 'HOME' }] }, submitEnv: { PATH: '/usr/bin', API_KEY: 'k' }, ...extra,
       },
     });
-    const arrays = (text: string): number | undefined => (text === '0-2' ? 3 : undefined);
-    const purge = (store: Store, ranBy: number, pendingBy: number, nowMs: number, more: { limit?: number } = {}): number =>
+    /** Task counts of the arrays these tests store ("0-N"). */
+    const arrays = (text: string): number | undefined => (/^0-\d+$/.test(text) ? Number(text.slice(2)) + 1 : undefined);
+    const purge = (store: Store, ranBy: number, pendingBy: number, nowMs: number, more: { limit?: number; budgetMs?: number } = {}): number =>
       store.purgeFinished({ ranEndedByMs: ranBy, pendingEndedByMs: pendingBy, nowMs, arrayTasks: arrays, ...more });
 
     it('purges a finished job\'s script, arguments, environment and exported values, keeping the rest; never an unfinished job', () => {
@@ -555,7 +556,7 @@ if (process.env[CHILD_ENV] !== undefined) {
       assert.equal(purged.script, '');
       assert.deepEqual(purged.request.script, { path: 'cancelled.sh', text: '', args: [] });
       assert.equal(purged.request.submitEnv, undefined);
-      assert.deepEqual(purged.request.export, { all: true, variables: [{ name: 'TOKEN' }, { name: 'HOME' }] });
+      assert.deepEqual(purged.request.export, { all: true, variables: [] });
       assert.deepEqual([purged.state, purged.reason, purged.endTimeMs, purged.request.workingDir, purged.request.cpusPerTask], ['CANCELLED', 'cancelled by ada', T0 + 1000, '/home/ada', 1]);
       assert.equal((store.events(cancelled)[0].event as unknown as { purgedMs: number }).purgedMs, T0 + 5000);
       assert.deepEqual(store.job(ran), before, 'ran and ended after its cutoff: kept');
@@ -591,6 +592,7 @@ if (process.env[CHILD_ENV] !== undefined) {
       assert.throws(() => raw.prepare("UPDATE job_events SET payload = json_set(payload, '$.name', 'x') WHERE job_id = ? AND seq = 1").run(b), refused, 'a rewrite without purgedMs');
       assert.throws(() => raw.prepare("UPDATE job_events SET payload = json_set(payload, '$.purgedMs', 1), time_ms = 0 WHERE job_id = ? AND seq = 1").run(b), refused, 'a purge that changes the time');
       assert.throws(() => raw.prepare("UPDATE job_events SET payload = json_set(payload, '$.purgedMs', 1) WHERE job_id = ? AND seq = 2").run(a), refused, 'an event other than submitted');
+      assert.throws(() => raw.prepare("UPDATE job_events SET payload = json_set(payload, '$.purgedMs', 1, '$.user', 'mallory') WHERE job_id = ? AND seq = 1").run(b), refused, 'a job that has not ended');
       assert.throws(() => raw.exec('DELETE FROM job_events'), refused);
       raw.exec('UPDATE jobs SET purged_ms = NULL');
       raw.close();
@@ -620,6 +622,37 @@ if (process.env[CHILD_ENV] !== undefined) {
       assert.equal(store.job(first)!.request.submitEnv, undefined);
       assert.equal(purge(store, T0 + 7, T0 + 8, T0 + 9), 1);
       assert.equal(store.job(third)!.script, '');
+      store.close();
+    });
+
+    it('arrays whose first task must wait never stall the purge: each call goes on where the last one stopped', () => {
+      const store = openStore(freshPath());
+      const blocked: JobId[] = [];
+      for (let n = 0; n < 40; n++) {
+        const tasks = [0, 1].map((index) => privateJob(`a${n}-${index}`, { array: { text: '0-1', taskId: index, index } }));
+        const [first] = store.submitMany(tasks, T0);
+        store.append(first, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + n);
+        blocked.push(first);
+      }
+      const plain = store.submitMany(Array.from({ length: 5 }, (_, n) => privateJob(`p${n}`)), T0);
+      for (const id of plain) store.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 100);
+      // No time at all: one job looked at a call. Starting over each call, the plain jobs behind the 40 would never be reached.
+      let purged = 0;
+      for (let call = 0; call < 50; call++) purged += purge(store, T0 + 200, T0 + 200, T0 + 300, { budgetMs: 0 });
+      assert.equal(purged, 5);
+      assert.ok(plain.every((id) => store.job(id)!.script === ''), 'every plain job purged');
+      assert.ok(blocked.every((id) => store.job(id)!.request.submitEnv !== undefined), 'every first task keeps its environment');
+      store.close();
+    });
+
+    it('a job that ran, was requeued and was cancelled while pending again is kept as one that ran', () => {
+      const store = openStore(freshPath());
+      const id = store.submit(privateJob('requeued'), T0);
+      store.append(id, { type: 'started', nodes: ['node01'] }, T0 + 1);
+      store.append(id, { type: 'requeued', reason: 'node failure' }, T0 + 2);
+      store.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 3);
+      assert.equal(purge(store, T0 + 2, T0 + 10, T0 + 10), 0, 'not at once: it ran');
+      assert.equal(purge(store, T0 + 3, T0 + 10, T0 + 11), 1, 'keep_finished after its end');
       store.close();
     });
 

@@ -171,7 +171,8 @@ const jobIdsOf = (words: string[], command: string): number[] => {
 
 /**
  * scontrol write batch_script: the job's script as it was submitted, to FILE (default slurm-JOBID.sh, as
- * Slurm; created 0600, since scripts are private) or to standard output for "-". JOBID may be ARRAYID_TASK.
+ * Slurm; a new file, 0600, since scripts are private: Slurm overwrites one that exists, Taras refuses it) or
+ * to standard output for "-". JOBID may be ARRAYID_TASK.
  */
 async function writeBatchScript(api: ApiClient, id: string, file: string | undefined): Promise<void> {
   if (!/^\d+(_\d+)?$/.test(id)) throw new Error(`scontrol: error: Invalid job id specified: ${id}`);
@@ -183,9 +184,12 @@ async function writeBatchScript(api: ApiClient, id: string, file: string | undef
   const target = file ?? `slurm-${id}.sh`;
   const { writeFileSync } = await import('node:fs');
   try {
-    writeFileSync(target, script, { mode: 0o600 });
+    // A new file only (O_CREAT|O_EXCL: never through a symlink or into a file someone else made first, and 0600).
+    writeFileSync(target, script, { mode: 0o600, flag: 'wx' });
   } catch (error) {
-    throw new Error(`scontrol: error: cannot write ${target} (${(error as NodeJS.ErrnoException).code}): give another file, or - for standard output`);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') throw new Error(`scontrol: error: ${target} already exists: remove it, or give another file (or - for standard output)`);
+    throw new Error(`scontrol: error: cannot write ${target} (${code}): give another file, or - for standard output`);
   }
   process.stdout.write(`batch script for job ${id} written to ${target}\n`);
 }
