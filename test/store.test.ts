@@ -645,6 +645,23 @@ if (process.env[CHILD_ENV] !== undefined) {
       store.close();
     });
 
+    it('a job whose event cannot be rewritten (a damaged payload) is passed over; the others are purged', () => {
+      const path = freshPath();
+      const store = openStore(path);
+      const [before, after] = store.submitMany([privateJob('before'), privateJob('after')], T0);
+      store.append(before, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 1);
+      const raw = new Database(path);
+      raw.prepare("INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (900, 1, ?, 'submitted', '{not json')").run(T0);
+      raw.prepare(`INSERT INTO jobs (id, user_name, job_name, partition_name, state, submit_time_ms, end_time_ms, nodes, reserved_nodes, last_seq)
+        VALUES (900, 'ada', 'damaged', 'batch', 'CANCELLED', ?, ?, '[]', '[]', 1)`).run(T0, T0 + 2);
+      raw.close();
+      store.append(after, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 3);
+      assert.equal(purge(store, T0, T0 + 10, T0 + 10), 2);
+      assert.deepEqual([store.job(before)!.script, store.job(after)!.script], ['', '']);
+      assert.equal(purge(store, T0, T0 + 10, T0 + 11), 0, 'the damaged one is tried again and passed over again');
+      store.close();
+    });
+
     it('a job that ran, was requeued and was cancelled while pending again is kept as one that ran', () => {
       const store = openStore(freshPath());
       const id = store.submit(privateJob('requeued'), T0);
@@ -667,11 +684,11 @@ if (process.env[CHILD_ENV] !== undefined) {
       store.close();
     });
 
-    it('a version 6 file migrates: its finished jobs are purged, other rewrites are still refused', () => {
+    for (const from of [6, 7]) it(`a version ${from} file migrates: its finished jobs are purged, other rewrites are refused`, () => {
       const path = freshPath();
       const old = new Database(path);
       old.pragma('journal_mode = WAL');
-      old.transaction(() => migrate(old, MIGRATIONS.slice(0, 6)))();
+      old.transaction(() => migrate(old, MIGRATIONS.slice(0, from)))();
       const job = privateJob('from-v6');
       const insertEvent = old.prepare('INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (?, ?, ?, ?, ?)');
       insertEvent.run(1, 1, T0, 'submitted', JSON.stringify(job));
@@ -679,13 +696,20 @@ if (process.env[CHILD_ENV] !== undefined) {
       insertEvent.run(1, 3, T0 + 9000, 'ended', JSON.stringify({ state: 'COMPLETED', exitCode: 0 }));
       old.prepare(`INSERT INTO jobs (id, user_name, job_name, partition_name, script_path, state, submit_time_ms, start_time_ms, end_time_ms, exit_code, nodes, reserved_nodes, last_seq)
         VALUES (1, ?, 'from-v6', ?, ?, 'COMPLETED', ?, ?, ?, 0, '["node01"]', '[]', 3)`).run(job.user, job.partition, job.scriptPath, T0, T0 + 1000, T0 + 9000);
-      assert.throws(() => old.prepare("UPDATE job_events SET payload = json_set(payload, '$.purgedMs', 1) WHERE job_id = 1 AND seq = 1").run(), /append-only/, 'version 6 allows no rewrite');
+      if (from === 6) assert.throws(() => old.prepare("UPDATE job_events SET payload = json_set(payload, '$.purgedMs', 1) WHERE job_id = 1 AND seq = 1").run(), /append-only/, 'version 6 allows no rewrite');
       old.close();
       const store = openStore(path);
       assert.equal(store.schemaVersion, SCHEMA_VERSION);
       assert.equal(purge(store, T0 + 9000, T0 + 9000, T0 + 10_000), 1);
       const record = assertRowIsReplay(store, jobId(1));
       assert.deepEqual([record.script, record.request.submitEnv, record.state, record.endTimeMs], ['', undefined, 'COMPLETED', T0 + 9000]);
+      // A job requeued and then cancelled while pending counts as one that ran (schema 8's index).
+      const requeued = store.submit(privateJob('requeued'), T0 + 10_000);
+      store.append(requeued, { type: 'started', nodes: ['node01'] }, T0 + 10_001);
+      store.append(requeued, { type: 'requeued' }, T0 + 10_002);
+      store.append(requeued, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 10_003);
+      assert.equal(purge(store, T0 + 10_002, T0 + 20_000, T0 + 20_000), 0);
+      assert.equal(purge(store, T0 + 10_003, T0 + 20_000, T0 + 20_001), 1);
       store.close();
     });
   });

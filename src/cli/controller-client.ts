@@ -165,7 +165,8 @@ export async function client(flag: string | undefined): Promise<ApiClient> {
         if (wait === undefined || wait > MAX_BACKOFF_SECONDS || attempt >= MAX_BACKOFF_ATTEMPTS) throw error;
         if (!told) process.stderr.write(`taras: the controller asks to wait ${wait} s: ${(error as Error).message}; waiting\n`);
         told = true;
-        await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait) * 1000));
+        // Up to half as long again, at random: the tasks of an array that were refused together do not all come back together.
+        await new Promise((resolve) => setTimeout(resolve, Math.max(1, wait) * 1000 * (1 + Math.random() / 2)));
       }
     }
   };

@@ -199,8 +199,12 @@ export class HeavyReads {
   }
 }
 
-/** Requests of one user that may wait for their turn; one more gets 429. */
-const MAX_TURNS_WAITING = 64;
+/**
+ * Requests of one user that may wait for their turn; one more gets 429. High: they wait a turn each, not long
+ * (the tasks of a big array that each run squeue as they start must all be answered); the cap bounds what
+ * one user holds of the connections and of memory.
+ */
+const MAX_TURNS_WAITING = 1024;
 
 interface Turns {
   /** A request of this user's has run in this turn of the event loop: the next waits for the next turn. */
@@ -217,7 +221,7 @@ interface Turns {
  * them (about 12 s under 450 such pages). Now a user's first request of a
  * turn runs at once, as before; the next ones wait in order, one per later
  * turn (setImmediate: after the I/O that came meanwhile, so everyone else's
- * requests are read and answered in between). Past 64 waiting, 429.
+ * requests are read and answered in between). Past 1,024 waiting, 429.
  * Administrators and the agents are not routed here.
  */
 export class UserTurns {

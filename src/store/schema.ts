@@ -163,6 +163,26 @@ export const MIGRATIONS: readonly Migration[] = [
     up: (db) => {
       db.exec(`
         -- The log stays append-only but for one rewrite: a finished job's submitted event loses its script,
+        -- arguments and environment once (its payload gains purgedMs). Nothing else of any event may change.
+        DROP TRIGGER job_events_no_update;
+        CREATE TRIGGER job_events_no_update BEFORE UPDATE ON job_events
+          WHEN NOT (OLD.type = 'submitted' AND NEW.type = 'submitted' AND NEW.job_id = OLD.job_id AND NEW.seq = OLD.seq
+            AND NEW.time_ms = OLD.time_ms AND json_extract(OLD.payload, '$.purgedMs') IS NULL
+            AND json_extract(NEW.payload, '$.purgedMs') IS NOT NULL)
+          BEGIN SELECT RAISE(ABORT, 'job_events is append-only (only the purge of a finished job''s script and environment rewrites its submitted event)'); END;
+        ALTER TABLE jobs ADD COLUMN purged_ms INTEGER;  -- when its script and environment were purged; null: stored
+        -- What the purge looks for: jobs that ended while pending (at once) and jobs that ran (keep_finished after their end).
+        CREATE INDEX jobs_purge_pending ON jobs (end_time_ms, id) WHERE purged_ms IS NULL AND end_time_ms IS NOT NULL AND start_time_ms IS NULL;
+        CREATE INDEX jobs_purge_ran ON jobs (end_time_ms, id) WHERE purged_ms IS NULL AND end_time_ms IS NOT NULL AND start_time_ms IS NOT NULL;
+      `);
+    },
+  },
+  {
+    version: 8,
+    description: "retention: the purge's trigger asks the job's row (not its megabytes of payload), refuses an unfinished job; a requeued job counts as one that ran",
+    up: (db) => {
+      db.exec(`
+        -- The log stays append-only but for one rewrite: a finished job's submitted event loses its script,
         -- arguments and environment once (its payload gains purgedMs). The trigger asks the job's row (cheap:
         -- the payload may be megabytes) that the job has ended and is not purged yet; the event keeps its job,
         -- seq, type and time. It does not compare the payload's other fields: the purge (store.ts) alone writes it.
@@ -172,9 +192,10 @@ export const MIGRATIONS: readonly Migration[] = [
             AND NEW.time_ms = OLD.time_ms AND json_extract(NEW.payload, '$.purgedMs') IS NOT NULL
             AND (SELECT end_time_ms IS NOT NULL AND purged_ms IS NULL FROM jobs WHERE id = OLD.job_id) IS 1)
           BEGIN SELECT RAISE(ABORT, 'job_events is append-only (only the purge of a finished job''s script and environment rewrites its submitted event)'); END;
-        ALTER TABLE jobs ADD COLUMN purged_ms INTEGER;  -- when its script and environment were purged; null: stored
         -- What the purge looks for: jobs that ended without ever starting (at once) and jobs that ran (keep_finished
         -- after their end; a requeued job ran, though its row's start time is cleared).
+        DROP INDEX jobs_purge_pending;
+        DROP INDEX jobs_purge_ran;
         CREATE INDEX jobs_purge_pending ON jobs (end_time_ms, id) WHERE purged_ms IS NULL AND end_time_ms IS NOT NULL AND start_time_ms IS NULL AND requeue_count = 0;
         CREATE INDEX jobs_purge_ran ON jobs (end_time_ms, id) WHERE purged_ms IS NULL AND end_time_ms IS NOT NULL AND (start_time_ms IS NOT NULL OR requeue_count > 0);
       `);

@@ -154,15 +154,14 @@ const PURGE_EVENT = `UPDATE job_events SET payload = json_remove(json_set(json_r
   '$.script', '', '$.request.script.text', '', '$.request.script.args', json('[]'), '$.request.submitEnv', NULL,
   '$.request.export.variables', json('[]'), '$.request.interactive.command', json('[]')), '$.purgedMs', ?), '$.request.submitEnv')
   WHERE job_id = ? AND seq = 1`;
-/** Candidates in end order, after a cursor; each kind of job by its own partial index (the WHERE repeats its condition). */
-const PURGE_CANDIDATES = (ran: boolean) => `SELECT jobs.id AS id, jobs.end_time_ms AS endMs, json_extract(e.payload, '$.request.array') AS array
-  FROM jobs INDEXED BY ${ran ? 'jobs_purge_ran' : 'jobs_purge_pending'} JOIN job_events AS e ON e.job_id = jobs.id AND e.seq = 1
-  WHERE jobs.purged_ms IS NULL AND jobs.end_time_ms IS NOT NULL
-    AND ${ran ? '(jobs.start_time_ms IS NOT NULL OR jobs.requeue_count > 0)' : 'jobs.start_time_ms IS NULL AND jobs.requeue_count = 0'}
-    AND jobs.end_time_ms <= ? AND (jobs.end_time_ms, jobs.id) > (?, ?)
-  ORDER BY jobs.end_time_ms, jobs.id LIMIT ?`;
-/** Candidates read at a time: reading one costs a parse of its payload. */
-const PURGE_PAGE = 16;
+/** Candidates in end order, after a cursor; each kind of job by its own partial index (the WHERE repeats its condition), which covers the query. */
+const PURGE_CANDIDATES = (ran: boolean) => `SELECT id, end_time_ms AS endMs FROM jobs INDEXED BY ${ran ? 'jobs_purge_ran' : 'jobs_purge_pending'}
+  WHERE purged_ms IS NULL AND end_time_ms IS NOT NULL
+    AND ${ran ? '(start_time_ms IS NOT NULL OR requeue_count > 0)' : 'start_time_ms IS NULL AND requeue_count = 0'}
+    AND end_time_ms <= ? AND (end_time_ms, id) > (?, ?)
+  ORDER BY end_time_ms, id LIMIT ?`;
+/** Candidates read at a time. */
+const PURGE_PAGE = 64;
 
 /** SQLite's words for a file that is not (or no longer) a sound database. */
 const DAMAGED_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT', 'SQLITE_CORRUPT_VTAB', 'SQLITE_CORRUPT_SEQUENCE', 'SQLITE_CORRUPT_INDEX']);
@@ -470,7 +469,7 @@ export class Store {
     return (this.selectFinishedBefore.all(cutoffMs) as JoinedJobRow[]).map(rowToRecord);
   }
 
-  private purgeStatements: { ran: Statement; pending: Statement; event: Statement; row: Statement; unfinished: Statement } | undefined;
+  private purgeStatements: { ran: Statement; pending: Statement; array: Statement; event: Statement; row: Statement; unfinished: Statement } | undefined;
   /**
    * Where each kind's scan stopped (end time, id): the next call goes on from there, and starts again from
    * the oldest once it reaches the end, so jobs it must pass over (an array's first task whose other tasks
@@ -491,6 +490,7 @@ export class Store {
     const statements = this.purgeStatements ??= {
       ran: this.db.prepare(PURGE_CANDIDATES(true)),
       pending: this.db.prepare(PURGE_CANDIDATES(false)),
+      array: this.db.prepare("SELECT json_extract(payload, '$.request.array') FROM job_events WHERE job_id = ? AND seq = 1").pluck(),
       event: this.db.prepare(PURGE_EVENT),
       row: this.db.prepare('UPDATE jobs SET purged_ms = ? WHERE id = ?'),
       unfinished: this.db.prepare('SELECT 1 FROM jobs WHERE id > ? AND id < ? AND end_time_ms IS NULL LIMIT 1').pluck(),
@@ -506,27 +506,37 @@ export class Store {
     for (const [kind, candidates, endedBy] of this.purgeCalls++ % 2 === 0 ? kinds : [kinds[1], kinds[0]]) {
       let wrapped = false;
       while (!spent()) {
-        const cursor = this.purgeCursors[kind];
-        const page = candidates.all(endedBy, cursor[0], cursor[1], PURGE_PAGE) as { id: number; endMs: number; array: string | null }[];
+        const start = this.purgeCursors[kind];
+        const page = candidates.all(endedBy, start[0], start[1], PURGE_PAGE) as { id: number; endMs: number }[];
         if (page.length === 0) {
           // The end: from the oldest again, once a call.
           this.purgeCursors[kind] = [-Infinity, 0];
-          if (wrapped || cursor[0] === -Infinity) break;
+          if (wrapped || start[0] === -Infinity) break;
           wrapped = true;
           continue;
         }
-        // One transaction for the page, the time checked before each job.
+        // One transaction for the page, the time checked before each job; each job in a savepoint of its own,
+        // so one that cannot be purged (a damaged payload) is passed over until the next round, not the page.
+        let reached = start;
         this.write(() => {
           for (const job of page) {
             if (spent()) break;
             looked++;
-            this.purgeCursors[kind] = [job.endMs, job.id];
-            if (this.arrayStillNeeds(job.id, job.array, request.arrayTasks, statements.unfinished)) continue;
-            statements.event.run(request.nowMs, job.id); // the trigger reads the row's purged_ms: the event first
-            statements.row.run(request.nowMs, job.id);
-            purged++;
+            reached = [job.endMs, job.id];
+            try {
+              const array = statements.array.get(job.id) as string | null | undefined;
+              if (this.arrayStillNeeds(job.id, array ?? null, request.arrayTasks, statements.unfinished)) continue;
+              this.db.transaction(() => {
+                statements.event.run(request.nowMs, job.id); // the trigger reads the row's purged_ms: the event first
+                statements.row.run(request.nowMs, job.id);
+              })();
+              purged++;
+            } catch {
+              // Left as it is; looked at again when the scan comes round.
+            }
           }
         });
+        this.purgeCursors[kind] = reached;
       }
     }
     return purged;

@@ -182,14 +182,24 @@ async function writeBatchScript(api: ApiClient, id: string, file: string | undef
     return;
   }
   const target = file ?? `slurm-${id}.sh`;
-  const { writeFileSync } = await import('node:fs');
+  const { closeSync, openSync, unlinkSync, writeFileSync } = await import('node:fs');
+  let fd: number;
   try {
-    // A new file only (O_CREAT|O_EXCL: never through a symlink or into a file someone else made first, and 0600).
-    writeFileSync(target, script, { mode: 0o600, flag: 'wx' });
+    // A new file only (O_CREAT|O_EXCL: never through a symlink or into a file someone else made first), 0600.
+    fd = openSync(target, 'wx', 0o600);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') throw new Error(`scontrol: error: ${target} already exists: remove it, or give another file (or - for standard output)`);
     throw new Error(`scontrol: error: cannot write ${target} (${code}): give another file, or - for standard output`);
+  }
+  try {
+    writeFileSync(fd, script);
+  } catch (error) {
+    // A full disk: no half-written script left to be taken for the whole one (and to refuse the next try).
+    unlinkSync(target);
+    throw new Error(`scontrol: error: cannot write ${target} (${(error as NodeJS.ErrnoException).code}): free some space, or give another file or - for standard output`);
+  } finally {
+    closeSync(fd);
   }
   process.stdout.write(`batch script for job ${id} written to ${target}\n`);
 }
