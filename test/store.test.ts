@@ -645,6 +645,22 @@ if (process.env[CHILD_ENV] !== undefined) {
       store.close();
     });
 
+    it('a submitted event stores the script once (the request holds it); reading gives it back', () => {
+      const path = freshPath();
+      const store = openStore(path);
+      const [id, other] = store.submitMany([privateJob('once'), newJob('different')], T0);
+      const raw = new Database(path);
+      const payloads = raw.prepare('SELECT job_id AS id, payload FROM job_events WHERE seq = 1 ORDER BY job_id').all() as { id: number; payload: string }[];
+      raw.close();
+      const text = privateJob('once').script;
+      assert.equal(payloads[0].payload.split(JSON.stringify(text)).length - 1, 1, 'the text once, in the request');
+      assert.equal('script' in (JSON.parse(payloads[0].payload) as object), false);
+      assert.equal((JSON.parse(payloads[1].payload) as { script: string }).script, newJob('different').script, 'a request without it: the script is stored');
+      assert.equal(assertRowIsReplay(store, id).script, text);
+      assert.equal(assertRowIsReplay(store, other).script, newJob('different').script);
+      store.close();
+    });
+
     it('a job whose event cannot be rewritten (a damaged payload) is passed over; the others are purged', () => {
       const path = freshPath();
       const store = openStore(path);

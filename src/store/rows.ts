@@ -108,7 +108,8 @@ function jobState(value: string, id: number): JobState {
 }
 
 export function rowToRecord(row: JoinedJobRow): JobRecord {
-  const { script, request: submitted } = JSON.parse(row.submitted) as { script: string; request: JsonObject };
+  const { script: stored, request: submitted } = JSON.parse(row.submitted) as { script?: string; request: JsonObject };
+  const script = stored ?? requestScript(submitted) ?? '';
   const amended = row.amended === null || row.amended === undefined ? null : JSON.parse(row.amended) as JsonObject;
   const request = amended === null ? submitted : { ...submitted, ...amended };
   return {
@@ -141,8 +142,23 @@ export function rowToRecord(row: JoinedJobRow): JobRecord {
 }
 
 /** The payload column: the event without its type (which has its own column). */
+/** The script text a submitted event's request carries (the CLI sends the script there too), if it does. */
+function requestScript(request: unknown): string | undefined {
+  const text = (request as { script?: { text?: unknown } } | null | undefined)?.script?.text;
+  return typeof text === 'string' ? text : undefined;
+}
+
+/**
+ * An event's payload as stored: the event without its type. A submitted event's script is left out when its
+ * request holds the same text (it always does from the CLI): stored once, not twice (a 1 MiB script took
+ * 2 MiB); reading puts it back (rowToEvent, rowToRecord).
+ */
 export function eventPayload(event: JobEvent): string {
   const { type: _type, ...payload } = event;
+  if (event.type === 'submitted' && requestScript(event.request) === event.script) {
+    const { script: _script, ...rest } = payload as typeof payload & { script?: string };
+    return JSON.stringify(rest);
+  }
   return JSON.stringify(payload);
 }
 
@@ -150,7 +166,9 @@ export function rowToEvent(row: EventRow): StoredJobEvent {
   if (!(JOB_EVENT_TYPES as readonly string[]).includes(row.type)) {
     throw new Error(`job ${row.job_id} event ${row.seq}: unknown type '${row.type}' (written by a newer Taras?)`);
   }
-  const event = { type: row.type as JobEventType, ...(JSON.parse(row.payload) as object) } as JobEvent;
+  const payload = JSON.parse(row.payload) as { script?: string; request?: unknown };
+  if (row.type === 'submitted' && payload.script === undefined) payload.script = requestScript(payload.request) ?? '';
+  const event = { type: row.type as JobEventType, ...payload } as JobEvent;
   return { jobId: jobId(row.job_id), seq: row.seq, timeMs: row.time_ms, event };
 }
 
