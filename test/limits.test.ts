@@ -267,8 +267,8 @@ describe('other reads: one a turn of the event loop per user', () => {
     assert.equal(turns.run('ada', () => 'later'), 'later', 'once her burst is answered, her next request runs at once again');
   });
 
-  it('past its cap of waiting requests (64 here; 1,024 in the controller), a user\'s request is refused with 429 and Retry-After; closed, waiting requests fail with the reason and later ones too', async () => {
-    const turns = new UserTurns(64);
+  it('past its cap of waiting requests (64 here; in the controller a quarter of the connection cap, 16 to 1,024), a user\'s request is refused with 429 and Retry-After; closed, waiting requests fail with the reason and later ones too', async () => {
+    const turns = new UserTurns(() => 64);
     let ran = 0;
     const outcomes = Array.from({ length: 70 }, () => {
       try {

@@ -968,7 +968,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
     ['POST /whatif', 'what-if'], ['POST /jobs/test-only', 'test-only submission'], ['GET /acct', 'accounting listing'], ['GET /report', 'usage report'], ['GET /plan', 'plan'],
   ]);
   // Other reads: one a turn of the event loop per user, so that a burst of one user's is served between everyone else's.
-  const readTurns = new UserTurns();
+  // At most a quarter of the connection cap waiting per user (as WebSocket streams): one user never holds them all.
+  let readsWaitingCap = 16;
+  const readTurns = new UserTurns(() => readsWaitingCap);
   // Nothing about a job is served anonymously: every route but /status (and the agents', signed) needs a verified caller.
   const guarded = routes.map((route): Route => {
     if (openToAnonymous(route)) return route;
@@ -1010,6 +1012,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     // Credentials that fail (a uid with no passwd entry) still get the status; agents' routes go by the cluster key.
     servedWhenCredentialsFail: (route) => route.method === 'GET' && route.path === '/status',
   });
+  readsWaitingCap = Math.max(16, Math.floor(server.maxConnections / 4));
   let bound;
   try {
     bound = await server.listen({ port: options.port ?? config.listen.port, host: config.listen.host, socketPath: config.socketPath });

@@ -200,9 +200,10 @@ export class HeavyReads {
 }
 
 /**
- * Requests of one user that may wait for their turn; one more gets 429. High: they wait a turn each, not long
- * (the tasks of a big array that each run squeue as they start must all be answered); the cap bounds what
- * one user holds of the connections and of memory.
+ * Requests of one user that may wait for their turn, at most; one more gets 429. High: they wait a turn each,
+ * not long (the tasks of a big array that each run squeue as they start must all be answered). The controller
+ * gives a quarter of its connection cap (at least 16), so that one user's waiting requests, which hold their
+ * connections, never hold them all.
  */
 const MAX_TURNS_WAITING = 1024;
 
@@ -221,14 +222,16 @@ interface Turns {
  * them (about 12 s under 450 such pages). Now a user's first request of a
  * turn runs at once, as before; the next ones wait in order, one per later
  * turn (setImmediate: after the I/O that came meanwhile, so everyone else's
- * requests are read and answered in between). Past 1,024 waiting, 429.
+ * requests are read and answered in between). Past a quarter of the
+ * connection cap waiting (at least 16, at most 1,024), 429.
  * Administrators and the agents are not routed here.
  */
 export class UserTurns {
   private readonly users = new Map<string, Turns>();
   private closedWith: Error | null = null;
 
-  constructor(private readonly maxWaiting = MAX_TURNS_WAITING) {}
+  /** @param maxWaiting read at each request (the connection cap is known once the server exists). */
+  constructor(private readonly maxWaiting: () => number = () => MAX_TURNS_WAITING) {}
 
   run<T>(user: string, work: () => T | Promise<T>): T | Promise<T> {
     if (this.closedWith !== null) throw this.closedWith;
@@ -238,7 +241,7 @@ export class UserTurns {
       this.take(user, turns);
       return work();
     }
-    if (turns.queue.length >= this.maxWaiting) {
+    if (turns.queue.length >= Math.min(MAX_TURNS_WAITING, this.maxWaiting())) {
       throw new LimitRefused(
         `${user} has ${turns.queue.length} requests waiting to be answered, the most one user may have; this one was not run`,
         'send fewer requests at once (wait for answers before asking again): each user\'s requests are answered one a turn, between other users\'',

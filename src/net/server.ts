@@ -121,6 +121,8 @@ export interface BoundAddress {
 }
 
 export interface ApiServer {
+  /** The connection cap in force (max_connections, or what the open-file limit allows). */
+  readonly maxConnections: number;
   listen(options: ListenOptions): Promise<BoundAddress>;
   /** Stops accepting, lets requests in flight finish (up to `graceMs`), then closes every connection. */
   close(graceMs?: number): Promise<void>;
@@ -654,6 +656,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
   }
 
   return {
+    maxConnections: guard.maxConnections,
     async listen(listenOptions: ListenOptions): Promise<BoundAddress> {
       if (listenOptions.port === undefined && listenOptions.socketPath === undefined) {
         throw new ListenError('nothing to listen on', 'give a TCP port, a Unix socket path, or both');
