@@ -206,7 +206,7 @@ async function writeBatchScript(api: ApiClient, id: string, file: string | undef
 
 export function registerScontrol(program: Command): void {
   program
-    .description('show jobs, nodes and partitions, and requeue, suspend or resume jobs, as Slurm\'s scontrol does (served by Taras)')
+    .description('show jobs, nodes and partitions, requeue, suspend or resume jobs, and write a job\'s batch script, as Slurm\'s scontrol does (served by Taras)')
     .argument('<command>', 'show, requeue, suspend, resume, hold, release, update, write')
     .argument('[args...]', 'show: job|node|partition [NAME]; write: batch_script JOBID [FILE|-]; the others: job ids')
     .option('--controller <address>', 'controller address (default $TARAS_CONTROLLER)')
