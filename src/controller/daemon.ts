@@ -17,6 +17,7 @@ import type { JobSpec } from '../jobspec/types.js';
 import { createApiClient, openWebSocket, type ApiClient } from '../net/client.js';
 import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { createAuthenticator, HOW_TO_AUTHENTICATE, issueToken, loadOrCreateJwtKey, MAX_TOKEN_SECONDS, type Caller } from '../net/identity.js';
+import { perUserShare } from '../net/guard.js';
 import { lineLog } from '../net/log.js';
 import { makeFolder, octal, setMode, unreachableFolderOf } from '../net/private-files.js';
 import { nativeAddon } from '../net/native.js';
@@ -969,18 +970,19 @@ export async function startController(options: ControllerOptions): Promise<Runni
   ]);
   // Other reads: one a turn of the event loop per user, so that a burst of one user's is served between everyone else's.
   // At most a quarter of the connection cap waiting per user (as WebSocket streams): one user never holds them all.
-  let readsWaitingCap = 16;
-  const readTurns = new UserTurns(() => readsWaitingCap);
+  // (Read at each request, once the server below exists.)
+  const readTurns = new UserTurns(() => perUserShare(server.maxConnections));
   // Nothing about a job is served anonymously: every route but /status (and the agents', signed) needs a verified caller.
   const guarded = routes.map((route): Route => {
     if (openToAnonymous(route)) return route;
     const heavy = HEAVY.get(`${route.method} ${route.path}`);
-    const read = heavy === undefined && route.method === 'GET';
+    // Changes are handled as they come (a submission batch is built from the requests of one turn).
+    const change = heavy === undefined && route.method !== 'GET';
     return {
       ...route,
       handler: (ctx) => {
-        const caller = callerOf(ctx);
-        if ((heavy === undefined && !read) || admin(caller)) return route.handler(ctx);
+        const caller = callerOf(ctx); // 401 for an anonymous caller
+        if (change || admin(caller)) return route.handler(ctx);
         if (heavy !== undefined) return heavyReads.run(caller.user, heavy, () => route.handler(ctx)).catch(refused);
         try {
           return readTurns.run(caller.user, () => route.handler(ctx));
@@ -1012,7 +1014,6 @@ export async function startController(options: ControllerOptions): Promise<Runni
     // Credentials that fail (a uid with no passwd entry) still get the status; agents' routes go by the cluster key.
     servedWhenCredentialsFail: (route) => route.method === 'GET' && route.path === '/status',
   });
-  readsWaitingCap = Math.max(16, Math.floor(server.maxConnections / 4));
   let bound;
   try {
     bound = await server.listen({ port: options.port ?? config.listen.port, host: config.listen.host, socketPath: config.socketPath });
@@ -1052,8 +1053,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     steps.close();
     mailer.close();
-    heavyReads.close(new RouteError(503, 'the controller is stopping; this request was not run', 'ask again once it is back'));
-    readTurns.close(new RouteError(503, 'the controller is stopping; this request was not run', 'ask again once it is back'));
+    const stopping = new RouteError(503, 'the controller is stopping; this request was not run', 'ask again once it is back');
+    heavyReads.close(stopping);
+    readTurns.close(stopping);
     if (eventLog !== null) {
       eventLog.record('shutdown', { phase: 'finished', jobsLeftRunning: [...engine.active.values()].filter((r) => r.state !== 'PENDING').map((r) => r.id) });
       store.committedListeners.length = 0;

@@ -273,8 +273,7 @@ export class UserTurns {
         return;
       }
       if (this.closedWith !== null) {
-        next.fail(this.closedWith);
-        for (const waiting of turns.queue.splice(0)) waiting.fail(this.closedWith);
+        for (const waiting of [next, ...turns.queue.splice(0)]) waiting.fail(this.closedWith);
         turns.busy = false;
         this.users.delete(user);
         return;

@@ -108,6 +108,11 @@ function first<T>(items: Iterable<T>): T | undefined {
   return undefined;
 }
 
+/** What one user may hold of a connection cap at once (WebSocket streams, reads waiting their turn): a quarter, at least 16. */
+export function perUserShare(maxConnections: number): number {
+  return Math.max(16, Math.floor(maxConnections / 4));
+}
+
 const OVERLOADED = (what: string, fix: string): string => {
   const body = JSON.stringify({ error: what, fix });
   return `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`;

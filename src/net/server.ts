@@ -15,7 +15,7 @@ import type { WebSocket, WebSocketServer } from 'ws';
 import type { ApiError } from '../api/types.js';
 import { carriesSignature, CONTROLLER_DESTINATION, missingSignature, NonceCache, REFUSED_HEADER, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
 import type { Authenticator, Caller, Identified, Transport } from './identity.js';
-import { ConnectionGuard } from './guard.js';
+import { ConnectionGuard, perUserShare } from './guard.js';
 import { claimSocketPath, ListenError } from './listen.js';
 import type { NetLog } from './log.js';
 import { RouteTable, type HttpMethod, type RouteSpec } from './routes.js';
@@ -346,7 +346,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
   const liveSockets = new Set<WebSocket>();
   /** Connections that asked for a stream, by verified user (maxStreamsPerUser). */
   const streamsByUser = new Map<string, number>();
-  const maxStreamsPerUser = options.maxStreamsPerUser || Math.max(16, Math.floor(guard.maxConnections / 4));
+  const maxStreamsPerUser = options.maxStreamsPerUser || perUserShare(guard.maxConnections);
   const webSocketServer = (): Promise<WebSocketServer> => (sockets ??= import('ws').then(({ WebSocketServer: Server }) => new Server({ noServer: true, maxPayload: 4 * 1024 * 1024 })));
 
   /**

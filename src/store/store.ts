@@ -544,7 +544,7 @@ export class Store {
 
   /** When a job's script and environment were purged (purgeFinished); null while they are stored, undefined for no such job. */
   purgedAt(id: JobId): EpochMs | null | undefined {
-    const row = this.db.prepare('SELECT purged_ms AS purgedMs FROM jobs WHERE id = ?').get(id) as { purgedMs: number | null } | undefined;
+    const row = this.prepared('SELECT purged_ms AS purgedMs FROM jobs WHERE id = ?').get(id) as { purgedMs: number | null } | undefined;
     return row?.purgedMs;
   }
 
