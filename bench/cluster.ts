@@ -9,7 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ApiJob } from '../src/api/types.js';
 import { listAllJobs } from '../src/cli/controller-client.js';
 import { renderTable, round } from '../src/cli/format.js';
@@ -114,10 +114,10 @@ deadline.unref();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void abandon(`${signal}: stopping`));
 
 /** Starts a daemon and resolves when its log matches `ready`. */
-function daemon(args: string[], ready: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+function daemon(args: string[], ready: RegExp, entry = taras): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   // TARAS_BENCH_PROFILE=DIR: each daemon writes a V8 CPU profile there when it stops.
   const profile = process.env.TARAS_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', resolve(process.env.TARAS_BENCH_PROFILE)] : [];
-  const child = spawn(process.execPath, [...profile, taras, ...args], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...profile, entry, ...args], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
   started.push(child);
   return new Promise((resolve, reject) => {
     let log = '';
@@ -145,6 +145,8 @@ interface BenchController {
   socket: string;
   /** A bearer token of this user, from the controller's key: what API clients over TCP send. */
   token: string;
+  /** What a storm's requests carry to say who sends them (the token, or a checkout's older headers). */
+  auth?: Record<string, string>;
 }
 
 async function startController(name: string): Promise<BenchController> {
@@ -176,7 +178,7 @@ const client = (controller: BenchController): ApiClient => createApiClient({ bas
 async function submitStorm(controller: BenchController, clients: number, jobs: number): Promise<number> {
   const body = JSON.stringify(submitBody('storm'));
   // Each request carries the token: the controller verifies it once, then finds it in its cache.
-  const headers = { authorization: `Bearer ${controller.token}`, 'content-type': 'application/json', accept: 'application/json' };
+  const headers = { ...(controller.auth ?? { authorization: `Bearer ${controller.token}` }), 'content-type': 'application/json', accept: 'application/json' };
   const connections = Array.from({ length: clients }, () => new Client(controller.url, { pipelining: 1 }));
   try {
     let next = 0;
@@ -758,9 +760,73 @@ async function cliLoops(rows: Row[]): Promise<void> {
   }
 }
 
+const LEAD_PAIRS = 4;
+const LEAD_WARMUP_JOBS = 8_000;
+
+/**
+ * Issue 9's "verified identity must not cost the submission path its lead", as a comparison: the same
+ * storm (8 undici clients, one request in flight each, the same body, 8,000 of warm-up, then 4 rounds of
+ * 5,000) against a controller of another built checkout (TARAS_BENCH_AGAINST, say the code before issue
+ * 9) and against this one, in turn, LEAD_PAIRS times: the machine's speed moves by half from one minute
+ * to the next, and only runs taken in turn compare. No agent: every job stays pending in both.
+ */
+async function submissionLead(rows: Row[]): Promise<void> {
+  const other = resolve(process.env.TARAS_BENCH_AGAINST ?? '');
+  const otherEntry = join(other, 'bin/taras.js');
+  const otherIdentity = await import(pathToFileURL(join(other, 'dist/src/net/identity.js')).href) as Record<string, unknown>;
+  const start = async (side: 'this' | 'other', name: string): Promise<BenchController> => {
+    if (side === 'this') return startController(name);
+    const data = join(work, name);
+    const { child, match } = await daemon(['controller', '--data', data, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, otherEntry);
+    const me = localIdentity();
+    // A checkout with verified identity takes a token from its key; the code before issue 9 believed two headers.
+    const auth: Record<string, string> = typeof otherIdentity.issueToken === 'function'
+      ? { authorization: `Bearer ${(await (otherIdentity.issueToken as typeof issueToken)((otherIdentity.loadOrCreateJwtKey as typeof loadOrCreateJwtKey)(join(data, 'jwt.key')), me.user, 3600, Date.now())).token}` }
+      : { 'x-taras-user': encodeURIComponent(me.user), 'x-taras-uid': String(me.uid) };
+    return { child, url: match[1], data, socket: `unix:${join(data, 'taras.sock')}`, token: '', auth };
+  };
+  const rates = { this: [] as number[], other: [] as number[] };
+  const ratios: number[] = [];
+  for (let pair = 0; pair < LEAD_PAIRS; pair++) {
+    const mean: Record<'this' | 'other', number> = { this: 0, other: 0 };
+    for (const side of ['other', 'this'] as const) {
+      say(`pair ${pair + 1} of ${LEAD_PAIRS}: ${side === 'this' ? 'this checkout' : other}...`);
+      const controller = await start(side, `lead-${side}-${pair}`);
+      try {
+        await submitStorm(controller, CONCURRENT_CLIENTS, LEAD_WARMUP_JOBS);
+        let seconds = 0;
+        for (let i = 0; i < CONCURRENT_ROUNDS; i++) {
+          const rate = await submitStorm(controller, CONCURRENT_CLIENTS, CONCURRENT_JOBS / CONCURRENT_ROUNDS);
+          rates[side].push(rate);
+          seconds += CONCURRENT_JOBS / CONCURRENT_ROUNDS / rate;
+        }
+        mean[side] = CONCURRENT_JOBS / seconds;
+      } finally {
+        await stop(controller.child);
+      }
+    }
+    ratios.push(mean.this / mean.other);
+  }
+  const range = (values: number[]) => `${round(Math.min(...values), 0)} to ${round(Math.max(...values), 0)}`;
+  const met = rates.this.filter((rate) => rate >= 4000).length;
+  rows.push({
+    what: `durable submissions, ${CONCURRENT_CLIENTS} API clients, this code`, measured: `${round(median(rates.this), 0)} jobs/s`, target: '>= 4,000 jobs/s', met: median(rates.this) >= 4000,
+    note: `median of ${rates.this.length} rounds of ${(CONCURRENT_JOBS / CONCURRENT_ROUNDS).toLocaleString('en')} (${range(rates.this)}); ${met} of them >= 4,000`,
+  });
+  rows.push({
+    what: `  the other checkout, in turn`, measured: `${round(median(rates.other), 0)} jobs/s`, target: '-',
+    note: `${other}: ${range(rates.other)}; ${rates.other.filter((rate) => rate >= 4000).length} rounds >= 4,000`,
+  });
+  rows.push({
+    what: '  this code / the other, pair by pair', measured: `${round(median(ratios), 2)}x`, target: '>= 1.00x', met: median(ratios) >= 1,
+    note: `${LEAD_PAIRS} pairs: ${ratios.map((ratio) => round(ratio, 2)).join(', ')}`,
+  });
+}
+
 /** Each part by name; `node dist/bench/cluster.js pass latency` runs only those. */
 const parts: Record<string, (rows: Row[]) => void | Promise<void>> = {
   submit: submissions, queue: concurrentAndQueue, latency: startLatency, pass: schedulingPass, status: bigCluster, loops: cliLoops,
+  lead: submissionLead,
 };
 
 async function main(): Promise<void> {
@@ -772,9 +838,20 @@ async function main(): Promise<void> {
     removeWork();
     process.exit(2);
   }
+  if (chosen.includes('lead') && (process.env.TARAS_BENCH_AGAINST ?? '') === '') {
+    say('error: the lead part compares this code with another built checkout; name it in TARAS_BENCH_AGAINST, e.g.\n'
+      + '  git worktree add ../taras-before 737eabf && (cd ../taras-before && npm ci && npm run build)\n'
+      + '  TARAS_BENCH_AGAINST=../taras-before node dist/bench/cluster.js lead');
+    removeWork();
+    process.exit(2);
+  }
   const loadBefore = loadavg()[0];
   try {
-    for (const [name, run] of Object.entries(parts)) if (chosen.length === 0 || chosen.includes(name)) await run(rows);
+    for (const [name, run] of Object.entries(parts)) {
+      // All parts but `lead`, which needs another checkout to compare with (run when it is named).
+      const wanted = chosen.length === 0 ? name !== 'lead' || (process.env.TARAS_BENCH_AGAINST ?? '') !== '' : chosen.includes(name);
+      if (wanted) await run(rows);
+    }
   } catch (error) {
     if (abandoning) await new Promise(() => {}); // abandon() cleans up and exits
     throw error;
