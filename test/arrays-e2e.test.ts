@@ -13,6 +13,7 @@ import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import { killHard, startDaemon, withController } from './daemon-process.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -72,6 +73,23 @@ describe('job arrays end to end', () => {
     }
     const shown = JSON.parse(cli(url, 'show', `${id}_2`, '--json').stdout) as Job;
     assert.deepEqual([shown.id, shown.arrayJobId, shown.arrayTaskId, shown.state], [id + 2, id, 2, 'COMPLETED']);
+
+    // The script is stored once, with the first task; every task ran it, and scontrol writes it for any task.
+    const script = readFileSync(join(work, 'task.sh'), 'utf8');
+    for (const task of [0, 3]) {
+      const written = spawnSync(join(root, 'bin', 'scontrol'), ['write', 'batch_script', String(id + task), '-'],
+        { cwd: work, encoding: 'utf8', timeout: 30_000, env: { ...process.env, TARAS_CONTROLLER: url } });
+      assert.equal(written.status, 0, written.stderr);
+      assert.equal(written.stdout, script, `task ${task}`);
+    }
+    const db = new Database(join(data, 'taras.db'), { readonly: true, fileMustExist: true });
+    try {
+      const copies = db.prepare('SELECT count(*) FROM job_events WHERE job_id BETWEEN ? AND ? AND seq = 1 AND instr(payload, ?) > 0').pluck()
+        .get(id, id + 3, 'SLURM_ARRAY_TASK_STEP');
+      assert.equal(copies, 1, 'one copy of the script for the four tasks');
+    } finally {
+      db.close();
+    }
 
     // Cancel: one task, then the whole array (running and pending tasks).
     writeFileSync(join(work, 'long.sh'), '#!/bin/sh\n#TARAS --time 1\nsleep 60\n');

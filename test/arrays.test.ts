@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { jobLaunch } from '../src/agent/environment.js';
 import { defaultClusterConfig, parseClusterConfig } from '../src/config/cluster.js';
-import { arrayTaskOf, resolveJobRef } from '../src/controller/arrays.js';
+import { arrayTaskOf, resolveJobRef, scriptOf } from '../src/controller/arrays.js';
 import { apiJob, apiQueue, apiStatus, queueBuild } from '../src/controller/views.js';
 import { unpackQueue } from '../src/api/queue.js';
 import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from '../src/controller/engine.js';
@@ -187,6 +187,11 @@ describe('arrays in the controller engine', () => {
     // The submitting shell's environment is stored once (with the first task) and reaches every task.
     assert.deepEqual(orders.map((o) => (o.spec as { submitEnv?: unknown }).submitEnv), [submitEnv, submitEnv, submitEnv, submitEnv]);
     assert.equal((store.job(jobId(id + 3))!.request as { submitEnv?: unknown }).submitEnv, undefined);
+    // So is the script's text: every order carries it, one row holds it.
+    const text = jobSpec().script.text;
+    assert.deepEqual(orders.map((o) => o.spec.script.text), [text, text, text, text]);
+    assert.deepEqual(tasks.map((t) => t.script), [text, '', '', '']);
+    assert.equal(scriptOf(tasks[2], (task) => store.job(jobId(task))), text);
   });
 
   it('refuses a bad array whole, before storing anything', () => {
@@ -212,6 +217,21 @@ describe('arrays in the controller engine', () => {
     assert.equal((outcomes[0] as { id: number }).id, (outcomes[1] as { id: number }).id);
     assert.equal(store.jobs({}).length, 10_003);
     assert.equal(arrayTaskOf(store.job(jobId(first + 9999))!)?.taskId, 9999);
+  });
+
+  it('a restarted controller queues tasks that keep no script of their own, and they start with the first task\'s', () => {
+    const { engine, store, clock, path } = setup();
+    const [id] = engine.submit([{ user: 'alice', spec: jobSpec({ array: { text: '0-2' }, hold: true }) }]);
+    store.close();
+    const reopened = openStore(path);
+    const agents = new RecordingAgents();
+    const restarted = new ControllerEngine(defaultClusterConfig(work), reopened, agents, () => clock.ms);
+    restarted.agentRegistered([...restarted.nodes.keys()], []);
+    assert.deepEqual([0, 1, 2].map((i) => restarted.active.get(jobId(id + i))?.state), ['PENDING', 'PENDING', 'PENDING'], 'none ended FAILED at start-up');
+    restarted.releaseMany([jobId(id + 2)], 'alice', false);
+    assert.deepEqual(restarted.schedule(), [id + 2]);
+    assert.equal(agents.orders.find((o) => o.jobId === id + 2)!.spec.script.text, jobSpec().script.text);
+    reopened.close();
   });
 });
 

@@ -603,7 +603,7 @@ if (process.env[CHILD_ENV] !== undefined) {
       store.close();
     });
 
-    it("an array's first task keeps its environment while another task has not ended", () => {
+    it("an array's first task keeps its script and environment while another task keeps its own", () => {
       const store = openStore(freshPath());
       const tasks = [0, 1, 2].map((index) => {
         const job = privateJob(`task${index}`, { array: { text: '0-2', taskId: index, index } });
@@ -618,10 +618,13 @@ if (process.env[CHILD_ENV] !== undefined) {
       assert.equal(store.job(second)!.script, '');
       store.append(third, { type: 'started', nodes: ['node01'] }, T0 + 6);
       store.append(third, { type: 'ended', state: 'COMPLETED', exitCode: 0 }, T0 + 7);
-      assert.equal(purge(store, T0 + 6, T0 + 8, T0 + 8), 1, 'the first task, now that every task has ended (the third ran: not due yet)');
-      assert.equal(store.job(first)!.request.submitEnv, undefined);
-      assert.equal(purge(store, T0 + 7, T0 + 8, T0 + 9), 1);
+      assert.equal(purge(store, T0 + 6, T0 + 8, T0 + 8), 0, 'every task has ended, but the third (it ran) keeps its own until keep_finished: so does the first');
+      assert.notEqual(store.job(first)!.script, '');
+      assert.equal(purge(store, T0 + 7, T0 + 8, T0 + 9), 1, 'the third');
       assert.equal(store.job(third)!.script, '');
+      assert.equal(purge(store, T0 + 7, T0 + 8, T0 + 9), 1, 'then the first, when the scan comes round');
+      assert.equal(store.job(first)!.request.submitEnv, undefined);
+      assert.equal(store.job(first)!.script, '');
       store.close();
     });
 

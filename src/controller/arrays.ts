@@ -56,18 +56,43 @@ export function expandArray(spec: JobSpec): JobSpec[] {
   const { text } = spec.array;
   const known = parsedArray(text);
   if (known === undefined) return [spec];
-  // The submitting shell's environment (most of a request) is stored once, with the first task; the
-  // others take it from there when they start (withArrayEnvironment): 10,000 copies were half the commit.
+  // The submitting shell's environment and the script's text (most of a request) are stored once, with the
+  // first task; the others take them from there when they start (withArrayShared): 10,000 copies of the
+  // environment were half the commit, and a 10,000-task array kept 10,000 copies of its script.
   const { submitEnv: _environment, ...withoutEnvironment } = spec as JobSpec & { submitEnv?: unknown };
-  return known.tasks.taskIds.map((taskId, index) => ({ ...(index === 0 ? spec : withoutEnvironment), array: { text, taskId, index } }));
+  const sharing = { ...withoutEnvironment, script: { ...spec.script, text: '' } };
+  return known.tasks.taskIds.map((taskId, index) => ({ ...(index === 0 ? spec : sharing), array: { text, taskId, index } }));
 }
 
-/** A task's spec for its start order: with the submitting shell's environment, which only its array's first task stores. */
-export function withArrayEnvironment(spec: JobSpec, record: Pick<JobRecord, 'id' | 'request'>, lookup: (id: number) => Pick<JobRecord, 'request'> | undefined): JobSpec {
+/** The id of the first task of the array whose script and environment this task shares; undefined for a first task or a plain job. */
+export function sharedTaskOf(record: Pick<JobRecord, 'id' | 'request'>): number | undefined {
   const task = arrayTaskOf(record);
-  if (task === undefined || task.jobId === record.id || (spec as { submitEnv?: unknown }).submitEnv !== undefined) return spec;
-  const submitEnv = (lookup(task.jobId)?.request as { submitEnv?: unknown } | undefined)?.submitEnv;
-  return submitEnv === undefined ? spec : { ...spec, submitEnv } as JobSpec;
+  return task === undefined || task.jobId === record.id ? undefined : task.jobId;
+}
+
+/**
+ * A task's spec for its start order: with the submitting shell's environment and the script's text, which
+ * only its array's first task stores (tasks stored before the script was shared carry their own text).
+ */
+export function withArrayShared(spec: JobSpec, record: Pick<JobRecord, 'id' | 'request'>, lookup: (id: number) => Pick<JobRecord, 'request' | 'script'> | undefined): JobSpec {
+  const firstId = sharedTaskOf(record);
+  const needsEnvironment = (spec as { submitEnv?: unknown }).submitEnv === undefined;
+  const needsScript = spec.script.text === '';
+  if (firstId === undefined || (!needsEnvironment && !needsScript)) return spec;
+  const first = lookup(firstId);
+  if (first === undefined) return spec;
+  const submitEnv = needsEnvironment ? (first.request as { submitEnv?: unknown }).submitEnv : undefined;
+  return {
+    ...spec,
+    ...(submitEnv === undefined ? {} : { submitEnv }),
+    ...(needsScript ? { script: { ...spec.script, text: first.script } } : {}),
+  } as JobSpec;
+}
+
+/** A job's script text as submitted: a task that shares its array's first task's reads it there. */
+export function scriptOf(record: Pick<JobRecord, 'id' | 'request' | 'script'>, lookup: (id: number) => Pick<JobRecord, 'script'> | undefined): string {
+  const firstId = record.script === '' ? sharedTaskOf(record) : undefined;
+  return firstId === undefined ? record.script : lookup(firstId)?.script ?? '';
 }
 
 /** How many tasks a stored array text makes; undefined for a text that no longer parses. */

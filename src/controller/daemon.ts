@@ -26,7 +26,7 @@ import { JOB_STATES, type EndState, type JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { admissionWarning, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { HeavyReads, LimitRefused, SubmitLimits, UserTurns } from './limits.js';
-import { arrayTaskTotal, resolveJobRef, taskCount } from './arrays.js';
+import { arrayTaskTotal, resolveJobRef, scriptOf, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
 import { JobSteps } from './steps.js';
 import { Mailer, mailSettingsOf } from './mail.js';
@@ -705,7 +705,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
           + `keep_finished (${engine.config.keepFinishedSeconds} s) after its end, and none of a job that ended without starting`,
           'keep your own copy of scripts you need again; an administrator may raise keep_finished in cluster.toml (Slurm\'s MinJobAge)');
       }
-      return { status: 200, body: { id: record.id, user: record.user, path: record.scriptPath, script: record.script, args: [...spec.script.args] } };
+      // An array's tasks after the first read the text their first task keeps (kept while any task keeps its own).
+      const script = scriptOf(record, (id) => engine.active.get(jobId(id)) ?? store.job(jobId(id)));
+      return { status: 200, body: { id: record.id, user: record.user, path: record.scriptPath, script, args: [...spec.script.args] } };
     } },
     { method: 'GET', path: '/jobs/:id/when', handler: (ctx) => {
       const caller = callerOf(ctx);

@@ -482,8 +482,9 @@ export class Store {
    * Retention: purges the script, its arguments, the submitter's environment, the exported variables and
    * an interactive job's command from finished jobs' submitted events (the only rewrite job_events allows),
    * in end order, and marks their rows. The rest of each job (its request's sizes and paths, states, times,
-   * usage) stays for `taras acct`. The first task of an array keeps its environment while any other task
-   * of the array has not ended (they take it from there when they start). Returns how many jobs it purged.
+   * usage) stays for `taras acct`. The first task of an array keeps its script and environment while any
+   * other task of the array keeps its own details (not ended, or ended and not purged yet): the others read
+   * them there when they start and when their script is asked for. Returns how many jobs it purged.
    */
   purgeFinished(request: PurgeRequest): number {
     checkTime(this.path, request.nowMs);
@@ -493,7 +494,7 @@ export class Store {
       array: this.db.prepare("SELECT json_extract(payload, '$.request.array') FROM job_events WHERE job_id = ? AND seq = 1").pluck(),
       event: this.db.prepare(PURGE_EVENT),
       row: this.db.prepare('UPDATE jobs SET purged_ms = ? WHERE id = ?'),
-      unfinished: this.db.prepare('SELECT 1 FROM jobs WHERE id > ? AND id < ? AND end_time_ms IS NULL LIMIT 1').pluck(),
+      unfinished: this.db.prepare('SELECT 1 FROM jobs WHERE id > ? AND id < ? AND (end_time_ms IS NULL OR purged_ms IS NULL) LIMIT 1').pluck(),
     };
     const limit = request.limit ?? 256;
     const deadline = performance.now() + (request.budgetMs ?? 20);
@@ -548,7 +549,7 @@ export class Store {
     return row?.purgedMs;
   }
 
-  /** Whether a job is an array's first task whose environment a task that has not ended still needs. */
+  /** Whether a job is an array's first task whose script and environment another task, not purged yet, still needs. */
   private arrayStillNeeds(id: number, array: string | null, tasksOf: (text: string) => number | undefined, unfinished: Statement): boolean {
     if (array === null) return false;
     const { text, index } = JSON.parse(array) as { text?: unknown; index?: unknown };
