@@ -5,6 +5,7 @@
 // consecutive, the array's id the first task's, refused whole when bad.
 
 import assert from 'node:assert/strict';
+import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -231,6 +232,31 @@ describe('arrays in the controller engine', () => {
     restarted.releaseMany([jobId(id + 2)], 'alice', false);
     assert.deepEqual(restarted.schedule(), [id + 2]);
     assert.equal(agents.orders.find((o) => o.jobId === id + 2)!.spec.script.text, jobSpec().script.text);
+    reopened.close();
+  });
+
+  it('a task whose first task no longer holds the script ends FAILED, never runs an empty script (a damaged database)', () => {
+    const { engine, store, agents, clock, path } = setup();
+    const [id] = engine.submit([{ user: 'alice', spec: jobSpec({ array: { text: '0-2' }, hold: true }) }]);
+    // Damage by hand: the first task's stored script text is blanked (the log's trigger dropped to do it).
+    const raw = new Database(path);
+    raw.exec('DROP TRIGGER job_events_no_update');
+    raw.prepare("UPDATE job_events SET payload = json_remove(json_set(payload, '$.request.script.text', ''), '$.script') WHERE job_id = ? AND seq = 1").run(id);
+    raw.close();
+    assert.equal(store.job(jobId(id))!.script, '');
+    // A running controller: the released task is not started.
+    engine.releaseMany([jobId(id + 1)], 'alice', false);
+    assert.deepEqual(engine.schedule(), []);
+    assert.equal(agents.orders.some((o) => o.jobId === id + 1), false);
+    assert.equal(store.job(jobId(id + 1))!.state, 'FAILED');
+    assert.match(store.job(jobId(id + 1))!.reason ?? '', new RegExp(`first task \\(job ${id}\\) no longer holds the script`));
+    // A restarted one: the last task ends FAILED at start-up, with the same reason.
+    store.close();
+    const reopened = openStore(path);
+    const restarted = new ControllerEngine(defaultClusterConfig(work), reopened, new RecordingAgents(), () => clock.ms);
+    assert.equal(restarted.active.has(jobId(id + 2)), false);
+    assert.equal(reopened.job(jobId(id + 2))!.state, 'FAILED');
+    assert.match(reopened.job(jobId(id + 2))!.reason ?? '', /no longer holds the script/);
     reopened.close();
   });
 });

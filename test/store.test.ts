@@ -603,7 +603,7 @@ if (process.env[CHILD_ENV] !== undefined) {
       store.close();
     });
 
-    it("an array's first task keeps its script and environment while another task keeps its own", () => {
+    it("an array's first task keeps its script and environment until its other tasks have ended, those that ran keep_finished ago", () => {
       const store = openStore(freshPath());
       const tasks = [0, 1, 2].map((index) => {
         const job = privateJob(`task${index}`, { array: { text: '0-2', taskId: index, index } });
@@ -620,10 +620,27 @@ if (process.env[CHILD_ENV] !== undefined) {
       store.append(third, { type: 'ended', state: 'COMPLETED', exitCode: 0 }, T0 + 7);
       assert.equal(purge(store, T0 + 6, T0 + 8, T0 + 8), 0, 'every task has ended, but the third (it ran) keeps its own until keep_finished: so does the first');
       assert.notEqual(store.job(first)!.script, '');
-      assert.equal(purge(store, T0 + 7, T0 + 8, T0 + 9), 1, 'the third');
+      assert.equal(purge(store, T0 + 7, T0 + 8, T0 + 9), 2, 'the third and the first');
       assert.equal(store.job(third)!.script, '');
-      assert.equal(purge(store, T0 + 7, T0 + 8, T0 + 9), 1, 'then the first, when the scan comes round');
       assert.equal(store.job(first)!.request.submitEnv, undefined);
+      assert.equal(store.job(first)!.script, '');
+      store.close();
+    });
+
+    it("a task that cannot be purged (a damaged payload) does not keep its array's first task for good", () => {
+      const path = freshPath();
+      const store = openStore(path);
+      const [first] = store.submitMany([privateJob('task0', { array: { text: '0-1', taskId: 0, index: 0 } })], T0);
+      store.append(first, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 1);
+      // Its second task, stored damaged, ran and ended at T0 + 2.
+      const raw = new Database(path);
+      raw.prepare("INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (?, 1, ?, 'submitted', '{not json')").run(first + 1, T0);
+      raw.prepare(`INSERT INTO jobs (id, user_name, job_name, partition_name, state, submit_time_ms, start_time_ms, end_time_ms, nodes, reserved_nodes, last_seq)
+        VALUES (?, 'ada', 'task1', 'batch', 'COMPLETED', ?, ?, ?, '[]', '[]', 1)`).run(first + 1, T0, T0 + 1, T0 + 2);
+      raw.close();
+      assert.equal(purge(store, T0 + 1, T0 + 10, T0 + 10), 0, 'the second task ran and ended at T0 + 2: within keep_finished');
+      assert.notEqual(store.job(first)!.script, '');
+      assert.equal(purge(store, T0 + 2, T0 + 10, T0 + 11), 1, 'the first task; the damaged second is passed over');
       assert.equal(store.job(first)!.script, '');
       store.close();
     });

@@ -89,10 +89,15 @@ export function withArrayShared(spec: JobSpec, record: Pick<JobRecord, 'id' | 'r
   } as JobSpec;
 }
 
-/** A job's script text as submitted: a task that shares its array's first task's reads it there. */
-export function scriptOf(record: Pick<JobRecord, 'id' | 'request' | 'script'>, lookup: (id: number) => Pick<JobRecord, 'script'> | undefined): string {
+/**
+ * A job's script text as submitted: a task that shares its array's first task's reads it there; undefined
+ * when that is gone (the first task was purged: keep_finished after the array's last task ended).
+ */
+export function scriptOf(record: Pick<JobRecord, 'id' | 'request' | 'script'>, lookup: (id: number) => Pick<JobRecord, 'script'> | undefined): string | undefined {
   const firstId = record.script === '' ? sharedTaskOf(record) : undefined;
-  return firstId === undefined ? record.script : lookup(firstId)?.script ?? '';
+  if (firstId === undefined) return record.script;
+  const text = lookup(firstId)?.script;
+  return text === undefined || text === '' ? undefined : text;
 }
 
 /** How many tasks a stored array text makes; undefined for a text that no longer parses. */

@@ -26,7 +26,7 @@ import { JOB_STATES, type EndState, type JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { admissionWarning, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { HeavyReads, LimitRefused, SubmitLimits, UserTurns } from './limits.js';
-import { arrayTaskTotal, resolveJobRef, scriptOf, taskCount } from './arrays.js';
+import { arrayTaskOf, arrayTaskTotal, resolveJobRef, scriptOf, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
 import { JobSteps } from './steps.js';
 import { Mailer, mailSettingsOf } from './mail.js';
@@ -702,11 +702,16 @@ export async function startController(options: ControllerOptions): Promise<Runni
       const purgedMs = store.purgedAt(record.id);
       if (purgedMs !== null && purgedMs !== undefined) {
         throw new RouteError(410, `job ${record.id}'s script was purged at ${isoTime(purgedMs)}: Taras keeps a finished job's script and environment `
-          + `keep_finished (${engine.config.keepFinishedSeconds} s) after its end, and none of a job that ended without starting`,
+          + `keep_finished (${engine.config.keepFinishedSeconds} s) after its end, and none of a job that ended without starting (an array's first task keeps the script its tasks share until keep_finished after the last of them that ran ended)`,
           'keep your own copy of scripts you need again; an administrator may raise keep_finished in cluster.toml (Slurm\'s MinJobAge)');
       }
-      // An array's tasks after the first read the text their first task keeps (kept while any task keeps its own).
+      // An array's tasks after the first read the text their first task keeps (until keep_finished after the array's last end).
       const script = scriptOf(record, (id) => engine.active.get(jobId(id)) ?? store.job(jobId(id)));
+      if (script === undefined) {
+        throw new RouteError(410, `job ${record.id} is a task of array ${arrayTaskOf(record)?.jobId ?? record.id}, whose script was purged `
+          + `with its first task (keep_finished, ${engine.config.keepFinishedSeconds} s, after the array's last task ended)`,
+          'keep your own copy of scripts you need again; an administrator may raise keep_finished in cluster.toml (Slurm\'s MinJobAge)');
+      }
       return { status: 200, body: { id: record.id, user: record.user, path: record.scriptPath, script, args: [...spec.script.args] } };
     } },
     { method: 'GET', path: '/jobs/:id/when', handler: (ctx) => {

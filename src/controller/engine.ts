@@ -599,8 +599,26 @@ export class ControllerEngine {
       else if (holdsNodes(record.state) && this.preemptRequested(record.id) !== undefined) this.redeliverPreempt(record);
       else if (holdsNodes(record.state)) this.redeliverPause(record);
     }
+    this.recoveryScripts = null;
     if (this.active.size > 0) this.log(`recovered ${this.active.size} pending and running jobs from the store`);
   }
+
+  /** Why a task whose array's first task no longer holds the script it shares cannot run. */
+  private static sharedScriptGone(firstId: number): string {
+    return `its array's first task (job ${firstId}) no longer holds the script the task shares with it`;
+  }
+
+  /** A task that would run an empty script ends FAILED instead (a damaged or hand-edited database). */
+  private failShared(id: JobId, firstId: number): void {
+    const reason = ControllerEngine.sharedScriptGone(firstId);
+    this.log(`job ${id} ended FAILED: ${reason}`);
+    this.append(id, { type: 'ended', state: 'FAILED', exitCode: null, reason }, this.clockMs());
+    this.active.delete(id);
+    this.dirty = true;
+  }
+
+  /** Recovery's texts of arrays' first tasks (10,000 tasks share one), null where it is gone. */
+  private recoveryScripts: Map<number, string | null> | null = null;
 
   /** Runs `take` (queue or adopt the job); a job it cannot take ends FAILED (or, on a reconfigure, the error is thrown). Returns the reason if it ended. */
   private recoverOne(record: JobRecord, take: () => void): string | undefined {
@@ -608,10 +626,21 @@ export class ControllerEngine {
     // The schema without the environment (checked at submission; only the agent reads it): a third of the cost,
     // about 4 µs a job, 0.2 s for 50,000 queued jobs.
     const { submitEnv: _environment, ...request } = specPart(record.request as JsonObject);
-    // A task after an array's first keeps no script text of its own (the first task's was checked and is read at start).
+    // A task after an array's first keeps no script text of its own: it is checked with the text it will run,
+    // its first task's (read once per array).
     const script = request.script as { text?: unknown } | null | undefined;
-    const checked = checkBody(JobSpecSchema, script?.text === '' && sharedTaskOf(record) !== undefined ? { ...request, script: { ...script, text: '#' } } : request, 'request');
-    if (!checked.ok) {
+    const firstId = script?.text === '' ? sharedTaskOf(record) : undefined;
+    let shared: string | null = null;
+    if (firstId !== undefined) {
+      const scripts = this.recoveryScripts ??= new Map();
+      if (!scripts.has(firstId)) scripts.set(firstId, this.store.job(firstId as JobId)?.script || null);
+      shared = scripts.get(firstId)!;
+    }
+    const checked = firstId !== undefined && shared === null ? null
+      : checkBody(JobSpecSchema, shared === null ? request : { ...request, script: { ...script, text: shared } }, 'request');
+    if (checked === null) {
+      reason = ControllerEngine.sharedScriptGone(firstId!);
+    } else if (!checked.ok) {
       reason = `its stored request is not valid (${formatProblems(checked.problems)})`;
     } else {
       try {
@@ -1213,13 +1242,23 @@ export class ControllerEngine {
         this.scheduler.unstart(job.id, now);
         continue;
       }
+      // An array's task runs the script and environment its first task holds for it: never an empty script.
+      const waiting = this.active.get(job.id);
+      const firstId = waiting === undefined ? undefined : sharedTaskOf(waiting);
+      const first = firstId === undefined ? undefined : this.store.job(firstId as JobId);
+      if (firstId !== undefined && this.specOf(waiting!).script.text === '' && (first === undefined || first.script === '')) {
+        this.scheduler.unstart(job.id, now);
+        this.scheduler.cancel(job.id);
+        this.failShared(job.id, firstId);
+        continue;
+      }
       // The first start it was promised goes into the log with the real one (a job that starts in its first pass was promised now).
       const promisedMs = this.firstPromises.get(job.id) ?? now * 1000;
       this.firstPromises.delete(job.id);
       const record = this.append(job.id, { type: 'started', nodes, promisedMs }, this.clockMs());
       this.active.set(job.id, record);
       started.push(job.id);
-      const stored = withArrayShared(this.specOf(record), record, (task) => this.store.job(task as JobId));
+      const stored = withArrayShared(this.specOf(record), record, () => first);
       // --mem 0 (all of each node's memory): the agent limits the job to what was reserved for it on each node.
       // --mem-per-cpu likewise: the job is limited to what it reserved on each node.
       const spec = (stored.memoryMiB === 0 || stored.memPerCpuMiB !== undefined || stored.exclusive === true) && job.resources ? { ...stored, memoryMiB: job.resources.memoryMiBPerNode } : stored;

@@ -201,6 +201,13 @@ export const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 9,
+    description: "an array's tasks after the first store no script text of their own (they share the first task's): older versions, which would fail them at start-up, refuse the file",
+    up: () => {
+      // Nothing to change in the tables: the version alone keeps an older Taras from reading such tasks as invalid.
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

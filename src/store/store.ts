@@ -469,7 +469,12 @@ export class Store {
     return (this.selectFinishedBefore.all(cutoffMs) as JoinedJobRow[]).map(rowToRecord);
   }
 
-  private purgeStatements: { ran: Statement; pending: Statement; array: Statement; event: Statement; row: Statement; unfinished: Statement } | undefined;
+  private purgeStatements: { ran: Statement; pending: Statement; array: Statement; event: Statement; row: Statement; siblings: Statement } | undefined;
+  /**
+   * Arrays' first tasks whose other tasks have all ended, with the last end of those that ran (null: none
+   * ran): their script and environment stay until then plus keep_finished. Ended tasks never change again.
+   */
+  private readonly arraysEnded = new Map<number, number | null>();
   /**
    * Where each kind's scan stopped (end time, id): the next call goes on from there, and starts again from
    * the oldest once it reaches the end, so jobs it must pass over (an array's first task whose other tasks
@@ -482,9 +487,9 @@ export class Store {
    * Retention: purges the script, its arguments, the submitter's environment, the exported variables and
    * an interactive job's command from finished jobs' submitted events (the only rewrite job_events allows),
    * in end order, and marks their rows. The rest of each job (its request's sizes and paths, states, times,
-   * usage) stays for `taras acct`. The first task of an array keeps its script and environment while any
-   * other task of the array keeps its own details (not ended, or ended and not purged yet): the others read
-   * them there when they start and when their script is asked for. Returns how many jobs it purged.
+   * usage) stays for `taras acct`. The first task of an array keeps its script and environment (which the
+   * other tasks read there when they start and when their script is asked for) until every other task has
+   * ended and those that ran ended keep_finished ago. Returns how many jobs it purged.
    */
   purgeFinished(request: PurgeRequest): number {
     checkTime(this.path, request.nowMs);
@@ -494,7 +499,9 @@ export class Store {
       array: this.db.prepare("SELECT json_extract(payload, '$.request.array') FROM job_events WHERE job_id = ? AND seq = 1").pluck(),
       event: this.db.prepare(PURGE_EVENT),
       row: this.db.prepare('UPDATE jobs SET purged_ms = ? WHERE id = ?'),
-      unfinished: this.db.prepare('SELECT 1 FROM jobs WHERE id > ? AND id < ? AND (end_time_ms IS NULL OR purged_ms IS NULL) LIMIT 1').pluck(),
+      // The other tasks of an array: how many have not ended, and the last end of those that ran (as the purge's kinds say).
+      siblings: this.db.prepare(`SELECT count(*) - count(end_time_ms) AS open,
+        max(CASE WHEN start_time_ms IS NOT NULL OR requeue_count > 0 THEN end_time_ms END) AS lastRanEnd FROM jobs WHERE id > ? AND id < ?`),
     };
     const limit = request.limit ?? 256;
     const deadline = performance.now() + (request.budgetMs ?? 20);
@@ -526,12 +533,13 @@ export class Store {
             reached = [job.endMs, job.id];
             try {
               const array = statements.array.get(job.id) as string | null | undefined;
-              if (this.arrayStillNeeds(job.id, array ?? null, request.arrayTasks, statements.unfinished)) continue;
+              if (this.arrayStillNeeds(job.id, array ?? null, request, statements.siblings)) continue;
               this.db.transaction(() => {
                 statements.event.run(request.nowMs, job.id); // the trigger reads the row's purged_ms: the event first
                 statements.row.run(request.nowMs, job.id);
               })();
               purged++;
+              this.arraysEnded.delete(job.id);
             } catch {
               // Left as it is; looked at again when the scan comes round.
             }
@@ -549,13 +557,27 @@ export class Store {
     return row?.purgedMs;
   }
 
-  /** Whether a job is an array's first task whose script and environment another task, not purged yet, still needs. */
-  private arrayStillNeeds(id: number, array: string | null, tasksOf: (text: string) => number | undefined, unfinished: Statement): boolean {
+  /**
+   * Whether a job is an array's first task whose script and environment its other tasks still need: one has
+   * not ended, or one that ran ended less than keep_finished ago (a task that never started keeps nothing
+   * after its end). Decided by the tasks' times, not by whether they were purged: a task that cannot be
+   * purged (a damaged payload) does not keep the first task's environment for good.
+   */
+  private arrayStillNeeds(id: number, array: string | null, request: PurgeRequest, siblings: Statement): boolean {
     if (array === null) return false;
     const { text, index } = JSON.parse(array) as { text?: unknown; index?: unknown };
     if (index !== 0 || typeof text !== 'string') return false;
-    const tasks = tasksOf(text) ?? 1;
-    return tasks > 1 && unfinished.get(id, id + tasks) !== undefined;
+    const tasks = request.arrayTasks(text) ?? 1;
+    if (tasks <= 1) return false;
+    let lastRanEnd = this.arraysEnded.get(id);
+    if (lastRanEnd === undefined) {
+      // A walk over the array's rows (about 1 ms for 10,000): once they have all ended, its answer is kept.
+      const found = siblings.get(id, id + tasks) as { open: number; lastRanEnd: number | null };
+      if (found.open > 0) return true;
+      if (this.arraysEnded.size >= 10_000) this.arraysEnded.clear();
+      this.arraysEnded.set(id, lastRanEnd = found.lastRanEnd);
+    }
+    return lastRanEnd !== null && lastRanEnd > request.ranEndedByMs;
   }
 
   /** Recomputes every jobs row from the event log; returns the number of jobs. */
