@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -119,5 +119,28 @@ describe('job arrays end to end', () => {
     assert.match(many.stdout, /^30 jobs: \d+ pending cancelled, \d+ running signalled, 0 had already ended\n$/);
     for (let i = 0; i < 100 && jobs(url).some((job) => job.arrayJobId === third); i++) await sleep(100);
     assert.deepEqual(jobs(url).filter((job) => job.arrayJobId === third), []);
+  });
+
+  it('tasks that share their first task\'s script run it after the controller is killed (kill -9) and restarted', async () => {
+    const dir = join(work, 'restart');
+    const data = join(dir, 'data');
+    mkdirSync(dir, { recursive: true });
+    const listening = /listening on (http:\/\/127\.0\.0\.1:(\d+))/;
+    const first = await startDaemon(taras, started, ['controller', '--data', data, '--port', '0'], listening, dir);
+    const [url, port] = [first.match[1], first.match[2]];
+    await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '2x2', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')], /registered 2 node/, dir);
+    const run = (...args: string[]) => spawnSync(process.execPath, [taras, ...withController(args, url)], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+    writeFileSync(join(dir, 'shared.sh'), '#!/bin/sh\n#TARAS --time=1\necho "shared $SLURM_ARRAY_TASK_ID"\n');
+    const submitted = run('submit', '--json', '--hold', '--array=0-2', '-o', 'shared-%a.txt', 'shared.sh');
+    assert.equal(submitted.status, 0, submitted.stderr);
+    const { id } = JSON.parse(submitted.stdout) as { id: number };
+
+    await killHard(first.child);
+    await startDaemon(taras, started, ['controller', '--data', data, '--port', port], listening, dir);
+    const released = run('release', String(id));
+    assert.equal(released.status, 0, released.stderr);
+    const waited = run('wait', String(id), String(id + 1), String(id + 2));
+    assert.equal(waited.status, 0, waited.stdout + waited.stderr);
+    for (const task of [0, 1, 2]) assert.equal(readFileSync(join(dir, `shared-${task}.txt`), 'utf8'), `shared ${task}\n`, `task ${task}`);
   });
 });
