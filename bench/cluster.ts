@@ -149,11 +149,17 @@ interface BenchController {
   auth?: Record<string, string>;
 }
 
-async function startController(name: string): Promise<BenchController> {
+/**
+ * A controller of this checkout, or of another (`entry`, its bin/taras.js) with `auth` for the headers its
+ * requests carry (the lead part).
+ */
+async function startController(name: string, other?: { entry: string; auth: (data: string) => Promise<Record<string, string>> }): Promise<BenchController> {
   const data = join(work, name);
-  const { child, match } = await daemon(['controller', '--data', data, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/);
+  const { child, match } = await daemon(['controller', '--data', data, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, other?.entry);
+  const base = { child, url: match[1], data, socket: `unix:${join(data, 'taras.sock')}` };
+  if (other !== undefined) return { ...base, token: '', auth: await other.auth(data) };
   const { token } = await issueToken(loadOrCreateJwtKey(join(data, 'jwt.key')), localIdentity().user, 3600, Date.now());
-  return { child, url: match[1], data, socket: `unix:${join(data, 'taras.sock')}`, token };
+  return { ...base, token };
 }
 
 /** A small checked job: one CPU for at most a minute, running `true`. */
@@ -196,6 +202,17 @@ async function submitStorm(controller: BenchController, clients: number, jobs: n
     await Promise.all(connections.map((connection) => connection.close()));
   }
 }
+
+/** The measured storm, in rounds: this machine's speed changes from one minute to the next, and the range shows how much. */
+async function stormRounds(controller: BenchController): Promise<number[]> {
+  const rates: number[] = [];
+  for (let i = 0; i < CONCURRENT_ROUNDS; i++) rates.push(await submitStorm(controller, CONCURRENT_CLIENTS, CONCURRENT_JOBS / CONCURRENT_ROUNDS));
+  return rates;
+}
+
+/** The rate over all of a storm's rounds (each of CONCURRENT_JOBS / CONCURRENT_ROUNDS jobs): jobs over the seconds they took. */
+const pooledRate = (roundRates: readonly number[]): number =>
+  CONCURRENT_JOBS / roundRates.reduce((seconds, rate) => seconds + CONCURRENT_JOBS / CONCURRENT_ROUNDS / rate, 0);
 
 const DISK_SYNCS = 300;
 
@@ -299,7 +316,12 @@ const cliEnv = (env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv => ({ .
 const timeCli = (args: string[], env?: NodeJS.ProcessEnv): number => timeNode([taras, ...args], cliEnv(env));
 
 const sorted = (samples: readonly number[]) => [...samples].sort((a, b) => a - b);
-const median = (samples: readonly number[]) => sorted(samples)[Math.floor(samples.length / 2)];
+/** The middle sample; for an even count, the mean of the two in the middle. */
+const median = (samples: readonly number[]) => {
+  const inOrder = sorted(samples);
+  const half = Math.floor(inOrder.length / 2);
+  return inOrder.length % 2 === 1 ? inOrder[half] : (inOrder[half - 1] + inOrder[half]) / 2;
+};
 const percentile = (samples: readonly number[], share: number) => sorted(samples)[Math.min(samples.length - 1, Math.ceil(share * samples.length) - 1)];
 const ms = (value: number) => `${round(value, value < 10 ? 2 : 1)} ms`;
 
@@ -383,10 +405,8 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
     const cpuBefore = { process: cpuMsOf(`/proc/${pid}/stat`), main: cpuMsOf(`/proc/${pid}/task/${pid}/stat`) };
     // Meanwhile another user's view: a 9th client lists the running jobs every 20 ms.
     const probe = probeDuring(controller);
-    // In rounds: this machine's speed changes from one minute to the next, and the range shows how much.
-    const roundRates: number[] = [];
-    for (let i = 0; i < CONCURRENT_ROUNDS; i++) roundRates.push(await submitStorm(controller, CONCURRENT_CLIENTS, CONCURRENT_JOBS / CONCURRENT_ROUNDS));
-    const rate = CONCURRENT_JOBS / roundRates.reduce((seconds, roundRate) => seconds + CONCURRENT_JOBS / CONCURRENT_ROUNDS / roundRate, 0);
+    const roundRates = await stormRounds(controller);
+    const rate = pooledRate(roundRates);
     const probes = await probe.stop();
     const perJob = (ms: number) => `${round((ms * 1000) / CONCURRENT_JOBS, 0)} µs`;
     rows.push({
@@ -761,7 +781,6 @@ async function cliLoops(rows: Row[]): Promise<void> {
 }
 
 const LEAD_PAIRS = 4;
-const LEAD_WARMUP_JOBS = 8_000;
 
 /**
  * Issue 9's "verified identity must not cost the submission path its lead", as a comparison: the same
@@ -774,35 +793,31 @@ async function submissionLead(rows: Row[]): Promise<void> {
   const other = resolve(process.env.TARAS_BENCH_AGAINST ?? '');
   const otherEntry = join(other, 'bin/taras.js');
   const otherIdentity = await import(pathToFileURL(join(other, 'dist/src/net/identity.js')).href) as Record<string, unknown>;
-  const start = async (side: 'this' | 'other', name: string): Promise<BenchController> => {
-    if (side === 'this') return startController(name);
-    const data = join(work, name);
-    const { child, match } = await daemon(['controller', '--data', data, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, otherEntry);
+  // A checkout with verified identity takes a token from its key; the code before issue 9 believed two headers (its identityHeaders).
+  const auth = async (data: string): Promise<Record<string, string>> => {
     const me = localIdentity();
-    // A checkout with verified identity takes a token from its key; the code before issue 9 believed two headers.
-    const auth: Record<string, string> = typeof otherIdentity.issueToken === 'function'
-      ? { authorization: `Bearer ${(await (otherIdentity.issueToken as typeof issueToken)((otherIdentity.loadOrCreateJwtKey as typeof loadOrCreateJwtKey)(join(data, 'jwt.key')), me.user, 3600, Date.now())).token}` }
-      : { 'x-taras-user': encodeURIComponent(me.user), 'x-taras-uid': String(me.uid) };
-    return { child, url: match[1], data, socket: `unix:${join(data, 'taras.sock')}`, token: '', auth };
+    if (typeof otherIdentity.issueToken !== 'function') return (otherIdentity.identityHeaders as (who: { user: string; uid: number }) => Record<string, string>)(me);
+    const key = (otherIdentity.loadOrCreateJwtKey as typeof loadOrCreateJwtKey)(join(data, 'jwt.key'));
+    return { authorization: `Bearer ${(await (otherIdentity.issueToken as typeof issueToken)(key, me.user, 3600, Date.now())).token}` };
   };
+  const start = (side: 'this' | 'other', name: string): Promise<BenchController> =>
+    startController(name, side === 'this' ? undefined : { entry: otherEntry, auth });
   const rates = { this: [] as number[], other: [] as number[] };
   const ratios: number[] = [];
   for (let pair = 0; pair < LEAD_PAIRS; pair++) {
     const mean: Record<'this' | 'other', number> = { this: 0, other: 0 };
-    for (const side of ['other', 'this'] as const) {
+    // Each side first in turn: what a run leaves behind (the disk's writeback) falls on both alike.
+    for (const side of pair % 2 === 0 ? ['other', 'this'] as const : ['this', 'other'] as const) {
       say(`pair ${pair + 1} of ${LEAD_PAIRS}: ${side === 'this' ? 'this checkout' : other}...`);
       const controller = await start(side, `lead-${side}-${pair}`);
       try {
-        await submitStorm(controller, CONCURRENT_CLIENTS, LEAD_WARMUP_JOBS);
-        let seconds = 0;
-        for (let i = 0; i < CONCURRENT_ROUNDS; i++) {
-          const rate = await submitStorm(controller, CONCURRENT_CLIENTS, CONCURRENT_JOBS / CONCURRENT_ROUNDS);
-          rates[side].push(rate);
-          seconds += CONCURRENT_JOBS / CONCURRENT_ROUNDS / rate;
-        }
-        mean[side] = CONCURRENT_JOBS / seconds;
+        await submitStorm(controller, CONCURRENT_CLIENTS, CONCURRENT_CLIENTS * WARMUP_JOBS_PER_CLIENT);
+        const roundRates = await stormRounds(controller);
+        rates[side].push(...roundRates);
+        mean[side] = pooledRate(roundRates);
       } finally {
         await stop(controller.child);
+        rmSync(controller.data, { recursive: true, force: true });
       }
     }
     ratios.push(mean.this / mean.other);

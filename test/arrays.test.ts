@@ -250,6 +250,10 @@ describe('arrays in the controller engine', () => {
     assert.equal(agents.orders.some((o) => o.jobId === id + 1), false);
     assert.equal(store.job(jobId(id + 1))!.state, 'FAILED');
     assert.match(store.job(jobId(id + 1))!.reason ?? '', new RegExp(`first task \\(job ${id}\\) no longer holds the script`));
+    // A task whose array text no longer parses (as after a parser change) is known by its stored index: it fails too.
+    const db = new Database(path);
+    db.prepare("UPDATE job_events SET payload = json_set(payload, '$.request.array.text', 'not an array') WHERE job_id = ? AND seq = 1").run(id + 2);
+    db.close();
     // A restarted one: the last task ends FAILED at start-up, with the same reason.
     store.close();
     const reopened = openStore(path);

@@ -627,6 +627,20 @@ if (process.env[CHILD_ENV] !== undefined) {
       store.close();
     });
 
+    it("a task that ran, was requeued and was cancelled while pending keeps its array's first task for keep_finished", () => {
+      const store = openStore(freshPath());
+      const tasks = [0, 1].map((index) => privateJob(`rq${index}`, { array: { text: '0-1', taskId: index, index } }));
+      const [first, second] = store.submitMany(tasks, T0);
+      store.append(first, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 1);
+      store.append(second, { type: 'started', nodes: ['node01'] }, T0 + 2);
+      store.append(second, { type: 'requeued', reason: 'node failure' }, T0 + 3);
+      store.append(second, { type: 'ended', state: 'CANCELLED', exitCode: null }, T0 + 4);
+      assert.equal(store.job(second)!.startTimeMs, null, 'a requeue clears the start: it counts as one that ran by its requeue');
+      assert.equal(purge(store, T0 + 3, T0 + 10, T0 + 10), 0, 'the second ran: kept until T0 + 4 + keep_finished, and the first with it');
+      assert.equal(purge(store, T0 + 4, T0 + 10, T0 + 11), 2);
+      store.close();
+    });
+
     it("a task that cannot be purged (a damaged payload) does not keep its array's first task for good", () => {
       const path = freshPath();
       const store = openStore(path);

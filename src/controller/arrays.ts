@@ -64,10 +64,13 @@ export function expandArray(spec: JobSpec): JobSpec[] {
   return known.tasks.taskIds.map((taskId, index) => ({ ...(index === 0 ? spec : sharing), array: { text, taskId, index } }));
 }
 
-/** The id of the first task of the array whose script and environment this task shares; undefined for a first task or a plain job. */
+/**
+ * The id of the first task of the array whose script and environment this task shares; undefined for a
+ * first task or a plain job. From the stored index alone, so it holds even for a text that no longer parses.
+ */
 export function sharedTaskOf(record: Pick<JobRecord, 'id' | 'request'>): number | undefined {
-  const task = arrayTaskOf(record);
-  return task === undefined || task.jobId === record.id ? undefined : task.jobId;
+  const index = (record.request as { array?: { index?: unknown } }).array?.index;
+  return typeof index === 'number' && Number.isSafeInteger(index) && index > 0 && index < record.id ? record.id - index : undefined;
 }
 
 /**
@@ -91,7 +94,8 @@ export function withArrayShared(spec: JobSpec, record: Pick<JobRecord, 'id' | 'r
 
 /**
  * A job's script text as submitted: a task that shares its array's first task's reads it there; undefined
- * when that is gone (the first task was purged: keep_finished after the array's last task ended).
+ * when that is gone (the first task was purged, keep_finished after the last of the array's tasks that ran
+ * ended; or a damaged database).
  */
 export function scriptOf(record: Pick<JobRecord, 'id' | 'request' | 'script'>, lookup: (id: number) => Pick<JobRecord, 'script'> | undefined): string | undefined {
   const firstId = record.script === '' ? sharedTaskOf(record) : undefined;

@@ -26,7 +26,7 @@ import { JOB_STATES, type EndState, type JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { admissionWarning, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { HeavyReads, LimitRefused, SubmitLimits, UserTurns } from './limits.js';
-import { arrayTaskOf, arrayTaskTotal, resolveJobRef, scriptOf, taskCount } from './arrays.js';
+import { arrayTaskTotal, resolveJobRef, scriptOf, sharedTaskOf, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
 import { JobSteps } from './steps.js';
 import { Mailer, mailSettingsOf } from './mail.js';
@@ -708,8 +708,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
       // An array's tasks after the first read the text their first task keeps (until keep_finished after the array's last end).
       const script = scriptOf(record, (id) => engine.active.get(jobId(id)) ?? store.job(jobId(id)));
       if (script === undefined) {
-        throw new RouteError(410, `job ${record.id} is a task of array ${arrayTaskOf(record)?.jobId ?? record.id}, whose script was purged `
-          + `with its first task (keep_finished, ${engine.config.keepFinishedSeconds} s, after the array's last task ended)`,
+        throw new RouteError(410, `job ${record.id} is a task of array ${sharedTaskOf(record)}, whose script its first task no longer holds: `
+          + `purged keep_finished (${engine.config.keepFinishedSeconds} s) after the last of the array's tasks that ran ended, or lost from a damaged database`,
           'keep your own copy of scripts you need again; an administrator may raise keep_finished in cluster.toml (Slurm\'s MinJobAge)');
       }
       return { status: 200, body: { id: record.id, user: record.user, path: record.scriptPath, script, args: [...spec.script.args] } };

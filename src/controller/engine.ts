@@ -21,7 +21,7 @@ import { parseMailType, parseMailUser } from '../jobspec/values.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
-import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray, sharedTaskOf, withArrayShared } from './arrays.js';
+import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray, scriptOf, sharedTaskOf, withArrayShared } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 import { isoTime } from '../api/durations.js';
@@ -609,9 +609,9 @@ export class ControllerEngine {
   }
 
   /** A task that would run an empty script ends FAILED instead (a damaged or hand-edited database). */
-  private failShared(id: JobId, firstId: number): void {
+  private failShared(id: JobId, firstId: number, when = ''): void {
     const reason = ControllerEngine.sharedScriptGone(firstId);
-    this.log(`job ${id} ended FAILED: ${reason}`);
+    this.log(`job ${id} ended FAILED${when === '' ? '' : ` ${when}`}: ${reason}`);
     this.append(id, { type: 'ended', state: 'FAILED', exitCode: null, reason }, this.clockMs());
     this.active.delete(id);
     this.dirty = true;
@@ -630,17 +630,21 @@ export class ControllerEngine {
     // its first task's (read once per array).
     const script = request.script as { text?: unknown } | null | undefined;
     const firstId = script?.text === '' ? sharedTaskOf(record) : undefined;
-    let shared: string | null = null;
-    if (firstId !== undefined) {
-      const scripts = this.recoveryScripts ??= new Map();
-      if (!scripts.has(firstId)) scripts.set(firstId, this.store.job(firstId as JobId)?.script || null);
-      shared = scripts.get(firstId)!;
+    const scripts = this.recoveryScripts ??= new Map();
+    const text = firstId === undefined ? undefined : scriptOf(record, (id) => {
+      if (!scripts.has(id)) scripts.set(id, this.store.job(id as JobId)?.script ?? null);
+      return { script: scripts.get(id) ?? '' };
+    });
+    if (firstId !== undefined && text === undefined && this.stranded !== 'refuse') {
+      // Not the configuration's doing: said as it is. (A reconfigure takes the task as it is: the running
+      // engine may go on, and the start fails it with this reason.)
+      this.failShared(record.id, firstId, 'at start-up');
+      return ControllerEngine.sharedScriptGone(firstId);
     }
-    const checked = firstId !== undefined && shared === null ? null
-      : checkBody(JobSpecSchema, shared === null ? request : { ...request, script: { ...script, text: shared } }, 'request');
-    if (checked === null) {
-      reason = ControllerEngine.sharedScriptGone(firstId!);
-    } else if (!checked.ok) {
+    // The text checked: the task's own, or the one it will run (a stand-in for one a reconfigure takes as it is).
+    const shared = firstId === undefined ? undefined : text ?? '#';
+    const checked = checkBody(JobSpecSchema, shared === undefined ? request : { ...request, script: { ...script, text: shared } }, 'request');
+    if (!checked.ok) {
       reason = `its stored request is not valid (${formatProblems(checked.problems)})`;
     } else {
       try {
@@ -1246,7 +1250,7 @@ export class ControllerEngine {
       const waiting = this.active.get(job.id);
       const firstId = waiting === undefined ? undefined : sharedTaskOf(waiting);
       const first = firstId === undefined ? undefined : this.store.job(firstId as JobId);
-      if (firstId !== undefined && this.specOf(waiting!).script.text === '' && (first === undefined || first.script === '')) {
+      if (firstId !== undefined && scriptOf(waiting!, () => first) === undefined) {
         this.scheduler.unstart(job.id, now);
         this.scheduler.cancel(job.id);
         this.failShared(job.id, firstId);

@@ -138,7 +138,7 @@ export interface PurgeRequest {
   readonly pendingEndedByMs: EpochMs;
   /** The time written into each purged event. */
   readonly nowMs: EpochMs;
-  /** The number of tasks of an array, from its stored `array.text` (the tasks after the first take its environment). */
+  /** The number of tasks of an array, from its stored `array.text` (the tasks after the first take its script and environment). */
   readonly arrayTasks: (text: string) => number | undefined;
   /** Stop after this many jobs, or once this long has passed (checked before each job; the controller answers nothing meanwhile). */
   readonly limit?: number;
@@ -472,13 +472,14 @@ export class Store {
   private purgeStatements: { ran: Statement; pending: Statement; array: Statement; event: Statement; row: Statement; siblings: Statement } | undefined;
   /**
    * Arrays' first tasks whose other tasks have all ended, with the last end of those that ran (null: none
-   * ran): their script and environment stay until then plus keep_finished. Ended tasks never change again.
+   * ran): their script and environment stay until then plus keep_finished. Ended tasks never change again (the
+   * log would take a requeue after an end, but the engine requeues only running jobs).
    */
   private readonly arraysEnded = new Map<number, number | null>();
   /**
    * Where each kind's scan stopped (end time, id): the next call goes on from there, and starts again from
    * the oldest once it reaches the end, so jobs it must pass over (an array's first task whose other tasks
-   * run) cost one look per round, not one per call.
+   * run, or ran within keep_finished) cost one look per round, not one per call.
    */
   private readonly purgeCursors = { pending: [-Infinity, 0] as [number, number], ran: [-Infinity, 0] as [number, number] };
   private purgeCalls = 0;
