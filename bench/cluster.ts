@@ -145,8 +145,8 @@ interface BenchController {
   socket: string;
   /** A bearer token of this user, from the controller's key: what API clients over TCP send. */
   token: string;
-  /** What a storm's requests carry to say who sends them (the token, or a checkout's older headers). */
-  auth?: Record<string, string>;
+  /** What a storm's requests carry to say who sends them: the token, or what another checkout takes. */
+  auth: Record<string, string>;
 }
 
 /**
@@ -159,7 +159,7 @@ async function startController(name: string, other?: { entry: string; auth: (dat
   const base = { child, url: match[1], data, socket: `unix:${join(data, 'taras.sock')}` };
   if (other !== undefined) return { ...base, token: '', auth: await other.auth(data) };
   const { token } = await issueToken(loadOrCreateJwtKey(join(data, 'jwt.key')), localIdentity().user, 3600, Date.now());
-  return { ...base, token };
+  return { ...base, token, auth: { authorization: `Bearer ${token}` } };
 }
 
 /** A small checked job: one CPU for at most a minute, running `true`. */
@@ -184,7 +184,7 @@ const client = (controller: BenchController): ApiClient => createApiClient({ bas
 async function submitStorm(controller: BenchController, clients: number, jobs: number): Promise<number> {
   const body = JSON.stringify(submitBody('storm'));
   // Each request carries the token: the controller verifies it once, then finds it in its cache.
-  const headers = { ...(controller.auth ?? { authorization: `Bearer ${controller.token}` }), 'content-type': 'application/json', accept: 'application/json' };
+  const headers = { ...controller.auth, 'content-type': 'application/json', accept: 'application/json' };
   const connections = Array.from({ length: clients }, () => new Client(controller.url, { pipelining: 1 }));
   try {
     let next = 0;
@@ -265,7 +265,7 @@ const CLOCK_TICKS = 100;
 /** A client that lists the running jobs every 20 ms until stopped; `stop` gives the response times (ms). */
 function probeDuring(controller: BenchController): { stop: () => Promise<number[]> } {
   const connection = new Client(controller.url);
-  const headers = { authorization: `Bearer ${controller.token}`, accept: 'application/json' };
+  const headers = { ...controller.auth, accept: 'application/json' };
   const times: number[] = [];
   let running = true;
   const loop = (async () => {
@@ -790,7 +790,7 @@ const LEAD_PAIRS = 4;
  * to the next, and only runs taken in turn compare. No agent: every job stays pending in both.
  */
 async function submissionLead(rows: Row[]): Promise<void> {
-  const other = resolve(process.env.TARAS_BENCH_AGAINST ?? '');
+  const other = resolve(against);
   const otherEntry = join(other, 'bin/taras.js');
   const otherIdentity = await import(pathToFileURL(join(other, 'dist/src/net/identity.js')).href) as Record<string, unknown>;
   // A checkout with verified identity takes a token from its key; the code before issue 9 believed two headers (its identityHeaders).
@@ -838,6 +838,9 @@ async function submissionLead(rows: Row[]): Promise<void> {
   });
 }
 
+/** The other checkout the lead part compares with ('': none). */
+const against = process.env.TARAS_BENCH_AGAINST ?? '';
+
 /** Each part by name; `node dist/bench/cluster.js pass latency` runs only those. */
 const parts: Record<string, (rows: Row[]) => void | Promise<void>> = {
   submit: submissions, queue: concurrentAndQueue, latency: startLatency, pass: schedulingPass, status: bigCluster, loops: cliLoops,
@@ -853,7 +856,7 @@ async function main(): Promise<void> {
     removeWork();
     process.exit(2);
   }
-  if (chosen.includes('lead') && (process.env.TARAS_BENCH_AGAINST ?? '') === '') {
+  if (chosen.includes('lead') && against === '') {
     say('error: the lead part compares this code with another built checkout; name it in TARAS_BENCH_AGAINST, e.g.\n'
       + '  git worktree add ../taras-before 737eabf && (cd ../taras-before && npm ci && npm run build)\n'
       + '  TARAS_BENCH_AGAINST=../taras-before node dist/bench/cluster.js lead');
@@ -863,8 +866,8 @@ async function main(): Promise<void> {
   const loadBefore = loadavg()[0];
   try {
     for (const [name, run] of Object.entries(parts)) {
-      // All parts but `lead`, which needs another checkout to compare with (run when it is named).
-      const wanted = chosen.length === 0 ? name !== 'lead' || (process.env.TARAS_BENCH_AGAINST ?? '') !== '' : chosen.includes(name);
+      // All parts but `lead`, which needs another checkout to compare with (run when named, or when one is given).
+      const wanted = chosen.length === 0 ? name !== 'lead' || against !== '' : chosen.includes(name);
       if (wanted) await run(rows);
     }
   } catch (error) {

@@ -75,15 +75,13 @@ export function sharedTaskOf(record: Pick<JobRecord, 'id' | 'request'>): number 
 
 /**
  * A task's spec for its start order: with the submitting shell's environment and the script's text, which
- * only its array's first task stores (tasks stored before the script was shared carry their own text).
+ * only its array's first task stores (`first`, the record of sharedTaskOf's id; undefined for a job that
+ * shares nothing). Tasks stored before the script was shared carry their own text.
  */
-export function withArrayShared(spec: JobSpec, record: Pick<JobRecord, 'id' | 'request'>, lookup: (id: number) => Pick<JobRecord, 'request' | 'script'> | undefined): JobSpec {
-  const firstId = sharedTaskOf(record);
+export function withArrayShared(spec: JobSpec, first: Pick<JobRecord, 'request' | 'script'> | undefined): JobSpec {
   const needsEnvironment = (spec as { submitEnv?: unknown }).submitEnv === undefined;
   const needsScript = spec.script.text === '';
-  if (firstId === undefined || (!needsEnvironment && !needsScript)) return spec;
-  const first = lookup(firstId);
-  if (first === undefined) return spec;
+  if (first === undefined || (!needsEnvironment && !needsScript)) return spec;
   const submitEnv = needsEnvironment ? (first.request as { submitEnv?: unknown }).submitEnv : undefined;
   return {
     ...spec,

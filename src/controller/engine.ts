@@ -599,7 +599,7 @@ export class ControllerEngine {
       else if (holdsNodes(record.state) && this.preemptRequested(record.id) !== undefined) this.redeliverPreempt(record);
       else if (holdsNodes(record.state)) this.redeliverPause(record);
     }
-    this.recoveryScripts = null;
+    this.recoveryFirsts = null;
     if (this.active.size > 0) this.log(`recovered ${this.active.size} pending and running jobs from the store`);
   }
 
@@ -608,17 +608,18 @@ export class ControllerEngine {
     return `its array's first task (job ${firstId}) no longer holds the script the task shares with it`;
   }
 
-  /** A task that would run an empty script ends FAILED instead (a damaged or hand-edited database). */
-  private failShared(id: JobId, firstId: number, when = ''): void {
+  /** A task that would run an empty script ends FAILED instead (a damaged or hand-edited database). Returns the reason. */
+  private failShared(id: JobId, firstId: number, when = ''): string {
     const reason = ControllerEngine.sharedScriptGone(firstId);
     this.log(`job ${id} ended FAILED${when === '' ? '' : ` ${when}`}: ${reason}`);
     this.append(id, { type: 'ended', state: 'FAILED', exitCode: null, reason }, this.clockMs());
     this.active.delete(id);
     this.dirty = true;
+    return reason;
   }
 
-  /** Recovery's texts of arrays' first tasks (10,000 tasks share one), null where it is gone. */
-  private recoveryScripts: Map<number, string | null> | null = null;
+  /** Recovery's records of arrays' first tasks, read once per array (10,000 tasks share one); undefined where it is gone. */
+  private recoveryFirsts: Map<number, JobRecord | undefined> | null = null;
 
   /** Runs `take` (queue or adopt the job); a job it cannot take ends FAILED (or, on a reconfigure, the error is thrown). Returns the reason if it ended. */
   private recoverOne(record: JobRecord, take: () => void): string | undefined {
@@ -630,16 +631,15 @@ export class ControllerEngine {
     // its first task's (read once per array).
     const script = request.script as { text?: unknown } | null | undefined;
     const firstId = script?.text === '' ? sharedTaskOf(record) : undefined;
-    const scripts = this.recoveryScripts ??= new Map();
     const text = firstId === undefined ? undefined : scriptOf(record, (id) => {
-      if (!scripts.has(id)) scripts.set(id, this.store.job(id as JobId)?.script ?? null);
-      return { script: scripts.get(id) ?? '' };
+      const firsts = this.recoveryFirsts ??= new Map();
+      if (!firsts.has(id)) firsts.set(id, this.store.job(id as JobId));
+      return firsts.get(id);
     });
     if (firstId !== undefined && text === undefined && this.stranded !== 'refuse') {
       // Not the configuration's doing: said as it is. (A reconfigure takes the task as it is: the running
       // engine may go on, and the start fails it with this reason.)
-      this.failShared(record.id, firstId, 'at start-up');
-      return ControllerEngine.sharedScriptGone(firstId);
+      return this.failShared(record.id, firstId, 'at start-up');
     }
     // The text checked: the task's own, or the one it will run (a stand-in for one a reconfigure takes as it is).
     const shared = firstId === undefined ? undefined : text ?? '#';
@@ -1262,7 +1262,7 @@ export class ControllerEngine {
       const record = this.append(job.id, { type: 'started', nodes, promisedMs }, this.clockMs());
       this.active.set(job.id, record);
       started.push(job.id);
-      const stored = withArrayShared(this.specOf(record), record, () => first);
+      const stored = withArrayShared(this.specOf(record), first);
       // --mem 0 (all of each node's memory): the agent limits the job to what was reserved for it on each node.
       // --mem-per-cpu likewise: the job is limited to what it reserved on each node.
       const spec = (stored.memoryMiB === 0 || stored.memPerCpuMiB !== undefined || stored.exclusive === true) && job.resources ? { ...stored, memoryMiB: job.resources.memoryMiBPerNode } : stored;
