@@ -468,6 +468,11 @@ describe('with real controller processes', () => {
     const refused = cli(dir, controller.url, ['submit', '-t', '1', '-N', '1', '-n', '9', 'job.sh']);
     assert.equal(refused.code, 2);
     assert.match(refused.stderr, /^error: more tasks than partition batch can hold: 9 tasks of 1 CPU on 1 node/);
+    // What the flags allow but the body's schema does not is refused by the controller (the CLI leaves that check to it):
+    // the field, its limit and the fix, exit 2, and nothing stored (the queue below holds the one job).
+    const longName = cli(dir, controller.url, ['submit', '-t', '1', '-J', 'n'.repeat(2000), 'job.sh']);
+    assert.equal(longName.code, 2, longName.stderr);
+    assert.match(longName.stderr, /^error: the request body is not valid: spec\.name: expected a non-empty string of at most 1024 characters, got a string of 2000 characters \(send .*change the flag or directive that sets that field\); nothing was changed\)\n$/);
     for (const [what, body] of BAD_SUBMISSIONS) assert.equal((await refusal(rawPost(controller.url, '/jobs', bodyText(body)))).status, 400, what);
     await killHard(controller.child);
     controller = await controllerAt(dir, controller.port);

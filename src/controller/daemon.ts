@@ -554,7 +554,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       method: 'POST', path: '/jobs',
       handler: async (ctx) => {
         const caller = callerOf(ctx);
-        const body = bodyOf(SubmitBodySchema, ctx, '{"spec": {...}} as `taras submit` does (fields in src/api/schema.ts)');
+        const body = bodyOf(SubmitBodySchema, ctx, '{"spec": {...}} with the fields src/api/schema.ts describes (from taras submit or sbatch: change the flag or directive that sets that field)');
         if (caller.uid === 0 && !config.allowRootJobs) {
           throw new RouteError(403, 'this cluster does not run jobs as root (allow_root_jobs = false in cluster.toml)', 'submit as an ordinary user');
         }
