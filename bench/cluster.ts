@@ -787,7 +787,8 @@ const LEAD_PAIRS = 4;
  * storm (8 undici clients, one request in flight each, the same body, 8,000 of warm-up, then 4 rounds of
  * 5,000) against a controller of another built checkout (TARAS_BENCH_AGAINST, say the code before issue
  * 9) and against this one, in turn, LEAD_PAIRS times: the machine's speed moves by half from one minute
- * to the next, and only runs taken in turn compare. No agent: every job stays pending in both.
+ * to the next, and only runs taken in turn compare. No agent: every job stays pending in both. Then one
+ * `taras submit` of each, in turn (submitLead).
  */
 async function submissionLead(rows: Row[]): Promise<void> {
   const other = resolve(against);
@@ -822,6 +823,7 @@ async function submissionLead(rows: Row[]): Promise<void> {
     }
     ratios.push(mean.this / mean.other);
   }
+  const submits = await submitLead(other, otherEntry, start);
   const range = (values: number[]) => `${round(Math.min(...values), 0)} to ${round(Math.max(...values), 0)}`;
   const met = rates.this.filter((rate) => rate >= 4000).length;
   rows.push({
@@ -836,6 +838,54 @@ async function submissionLead(rows: Row[]): Promise<void> {
     what: '  this code / the other, pair by pair', measured: `${round(median(ratios), 2)}x`, target: '>= 1.00x', met: median(ratios) >= 1,
     note: `${LEAD_PAIRS} pairs: ${ratios.map((ratio) => round(ratio, 2)).join(', ')}`,
   });
+  const under = (samples: number[]) => samples.filter((sample) => sample < 120).length;
+  rows.push({
+    what: 'one `taras submit` through the socket, this code', measured: ms(median(submits.this)), target: '< 120 ms', met: median(submits.this) < 120,
+    note: `node bin/taras.js, median of ${submits.this.length} (min ${ms(Math.min(...submits.this))}); ${under(submits.this)} under 120 ms`,
+  });
+  rows.push({
+    what: '  the other checkout, in turn', measured: ms(median(submits.other)), target: '-',
+    note: `min ${ms(Math.min(...submits.other))}; ${under(submits.other)} under 120 ms`,
+  });
+  rows.push({
+    what: '  the other / this code, run by run', measured: `${round(median(submits.ratios), 2)}x`, target: '>= 1.00x', met: median(submits.ratios) >= 1,
+    note: `${submits.ratios.length} pairs, each side first in every other pair`,
+  });
+}
+
+const LEAD_SUBMIT_RUNS = 20;
+
+/**
+ * One `taras submit` through the Unix socket, this checkout's and the other's, in turn: each with a
+ * controller of its own (no agent: the jobs stay pending), started the same way (`node bin/taras.js`, without
+ * NODE_EXTRA_CA_CERTS: the code before issue 9 has no bin/taras launcher), each with its own code cache,
+ * written by two runs first. The socket is named by its bare path, which both checkouts read.
+ */
+async function submitLead(other: string, otherEntry: string, start: (side: 'this' | 'other', name: string) => Promise<BenchController>) {
+  writeFileSync(join(work, 'tiny.sh'), '#!/bin/sh\n#TARAS --time 1\ntrue\n');
+  const env = { ...process.env };
+  delete env.NODE_EXTRA_CA_CERTS;
+  const controllers = { this: await start('this', 'lead-submit-this'), other: await start('other', 'lead-submit-other') };
+  const entries = { this: taras, other: otherEntry };
+  const once = (side: 'this' | 'other') => timeRun(process.execPath,
+    [entries[side], 'submit', '--controller', join(controllers[side].data, 'taras.sock'), '-t', '1', 'tiny.sh'],
+    { ...env, XDG_CACHE_HOME: join(work, `lead-cache-${side}`) });
+  try {
+    say(`one taras submit, this checkout and ${other} in turn, ${LEAD_SUBMIT_RUNS} runs each...`);
+    for (const side of ['this', 'other'] as const) for (let run = 0; run < 2; run++) once(side);
+    const times = { this: [] as number[], other: [] as number[] };
+    const ratios: number[] = [];
+    for (let run = 0; run < LEAD_SUBMIT_RUNS; run++) {
+      for (const side of run % 2 === 0 ? ['other', 'this'] as const : ['this', 'other'] as const) times[side].push(once(side));
+      ratios.push(times.other[run] / times.this[run]);
+    }
+    return { ...times, ratios };
+  } finally {
+    for (const controller of Object.values(controllers)) {
+      await stop(controller.child);
+      rmSync(controller.data, { recursive: true, force: true });
+    }
+  }
 }
 
 /** The other checkout the lead part compares with ('': none). */
