@@ -2,9 +2,10 @@
 // README.md for why), shared by the controller, which refuses a bad body with
 // a 400 before anything is stored, and the CLI, whose `taras submit --many`
 // checks every line before it sends any (a single submission leaves the check
-// to the controller, which saves it 3 to 5 ms). Types, ranges, required fields and unknown fields are checked;
-// numbers are finite integers within sane maximums; strings and lists are
-// bounded. A refusal names the field by its path and says what it takes.
+// to the controller, which saves it 3 to 5 ms). Types, ranges, required
+// fields and unknown fields are checked; numbers are finite integers within
+// sane maximums; strings and lists are bounded. A refusal names the field by
+// its path and says what it takes.
 
 import * as v from 'valibot';
 import { isSpecSignal, NODE_POLICIES, RESERVATION_NAME, RESERVATION_NAME_RULE } from './types.js';

@@ -184,13 +184,13 @@ export function registerJobCommands(program: Command): void {
         submitHost: (await import('node:os')).hostname(),
         ...(immediateSeconds === undefined ? {} : { immediateSeconds }),
       };
-      // The key makes the retries below safe: the controller answers a key it has stored with the job it created.
-      // Keys are per user, so a key only has to differ from this user's other keys: time, pid and a random part do
-      // (node:crypto's randomUUID would cost `taras submit` about 8 ms of loading).
       // The body is checked by the controller alone, against src/api/schema.ts: a 400 that names the field
       // (what the flags and directives allow is already checked above). Checking it here too cost every
       // `taras submit` 3 to 5 ms (loading the schema, and a scavenge); --many checks every line first instead,
       // so that none is sent unless all would be taken.
+      // The key makes the retries below safe: the controller answers a key it has stored with the job it created.
+      // Keys are per user, so a key only has to differ from this user's other keys: time, pid and a random part do
+      // (node:crypto's randomUUID would cost `taras submit` about 8 ms of loading).
       const body = { spec, idempotencyKey: `${Date.now().toString(36)}-${process.pid.toString(36)}-${Math.random().toString(36).slice(2, 12)}` };
       if (merged.values.testOnly === true) {
         const plan = await withClient(flags.controller as string | undefined,
