@@ -17,7 +17,7 @@ import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.
 import { ControllerEngine, type AgentLink } from '../src/controller/engine.js';
 import { SeededRandom } from '../src/core/random.js';
 import type { JobSpec } from '../src/jobspec/types.js';
-import { bearer, createApiClient, type ApiClient } from '../src/net/client.js';
+import { createApiClient, type ApiClient } from '../src/net/client.js';
 import { issueToken, loadOrCreateJwtKey, localIdentity } from '../src/net/identity.js';
 import { openStore } from '../src/store/store.js';
 import { Client } from 'undici';
@@ -143,23 +143,27 @@ interface BenchController {
   data: string;
   /** `unix:` and the controller's socket: the CLI's address on this machine (the kernel vouches for the caller). */
   socket: string;
-  /** A bearer token of this user, from the controller's key: what API clients over TCP send. */
-  token: string;
-  /** What a storm's requests carry to say who sends them: the token, or what another checkout takes. */
+  /** What API clients over TCP send to say who they are: a bearer token of this user, or what another checkout takes. */
   auth: Record<string, string>;
 }
 
+/** A checkout's src/net/identity.js, as far as the bench needs it (the code before issue 9 had only identityHeaders). */
+type IdentityModule = Partial<{ issueToken: typeof issueToken; loadOrCreateJwtKey: typeof loadOrCreateJwtKey; identityHeaders: (who: { user: string; uid: number }) => Record<string, string> }>;
+
 /**
- * A controller of this checkout, or of another (`entry`, its bin/taras.js) with `auth` for the headers its
- * requests carry (the lead part).
+ * A controller of this checkout, or of another (`entry`, its bin/taras.js, and `identity`, its identity
+ * module: the lead part), with the headers its requests carry: a bearer token from the controller's key, or,
+ * for a checkout without verified identity, the headers it believed.
  */
-async function startController(name: string, other?: { entry: string; auth: (data: string) => Promise<Record<string, string>> }): Promise<BenchController> {
+async function startController(name: string, other?: { entry: string; identity: IdentityModule }): Promise<BenchController> {
   const data = join(work, name);
   const { child, match } = await daemon(['controller', '--data', data, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, other?.entry);
-  const base = { child, url: match[1], data, socket: `unix:${join(data, 'taras.sock')}` };
-  if (other !== undefined) return { ...base, token: '', auth: await other.auth(data) };
-  const { token } = await issueToken(loadOrCreateJwtKey(join(data, 'jwt.key')), localIdentity().user, 3600, Date.now());
-  return { ...base, token, auth: { authorization: `Bearer ${token}` } };
+  const identity = other?.identity ?? { issueToken, loadOrCreateJwtKey };
+  const me = localIdentity();
+  const auth = identity.issueToken === undefined || identity.loadOrCreateJwtKey === undefined
+    ? identity.identityHeaders!(me)
+    : { authorization: `Bearer ${(await identity.issueToken(identity.loadOrCreateJwtKey(join(data, 'jwt.key')), me.user, 3600, Date.now())).token}` };
+  return { child, url: match[1], data, socket: `unix:${join(data, 'taras.sock')}`, auth };
 }
 
 /** A small checked job: one CPU for at most a minute, running `true`. */
@@ -172,7 +176,7 @@ const tinySpec = (name: string, extra: Partial<JobSpec> = {}): JobSpec => ({
 /** The body `taras submit` sends: the spec plus the submitting shell's environment and folder. */
 const submitBody = (name: string) => ({ spec: { ...tinySpec(name), submitEnv: { ...process.env }, submitDir: work } });
 
-const client = (controller: BenchController): ApiClient => createApiClient({ baseUrl: controller.url }, { credentials: bearer(controller.token) });
+const client = (controller: BenchController): ApiClient => createApiClient({ baseUrl: controller.url }, { credentials: () => controller.auth });
 
 /**
  * Submits `jobs` jobs from `clients` clients, each one keep-alive connection
@@ -301,6 +305,13 @@ function timeRun(file: string, args: string[], env: NodeJS.ProcessEnv = process.
   }
 }
 
+/** This process's environment without NODE_EXTRA_CA_CERTS, which makes Node load that certificate file as it starts. */
+function environmentWithoutCerts(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.NODE_EXTRA_CA_CERTS;
+  return env;
+}
+
 /** Wall milliseconds of one `node ARGS` run, Node start included. */
 function timeNode(args: string[], env: NodeJS.ProcessEnv = process.env): number {
   // TARAS_BENCH_CLI_PROFILE=DIR: each command writes a CPU profile there (the timings then include profiling).
@@ -353,9 +364,7 @@ async function submissions(rows: Row[]): Promise<void> {
     // NODE_EXTRA_CA_CERTS makes every Node process read and parse that certificate file as it starts;
     // bin/taras spares it, `node bin/taras.js` and `node -e ""` do not.
     if (process.env.NODE_EXTRA_CA_CERTS) {
-      const plain = { ...process.env };
-      delete plain.NODE_EXTRA_CA_CERTS;
-      const nodeWithoutCerts = median(Array.from({ length: CLI_SUBMIT_RUNS }, () => timeNode(['-e', ''], plain)));
+      const nodeWithoutCerts = median(Array.from({ length: CLI_SUBMIT_RUNS }, () => timeNode(['-e', ''], environmentWithoutCerts())));
       rows.push({ what: '  without NODE_EXTRA_CA_CERTS', measured: ms(nodeWithoutCerts), target: '-', note: 'this shell sets it; bin/taras starts Node without it' });
     }
   } finally {
@@ -737,8 +746,7 @@ async function cliLoops(rows: Row[]): Promise<void> {
   try {
     writeFileSync(join(work, 'tiny.sh'), '#!/bin/sh\n#TARAS --time 1\ntrue\n');
     const withCerts = { ...process.env, NODE_EXTRA_CA_CERTS: process.env.NODE_EXTRA_CA_CERTS ?? '/etc/ssl/certs/ca-certificates.crt' };
-    const withoutCerts = { ...process.env };
-    delete withoutCerts.NODE_EXTRA_CA_CERTS;
+    const withoutCerts = environmentWithoutCerts();
     // The first call writes the code cache; later ones use it, as in any shell session.
     cpuOf([launcher, 'submit', '--controller', controller.socket, 'tiny.sh'], withCerts, 1);
     const variants: [string, string, NodeJS.ProcessEnv][] = [
@@ -793,16 +801,9 @@ const LEAD_PAIRS = 4;
 async function submissionLead(rows: Row[]): Promise<void> {
   const other = resolve(against);
   const otherEntry = join(other, 'bin/taras.js');
-  const otherIdentity = await import(pathToFileURL(join(other, 'dist/src/net/identity.js')).href) as Record<string, unknown>;
-  // A checkout with verified identity takes a token from its key; the code before issue 9 believed two headers (its identityHeaders).
-  const auth = async (data: string): Promise<Record<string, string>> => {
-    const me = localIdentity();
-    if (typeof otherIdentity.issueToken !== 'function') return (otherIdentity.identityHeaders as (who: { user: string; uid: number }) => Record<string, string>)(me);
-    const key = (otherIdentity.loadOrCreateJwtKey as typeof loadOrCreateJwtKey)(join(data, 'jwt.key'));
-    return { authorization: `Bearer ${(await (otherIdentity.issueToken as typeof issueToken)(key, me.user, 3600, Date.now())).token}` };
-  };
+  const identity = await import(pathToFileURL(join(other, 'dist/src/net/identity.js')).href) as IdentityModule;
   const start = (side: 'this' | 'other', name: string): Promise<BenchController> =>
-    startController(name, side === 'this' ? undefined : { entry: otherEntry, auth });
+    startController(name, side === 'this' ? undefined : { entry: otherEntry, identity });
   const rates = { this: [] as number[], other: [] as number[] };
   const ratios: number[] = [];
   for (let pair = 0; pair < LEAD_PAIRS; pair++) {
@@ -863,11 +864,10 @@ const LEAD_SUBMIT_RUNS = 20;
  */
 async function submitLead(other: string, otherEntry: string, start: (side: 'this' | 'other', name: string) => Promise<BenchController>) {
   writeFileSync(join(work, 'tiny.sh'), '#!/bin/sh\n#TARAS --time 1\ntrue\n');
-  const env = { ...process.env };
-  delete env.NODE_EXTRA_CA_CERTS;
+  const env = environmentWithoutCerts();
   const controllers = { this: await start('this', 'lead-submit-this'), other: await start('other', 'lead-submit-other') };
   const entries = { this: taras, other: otherEntry };
-  const once = (side: 'this' | 'other') => timeRun(process.execPath,
+  const once = (side: 'this' | 'other') => timeNode(
     [entries[side], 'submit', '--controller', join(controllers[side].data, 'taras.sock'), '-t', '1', 'tiny.sh'],
     { ...env, XDG_CACHE_HOME: join(work, `lead-cache-${side}`) });
   try {

@@ -90,6 +90,21 @@ export function withArrayShared(spec: JobSpec, first: Pick<JobRecord, 'request' 
   } as JobSpec;
 }
 
+/** Why a task whose array's first task no longer holds the script it shares cannot run (it ends FAILED). */
+export const sharedScriptGone = (firstId: number): string => `its array's first task (job ${firstId}) no longer holds the script the task shares with it`;
+
+/**
+ * `read` remembering what it read: arrays' first tasks, each read once however many of its tasks (up to
+ * 10,000) ask, for one recovery or one scheduling pass.
+ */
+export function firstTaskReader<R>(read: (id: number) => R | undefined): (id: number) => R | undefined {
+  const seen = new Map<number, R | undefined>();
+  return (id) => {
+    if (!seen.has(id)) seen.set(id, read(id));
+    return seen.get(id);
+  };
+}
+
 /**
  * A job's script text as submitted: a task that shares its array's first task's reads it there; undefined
  * when that is gone (the first task was purged, keep_finished after the last of the array's tasks that ran

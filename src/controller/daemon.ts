@@ -75,6 +75,12 @@ const MIN_PASS_INTERVAL_MS = 10;
  */
 const COMMIT_DELAY_MS = 2;
 
+/** What a submission's 400 asks for: API clients by the schema, users of taras submit or sbatch by what they typed. */
+const SUBMIT_EXAMPLE = '{"spec": {...}} with the fields src/api/schema.ts describes (from taras submit or sbatch: change the flag or directive that sets that field)';
+
+/** The fix of a 410 for a purged script. */
+const PURGED_SCRIPT_FIX = 'keep your own copy of scripts you need again; an administrator may raise keep_finished in cluster.toml (Slurm\'s MinJobAge)';
+
 /** The body, checked against its schema: a 400 naming each bad field and what it takes, before anything is done. */
 function bodyOf<S extends Parameters<typeof checkBody>[0]>(schema: S, ctx: RequestContext, example: string) {
   const body = ctx.body;
@@ -277,7 +283,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     eventLog.record('startup', { jobs: [...engine.active.keys()] });
   }
   // Mail about jobs (--mail-type): sent once each event is on the disk.
-  const mailer = new Mailer(mailSettingsOf(config), (id) => engine.active.get(jobId(id)) ?? store.job(jobId(id)), log);
+  const mailer = new Mailer(mailSettingsOf(config), (id) => engine.recordOf(jobId(id)), log);
   store.committedListeners.push(mailer.onJobEvent);
   engine.onDependencyNeverSatisfied = mailer.invalidDependency;
   mailer.checkTimeLimits(Date.now(), true, engine.active.values());
@@ -442,7 +448,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
    */
   const resolveIds = (refs: readonly (string | number)[], one = false): JobId[] => refs.flatMap((ref) => {
     if (one && typeof ref === 'number') return [jobId(ref)];
-    const resolved = resolveJobRef(ref, (id) => engine.active.get(jobId(id)) ?? store.job(jobId(id)));
+    const resolved = resolveJobRef(ref, (id) => engine.recordOf(jobId(id)));
     // A plain id that names no job: each id of a set gets its own answer (cancelMany says "no job N", as scancel does).
     if ('error' in resolved && !one && /^\d+$/.test(String(ref).trim()) && resolved.error.startsWith('no job')) return [jobId(Number(ref))];
     if ('error' in resolved) throw new RouteError(/^no job|has no task/.test(resolved.error) ? 404 : 400, resolved.error, 'list jobs with `taras queue`');
@@ -554,7 +560,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       method: 'POST', path: '/jobs',
       handler: async (ctx) => {
         const caller = callerOf(ctx);
-        const body = bodyOf(SubmitBodySchema, ctx, '{"spec": {...}} with the fields src/api/schema.ts describes (from taras submit or sbatch: change the flag or directive that sets that field)');
+        const body = bodyOf(SubmitBodySchema, ctx, SUBMIT_EXAMPLE);
         if (caller.uid === 0 && !config.allowRootJobs) {
           throw new RouteError(403, 'this cluster does not run jobs as root (allow_root_jobs = false in cluster.toml)', 'submit as an ordinary user');
         }
@@ -703,14 +709,14 @@ export async function startController(options: ControllerOptions): Promise<Runni
       if (purgedMs !== null && purgedMs !== undefined) {
         throw new RouteError(410, `job ${record.id}'s script was purged at ${isoTime(purgedMs)}: Taras keeps a finished job's script and environment `
           + `keep_finished (${engine.config.keepFinishedSeconds} s) after its end, and none of a job that ended without starting (an array's first task keeps the script its tasks share until keep_finished after the last of them that ran ended)`,
-          'keep your own copy of scripts you need again; an administrator may raise keep_finished in cluster.toml (Slurm\'s MinJobAge)');
+          PURGED_SCRIPT_FIX);
       }
       // An array's tasks after the first read the text their first task keeps (until keep_finished after the array's last end).
-      const script = scriptOf(record, (id) => engine.active.get(jobId(id)) ?? store.job(jobId(id)));
+      const script = scriptOf(record, (id) => engine.recordOf(jobId(id)));
       if (script === undefined) {
         throw new RouteError(410, `job ${record.id} is a task of array ${sharedTaskOf(record)}, whose script its first task no longer holds: `
           + `purged keep_finished (${engine.config.keepFinishedSeconds} s) after the last of the array's tasks that ran ended, or lost from a damaged database`,
-          'keep your own copy of scripts you need again; an administrator may raise keep_finished in cluster.toml (Slurm\'s MinJobAge)');
+          PURGED_SCRIPT_FIX);
       }
       return { status: 200, body: { id: record.id, user: record.user, path: record.scriptPath, script, args: [...spec.script.args] } };
     } },
@@ -741,7 +747,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       method: 'POST', path: '/jobs/test-only',
       handler: (ctx) => {
         const caller = callerOf(ctx);
-        const body = bodyOf(SubmitBodySchema, ctx, '{"spec": {...}} as `taras submit --test-only` sends');
+        const body = bodyOf(SubmitBodySchema, ctx, SUBMIT_EXAMPLE);
         if ((body.spec.nice ?? 0) < 0 && !admin(caller)) {
           throw new RouteError(403, `--nice=${body.spec.nice}: only administrators may raise a job's priority (a negative nice)`, 'give --nice 0 or more, or leave it out');
         }

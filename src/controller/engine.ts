@@ -21,7 +21,7 @@ import { parseMailType, parseMailUser } from '../jobspec/values.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
-import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray, scriptOf, sharedTaskOf, withArrayShared } from './arrays.js';
+import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray, firstTaskReader, scriptOf, sharedScriptGone, sharedTaskOf, withArrayShared } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 import { isoTime } from '../api/durations.js';
@@ -566,8 +566,10 @@ export class ControllerEngine {
   private recover(): void {
     // Running tasks of a throttled array hold their slots before the pending ones are admitted.
     for (const record of this.store.runningJobs()) this.throttle.running(record);
+    // Arrays' first tasks, for their other tasks' checks: pending ones were recovered before (id order).
+    const firstOf = firstTaskReader((id) => this.recordOf(id as JobId));
     for (const record of this.store.pendingJobs()) {
-      const failure = this.recoverOne(record, () => {
+      const failure = this.recoverOne(record, firstOf, () => {
         if (!record.held && this.throttle.admit(record)) {
           // In its place (priority, then key): a moved job's key is not its submission order.
           this.enqueue(record, true);
@@ -578,7 +580,7 @@ export class ControllerEngine {
       if (failure === undefined) this.active.set(record.id, record);
     }
     for (const record of this.store.runningJobs()) {
-      const failure = this.recoverOne(record, () => {
+      const failure = this.recoverOne(record, firstOf, () => {
         this.marks.replay(record.id, this.store.events(record.id));
         // Suspended for a preemption (a partition's job): out of the core until its nodes are free again, as before the restart.
         if (record.state === 'SUSPENDED' && this.marks.get(record.id)?.byPreemption === true) {
@@ -599,51 +601,36 @@ export class ControllerEngine {
       else if (holdsNodes(record.state) && this.preemptRequested(record.id) !== undefined) this.redeliverPreempt(record);
       else if (holdsNodes(record.state)) this.redeliverPause(record);
     }
-    this.recoveryFirsts = null;
     if (this.active.size > 0) this.log(`recovered ${this.active.size} pending and running jobs from the store`);
   }
 
-  /** Why a task whose array's first task no longer holds the script it shares cannot run. */
-  private static sharedScriptGone(firstId: number): string {
-    return `its array's first task (job ${firstId}) no longer holds the script the task shares with it`;
-  }
-
-  /** A task that would run an empty script ends FAILED instead (a damaged or hand-edited database). Returns the reason. */
-  private failShared(id: JobId, firstId: number, when = ''): string {
-    const reason = ControllerEngine.sharedScriptGone(firstId);
-    this.log(`job ${id} ended FAILED${when === '' ? '' : ` ${when}`}: ${reason}`);
+  /** A task that would run an empty script ends FAILED instead (a damaged or hand-edited database). */
+  private failShared(id: JobId, firstId: number): void {
+    const reason = sharedScriptGone(firstId);
+    this.log(`job ${id} ended FAILED: ${reason}`);
     this.append(id, { type: 'ended', state: 'FAILED', exitCode: null, reason }, this.clockMs());
     this.active.delete(id);
     this.dirty = true;
-    return reason;
   }
 
-  /** Recovery's records of arrays' first tasks, read once per array (10,000 tasks share one); undefined where it is gone. */
-  private recoveryFirsts: Map<number, JobRecord | undefined> | null = null;
-
   /** Runs `take` (queue or adopt the job); a job it cannot take ends FAILED (or, on a reconfigure, the error is thrown). Returns the reason if it ended. */
-  private recoverOne(record: JobRecord, take: () => void): string | undefined {
+  private recoverOne(record: JobRecord, firstOf: (id: number) => JobRecord | undefined, take: () => void): string | undefined {
     let reason: string | undefined;
     // The schema without the environment (checked at submission; only the agent reads it): a third of the cost,
     // about 4 µs a job, 0.2 s for 50,000 queued jobs.
-    const { submitEnv: _environment, ...request } = specPart(record.request as JsonObject);
-    // A task after an array's first keeps no script text of its own: it is checked with the text it will run,
-    // its first task's (read once per array).
+    const { submitEnv: _environment, ...withoutEnvironment } = specPart(record.request as JsonObject);
+    let request = withoutEnvironment;
+    // A task after an array's first keeps no script text of its own: it is checked with the text it will run, its first task's.
     const script = request.script as { text?: unknown } | null | undefined;
     const firstId = script?.text === '' ? sharedTaskOf(record) : undefined;
-    const text = firstId === undefined ? undefined : scriptOf(record, (id) => {
-      const firsts = this.recoveryFirsts ??= new Map();
-      if (!firsts.has(id)) firsts.set(id, this.store.job(id as JobId));
-      return firsts.get(id);
-    });
-    if (firstId !== undefined && text === undefined && this.stranded !== 'refuse') {
-      // Not the configuration's doing: said as it is. (A reconfigure takes the task as it is: the running
-      // engine may go on, and the start fails it with this reason.)
-      return this.failShared(record.id, firstId, 'at start-up');
+    if (firstId !== undefined) {
+      const text = scriptOf(record, firstOf);
+      // Not the configuration's doing: said as it is. (A reconfigure takes the task as it is, with a stand-in
+      // text for the check: the running engine may go on, and the start fails it with this reason.)
+      if (text === undefined && this.stranded !== 'refuse') return this.endedAtStartUp(record, sharedScriptGone(firstId));
+      request = { ...request, script: { ...script, text: text ?? '#' } };
     }
-    // The text checked: the task's own, or the one it will run (a stand-in for one a reconfigure takes as it is).
-    const shared = firstId === undefined ? undefined : text ?? '#';
-    const checked = checkBody(JobSpecSchema, shared === undefined ? request : { ...request, script: { ...script, text: shared } }, 'request');
+    const checked = checkBody(JobSpecSchema, request, 'request');
     if (!checked.ok) {
       reason = `its stored request is not valid (${formatProblems(checked.problems)})`;
     } else {
@@ -656,10 +643,19 @@ export class ControllerEngine {
       }
     }
     if (this.stranded === 'refuse') throw new SubmitRefused([`job ${record.id}: ${reason}`]);
-    reason = `this cluster can no longer run it: ${reason}`;
+    return this.endedAtStartUp(record, `this cluster can no longer run it: ${reason}`);
+  }
+
+  /** A stored job recovery cannot take ends FAILED with the reason, logged. Returns the reason. */
+  private endedAtStartUp(record: JobRecord, reason: string): string {
     this.log(`job ${record.id} (${record.user}) ended FAILED at start-up: ${reason}`);
     this.append(record.id, { type: 'ended', state: 'FAILED', exitCode: null, reason }, this.clockMs());
     return reason;
+  }
+
+  /** A job's record: the engine's own while it is pending or running (without the environment), else the store's. */
+  recordOf(id: JobId): JobRecord | undefined {
+    return this.active.get(id) ?? this.store.job(id);
   }
 
   specOf(record: JobRecord): JobSpec {
@@ -1233,6 +1229,9 @@ export class ControllerEngine {
     this.releaseThrottled();
     this.admitOverLimit();
     this.refreshDependencies();
+    // Arrays' first tasks, read once a pass: they hold the script and environment their tasks start with (the
+    // store's record: the engine's own keeps no environment).
+    const firstOf = firstTaskReader((id) => this.store.job(id as JobId));
     for (const job of this.scheduler.pass(now)) {
       const nodes = this.scheduler.nodesOf(job.id) ?? [];
       const refused = nodes.find((name) => !this.nodes.get(name)?.up || this.nodes.get(name)?.drained);
@@ -1249,8 +1248,7 @@ export class ControllerEngine {
       // An array's task runs the script and environment its first task holds for it: never an empty script.
       const waiting = this.active.get(job.id);
       const firstId = waiting === undefined ? undefined : sharedTaskOf(waiting);
-      const first = firstId === undefined ? undefined : this.store.job(firstId as JobId);
-      if (firstId !== undefined && scriptOf(waiting!, () => first) === undefined) {
+      if (waiting !== undefined && firstId !== undefined && scriptOf(waiting, firstOf) === undefined) {
         this.scheduler.unstart(job.id, now);
         this.scheduler.cancel(job.id);
         this.failShared(job.id, firstId);
@@ -1262,7 +1260,7 @@ export class ControllerEngine {
       const record = this.append(job.id, { type: 'started', nodes, promisedMs }, this.clockMs());
       this.active.set(job.id, record);
       started.push(job.id);
-      const stored = withArrayShared(this.specOf(record), first);
+      const stored = withArrayShared(this.specOf(record), firstId === undefined ? undefined : firstOf(firstId));
       // --mem 0 (all of each node's memory): the agent limits the job to what was reserved for it on each node.
       // --mem-per-cpu likewise: the job is limited to what it reserved on each node.
       const spec = (stored.memoryMiB === 0 || stored.memPerCpuMiB !== undefined || stored.exclusive === true) && job.resources ? { ...stored, memoryMiB: job.resources.memoryMiBPerNode } : stored;

@@ -154,10 +154,12 @@ const PURGE_EVENT = `UPDATE job_events SET payload = json_remove(json_set(json_r
   '$.script', '', '$.request.script.text', '', '$.request.script.args', json('[]'), '$.request.submitEnv', NULL,
   '$.request.export.variables', json('[]'), '$.request.interactive.command', json('[]')), '$.purgedMs', ?), '$.request.submitEnv')
   WHERE job_id = ? AND seq = 1`;
+/** A job that ran (or was requeued, which only a job that ran is): the purge's two kinds, and what keeps an array's script. */
+const RAN = '(start_time_ms IS NOT NULL OR requeue_count > 0)';
 /** Candidates in end order, after a cursor; each kind of job by its own partial index (the WHERE repeats its condition), which covers the query. */
 const PURGE_CANDIDATES = (ran: boolean) => `SELECT id, end_time_ms AS endMs FROM jobs INDEXED BY ${ran ? 'jobs_purge_ran' : 'jobs_purge_pending'}
   WHERE purged_ms IS NULL AND end_time_ms IS NOT NULL
-    AND ${ran ? '(start_time_ms IS NOT NULL OR requeue_count > 0)' : 'start_time_ms IS NULL AND requeue_count = 0'}
+    AND ${ran ? RAN : 'start_time_ms IS NULL AND requeue_count = 0'}
     AND end_time_ms <= ? AND (end_time_ms, id) > (?, ?)
   ORDER BY end_time_ms, id LIMIT ?`;
 /** Candidates read at a time. */
@@ -469,7 +471,7 @@ export class Store {
     return (this.selectFinishedBefore.all(cutoffMs) as JoinedJobRow[]).map(rowToRecord);
   }
 
-  private purgeStatements: { ran: Statement; pending: Statement; array: Statement; event: Statement; row: Statement; siblings: Statement } | undefined;
+  private purgeStatements: { ran: Statement; pending: Statement; array: Statement; event: Statement; row: Statement; unfinished: Statement; lastRanEnd: Statement } | undefined;
   /**
    * Arrays' first tasks whose other tasks have all ended, with the last end of those that ran (null: none
    * ran): their script and environment stay until then plus keep_finished. Ended tasks never change again (the
@@ -500,9 +502,9 @@ export class Store {
       array: this.db.prepare("SELECT json_extract(payload, '$.request.array') FROM job_events WHERE job_id = ? AND seq = 1").pluck(),
       event: this.db.prepare(PURGE_EVENT),
       row: this.db.prepare('UPDATE jobs SET purged_ms = ? WHERE id = ?'),
-      // The other tasks of an array: how many have not ended, and the last end of those that ran (as the purge's kinds say).
-      siblings: this.db.prepare(`SELECT count(*) - count(end_time_ms) AS open,
-        max(CASE WHEN start_time_ms IS NOT NULL OR requeue_count > 0 THEN end_time_ms END) AS lastRanEnd FROM jobs WHERE id > ? AND id < ?`),
+      // The other tasks of an array: whether one has not ended (the first found will do), then the last end of those that ran.
+      unfinished: this.db.prepare('SELECT 1 FROM jobs WHERE id > ? AND id < ? AND end_time_ms IS NULL LIMIT 1').pluck(),
+      lastRanEnd: this.db.prepare(`SELECT max(end_time_ms) FROM jobs WHERE id > ? AND id < ? AND ${RAN}`).pluck(),
     };
     const limit = request.limit ?? 256;
     const deadline = performance.now() + (request.budgetMs ?? 20);
@@ -534,7 +536,7 @@ export class Store {
             reached = [job.endMs, job.id];
             try {
               const array = statements.array.get(job.id) as string | null | undefined;
-              if (this.arrayStillNeeds(job.id, array ?? null, request, statements.siblings)) continue;
+              if (this.arrayStillNeeds(job.id, array ?? null, request, statements)) continue;
               this.db.transaction(() => {
                 statements.event.run(request.nowMs, job.id); // the trigger reads the row's purged_ms: the event first
                 statements.row.run(request.nowMs, job.id);
@@ -564,7 +566,7 @@ export class Store {
    * after its end). Decided by the tasks' times, not by whether they were purged: a task that cannot be
    * purged (a damaged payload) does not keep the first task's environment for good.
    */
-  private arrayStillNeeds(id: number, array: string | null, request: PurgeRequest, siblings: Statement): boolean {
+  private arrayStillNeeds(id: number, array: string | null, request: PurgeRequest, statements: { unfinished: Statement; lastRanEnd: Statement }): boolean {
     if (array === null) return false;
     const { text, index } = JSON.parse(array) as { text?: unknown; index?: unknown };
     if (index !== 0 || typeof text !== 'string') return false;
@@ -572,11 +574,10 @@ export class Store {
     if (tasks <= 1) return false;
     let lastRanEnd = this.arraysEnded.get(id);
     if (lastRanEnd === undefined) {
+      if (statements.unfinished.get(id, id + tasks) !== undefined) return true;
       // A walk over the array's rows (about 1 ms for 10,000): once they have all ended, its answer is kept.
-      const found = siblings.get(id, id + tasks) as { open: number; lastRanEnd: number | null };
-      if (found.open > 0) return true;
       if (this.arraysEnded.size >= 10_000) this.arraysEnded.clear();
-      this.arraysEnded.set(id, lastRanEnd = found.lastRanEnd);
+      this.arraysEnded.set(id, lastRanEnd = (statements.lastRanEnd.get(id, id + tasks) as number | null) ?? null);
     }
     return lastRanEnd !== null && lastRanEnd > request.ranEndedByMs;
   }
