@@ -2441,7 +2441,9 @@ export class ControllerEngine {
         results.set(id, cancelOutcome(id, before?.state, after.state));
       } catch (error) {
         if (!(error instanceof SubmitRefused)) throw error;
-        results.set(id, { id, state: before?.state ?? null, result: 'refused', message: `job ${id}: ${error.message}` });
+        // Named once: "job 7 belongs to ..." and "no job 7" already say which job.
+        const message = new RegExp(`\\bjob ${id}\\b`).test(error.message) ? error.message : `job ${id}: ${error.message}`;
+        results.set(id, { id, state: before?.state ?? null, result: 'refused', message });
       }
     }
     return [...new Set(ids)].map((id) => results.get(id)!);
