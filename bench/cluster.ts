@@ -789,6 +789,14 @@ async function cliLoops(rows: Row[]): Promise<void> {
 }
 
 const LEAD_PAIRS = 4;
+/** The other checkout the lead part compares with ('': none). */
+const against = process.env.TARAS_BENCH_AGAINST ?? '';
+
+/** A lead run's controller stopped and its data removed: each run starts from an empty disk. */
+async function stopAndRemove(controller: BenchController): Promise<void> {
+  await stop(controller.child);
+  rmSync(controller.data, { recursive: true, force: true });
+}
 
 /**
  * Issue 9's "verified identity must not cost the submission path its lead", as a comparison: the same
@@ -818,8 +826,7 @@ async function submissionLead(rows: Row[]): Promise<void> {
         rates[side].push(...roundRates);
         mean[side] = pooledRate(roundRates);
       } finally {
-        await stop(controller.child);
-        rmSync(controller.data, { recursive: true, force: true });
+        await stopAndRemove(controller);
       }
     }
     ratios.push(mean.this / mean.other);
@@ -881,15 +888,9 @@ async function submitLead(other: string, otherEntry: string, start: (side: 'this
     }
     return { ...times, ratios };
   } finally {
-    for (const controller of Object.values(controllers)) {
-      await stop(controller.child);
-      rmSync(controller.data, { recursive: true, force: true });
-    }
+    for (const controller of Object.values(controllers)) await stopAndRemove(controller);
   }
 }
-
-/** The other checkout the lead part compares with ('': none). */
-const against = process.env.TARAS_BENCH_AGAINST ?? '';
 
 /** Each part by name; `node dist/bench/cluster.js pass latency` runs only those. */
 const parts: Record<string, (rows: Row[]) => void | Promise<void>> = {

@@ -438,7 +438,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     return { user: ctx.query.get('user') ?? undefined, states };
   };
   const findJob = (id: JobId) => {
-    const record = engine.active.get(id) ?? store.job(id);
+    const record = engine.recordOf(id);
     if (!record) throw new RouteError(404, `no job ${id}`, 'list jobs with `taras queue`');
     return record;
   };
@@ -500,7 +500,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       try {
         const answer = action(id, caller, body);
         kick();
-        return { status: 200, body: { ...apiJob(engine, engine.active.get(id) ?? store.job(id)!), ...answer } };
+        return { status: 200, body: { ...apiJob(engine, engine.recordOf(id)!), ...answer } };
       } catch (error) {
         if (!(error instanceof SubmitRefused)) throw error;
         if (/belongs to/.test(error.message)) throw new RouteError(403, error.message, 'act on your own jobs only');
@@ -575,7 +575,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         }).catch(refused);
         const answer: ApiSubmitted = { id };
         const admission = engine.takeAdmission(id);
-        const record = engine.active.get(id) ?? store.job(id);
+        const record = engine.recordOf(id);
         const deadline = record === undefined ? null : admission !== null ? admittedDeadline(engine, record, admission) : apiDeadline(engine, record);
         if (deadline !== null) answer.deadline = deadline;
         // A retried submission (its key already stored) is told the same warning as the first.

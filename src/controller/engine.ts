@@ -1598,7 +1598,7 @@ export class ControllerEngine {
   }
 
   private queueControl(id: JobId, user: string, admin: boolean, check: (record: JobRecord) => string | null, event: 'held' | 'released'): ApiCancelResult {
-    const record = this.active.get(id) ?? this.store.job(id);
+    const record = this.recordOf(id);
     if (record === undefined) return { id, state: null, result: 'refused', message: `job ${id}: no such job` };
     if (record.user !== user && !admin) return { id, state: record.state, result: 'refused', message: `job ${id} belongs to ${record.user}; only they or an administrator can ${event === 'held' ? 'hold' : 'release'} it` };
     const refusal = check(record);
@@ -1634,7 +1634,7 @@ export class ControllerEngine {
   pauseMany(ids: readonly JobId[] | null, user: string, admin: boolean): ApiCancelResult[] {
     const chosen = ids ?? [...this.active.values()].filter((r) => r.user === user && r.state === 'PENDING' && !r.held && this.specOf(r).interactive !== undefined).map((r) => r.id);
     return [...new Set(chosen)].map((id) => {
-      const record = this.active.get(id) ?? this.store.job(id);
+      const record = this.recordOf(id);
       if (record === undefined) return { id, state: null, result: 'refused' as const, message: `job ${id}: no such job` };
       if (record.user !== user && !admin) return { id, state: record.state, result: 'refused' as const, message: `job ${id} belongs to ${record.user}; only they or an administrator can pause it` };
       if (record.state !== 'PENDING') return { id, state: record.state, result: 'refused' as const, message: `job ${id} is ${record.state}: only waiting jobs can be paused` };
@@ -1667,7 +1667,7 @@ export class ControllerEngine {
    * Conservative plans every waiting job again in the new order. Throws SubmitRefused (`belongs to`: not theirs).
    */
   move(id: JobId, after: number, user: string, admin: boolean): { id: JobId; after: number; beforeMs: number | null; thenMs: number | null; warnings: string[] } {
-    const record = this.active.get(id) ?? this.store.job(id);
+    const record = this.recordOf(id);
     if (record === undefined) throw new SubmitRefused([`job ${id}: no such job`]);
     if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can move it`]);
     if (record.state !== 'PENDING') throw new SubmitRefused([`job ${id} is ${record.state}: only pending jobs can be moved in the queue`]);
@@ -1748,7 +1748,7 @@ export class ControllerEngine {
    * keeps its place in the queue (a new partition brings that partition's priority tier).
    */
   update(id: JobId, changes: { name?: string; partition?: string; timeLimitSeconds?: number | 'UNLIMITED' }, user: string, admin: boolean): JobRecord {
-    const record = this.active.get(id) ?? this.store.job(id);
+    const record = this.recordOf(id);
     if (record === undefined) throw new SubmitRefused([`job ${id}: no such job`]);
     if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can update it`]);
     if (record.state !== 'PENDING') throw new SubmitRefused([`job ${id} is ${record.state}: only pending jobs can be updated`]);
@@ -2329,7 +2329,7 @@ export class ControllerEngine {
 
   /** Whether `user` may act on the job: its owner, or an administrator. */
   private ownedJob(id: JobId, user: string, admin: boolean, action: string): JobRecord {
-    const record = this.active.get(id) ?? this.store.job(id);
+    const record = this.recordOf(id);
     if (!record) throw new SubmitRefused([`no job ${id}`]);
     if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can ${action} it`]);
     return record;
@@ -2405,7 +2405,7 @@ export class ControllerEngine {
 
   /** Cancels a job of `user` (any job when `admin`: root or a configured administrator): a pending one ends at once, a running one is signalled. */
   cancel(id: JobId, user: string, admin = user === 'root'): JobRecord {
-    const record = this.active.get(id) ?? this.store.job(id);
+    const record = this.recordOf(id);
     if (!record) throw new SubmitRefused([`no job ${id}`]);
     if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can cancel it`]);
     if (record.state === 'PENDING') {
@@ -2435,15 +2435,14 @@ export class ControllerEngine {
     const ordered = [...new Set(ids)].sort((a, b) => Number(isPending(b)) - Number(isPending(a)));
     const results = new Map<JobId, ApiCancelResult>();
     for (const id of ordered) {
-      const before = this.active.get(id) ?? this.store.job(id);
+      const before = this.recordOf(id);
       try {
         const after = this.cancel(id, user, admin);
         results.set(id, cancelOutcome(id, before?.state, after.state));
       } catch (error) {
         if (!(error instanceof SubmitRefused)) throw error;
-        // Named once: "job 7 belongs to ..." and "no job 7" already say which job.
-        const message = new RegExp(`\\bjob ${id}\\b`).test(error.message) ? error.message : `job ${id}: ${error.message}`;
-        results.set(id, { id, state: before?.state ?? null, result: 'refused', message });
+        // cancel's refusals name their job ("no job 7", "job 7 belongs to ..."), as holdMany's do: not prefixed again.
+        results.set(id, { id, state: before?.state ?? null, result: 'refused', message: error.message });
       }
     }
     return [...new Set(ids)].map((id) => results.get(id)!);
