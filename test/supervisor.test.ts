@@ -401,9 +401,13 @@ describe('the job supervisor', { concurrency: true }, () => {
   });
 
   it('a restarted agent reads the status and signals the job through the socket', async () => {
-    const { dir, workDir } = prepareJob(`trap 'echo usr1 > marker; exit 5' USR1\nwhile :; do sleep 0.05; done`);
+    // The job says when its trap is set: RUNNING is written once the job is spawned, and a SIGUSR1 before the
+    // shell has read its trap line ends it by the signal's default action (no exit code).
+    const { dir, workDir } = prepareJob(`trap 'echo usr1 > marker; exit 5' USR1\n: > armed\nwhile :; do sleep 0.05; done`);
     const launcher = launchFromAnotherProcess(dir);
     await waitForRunning(dir);
+    await waitForStatus(dir, () => existsSync(join(workDir, 'armed')), 5000);
+    assert.ok(existsSync(join(workDir, 'armed')), `the job set its trap (log: ${readLog(dir)})`);
     await killProcessGroup(launcher);
     // From here on this process plays the restarted agent: it never started the supervisor or the job.
     const seen = readStatus(dir);
