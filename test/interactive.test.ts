@@ -141,7 +141,8 @@ describe('the terminal size taras run sends', () => {
 describe('interactive jobs (taras run / attach) on a real controller and agent', () => {
   let cluster: Cluster;
   before(async () => {
-    cluster = await startCluster('ia', 'interactive_grace = "3s"\ninteractive_max_time = "2m"\ninteractive_warn = "115s"');
+    // A grace of 6 s: `taras attach` after a killed client must reattach within it, Node's start included.
+    cluster = await startCluster('ia', 'interactive_grace = "6s"\ninteractive_max_time = "2m"\ninteractive_warn = "115s"');
   });
 
   it('a terminal on the node: output, window size, Ctrl-C, exit code, type interactive', { timeout: 60_000 }, async () => {
@@ -225,12 +226,12 @@ describe('interactive jobs (taras run / attach) on a real controller and agent',
   });
 
   it('taras attach after the client was killed (kill -9) gets the output produced meanwhile and the exit code', { timeout: 60_000 }, async () => {
-    const run = onTerminal(cluster, ['run', '-t', '5', '--', 'sh', '-c', 'echo first; sleep 2; echo second-$((20+1)); sleep 2; echo third-$((30+1)); exit 5']);
+    const run = onTerminal(cluster, ['run', '-t', '5', '--', 'sh', '-c', 'echo first; sleep 1; echo second-$((20+1)); sleep 4; echo third-$((30+1)); exit 5']);
     await run.waitFor(/first/);
     const job = await latestJob(cluster.api);
     process.kill(run.terminal.pid, 'SIGKILL');
     await run.exited;
-    await sleep(2500); // "second" is printed while no client is attached
+    await sleep(1500); // "second" is printed while no client is attached (1 s after "first")
     assert.doesNotMatch(run.output(), /second-21/);
     const again = onTerminal(cluster, ['attach', String(job.id)]);
     assert.equal(await again.exited, 5, again.output());
@@ -247,8 +248,8 @@ describe('interactive jobs (taras run / attach) on a real controller and agent',
     await waitForOutput(run.child, /started/, 10_000);
     const job = await latestJob(cluster.api);
     run.child.kill('SIGKILL');
-    const ended = await waitForState(cluster.api, job.id, ['CANCELLED'], 10_000);
-    assert.match(ended.reason ?? '', /no client attached to the interactive session for 3 s \(interactive_grace\)/);
+    const ended = await waitForState(cluster.api, job.id, ['CANCELLED'], 20_000);
+    assert.match(ended.reason ?? '', /no client attached to the interactive session for 6 s \(interactive_grace\)/);
     const events = (await cluster.api.get<{ events: { type: string; detail: Record<string, unknown> }[] }>(`/jobs/${job.id}`)).events;
     assert.ok(events.some((event) => event.type === 'ended'), JSON.stringify(events));
   });
@@ -401,7 +402,7 @@ describe('interactive = "queued": waits its turn, showing its planned start', ()
   });
 
   it('shows the planned start while it waits, then runs', { timeout: 40_000 }, async () => {
-    const holder = await holdNodes(cluster, 2, 4);
+    const holder = await holdNodes(cluster, 2, 8); // long enough for the run's CLI to start and queue behind it
     const run = withPipes(cluster, ['run', '--', 'echo', 'after']);
     assert.equal(await run.exited, 0, run.stderr());
     assert.equal(run.stdout(), 'after\n');

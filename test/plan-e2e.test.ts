@@ -93,10 +93,10 @@ interface Shape {
 
 /**
  * A job's shape. Limits of 4 to 10 s; half the jobs sleep their limit less
- * 2 s, the others 1 s up to that. A job must end before the end the plan
+ * 3 s, the others 1 s up to that. A job must end before the end the plan
  * gives it (its start second plus its limit), and the controller's start
- * second is up to 1 s before the job's process runs: 2 s leaves the agent
- * about 1 s to start it. A job still running at its planned end keeps its
+ * second is up to 1 s before the job's process runs: 3 s leaves the agent
+ * about 2 s to start it (a wave of starts on a loaded machine). A job still running at its planned end keeps its
  * nodes past it, and the waiting jobs are then planned again from scratch,
  * which may move their starts later: the rule for a job that outlives its
  * estimate, not what this test is about (it says so when one did).
@@ -110,7 +110,7 @@ function shapeOf(random: SeededRandom): Shape {
   const limitSeconds = random.int(4, 10);
   return {
     partition: b ? 'b' : 'a', nodes: random.chance(0.3) ? 2 : 1, cpusPerTask, ...(memory === undefined ? {} : { memoryMiB: memory }),
-    feature: b && random.chance(0.5), limitSeconds, sleepSeconds: random.chance(0.5) ? limitSeconds - 2 : random.int(1, limitSeconds - 2),
+    feature: b && random.chance(0.5), limitSeconds, sleepSeconds: random.chance(0.5) ? limitSeconds - 3 : random.int(1, limitSeconds - 3),
   };
 }
 

@@ -11,6 +11,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
+import { createRequire } from 'node:module';
 import { connect, createServer, type Socket } from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,11 +34,13 @@ import { openStore } from '../src/store/store.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../src/store/schema.js';
 import Database from 'better-sqlite3';
 
+
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
 const work = mkdtempSync(join(tmpdir(), 'taras-requests-'));
 const started: ChildProcess[] = [];
 const sleep = (ms: number) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
+const pty = createRequire(import.meta.url)('node-pty') as typeof import('node-pty');
 
 after(async () => {
   for (const child of started) if (running(child)) child.kill('SIGKILL');
@@ -580,7 +583,8 @@ describe('with real controller processes', () => {
     submit.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
     submit.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
     const submitted = new Promise<number | null>((resolveExit) => submit.on('exit', resolveExit));
-    await sleep(700);
+    // The controller comes back once the CLI has found it gone (a slow start could otherwise find it back).
+    for (let i = 0; i < 300 && !/retrying/.test(err); i++) await sleep(50);
     controller = await controllerAt(dir, port);
     assert.equal(await submitted, 0, err);
     assert.match(err, /submit: the controller at .* does not answer \(ECONNREFUSED\); retrying/);
@@ -714,15 +718,31 @@ describe('CLI messages instead of stack traces', () => {
     assert.equal(run.stderr, 'error: --file nope.toml: cannot read the job file (no such file): give the path of a job.toml, or leave --file out\n');
   });
 
-  for (const [key, what, code, message] of [['\\003', 'Ctrl-C', 130, /aborted \(Ctrl-C\): nothing was submitted/], ['\\004', 'Ctrl-D', 1, /aborted \(end of input\): nothing was submitted/]] as const) {
-    it(`${what} at the submit prompt ends with one line and exit ${code}`, () => {
+  for (const [key, what, code, message] of [['\x03', 'Ctrl-C', 130, /aborted \(Ctrl-C\): nothing was submitted/], ['\x04', 'Ctrl-D', 1, /aborted \(end of input\): nothing was submitted/]] as const) {
+    it(`${what} at the submit prompt ends with one line and exit ${code}`, async () => {
       const dir = prepare(`cli-prompt-${code}`);
-      // script(1) gives the CLI a terminal, so it prompts for the missing time limit; the key arrives at the prompt.
-      const command = `(sleep 1.5; printf '${key}') | script -qec "${process.execPath} ${taras} submit job.sh --controller http://127.0.0.1:1" /dev/null`;
-      const run = spawnSync('sh', ['-c', command], { cwd: dir, encoding: 'utf8', timeout: 20_000 });
-      assert.match(run.stdout, message);
-      assert.doesNotMatch(run.stdout, /at \S+ \(|node:internal/);
-      assert.equal(run.status, code, run.stdout);
+      // A real terminal, so the CLI prompts for the missing time limit; the key is typed once the question shows.
+      const terminal = pty.spawn(process.execPath, [taras, 'submit', 'job.sh', '--controller', 'http://127.0.0.1:1'], {
+        cols: 100, rows: 30, cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/root', TERM: 'xterm' },
+      });
+      let output = '';
+      terminal.onData((data) => (output += data));
+      const exited = new Promise<number>((resolveExit) => terminal.onExit(({ exitCode }) => resolveExit(exitCode)));
+      try {
+        for (let i = 0; i < 400 && !/\): /.test(output); i++) await sleep(50);
+        assert.match(output, /\): /, 'the CLI asks for the time limit');
+        terminal.write(key);
+        const exitCode = await Promise.race([exited, sleep(20_000).then(() => 'still running')]);
+        assert.match(output, message);
+        assert.doesNotMatch(output, /at \S+ \(|node:internal/);
+        assert.equal(exitCode, code, output);
+      } finally {
+        try {
+          terminal.kill('SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
     });
   }
 });

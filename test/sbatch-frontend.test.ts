@@ -303,12 +303,15 @@ describe('sbatch options through taras submit, a controller and an agent', () =>
 
   it('--nice puts a job behind the partition\'s other jobs; bare --nice is 100', () => {
     writeFileSync(join(work, 'all.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH -N 4\n#SBATCH -c 2\nsleep 1\n');
-    // Holds every node while the three are submitted (each submission is a process start: up to a second on a busy machine).
-    const blocker = submitted(cli('submit', '--wrap', 'sleep 4', '-t', '1', '-N', '4', '-c', '2'));
+    // Holds every node while the three are submitted (each submission is a process start: up to a second on a
+    // busy machine), then is cancelled: the three are all pending when the nodes come free.
+    const blocker = submitted(cli('submit', '--wrap', 'sleep 60', '-t', '2', '-N', '4', '-c', '2'));
     const nice = submitted(cli('submit', '--nice', 'all.sh'));
     const plain = submitted(cli('submit', 'all.sh'));
     const keen = submitted(cli('submit', '--nice=-5', 'all.sh')); // root is an administrator
-    for (const id of [blocker, nice, plain, keen]) waitDone(id);
+    const cancelled = cli('cancel', String(blocker));
+    assert.equal(cancelled.code, 0, cancelled.stderr);
+    for (const id of [nice, plain, keen]) waitDone(id);
     const start = (id: number) => Date.parse((JSON.parse(cli('show', '--json', String(id)).stdout) as { startTime: string }).startTime);
     assert.ok(start(keen) <= start(plain) && start(plain) <= start(nice), `keen ${start(keen)}, plain ${start(plain)}, nice ${start(nice)}`);
     assert.ok(start(keen) < start(nice));
