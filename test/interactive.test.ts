@@ -226,12 +226,12 @@ describe('interactive jobs (taras run / attach) on a real controller and agent',
   });
 
   it('taras attach after the client was killed (kill -9) gets the output produced meanwhile and the exit code', { timeout: 60_000 }, async () => {
-    const run = onTerminal(cluster, ['run', '-t', '5', '--', 'sh', '-c', 'echo first; sleep 1; echo second-$((20+1)); sleep 4; echo third-$((30+1)); exit 5']);
+    const run = onTerminal(cluster, ['run', '-t', '5', '--', 'sh', '-c', 'echo first; sleep 2; echo second-$((20+1)); sleep 4; echo third-$((30+1)); exit 5']);
     await run.waitFor(/first/);
     const job = await latestJob(cluster.api);
     process.kill(run.terminal.pid, 'SIGKILL');
     await run.exited;
-    await sleep(1500); // "second" is printed while no client is attached (1 s after "first")
+    await sleep(2500); // "second" is printed while no client is attached (2 s after "first"; the grace is 6 s)
     assert.doesNotMatch(run.output(), /second-21/);
     const again = onTerminal(cluster, ['attach', String(job.id)]);
     assert.equal(await again.exited, 5, again.output());
