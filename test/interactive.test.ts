@@ -18,6 +18,7 @@ import type { ApiJob } from '../src/api/types.js';
 import { ApiRequestError, createApiClient, openWebSocket, type ApiClient } from '../src/net/client.js';
 import { runAs } from './auth-helpers.js';
 import { killJobProcesses, waitForOutput } from './daemon-process.js';
+import { killTerminals, onTerminal as startOnTerminal } from './terminal.js';
 import { createTestUser, notRootReason, removeTestUsers } from './unix-users.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -30,11 +31,7 @@ const terminals: IPty[] = [];
 const dataDirs: string[] = [];
 
 after(async () => {
-  for (const terminal of terminals) {
-    try {
-      process.kill(terminal.pid, 'SIGKILL');
-    } catch { /* gone */ }
-  }
+  killTerminals(terminals);
   for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   killJobProcesses(dataDirs.map((data) => join(data, 'agent')));
   removeTestUsers();
@@ -78,28 +75,9 @@ async function startCluster(name: string, clusterLines: string): Promise<Cluster
  * exit code. The job's terminal turns \n into \r\n and the CLI's (raw mode
  * keeps output processing, as libuv sets it) adds another \r: lines end \r\r\n.
  */
-function onTerminal(cluster: Cluster, args: string[], size = { cols: 100, rows: 30 }) {
-  const terminal = pty.spawn(process.execPath, [taras, ...args], {
-    cols: size.cols, rows: size.rows, cwd: work, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/root', TERM: 'xterm', TARAS_CONTROLLER: `unix:${cluster.socket}`, PS1: '$ ' },
-  });
-  terminals.push(terminal);
-  let output = '';
-  terminal.onData((data) => (output += data));
-  const exited = new Promise<number>((resolveExit) => terminal.onExit(({ exitCode }) => resolveExit(exitCode)));
-  return {
-    terminal,
-    output: () => output,
-    exited,
-    /** Resolves once the output (from `from` on) matches; fails after `ms`. */
-    async waitFor(pattern: RegExp, ms = 10_000, from = 0): Promise<void> {
-      const deadline = Date.now() + ms;
-      while (!pattern.test(output.slice(from))) {
-        assert.ok(Date.now() < deadline, `no ${pattern} within ${ms} ms; the terminal shows:\n${JSON.stringify(output)}`);
-        await sleep(25);
-      }
-    },
-  };
-}
+const onTerminal = (cluster: Cluster, args: string[], size = { cols: 100, rows: 30 }) => startOnTerminal(process.execPath, [taras, ...args], {
+  ...size, cwd: work, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/root', TERM: 'xterm', TARAS_CONTROLLER: `unix:${cluster.socket}`, PS1: '$ ' },
+}, terminals);
 
 /** A CLI command with plain pipes: stdin given (then closed), stdout and stderr apart, and its exit code. */
 function withPipes(cluster: Cluster, args: string[], stdin: string | null = null) {

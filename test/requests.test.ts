@@ -11,7 +11,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
-import { createRequire } from 'node:module';
 import { connect, createServer, type Socket } from 'node:net';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +28,8 @@ import { taskLayout } from '../src/jobspec/cluster.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, bearer, ControllerUnreachableError, createApiClient, type ApiClient } from '../src/net/client.js';
 import { tokenFor } from './auth-helpers.js';
+import { killTerminals, onTerminal } from './terminal.js';
+import type { IPty } from 'node-pty';
 import { postIds } from '../src/cli/controller-client.js';
 import { openStore } from '../src/store/store.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../src/store/schema.js';
@@ -40,7 +41,6 @@ const taras = join(root, 'bin/taras.js');
 const work = mkdtempSync(join(tmpdir(), 'taras-requests-'));
 const started: ChildProcess[] = [];
 const sleep = (ms: number) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
-const pty = createRequire(import.meta.url)('node-pty') as typeof import('node-pty');
 
 after(async () => {
   for (const child of started) if (running(child)) child.kill('SIGKILL');
@@ -722,26 +722,18 @@ describe('CLI messages instead of stack traces', () => {
     it(`${what} at the submit prompt ends with one line and exit ${code}`, async () => {
       const dir = prepare(`cli-prompt-${code}`);
       // A real terminal, so the CLI prompts for the missing time limit; the key is typed once the question shows.
-      const terminal = pty.spawn(process.execPath, [taras, 'submit', 'job.sh', '--controller', 'http://127.0.0.1:1'], {
-        cols: 100, rows: 30, cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/root', TERM: 'xterm' },
-      });
-      let output = '';
-      terminal.onData((data) => (output += data));
-      const exited = new Promise<number>((resolveExit) => terminal.onExit(({ exitCode }) => resolveExit(exitCode)));
+      const terminals: IPty[] = [];
+      const run = onTerminal(process.execPath, [taras, 'submit', 'job.sh', '--controller', 'http://127.0.0.1:1'],
+        { cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/root', TERM: 'xterm' } }, terminals);
       try {
-        for (let i = 0; i < 400 && !/\): /.test(output); i++) await sleep(50);
-        assert.match(output, /\): /, 'the CLI asks for the time limit');
-        terminal.write(key);
-        const exitCode = await Promise.race([exited, sleep(20_000).then(() => 'still running')]);
-        assert.match(output, message);
-        assert.doesNotMatch(output, /at \S+ \(|node:internal/);
-        assert.equal(exitCode, code, output);
+        await run.waitFor(/\): /, 20_000); // the question for the time limit
+        run.terminal.write(key);
+        const exitCode = await Promise.race([run.exited, sleep(20_000).then(() => 'still running')]);
+        assert.match(run.output(), message);
+        assert.doesNotMatch(run.output(), /at \S+ \(|node:internal/);
+        assert.equal(exitCode, code, run.output());
       } finally {
-        try {
-          terminal.kill('SIGKILL');
-        } catch {
-          // already gone
-        }
+        killTerminals(terminals);
       }
     });
   }

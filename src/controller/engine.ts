@@ -2405,9 +2405,7 @@ export class ControllerEngine {
 
   /** Cancels a job of `user` (any job when `admin`: root or a configured administrator): a pending one ends at once, a running one is signalled. */
   cancel(id: JobId, user: string, admin = user === 'root'): JobRecord {
-    const record = this.recordOf(id);
-    if (!record) throw new SubmitRefused([`no job ${id}`]);
-    if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can cancel it`]);
+    const record = this.ownedJob(id, user, admin, 'cancel');
     if (record.state === 'PENDING') {
       const ended = this.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason: `cancelled by ${user}` }, this.clockMs());
       this.scheduler.cancel(id);
