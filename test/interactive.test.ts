@@ -190,6 +190,10 @@ describe('interactive jobs (taras run / attach) on a real controller and agent',
       assert.match(modes, /(^|\s)icanon(\s|;|$)/m, modes);
       assert.match(modes, /(^|\s)echo(\s|;|$)/m, modes);
     }
+    // The killed CLI's job would wait out interactive_grace detached, holding its node: the next tests find it free.
+    const left = await latestJob(cluster.api);
+    await cluster.api.delete(`/jobs/${left.id}`);
+    await waitForState(cluster.api, left.id, ['CANCELLED'], 10_000);
   });
 
   it('plain pipes when stdin is not a terminal: echo data | taras run -- wc -c prints 5; stdout and stderr apart', { timeout: 30_000 }, async () => {
