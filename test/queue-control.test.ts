@@ -317,7 +317,7 @@ describe('taras hold / release / submit --hold --begin --dependency with the rea
     assert.equal(readFileSync(join(dir, `taras-${dependent}.out`), 'utf8'), `ran ${dependent}\n`);
     const refused = cli('release', String(later), '99999');
     assert.equal(refused.status, 1);
-    assert.match(refused.stderr, new RegExp(`error: job ${later} is not held\\nerror: job 99999: no such job`));
+    assert.match(refused.stderr, new RegExp(`error: job ${later} is not held\\nerror: no job 99999`));
     const bad = cli('submit', '-t', '1', '--dependency', 'afterok:nope', 'job.sh');
     assert.equal(bad.status, 2);
     assert.match(bad.stderr, /--dependency.*'nope' is not a job id/);

@@ -503,7 +503,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         return { status: 200, body: { ...apiJob(engine, engine.recordOf(id)!), ...answer } };
       } catch (error) {
         if (!(error instanceof SubmitRefused)) throw error;
-        if (/belongs to/.test(error.message)) throw new RouteError(403, error.message, 'act on your own jobs only');
+        if (error.forbidden) throw new RouteError(403, error.message, 'act on your own jobs only');
         throw new RouteError(409, error.message);
       }
     }
@@ -735,7 +735,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
           const caller = callerOf(ctx);
           record = engine.cancel(id, caller.user, admin(caller));
         } catch (error) {
-          if (error instanceof SubmitRefused) throw new RouteError(403, error.message);
+          if (error instanceof SubmitRefused) throw new RouteError(error.forbidden ? 403 : 404, error.message);
           throw error;
         }
         kick();

@@ -174,7 +174,8 @@ export interface SignalExtras {
 
 /** A refused submission: every reason, each naming the problem. */
 export class SubmitRefused extends Error {
-  constructor(readonly reasons: readonly string[]) {
+  /** `forbidden`: refused because the job is another user's (the API's 403), not because of the request (409). */
+  constructor(readonly reasons: readonly string[], readonly forbidden = false) {
     super(reasons.join('; '));
     this.name = 'SubmitRefused';
   }
@@ -1598,9 +1599,9 @@ export class ControllerEngine {
   }
 
   private queueControl(id: JobId, user: string, admin: boolean, check: (record: JobRecord) => string | null, event: 'held' | 'released'): ApiCancelResult {
-    const record = this.recordOf(id);
-    if (record === undefined) return { id, state: null, result: 'refused', message: `job ${id}: no such job` };
-    if (record.user !== user && !admin) return { id, state: record.state, result: 'refused', message: `job ${id} belongs to ${record.user}; only they or an administrator can ${event === 'held' ? 'hold' : 'release'} it` };
+    const access = this.access(id, user, admin, event === 'held' ? 'hold' : 'release');
+    if ('refusal' in access) return { id, state: access.record?.state ?? null, result: 'refused', message: access.refusal };
+    const { record } = access;
     const refusal = check(record);
     if (refusal !== null) return { id, state: record.state, result: 'refused', message: refusal };
     const current = this.active.get(id)!;
@@ -1634,9 +1635,9 @@ export class ControllerEngine {
   pauseMany(ids: readonly JobId[] | null, user: string, admin: boolean): ApiCancelResult[] {
     const chosen = ids ?? [...this.active.values()].filter((r) => r.user === user && r.state === 'PENDING' && !r.held && this.specOf(r).interactive !== undefined).map((r) => r.id);
     return [...new Set(chosen)].map((id) => {
-      const record = this.recordOf(id);
-      if (record === undefined) return { id, state: null, result: 'refused' as const, message: `job ${id}: no such job` };
-      if (record.user !== user && !admin) return { id, state: record.state, result: 'refused' as const, message: `job ${id} belongs to ${record.user}; only they or an administrator can pause it` };
+      const access = this.access(id, user, admin, 'pause');
+      if ('refusal' in access) return { id, state: access.record?.state ?? null, result: 'refused' as const, message: access.refusal };
+      const { record } = access;
       if (record.state !== 'PENDING') return { id, state: record.state, result: 'refused' as const, message: `job ${id} is ${record.state}: only waiting jobs can be paused` };
       if (record.held) return { id, state: record.state, result: 'refused' as const, message: `job ${id} is held already (${record.reason ?? 'held'})` };
       const paused = this.append(id, { type: 'held', by: 'user', reason: PAUSED }, this.clockMs());
@@ -1664,12 +1665,10 @@ export class ControllerEngine {
    * or the key a move gave): the job takes OTHER's tier and a key between OTHER's and the next job's. A user moves
    * only their own jobs, and only to a later place whose planned start is not earlier than the one it has; an
    * administrator moves any job anywhere and is warned of priority jobs that would then miss their deadlines.
-   * Conservative plans every waiting job again in the new order. Throws SubmitRefused (`belongs to`: not theirs).
+   * Conservative plans every waiting job again in the new order. Throws SubmitRefused (`forbidden`: not theirs).
    */
   move(id: JobId, after: number, user: string, admin: boolean): { id: JobId; after: number; beforeMs: number | null; thenMs: number | null; warnings: string[] } {
-    const record = this.recordOf(id);
-    if (record === undefined) throw new SubmitRefused([`job ${id}: no such job`]);
-    if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can move it`]);
+    const record = this.ownedJob(id, user, admin, 'move');
     if (record.state !== 'PENDING') throw new SubmitRefused([`job ${id} is ${record.state}: only pending jobs can be moved in the queue`]);
     if (after === id) throw new SubmitRefused([`job ${id} cannot be moved after itself: give another pending job's id, or 0 for the front`]);
     const current = this.active.get(id)!;
@@ -1748,9 +1747,7 @@ export class ControllerEngine {
    * keeps its place in the queue (a new partition brings that partition's priority tier).
    */
   update(id: JobId, changes: { name?: string; partition?: string; timeLimitSeconds?: number | 'UNLIMITED' }, user: string, admin: boolean): JobRecord {
-    const record = this.recordOf(id);
-    if (record === undefined) throw new SubmitRefused([`job ${id}: no such job`]);
-    if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can update it`]);
+    const record = this.ownedJob(id, user, admin, 'update');
     if (record.state !== 'PENDING') throw new SubmitRefused([`job ${id} is ${record.state}: only pending jobs can be updated`]);
     const spec = this.specOf(record);
     const asked = changes.timeLimitSeconds;
@@ -2329,10 +2326,17 @@ export class ControllerEngine {
 
   /** Whether `user` may act on the job: its owner, or an administrator. */
   private ownedJob(id: JobId, user: string, admin: boolean, action: string): JobRecord {
+    const access = this.access(id, user, admin, action);
+    if ('refusal' in access) throw new SubmitRefused([access.refusal], access.record !== undefined);
+    return access.record;
+  }
+
+  /** The job, if `user` may `action` it (its owner, or an administrator); else why not, in the words every command uses. */
+  private access(id: JobId, user: string, admin: boolean, action: string): { record: JobRecord } | { refusal: string; record?: JobRecord } {
     const record = this.recordOf(id);
-    if (!record) throw new SubmitRefused([`no job ${id}`]);
-    if (record.user !== user && !admin) throw new SubmitRefused([`job ${id} belongs to ${record.user}; only they or an administrator can ${action} it`]);
-    return record;
+    if (record === undefined) return { refusal: `no job ${id}` };
+    if (record.user !== user && !admin) return { refusal: `job ${id} belongs to ${record.user}; only they or an administrator can ${action} it`, record };
+    return { record };
   }
 
   /**
@@ -2405,7 +2409,12 @@ export class ControllerEngine {
 
   /** Cancels a job of `user` (any job when `admin`: root or a configured administrator): a pending one ends at once, a running one is signalled. */
   cancel(id: JobId, user: string, admin = user === 'root'): JobRecord {
-    const record = this.ownedJob(id, user, admin, 'cancel');
+    return this.cancelRecord(this.ownedJob(id, user, admin, 'cancel'), user);
+  }
+
+  /** Cancels the job of `record`, which `user` may cancel: see cancel. */
+  private cancelRecord(record: JobRecord, user: string): JobRecord {
+    const { id } = record;
     if (record.state === 'PENDING') {
       const ended = this.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason: `cancelled by ${user}` }, this.clockMs());
       this.scheduler.cancel(id);
@@ -2433,15 +2442,10 @@ export class ControllerEngine {
     const ordered = [...new Set(ids)].sort((a, b) => Number(isPending(b)) - Number(isPending(a)));
     const results = new Map<JobId, ApiCancelResult>();
     for (const id of ordered) {
-      const before = this.recordOf(id);
-      try {
-        const after = this.cancel(id, user, admin);
-        results.set(id, cancelOutcome(id, before?.state, after.state));
-      } catch (error) {
-        if (!(error instanceof SubmitRefused)) throw error;
-        // cancel's refusals name their job ("no job 7", "job 7 belongs to ..."), as holdMany's do: not prefixed again.
-        results.set(id, { id, state: before?.state ?? null, result: 'refused', message: error.message });
-      }
+      const access = this.access(id, user, admin, 'cancel');
+      // The refusals name their job ("no job 7", "job 7 belongs to ..."), as holdMany's do: not prefixed again.
+      if ('refusal' in access) results.set(id, { id, state: access.record?.state ?? null, result: 'refused', message: access.refusal });
+      else results.set(id, cancelOutcome(id, access.record.state, this.cancelRecord(access.record, user).state));
     }
     return [...new Set(ids)].map((id) => results.get(id)!);
   }
