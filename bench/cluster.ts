@@ -207,6 +207,44 @@ async function submitStorm(controller: BenchController, clients: number, jobs: n
   }
 }
 
+/** Requests the bare server takes after its warm-up (as many as one round of the storm). */
+const BARE_REQUESTS = CONCURRENT_JOBS / CONCURRENT_ROUNDS;
+
+/** A bare node:http server: it reads the body, parses it and answers 201 with an id. No identity, no checks, no store. */
+const BARE_SERVER = `const http = require('node:http');
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (chunk) => chunks.push(chunk));
+  req.on('end', () => {
+    JSON.parse(Buffer.concat(chunks).toString());
+    const text = JSON.stringify({ id: 1 });
+    res.writeHead(201, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  });
+});
+server.listen(0, '127.0.0.1', () => process.stderr.write('listening on http://127.0.0.1:' + server.address().port + '\\n'));
+`;
+
+/**
+ * The storm's clients and body against the bare server, in the same minute as the controller's rounds: what
+ * this machine's loopback TCP and Node's HTTP cost then, the floor under any submission. Requests a second,
+ * and the server's CPU per request.
+ */
+async function bareServerStorm(): Promise<{ rate: number; cpuUs: number }> {
+  const file = join(work, 'bare-server.cjs');
+  writeFileSync(file, BARE_SERVER);
+  const { child, match } = await daemon([], /listening on (http:\/\/127\.0\.0\.1:\d+)/, file);
+  try {
+    const bare: BenchController = { child, url: match[1], data: work, socket: '', auth: {} };
+    await submitStorm(bare, CONCURRENT_CLIENTS, CONCURRENT_CLIENTS * WARMUP_JOBS_PER_CLIENT);
+    const before = cpuMsOf(`/proc/${child.pid}/stat`);
+    const rate = await submitStorm(bare, CONCURRENT_CLIENTS, BARE_REQUESTS);
+    return { rate, cpuUs: ((cpuMsOf(`/proc/${child.pid}/stat`) - before) * 1000) / BARE_REQUESTS };
+  } finally {
+    await stop(child);
+  }
+}
+
 /** The measured storm, in rounds: this machine's speed changes from one minute to the next, and the range shows how much. */
 async function stormRounds(controller: BenchController): Promise<number[]> {
   const rates: number[] = [];
@@ -431,6 +469,12 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
     rows.push({
       what: '  GET /jobs?state=RUNNING meanwhile', measured: ms(median(probes)), target: '-',
       note: `another client every 20 ms, median of ${probes.length}; p95 ${ms(percentile(probes, 0.95))}`,
+    });
+    const bare = await bareServerStorm();
+    rows.push({
+      what: '  a bare node:http server, the same clients and body', measured: `${round(bare.rate, 0)} req/s`, target: '-',
+      note: `${round(bare.cpuUs, 0)} µs of CPU a request, run just after the storm: this machine's loopback and Node's HTTP in that minute, `
+        + 'with no identity, checks or store',
     });
     const disk = await diskSyncs();
     rows.push({
