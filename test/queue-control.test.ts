@@ -191,16 +191,19 @@ describe('queue control in the controller engine', () => {
   });
 });
 
-/** The message of the SubmitRefused that `fn` throws. */
-const refusal = (fn: () => unknown): string => {
+/** The SubmitRefused that `fn` throws. */
+const refused = (fn: () => unknown): SubmitRefused => {
   try {
     fn();
   } catch (error) {
     assert.ok(error instanceof SubmitRefused, String(error));
-    return error.message;
+    return error;
   }
   assert.fail('not refused');
 };
+
+/** The message of the SubmitRefused that `fn` throws. */
+const refusal = (fn: () => unknown): string => refused(fn).message;
 
 describe('taras move and update in the controller engine', () => {
   for (const policy of ['easy', 'conservative'] as const) {
@@ -222,6 +225,10 @@ describe('taras move and update in the controller engine', () => {
       assert.match(refusal(() => engine.move(a, 0, 'alice', false)), new RegExp(`^job ${a} can only be moved further back in the queue .*An administrator can move it forward$`));
       assert.match(refusal(() => engine.move(a, b, 'alice', false)), /can only be moved further back/);
       assert.equal(refusal(() => engine.move(b, c, 'alice', false)), `job ${b} belongs to bob; only they or an administrator can move it`);
+      // The API answers 403 for another user's job (forbidden), 409 or 404 for the rest.
+      assert.equal(refused(() => engine.move(b, c, 'alice', false)).forbidden, true);
+      assert.equal(refused(() => engine.move(a, 0, 'alice', false)).forbidden, false);
+      assert.deepEqual([refusal(() => engine.move(4243 as JobId, 0, 'alice', false)), refused(() => engine.move(4243 as JobId, 0, 'alice', false)).forbidden], ['no job 4243', false]);
       assert.equal(refusal(() => engine.move(c, running, 'root', true)), `job ${running} is RUNNING: a job can only be moved after a pending job (or 0: the front)`);
       assert.match(refusal(() => engine.move(c, 4242, 'root', true)), /^there is no job 4242: give the id of a pending job/);
       assert.equal(refusal(() => engine.move(running, 0, 'root', true)), `job ${running} is RUNNING: only pending jobs can be moved in the queue`);
@@ -271,6 +278,8 @@ describe('taras move and update in the controller engine', () => {
     assert.equal(refusal(() => engine.update(a, { timeLimitSeconds: 'UNLIMITED' }, 'alice', false)),
       `job ${a}: only an administrator can raise a time limit (it is 1800 s); give a lower one, or ask an administrator`);
     assert.equal(refusal(() => engine.update(a, { name: 'x' }, 'bob', false)), `job ${a} belongs to alice; only they or an administrator can update it`);
+    assert.equal(refused(() => engine.update(a, { name: 'x' }, 'bob', false)).forbidden, true);
+    assert.equal(refusal(() => engine.update(4243 as JobId, { name: 'x' }, 'bob', false)), 'no job 4243');
     assert.match(refusal(() => engine.update(a, { partition: 'nope' }, 'alice', false)), new RegExp(`^job ${a} cannot be updated: .*nope`));
     assert.equal(refusal(() => engine.update(running, { name: 'x' }, 'root', true)), `job ${running} is RUNNING: only pending jobs can be updated`);
     assert.equal(store.job(a)!.name, 'job', 'nothing stored by a refusal');
