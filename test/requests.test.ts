@@ -28,13 +28,13 @@ import { taskLayout } from '../src/jobspec/cluster.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, bearer, ControllerUnreachableError, createApiClient, type ApiClient } from '../src/net/client.js';
 import { tokenFor } from './auth-helpers.js';
+import { waitUntil } from './poll.js';
 import { killTerminals, onTerminal } from './terminal.js';
 import type { IPty } from 'node-pty';
 import { postIds } from '../src/cli/controller-client.js';
 import { openStore } from '../src/store/store.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../src/store/schema.js';
 import Database from 'better-sqlite3';
-
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
@@ -584,7 +584,7 @@ describe('with real controller processes', () => {
     submit.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
     const submitted = new Promise<number | null>((resolveExit) => submit.on('exit', resolveExit));
     // The controller comes back once the CLI has found it gone (a slow start could otherwise find it back).
-    for (let i = 0; i < 300 && !/retrying/.test(err); i++) await sleep(50);
+    await waitUntil(() => /retrying/.test(err), 15_000);
     controller = await controllerAt(dir, port);
     assert.equal(await submitted, 0, err);
     assert.match(err, /submit: the controller at .* does not answer \(ECONNREFUSED\); retrying/);

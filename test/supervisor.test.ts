@@ -20,6 +20,7 @@ import {
   SupervisorLauncher, takesStopSignals, waitForStatus,
   type EndedStatus, type RunningStatus, type SupervisorSpecInput,
 } from '../src/agent/jobdir.js';
+import { waitUntil } from './poll.js';
 
 const root = mkdtempSync(join(tmpdir(), 'taras-sv-'));
 const supervisorModule = new URL('../src/agent/supervisor.js', import.meta.url);
@@ -149,8 +150,7 @@ describe('supervisor launcher (warm standby)', () => {
       launchedPids.push(waiting);
       launcher.close();
       // The standby waiting for a third job reads end-of-file and exits.
-      const until = Date.now() + 20_000;
-      while (isAlive(waiting) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      await waitUntil(() => !isAlive(waiting), 20_000);
       assert.equal(isAlive(waiting), false, 'the standby exits when its launcher closes');
     }
   });
@@ -255,7 +255,7 @@ describe('the job supervisor', { concurrency: true }, () => {
     const { dir, workDir } = prepareJob(body, { timeLimitSeconds: 7, warnBeforeSeconds: 5, killGraceSeconds: 5 });
     launch(dir);
     const running = await waitForRunning(dir);
-    await waitForStatus(dir, () => existsSync(join(workDir, 'marker')), 20_000); // warned at 2 s
+    await waitUntil(() => existsSync(join(workDir, 'marker')), 20_000); // warned at 2 s
     assert.deepEqual(await requestSignal(dir, 'SIGSTOP', { suspend: true }), { ok: true, pid: running.pid });
     assert.deepEqual(await requestSignal(dir, 'SIGSTOP', { suspend: true }), { ok: true, pid: running.pid }, 'already suspended: done');
     assert.deepEqual(await requestSignal(dir, 'SIGCONT', { resume: true }), { ok: true, pid: running.pid });
@@ -409,7 +409,7 @@ describe('the job supervisor', { concurrency: true }, () => {
     const { dir, workDir } = prepareJob(`trap 'echo usr1 > marker; exit 5' USR1\n: > armed\nwhile :; do sleep 0.05; done`);
     const launcher = launchFromAnotherProcess(dir);
     await waitForRunning(dir);
-    await waitForStatus(dir, () => existsSync(join(workDir, 'armed')), 20_000);
+    await waitUntil(() => existsSync(join(workDir, 'armed')), 20_000);
     assert.ok(existsSync(join(workDir, 'armed')), `the job set its trap (log: ${readLog(dir)})`);
     await killProcessGroup(launcher);
     // From here on this process plays the restarted agent: it never started the supervisor or the job.
@@ -463,7 +463,7 @@ describe('the job supervisor', { concurrency: true }, () => {
     assert.ok(status.maxRssKiB !== null && status.maxRssKiB > 0, `maxRssKiB ${status.maxRssKiB}`);
     const background = Number(readFileSync(join(workDir, 'background.pid'), 'utf8'));
     // Killed at the end; its reaping (it is init's by then) may take a moment.
-    for (let i = 0; i < 40 && isAlive(background); i++) await new Promise((r) => setTimeout(r, 50));
+    await waitUntil(() => !isAlive(background), 2000);
     assert.ok(background > 0 && !isAlive(background), `the background sleep (pid ${background}) was killed at the end`);
   });
 

@@ -1600,7 +1600,7 @@ export class ControllerEngine {
 
   private queueControl(id: JobId, user: string, admin: boolean, check: (record: JobRecord) => string | null, event: 'held' | 'released'): ApiCancelResult {
     const access = this.access(id, user, admin, event === 'held' ? 'hold' : 'release');
-    if ('refusal' in access) return { id, state: access.record?.state ?? null, result: 'refused', message: access.refusal };
+    if ('refusal' in access) return refusedOutcome(id, access);
     const { record } = access;
     const refusal = check(record);
     if (refusal !== null) return { id, state: record.state, result: 'refused', message: refusal };
@@ -1636,7 +1636,7 @@ export class ControllerEngine {
     const chosen = ids ?? [...this.active.values()].filter((r) => r.user === user && r.state === 'PENDING' && !r.held && this.specOf(r).interactive !== undefined).map((r) => r.id);
     return [...new Set(chosen)].map((id) => {
       const access = this.access(id, user, admin, 'pause');
-      if ('refusal' in access) return { id, state: access.record?.state ?? null, result: 'refused' as const, message: access.refusal };
+      if ('refusal' in access) return refusedOutcome(id, access);
       const { record } = access;
       if (record.state !== 'PENDING') return { id, state: record.state, result: 'refused' as const, message: `job ${id} is ${record.state}: only waiting jobs can be paused` };
       if (record.held) return { id, state: record.state, result: 'refused' as const, message: `job ${id} is held already (${record.reason ?? 'held'})` };
@@ -2444,7 +2444,7 @@ export class ControllerEngine {
     for (const id of ordered) {
       const access = this.access(id, user, admin, 'cancel');
       // The refusals name their job ("no job 7", "job 7 belongs to ..."), as holdMany's do: not prefixed again.
-      if ('refusal' in access) results.set(id, { id, state: access.record?.state ?? null, result: 'refused', message: access.refusal });
+      if ('refusal' in access) results.set(id, refusedOutcome(id, access));
       else results.set(id, cancelOutcome(id, access.record.state, this.cancelRecord(access.record, user).state));
     }
     return [...new Set(ids)].map((id) => results.get(id)!);
@@ -2834,7 +2834,12 @@ const NIGHT_OWNER = 'night-queue';
 export const holdsNodes = (state: JobState): boolean => state === 'RUNNING' || state === 'COMPLETING' || state === 'SUSPENDED';
 
 /** What a cancel did, from the job's state before and after it. */
-function cancelOutcome(id: JobId, before: JobState | undefined, after: JobState): ApiCancelResult {
+/** A refusal of `access` as the per-job outcome the queue commands answer (cancel, hold, release, pause). */
+function refusedOutcome(id: JobId, denied: { refusal: string; record?: JobRecord }): ApiCancelResult {
+  return { id, state: denied.record?.state ?? null, result: 'refused', message: denied.refusal };
+}
+
+function cancelOutcome(id: JobId, before: JobState, after: JobState): ApiCancelResult {
   if (before === 'PENDING') return { id, state: after, result: 'cancelled', message: `job ${id}: cancelled` };
   if (before === 'RUNNING' || before === 'SUSPENDED') return { id, state: after, result: 'signalled', message: `job ${id}: being cancelled (signalled)` };
   if (before === 'COMPLETING') return { id, state: after, result: 'ended', message: `job ${id}: already ending (COMPLETING); nothing to cancel` };
