@@ -14,6 +14,7 @@ import { startAgent, type RunningAgent } from '../src/agent/agent.js';
 import { agentDestination, signRequest, type ClusterKey } from '../src/net/hmac.js';
 import type { NetLog } from '../src/net/log.js';
 import { createApiServer, type ApiServer } from '../src/net/server.js';
+import { eventually } from './poll.js';
 
 const KEY: ClusterKey = Buffer.from('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef');
 const OTHER_KEY: ClusterKey = Buffer.from('fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210');
@@ -126,16 +127,11 @@ describe('real agents: boot ids at registration, and refusals logged on the agen
     return running;
   }
 
-  async function until(check: () => boolean, what: string): Promise<void> {
-    for (let i = 0; i < 100 && !check(); i++) await sleep(50);
-    assert.ok(check(), `timed out waiting for ${what}`);
-  }
-
   it('each agent start registers a new boot id, and what the controller signed for the first start is refused by the second', async () => {
     const controller = await fakeController(KEY);
     const firstLog: string[] = [];
     const first = await agent(controller.url, 'first', firstLog);
-    await until(() => controller.registrations.length > 0, 'the first registration');
+    await eventually('the first registration', () => controller.registrations.length > 0, 5000, 50);
     const before = controller.registrations[0];
     assert.match(before.bootId, /^[0-9a-f-]{36}$/);
     const body = JSON.stringify({ jobId: 99, signal: 'SIGTERM', cancel: false });
@@ -146,7 +142,7 @@ describe('real agents: boot ids at registration, and refusals logged on the agen
 
     const secondLog: string[] = [];
     const second = await agent(controller.url, 'first', secondLog); // the same data folder: a restart
-    await until(() => controller.registrations.some((r) => r.url === second.url), 'the second registration');
+    await eventually('the second registration', () => controller.registrations.some((r) => r.url === second.url), 5000, 50);
     const after = controller.registrations.find((r) => r.url === second.url)!;
     assert.notEqual(after.bootId, before.bootId);
     const replayed = await post(second.url, '/signal', body, captured);

@@ -16,6 +16,7 @@ import { readStatus } from '../src/agent/jobdir.js';
 import type { ApiJobWithEvents } from '../src/api/types.js';
 import { clientAs } from './auth-helpers.js';
 import { killHard, killJobProcesses, startDaemon } from './daemon-process.js';
+import { eventually } from './poll.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
@@ -94,15 +95,7 @@ const progress = (id: number): number => {
   return existsSync(file) ? Number(readFileSync(file, 'utf8').trim() || 0) : 0;
 };
 
-async function until<T>(what: string, probe: () => T | undefined | false, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+const until = <T>(what: string, probe: () => T | undefined | false, ms = 20_000): Promise<T> => eventually(what, probe, ms);
 
 const finished = (id: number) => until(`job ${id} to end`, () => {
   const job = show(id);

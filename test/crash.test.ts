@@ -5,7 +5,7 @@
 // and job processes left behind are stopped by the pids in their status.json.
 
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -18,6 +18,7 @@ import { SeededRandom } from '../src/core/random.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, ControllerUnreachableError, createApiClient } from '../src/net/client.js';
 import { openStore } from '../src/store/store.js';
+import { eventually } from './poll.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
@@ -54,17 +55,6 @@ const submit = (cwd: string, url: string, ...args: string[]): number => {
   assert.equal(submitted.code, 0, submitted.stderr);
   return (JSON.parse(submitted.stdout) as { id: number }).id;
 };
-
-/** Polls `probe` every `everyMs` until it returns a value (not undefined), for at most `timeoutMs`. */
-async function eventually<T>(what: string, timeoutMs: number, probe: () => T | undefined, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() >= deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(everyMs);
-  }
-}
 
 describe('crash safety with real processes', () => {
   it('a submission storm with random kill -9 of the controller loses and duplicates no acknowledged job', async (t) => {
@@ -186,10 +176,10 @@ describe('crash safety with real processes', () => {
     writeFileSync(join(dir, 'ticker.sh'), '#!/bin/sh\n#TARAS --time 1\nfor i in 1 2 3 4 5 6 7 8; do echo "tick $i"; sleep 1; done\nexit 5\n');
     const id = submit(dir, url, 'ticker.sh');
     const jobDir = join(data, 'agent', 'jobs', `${id}.0`);
-    const status = await eventually('the job runs', 5000, () => {
+    const status = await eventually('the job runs', () => {
       const current = readStatus(jobDir);
       return current?.state === 'RUNNING' ? current : undefined;
-    }, 25) as RunningStatus;
+    }, 5000, 25) as RunningStatus;
     const output = join(dir, `taras-${id}.out`);
     const lines = () => (existsSync(output) ? readFileSync(output, 'utf8').split('\n').filter(Boolean).length : 0);
 
@@ -238,20 +228,20 @@ describe('crash safety with real processes', () => {
     const plain = submit(dir, url, 'long.sh');
     const requeued = submit(dir, url, '--requeue', 'long.sh');
     for (const id of [plain, requeued]) {
-      const job = await eventually(`job ${id} runs`, 5000, () => {
+      const job = await eventually(`job ${id} runs`, () => {
         const current = show(dir, url, id);
         return current.state === 'RUNNING' ? current : undefined;
-      });
+      }, 5000);
       assert.deepEqual(job.nodes, ['node1']);
     }
     await agentOf('node2');
 
     await killHard(first.child);
     const killedAt = Date.now();
-    const failed = await eventually('the job on the silent node ends', 10_000, () => {
+    const failed = await eventually('the job on the silent node ends', () => {
       const job = show(dir, url, plain);
       return job.state === 'RUNNING' ? undefined : job;
-    }, 200);
+    }, 10_000, 200);
     const afterMs = Date.now() - killedAt;
     assert.equal(failed.state, 'NODE_FAIL', JSON.stringify(failed));
     assert.ok(afterMs >= 2000 && afterMs < 8000, `NODE_FAIL came ${afterMs} ms after the agent went silent; node_timeout is 3 s`);
@@ -264,10 +254,10 @@ describe('crash safety with real processes', () => {
     assert.notEqual(nodes.find((node) => node.name === 'node2')!.state, 'down', 'node2 has a live agent');
 
     // The --requeue job went back to the queue and runs again, on the node that is still up.
-    const again = await eventually('the requeued job runs again', 5000, () => {
+    const again = await eventually('the requeued job runs again', () => {
       const job = show(dir, url, requeued);
       return job.state === 'RUNNING' && job.events.some((e) => e.type === 'requeued') ? job : undefined;
-    });
+    }, 5000);
     assert.deepEqual(again.events.map((e) => e.type), ['submitted', 'started', 'requeued', 'started']);
     assert.deepEqual(again.nodes, ['node2']);
     // A live agent heartbeats often enough for a short node_timeout: past another timeout, node2 and its job are untouched.

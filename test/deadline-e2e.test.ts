@@ -17,12 +17,12 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { finishedStates, type ApiJob, type ApiJobWithEvents, type ApiNode, type ApiSubmitted, type ApiWhen } from '../src/api/types.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { createApiClient, type ApiClient } from '../src/net/client.js';
 import { stopUp, waitForOutput } from './daemon-process.js';
+import { eventually } from './poll.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const work = mkdtempSync(join(tmpdir(), 'taras-deadline-e2e-'));
@@ -78,16 +78,6 @@ async function job(api: ApiClient, id: number): Promise<ApiJob> {
   return api.get<ApiJob>(`/jobs/${id}`);
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, ms: number): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    assert.ok(Date.now() < until, `timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
-
 describe('priority jobs with a deadline on a real cluster (taras up, EASY, one node)', () => {
   it('overtakes exactly the jobs it must and ends by its deadline; a short one is told the shortfall; cancel ends DEADLINE', { timeout: 120_000 }, async (t) => {
     mkdirSync(dir);
@@ -101,14 +91,14 @@ describe('priority jobs with a deadline on a real cluster (taras up, EASY, one n
     up.stderr!.on('data', keep);
     await waitForOutput(up, /Ctrl-C stops/, 20_000);
     const api = createApiClient({ socketPath: join(data, 'taras.sock') }, { timeoutMs: 10_000 });
-    await waitFor('the node', async () => ((await api.get<ApiNode[]>('/nodes'))[0]?.state === 'idle' ? true : undefined), 20_000);
+    await eventually('the node', async () => ((await api.get<ApiNode[]>('/nodes'))[0]?.state === 'idle' ? true : undefined), 20_000);
 
     // 1. Load: B runs (limit 5 s), N2, N3, N4 wait (5 s each): planned at +5, +10, +15 from B's start.
     const ids = new Map<string, number>();
     for (const name of ['B', 'N2', 'N3', 'N4']) {
       ids.set(name, (await api.post<ApiSubmitted>('/jobs', { spec: spec(name, 5, 4) })).id);
     }
-    const b = await waitFor('B to start', async () => {
+    const b = await eventually('B to start', async () => {
       const found = await job(api, ids.get('B')!);
       return found.startTime === null ? undefined : found;
     }, 10_000);
@@ -129,7 +119,7 @@ describe('priority jobs with a deadline on a real cluster (taras up, EASY, one n
     assert.match(queue.stdout, new RegExp(`\\b${pId}\\s+P\\s+root`), 'P is a priority job');
     assert.match(queue.stdout, new RegExp(`\\b${ids.get('N2')}\\s+N\\s+root`), 'N2 is a normal job');
 
-    const ended = await waitFor('every job of part 1 to end', async () => {
+    const ended = await eventually('every job of part 1 to end', async () => {
       const jobs = await Promise.all([...ids.values()].map((id) => job(api, id)));
       return jobs.every((one) => finishedStates.includes(one.state)) ? jobs : undefined;
     }, 60_000);
@@ -146,7 +136,7 @@ describe('priority jobs with a deadline on a real cluster (taras up, EASY, one n
     // 2. R may run 9 s; Q (3 s) must end 5 s from now: at best it starts when R's limit ends (up to 9 s from
     // now, less the time Q's CLI took to start), so it cannot: accepted without a guarantee, the shortfall told.
     const r = (await api.post<ApiSubmitted>('/jobs', { spec: spec('R', 9, 8) })).id;
-    await waitFor('R to start', async () => ((await job(api, r)).state === 'RUNNING' ? true : undefined), 10_000);
+    await eventually('R to start', async () => ((await job(api, r)).state === 'RUNNING' ? true : undefined), 10_000);
     const q = await taras(['submit', '--deadline', 'now+5seconds', '--time', '0:03', '-c', '2', '--job-name', 'Q', '--json', 'p.sh']);
     assert.equal(q.code, 0, q.stderr);
     const answer = JSON.parse(q.stdout) as ApiSubmitted;
@@ -173,18 +163,18 @@ describe('priority jobs with a deadline on a real cluster (taras up, EASY, one n
 
     // 3. Once the node is free: S runs 6 s (limit 7 s); C (2 s, cancel) must end within 12 s: guaranteed behind S.
     // The node is drained (while S runs): C cannot start by its latest start (deadline - 2 s) and ends DEADLINE then.
-    await waitFor('the queue to empty', async () => {
+    await eventually('the queue to empty', async () => {
       const jobs = await api.get<{ jobs: ApiJob[] }>('/jobs');
       return jobs.jobs.every((one) => finishedStates.includes(one.state)) ? true : undefined;
     }, 40_000);
     const s = (await api.post<ApiSubmitted>('/jobs', { spec: spec('S', 7, 6) })).id;
-    await waitFor('S to start', async () => ((await job(api, s)).state === 'RUNNING' ? true : undefined), 10_000);
+    await eventually('S to start', async () => ((await job(api, s)).state === 'RUNNING' ? true : undefined), 10_000);
     const cDeadlineMs = Date.now() + 12_000;
     const c = await api.post<ApiSubmitted>('/jobs', { spec: { ...spec('C', 2, 1), deadline: { atMs: cDeadlineMs, policy: 'cancel' } } });
     assert.equal(c.deadline?.guaranteed, true, JSON.stringify(c));
     const drained = await taras(['admin', 'drain', 'n1', '--reason', 'deadline test']);
     assert.equal(drained.code, 0, drained.stderr);
-    const cEnded = await waitFor('C to end', async () => {
+    const cEnded = await eventually('C to end', async () => {
       const found = await api.get<ApiJobWithEvents>(`/jobs/${c.id}`);
       return finishedStates.includes(found.state) ? found : undefined;
     }, 20_000);

@@ -20,6 +20,7 @@ import { runAs } from './auth-helpers.js';
 import { killJobProcesses, waitForOutput } from './daemon-process.js';
 import { killTerminals, onTerminal as startOnTerminal } from './terminal.js';
 import { createTestUser, notRootReason, removeTestUsers } from './unix-users.js';
+import { eventually } from './poll.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
@@ -99,13 +100,11 @@ async function latestJob(api: ApiClient): Promise<ApiJob> {
 }
 
 async function waitForState(api: ApiClient, id: number, states: readonly string[], ms: number): Promise<ApiJob> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const job = await api.get<ApiJob>(`/jobs/${id}`);
-    if (states.includes(job.state)) return job;
-    assert.ok(Date.now() < deadline, `job ${id} is ${job.state} (${job.reason}), not ${states.join('/')} after ${ms} ms`);
-    await sleep(100);
-  }
+  let job: ApiJob | undefined;
+  return eventually(() => `job ${id} to be ${states.join('/')}: it is ${job?.state} (${job?.reason})`, async () => {
+    job = await api.get<ApiJob>(`/jobs/${id}`);
+    return states.includes(job.state) ? job : undefined;
+  }, ms);
 }
 
 describe('the terminal size taras run sends', () => {
@@ -176,11 +175,8 @@ describe('interactive jobs (taras run / attach) on a real controller and agent',
     let output = '';
     shell.onData((data) => (output += data));
     const done = new Promise<number>((resolveExit) => shell.onExit(({ exitCode }) => resolveExit(exitCode)));
-    const deadline = Date.now() + 20_000;
-    while (!/rc=4/.test(output) || !/\d/.test(readFileSync(pidFile, { encoding: 'utf8', flag: 'a+' }))) {
-      assert.ok(Date.now() < deadline, output);
-      await sleep(100);
-    }
+    await eventually(() => `the first job's end and the second's pid; the terminal shows: ${output}`,
+      () => /rc=4/.test(output) && /\d/.test(readFileSync(pidFile, { encoding: 'utf8', flag: 'a+' })), 20_000);
     await sleep(2000); // the second job runs, its terminal in raw mode
     process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGTERM');
     assert.equal(await done, 0, output);

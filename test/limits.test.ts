@@ -23,6 +23,7 @@ import { notRootReason } from './unix-users.js';
 import { createApiServer, JsonPieces } from '../src/net/server.js';
 import type { JsonObject } from '../src/store/events.js';
 import { openStore } from '../src/store/store.js';
+import { eventually } from './poll.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
@@ -440,11 +441,10 @@ async function startUp(command: string, args: string[], ready: RegExp): Promise<
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const waitFor = async (pattern: RegExp, ms: number) => {
-    const deadline = Date.now() + ms;
-    while (!pattern.test(output)) {
-      assert.ok(Date.now() < deadline && child.exitCode === null, `no ${pattern} from taras up within ${ms} ms: ${output}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await eventually(() => `${pattern} from taras up: ${output}`, () => {
+      assert.equal(child.exitCode, null, `taras up ended before ${pattern}: ${output}`);
+      return pattern.test(output);
+    }, ms, 50);
   };
   const stop = async () => {
     if (child.exitCode !== null) return;
@@ -765,15 +765,10 @@ describe('the API server under slow clients and floods', () => {
       assert.match(up.output(), new RegExp(`(all|\\d+) of this process's ${limit} file descriptors are in use \\(\\d+ client connections\\): new connections are dropped .* connections are capped at \\d+ until`));
       assert.equal(child.exitCode, null, `taras up died: ${up.output()}`);
       // The flood still open, a client gets in again (each try a new connection): idle ones make room for it.
-      const answered = async (what: string) => {
-        const until = Date.now() + 10_000;
-        for (;;) {
-          const answer = await fetch(`http://127.0.0.1:${port}/status`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
-          if (answer?.status === 200) return;
-          assert.ok(Date.now() < until, `not answered ${what}`);
-          await new Promise((r) => setTimeout(r, 200));
-        }
-      };
+      const answered = (what: string) => eventually(`an answer ${what}`, async () => {
+        const answer = await fetch(`http://127.0.0.1:${port}/status`, { signal: AbortSignal.timeout(2000) }).catch(() => null);
+        return answer?.status === 200;
+      }, 10_000, 200);
       await answered('while the flood holds its connections');
       for (const socket of sockets) socket.destroy();
       await answered('after the flood went');

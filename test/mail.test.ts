@@ -20,6 +20,7 @@ import { startDaemon } from './daemon-process.js';
 import { encodeHeader, formatMessage, mailDuration, mailTypesOf, recipientOf } from '../src/controller/mail.js';
 import { parseMailUser } from '../src/jobspec/values.js';
 import { createApiClient } from '../src/net/client.js';
+import { eventually } from './poll.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
@@ -154,13 +155,12 @@ describe('mail from the controller through msmtp to a real SMTP listener', { ski
     return { code: run.status, stdout: run.stdout, stderr: run.stderr };
   };
   const idOf = (run: { stdout: string }): number => Number(/(\d+)\s*$/.exec(run.stdout)![1]);
-  const mailFor = async (pattern: RegExp, count = 1): Promise<Received[]> => {
-    for (const end = Date.now() + 20_000; Date.now() < end; await sleep(100)) {
+  const mailFor = (pattern: RegExp, count = 1): Promise<Received[]> => eventually(
+    () => `a mail with a subject like ${pattern} (received: ${received.map((m) => m.subject).join(' | ')})`,
+    () => {
       const found = received.filter((mail) => pattern.test(mail.subject));
-      if (found.length >= count) return found;
-    }
-    assert.fail(`no mail with a subject like ${pattern} (received: ${received.map((m) => m.subject).join(' | ')})`);
-  };
+      return found.length >= count ? found : undefined;
+    }, 20_000);
 
   it('BEGIN and END to --mail-user; FAIL to the user at mail_domain; subjects as Slurm\'s; a non-ASCII name is encoded', async () => {
     const ok = submit('--mail-type=BEGIN,END', '--mail-user=ada@example.org', '-J', 'résumé', '-t', '1', '--wrap', 'sleep 1');

@@ -26,7 +26,7 @@ import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from
 import { apiJob } from '../src/controller/views.js';
 import { taskLayout } from '../src/jobspec/cluster.js';
 import type { JobSpec } from '../src/jobspec/types.js';
-import { ApiRequestError, bearer, ControllerUnreachableError, createApiClient, type ApiClient } from '../src/net/client.js';
+import { ApiRequestError, bearer, ControllerUnreachableError, createApiClient } from '../src/net/client.js';
 import { tokenFor } from './auth-helpers.js';
 import { waitUntil } from './poll.js';
 import { killTerminals, onTerminal } from './terminal.js';
@@ -489,20 +489,14 @@ describe('with real controller processes', () => {
       /registered 2 node/, dir);
     const api = await rootClient(controller.url);
     try {
-      const deadline = Date.now() + 10_000;
       let job = await api.get<ApiJob>(`/jobs/${id}`);
-      while (job.state === 'PENDING' && Date.now() < deadline) {
-        await sleep(100);
-        job = await api.get<ApiJob>(`/jobs/${id}`);
-      }
+      const current = async () => (job = await api.get<ApiJob>(`/jobs/${id}`));
+      await waitUntil(async () => (await current()).state !== 'PENDING', 10_000, 100);
       assert.deepEqual([job.state, job.nodes, job.nodeCount], ['RUNNING', ['node01', 'node02'], 2]);
       const nodes = await api.get<{ name: string; cpusAllocated: number }[]>('/nodes');
       assert.deepEqual(nodes.map((n) => n.cpusAllocated), [5, 5]);
       await api.post('/jobs/cancel', { ids: [id] });
-      while (job.state !== 'CANCELLED' && Date.now() < deadline + 10_000) {
-        await sleep(100);
-        job = await api.get<ApiJob>(`/jobs/${id}`);
-      }
+      await waitUntil(async () => (await current()).state === 'CANCELLED', 10_000, 100);
       assert.equal(job.state, 'CANCELLED');
     } finally {
       api.close();
@@ -676,13 +670,8 @@ describe('with real controller processes', () => {
       const ids: number[] = [];
       for (let n = 0; n < 8; n++) ids.push((await api.post<{ id: number }>('/jobs', { spec: spec({ name: `c${n}`, script: { path: join(dir, 'job.sh'), text: '#!/bin/sh\nsleep 30\n', args: [] } }) })).id);
       // Two run (2 CPUs), six wait.
-      const deadline = Date.now() + 10_000;
       let runningIds: number[] = [];
-      while (Date.now() < deadline) {
-        runningIds = (await api.get<ApiJobPage>('/jobs?state=RUNNING')).jobs.map((job) => job.id);
-        if (runningIds.length === 2) break;
-        await sleep(100);
-      }
+      await waitUntil(async () => (runningIds = (await api.get<ApiJobPage>('/jobs?state=RUNNING')).jobs.map((job) => job.id)).length === 2, 10_000, 100);
       assert.equal(runningIds.length, 2);
       const cancelled = cli(dir, controller.url, ['cancel', '--all', '--json']);
       assert.equal(cancelled.code, 0, cancelled.stderr);
@@ -690,11 +679,7 @@ describe('with real controller processes', () => {
       assert.deepEqual(results.filter((r) => r.result === 'cancelled').map((r) => r.id).sort(), ids.filter((id) => !runningIds.includes(id)).sort());
       assert.deepEqual(results.filter((r) => r.result === 'signalled').map((r) => r.id).sort(), [...runningIds].sort());
       // Every job ends; none of the pending ones ever started.
-      while (Date.now() < deadline + 10_000) {
-        const active = (await api.get<ApiJobPage>('/jobs?state=PENDING,RUNNING,COMPLETING')).jobs;
-        if (active.length === 0) break;
-        await sleep(100);
-      }
+      await waitUntil(async () => (await api.get<ApiJobPage>('/jobs?state=PENDING,RUNNING,COMPLETING')).jobs.length === 0, 10_000, 100);
       for (const id of ids) {
         const job = await api.get<ApiJobWithEvents>(`/jobs/${id}`);
         assert.equal(job.state, 'CANCELLED', `job ${id}`);

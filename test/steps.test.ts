@@ -21,6 +21,7 @@ import { stepLayout, tasksPerNodeText } from '../src/controller/steps.js';
 import { ApiRequestError, bearer, createApiClient } from '../src/net/client.js';
 import { issueToken, loadOrCreateJwtKey } from '../src/net/identity.js';
 import { WebSocket } from 'ws';
+import { eventually } from './poll.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const taras = join(root, 'bin/taras.js');
@@ -90,8 +91,7 @@ describe('srun inside a job, on a real cluster', { skip: notRootReason }, () => 
     return (JSON.parse(run.stdout) as { state: string }).state;
   };
   const waitFor = async (what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> => {
-    for (const end = Date.now() + ms; Date.now() < end; await sleep(100)) if (await check()) return;
-    assert.fail(`timed out waiting for ${what}`);
+    await eventually(what, check, ms);
   };
   const alive = (pid: number): boolean => {
     try {

@@ -1,10 +1,9 @@
 // A command on a real terminal (node-pty), for the tests about terminals: its
 // output so far, a wait for a pattern in it, and its exit code.
 
-import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { IPty } from 'node-pty';
+import { eventually } from './poll.js';
 
 const pty = createRequire(import.meta.url)('node-pty') as typeof import('node-pty');
 
@@ -32,11 +31,7 @@ export function onTerminal(command: string, args: readonly string[], options: { 
     output: () => output,
     exited,
     async waitFor(pattern: RegExp, ms = 10_000, from = 0): Promise<void> {
-      const deadline = Date.now() + ms;
-      while (!pattern.test(output.slice(from))) {
-        assert.ok(Date.now() < deadline, `no ${pattern} within ${ms} ms; the terminal shows:\n${JSON.stringify(output)}`);
-        await sleep(25);
-      }
+      await eventually(() => `${pattern}; the terminal shows:\n${JSON.stringify(output)}`, () => pattern.test(output.slice(from)), ms, 25);
     },
   };
 }

@@ -307,7 +307,6 @@ export class NodePlanPolicy implements Policy {
     this.arrivals = [];
     this.arrivalReason = why;
     for (const entry of state.queue) {
-      const resources = entry.job.resources!;
       if (keep && Number.isFinite(entry.reservation) && entry.reservation >= now
         && fitsOnOf(plan, entry.job, entry.plannedNodes, entry.reservation)) {
         plan.hold(reservationHold(entry));
