@@ -359,6 +359,48 @@ describe('controller engine', () => {
     assert.deepEqual(idle.engine.schedule(), [day]);
   });
 
+  it('a restart whose cluster.toml lost a running job\'s node: the job ends NODE_FAIL (a --requeue one waits again if it still fits), the controller starts; a reconfigure is refused', () => {
+    const first = setup(defaultClusterConfig(work, { count: 4, cpus: 8 }));
+    first.engine.agentRegistered(first.allNodes, []);
+    const [kept, , requeued, plain, pinned] = first.engine.submit([
+      { user: 'ivy', spec: spec({ cpusPerTask: 8, nodelist: ['node01'] }) },
+      { user: 'ivy', spec: spec({ cpusPerTask: 8, nodelist: ['node02'] }) },
+      { user: 'ivy', spec: spec({ cpusPerTask: 8, requeue: true }) },
+      { user: 'ivy', spec: spec({ cpusPerTask: 4, nodelist: ['node04'] }) },
+      { user: 'ivy', spec: spec({ cpusPerTask: 4, nodelist: ['node04'], requeue: true }) },
+    ]);
+    assert.equal(first.engine.schedule().length, 5);
+    assert.deepEqual([requeued, plain, pinned].map((id) => first.store.job(id)!.nodes), [['node03'], ['node04'], ['node04']]);
+    // A reconfigure to two nodes while they run: refused, nothing changes.
+    const lines: string[] = [];
+    assert.throws(() => new ControllerEngine(defaultClusterConfig(work, { count: 2, cpus: 8 }), first.store, new RecordingAgents(), () => first.clock.ms, (line) => lines.push(line), 'refuse'),
+      (error: unknown) => error instanceof SubmitRefused && error.message === `job ${requeued} runs on node03, which this configuration does not have; wait for it to end, or cancel it (taras cancel ${requeued}), then reconfigure`);
+    assert.ok(first.store.runningJobs().length === 5 && lines.length === 0);
+    first.store.close();
+
+    // The controller starts with the two-node file (it used to die: "no node named node03").
+    const store = openStore(first.path);
+    const clock = { ms: first.clock.ms + 5_000 };
+    const engine = new ControllerEngine(defaultClusterConfig(work, { count: 2, cpus: 8 }), store, new RecordingAgents(), () => clock.ms, (line) => lines.push(line));
+    assert.deepEqual([kept, requeued, plain, pinned].map((id) => [id, stateOf(store, id)]), [[kept, 'RUNNING'], [requeued, 'PENDING'], [plain, 'NODE_FAIL'], [pinned, 'NODE_FAIL']]);
+    assert.deepEqual(store.events(requeued).map((e) => e.event.type), ['submitted', 'started', 'requeued']);
+    assert.equal(store.job(requeued)!.reason, 'node node03 is no longer in the cluster\'s configuration');
+    assert.equal(store.job(plain)!.reason, 'node node04 is no longer in the cluster\'s configuration');
+    assert.equal(store.job(pinned)!.reason, 'node node04 is no longer in the cluster\'s configuration; not requeued: --nodelist: no node named node04 in this cluster (name nodes as `taras nodes` lists them)');
+    assert.deepEqual(lines, [
+      `job ${requeued} (ivy) ran on node03, which the configuration no longer has: requeued (--requeue)`,
+      `job ${plain} (ivy) ran on node04, which the configuration no longer has: ended NODE_FAIL`,
+      `job ${pinned} (ivy) ran on node04, which the configuration no longer has: ended NODE_FAIL`,
+    ].concat(lines.slice(3)));
+    assert.ok(engine.active.has(requeued) && !engine.active.has(plain) && !engine.active.has(pinned));
+    // And it starts again with nothing more to say about them.
+    store.close();
+    const again: string[] = [];
+    const restarted = new ControllerEngine(defaultClusterConfig(work, { count: 2, cpus: 8 }), openStore(first.path), new RecordingAgents(), () => clock.ms, (line) => again.push(line));
+    assert.deepEqual(again.filter((line) => /no longer has|at start-up/.test(line)), []);
+    assert.equal(restarted.recordOf(requeued)!.state, 'PENDING');
+  });
+
   it('a drain naming an unknown node changes nothing; `when` says whether a job waits for its own nodes or for the one ahead (fcfs)', () => {
     const { store, engine, allNodes } = setup({ ...defaultClusterConfig(work), policy: 'fcfs' });
     engine.agentRegistered(allNodes, []);

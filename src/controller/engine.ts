@@ -581,6 +581,11 @@ export class ControllerEngine {
       if (failure === undefined) this.active.set(record.id, record);
     }
     for (const record of this.store.runningJobs()) {
+      const gone = record.nodes.filter((name) => !this.nodes.has(name));
+      if (gone.length > 0) {
+        this.lostWithItsNodes(record, gone);
+        continue;
+      }
       const failure = this.recoverOne(record, firstOf, () => {
         this.marks.replay(record.id, this.store.events(record.id));
         // Suspended for a preemption (a partition's job): out of the core until its nodes are free again, as before the restart.
@@ -603,6 +608,31 @@ export class ControllerEngine {
       else if (holdsNodes(record.state)) this.redeliverPause(record);
     }
     if (this.active.size > 0) this.log(`recovered ${this.active.size} pending and running jobs from the store`);
+  }
+
+  /**
+   * A job the store says runs on nodes this configuration does not have (cluster.toml lost them while it
+   * ran): as Slurm does, its node failed: NODE_FAIL, or back to the queue if it asked (--requeue). A
+   * reconfigure (`stranded` 'refuse') is refused instead, and the old configuration kept.
+   */
+  private lostWithItsNodes(record: JobRecord, gone: readonly string[]): void {
+    const names = nodeList(gone);
+    if (this.stranded === 'refuse') {
+      throw new SubmitRefused([`job ${record.id} runs on ${names}, which this configuration does not have; wait for it to end, or cancel it (taras cancel ${record.id}), then reconfigure`]);
+    }
+    let reason = `${gone.length === 1 ? 'node' : 'nodes'} ${names} ${gone.length === 1 ? 'is' : 'are'} no longer in the cluster's configuration`;
+    let taken = record;
+    // Requeued only if this configuration could run it (a job that asked for the lost nodes by name cannot).
+    const refusals = this.specOf(record).requeue ? this.refusals(this.specOf(record)) : [];
+    if (refusals.length > 0) {
+      reason += `; not requeued: ${refusals.join('; ')}`;
+      taken = { ...record, request: { ...record.request, requeue: false } };
+    }
+    this.marks.replay(record.id, this.store.events(record.id));
+    this.active.set(record.id, taken);
+    this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason });
+    const now = this.store.job(record.id)!;
+    this.log(`job ${record.id} (${record.user}) ran on ${names}, which the configuration no longer has: ${now.state === 'PENDING' ? 'requeued (--requeue)' : `ended ${now.state}`}`);
   }
 
   /** A task that would run an empty script ends FAILED instead (a damaged or hand-edited database). */
