@@ -6,6 +6,7 @@
 import type { ApiAcctJob, JobState } from '../api/types.js';
 import { clockDuration } from '../api/durations.js';
 import { LineChunks } from './render/text.js';
+import { MAX_FIELD_WIDTH } from './slurm/format.js';
 
 /** One column: its width (negative: left-justified, as sacct's JobID), the job fields its value reads, and its value. */
 interface Field {
@@ -146,6 +147,7 @@ export function parseFormat(text: string): { ok: true; columns: Column[] } | { o
     }
     const width = match[2] === undefined ? field.width : Number(match[2]);
     if (width === 0) return { ok: false, message: `--format: '${item}' has width 0; give a width of 1 or more` };
+    if (Math.abs(width) > MAX_FIELD_WIDTH) return { ok: false, message: `--format: '${item}' is wider than ${MAX_FIELD_WIDTH}; give a width of at most ${MAX_FIELD_WIDTH}` };
     columns.push({ field, width });
   }
   if (columns.length === 0) return { ok: false, message: '--format: no fields given; e.g. --format JobID,State,Elapsed' };

@@ -31,16 +31,28 @@ const MAX_BACKOFF_ATTEMPTS = 6;
 
 /** The controller's address as given: --controller, else $TARAS_CONTROLLER, else the local default. */
 export function controllerAddress(flag: string | undefined): string {
-  return flag ?? process.env.TARAS_CONTROLLER ?? DEFAULT_CONTROLLER;
+  return flag ?? (process.env.TARAS_CONTROLLER || DEFAULT_CONTROLLER);
 }
 
 /** `http://host:port`, `host:port`, `unix:/path`, or a bare socket path (anything with a slash). */
 export function parseAddress(address: string): ControllerTarget {
-  if (address.startsWith('unix:')) return { socketPath: address.slice('unix:'.length) };
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(address)) return { baseUrl: address };
-  if (/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(address)) return { baseUrl: `http://${address}` };
+  const kinds = 'give http://host:port, host:port or unix:/path/to/taras.sock';
+  if (address.startsWith('unix:') && address.length > 'unix:'.length) return { socketPath: address.slice('unix:'.length) };
+  const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(address) ? address
+    : /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(address) ? `http://${address}` : undefined;
+  if (url !== undefined) {
+    // Checked here, once: a scheme other than http, a port past 65535 or a broken host is a typo, not an unreachable controller.
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed?.protocol !== 'http:' || parsed.hostname === '') fail(`error: the controller address "${address}" is not a valid http:// address: ${kinds}`);
+    return { baseUrl: url };
+  }
   if (address.includes('/') || address.endsWith('.sock')) return { socketPath: address };
-  fail(`error: cannot tell what kind of controller address "${address}" is: give http://host:port, host:port or unix:/path/to/taras.sock`);
+  fail(`error: cannot tell what kind of controller address "${address}" is: ${kinds}`);
 }
 
 /** A saved or given token: TARAS_TOKEN, else the token file (first line). */
@@ -112,7 +124,8 @@ const isLoopback = (url: string): boolean => /^http:\/\/(127\.\d+\.\d+\.\d+|loca
  * uid the same answer gives) or a token.
  */
 export async function connection(flag: string | undefined): Promise<{ target: ControllerTarget; credentials?: Credentials }> {
-  const given = flag ?? process.env.TARAS_CONTROLLER;
+  // An empty TARAS_CONTROLLER is no address (as an unset one); an empty --controller is refused by parseAddress.
+  const given = flag ?? (process.env.TARAS_CONTROLLER || undefined);
   if (given === undefined) {
     const local = resolve(DEFAULT_DATA_DIR, 'taras.sock');
     if (existsSync(local)) return { target: { socketPath: local } };

@@ -108,6 +108,7 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
       } else {
         fail('error: say which nodes this agent serves: --virtual 16x8 or --nodes node[01-04]');
       }
+      await checkDataFolder(flags.data);
       const key = await clusterKey(flags.key, false);
       const address = controllerAddress(flags.controller);
       const { startAgent } = await import('../agent/agent.js');
@@ -145,7 +146,16 @@ async function daemonConfig(flags: { config?: string; data?: string }, shape?: {
   }
   const problem = socketPathProblem(config.socketPath);
   if (problem !== undefined) fail(`error: ${problem}: use a shorter --data`);
+  await checkDataFolder(flags.data === undefined ? config.dataDir : flags.data);
   return config;
+}
+
+/** A daemon's data folder must be one: an empty --data (a script's unset variable) would fill the current folder. */
+async function checkDataFolder(path: string): Promise<void> {
+  if (path.trim() === '') fail(`error: --data is empty: give the daemon's data folder (default ./${DEFAULT_DATA_DIR})`);
+  const { statSync } = await import('node:fs');
+  const stats = statSync(path, { throwIfNoEntry: false });
+  if (stats !== undefined && !stats.isDirectory()) fail(`error: the data folder ${path} exists and is not a folder: give another --data (or data_dir in cluster.toml)`);
 }
 
 /** "4 nodes in 2 partitions from cluster.toml (a: n[1-2], 16 CPUs, the default; b: n[3-4], 8 CPUs)". */
@@ -207,6 +217,8 @@ async function clusterKey(path: string, create: boolean) {
     return loadClusterKey(path);
   } catch (error) {
     if (error instanceof ClusterKeyError) fail(`error: ${error.message}`);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== undefined) fail(`error: cannot ${create ? 'create or read' : 'read'} the cluster key ${path} (${(error as Error).message}); give another --key or --data`);
     throw error;
   }
 }

@@ -21,6 +21,9 @@ export interface ParsedFormat {
   fields: FormatField[];
 }
 
+/** The widest field a format may ask for: past it a column is no table (and %999999999i ran out of memory). */
+export const MAX_FIELD_WIDTH = 1000;
+
 /**
  * A `-o/--format` string as Slurm reads it: `%` starts a field, an optional
  * `.` right-justifies it, digits give its width, one letter names it, and
@@ -35,7 +38,9 @@ export function parseFormat(format: string, known: ReadonlySet<string>, command:
     if (!match) throw new Error(`${command}: error: invalid format specification "%${token}": a field is %[.]WIDTH LETTER, e.g. %.18i or %-8j`);
     const [, align, digits, letter, suffix] = match;
     if (!known.has(letter)) throw new Error(`${command}: error: the format field %${letter} is not supported by Taras (supported: ${[...known].map((l) => `%${l}`).join(' ')})`);
-    fields.push({ letter, width: digits === '' ? 0 : Number(digits), right: align === '.', suffix });
+    const width = digits === '' ? 0 : Number(digits);
+    if (width > MAX_FIELD_WIDTH) throw new Error(`${command}: error: the width of "%${align}${digits}${letter}" is more than ${MAX_FIELD_WIDTH}; give a width of at most ${MAX_FIELD_WIDTH}, or none (as wide as the value)`);
+    fields.push({ letter, width, right: align === '.', suffix });
   }
   return { prefix: parts[0], fields };
 }

@@ -1,0 +1,79 @@
+// Typing mistakes a user makes on the command line, through the real
+// commands (bin/taras.js, bin/squeue, bin/sinfo, bin/sacct): each is one line
+// naming the problem and the fix, with the usage exit code 2, never a stack
+// trace, and a daemon given a bad data folder creates nothing.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const work = mkdtempSync(join(tmpdir(), 'taras-mistakes-'));
+after(() => rmSync(work, { recursive: true, force: true }));
+
+/** Runs a command of bin/ from an empty folder (no ./taras-data), TARAS_CONTROLLER as given. */
+function run(command: string, args: string[], controller?: string): { code: number | null; stdout: string; stderr: string } {
+  const env = { ...process.env };
+  delete env.TARAS_CONTROLLER;
+  if (controller !== undefined) env.TARAS_CONTROLLER = controller;
+  const file = join(root, 'bin', command);
+  const [program, argv] = command.endsWith('.js') ? [process.execPath, [file, ...args]] : [file, args];
+  const result = spawnSync(program, argv, { cwd: work, env, encoding: 'utf8', timeout: 30_000 });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** One line on stderr, exit 2 (squeue and sinfo: 1, as Slurm's), nothing on stdout. */
+function refused(result: { code: number | null; stdout: string; stderr: string }, line: string, code = 2): void {
+  assert.deepEqual(result, { code, stdout: '', stderr: `${line}\n` });
+}
+
+describe('mistakes on the command line', () => {
+  it('a controller address that is no address is refused as such, not taken for a controller that is down', () => {
+    const kinds = 'give http://host:port, host:port or unix:/path/to/taras.sock';
+    for (const address of ['garbage://x', 'http://127.0.0.1:99999', 'http://[::1', 'https://127.0.0.1:6817']) {
+      refused(run('taras.js', ['queue', '--controller', address]), `error: the controller address "${address}" is not a valid http:// address: ${kinds}`);
+      refused(run('taras.js', ['queue'], address), `error: the controller address "${address}" is not a valid http:// address: ${kinds}`);
+    }
+    refused(run('taras.js', ['queue', '--controller', 'unix:']), `error: cannot tell what kind of controller address "unix:" is: ${kinds}`);
+    refused(run('taras.js', ['queue', '--controller', '']), `error: cannot tell what kind of controller address "" is: ${kinds}`);
+    // An empty TARAS_CONTROLLER is as an unset one: the default address (where nothing listens here).
+    const unset = run('taras.js', ['queue'], '');
+    assert.equal(unset.code, 1);
+    assert.match(unset.stderr, /^error: controller not reachable at http:\/\/127\.0\.0\.1:6817 /);
+  });
+
+  it('a format field wider than 1,000 characters is refused by squeue, sinfo and sacct (it ran out of memory)', () => {
+    const width = 'give a width of at most 1000, or none (as wide as the value)';
+    refused(run('squeue', ['-o', '%999999999i']), `squeue: error: the width of "%999999999i" is more than 1000; ${width}`, 1);
+    refused(run('squeue', ['-o', '%.1001j']), `squeue: error: the width of "%.1001j" is more than 1000; ${width}`, 1);
+    refused(run('sinfo', ['-o', '%.999999999P']), `sinfo: error: the width of "%.999999999P" is more than 1000; ${width}`, 1);
+    refused(run('sacct', ['-o', 'JobID%999999999']), `--format: 'JobID%999999999' is wider than 1000; give a width of at most 1000`);
+    refused(run('taras.js', ['acct', '-o', 'JobName%-1001']), `--format: 'JobName%-1001' is wider than 1000; give a width of at most 1000`);
+  });
+
+  it('a data folder that is empty or a file is refused before anything is created', () => {
+    const file = join(work, 'not-a-folder');
+    writeFileSync(file, 'x');
+    const isFile = `error: the data folder ${file} exists and is not a folder: give another --data (or data_dir in cluster.toml)`;
+    refused(run('taras.js', ['controller', '--data', file, '--port', '0']), isFile);
+    refused(run('taras.js', ['up', '--data', file, '--port', '0']), isFile);
+    refused(run('taras.js', ['agent', '--virtual', '2x2', '--data', file]), isFile);
+    refused(run('taras.js', ['up', '--data', '', '--port', '0']), 'error: --data is empty: give the daemon\'s data folder (default ./taras-data)');
+    refused(run('taras.js', ['controller', '--data', ' ', '--port', '0']), 'error: --data is empty: give the daemon\'s data folder (default ./taras-data)');
+    assert.deepEqual(readdirSync(work), ['not-a-folder'], 'nothing was created in the current folder');
+    assert.equal(existsSync(join(work, 'taras.db')), false);
+  });
+
+  it('a cluster key that cannot be made is one line naming it, and the data folder is not created', () => {
+    const file = join(work, 'plain');
+    writeFileSync(file, 'x');
+    const key = join(file, 'cluster.key');
+    refused(run('taras.js', ['controller', '--data', join(work, 'data-for-key'), '--key', key, '--port', '0']),
+      `error: cannot create or read the cluster key ${key} (EEXIST: file already exists, mkdir '${file}'); give another --key or --data`);
+    assert.equal(existsSync(join(work, 'data-for-key')), false);
+  });
+});
