@@ -275,6 +275,11 @@ describe('the controller refuses bad requests before storing anything', () => {
       assert.match((await refusal(api.post('/jobs', { spec: spec({ timeLimitSeconds: 'UNLIMITED' }) }))).error, /over the time limit of partition batch/);
       const { timeLimitSeconds: _limit, ...noLimit } = spec();
       assert.match((await refusal(api.post('/jobs', { spec: noLimit }))).error, /no time limit and partition batch has no default_time/);
+      // What the CLI refuses is refused through the API too, in the CLI's words (both were stored: red team).
+      assert.match((await refusal(api.post('/jobs', { spec: spec({ memoryMiB: 100, memPerCpuMiB: 100 }) }))).error, /^--mem and --mem-per-cpu are mutually exclusive \(as in Slurm\): give one of them/);
+      const script = (text: string) => ({ spec: spec({ script: { path: '/tmp/x.sh', text, args: [] } }) });
+      assert.match((await refusal(api.post('/jobs', script('echo hi\n')))).error, /^a batch script must start with #! and an interpreter, e.g. #!\/bin\/bash/);
+      assert.match((await refusal(api.post('/jobs', script('#!/bin/sh\r\necho hi\r\n')))).error, /^the script has DOS line breaks \(\\r\\n\): convert it with dos2unix/);
       // Other routes: admin and agent bodies.
       const root = createApiClient({ socketPath: controller.socketPath }, {});
       try {

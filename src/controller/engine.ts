@@ -856,6 +856,10 @@ export class ControllerEngine {
       }
     }
     const reasons = validateAgainstCluster(spec, this.config).map((rejection) => rejection.message);
+    // What the CLI refuses (src/jobspec), refused through the API as well: the same words.
+    if (!spec.script.text.startsWith('#!')) reasons.push('a batch script must start with #! and an interpreter, e.g. #!/bin/bash');
+    else if (/\r(\n|$)/.test(spec.script.text)) reasons.push('the script has DOS line breaks (\\r\\n): convert it with dos2unix');
+    if (spec.memoryMiB !== undefined && spec.memPerCpuMiB !== undefined) reasons.push('--mem and --mem-per-cpu are mutually exclusive (as in Slurm): give one of them');
     reasons.push(...arrayRefusals(spec, this.config));
     reasons.push(...this.checkpointRefusals(spec));
     // Through the API as through the CLI: mail goes only to an address checked strictly, for events Slurm names.
