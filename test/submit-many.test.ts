@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -16,6 +16,8 @@ import { idRanges } from '../src/cli/many.js';
 import { readClusterConfig } from '../src/config/load.js';
 import { startController } from '../src/controller/daemon.js';
 import { createApiClient, type ApiClient } from '../src/net/client.js';
+import { runAs, tokenFor } from './auth-helpers.js';
+import { createTestUser, notRootReason, removeTestUsers } from './unix-users.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const work = mkdtempSync(join(tmpdir(), 'taras-many-'));
@@ -36,13 +38,14 @@ after(async () => {
   api.close();
   await controller.close();
   rmSync(work, { recursive: true, force: true });
+  removeTestUsers();
 });
 
 /** `taras ARGS` with `input` on its standard input, asynchronously (the controller runs in this process). */
-function taras(args: string[], input = ''): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function taras(args: string[], input = '', through: { controller: string; env?: Record<string, string> } = { controller: `unix:${controller.socketPath}` }): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
-    const child = spawn(process.execPath, [join(root, 'bin/taras.js'), 'submit', '--controller', `unix:${controller.socketPath}`, ...args], {
-      cwd: work, env: { ...process.env, TARAS_JOB_ID: '' },
+    const child = spawn(process.execPath, [join(root, 'bin/taras.js'), 'submit', '--controller', through.controller, ...args], {
+      cwd: work, env: { ...process.env, TARAS_JOB_ID: '', ...through.env },
     });
     let stdout = '';
     let stderr = '';
@@ -109,6 +112,58 @@ describe('taras submit --many', () => {
     const both = await taras(['--many', 'bad.jsonl', 'a.sh']);
     assert.equal(both.code, 2);
     assert.match(both.stderr, /leave out the script a\.sh/);
+  });
+
+  it('a line the cluster would refuse refuses the whole file, naming it and the lines like it; nothing is stored', async () => {
+    const before = (await jobs()).length;
+    writeFileSync(join(work, 'cluster-bad.jsonl'), [
+      JSON.stringify({ script: 'b.sh', time: 1, job_name: 'fine' }),
+      JSON.stringify({ script: 'b.sh', time: 1, partition: 'nope' }),
+      JSON.stringify({ script: 'b.sh', time: 1, cpus_per_task: 9, job_name: 'wide-1' }),
+      JSON.stringify({ script: 'b.sh', arguments: ['x'], time: 1, cpus_per_task: 9, job_name: 'wide-2' }),
+      JSON.stringify({ script: 'b.sh', time: 1, cpus_per_task: 9, job_name: 'wide-3' }),
+    ].join('\n'));
+    const run = await taras(['--many', 'cluster-bad.jsonl']);
+    assert.equal(run.code, 2, run.stderr);
+    assert.equal(run.stdout, '');
+    assert.equal(run.stderr, 'error: cluster-bad.jsonl:2: no such partition nope (partitions: batch)\n'
+      + 'error: cluster-bad.jsonl:3: more CPUs per node than any node has: the job asks for 9 per task, the largest has 4 (and 2 more lines like it: 4-5)\n'
+      + 'nothing was submitted\n');
+    assert.equal((await jobs()).length, before, 'not even line 1');
+  });
+
+  it('a refusal midway (a per-user cap) stops the sending and names what went in, line by line', { skip: notRootReason }, async () => {
+    const file = join(work, 'capped.toml');
+    writeFileSync(file, `[cluster]\nname = "capped"\npolicy = "easy"\ndata_dir = "capped-data"\nmax_pending_per_user = 3\n[[nodes]]\nnames = "n1"\ncpus = 4\nmemory = "1G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\n`);
+    const parsed = await readClusterConfig(file);
+    assert.ok(parsed.ok);
+    const capped = await startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
+    try {
+      const tester = createTestUser('many');
+      const user = tester.name;
+      // As the user, in their home: the controller's socket (in this test's 0700 folder) is out of reach, so the token says who.
+      for (const [name, text] of [['b.sh', '#!/bin/sh\necho b\n'], ['five.jsonl', Array.from({ length: 5 }, (_, i) => JSON.stringify({ script: 'b.sh', time: 1, job_name: `j${i}` })).join('\n')]]) {
+        writeFileSync(join(tester.home, name), text);
+        chownSync(join(tester.home, name), tester.uid, tester.gid);
+      }
+      const ran = await runAs(tester, [join(root, 'bin/taras.js'), 'submit', '--controller', capped.url, '--many', 'five.jsonl'], { env: { TARAS_TOKEN: await tokenFor(parsed.config, user) } });
+      const run = { code: ran.status, stdout: ran.stdout, stderr: ran.stderr };
+      assert.equal(run.code, 1, run.stderr);
+      assert.equal(run.stdout, '');
+      const reader = createApiClient({ socketPath: capped.socketPath }, {});
+      try {
+        const stored = (await reader.get<ApiJobPage>('/jobs')).jobs;
+        assert.deepEqual(stored.map((job) => [job.user, job.name]), [[user, 'j0'], [user, 'j1'], [user, 'j2']]);
+        const [a, b, c] = stored.map((job) => job.id);
+        assert.equal(run.stderr, `error: five.jsonl:4: user ${user} has 3 pending jobs, the most one user may have (max_pending_per_user = 3, Slurm's MaxSubmitJobs: QOSMaxSubmitJobPerUserLimit); nothing was stored `
+          + `(wait for some of them to start, or cancel some (taras queue --user ${user} --state PENDING), or ask an administrator to raise max_pending_per_user in cluster.toml)\n`
+          + `submitted before it (line:id): 1:${a} 2:${b} 3:${c}; the other 2 were not submitted\n`);
+      } finally {
+        reader.close();
+      }
+    } finally {
+      await capped.close();
+    }
   });
 
   it('idRanges folds runs of ids', () => {

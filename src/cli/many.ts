@@ -3,9 +3,12 @@
 // `time`, `nodes`, `job_name`, ...). Each line is read like a job.toml, then
 // its script's #TARAS lines, then the command's flags, which apply to every
 // job. Every line is checked before anything is sent: one bad line refuses the
-// whole file, naming file:line. The jobs then go over one connection, eight
-// requests in flight, each with its own idempotency key (a retry after a lost
-// answer never submits twice), in line order of their ids.
+// whole file, naming file:line; so does a line the controller would refuse
+// (each shape of job is checked through sbatch --test-only's route first).
+// The jobs then go over one connection, eight requests in flight, each with
+// its own idempotency key (a retry after a lost answer never submits twice),
+// in line order of their ids. A refusal midway (a per-user cap) stops the
+// sending and names the ids already submitted.
 
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -113,7 +116,18 @@ export async function submitMany(source: string, options: ManyOptions): Promise<
   }
   if (errors.length > 0) fail(`${errors.map((e) => `error: ${e}`).join('\n')}\nnothing was submitted`);
   if (bodies.length === 0) fail(`error: --many ${name}: no jobs (one JSON object a line; blank lines and # comments are skipped)`);
-  const ids = await withClient(options.controller, (api) => sendAll(api, bodies.map((b) => b.body)));
+  const ids = await withClient(options.controller, async (api) => {
+    await checkShapes(api, name, bodies);
+    const sent = await sendAll(api, bodies.map((b) => b.body));
+    if (sent.failure !== undefined) {
+      // Refused midway (a per-user cap): what went in, and from which line nothing did.
+      const { index, error } = sent.failure;
+      const submitted = bodies.flatMap(({ line }, i) => (sent.ids[i] === undefined ? [] : [`${line}:${sent.ids[i]}`]));
+      fail(`error: ${name}:${bodies[index].line}: ${error}\n`
+        + `submitted before it (line:id): ${submitted.length === 0 ? 'none' : submitted.join(' ')}; the other ${bodies.length - submitted.length} were not submitted`, 1);
+    }
+    return sent.ids as number[];
+  });
   if (options.json) {
     process.stdout.write(`${JSON.stringify(bodies.map(({ line }, i) => ({ line, id: ids[i] })))}\n`);
     return;
@@ -121,21 +135,63 @@ export async function submitMany(source: string, options: ManyOptions): Promise<
   process.stdout.write(`Submitted ${ids.length} job${ids.length === 1 ? '' : 's'}: ${idRanges(ids)}\n`);
 }
 
-/** Sends every body, IN_FLIGHT at a time, each retried while the controller cannot be reached; ids in the bodies' order. */
-async function sendAll(api: ApiClient, bodies: readonly unknown[]): Promise<number[]> {
-  const ids: number[] = new Array(bodies.length);
+/**
+ * The controller's own checks (partition, sizes, limits of the cluster, dependencies, reservation) for each
+ * shape of job in the file, through sbatch --test-only's route, before anything is sent: a line the cluster
+ * would refuse refuses the whole file, as a bad line does. Lines that differ only in script, arguments, name
+ * or output files (what the CLI checked itself) share one check.
+ */
+async function checkShapes(api: ApiClient, name: string, bodies: readonly { line: number; body: unknown }[]): Promise<void> {
+  const { ApiRequestError } = await import('../net/client.js');
+  const shapes = new Map<string, { line: number; body: unknown; lines: number[] }>();
+  for (const { line, body } of bodies) {
+    const { script: _script, name: _name, output: _output, error: _error, submitEnv: _environment, ...shape } = (body as { spec: Record<string, unknown> }).spec;
+    const key = JSON.stringify(shape);
+    const known = shapes.get(key);
+    if (known) known.lines.push(line);
+    else shapes.set(key, { line, body, lines: [line] });
+  }
+  const errors: string[] = [];
+  for (const { line, body, lines } of shapes.values()) {
+    try {
+      await withRetries('check', () => api.post('/jobs/test-only', body));
+    } catch (error) {
+      if (!(error instanceof ApiRequestError) || error.status >= 500) throw error;
+      const others = lines.length > 1 ? ` (and ${lines.length - 1} more line${lines.length === 2 ? '' : 's'} like it: ${idRanges(lines.slice(1))})` : '';
+      errors.push(`error: ${name}:${line}: ${error.error}${others}`);
+    }
+  }
+  if (errors.length > 0) fail(`${errors.join('\n')}\nnothing was submitted`);
+}
+
+/**
+ * Sends every body, IN_FLIGHT at a time, each retried while the controller cannot be reached; ids in the
+ * bodies' order. A refusal (a per-user cap reached midway) stops the sending: the answer says which one,
+ * and the bodies sent before it have their ids.
+ */
+async function sendAll(api: ApiClient, bodies: readonly unknown[]): Promise<{ ids: (number | undefined)[]; failure?: { index: number; error: string } }> {
+  const { ApiRequestError } = await import('../net/client.js');
+  const ids: (number | undefined)[] = new Array(bodies.length);
+  const refused: { failure?: { index: number; error: string } } = {};
   let next = 0;
   const progress = process.stderr.isTTY && bodies.length >= 1000;
   let done = 0;
   await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, bodies.length) }, async () => {
-    while (next < bodies.length) {
+    while (next < bodies.length && refused.failure === undefined) {
       const index = next++;
-      ids[index] = (await withRetries('submit', () => api.post<ApiSubmitted>('/jobs', bodies[index]))).id;
+      try {
+        ids[index] = (await withRetries('submit', () => api.post<ApiSubmitted>('/jobs', bodies[index]))).id;
+      } catch (error) {
+        if (!(error instanceof ApiRequestError) || error.status >= 500) throw error;
+        // The earliest refused line is the one reported (another worker may have been refused meanwhile).
+        const earlier = refused.failure as { index: number } | undefined;
+        if (earlier === undefined || index < earlier.index) refused.failure = { index, error: `${error.error}${error.fix ? ` (${error.fix})` : ''}` };
+      }
       if (progress && ++done % 500 === 0) process.stderr.write(`\rsubmitted ${done} of ${bodies.length}`);
     }
   }));
-  if (progress) process.stderr.write(`\rsubmitted ${bodies.length} of ${bodies.length}\n`);
-  return ids;
+  if (progress) process.stderr.write(`\rsubmitted ${done} of ${bodies.length}\n`);
+  return { ids, ...refused };
 }
 
 /** `12-15,18,20-21`: ids as ranges, in the order given. */
