@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.js';
-import { ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from '../src/controller/engine.js';
+import { AgentUnreachable, ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from '../src/controller/engine.js';
 import { jobId } from '../src/core/types.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { apiJob, apiPlan, apiWhen } from '../src/controller/views.js';
@@ -461,20 +461,62 @@ describe('controller engine', () => {
     assert.equal(store.job(next)!.state, 'PENDING');
   });
 
-  it('a start lost in a controller crash is noticed when the agent registers without the job', () => {
+  it('a start lost in a controller crash is noticed when the agent registers without the job: the job never ran, and runs again', () => {
     const first = setup();
     const lost: AgentLink = { start: () => new Promise(() => {}), signal: async () => {} };
     const engine1 = new ControllerEngine(defaultClusterConfig(work), first.store, lost, () => first.clock.ms);
-    const [id] = engine1.submit([{ user: 'hal', spec: spec() }]);
+    const [id, cancelled] = engine1.submit([{ user: 'hal', spec: spec() }, { user: 'hal', spec: spec() }]);
     engine1.agentRegistered(['node01'], []);
     engine1.schedule();
+    engine1.cancel(cancelled, 'hal');
     first.store.close();
     const store = openStore(first.path);
-    const engine2 = new ControllerEngine(defaultClusterConfig(work), store, new RecordingAgents(), () => first.clock.ms + 5000);
+    const agents = new RecordingAgents();
+    const engine2 = new ControllerEngine(defaultClusterConfig(work), store, agents, () => first.clock.ms + 5000);
     engine2.agentRegistered(['node01'], []);
     const record = store.job(id)!;
-    assert.equal(record.state, 'NODE_FAIL');
-    assert.match(record.reason ?? '', /never received its start/);
+    assert.deepEqual([record.state, record.reason, record.requeueCount], ['PENDING', 'the agent of node01 never received its start', 1]);
+    assert.deepEqual(store.events(id).map((e) => e.event.type), ['submitted', 'started', 'requeued']);
+    // One cancelled meanwhile is not run again: it ends CANCELLED.
+    assert.equal(store.job(cancelled)!.state, 'CANCELLED');
+    assert.deepEqual(engine2.schedule(), [id]);
+    assert.deepEqual(agents.orders.map((o) => [o.jobId, o.run]), [[id, 1]]);
+  });
+
+  it('a start that does not reach its agent puts the job back in the queue, and the node out until its agent registers again', async () => {
+    const { store, clock, engine } = setup();
+    const refused: StartOrder[] = [];
+    const unreachable = new ControllerEngine(defaultClusterConfig(work, { count: 2, cpus: 8 }), store, {
+      start: async (order) => {
+        refused.push(order);
+        throw order.nodes[0] === 'node01' ? new AgentUnreachable('the agent at http://127.0.0.1:1 did not answer (ECONNREFUSED)', 'ECONNREFUSED') : new Error('HTTP 400: no such user');
+      },
+      signal: async () => {},
+    }, () => clock.ms, () => {});
+    void engine;
+    unreachable.agentRegistered(['node01'], []);
+    const [id] = unreachable.submit([{ user: 'hal', spec: spec({ cpusPerTask: 8 }) }]);
+    assert.deepEqual(unreachable.schedule(), [id]);
+    await new Promise((resolve) => setImmediate(resolve));
+    const requeued = store.job(id)!;
+    assert.deepEqual([requeued.state, requeued.reason, requeued.requeueCount], ['PENDING', 'its start did not reach the agent of node01 (ECONNREFUSED)', 1]);
+    const node = unreachable.nodes.get('node01')!;
+    assert.deepEqual([node.up, node.reason], [false, 'its agent could not be reached (ECONNREFUSED); it takes jobs again when the agent registers']);
+    // Its next registration, within the pause, changes nothing: no job goes there, none is requeued again.
+    clock.ms += 5000;
+    unreachable.agentRegistered(['node01'], []);
+    assert.deepEqual(unreachable.schedule(), []);
+    assert.equal(refused.length, 1);
+    // After the pause it takes jobs again; an agent that answers with a refusal fails the job (NODE_FAIL), as before.
+    clock.ms += 6000;
+    unreachable.agentRegistered(['node01', 'node02'], []);
+    assert.equal(unreachable.nodes.get('node01')!.up, true);
+    const [other] = unreachable.submit([{ user: 'hal', spec: spec({ cpusPerTask: 8, nodelist: ['node02'] }) }]);
+    assert.deepEqual(unreachable.schedule().sort(), [id, other].sort());
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(store.job(other)!.state, 'NODE_FAIL');
+    assert.equal(store.job(other)!.reason, 'start failed on node02: HTTP 400: no such user');
+    assert.equal(store.job(id)!.requeueCount, 2, 'node01 still does not answer: requeued once more');
   });
 
   it('a report about an old run of a requeued job neither ends the new run nor survives: it is to be killed', () => {

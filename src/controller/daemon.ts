@@ -14,7 +14,7 @@ import { finishedStates, type ApiJob, type ApiJobPage, type ApiPartition, type A
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
-import { createApiClient, openWebSocket, type ApiClient } from '../net/client.js';
+import { ControllerUnreachableError, createApiClient, openWebSocket, type ApiClient } from '../net/client.js';
 import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { createAuthenticator, HOW_TO_AUTHENTICATE, issueToken, loadOrCreateJwtKey, MAX_TOKEN_SECONDS, type Caller } from '../net/identity.js';
 import { perUserShare } from '../net/guard.js';
@@ -24,7 +24,7 @@ import { nativeAddon } from '../net/native.js';
 import { createApiServer, JsonPieces, RouteError, type RequestContext, type Route } from '../net/server.js';
 import { JOB_STATES, type EndState, type JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
-import { admissionWarning, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
+import { admissionWarning, AgentUnreachable, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { HeavyReads, LimitRefused, SubmitLimits, UserTurns } from './limits.js';
 import { arrayTaskTotal, resolveJobRef, scriptOf, sharedTaskOf, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
@@ -121,9 +121,17 @@ class HttpAgents implements AgentLink {
   }
 
   async start(order: StartOrder): Promise<void> {
-    const client = this.client(order.nodes[0]);
+    const node = order.nodes[0];
+    if (!this.byNode.has(node)) throw new AgentUnreachable(`no agent has registered node ${node}`, 'NOAGENT');
+    const client = this.client(node);
     await this.durable();
-    await client.post('/start', order);
+    try {
+      await client.post('/start', order);
+    } catch (error) {
+      // No answer: the order may not have arrived (the engine requeues the job). An answer is the agent's refusal.
+      if (error instanceof ControllerUnreachableError) throw new AgentUnreachable(`the agent at ${this.byNode.get(node)} did not answer (${error.code})`, error.code);
+      throw error;
+    }
   }
 
   /** An interactive job's stream at its node's agent, signed for that agent (src/controller/interactive.ts). */

@@ -158,6 +158,21 @@ export interface StartOrder {
 }
 
 /** The controller's side of the agents (HTTP in the daemon, direct calls in tests). */
+/**
+ * What AgentLink.start rejects with when the order may not have reached the agent (no agent for the node, the
+ * connection refused, reset or timed out): the job is put back in the queue, not failed. Any other rejection
+ * is the agent's answer (it refused the job): the job ends NODE_FAIL.
+ */
+export class AgentUnreachable extends Error {
+  constructor(message: string, readonly code: string) {
+    super(message);
+    this.name = 'AgentUnreachable';
+  }
+}
+
+/** After a start that did not reach its agent, the node takes no job for this long, and then once its agent registers again. */
+export const UNREACHABLE_PAUSE_MS = 10_000;
+
 export interface AgentLink {
   start(order: StartOrder): Promise<void>;
   signal(node: string, jobId: JobId, signal: string, cancel: boolean, extras?: SignalExtras): Promise<void>;
@@ -186,6 +201,8 @@ export interface NodeStatus {
   drained: boolean;
   reason: string | null;
   lastHeartbeatMs: number | null;
+  /** When a start order last failed to reach this node's agent (see UNREACHABLE_PAUSE_MS). */
+  unreachableAtMs?: number;
 }
 
 /** What an agent says of a job it ran, when it (re)registers or a job ends. */
@@ -633,6 +650,37 @@ export class ControllerEngine {
     this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason });
     const now = this.store.job(record.id)!;
     this.log(`job ${record.id} (${record.user}) ran on ${names}, which the configuration no longer has: ${now.state === 'PENDING' ? 'requeued (--requeue)' : `ended ${now.state}`}`);
+  }
+
+  /**
+   * A start order that did not reach the agent of `node` (it is down or restarting): the job never ran, so it
+   * goes back to the queue in its place (a new run: should the order have arrived after all, the agent's next
+   * registration has that run killed), or ends CANCELLED if a cancel came meanwhile; the node takes no job
+   * until its agent registers again, UNREACHABLE_PAUSE_MS later at the earliest.
+   */
+  private startNotDelivered(id: JobId, run: number, node: string, error: AgentUnreachable): void {
+    const status = this.nodes.get(node);
+    if (status !== undefined && status.up) {
+      status.up = false;
+      status.unreachableAtMs = this.clockMs();
+      status.reason = `its agent could not be reached (${error.code}); it takes jobs again when the agent registers`;
+      this.refreshNode(node);
+      this.log(`node ${node}: its agent could not be reached (${error.message}); no jobs go there until it registers again`);
+    }
+    this.startLost(id, run, `its start did not reach the agent of ${node} (${error.code})`);
+  }
+
+  /** A run whose start order never reached its agent: requeued (a new run), or CANCELLED if a cancel was asked. */
+  private startLost(id: JobId, run: number, why: string): void {
+    const record = this.active.get(id);
+    if (record === undefined || !holdsNodes(record.state) || record.requeueCount !== run) return;
+    if (this.cancelRequested(id)) {
+      this.jobReport({ jobId: id, run, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: why });
+      return;
+    }
+    this.log(`job ${id}: ${why}; it never ran, and waits in the queue again`);
+    this.requeueRun(id, why, this.clockMs());
+    this.dirty = true;
   }
 
   /** A task that would run an empty script ends FAILED instead (a damaged or hand-edited database). */
@@ -1315,8 +1363,12 @@ export class ControllerEngine {
         this.startsInFlight.delete(job.id);
         // The controller is stopping (its store closed under the order): the next start re-adopts or re-runs it.
         if (!this.store.isOpen) return;
-        this.log(`job ${job.id}: the agent of ${nodes[0]} did not start it (${(error as Error).message})`);
-        this.jobReport({ jobId: job.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `start failed on ${nodes[0]}` });
+        if (error instanceof AgentUnreachable) {
+          this.startNotDelivered(job.id, record.requeueCount, nodes[0], error);
+          return;
+        }
+        this.log(`job ${job.id}: the agent of ${nodes[0]} refused to start it (${(error as Error).message})`);
+        this.jobReport({ jobId: job.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason: `start failed on ${nodes[0]}: ${(error as Error).message}` });
       });
     }
     this.endLateInteractive();
@@ -2530,6 +2582,10 @@ export class ControllerEngine {
     for (const name of nodeNames) {
       const status = this.nodes.get(name);
       if (!status) throw new SubmitRefused([`node ${name} is not in the cluster configuration`]);
+      // A node whose agent could not be reached a moment ago stays out a little longer: an agent that
+      // registers but cannot be reached would otherwise take (and requeue) a job at every heartbeat.
+      if (status.unreachableAtMs !== undefined && nowMs - status.unreachableAtMs < UNREACHABLE_PAUSE_MS) continue;
+      status.unreachableAtMs = undefined;
       status.up = true;
       status.lastHeartbeatMs = nowMs;
       if (!status.drained) status.reason = null;
@@ -2542,7 +2598,8 @@ export class ControllerEngine {
     for (const record of [...this.active.values()]) {
       if (!holdsNodes(record.state) || !nodeNames.includes(record.nodes[0])) continue;
       if (reported.has(record.id) || this.startsInFlight.has(record.id) || this.confirmed.has(record.id)) continue;
-      this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: nowMs, reason: `the agent of ${record.nodes[0]} never received its start` });
+      // The agent keeps every run it was given until the controller has its end: one it does not know never ran.
+      this.startLost(record.id, record.requeueCount, `the agent of ${record.nodes[0]} never received its start`);
     }
     this.dirty = true;
     // Processes the agent still runs for jobs that ended or moved meanwhile (a node back from DOWN): to be killed.
