@@ -21,6 +21,7 @@ import { ApiRequestError, bearer, createApiClient, type ApiClient } from '../src
 import { runAs, tokenFor } from './auth-helpers.js';
 import { notRootReason } from './unix-users.js';
 import { createApiServer, JsonPieces } from '../src/net/server.js';
+import { createAuthenticator } from '../src/net/identity.js';
 import type { JsonObject } from '../src/store/events.js';
 import { openStore } from '../src/store/store.js';
 import { eventually } from './poll.js';
@@ -494,7 +495,7 @@ describe('the API server under slow clients and floods', () => {
       const timedOut = answers.filter((a) => statusOf(a.text) !== 503);
       assert.ok(turnedAway.length >= 8, `${turnedAway.length} of 24 got 503 (at most 16 x 64 KiB fit in 1 MiB)`);
       assert.match(turnedAway[0].text, /\r\nretry-after: 1\r\n/i);
-      assert.match(turnedAway[0].text, /request bodies still arriving, its limit/);
+      assert.match(turnedAway[0].text, /request bodies still arriving as it keeps for this sender \(address 127\.0\.0\.1\) or for all/);
       // The others were cut by the request timeout (2 s; checked every second), not left open.
       for (const a of timedOut) {
         assert.ok(a.closedAfterMs < 5000, `a trickling body was cut after ${a.closedAfterMs} ms`);
@@ -507,6 +508,69 @@ describe('the API server under slow clients and floods', () => {
       assert.deepEqual([big.status, await big.json()], [200, { length: 900 * 1024 + 2 }]);
     } finally {
       await server.close(0);
+    }
+  });
+
+  it('one sender\'s slow bodies hold at most its share: a verified user on the socket and a request signed with the cluster key are still served (red team: 64 slow bodies of one user made every POST, agents\' included, 503)', async () => {
+    const key = Buffer.alloc(32, 7);
+    const folder = mkdtempSync(join(tmpdir(), 'taras-share-'));
+    const server = createApiServer({
+      routes: [{ method: 'POST', path: '/echo', handler: (ctx) => ({ status: 200, body: { length: JSON.stringify(ctx.body).length, user: ctx.caller?.user ?? null, signed: ctx.signed } }) }],
+      log: { info() {}, warn() {}, error() {} }, maxPendingBodyBytes: 1024 * 1024, maxBodyBytes: 128 * 1024, requestTimeoutMs: 10_000, headersTimeoutMs: 5000,
+      clusterKey: key, requireKeyFor: () => false, authenticator: createAuthenticator({}),
+    });
+    const { tcp } = await server.listen({ host: '127.0.0.1', port: 0, socketPath: join(folder, 'api.sock') });
+    const slow = Array.from({ length: 8 }, () => rawConnection(tcp!.port,
+      `POST /echo HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${128 * 1024}\r\n\r\n"${'x'.repeat(64 * 1024 - 1)}`));
+    try {
+      // 127.0.0.1 may hold a quarter of 1 MiB: 4 of the 8 slow bodies; the others are turned away at once.
+      const turnedAway = await eventually('four slow bodies turned away', async () => {
+        const answered = await Promise.all(slow.map((c) => Promise.race([c.answer, new Promise<null>((r) => setTimeout(() => r(null), 50))])));
+        const refused = answered.filter((a) => a !== null && statusOf(a.text) === 503);
+        return refused.length >= 4 ? refused : undefined;
+      }, 5000);
+      assert.equal(turnedAway.length, 4);
+      const body = JSON.stringify('y'.repeat(100 * 1024));
+      const onSocket = createApiClient({ socketPath: join(folder, 'api.sock') }, {});
+      const signed = createApiClient({ baseUrl: tcp!.url }, { clusterKey: key });
+      try {
+        assert.deepEqual(await onSocket.post('/echo', JSON.parse(body)), { length: body.length, user: 'root', signed: false });
+        assert.deepEqual(await signed.post('/echo', JSON.parse(body)), { length: body.length, user: null, signed: true });
+      } finally {
+        onSocket.close();
+        signed.close();
+      }
+      // The flooding address itself gets no more room.
+      const more = await rawConnection(tcp!.port, `POST /echo HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 10\r\n\r\n"${'z'.repeat(8)}"`).answer;
+      assert.equal(statusOf(more.text), 503);
+    } finally {
+      for (const c of slow) c.socket.destroy();
+      await server.close(0);
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it('with credentials required for bodies (the controller), an anonymous TCP body is refused with 401 before it is read; a token that fails is refused before its body too', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'taras-anon-'));
+    let reached = 0;
+    const server = createApiServer({
+      routes: [{ method: 'POST', path: '/echo', handler: () => ({ status: 200, body: { reached: ++reached } }) }],
+      log: { info() {}, warn() {}, error() {} }, authenticator: createAuthenticator({}), bodiesNeedCredentials: true, requestTimeoutMs: 10_000,
+    });
+    const { tcp } = await server.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      // Headers and the first bytes of a 1 MiB body: the answer comes at once, without the rest.
+      for (const headers of ['', 'authorization: Bearer not.a.token\r\n']) {
+        const began = Date.now();
+        const answer = await rawConnection(tcp!.port, `POST /echo HTTP/1.1\r\nhost: x\r\n${headers}content-type: application/json\r\ncontent-length: ${1024 * 1024}\r\n\r\n"xxxx`).answer;
+        assert.equal(statusOf(answer.text), 401, answer.text);
+        assert.ok(Date.now() - began < 5000, 'answered before the body (the request timeout is 10 s)');
+        assert.match(answer.text, headers === '' ? /no verified identity: POST \/echo takes a request body only from a verified caller/ : /"error":"[^"]*token/i);
+      }
+      assert.equal(reached, 0);
+    } finally {
+      await server.close(0);
+      rmSync(folder, { recursive: true, force: true });
     }
   });
 

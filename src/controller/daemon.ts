@@ -1034,6 +1034,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     maxStreamsPerUser: config.maxStreamsPerUser,
     // Credentials that fail (a uid with no passwd entry) still get the status; agents' routes go by the cluster key.
     servedWhenCredentialsFail: (route) => route.method === 'GET' && route.path === '/status',
+    bodiesNeedCredentials: true,
   });
   let bound;
   try {

@@ -43,11 +43,16 @@ import type { NetLog } from './log.js';
 /** Where a connection is: nothing asked (or between requests), a request's body arriving, a request being answered. */
 type Stage = 'idle' | 'receiving' | 'answering';
 
+
+/** The holder of bodies signed with the cluster key (agents, the controller): room kept for them (see holdBody). */
+export const CLUSTER_HOLDER = 'cluster-key';
 export interface GuardOptions {
   /** Most open connections over every listener; 0 or undefined: half the open-file limit, at most 4,096. */
   maxConnections?: number;
   /** Most bytes of request bodies held while still arriving, over every connection. */
   maxPendingBodyBytes?: number;
+  /** The largest body one request may have: each sender may always hold one. */
+  maxBodyBytes?: number;
   /** A connection whose client takes nothing of its answer for this long is closed (default 10 s). */
   sendTimeoutMs?: number;
 }
@@ -143,6 +148,10 @@ export class ConnectionGuard {
   private stalled = 0;
   private stalledLogged = -Infinity;
   private pendingBodyBytes = 0;
+  private readonly bodyBytesBy = new Map<string, number>();
+  /** What one sender may hold, and all but CLUSTER_HOLDER together (see holdBody). */
+  private readonly bodyShare: number;
+  private readonly othersShare: number;
   private burst: { refused: number; timer: NodeJS.Timeout } | null = null;
   /** Connections refused or displaced since the last log line about it. */
   private shed = 0;
@@ -161,6 +170,8 @@ export class ConnectionGuard {
     this.maxConnections = max;
     this.cap = max;
     this.maxPendingBodyBytes = options.maxPendingBodyBytes ?? DEFAULT_MAX_PENDING_BODY_BYTES;
+    this.bodyShare = Math.max(this.maxPendingBodyBytes / 4, options.maxBodyBytes ?? 0);
+    this.othersShare = Math.max(this.maxPendingBodyBytes * 0.75, options.maxBodyBytes ?? 0);
     this.sendTimeoutMs = options.sendTimeoutMs ?? DEFAULT_SEND_TIMEOUT_MS;
   }
 
@@ -409,14 +420,27 @@ export class ConnectionGuard {
     this.moveTo(socket, 'idle');
   }
 
-  /** Reserves room for `bytes` more of an unfinished body; false when bodies already hold the limit. */
-  holdBody(bytes: number): boolean {
-    if (this.pendingBodyBytes + bytes > this.maxPendingBodyBytes) return false;
+  /**
+   * Reserves room for `bytes` more of an unfinished body sent by `holder` (a verified user, a client
+   * address, or CLUSTER_HOLDER for requests signed with the cluster key); false past the holder's share.
+   * One holder may keep at most a quarter of the limit (or one largest body), and all but CLUSTER_HOLDER
+   * together three quarters: slow bodies from one user or address cannot starve the others, nor the agents.
+   */
+  holdBody(bytes: number, holder: string): boolean {
+    const held = this.bodyBytesBy.get(holder) ?? 0;
+    const cluster = holder === CLUSTER_HOLDER;
+    if (this.pendingBodyBytes + bytes > (cluster ? Math.max(this.maxPendingBodyBytes, this.othersShare) : this.othersShare)) return false;
+    if (!cluster && held + bytes > this.bodyShare) return false;
     this.pendingBodyBytes += bytes;
+    this.bodyBytesBy.set(holder, held + bytes);
     return true;
   }
 
-  releaseBody(bytes: number): void {
+  releaseBody(bytes: number, holder: string): void {
+    if (bytes === 0) return;
     this.pendingBodyBytes -= bytes;
+    const left = (this.bodyBytesBy.get(holder) ?? bytes) - bytes;
+    if (left > 0) this.bodyBytesBy.set(holder, left);
+    else this.bodyBytesBy.delete(holder);
   }
 }

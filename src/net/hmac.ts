@@ -1,6 +1,7 @@
 // Request signing with the shared cluster key: agents and the controller prove
 // they hold the same secret on every request. The signature covers
-// METHOD\nPATH\nTIMESTAMP\nNONCE\nDESTINATION\nsha256(BODY); the timestamp
+// METHOD\nPATH\nTIMESTAMP\nNONCE\nDESTINATION\nsha256(BODY), the digest also sent in
+// its own header so the signature can be checked before the body is read; the timestamp
 // bounds how long a captured request stays valid, the nonce cache refuses a
 // second use within that window, and the destination (`controller`, or one
 // agent's nodes, address and boot id) refuses it anywhere else: at another
@@ -10,10 +11,10 @@
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 
-import { DESTINATION_HEADER, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './headers.js';
+import { BODY_DIGEST_HEADER, DESTINATION_HEADER, NONCE_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './headers.js';
 import { writeSecretFile } from './private-files.js';
 
-export { CONTROLLER_DESTINATION, DESTINATION_HEADER, NONCE_HEADER, REFUSED_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './headers.js';
+export { BODY_DIGEST_HEADER, CONTROLLER_DESTINATION, DESTINATION_HEADER, NONCE_HEADER, REFUSED_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from './headers.js';
 
 /** The secret bytes shared by the controller and its agents. */
 export type ClusterKey = Buffer;
@@ -31,6 +32,7 @@ export interface SignedParts {
 }
 
 export type SignatureHeaders = {
+  [BODY_DIGEST_HEADER]: string;
   [TIMESTAMP_HEADER]: string;
   [NONCE_HEADER]: string;
   [DESTINATION_HEADER]: string;
@@ -77,13 +79,16 @@ const DESTINATION_PATTERN = /^[\x20-\x7e]{1,512}$/;
 const TIMESTAMP_PATTERN = /^\d{1,16}$/;
 const EMPTY_BODY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
-function canonical(parts: SignedParts): string {
-  const bodyHash = parts.body.length === 0 ? EMPTY_BODY_SHA256 : createHash('sha256').update(parts.body).digest('hex');
+function bodyDigest(body: Uint8Array | string): string {
+  return body.length === 0 ? EMPTY_BODY_SHA256 : createHash('sha256').update(body).digest('hex');
+}
+
+function canonical(parts: Omit<SignedParts, 'body'>, bodyHash: string): string {
   return `${parts.method.toUpperCase()}\n${parts.path}\n${parts.timestamp}\n${parts.nonce}\n${parts.destination}\n${bodyHash}`;
 }
 
-function hmac(key: ClusterKey, parts: SignedParts): Buffer {
-  return createHmac('sha256', key).update(canonical(parts)).digest();
+function hmac(key: ClusterKey, parts: SignedParts, bodyHash = bodyDigest(parts.body)): Buffer {
+  return createHmac('sha256', key).update(canonical(parts, bodyHash)).digest();
 }
 
 /** A nonce no earlier request used: 128 random bits. */
@@ -92,12 +97,31 @@ export function freshNonce(): string {
 }
 
 export function signRequest(key: ClusterKey, parts: SignedParts): SignatureHeaders {
+  const digest = bodyDigest(parts.body);
   return {
+    [BODY_DIGEST_HEADER]: digest,
     [TIMESTAMP_HEADER]: String(parts.timestamp),
     [NONCE_HEADER]: parts.nonce,
     [DESTINATION_HEADER]: parts.destination,
-    [SIGNATURE_HEADER]: hmac(key, parts).toString('hex'),
+    [SIGNATURE_HEADER]: hmac(key, parts, digest).toString('hex'),
   };
+}
+
+/**
+ * Whether the signature headers hold for the body digest they declare: a server can tell, before it reads
+ * the body, that the sender has the cluster key. Only a first look: verifyRequest, with the body, decides
+ * (a body that is not the one declared fails it).
+ */
+export function signedForDeclaredBody(key: ClusterKey, request: Omit<ReceivedRequest, 'body'>): boolean {
+  const timestampText = single(request.headers[TIMESTAMP_HEADER]);
+  const nonce = single(request.headers[NONCE_HEADER]);
+  const signatureHex = single(request.headers[SIGNATURE_HEADER]);
+  const destination = single(request.headers[DESTINATION_HEADER]);
+  const digest = single(request.headers[BODY_DIGEST_HEADER]);
+  if (timestampText === undefined || nonce === undefined || signatureHex === undefined || destination === undefined || digest === undefined) return false;
+  if (!TIMESTAMP_PATTERN.test(timestampText) || !/^[0-9a-f]{64}$/i.test(signatureHex) || !/^[0-9a-f]{64}$/.test(digest)) return false;
+  const expected = hmac(key, { method: request.method, path: request.path, body: '', timestamp: Number(timestampText), nonce, destination }, digest);
+  return timingSafeEqual(expected, Buffer.from(signatureHex, 'hex'));
 }
 
 /** True when the request carries any of the signature headers (so it means to be signed). */

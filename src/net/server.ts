@@ -13,9 +13,10 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { ApiError } from '../api/types.js';
-import { carriesSignature, CONTROLLER_DESTINATION, missingSignature, NonceCache, REFUSED_HEADER, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
-import type { Authenticator, Caller, Identified, Transport } from './identity.js';
-import { ConnectionGuard, perUserShare } from './guard.js';
+import { carriesSignature, CONTROLLER_DESTINATION, missingSignature, NonceCache, REFUSED_HEADER, signedForDeclaredBody, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
+import { MUNGE_HEADER } from './headers.js';
+import { HOW_TO_AUTHENTICATE, type Authenticator, type Caller, type Identified, type Transport } from './identity.js';
+import { CLUSTER_HOLDER, ConnectionGuard, perUserShare } from './guard.js';
 import { claimSocketPath, ListenError } from './listen.js';
 import type { NetLog } from './log.js';
 import { RouteTable, type HttpMethod, type RouteSpec } from './routes.js';
@@ -98,6 +99,12 @@ export interface ApiServerOptions {
   requestTimeoutMs?: number;
   /** A connection whose client takes nothing of its answer for this long is closed (default 10 s; guard.ts). */
   sendTimeoutMs?: number;
+  /**
+   * Bodies only from callers with credentials: over TCP, a request with none (no token, MUNGE credential or
+   * signature) that sends a body is refused with 401 before it is read, unless the route is served to
+   * anyone (servedWhenCredentialsFail). The controller sets it: none of its routes takes an anonymous body.
+   */
+  bodiesNeedCredentials?: boolean;
   /** Routes served to a caller whose credentials fail too, as to an anonymous one (the controller: `GET /status`, which says nothing about anybody). */
   servedWhenCredentialsFail?: (route: Route) => boolean;
   /** Most WebSocket streams one verified user holds open at once; past it 429. 0 or undefined: a quarter of the connection cap, at least 16. */
@@ -136,6 +143,8 @@ const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
 
 const ANONYMOUS: Extract<Identified, { ok: true }> = { ok: true, caller: null };
+/** The body credentials are checked against before the body is read (the socket's peer and bearer tokens use none). */
+const EMPTY_BODY = new Uint8Array(0);
 
 /** Deepest nesting of arrays and objects a request body may have (the API's bodies need 6): JSON.parse takes 0.4 s over a 1 MiB body of brackets. */
 export const MAX_BODY_DEPTH = 64;
@@ -260,7 +269,7 @@ type BodyRead = { ok: true; bytes: Buffer } | { ok: false };
  * cuts) the rest. The bytes held count against the guard's cap on unfinished
  * bodies until the body is complete: past that cap, 503 and the connection is cut.
  */
-function readBody(req: IncomingMessage, res: ServerResponse, limit: number, guard: ConnectionGuard): Promise<BodyRead> {
+function readBody(req: IncomingMessage, res: ServerResponse, limit: number, guard: ConnectionGuard, holder: string): Promise<BodyRead> {
   const tooLarge = (): void => {
     send(res, 413, errorBody(`request body is larger than the limit of ${limit} bytes`,
       'send less per request (split a large submission into several), or raise the controller\'s body limit'));
@@ -276,7 +285,7 @@ function readBody(req: IncomingMessage, res: ServerResponse, limit: number, guar
     let length = 0;
     let held = 0;
     const settle = (result: BodyRead): void => {
-      guard.releaseBody(held);
+      guard.releaseBody(held, holder);
       held = 0;
       resolve(result);
     };
@@ -290,10 +299,10 @@ function readBody(req: IncomingMessage, res: ServerResponse, limit: number, guar
         settle({ ok: false });
         return;
       }
-      if (!guard.holdBody(chunk.length)) {
+      if (!guard.holdBody(chunk.length, holder)) {
         req.off('data', onData);
         req.off('end', onEnd);
-        send(res, 503, errorBody(`the server holds ${guard.maxPendingBodyBytes} bytes of request bodies still arriving, its limit`,
+        send(res, 503, errorBody(`the server holds as many bytes of request bodies still arriving as it keeps for this sender (${holder}) or for all`,
           'try again in a moment (slow clients are holding it)'), { 'retry-after': '1', connection: 'close' });
         res.once('finish', () => req.socket.destroy());
         settle({ ok: false });
@@ -312,6 +321,12 @@ function readBody(req: IncomingMessage, res: ServerResponse, limit: number, guar
 }
 
 /** Reading the rest keeps a keep-alive connection usable and lets the client see the 413; a huge body is not worth it. */
+/** A refusal given before the body is read: the connection closes once it is sent, so the body is never taken. */
+function refuseBeforeBody(req: IncomingMessage, res: ServerResponse, status: number, body: ApiError): void {
+  send(res, status, body, { connection: 'close' });
+  res.once('finish', () => req.socket.destroy());
+}
+
 function drainOrCut(req: IncomingMessage, alreadyRead: number): void {
   let discarded = alreadyRead;
   req.on('data', (chunk: Buffer) => {
@@ -338,7 +353,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
   const seenNonces = new NonceCache(options.nonceCacheCapacity, clock());
   const destination = options.destination ?? (() => CONTROLLER_DESTINATION);
   const servers: { server: Server; transport: Transport; socketPath?: string }[] = [];
-  const guard = new ConnectionGuard(log, { maxConnections: options.maxConnections, maxPendingBodyBytes: options.maxPendingBodyBytes, sendTimeoutMs: options.sendTimeoutMs });
+  const guard = new ConnectionGuard(log, { maxConnections: options.maxConnections, maxPendingBodyBytes: options.maxPendingBodyBytes, maxBodyBytes, sendTimeoutMs: options.sendTimeoutMs });
   const upgrades = options.upgrades !== undefined && options.upgrades.length > 0 ? new RouteTable<UpgradeHandler>(options.upgrades) : null;
   /** ws loads with the first WebSocket route used. */
   let sockets: Promise<WebSocketServer> | null = null;
@@ -514,8 +529,34 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       return;
     }
 
+    // Who sends the body, where that is known before it is read: the kernel's word on the socket, a bearer
+    // token, a signature for the body it declares. A caller refused now sends no body; one with no
+    // credentials at all sends none over TCP (only what anyone may see is served to it, and that takes no
+    // body); and each sender holds at most its share of the memory kept for bodies still arriving.
+    let identified: Identified | undefined;
+    if (options.authenticator !== undefined && (transport === 'unix' || req.headers.authorization !== undefined)) {
+      const verdict = options.authenticator.identify(req, transport, target, EMPTY_BODY);
+      identified = verdict instanceof Promise ? await verdict : verdict;
+    }
+    const signedBeforeBody = clusterKey !== undefined && signatureClaimed && signedForDeclaredBody(clusterKey, { method, path: target, headers: req.headers });
+    const sendsBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    if (sendsBody && options.bodiesNeedCredentials === true && !signatureClaimed && transport !== 'unix' && options.authenticator !== undefined) {
+      const credentials = identified !== undefined || typeof req.headers[MUNGE_HEADER] === 'string';
+      if (!credentials && options.servedWhenCredentialsFail?.(route) !== true) {
+        refuseBeforeBody(req, res, 401, errorBody(`no verified identity: ${method} ${pathname} takes a request body only from a verified caller, and this request carries no credentials`, HOW_TO_AUTHENTICATE));
+        return;
+      }
+    }
+    if (sendsBody && identified !== undefined && !identified.ok && options.servedWhenCredentialsFail?.(route) !== true) {
+      log.warn(`refused ${method} ${target} from ${remote}: ${identified.reason}`);
+      refuseBeforeBody(req, res, 401, errorBody(identified.reason, identified.fix));
+      return;
+    }
+    const holder = signedBeforeBody ? CLUSTER_HOLDER
+      : identified?.ok === true && identified.caller !== null ? `user ${identified.caller.user}` : `address ${transport === 'unix' ? remote : req.socket.remoteAddress}`;
+
     guard.receiving(req.socket);
-    const read = await readBody(req, res, maxBodyBytes, guard);
+    const read = await readBody(req, res, maxBodyBytes, guard, holder);
     if (!read.ok) return;
     guard.answering(req.socket);
     let signed = false;
@@ -530,10 +571,12 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       signed = true;
     }
 
-    let identified: Identified = ANONYMOUS;
-    if (options.authenticator !== undefined) {
-      const verdict = options.authenticator.identify(req, transport, target, read.bytes);
-      identified = verdict instanceof Promise ? await verdict : verdict;
+    if (identified === undefined) {
+      identified = ANONYMOUS;
+      if (options.authenticator !== undefined) {
+        const verdict = options.authenticator.identify(req, transport, target, read.bytes);
+        identified = verdict instanceof Promise ? await verdict : verdict;
+      }
     }
     if (!identified.ok) {
       if (options.servedWhenCredentialsFail?.(route) === true) {
