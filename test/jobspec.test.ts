@@ -98,6 +98,10 @@ describe('output and error patterns', () => {
     assert.equal(checkPattern('slurm-%A_%a.out'), undefined, 'job arrays: test/arrays.test.ts');
     assert.match(checkPattern('out%') ?? '', /lone %/);
     assert.equal(checkPattern('%x-%j.%u.out'), undefined);
+    // The longest expansion must fit a path (4,096): four job names of 1,024 do, five do not.
+    assert.equal(checkPattern('%x%x%x%x'), undefined);
+    assert.equal(checkPattern('%x%x%x%x%x'), "'%x%x%x%x%x' could expand to 5120 characters, more than a path may have (4096): use fewer %x and %u");
+    assert.equal(expandPattern('%x'.repeat(5), values), '%x'.repeat(5), 'one stored before the bound is left as written');
     const errors = errorsOf(parseDirectives(script('#TARAS -o out-%N.log'), 'run.sh'));
     assert.deepEqual([errors[0].line, errors[0].option], [2, '-o']);
   });

@@ -280,6 +280,9 @@ describe('the controller refuses bad requests before storing anything', () => {
       const script = (text: string) => ({ spec: spec({ script: { path: '/tmp/x.sh', text, args: [] } }) });
       assert.match((await refusal(api.post('/jobs', script('echo hi\n')))).error, /^a batch script must start with #! and an interpreter, e.g. #!\/bin\/bash/);
       assert.match((await refusal(api.post('/jobs', script('#!/bin/sh\r\necho hi\r\n')))).error, /^the script has DOS line breaks \(\\r\\n\): convert it with dos2unix/);
+      // An output pattern that expands past a path: each view of the job built strings of megabytes (red team).
+      assert.match((await refusal(api.post('/jobs', { spec: spec({ output: '%x'.repeat(2048) }) }))).error, /^--output: '(%x){30}\.\.\.' could expand to 2097152 characters, more than a path may have \(4096\): use fewer %x and %u/);
+      assert.match((await refusal(api.post('/jobs', { spec: spec({ error: 'e-%Q' }) }))).error, /^--error: '%Q' in 'e-%Q' is not supported/);
       // Other routes: admin and agent bodies.
       const root = createApiClient({ socketPath: controller.socketPath }, {});
       try {

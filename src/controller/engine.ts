@@ -18,6 +18,7 @@ import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
 import { nodeAllowed, suitableNodes, taskLayout, validateAgainstCluster, type ClusterNodeShape } from '../jobspec/cluster.js';
 import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { parseMailType, parseMailUser } from '../jobspec/values.js';
+import { checkPattern } from '../jobspec/pattern.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
@@ -908,6 +909,10 @@ export class ControllerEngine {
     if (!spec.script.text.startsWith('#!')) reasons.push('a batch script must start with #! and an interpreter, e.g. #!/bin/bash');
     else if (/\r(\n|$)/.test(spec.script.text)) reasons.push('the script has DOS line breaks (\\r\\n): convert it with dos2unix');
     if (spec.memoryMiB !== undefined && spec.memPerCpuMiB !== undefined) reasons.push('--mem and --mem-per-cpu are mutually exclusive (as in Slurm): give one of them');
+    for (const [flag, pattern] of [['--output', spec.output], ['--error', spec.error]] as const) {
+      const problem = pattern === undefined ? undefined : checkPattern(pattern);
+      if (problem !== undefined) reasons.push(`${flag}: ${problem}`);
+    }
     reasons.push(...arrayRefusals(spec, this.config));
     reasons.push(...this.checkpointRefusals(spec));
     // Through the API as through the CLI: mail goes only to an address checked strictly, for events Slurm names.

@@ -19,14 +19,27 @@ const NO_TASK = 4294967294;
 const SPECIFIER = /%(\d*)(.?)/g;
 const SUPPORTED = 'j (job id), u (user), x (job name), A (array id), a (array task id) and %% (a literal %)';
 
-/** Undefined when the pattern is usable; otherwise what is wrong. */
+/** The longest path a pattern may expand to (Linux's PATH_MAX). */
+export const MAX_EXPANDED_PATH = 4096;
+/** The most each specifier can add: a job name (1,024 characters at most), a user name (32), an id or task id (20 digits). */
+const LONGEST: Readonly<Record<string, number>> = { x: 1024, u: 32, j: 20, A: 20, a: 20, '%': 1 };
+
+/**
+ * Undefined when the pattern is usable; otherwise what is wrong. Its longest expansion must fit a path:
+ * "%x" 2,048 times in 4,096 characters made a string of 2 MiB for every view of the job (red team).
+ */
 export function checkPattern(pattern: string): string | undefined {
   if (pattern.trim() === '') return 'expected a file name pattern, e.g. taras-%j.out';
   if (pattern.includes('\\')) return undefined;
+  let longest = pattern.length;
   for (const match of pattern.matchAll(SPECIFIER)) {
     const letter = match[2];
     if (letter === '') return `'${pattern}' ends in a lone %: write %% for a literal %`;
     if (!'juxAa%'.includes(letter)) return `'%${match[1]}${letter}' in '${pattern}' is not supported: Taras expands %${SUPPORTED}`;
+    longest += LONGEST[letter] - match[0].length;
+  }
+  if (longest > MAX_EXPANDED_PATH) {
+    return `'${pattern.length > 60 ? `${pattern.slice(0, 60)}...` : pattern}' could expand to ${longest} characters, more than a path may have (${MAX_EXPANDED_PATH}): use fewer %x and %u`;
   }
   return undefined;
 }
@@ -42,6 +55,8 @@ const padded = (value: number | string, width: string): string => String(value).
 /** Replaces %j, %u, %x, %A, %a and %% in a pattern that checkPattern accepted. */
 export function expandPattern(pattern: string, values: PatternValues): string {
   if (pattern.includes('\\')) return pattern.replaceAll('\\', '');
+  // One stored before patterns were bounded is left as written rather than grown (checkPattern's bound).
+  if (checkPattern(pattern) !== undefined) return pattern;
   return pattern.replace(SPECIFIER, (whole, width: string, letter: string) => {
     switch (letter) {
       case 'j':
