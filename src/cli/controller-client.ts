@@ -11,7 +11,7 @@
 // munged's socket is there, else a token from TARAS_TOKEN or
 // ~/.config/taras/token (`taras admin token` makes one).
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { ApiClient, ControllerTarget, Credentials } from '../net/client.js';
@@ -118,6 +118,44 @@ function tcpCredentials(target: ControllerTarget, status: Status | null, bearer:
 const isLoopback = (url: string): boolean => /^http:\/\/(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:|\/|$)/.test(url);
 
 /**
+ * Whom this user trusts to be the controller: root, itself (its own `npm start`), or TARAS_CONTROLLER_UID.
+ * Another user's socket or port on this machine may be planted to collect scripts, environments and tokens
+ * (red team: a taras-data/taras.sock in a shared folder, a squatter on port 6817 while the controller was down).
+ */
+function trustedUid(uid: number): boolean {
+  const given = process.env.TARAS_CONTROLLER_UID;
+  return uid === 0 || uid === process.getuid?.() || (given !== undefined && /^\d+$/.test(given) && Number(given) === uid);
+}
+
+/** A socket found by itself (./taras-data/taras.sock, or named by a controller's GET /status): usable if a trusted user owns it. */
+function trustedSocket(path: string): boolean {
+  const stats = statSync(path, { throwIfNoEntry: false });
+  return stats !== undefined && stats.isSocket() && trustedUid(stats.uid);
+}
+
+/**
+ * The uid of the process listening on this machine's TCP `port` (from /proc/net/tcp and tcp6), undefined when
+ * nothing listens or it cannot be told.
+ */
+function localListenerUid(port: number): number | undefined {
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      // sl local_address rem_address st ... uid: a listener is state 0A.
+      if (fields.length < 8 || fields[3] !== '0A') continue;
+      if (Number.parseInt(fields[1].split(':')[1] ?? '', 16) === port) return Number(fields[7]);
+    }
+  }
+  return undefined;
+}
+
+/**
  * Where to connect and with what. A socket needs nothing. A loopback TCP
  * address is first asked (GET /status, which anyone may read) for its
  * socket, used if this process can reach it; else MUNGE (restricted to the
@@ -128,15 +166,22 @@ export async function connection(flag: string | undefined): Promise<{ target: Co
   const given = flag ?? (process.env.TARAS_CONTROLLER || undefined);
   if (given === undefined) {
     const local = resolve(DEFAULT_DATA_DIR, 'taras.sock');
-    if (existsSync(local)) return { target: { socketPath: local } };
+    if (existsSync(local) && trustedSocket(local)) return { target: { socketPath: local } };
   }
   const target = parseAddress(given ?? DEFAULT_CONTROLLER);
   if ('socketPath' in target) return { target };
   let status: Status | null = null;
   if (isLoopback(target.baseUrl)) {
+    // On this machine the kernel says who listens: nothing about us goes to another user's process.
+    const url = new URL(target.baseUrl);
+    const owner = localListenerUid(url.port === '' ? 80 : Number(url.port));
+    if (owner !== undefined && !trustedUid(owner)) {
+      fail(`error: the process listening on ${url.host} runs as uid ${owner}, not as root or you: it is not taken for the controller, and nothing is sent to it `
+        + '(if the controller runs as that user, set TARAS_CONTROLLER_UID to its uid)', 1);
+    }
     try {
       status = await statusOf(target);
-      if (typeof status.socket === 'string' && existsSync(status.socket)) return { target: { socketPath: status.socket } };
+      if (typeof status.socket === 'string' && existsSync(status.socket) && trustedSocket(status.socket)) return { target: { socketPath: status.socket } };
     } catch {
       // Unreachable or not a Taras controller: the real request reports it.
     }
