@@ -77,3 +77,14 @@ describe('mistakes on the command line', () => {
     assert.equal(existsSync(join(work, 'data-for-key')), false);
   });
 });
+
+describe('the daemons\' log', () => {
+  it('keeps text from users to its entry: later lines indented, control characters escaped (red team: an srun command forged an entry)', async () => {
+    const { logLine } = await import('../src/cli/daemons.js');
+    const forged = 'job 2: step 0 for rtA: /bin/echo x\n2026-11-28T00:00:00.000Z token issued to root for root\r\n\u001b[2Jcleared';
+    const text = logLine('', forged);
+    const lines = text.split('\n');
+    assert.match(lines[0], /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z job 2: step 0 for rtA: \/bin\/echo x$/);
+    assert.deepEqual(lines.slice(1), ['    2026-11-28T00:00:00.000Z token issued to root for root', '    \\x1b[2Jcleared']);
+  });
+});

@@ -5,6 +5,17 @@
 import type { Command } from 'commander';
 import type { ClusterConfig } from '../config/cluster.js';
 import { fail } from './flags.js';
+
+/**
+ * One entry of a daemon's log on stderr, stamped. Text from users (a job's name, an srun command) is in
+ * many lines: its control characters are shown escaped and its later lines indented, so no one can write a
+ * line that reads as an entry of its own (red team: an srun command forged "token issued to root").
+ */
+export function logLine(prefix: string, line: string): string {
+  const text = `${new Date().toISOString()} ${prefix}${line.replace(/\r?\n/g, '\n    ').replace(/[\x00-\x08\x0b-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)}`;
+  console.error(text);
+  return text;
+}
 import { controllerAddress, controllerOption, DEFAULT_DATA_DIR, parseAddress, print } from './controller-client.js';
 
 export function registerDaemonCommands(program: Command): void {
@@ -20,7 +31,7 @@ export function registerDaemonCommands(program: Command): void {
       const port = flags.port === undefined ? undefined : portNumber(flags.port);
       const config = await daemonConfig(flags);
       const key = await clusterKey(flags.key ?? `${config.dataDir}/cluster.key`, true);
-      const running = await startOrExplain({ config, configPath: flags.config ?? null, clusterKey: key, port, log: (line) => console.error(`${new Date().toISOString()} ${line}`) });
+      const running = await startOrExplain({ config, configPath: flags.config ?? null, clusterKey: key, port, log: (line) => logLine('', line) });
       const stop = () => void running.close().then(() => process.exit(0));
       process.on('SIGINT', stop);
       process.on('SIGTERM', stop);
@@ -53,7 +64,7 @@ Examples:
       const { DEFAULT_LISTEN } = await import('../config/cluster.js');
       const { startAgent } = await import('../agent/agent.js');
       const key = await clusterKey(`${config.dataDir}/cluster.key`, true);
-      const log = (line: string) => console.error(`${new Date().toISOString()} ${line}`);
+      const log = (line: string) => logLine('', line);
       const controller = await startOrExplain({ config, configPath: flags.config ?? null, clusterKey: key, log, port });
       const agent = await startAgent({
         controller: { baseUrl: controller.url }, nodes: config.nodes.map((n) => n.name), dataDir: `${config.dataDir}/agent`, clusterKey: key,
@@ -114,7 +125,7 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
       const { startAgent } = await import('../agent/agent.js');
       const agent = await startAgent({
         controller: parseAddress(address),
-        nodes, dataDir: flags.data, clusterKey: key, keepJobDirsMs: keepJobDirsSeconds * 1000, log: (line) => console.error(`${new Date().toISOString()} agent: ${line}`),
+        nodes, dataDir: flags.data, clusterKey: key, keepJobDirsMs: keepJobDirsSeconds * 1000, log: (line) => logLine('agent: ', line),
       });
       const stop = () => void agent.close().then(() => process.exit(0));
       process.on('SIGINT', stop);
