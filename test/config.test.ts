@@ -61,6 +61,7 @@ describe('cluster.toml: valid files', () => {
       'warn_signal = "b:sigusr2"',
       'kill_grace = "1:30"',
       'max_pending_per_user = 500',
+      'max_pending_script_size = "16M"',
       'max_submit_rate = 0',
       'max_connections = 2000',
       'message_timeout = "30s"',
@@ -106,6 +107,7 @@ describe('cluster.toml: valid files', () => {
       warnBeforeLimitSeconds: 0,
       killGraceSeconds: 90,
       maxPendingPerUser: 500,
+      maxPendingScriptMiB: 16,
       maxSubmitRate: 0,
       maxConnections: 2000,
       messageTimeoutSeconds: 30,
@@ -144,6 +146,7 @@ describe('cluster.toml: valid files', () => {
       warnBeforeLimitSeconds: 60,
       killGraceSeconds: 30,
       maxPendingPerUser: 10000,
+      maxPendingScriptMiB: 128,
       maxSubmitRate: 100,
       maxConnections: 0,
       messageTimeoutSeconds: 10,
@@ -234,7 +237,7 @@ describe('cluster.toml: each mistake names file, line, key and fix', () => {
       { line: 6, key: 'nodes[0].RealMemory', message: 'unknown key "RealMemory" in this [[nodes]] table (did you mean "memory"?)' },
       { line: 8, key: 'partition', message: 'unknown key "partition" at the top level (did you mean "partitions"?)' },
     ]);
-    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_signal, warn_before_limit, kill_grace, max_pending_per_user, max_submit_rate, max_connections, message_timeout, max_streams_per_user, admins, allow_root_jobs, munge_socket, jwt_key, mail_program, mail_domain, max_checkpoint_interval, max_checkpoint_duration, interactive, interactive_grace, interactive_idle, interactive_max_time, interactive_warn, kill_invalid_depend, max_array_size, event_log, event_log_kinds, event_log_max_size, event_log_keep');
+    assert.equal(errors[1].fix, 'use one of: name, policy, placement, listen, socket, data_dir, node_timeout, keep_finished, warn_signal, warn_before_limit, kill_grace, max_pending_per_user, max_pending_script_size, max_submit_rate, max_connections, message_timeout, max_streams_per_user, admins, allow_root_jobs, munge_socket, jwt_key, mail_program, mail_domain, max_checkpoint_interval, max_checkpoint_duration, interactive, interactive_grace, interactive_idle, interactive_max_time, interactive_warn, kill_invalid_depend, max_array_size, event_log, event_log_kinds, event_log_max_size, event_log_keep');
   });
 
   it('unknown key far from any known one gets no suggestion', () => {

@@ -94,6 +94,31 @@ describe('per-user caps', () => {
     }
   });
 
+  it('max_pending_script_size: the scripts of one user\'s pending jobs stop at the cap, also within a batch (red team: 4,270 scripts of 1 MB ran the controller out of heap)', async () => {
+    const controller = await controllerWith('max_pending_script_size = "1M"\nmax_submit_rate = 0');
+    const daemon = await as(controller, 'daemon');
+    const bin = await as(controller, 'bin');
+    const big = { ...spec, script: { ...spec.script, text: `#!/bin/sh\n# ${'x'.repeat(400 * 1024)}\n` } };
+    try {
+      const outcomes = await Promise.all(Array.from({ length: 4 }, () => daemon.post<{ id: number }>('/jobs', { spec: big }).catch((error: ApiRequestError) => error)));
+      const accepted = outcomes.filter((o) => !(o instanceof ApiRequestError));
+      const refused = outcomes.filter((o): o is ApiRequestError => o instanceof ApiRequestError);
+      assert.equal(accepted.length, 2, 'two of 400 KiB fit in 1 MiB, a third does not');
+      assert.deepEqual(refused.map((e) => e.status), [429, 429]);
+      assert.match(refused[0].error, /^user daemon has 0\.8 MiB of scripts in pending jobs, and this script's 0\.4 MiB would pass the most one user may have \(max_pending_script_size = 1M\); nothing was stored$/);
+      assert.match(refused[0].fix ?? '', /keep large inputs in files the script reads/);
+      // Small scripts still go, and another user has a cap of their own.
+      assert.equal((await submitAll(daemon, 3)).filter((r) => 'id' in r).length, 3);
+      assert.ok(!((await bin.post('/jobs', { spec: big }).catch((e: unknown) => e)) instanceof ApiRequestError));
+      // A cancelled pending job gives its script's room back.
+      await daemon.delete(`/jobs/${(accepted[0] as { id: number }).id}`);
+      assert.ok(!((await daemon.post('/jobs', { spec: big }).catch((e: unknown) => e)) instanceof ApiRequestError));
+    } finally {
+      for (const api of [daemon, bin]) api.close();
+      await controller.close();
+    }
+  });
+
   it('max_submit_rate: past the bucket a submission gets 429 with Retry-After; a second later one goes through', async () => {
     const controller = await controllerWith('max_pending_per_user = 0\nmax_submit_rate = 5');
     const daemon = await as(controller, 'daemon');

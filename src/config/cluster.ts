@@ -85,6 +85,8 @@ export interface ClusterConfig {
   readonly killGraceSeconds: number;
   /** Most PENDING jobs one user may have (Slurm's MaxSubmitJobs per user); 0: no cap. */
   readonly maxPendingPerUser: number;
+  /** Most MiB of scripts one user's PENDING jobs may hold together (they are kept in the controller's memory); 0: no cap. */
+  readonly maxPendingScriptMiB: number;
   /** Task ids of a job array stay below this (Slurm's MaxArraySize); absent: DEFAULT_MAX_ARRAY_SIZE (10001: ids 0-10000). */
   readonly maxArraySize?: number;
   /** Submissions per second one user may make, on average (token bucket holding one second's worth); 0: no cap. */
@@ -177,6 +179,7 @@ export const CLUSTER_DEFAULTS = {
   warnBeforeLimitSeconds: 60,
   killGraceSeconds: 30,
   maxPendingPerUser: 10_000,
+  maxPendingScriptMiB: 128,
   maxSubmitRate: 100,
   maxConnections: 0,
   messageTimeoutSeconds: 10,
@@ -191,7 +194,7 @@ const ROOT_KEYS = { known: ['cluster', 'nodes', 'partitions', 'program_class', '
 
 const CLUSTER_KEYS = {
   known: ['name', 'policy', 'placement', 'listen', 'socket', 'data_dir', 'node_timeout', 'keep_finished', 'warn_signal', 'warn_before_limit', 'kill_grace',
-    'max_pending_per_user', 'max_submit_rate', 'max_connections', 'message_timeout', 'max_streams_per_user', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key', 'mail_program', 'mail_domain',
+    'max_pending_per_user', 'max_pending_script_size', 'max_submit_rate', 'max_connections', 'message_timeout', 'max_streams_per_user', 'admins', 'allow_root_jobs', 'munge_socket', 'jwt_key', 'mail_program', 'mail_domain',
     'max_checkpoint_interval', 'max_checkpoint_duration',
     'interactive', 'interactive_grace', 'interactive_idle', 'interactive_max_time', 'interactive_warn', 'kill_invalid_depend', 'max_array_size',
     'event_log', 'event_log_kinds', 'event_log_max_size', 'event_log_keep'],
@@ -281,6 +284,7 @@ function readSettings(reader: TableReader, file: string): Settings {
     warnBeforeLimitSeconds,
     killGraceSeconds: timer('kill_grace', '"30s"', 0, CLUSTER_DEFAULTS.killGraceSeconds),
     maxPendingPerUser: reader.integer('max_pending_per_user', { example: '10000', min: 0 }) ?? CLUSTER_DEFAULTS.maxPendingPerUser,
+    maxPendingScriptMiB: reader.memoryMiB('max_pending_script_size', { example: '"128M"' }) ?? CLUSTER_DEFAULTS.maxPendingScriptMiB,
     maxSubmitRate: reader.integer('max_submit_rate', { example: '100', min: 0 }) ?? CLUSTER_DEFAULTS.maxSubmitRate,
     maxConnections: reader.integer('max_connections', { example: '512', min: 0, max: 1_000_000 }) ?? CLUSTER_DEFAULTS.maxConnections,
     messageTimeoutSeconds: timer('message_timeout', '"10s"', 1, CLUSTER_DEFAULTS.messageTimeoutSeconds),
@@ -405,6 +409,7 @@ export function defaultClusterConfig(dataDir: string, shape: { count: number; cp
     warnBeforeLimitSeconds: CLUSTER_DEFAULTS.warnBeforeLimitSeconds,
     killGraceSeconds: CLUSTER_DEFAULTS.killGraceSeconds,
     maxPendingPerUser: CLUSTER_DEFAULTS.maxPendingPerUser,
+    maxPendingScriptMiB: CLUSTER_DEFAULTS.maxPendingScriptMiB,
     maxSubmitRate: CLUSTER_DEFAULTS.maxSubmitRate,
     maxConnections: CLUSTER_DEFAULTS.maxConnections,
     messageTimeoutSeconds: CLUSTER_DEFAULTS.messageTimeoutSeconds,

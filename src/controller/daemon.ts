@@ -332,6 +332,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     const jobs = batch;
     batch = [];
     batchedByUser.clear(); // queued by acceptEach (engine.pendingOf counts them), or not stored
+    batchedScriptsByUser.clear();
     let outcomes;
     try {
       outcomes = engine.acceptEach(jobs);
@@ -378,6 +379,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   // burst that lands in one batch cannot pass the cap.
   const limits = new SubmitLimits(() => engine.config);
   const batchedByUser = new Map<string, number>();
+  const batchedScriptsByUser = new Map<string, number>();
   /** Submissions whose key is in a batch not yet answered: a retry that arrives meanwhile waits for the same answer. */
   const keysInFlight = new Map<string, Promise<JobId>>();
   const submitOne = (submission: Submission): Promise<JobId> => {
@@ -391,11 +393,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     const answer = new Promise<JobId>((resolve, reject) => {
       try {
-        limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0), taskCount(submission.spec, engine.config));
+        limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0), taskCount(submission.spec, engine.config),
+          { pending: engine.pendingScriptsOf(user) + (batchedScriptsByUser.get(user) ?? 0), added: submission.spec.script.text.length });
       } catch (error) {
         return reject(error);
       }
-      const reasons = engine.refusals(submission.spec);
+      const reasons = engine.submissionRefusals(submission.spec);
       // After the key lookup (a retry is answered whatever the reservation is now) and the cluster's own checks.
       if (reasons.length === 0) reasons.push(...engine.reservationRefusals(submission.spec, submission.mayUseReservation ?? (() => false)));
       if (reasons.length > 0) return reject(new SubmitRefused(reasons));
@@ -407,6 +410,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         else if (delay === null) delay = setTimeout(flushNext, COMMIT_DELAY_MS);
       }
       batchedByUser.set(user, (batchedByUser.get(user) ?? 0) + taskCount(submission.spec, engine.config));
+      batchedScriptsByUser.set(user, (batchedScriptsByUser.get(user) ?? 0) + submission.spec.script.text.length);
     });
     if (flightKey !== undefined) {
       keysInFlight.set(flightKey, answer);

@@ -277,11 +277,17 @@ class ActiveJobs extends Map<JobId, JobRecord> {
   version = 0;
   /** PENDING jobs by user, kept with every change (the per-user cap is checked on each submission). */
   private readonly pending = new Map<string, number>();
+  /** The characters of their scripts, by user (max_pending_script_size). */
+  private readonly pendingScripts = new Map<string, number>();
   /** The ids in each state, kept with every change: a listing of running jobs need not walk a queue of 50,000. */
   private readonly byState = new Map<JobState, Set<JobId>>();
 
   pendingOf(user: string): number {
     return this.pending.get(user) ?? 0;
+  }
+
+  pendingScriptsOf(user: string): number {
+    return this.pendingScripts.get(user) ?? 0;
   }
 
   /** The jobs in these states (all of them without states), in no particular order. */
@@ -306,6 +312,9 @@ class ActiveJobs extends Map<JobId, JobRecord> {
     const count = (this.pending.get(record.user) ?? 0) + by;
     if (count === 0) this.pending.delete(record.user);
     else this.pending.set(record.user, count);
+    const scripts = (this.pendingScripts.get(record.user) ?? 0) + by * record.script.length;
+    if (count === 0 || scripts <= 0) this.pendingScripts.delete(record.user);
+    else this.pendingScripts.set(record.user, scripts);
   }
 
   override set(id: JobId, record: JobRecord): this {
@@ -880,7 +889,7 @@ export class ControllerEngine {
    * submitted now. Nothing is stored. Throws SubmitRefused as `submit` does.
    */
   testOnly(spec: JobSpec, uid?: number, mayUseReservation: (users: readonly string[]) => boolean = () => true): { startMs: number | null; nodes: readonly string[]; processors: number; partition: string } {
-    const reasons = this.refusals(spec);
+    const reasons = this.submissionRefusals(spec);
     // The checks a real submission meets, the reservation's included: --test-only answers what sbatch would.
     if (reasons.length === 0) reasons.push(...this.reservationRefusals(spec, mayUseReservation));
     if (reasons.length > 0) throw new SubmitRefused(reasons);
@@ -896,6 +905,23 @@ export class ControllerEngine {
   }
 
   /** Why this cluster cannot take the job (empty: it can). */
+  /**
+   * A new submission's refusals: what the CLI refuses (src/jobspec), refused through the API as well and
+   * in the same words, then the cluster's (refusals). A stored job (an update, a requeue) meets only the
+   * cluster's: an array's later tasks keep no script text of their own.
+   */
+  submissionRefusals(spec: JobSpec): string[] {
+    const reasons: string[] = [];
+    if (!spec.script.text.startsWith('#!')) reasons.push('a batch script must start with #! and an interpreter, e.g. #!/bin/bash');
+    else if (/\r(\n|$)/.test(spec.script.text)) reasons.push('the script has DOS line breaks (\\r\\n): convert it with dos2unix');
+    if (spec.memoryMiB !== undefined && spec.memPerCpuMiB !== undefined) reasons.push('--mem and --mem-per-cpu are mutually exclusive (as in Slurm): give one of them');
+    for (const [flag, pattern] of [['--output', spec.output], ['--error', spec.error]] as const) {
+      const problem = pattern === undefined ? undefined : checkPattern(pattern);
+      if (problem !== undefined) reasons.push(`${flag}: ${problem}`);
+    }
+    return reasons.length > 0 ? reasons : this.refusals(spec);
+  }
+
   refusals(spec: JobSpec): string[] {
     if (spec.timeLimitSeconds === undefined || spec.interactive !== undefined) {
       try {
@@ -905,14 +931,6 @@ export class ControllerEngine {
       }
     }
     const reasons = validateAgainstCluster(spec, this.config).map((rejection) => rejection.message);
-    // What the CLI refuses (src/jobspec), refused through the API as well: the same words.
-    if (!spec.script.text.startsWith('#!')) reasons.push('a batch script must start with #! and an interpreter, e.g. #!/bin/bash');
-    else if (/\r(\n|$)/.test(spec.script.text)) reasons.push('the script has DOS line breaks (\\r\\n): convert it with dos2unix');
-    if (spec.memoryMiB !== undefined && spec.memPerCpuMiB !== undefined) reasons.push('--mem and --mem-per-cpu are mutually exclusive (as in Slurm): give one of them');
-    for (const [flag, pattern] of [['--output', spec.output], ['--error', spec.error]] as const) {
-      const problem = pattern === undefined ? undefined : checkPattern(pattern);
-      if (problem !== undefined) reasons.push(`${flag}: ${problem}`);
-    }
     reasons.push(...arrayRefusals(spec, this.config));
     reasons.push(...this.checkpointRefusals(spec));
     // Through the API as through the CLI: mail goes only to an address checked strictly, for events Slurm names.
@@ -960,6 +978,11 @@ export class ControllerEngine {
     return this.active.pendingOf(user);
   }
 
+  /** The characters of the scripts of the user's PENDING jobs (max_pending_script_size). */
+  pendingScriptsOf(user: string): number {
+    return this.active.pendingScriptsOf(user);
+  }
+
   /** A pass is due even without an event (time moved on: planned starts may have come due). */
   touch(): void {
     this.dirty = true;
@@ -972,7 +995,7 @@ export class ControllerEngine {
    */
   submit(jobs: readonly Submission[]): JobId[] {
     const reasons = jobs.flatMap(({ spec }, index) =>
-      this.refusals(spec).map((reason) => (jobs.length > 1 ? `job ${index + 1}: ${reason}` : reason)));
+      this.submissionRefusals(spec).map((reason) => (jobs.length > 1 ? `job ${index + 1}: ${reason}` : reason)));
     if (reasons.length > 0) throw new SubmitRefused(reasons);
     return this.accept(jobs);
   }

@@ -12,6 +12,14 @@ export interface SubmitCaps {
   readonly maxPendingPerUser: number;
   /** Submissions per second; 0: no cap. */
   readonly maxSubmitRate: number;
+  /** The scripts of one user's PENDING jobs together, in MiB; 0: no cap. */
+  readonly maxPendingScriptMiB: number;
+}
+
+/** A submission's script against its user's pending ones: bytes already pending (batched ones included) and its own. */
+export interface ScriptBytes {
+  readonly pending: number;
+  readonly added: number;
 }
 
 /** A submission over a cap: the message names it; `retryAfterSeconds` when waiting helps (the rate cap). */
@@ -44,9 +52,18 @@ export class SubmitLimits {
    * those accepted but not yet committed, or throws LimitRefused. An admitted
    * submission spends a token even if it is refused later for another reason.
    */
-  admit(user: string, pending: number, jobs = 1): void {
+  admit(user: string, pending: number, jobs = 1, scripts: ScriptBytes = { pending: 0, added: 0 }): void {
     if (user === 'root') return;
-    const { maxPendingPerUser, maxSubmitRate } = this.caps();
+    const { maxPendingPerUser, maxSubmitRate, maxPendingScriptMiB } = this.caps();
+    // Pending jobs keep their scripts in the controller's memory: 4,270 scripts of 1 MB, under the job cap,
+    // ran it out of heap, and every restart after (red team). A cap on their size, as on their number.
+    if (maxPendingScriptMiB > 0 && scripts.added > 0 && scripts.pending + scripts.added > maxPendingScriptMiB * 1024 * 1024) {
+      const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+      throw new LimitRefused(
+        `user ${user} has ${mib(scripts.pending)} of scripts in pending jobs, and this script's ${mib(scripts.added)} would pass the most one user may have (max_pending_script_size = ${maxPendingScriptMiB}M); nothing was stored`,
+        `wait for some of them to start, or cancel some (taras queue --user ${user} --state PENDING), or keep large inputs in files the script reads, or ask an administrator to raise max_pending_script_size in cluster.toml`,
+      );
+    }
     // An array's tasks count one each, as Slurm counts them against MaxSubmitJobs.
     if (maxPendingPerUser > 0 && pending + jobs - 1 >= maxPendingPerUser) {
       // An array's tasks named, so that a user with few jobs sees why (a 10,000-task array was told only "10 pending jobs").
