@@ -214,6 +214,23 @@ describe('sacct fields and the job fields they read', () => {
   });
 });
 
+describe('sacct output of users\' own text', () => {
+  it('shows control characters in names and reasons as ?, in every layout (red team: a name with a newline and ESC[2J broke rows and cleared the screen)', async () => {
+    const { parseFormat, renderAcct } = await import('../src/cli/acct-format.js');
+    const job = { id: 7, user: 'ada', name: 'evil\n\u001b[2J\u001b[31mX', partition: 'batch', state: 'FAILED', reason: 'exit\r\ncode 3', submitMs: 1e12, eligibleMs: 1e12,
+      startMs: 1e12, endMs: 1e12 + 1000, plannedStartMs: null, nodes: ['n1'], allocCpus: 1, timeLimitSeconds: 60, exitCode: 3, exitSignal: null, cpuSeconds: null,
+      userCpuSeconds: null, systemCpuSeconds: null, maxRssKiB: null, requeueCount: 0 } as unknown as import('../src/api/types.js').ApiAcctJob;
+    const parsed = parseFormat('JobID,JobName%20,Reason%20');
+    assert.ok(parsed.ok);
+    for (const layout of ['table', 'parsable', 'csv'] as const) {
+      const text = renderAcct([job], parsed.columns, layout, true, 1e12 + 5000);
+      assert.equal(text.split('\n').length, 2, `${layout}: one row and the final newline: ${JSON.stringify(text)}`);
+      assert.doesNotMatch(text, /\u001b|\r/, layout);
+      assert.match(text, /evil\?\?\[2J\?\[31mX/, layout);
+    }
+  });
+});
+
 describe('usageReport', () => {
   it('counts allocated CPU time inside the period only, waits of jobs started in it, and each user\'s share', () => {
     const job = (over: Partial<import('../src/store/rows.js').AccountingRow>) => ({

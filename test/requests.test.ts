@@ -695,6 +695,12 @@ describe('with real controller processes', () => {
       }
       const again = cli(dir, controller.url, ['cancel', String(ids[0]), String(ids[5])]);
       assert.equal(again.stdout, `job ${ids[0]}: already ended (CANCELLED); nothing to cancel\njob ${ids[5]}: already ended (CANCELLED); nothing to cancel\n`);
+      // A refusal fails the command with --json too (it exited 0 there), as without it.
+      for (const command of ['cancel', 'hold', 'release']) {
+        const missing = cli(dir, controller.url, [command, '--json', '999999']);
+        assert.equal(missing.code, 1, `${command}: ${missing.stdout}`);
+        assert.deepEqual((JSON.parse(missing.stdout) as ApiCancelResult[]).map((r) => [r.id, r.result, r.message]), [[999999, 'refused', 'no job 999999']]);
+      }
     } finally {
       api.close();
       await killHard(agent.child);

@@ -5,7 +5,7 @@
 
 import type { ApiAcctJob, JobState } from '../api/types.js';
 import { clockDuration } from '../api/durations.js';
-import { LineChunks } from './render/text.js';
+import { LineChunks, printable } from './render/text.js';
 import { MAX_FIELD_WIDTH } from './slurm/format.js';
 
 /** One column: its width (negative: left-justified, as sacct's JobID), the job fields its value reads, and its value. */
@@ -169,7 +169,8 @@ export type Layout = 'table' | 'parsable' | 'parsable2' | 'csv';
  */
 export function renderAcct(jobs: readonly ApiAcctJob[], columns: readonly Column[], layout: Layout, noHeader: boolean, nowMs: number, sink?: (chunk: string) => void): string {
   const lines = new LineChunks(sink);
-  const values = (job: ApiAcctJob) => columns.map((c) => c.field.value(job, nowMs));
+  // Names, reasons and comments are the users' own text: no control character reaches the terminal or breaks a row.
+  const values = (job: ApiAcctJob) => columns.map((c) => printable(c.field.value(job, nowMs)));
   const csvCell = (value: string) => (/[",\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value);
   const joined = (cells: string[]): string => {
     if (layout === 'table') return cells.map((value, i) => cell(value, columns[i].width)).join('');

@@ -316,7 +316,7 @@ export function registerJobCommands(program: Command): void {
       .action(async (raw: string[], flags: { controller?: string; json?: boolean }) => {
         await withClient(flags.controller, async (api) => {
           const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>(`/jobs/${action}`, { ids: parseJobIds(raw) });
-          if (flags.json) return printJson(jobs);
+          if (flags.json) return printJsonOutcomes(jobs);
           printOutcomes(jobs);
         });
       });
@@ -388,7 +388,7 @@ export function registerJobCommands(program: Command): void {
       .action(async (raw: string[], flags: { controller?: string; json?: boolean }) => {
         await withClient(flags.controller, async (api) => {
           const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>(`/jobs/${action}`, raw.length === 0 ? {} : { ids: parseJobIds(raw) });
-          if (flags.json) return printJson(jobs);
+          if (flags.json) return printJsonOutcomes(jobs);
           printOutcomes(jobs, action === 'pause' ? 'no waiting interactive jobs to pause' : 'no paused jobs');
         });
       });
@@ -408,7 +408,7 @@ export function registerJobCommands(program: Command): void {
         // One request for the whole set: the controller cancels the pending ones first, so none of them starts.
         const jobs = flags.all ? (await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>('/jobs/cancel', { all: true })).jobs
           : await postIds<import('../api/types.js').ApiCancelResult>(api, '/jobs/cancel', parseJobRefs(raw));
-        if (flags.json) return printJson(jobs);
+        if (flags.json) return printJsonOutcomes(jobs);
         // A refusal (another user's job) is an error: stderr, and exit 1 below.
         // A job array's many tasks: refusals one by one, the rest counted (a line per task up to 20).
         const accepted = jobs.filter((job) => job.result !== 'refused');
@@ -526,6 +526,12 @@ async function untilStartedOrEnded(api: import('../net/client.js').ApiClient, id
 }
 
 /** One line per job of a hold, release, pause or unpause; a refusal is an error (stderr, exit 1). */
+/** Each job's outcome as JSON; the exit code is 1 when any was refused, as without --json (scancel's). */
+function printJsonOutcomes(jobs: readonly import('../api/types.js').ApiCancelResult[]): void {
+  printJson(jobs);
+  if (jobs.some((job) => job.result === 'refused')) process.exitCode = 1;
+}
+
 function printOutcomes(jobs: readonly import('../api/types.js').ApiCancelResult[], none?: string): void {
   for (const job of jobs) {
     if (job.result === 'refused') process.stderr.write(`error: ${job.message}\n`);
