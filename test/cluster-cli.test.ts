@@ -29,11 +29,10 @@ function taras(args: string[], env: Record<string, string> = {}) {
 }
 
 describe('taras submit and friends without a controller', () => {
-  it('without a terminal, a missing time limit is named with the flag that gives it, exit 2', () => {
-    writeFileSync(join(work, 'a.sh'), '#!/bin/sh\necho hi\n');
-    const run = taras(['submit', '--controller', DOWN, 'a.sh']);
+  it('without a terminal, a missing script is named with what gives it, exit 2; a missing time limit is left to the partition (test/requests.test.ts)', () => {
+    const run = taras(['submit', '--controller', DOWN]);
     assert.equal(run.code, 2);
-    assert.match(run.stderr, /the job needs Time limit \(--time\)/);
+    assert.match(run.stderr, /taras submit needs a batch script \(taras submit run\.sh\), --wrap COMMAND, or --many FILE/);
   });
 
   it('a bad #TARAS line is refused with the file, the line and the option', () => {

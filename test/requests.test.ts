@@ -513,6 +513,23 @@ describe('with real controller processes', () => {
     }
   });
 
+  it('sbatch without --time, nobody at a terminal: the partition\'s default_time, or a refusal naming the partition that has none (it was refused in the CLI)', async () => {
+    const dir = prepare('no-time');
+    writeFileSync(join(dir, 'plain.sh'), '#!/bin/sh\necho hi\n');
+    const controller = await controllerAt(dir);
+    try {
+      const short = cli(dir, controller.url, ['submit', '--json', '-p', 'short', 'plain.sh']);
+      assert.equal(short.code, 0, short.stderr);
+      const shown = JSON.parse(cli(dir, controller.url, ['show', String((JSON.parse(short.stdout) as { id: number }).id), '--json']).stdout) as ApiJob;
+      assert.equal(shown.timeLimitSeconds, 300);
+      const batch = cli(dir, controller.url, ['submit', 'plain.sh']);
+      assert.equal(batch.code, 2);
+      assert.match(batch.stderr, /^error: .*no time limit and partition batch has no default_time/);
+    } finally {
+      await killHard(controller.child);
+    }
+  });
+
   it('a stored job the cluster can no longer run ends FAILED with the reason at start-up; the controller starts and the others stay', async () => {
     const dir = prepare('stranded');
     let controller = await controllerAt(dir);

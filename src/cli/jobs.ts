@@ -125,8 +125,10 @@ export function registerJobCommands(program: Command): void {
       const flagLayer = layer(jobspec.parseFlagValues(given, { script, args }));
       if (errors.length > 0) fail(errors.map((e) => `error: ${e}`).join('\n'));
       let merged = jobspec.mergeJobSpec(fileLayer, directives, flagLayer);
-      const missing = jobspec.missingItems(merged);
-      const interactive = missing.length > 0 && process.stdin.isTTY === true;
+      const interactive = jobspec.missingItems(merged).length > 0 && process.stdin.isTTY === true;
+      // With nobody at a terminal to ask, a missing time limit is the partition's default_time (sbatch's way):
+      // the controller applies it, or refuses naming the partition that has none.
+      const missing = jobspec.missingItems(merged).filter((item) => interactive || item.key !== 'timeLimitSeconds');
       if (missing.length > 0 && !interactive) {
         fail(`error: the job needs ${missing.map((m) => `${m.label} (${m.flag})`).join(' and ')}: add it as a flag or a #TARAS line`);
       }
@@ -163,7 +165,7 @@ export function registerJobCommands(program: Command): void {
         if (!prompted.ok) fail(prompted.errors.map((e) => `error: ${jobspec.formatError(e)}`).join('\n'));
         merged = jobspec.mergeJobSpec(fileLayer, directives, flagLayer, prompted.value);
       }
-      const built = jobspec.buildJobSpec(merged, { scriptText, submitDir: process.cwd(), nowMs: Date.now() });
+      const built = jobspec.buildJobSpec(merged, { scriptText, submitDir: process.cwd(), nowMs: Date.now(), timeFromPartition: !interactive });
       if (!built.ok) fail(built.errors.map((e) => `error: ${jobspec.formatError(e)}`).join('\n'));
       if (ask) {
         const [{ localIdentity }, summary] = await Promise.all([import('../net/local-user.js'), import('../jobspec/summary.js')]);

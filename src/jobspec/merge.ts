@@ -116,6 +116,11 @@ export interface BuildContext {
   readonly submitDir: string;
   /** The submitting clock (epoch ms): what --deadline's relative forms (now+1hour, 18:00) count from. */
   readonly nowMs?: number;
+  /**
+   * No time limit given is left out, for the controller to take the partition's default_time (or refuse,
+   * naming the partition): sbatch's way when nobody is at a terminal to ask.
+   */
+  readonly timeFromPartition?: boolean;
 }
 
 const where = (origin: Origin | undefined) => (origin === undefined ? '' : ` (${formatOrigin(origin)})`);
@@ -129,7 +134,8 @@ const where = (origin: Origin | undefined) => (origin === undefined ? '' : ` (${
 export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Parsed<ResolvedJobSpec> {
   const { values } = merged;
   const origins: { [K in ItemKey]?: Origin } = { ...merged.origins };
-  const errors: JobSpecError[] = missingItems(merged, REQUIRED_ITEMS).map((item) => ({
+  const required = context.timeFromPartition === true ? REQUIRED_ITEMS.filter((key) => key !== 'timeLimitSeconds') : REQUIRED_ITEMS;
+  const errors: JobSpecError[] = missingItems(merged, required).map((item) => ({
     source: 'request',
     option: item.flag,
     message: `missing ${item.label.toLowerCase()}: give ${item.flag}${item.valueName === '' ? '' : ` ${item.valueName}`}, a #TARAS line or ${item.tomlKey} in the job file`,
