@@ -18,6 +18,7 @@ import { parseFormat, pad, parseJobStates, slurmDuration, slurmTime } from '../s
 import { renderSqueue, type SqJob } from '../src/cli/slurm/squeue.js';
 import { showJob } from '../src/cli/slurm/scontrol.js';
 import type { ApiJob } from '../src/api/types.js';
+import { eventually } from './poll.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const work = mkdtempSync(join(tmpdir(), 'taras-slurm-'));
@@ -333,5 +334,33 @@ describe('Slurm commands on a real cluster', () => {
       left = slurm('squeue', '-h', '-t', 'PD,R', '-o', '%i').stdout;
     }
     assert.equal(left, '');
+  });
+
+  it('array tasks by the ids squeue shows them with: squeue -j, scontrol show/release, scancel take 12, 12_3 and 12_[1-2]', async () => {
+    const run = slurm('sbatch', '--array=0-3', '-t', '10', '-J', 'arr', 'long.sh');
+    assert.equal(run.code, 0, run.stderr);
+    const array = Number(/(\d+)\s*$/.exec(run.stdout)![1]);
+    const listed = (...args: string[]) => slurm('squeue', '-h', '-t', 'all', '-j', ...args).stdout;
+    // Four nodes, four tasks: all run, each on its own line.
+    await eventually(() => `the four tasks running: ${JSON.stringify(slurm('squeue', '-h', '-t', 'all', '-o', '%i %t %r').stdout)}`, () => listed(String(array), '-o', '%t') === 'R\nR\nR\nR\n', 10_000);
+    assert.equal(listed(String(array), '-o', '%i'), `${array}_0\n${array}_1\n${array}_2\n${array}_3\n`, 'the array\'s id names all its tasks');
+    assert.equal(listed(`${array}_2`, '-o', '%i'), `${array}_2\n`);
+    assert.equal(listed(`${array}_[1-2]`, '-o', '%i'), `${array}_1\n${array}_2\n`);
+    const shown = slurm('scontrol', 'show', 'job', `${array}_1`);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, new RegExp(`ArrayJobId=${array} ArrayTaskId=1`));
+    assert.equal(slurm('scancel', `${array}_3`).code, 0);
+    assert.equal(slurm('scancel', `${array}_[1-2]`).code, 0);
+    await eventually('tasks 1 to 3 cancelled', () => listed(`${array}_[1-3]`, '-o', '%t') === 'CA\nCA\nCA\n', 10_000);
+    assert.equal(listed(`${array}_0`, '-o', '%t'), 'R\n');
+    // A held task released by its ARRAYID_TASK.
+    const held = slurm('sbatch', '--array=0-1', '--hold', '-t', '10', '-J', 'held', 'long.sh');
+    const second = Number(/(\d+)\s*$/.exec(held.stdout)![1]);
+    assert.equal(slurm('scontrol', 'release', `${second}_1`).code, 0);
+    await eventually('task 1 released and running', () => listed(`${second}_1`, '-o', '%i %t') === `${second}_1 R\n`, 10_000);
+    assert.match(listed(`${second}_0`, '-o', '%r'), /JobHeldUser/, 'task 0 is still held');
+    for (const id of [array, second]) assert.equal(slurm('scancel', String(id)).code, 0);
+    await eventually('both arrays gone', () => slurm('squeue', '-h', '-o', '%i').stdout === '', 10_000);
+    assert.match(slurm('scancel', `${array}_x`).stderr, new RegExp(`^scancel: error: Invalid job id ${array}_x`));
   });
 });

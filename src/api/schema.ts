@@ -203,11 +203,15 @@ export const SubmitBodySchema = strict({
   idempotencyKey: v.optional(v.pipe(text(LIMITS.idempotencyKeyChars, 8), v.regex(/^[A-Za-z0-9._:-]+$/, 'expected letters, digits, . _ : -'))),
 });
 
+/** Jobs as users name them: a job id, ARRAYID_TASK (one task of a job array), ARRAYID_[TASKS]; an array's id names all its tasks. */
+const jobRefs = list(v.union([int(1, Number.MAX_SAFE_INTEGER), v.pipe(text(LIMITS.textChars, 3), v.regex(/^\d+_(\d+|\[[0-9,:-]+\])$/, 'expected ARRAYID_TASK or ARRAYID_[TASKS]'))],
+  'expected a job id (12), ARRAYID_TASK (12_3) or ARRAYID_[TASKS] (12_[1-3,7])'), LIMITS.jobIdsPerRequest, 1);
+
 /** POST /jobs/cancel: the listed jobs, or all of a user's active jobs (the caller's own unless `user` names another). */
 export const CancelBodySchema = v.pipe(
   strict({
     // A job id, or ARRAYID_TASK (one task of a job array); an array's id names all its tasks.
-    ids: v.optional(list(v.union([int(1, Number.MAX_SAFE_INTEGER), v.pipe(text(LIMITS.textChars, 3), v.regex(/^\d+_(\d+|\[[0-9,:-]+\])$/, 'expected ARRAYID_TASK or ARRAYID_[TASKS]'))], 'expected a job id (12), ARRAYID_TASK (12_3) or ARRAYID_[TASKS] (12_[1-3,7])'), LIMITS.jobIdsPerRequest, 1)),
+    ids: v.optional(jobRefs),
     all: v.optional(v.literal(true, 'expected true')),
     user: v.optional(text(LIMITS.nameChars, 1)),
   }),
@@ -219,7 +223,7 @@ const nodeNames = (minItems: number) => list(text(LIMITS.nameChars, 1), LIMITS.n
 
 export const DrainBodySchema = strict({ nodes: nodeNames(1), reason: v.optional(text(LIMITS.textChars)), resume: v.optional(bool()) });
 /** POST /jobs/hold, /jobs/release: the jobs. */
-export const JobIdsBodySchema = strict({ ids: list(int(1, Number.MAX_SAFE_INTEGER), LIMITS.jobIdsPerRequest, 1) });
+export const JobIdsBodySchema = strict({ ids: jobRefs });
 /** POST /jobs/:id/move (taras move): the job to go behind, or 0 for the front of the queue. */
 export const MoveBodySchema = strict({ after: int(0, Number.MAX_SAFE_INTEGER) });
 /** Most tasks one job step may have: each task runs under a supervisor process of its own on its node. */

@@ -5,6 +5,32 @@
 // from Slurm's man pages and src/squeue/print.c, src/sinfo/print.c. Pure: no I/O.
 
 import type { JobState } from '../../api/types.js';
+import { parseArrayJobId } from '../../jobspec/array.js';
+
+/**
+ * Job ids as Slurm's commands take them, comma lists included: 12, 12_3 (a task of job array 12), 12_[1-3,7]:
+ * numbers, and the array forms as text, which the controller resolves. `invalid` makes the refusal's words.
+ */
+export function slurmJobRefs(words: readonly string[], invalid: (word: string) => string): (number | string)[] {
+  return words.flatMap((word) => word.split(/,(?![^[]*\])/)).filter((word) => word !== '').map((word) => {
+    const parsed = parseArrayJobId(word);
+    if (parsed === undefined) throw new Error(invalid(word));
+    return parsed.taskIds === undefined ? parsed.id : word.trim();
+  });
+}
+
+/**
+ * Whether a list of refs names a job (or task): by its id, its array's id (all the array's tasks), or its
+ * ARRAYID_TASK; a row standing for several pending tasks (`arrayTaskIds`, squeue's folded 12_[4-15]) by any of them.
+ */
+export function namedBy(refs: readonly (number | string)[], job: { id: number; arrayJobId?: number; arrayTaskId?: number; arrayTaskIds?: readonly number[] }): boolean {
+  const tasks = job.arrayTaskIds ?? (job.arrayTaskId === undefined ? [] : [job.arrayTaskId]);
+  return refs.some((ref) => {
+    if (typeof ref === 'number') return ref === job.id || ref === job.arrayJobId;
+    const parsed = parseArrayJobId(ref);
+    return parsed !== undefined && parsed.id === job.arrayJobId && (parsed.taskIds ?? []).some((task) => tasks.includes(task));
+  });
+}
 
 /** One `%[.|-][width]letter` of a format string, with the text that follows it up to the next field. */
 export interface FormatField {

@@ -5,19 +5,24 @@
 
 import type { Command } from 'commander';
 import type { ApiCancelResult, ApiJob, JobState } from '../../api/types.js';
-import { parseJobStates } from './format.js';
+import { namedBy, parseJobStates, slurmJobRefs } from './format.js';
 
 const list = (text: string) => text.split(',').map((word) => word.trim()).filter((word) => word !== '');
 
 /** The ids to cancel: those given that pass the filters, or, with no ids, every active job that does. */
-export function jobsToCancel(ids: number[], jobs: readonly ApiJob[], filter: { users?: string[]; states?: JobState[]; partitions?: string[]; names?: string[] }): number[] {
+export function jobsToCancel(ids: readonly (number | string)[], jobs: readonly ApiJob[], filter: { users?: string[]; states?: JobState[]; partitions?: string[]; names?: string[] }): number[] {
   const passes = (job: ApiJob) => (filter.users === undefined || filter.users.includes(job.user))
     && (filter.states === undefined || filter.states.includes(job.state))
     && (filter.partitions === undefined || filter.partitions.includes(job.partition))
     && (filter.names === undefined || filter.names.includes(job.name));
-  const byId = new Map(jobs.map((job) => [job.id, job]));
-  if (ids.length > 0) return ids.filter((id) => !byId.has(id) || passes(byId.get(id)!));
-  return jobs.filter(passes).map((job) => job.id);
+  if (ids.length === 0) return jobs.filter(passes).map((job) => job.id);
+  // Each id in the order given: the jobs it names (an array's id: its tasks) that pass; a number naming none is
+  // kept, for the controller to answer "no job N".
+  return ids.flatMap((ref) => {
+    const named = jobs.filter((job) => namedBy([ref], job));
+    if (named.length === 0) return typeof ref === 'number' ? [ref] : [];
+    return named.filter(passes).map((job) => job.id);
+  });
 }
 
 export function registerScancel(program: Command): void {
@@ -33,10 +38,7 @@ export function registerScancel(program: Command): void {
     .helpOption('--help', 'show this help')
     .addHelpText('after', '\nExamples:\n  scancel 42 43\n  scancel --me -t PENDING\n  scancel -u alice -n sweep\n')
     .action(async (raw: string[], flags: { me?: boolean; user?: string; state?: string; partition?: string; name?: string; controller?: string }) => {
-      const ids = raw.flatMap(list).map((word) => {
-        if (!/^\d+$/.test(word) || Number(word) === 0) throw new Error(`scancel: error: Invalid job id ${word}`);
-        return Number(word);
-      });
+      const ids = slurmJobRefs(raw, (word) => `scancel: error: Invalid job id ${word}`);
       const { userInfo } = await import('node:os');
       const users = [...(flags.user !== undefined ? list(flags.user) : []), ...(flags.me ? [userInfo().username] : [])];
       const filter = {

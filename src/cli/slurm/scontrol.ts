@@ -10,7 +10,8 @@ import { readFileSync } from 'node:fs';
 import type { ApiCancelResult, ApiJob, ApiNode, ApiPartition } from '../../api/types.js';
 import type { ApiClient } from '../../net/client.js';
 import { compressHostlist } from '../../config/hostlist.js';
-import { slurmTime } from './format.js';
+import { slurmJobRefs, slurmTime } from './format.js';
+import { parseArrayJobId } from '../../jobspec/array.js';
 import { reasonCode } from './squeue.js';
 import { printable } from '../render/text.js';
 
@@ -66,7 +67,7 @@ export function showJob(job: ApiJob, nowMs: number, passwd: string): string {
   const end = job.endTime ?? job.predictedEnd;
   const cpus = job.ntasks * job.cpusPerTask;
   return record([
-    [`JobId=${job.id}`, `JobName=${job.name}`],
+    [`JobId=${job.id}`, ...(job.arrayJobId === undefined || job.arrayTaskId === undefined ? [] : [`ArrayJobId=${job.arrayJobId}`, `ArrayTaskId=${job.arrayTaskId}`]), `JobName=${job.name}`],
     [`UserId=${userWithId(job.user, passwd)}`],
     [`JobState=${job.state}`, `Reason=${reasonCode(job, true)}`, 'Dependency=(null)'],
     [`Requeue=${job.requeue ? 1 : 0}`, `Restarts=${job.restarts ?? 0}`, 'BatchFlag=1', `ExitCode=${job.exitCode ?? 0}:0`],
@@ -122,7 +123,7 @@ export function showPartition(partition: ApiPartition, nodes: readonly ApiNode[]
 }
 
 const ENTITIES = ['job', 'node', 'partition'] as const;
-const ACTIONS: Record<string, (id: number) => string> = {
+const ACTIONS: Record<string, (id: number | string) => string> = {
   requeue: (id) => `/jobs/${id}/requeue`, suspend: (id) => `/jobs/${id}/suspend`, resume: (id) => `/jobs/${id}/resume`,
 };
 
@@ -134,7 +135,7 @@ async function show(api: ApiClient, entity: string, name: string | undefined): P
       const jobs = await listAllJobs(api, new URLSearchParams({ state: 'PENDING,RUNNING,SUSPENDED,COMPLETING' }));
       return jobs.map((job) => showJob(job, Date.now(), passwdText()));
     }
-    if (!/^\d+$/.test(name)) throw new Error(`scontrol: error: Invalid job id specified: ${name}`);
+    if (!/^\d+(_\d+)?$/.test(name)) throw new Error(`scontrol: error: Invalid job id specified: ${name}`);
     return [showJob(await api.get<ApiJob>(`/jobs/${name}`), Date.now(), passwdText())];
   }
   if (singular === 'node') {
@@ -160,14 +161,18 @@ function passwdText(): string {
   }
 }
 
-const jobIdsOf = (words: string[], command: string): number[] => {
-  const ids = words.flatMap((word) => word.split(',')).filter((word) => word !== '');
+/** Job ids as Slurm takes them (12, 12_3, 12_[1-3]): numbers, and array tasks as text (slurmJobRefs). */
+const jobIdsOf = (words: string[], command: string): (number | string)[] => {
+  const ids = slurmJobRefs(words, (word) => `scontrol: error: Invalid job id specified: ${word}`);
   if (ids.length === 0) throw new Error(`scontrol: error: ${command} needs a job id, e.g. scontrol ${command} 42`);
-  return ids.map((word) => {
-    if (!/^\d+$/.test(word)) throw new Error(`scontrol: error: Invalid job id specified: ${word}`);
-    return Number(word);
-  });
+  return ids;
 };
+
+/** One job's routes take one job or task: 12_[1-3] is 12_1, 12_2 and 12_3. */
+const oneByOne = (ids: readonly (number | string)[]): (number | string)[] => ids.flatMap((ref) => {
+  const parsed = typeof ref === 'string' ? parseArrayJobId(ref) : undefined;
+  return parsed?.taskIds === undefined ? [ref] : parsed.taskIds.map((task) => `${parsed.id}_${task}`);
+});
 
 /**
  * scontrol write batch_script: the job's script as it was submitted, to FILE (default slurm-JOBID.sh, as
@@ -235,7 +240,7 @@ export function registerScontrol(program: Command): void {
         }
         if (verb === 'update') {
           const id = args.find((word) => /^jobid=/i.test(word))?.split('=')[1];
-          if (id === undefined || !/^\d+$/.test(id)) throw new Error('scontrol: error: update needs JobId=ID and fields, e.g. scontrol update JobId=42 TimeLimit=30');
+          if (id === undefined || !/^\d+(_\d+)?$/.test(id)) throw new Error('scontrol: error: update needs JobId=ID and fields, e.g. scontrol update JobId=42 TimeLimit=30');
           await notYet(api.post(`/jobs/${id}/update`, await updateFields(args.filter((word) => !/^jobid=/i.test(word)))), verb);
           return;
         }
@@ -249,7 +254,7 @@ export function registerScontrol(program: Command): void {
           }
           return;
         }
-        for (const id of ids) {
+        for (const id of oneByOne(ids)) {
           try {
             await api.post(ACTIONS[verb](id), {});
           } catch (error) {

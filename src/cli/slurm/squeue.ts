@@ -9,7 +9,8 @@ import type { Command } from 'commander';
 import type { ApiJob, ApiPlan, JobState } from '../../api/types.js';
 import { compressHostlist } from '../../config/hostlist.js';
 import { queueOrderOf, queueSegments, SEGMENT_COLUMNS, unpackQueue, type ApiQueue, type QueueSegment } from '../../api/queue.js';
-import { formatLine, pad, parseFormat, parseJobStates, slurmDuration, slurmLimit, slurmTime, stateCode } from './format.js';
+import { parseArrayJobId } from '../../jobspec/array.js';
+import { formatLine, namedBy, pad, parseFormat, parseJobStates, slurmDuration, slurmLimit, slurmTime, slurmJobRefs, stateCode } from './format.js';
 import { LineChunks, printable } from '../render/text.js';
 import { isoOrNull } from '../../api/durations.js';
 
@@ -59,6 +60,13 @@ export interface SqJob {
 }
 
 const ms = (iso: string | null | undefined): number | null => (iso === null || iso === undefined ? null : Date.parse(iso));
+
+/** A row's id as -j matches it: its own, and for array tasks the array's id and the task ids (folded ones: all of them). */
+function arrayPlace(job: SqJob): { id: number; arrayJobId?: number; arrayTaskId?: number; arrayTaskIds?: readonly number[] } {
+  const parsed = job.label === null ? undefined : parseArrayJobId(job.label.replace(/%\d+\]$/, ']'));
+  if (parsed?.taskIds === undefined) return { id: job.id };
+  return { id: job.id, arrayJobId: parsed.id, arrayTaskId: parsed.taskIds[0], arrayTaskIds: parsed.taskIds };
+}
 
 /** An ApiJob as squeue reads it. */
 export function sqJobOf(job: ApiJob): SqJob {
@@ -224,7 +232,8 @@ export interface SqueueOptions {
   sort?: string;
   states?: JobState[];
   users?: string[];
-  jobs?: number[];
+  /** -j: job ids, an array's id (all its tasks), ARRAYID_TASK, ARRAYID_[TASKS]. */
+  jobs?: (number | string)[];
   partitions?: string[];
   names?: string[];
   nowMs: number;
@@ -243,7 +252,7 @@ export function renderSqueue(jobs: readonly SqJob[], plan: ApiPlan | null, optio
   const shown = jobs.filter((job) => states.includes(job.state)
     && (job.endMs === null || job.endMs >= fresh)
     && (options.users === undefined || options.users.includes(job.user))
-    && (options.jobs === undefined || options.jobs.includes(job.id))
+    && (options.jobs === undefined || namedBy(options.jobs, arrayPlace(job)))
     && (options.partitions === undefined || options.partitions.includes(job.partition))
     && (options.names === undefined || options.names.includes(job.name)));
   const entries = sortJobs(squeueJobs(shown, plan), options.sort ?? (options.start ? 'S' : 'P,t,-p'), options.nowMs);
@@ -458,12 +467,9 @@ Examples:
       const { userInfo } = await import('node:os');
       const text = (key: string) => (typeof flags[key] === 'string' ? flags[key] as string : undefined);
       const users = [...(text('user') !== undefined ? list(text('user')!) : []), ...(flags.me ? [userInfo().username] : [])];
-      let jobIds: number[] | undefined;
+      let jobIds: (number | string)[] | undefined;
       if (text('jobs') !== undefined) {
-        jobIds = list(text('jobs')!).map((word) => {
-          if (!/^\d+$/.test(word)) throw new Error(`squeue: error: Invalid job id specified: ${word} (job ids are positive integers)`);
-          return Number(word);
-        });
+        jobIds = slurmJobRefs([text('jobs')!], (word) => `squeue: error: Invalid job id specified: ${word} (give job ids as squeue shows them: 12, 12_3, 12_[1-3])`);
       }
       const options: SqueueOptions = {
         format: text('format'), long: flags.long === true, start: flags.start === true, noheader: flags.noheader === true, sort: text('sort'),
