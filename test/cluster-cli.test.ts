@@ -51,6 +51,11 @@ describe('taras submit and friends without a controller', () => {
     assert.match(taras(['submit', '--controller', '127.0.0.1:9', 'c.sh']).stderr, /controller not reachable at http:\/\/127\.0\.0\.1:9/);
     assert.match(taras(['submit', '--controller', `unix:${join(work, 'none.sock')}`, 'c.sh']).stderr, new RegExp(`controller not reachable at unix:${join(work, 'none.sock')}`));
     assert.match(taras(['submit', 'c.sh'], { TARAS_CONTROLLER: join(work, 'none.sock') }).stderr, /controller not reachable at unix:/);
+    // A bare --immediate takes no value: the script that follows is the script (it was taken for the seconds).
+    const immediate = taras(['submit', '--controller', DOWN, '--immediate', 'c.sh'], { TARAS_RETRY_SECONDS: '0' });
+    assert.equal(immediate.code, 1, immediate.stderr);
+    assert.match(immediate.stderr, /controller not reachable at http:\/\/127\.0\.0\.1:9/);
+    assert.match(taras(['submit', '--controller', DOWN, '--immediate=x', 'c.sh']).stderr, /--immediate/);
     const status = taras(['status', '--controller', DOWN]);
     assert.equal(status.code, 1);
     assert.match(status.stdout, /down/i);

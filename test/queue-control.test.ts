@@ -75,6 +75,9 @@ describe('--dependency parsing', () => {
   it('reads Slurm\'s forms and names what is wrong', () => {
     assert.deepEqual(parseDependency('afterok:12:13,afterany:14'), { ok: true, value: { text: 'afterok:12:13,afterany:14', all: true, items: [{ type: 'afterok', ids: [12, 13] }, { type: 'afterany', ids: [14] }] } });
     assert.deepEqual(parseDependency('after:5+10?singleton'), { ok: true, value: { text: 'after:5+10?singleton', all: false, items: [{ type: 'after', ids: [5], minutes: 10 }, { type: 'singleton', ids: [] }] } });
+    // Plain ids are afterany, as Slurm reads -d 19 (it was refused).
+    assert.deepEqual(parseDependency('19'), { ok: true, value: { text: '19', all: true, items: [{ type: 'afterany', ids: [19] }] } });
+    assert.deepEqual(parseDependency('19:20,afterok:21'), { ok: true, value: { text: '19:20,afterok:21', all: true, items: [{ type: 'afterany', ids: [19, 20] }, { type: 'afterok', ids: [21] }] } });
     for (const [text, why] of [['afterok', /needs at least one job id/], ['afterok:1,afterany:2?after:3', /cannot be mixed/], ['afterok:x', /'x' is not a job id/],
       ['afterany:3+5', /\+MIN goes only after the last id of after:/], ['aftercorr:3', /'aftercorr' is not a dependency type Taras supports/], ['singleton:3', /singleton takes no job ids/]] as const) {
       const parsed = parseDependency(text);

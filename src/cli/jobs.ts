@@ -73,6 +73,12 @@ export function registerJobCommands(program: Command): void {
         if (['file', 'controller', 'json', 'immediate', 'many'].includes(key)) continue;
         if (cmd.getOptionValueSource(key) === 'cli') given[key] = flags[key];
       }
+      // sbatch takes --immediate's value only as --immediate=S: what follows a bare --immediate is the script.
+      if (typeof flags.immediate === 'string' && !process.argv.includes(`--immediate=${flags.immediate}`) && !/^\d+$/.test(flags.immediate)) {
+        args = script === undefined ? args : [script, ...args];
+        script = flags.immediate;
+        flags.immediate = true;
+      }
       let immediateSeconds: number | undefined;
       if (flags.immediate !== undefined) {
         const parsed = parseImmediateFlag(flags.immediate);

@@ -30,7 +30,9 @@ export function parseDependency(raw: string): { ok: true; value: DependencySpec 
   if (text.includes(',') && text.includes('?')) return bad(', (all) and ? (any) cannot be mixed');
   const all = !text.includes('?');
   const items: DependencyItem[] = [];
-  for (const part of text.split(all ? ',' : '?')) {
+  for (const written of text.split(all ? ',' : '?')) {
+    // Plain job ids (12, 12:13) are afterany, as Slurm reads them.
+    const part = /^\s*\d+(:\d+)*\s*$/.test(written) ? `afterany:${written.trim()}` : written;
     const [type, ...rest] = part.trim().split(':');
     if (!(DEPENDENCY_TYPES as readonly string[]).includes(type ?? '')) {
       return bad(`'${type}' is not a dependency type${type === 'aftercorr' || type === 'expand' ? ' Taras supports' : ''}`);
