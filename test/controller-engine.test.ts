@@ -414,6 +414,14 @@ describe('controller engine', () => {
     engine.schedule();
     assert.match(apiWhen(engine, store.job(wide)!).explanation, /^Fewer than the 16 nodes it needs in partition batch are up and taking jobs \(node16 is out\)/);
     assert.match(apiWhen(engine, store.job(small)!).explanation, /^A job ahead of it waits for nodes that are down or drained/);
+    // Held, or waiting for a job it depends on: that is what `when` says, not the nodes (it blamed drained nodes).
+    const [held, dependent] = engine.submit([
+      { user: 'jo', spec: spec({ hold: true }) },
+      { user: 'jo', spec: spec({ dependency: { text: `afterok:${wide}`, all: true, items: [{ type: 'afterok', ids: [wide] }] } }) },
+    ]);
+    engine.schedule();
+    assert.equal(apiWhen(engine, store.job(held)!).explanation, `It is held (${store.job(held)!.reason}): it is planned once released (taras release ${held}).`);
+    assert.match(apiWhen(engine, engine.active.get(dependent)!).explanation, /^It waits: Dependency/);
   });
 
   it('after a controller restart: the queue is back in order, running jobs keep their nodes, ends while down are recorded', () => {

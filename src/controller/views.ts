@@ -422,6 +422,10 @@ function holderOf(engine: ControllerEngine, hold: PlanHold, nodes: readonly stri
 
 /** Why a pending job has no planned start: which of its requirements no node that counts can meet. */
 function unplannedExplanation(engine: ControllerEngine, record: JobRecord): string {
+  // Held, or waiting for its dependencies, its --begin, its array's %N or the night: that, not the nodes, is why.
+  if (record.held) return `It is held (${record.reason ?? 'held'}): it is planned once released (taras release ${record.id}).`;
+  const waiting = engine.waitingReason(record.id as JobId);
+  if (waiting !== undefined) return `It waits: ${waiting}.`;
   const spec = engine.specOf(record);
   const partition = spec.partition ?? engine.config.defaultPartition;
   const members = new Set(engine.config.partitions.find((p) => p.name === partition)?.nodes ?? []);
