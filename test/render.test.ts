@@ -373,6 +373,14 @@ describe('renderShow', () => {
     assert.ok(finished.includes('  Error:            /home/bob/err\n'));
     assert.ok(!finished.includes('Predicted end'));
   });
+
+  it('shows the instants in the controller\'s words and events in local time, never UTC text or epoch milliseconds', () => {
+    const begin = renderShow({ ...PENDING_42, reason: 'BeginTime: not before 2026-11-24T18:00:00.000Z (--begin)', events: [
+      { time: '2026-11-24T10:00:00Z', type: 'started', detail: { nodes: ['node01'], promisedMs: Date.parse('2026-11-24T09:30:00Z') } },
+    ] }, NOW, 'Asia/Tokyo');
+    assert.ok(begin.includes('  State:            PENDING (BeginTime: not before tomorrow 03:00 (--begin))\n'), begin);
+    assert.match(begin, /started +nodes=node01 promisedMs=today 18:30\n/);
+  });
 });
 
 describe('renderWhen', () => {

@@ -2017,7 +2017,7 @@ export class ControllerEngine {
     if (this.neverSatisfied.has(id)) return `DependencyNeverSatisfied: ${this.specOf(record).dependency?.text ?? ''} can never be met; cancel it (taras cancel ${id})`;
     if (this.dependent.has(id)) return `Dependency: waits for ${this.specOf(record).dependency?.text ?? ''}`;
     const begin = this.specOf(record).beginMs;
-    if (begin !== undefined && begin > this.clockMs()) return `BeginTime: not before ${new Date(begin).toLocaleString()} (--begin)`;
+    if (begin !== undefined && begin > this.clockMs()) return `BeginTime: not before ${isoTime(begin)} (--begin)`;
     return undefined;
   }
 
@@ -2182,7 +2182,7 @@ export class ControllerEngine {
     if (config === undefined || !this.nightJobs.has(id) || this.holiday) return undefined;
     const window = this.scheduler.state.queue.find((entry) => entry.job.id === id)?.job.window;
     if (window === undefined || window.owner !== NIGHT_OWNER) return undefined;
-    const at = Number.isFinite(window.start) ? ` (the next night long enough: ${new Date(window.start * 1000).toLocaleString()} to ${new Date(window.end * 1000).toLocaleString()})` : '';
+    const at = Number.isFinite(window.start) ? ` (the next night long enough: ${isoTime(window.start * 1000)} to ${isoTime(window.end * 1000)})` : '';
     return `night job: over ${config.dayMaxNodeMinutes} node-minutes or ${config.dayMaxTimeSeconds / 3600} h, it starts only at night and ends before the day (${config.dayText})${at}`;
   }
 

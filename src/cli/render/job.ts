@@ -14,8 +14,17 @@ function limitText(seconds: number | null): string {
   return seconds === null ? 'unlimited' : `${formatHumanTime(seconds)} (${formatSbatchTime(seconds)})`;
 }
 
-/** One event detail value: hostlists for node lists, quotes only where a value has spaces or quotes. */
-function detailValue(key: string, value: unknown): string {
+/** Times the controller writes into its words (an instant in UTC): here in local time, as every other time. */
+const INSTANT = /\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\b/g;
+
+/** A reason or explanation from the controller, printable, its instants in local time. */
+function wordsOf(text: string, clock: LocalClock): string {
+  return printable(text).replace(INSTANT, (instant) => clock.at(instant));
+}
+
+/** One event detail value: hostlists for node lists, times (keys ending in Ms) local, quotes only where a value has spaces or quotes. */
+function detailValue(key: string, value: unknown, clock?: LocalClock): string {
+  if (clock !== undefined && /Ms$/.test(key) && typeof value === 'number' && Number.isFinite(value)) return clock.at(new Date(value).toISOString());
   if (Array.isArray(value)) {
     if (key === 'nodes' && value.every((item) => typeof item === 'string')) return hostlistText(value as string[]);
     return value.map((item) => detailValue('', item)).join(',');
@@ -25,10 +34,10 @@ function detailValue(key: string, value: unknown): string {
   return String(value);
 }
 
-export function eventDetail(detail: ApiJobEvent['detail']): string {
+export function eventDetail(detail: ApiJobEvent['detail'], clock?: LocalClock): string {
   return Object.entries(detail)
     .filter(([, value]) => value !== undefined)
-    .map(([key, value]) => `${printable(key)}=${detailValue(key, value)}`)
+    .map(([key, value]) => `${printable(key)}=${detailValue(key, value, clock)}`)
     .join(' ');
 }
 
@@ -36,7 +45,7 @@ export function eventDetail(detail: ApiJobEvent['detail']): string {
 export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: string): string {
   const clock = new LocalClock(now, timeZone);
   const at = (iso: string) => clock.withHint(iso);
-  const state = job.reason === null || job.reason === '' ? job.state : `${job.state} (${printable(job.reason)})`;
+  const state = job.reason === null || job.reason === '' ? job.state : `${job.state} (${wordsOf(job.reason, clock)})`;
   const rows: [string, string][] = [
     ['Name', printable(job.name)],
     ['User', printable(job.user)],
@@ -91,7 +100,7 @@ export function renderShow(job: ApiJobWithEvents, now: Instant, timeZone?: strin
   if (job.events.length === 0) lines.push('No events recorded.');
   else {
     lines.push(`Events (${job.events.length}):`);
-    const eventRows = job.events.map((event) => [clock.at(event.time, { seconds: true }), printable(event.type), eventDetail(event.detail)]);
+    const eventRows = job.events.map((event) => [clock.at(event.time, { seconds: true }), printable(event.type), eventDetail(event.detail, clock)]);
     lines.push(...alignColumns(['TIME', 'EVENT', 'DETAIL'], eventRows).map((line) => `  ${line}`));
   }
   return `${lines.join('\n')}\n`;
@@ -131,7 +140,7 @@ function pendingSentences(when: ApiWhen, clock: LocalClock): string[] {
     sentences.push(`It runs in reservation ${printable(when.reservation.name)} (${clock.at(when.reservation.start)} to ${clock.end(when.reservation.end, when.reservation.start)}).`);
   }
   if (when.moved) sentences.push(`${capitalized(printable(when.moved))}.`);
-  if (when.explanation.trim() !== '') sentences.push(printable(when.explanation.trim()));
+  if (when.explanation.trim() !== '') sentences.push(wordsOf(when.explanation.trim(), clock));
   return sentences;
 }
 
@@ -153,7 +162,7 @@ function runningSentences(job: ApiJob, clock: LocalClock): string[] {
   const on = job.nodes.length === 0 ? '' : ` on ${hostlistText(job.nodes)}`;
   if (job.state === 'COMPLETING') return [`Job ${job.id} is completing: its processes are ending${on}.`];
   if (job.state === 'SUSPENDED') {
-    const why = job.reason === null || job.reason === '' ? '' : ` (${printable(job.reason)})`;
+    const why = job.reason === null || job.reason === '' ? '' : ` (${wordsOf(job.reason, clock)})`;
     return [`Job ${job.id} is suspended${on}${why}: its nodes stay its own, and its time limit moves later by the time it stays suspended.`];
   }
   const since = job.startTime === null ? '' : ` since ${clock.withHint(job.startTime)}`;
@@ -169,7 +178,7 @@ function runningSentences(job: ApiJob, clock: LocalClock): string[] {
 function finishedSentences(job: ApiJob, clock: LocalClock): string[] {
   const ended = job.endTime === null ? 'has ended' : `ended ${clock.withHint(job.endTime)}`;
   const code = job.exitCode === null ? '' : ` with exit code ${job.exitCode}`;
-  const reason = job.reason === null || job.reason === '' ? '' : ` (${printable(job.reason)})`;
+  const reason = job.reason === null || job.reason === '' ? '' : ` (${wordsOf(job.reason, clock)})`;
   const ran = job.startTime === null ? ' without starting' : `, having started ${clock.at(job.startTime)}`;
   return [`Job ${job.id} is no longer in the queue: it ${ended} as ${job.state}${code}${reason}${ran}.`];
 }
