@@ -32,7 +32,7 @@ describe('taras submit and friends without a controller', () => {
   it('without a terminal, a missing script is named with what gives it, exit 2; a missing time limit is left to the partition (test/requests.test.ts)', () => {
     const run = taras(['submit', '--controller', DOWN]);
     assert.equal(run.code, 2);
-    assert.match(run.stderr, /taras submit needs a batch script \(taras submit run\.sh\), --wrap COMMAND, or --many FILE/);
+    assert.match(run.stderr, /taras submit needs a batch script \(taras submit run\.sh\), --wrap COMMAND, --many FILE for many jobs, or the script on standard input/);
   });
 
   it('a bad #TARAS line is refused with the file, the line and the option', () => {

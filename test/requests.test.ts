@@ -525,6 +525,14 @@ describe('with real controller processes', () => {
       const batch = cli(dir, controller.url, ['submit', 'plain.sh']);
       assert.equal(batch.code, 2);
       assert.match(batch.stderr, /^error: .*no time limit and partition batch has no default_time/);
+      // The script on standard input (sbatch <<EOF), named sbatch as Slurm names it; - says so explicitly.
+      for (const operand of [[], ['-']]) {
+        const piped = spawnSync(process.execPath, [taras, 'submit', '--controller', controller.url, '--json', '-p', 'short', ...operand],
+          { cwd: dir, encoding: 'utf8', input: '#!/bin/sh\n#SBATCH -J piped\necho hi\n', timeout: 60_000 });
+        assert.equal(piped.status, 0, piped.stderr);
+        const job = JSON.parse(cli(dir, controller.url, ['show', String((JSON.parse(piped.stdout) as { id: number }).id), '--json']).stdout) as ApiJob;
+        assert.deepEqual([job.name, job.timeLimitSeconds], ['piped', 300]);
+      }
     } finally {
       await killHard(controller.child);
     }

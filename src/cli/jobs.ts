@@ -115,11 +115,26 @@ export function registerJobCommands(program: Command): void {
       // --wrap (sbatch's): the command is the script; a script operand with it is refused (buildJobSpec says so).
       const wrap = typeof flags.wrap === 'string' ? flags.wrap : fileLayer?.values.wrap;
       if (wrap !== undefined && script !== undefined) fail(`error: --wrap is the whole script: leave out the script ${script} (sbatch allows no script with --wrap)`);
-      if (wrap === undefined && script === undefined) fail('error: taras submit needs a batch script (taras submit run.sh), --wrap COMMAND, or --many FILE for many jobs');
+      // No script named (or -) and standard input not a terminal: the script comes from there, as sbatch reads it
+      // (sbatch <<EOF ... EOF, or a pipe); the job is named sbatch, as Slurm names it.
+      let stdinScript: string | undefined;
+      if (wrap === undefined && (script === '-' || (script === undefined && process.stdin.isTTY !== true))) {
+        try {
+          stdinScript = readFileSync(0, 'utf8');
+        } catch {
+          stdinScript = '';
+        }
+        if (stdinScript === '' && script === undefined) stdinScript = undefined;
+        else script = 'sbatch';
+      }
+      if (wrap === undefined && script === undefined) fail('error: taras submit needs a batch script (taras submit run.sh), --wrap COMMAND, --many FILE for many jobs, or the script on standard input');
       let scriptText: string;
       if (wrap !== undefined) {
         scriptText = jobspec.wrapScript(wrap);
         script = jobspec.WRAP_SCRIPT;
+      } else if (stdinScript !== undefined) {
+        if (stdinScript === '') fail('error: the batch script on standard input is empty (sbatch - reads the script from there)');
+        scriptText = stdinScript;
       } else {
         try {
           scriptText = readFileSync(script!, 'utf8');
