@@ -138,6 +138,11 @@ srun -l -O -n 12 -N 3 sh -c 'echo "x$SLURM_PROCID"' | sort -k2 -t x -n
     const api = createApiClient({ baseUrl: url }, { credentials: bearer(token) });
     try {
       const step = { command: ['true'], ntasks: 128, overcommit: true, workingDir: ada.home, env: { PATH: '/usr/bin:/bin' }, umask: 0o22 };
+      // An environment past what a program is given is refused, before anything is held (red team: 256 steps of 0.9 MB held 250 MB).
+      const huge = await api.post(`/jobs/${id}/steps`, { ...step, ntasks: 1, env: { BIG: 'x'.repeat(120_000), BIG2: 'y'.repeat(120_000), BIG3: 'z'.repeat(30_000) } })
+        .then(() => null, (error: ApiRequestError) => error);
+      assert.equal(huge?.status, 400);
+      assert.match(huge?.error ?? '', new RegExp(`^job ${id}: the step's environment has 270017 characters, more than 262144`));
       // Asked for and not attached to (no srun): each holds its 128 tasks for 30 s.
       const first = await api.post<{ stepId: number }>(`/jobs/${id}/steps`, step);
       await api.post(`/jobs/${id}/steps`, step);

@@ -140,6 +140,8 @@ const ATTACH_WITHIN_MS = 30_000;
 /** Step tasks (running, or waiting for their srun to attach) one job, and one user, may have at once. */
 const MAX_STEP_TASKS_PER_JOB = 256;
 const MAX_STEP_TASKS_PER_USER = 1024;
+/** A step's environment, names and values (red team: 256 steps of 0.9 MB each held 250 MB for 30 s). */
+const MAX_STEP_ENVIRONMENT_CHARS = 256 * 1024;
 /** Past this many bytes unsent to srun, the tasks' streams are no longer read until it takes them. */
 const HIGH_WATER_BYTES = 1024 * 1024;
 
@@ -166,6 +168,12 @@ export class JobSteps {
     if (!mayRunSteps(caller, record.user)) throw new RouteError(403, `job ${id} belongs to ${record.user}: only its owner may run steps in it`, 'run srun inside your own jobs');
     if (record.state !== 'RUNNING') {
       throw new RouteError(409, `job ${id} is ${record.state}, not RUNNING: steps run inside a running job`, record.state === 'PENDING' ? `wait for its start (taras when ${id})` : 'submit a new job');
+    }
+    // A step's environment is held until srun attaches (30 s), once per task: its size is bounded as a program's is.
+    const environmentSize = Object.entries(body.env ?? {}).reduce((sum, [name, value]) => sum + name.length + value.length + 2, 0);
+    if (environmentSize > MAX_STEP_ENVIRONMENT_CHARS) {
+      throw new RouteError(400, `job ${id}: the step's environment has ${environmentSize} characters, more than ${MAX_STEP_ENVIRONMENT_CHARS} (what Linux passes to a program is about as much)`,
+        'unset large variables before srun');
     }
     const allocation = this.deps.engine().allocationOf(record);
     const layout = stepLayout(record.nodes, allocation, body);
