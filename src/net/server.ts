@@ -453,7 +453,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       }
     }
     // Only a verified caller's stream is kept from being displaced as idle when connections run short.
-    guard.streaming(req.socket as Socket);
+    if (user !== undefined || signed) guard.streaming(req.socket as Socket);
     const ctx: RequestContext = {
       method: 'GET', path: pathname, params: match.params, query: new URLSearchParams(queryAt < 0 ? '' : target.slice(queryAt + 1)), body: undefined,
       caller: identified.caller, transport, remoteAddress: remote, signed, route: match.route.path,
