@@ -66,6 +66,8 @@ describe('--array values', () => {
     assert.match(problem('0-10001'), /task id 10001 is above the largest this cluster allows \(10000: max_array_size = 10001/);
     assert.equal(ids('0-1000', 1001).taskIds.length, 1001);
     assert.match(problem('0-1001', 1001), /task id 1001 is above the largest .*1000: max_array_size = 1001/);
+    // Past what any cluster allows (the CLI's own check), no cluster.toml setting is named.
+    assert.match(problem('4294967296', 4_000_001), /task id 4294967296 is above the largest any cluster allows \(4000000, the most Slurm's MaxArraySize may be\); use smaller ids$/);
     const config = parseClusterConfig('[cluster]\nmax_array_size = 1001\n[[nodes]]\nnames = "n1"\ncpus = 2\nmemory = "1G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\n', '/etc/taras/cluster.toml');
     assert.ok(config.ok, config.ok ? '' : JSON.stringify(config.errors));
     assert.equal(config.config.maxArraySize, 1001);

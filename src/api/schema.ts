@@ -54,7 +54,8 @@ const NUL_RULE = 'expected text without NUL characters (\\0)';
 const text = (maxChars: number, minChars = 0) => v.custom<string>(
   (value) => typeof value === 'string' && value.length >= minChars && value.length <= maxChars && !value.includes('\0'),
   (issue) => (typeof issue.input === 'string' && issue.input.includes('\0') ? NUL_RULE
-    : minChars > 0 ? `expected a non-empty string of at most ${maxChars} characters` : `expected a string of at most ${maxChars} characters`));
+    : minChars > 1 ? `expected a string of ${minChars} to ${maxChars} characters`
+      : minChars > 0 ? `expected a non-empty string of at most ${maxChars} characters` : `expected a string of at most ${maxChars} characters`));
 const list = <T extends v.GenericSchema>(item: T, maxItems: number, minItems = 0) => {
   const message = `expected a list of ${minItems > 0 ? `${minItems} to ` : 'at most '}${maxItems} items`;
   return v.pipe(v.array(item, message), v.minLength(minItems, message), v.maxLength(maxItems, message));

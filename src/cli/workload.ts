@@ -73,7 +73,8 @@ async function writeWorkload(cmd: Command, options: WorkloadOptions, outputFile:
 }
 
 export function registerWorkloadCommand(program: Command): void {
-  const workload = program.command('workload').description('synthetic workloads in Standard Workload Format (SWF)');
+  const workload = program.command('workload').description('synthetic workloads in Standard Workload Format (SWF)')
+    .addHelpText('after', '\nExamples:\n  taras workload generate --jobs 1000 --procs 128 --load 0.8 > w.swf\n  taras workload --help generate\n');
 
   workload
     .command('generate')

@@ -56,7 +56,12 @@ export function parseArraySpec(raw: string, maxArraySize = DEFAULT_MAX_ARRAY_SIZ
     if (last < first) return fail(`the range ${part} ends before it starts`);
     if (step < 1) return fail(`the step in ${part} must be at least 1`);
     if (last >= maxArraySize) {
-      return { ok: false, message: `'${text}': task id ${last} is above the largest this cluster allows (${maxArraySize - 1}: max_array_size = ${maxArraySize} in cluster.toml, Slurm's MaxArraySize); use smaller ids or ask an administrator to raise it` };
+      return {
+        ok: false,
+        message: maxArraySize >= MAX_ARRAY_SIZE_LIMIT
+          ? `'${text}': task id ${last} is above the largest any cluster allows (${MAX_ARRAY_SIZE_LIMIT - 1}, the most Slurm's MaxArraySize may be); use smaller ids`
+          : `'${text}': task id ${last} is above the largest this cluster allows (${maxArraySize - 1}: max_array_size = ${maxArraySize} in cluster.toml, Slurm's MaxArraySize); use smaller ids or ask an administrator to raise it`,
+      };
     }
     for (let id = first; id <= last; id += step) ids.add(id);
   }
