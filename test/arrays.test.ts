@@ -356,6 +356,8 @@ describe('the %N throttle, cancel and the folded queue', () => {
     assert.match(refused[0].message, /belongs to alice/);
     const results = engine.cancelMany((resolveJobRef(String(id), lookup) as { ids: number[] }).ids.map(jobId), 'alice');
     assert.deepEqual(results.map((r) => r.result === 'refused'), [false, false, false, false, false]);
+    // Each task named as squeue shows it, with its own id (it said only "job 20075").
+    assert.equal(results[4].message, `job ${id}_7 (${id + 4}): cancelled`);
     assert.deepEqual([2, 3, 4].map((i) => store.job(jobId(id + i))!.state), ['CANCELLED', 'CANCELLED', 'CANCELLED']);
     engine.touch();
     assert.deepEqual(engine.schedule(), [], 'no waiting task starts after the cancel');

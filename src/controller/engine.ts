@@ -22,7 +22,7 @@ import { checkPattern } from '../jobspec/pattern.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
-import { arrayOrder, arrayRefusals, ArrayThrottle, expandArray, firstTaskReader, scriptOf, sharedScriptGone, sharedTaskOf, withArrayShared } from './arrays.js';
+import { arrayOrder, arrayRefusals, ArrayThrottle, arrayTaskOf, expandArray, firstTaskReader, scriptOf, sharedScriptGone, sharedTaskOf, withArrayShared } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 import { isoTime } from '../api/durations.js';
@@ -2559,7 +2559,7 @@ export class ControllerEngine {
       const access = this.access(id, user, admin, 'cancel');
       // The refusals name their job ("no job 7", "job 7 belongs to ..."), as holdMany's do: not prefixed again.
       if ('refusal' in access) results.set(id, refusedOutcome(id, access));
-      else results.set(id, cancelOutcome(id, access.record.state, this.cancelRecord(access.record, user).state));
+      else results.set(id, cancelOutcome(id, access.record.state, this.cancelRecord(access.record, user).state, arrayTaskOf(access.record)));
     }
     return [...new Set(ids)].map((id) => results.get(id)!);
   }
@@ -2958,11 +2958,13 @@ function refusedOutcome(id: JobId, denied: { refusal: string; record?: JobRecord
   return { id, state: denied.record?.state ?? null, result: 'refused', message: denied.refusal };
 }
 
-function cancelOutcome(id: JobId, before: JobState, after: JobState): ApiCancelResult {
-  if (before === 'PENDING') return { id, state: after, result: 'cancelled', message: `job ${id}: cancelled` };
-  if (before === 'RUNNING' || before === 'SUSPENDED') return { id, state: after, result: 'signalled', message: `job ${id}: being cancelled (signalled)` };
-  if (before === 'COMPLETING') return { id, state: after, result: 'ended', message: `job ${id}: already ending (COMPLETING); nothing to cancel` };
-  return { id, state: after, result: 'ended', message: `job ${id}: already ended (${after}); nothing to cancel` };
+/** What a cancel did to a job, in words; an array's task is named as squeue shows it (12_3), with its own id. */
+function cancelOutcome(id: JobId, before: JobState, after: JobState, task?: { jobId: number; taskId: number }): ApiCancelResult {
+  const job = task === undefined ? `job ${id}` : `job ${task.jobId}_${task.taskId} (${id})`;
+  if (before === 'PENDING') return { id, state: after, result: 'cancelled', message: `${job}: cancelled` };
+  if (before === 'RUNNING' || before === 'SUSPENDED') return { id, state: after, result: 'signalled', message: `${job}: being cancelled (signalled)` };
+  if (before === 'COMPLETING') return { id, state: after, result: 'ended', message: `${job}: already ending (COMPLETING); nothing to cancel` };
+  return { id, state: after, result: 'ended', message: `${job}: already ended (${after}); nothing to cancel` };
 }
 
 /** Node names for a log line: a hostlist (100,000 names of a range are one short text), else the names. */
