@@ -483,7 +483,7 @@ describe('with real controller processes', () => {
     // the field, its limit and the fix, exit 2, and nothing stored (the queue below holds the one job).
     const longName = cli(dir, controller.url, ['submit', '-t', '1', '-J', 'n'.repeat(2000), 'job.sh']);
     assert.equal(longName.code, 2, longName.stderr);
-    assert.match(longName.stderr, /^error: the request body is not valid: spec\.name: expected a non-empty string of at most 1024 characters, got a string of 2000 characters \(send .*change the flag or directive that sets that field\); nothing was changed\)\n$/);
+    assert.match(longName.stderr, /^error: the request body is not valid: -J\/--job-name \(spec\.name\): expected a non-empty string of at most 1024 characters, got a string of 2000 characters \(send .*change the flag or directive that sets that field\); nothing was changed\)\n$/);
     for (const [what, body] of BAD_SUBMISSIONS) assert.equal((await refusal(rawPost(controller.url, '/jobs', bodyText(body)))).status, 400, what);
     await killHard(controller.child);
     controller = await controllerAt(dir, controller.port);

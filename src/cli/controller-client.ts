@@ -240,6 +240,20 @@ export async function client(flag: string | undefined): Promise<ApiClient> {
   };
 }
 
+/** The job fields the controller's refusals name, as the flags of taras submit and sbatch that set them. */
+const FIELD_FLAGS: Readonly<Record<string, string>> = {
+  'nodes.min': '-N/--nodes', 'nodes.max': '-N/--nodes', ntasks: '-n/--ntasks', cpusPerTask: '-c/--cpus-per-task', ntasksPerNode: '--ntasks-per-node',
+  memoryMiB: '--mem', memPerCpuMiB: '--mem-per-cpu', timeLimitSeconds: '-t/--time', name: '-J/--job-name', partition: '-p/--partition',
+  workingDir: '-D/--chdir', output: '-o/--output', error: '-e/--error', comment: '--comment', account: '--account', nice: '--nice',
+  mailUser: '--mail-user', mailType: '--mail-type', reservation: '--reservation', nodelist: '-w/--nodelist', exclude: '-x/--exclude',
+  'constraint.text': '-C/--constraint', 'array.text': '-a/--array', 'dependency.text': '-d/--dependency', beginMs: '--begin', 'deadline.atMs': '--deadline',
+};
+
+/** A refusal as a CLI user reads it: `spec.nodes.min` is `-N/--nodes (spec.nodes.min)`. */
+export function inFlagWords(text: string): string {
+  return text.replace(/\bspec\.([A-Za-z]+(?:\.[A-Za-z]+)?)/g, (whole, field: string) => (FIELD_FLAGS[field] === undefined ? whole : `${FIELD_FLAGS[field]} (${whole})`));
+}
+
 /** Runs a client command: API errors become one line and exit 1 (2 for a refused request). */
 export async function withClient<T>(flag: string | undefined, run: (api: ApiClient) => Promise<T>): Promise<T> {
   const api = await client(flag);
@@ -248,7 +262,7 @@ export async function withClient<T>(flag: string | undefined, run: (api: ApiClie
   } catch (error) {
     const { ApiRequestError, ControllerUnreachableError } = await import('../net/client.js');
     if (error instanceof ControllerUnreachableError) fail(`error: ${error.message}`, 1);
-    if (error instanceof ApiRequestError) fail(`error: ${error.error}${error.fix ? ` (${error.fix})` : ''}`, error.status === 400 ? 2 : 1);
+    if (error instanceof ApiRequestError) fail(`error: ${inFlagWords(error.error)}${error.fix ? ` (${error.fix})` : ''}`, error.status === 400 ? 2 : 1);
     // munged unusable and no other way to say who the caller is (munge.ts: the message names the problem and the fix).
     if (error instanceof Error && error.name === 'MungeError') fail(`error: ${error.message} (${(error as Error & { fix: string }).fix})`, 1);
     throw error;
