@@ -27,6 +27,8 @@ export const DEFAULT_MAX_ARRAY_SIZE = 10_001;
 
 /** The largest max_array_size a cluster may set (Slurm's limit): what the CLI checks before the controller checks its own. */
 export const MAX_ARRAY_SIZE_LIMIT = 4_000_001;
+/** The most task ids one ARRAYID_[TASKS] may name (the array's id names all of them). */
+export const MAX_TASKS_NAMED = 100_000;
 
 const FORM = 'write ids and ranges such as 0-15, 1,3,5-9 or 0-15:4, optionally ending in %N (at most N tasks at once), e.g. --array=0-99%10';
 
@@ -34,7 +36,7 @@ const FORM = 'write ids and ranges such as 0-15, 1,3,5-9 or 0-15:4, optionally e
  * Parses `--array`'s value. `maxArraySize`: every task id must be below it
  * (Slurm's MaxArraySize). Errors name the part that is wrong and the form.
  */
-export function parseArraySpec(raw: string, maxArraySize = DEFAULT_MAX_ARRAY_SIZE): { ok: true; value: ArrayTasks } | { ok: false; message: string } {
+export function parseArraySpec(raw: string, maxArraySize = DEFAULT_MAX_ARRAY_SIZE, maxNamed = maxArraySize): { ok: true; value: ArrayTasks } | { ok: false; message: string } {
   const text = raw.trim();
   const fail = (what: string) => ({ ok: false as const, message: `'${text}': ${what}; ${FORM}` });
   if (text === '') return fail('expected task ids');
@@ -47,6 +49,9 @@ export function parseArraySpec(raw: string, maxArraySize = DEFAULT_MAX_ARRAY_SIZ
     throttle = Number(n);
   }
   const ids = new Set<number>();
+  // Ids named in all, repeats included: ranges repeated in a short text would otherwise cost the reader
+  // billions of steps (red team: 1_[0-4000000,...] held the controller for minutes).
+  let named = 0;
   for (const part of list.split(',')) {
     const match = /^(\d+)(?:-(\d+)(?::(\d+))?)?$/.exec(part);
     if (!match) return fail(part === '' ? 'an empty item between commas' : `'${part}' is not a task id or range`);
@@ -63,6 +68,8 @@ export function parseArraySpec(raw: string, maxArraySize = DEFAULT_MAX_ARRAY_SIZ
           : `'${text}': task id ${last} is above the largest this cluster allows (${maxArraySize - 1}: max_array_size = ${maxArraySize} in cluster.toml, Slurm's MaxArraySize); use smaller ids or ask an administrator to raise it`,
       };
     }
+    named += Math.floor((last - first) / step) + 1;
+    if (named > maxNamed) return fail(`it names more than ${maxNamed} task ids`);
     for (let id = first; id <= last; id += step) ids.add(id);
   }
   return { ok: true, value: { text, taskIds: [...ids].sort((a, b) => a - b), ...(throttle === undefined ? {} : { throttle }) } };
@@ -108,6 +115,6 @@ export function parseArrayJobId(text: string): { id: number; taskIds?: number[] 
   if (!Number.isSafeInteger(id) || id < 1) return undefined;
   if (match[2] === undefined) return { id };
   if (!match[2].startsWith('[')) return { id, taskIds: [Number(match[2])] };
-  const inner = parseArraySpec(match[2].slice(1, -1), MAX_ARRAY_SIZE_LIMIT);
+  const inner = parseArraySpec(match[2].slice(1, -1), MAX_ARRAY_SIZE_LIMIT, MAX_TASKS_NAMED);
   return inner.ok && inner.value.throttle === undefined ? { id, taskIds: [...inner.value.taskIds] } : undefined;
 }

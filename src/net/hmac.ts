@@ -107,22 +107,6 @@ export function signRequest(key: ClusterKey, parts: SignedParts): SignatureHeade
   };
 }
 
-/**
- * Whether the signature headers hold for the body digest they declare: a server can tell, before it reads
- * the body, that the sender has the cluster key. Only a first look: verifyRequest, with the body, decides
- * (a body that is not the one declared fails it).
- */
-export function signedForDeclaredBody(key: ClusterKey, request: Omit<ReceivedRequest, 'body'>): boolean {
-  const timestampText = single(request.headers[TIMESTAMP_HEADER]);
-  const nonce = single(request.headers[NONCE_HEADER]);
-  const signatureHex = single(request.headers[SIGNATURE_HEADER]);
-  const destination = single(request.headers[DESTINATION_HEADER]);
-  const digest = single(request.headers[BODY_DIGEST_HEADER]);
-  if (timestampText === undefined || nonce === undefined || signatureHex === undefined || destination === undefined || digest === undefined) return false;
-  if (!TIMESTAMP_PATTERN.test(timestampText) || !/^[0-9a-f]{64}$/i.test(signatureHex) || !/^[0-9a-f]{64}$/.test(digest)) return false;
-  const expected = hmac(key, { method: request.method, path: request.path, body: '', timestamp: Number(timestampText), nonce, destination }, digest);
-  return timingSafeEqual(expected, Buffer.from(signatureHex, 'hex'));
-}
 
 /** True when the request carries any of the signature headers (so it means to be signed). */
 export function carriesSignature(headers: ReceivedRequest['headers']): boolean {
@@ -151,6 +135,27 @@ export const missingSignature: Refusal = refuse('missing-signature', 'missing si
  * checks pass, so refused requests cannot fill the cache.
  */
 export function verifyRequest(key: ClusterKey, request: ReceivedRequest, options: VerifyOptions): Verification {
+  return verifyFor(key, request, bodyDigest(request.body), options);
+}
+
+/**
+ * verifyRequest before the body is read, for the SHA-256 the request declares in BODY_DIGEST_HEADER: every
+ * check, the nonce remembered when all pass. Undefined when it declares none (then verifyRequest, with the
+ * body). The server must then see that the body it reads has that digest (bodyMatchesDigest).
+ */
+export function verifyDeclaredBody(key: ClusterKey, request: Omit<ReceivedRequest, 'body'>, options: VerifyOptions): Verification | undefined {
+  const digest = single(request.headers[BODY_DIGEST_HEADER]);
+  if (digest === undefined) return undefined;
+  if (!/^[0-9a-f]{64}$/.test(digest)) return refuse('bad-signature', 'bad signature', `${BODY_DIGEST_HEADER} must be the body's SHA-256 in lowercase hex`);
+  return verifyFor(key, request, digest, options);
+}
+
+/** Whether a body read after verifyDeclaredBody is the one its signature declared. */
+export function bodyMatchesDigest(body: Uint8Array, headers: ReceivedRequest['headers']): boolean {
+  return single(headers[BODY_DIGEST_HEADER]) === bodyDigest(body);
+}
+
+function verifyFor(key: ClusterKey, request: Omit<ReceivedRequest, 'body'>, bodyHash: string, options: VerifyOptions): Verification {
   const maxSkewSeconds = options.maxSkewSeconds ?? DEFAULT_MAX_SKEW_SECONDS;
   const timestampText = single(request.headers[TIMESTAMP_HEADER]);
   const nonce = single(request.headers[NONCE_HEADER]);
@@ -161,7 +166,7 @@ export function verifyRequest(key: ClusterKey, request: ReceivedRequest, options
     "the client's cluster key differs from the controller's, or the request was altered in transit: copy the controller's key file to this node (mode 600)");
   const timestamp = TIMESTAMP_PATTERN.test(timestampText) ? Number(timestampText) : NaN;
   if (!Number.isSafeInteger(timestamp) || !NONCE_PATTERN.test(nonce) || !/^[0-9a-f]{64}$/i.test(signatureHex) || !DESTINATION_PATTERN.test(destination)) return badSignature;
-  const expected = hmac(key, { method: request.method, path: request.path, body: request.body, timestamp, nonce, destination });
+  const expected = hmac(key, { method: request.method, path: request.path, body: '', timestamp, nonce, destination }, bodyHash);
   if (!timingSafeEqual(expected, Buffer.from(signatureHex, 'hex'))) return badSignature;
 
   if (destination !== options.destination) {
@@ -218,6 +223,11 @@ export class NonceCache {
 
   get size(): number {
     return this.timestamps.size;
+  }
+
+  /** Whether a request with this nonce was accepted within the window. */
+  has(nonce: string): boolean {
+    return this.timestamps.has(nonce);
   }
 
   /** Seconds between `now` and the horizon; requests older than this are refused. */

@@ -13,7 +13,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
 import type { ApiError } from '../api/types.js';
-import { carriesSignature, CONTROLLER_DESTINATION, missingSignature, NonceCache, REFUSED_HEADER, signedForDeclaredBody, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
+import { bodyMatchesDigest, carriesSignature, CONTROLLER_DESTINATION, missingSignature, NonceCache, REFUSED_HEADER, verifyDeclaredBody, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
 import { MUNGE_HEADER } from './headers.js';
 import { HOW_TO_AUTHENTICATE, type Authenticator, type Caller, type Identified, type Transport } from './identity.js';
 import { CLUSTER_HOLDER, ConnectionGuard, perUserShare } from './guard.js';
@@ -538,11 +538,21 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       const verdict = options.authenticator.identify(req, transport, target, EMPTY_BODY);
       identified = verdict instanceof Promise ? await verdict : verdict;
     }
-    const signedBeforeBody = clusterKey !== undefined && signatureClaimed && signedForDeclaredBody(clusterKey, { method, path: target, headers: req.headers });
     const sendsBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-    if (sendsBody && options.bodiesNeedCredentials === true && !signatureClaimed && transport !== 'unix' && options.authenticator !== undefined) {
-      const credentials = identified !== undefined || typeof req.headers[MUNGE_HEADER] === 'string';
-      if (!credentials && options.servedWhenCredentialsFail?.(route) !== true) {
+    // A signature that declares its body's digest is checked whole now (the nonce remembered): one that fails
+    // sends no body, and one that holds gets the room kept for the cluster's own requests.
+    const declared = clusterKey !== undefined && signatureClaimed
+      ? verifyDeclaredBody(clusterKey, { method, path: target, headers: req.headers }, { now: clock(), maxSkewSeconds: options.maxSkewSeconds, seenNonces, destination: destination() })
+      : undefined;
+    if (declared !== undefined && !declared.ok) {
+      refuseSignature(req, res, remote, declared);
+      drainOrCut(req, 0); // read and dropped, never held
+      return;
+    }
+    const signedBeforeBody = declared?.ok === true;
+    if (sendsBody && options.bodiesNeedCredentials === true && !signedBeforeBody && transport !== 'unix' && options.authenticator !== undefined) {
+      // Bodies come only with credentials: a MUNGE credential is checked with its body, so it is read (in a share for such requests).
+      if (identified === undefined && typeof req.headers[MUNGE_HEADER] !== 'string') {
         refuseBeforeBody(req, res, 401, errorBody(`no verified identity: ${method} ${pathname} takes a request body only from a verified caller, and this request carries no credentials`, HOW_TO_AUTHENTICATE));
         return;
       }
@@ -552,15 +562,24 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       refuseBeforeBody(req, res, 401, errorBody(identified.reason, identified.fix));
       return;
     }
+    // Senders not known before the body (a MUNGE credential, a signature without its digest) share one holder:
+    // changing one's address (127.0.0.2, ...) buys no more room.
     const holder = signedBeforeBody ? CLUSTER_HOLDER
-      : identified?.ok === true && identified.caller !== null ? `user ${identified.caller.user}` : `address ${transport === 'unix' ? remote : req.socket.remoteAddress}`;
+      : identified?.ok === true && identified.caller !== null ? `user ${identified.caller.user}` : transport === 'unix' ? `address ${remote}` : 'unverified senders';
 
     guard.receiving(req.socket);
     const read = await readBody(req, res, maxBodyBytes, guard, holder);
     if (!read.ok) return;
     guard.answering(req.socket);
     let signed = false;
-    if (clusterKey !== undefined && signatureClaimed) {
+    if (signedBeforeBody) {
+      if (!bodyMatchesDigest(read.bytes, req.headers)) {
+        refuseSignature(req, res, remote, { ok: false, code: 'bad-signature', reason: 'bad signature',
+          fix: "the client's cluster key differs from the controller's, or the request was altered in transit: copy the controller's key file to this node (mode 600)" });
+        return;
+      }
+      signed = true;
+    } else if (clusterKey !== undefined && signatureClaimed) {
       // A signature that is present is checked even where none is required, so a wrong key is reported at once.
       const verdict = verifyRequest(clusterKey, { method, path: target, body: read.bytes, headers: req.headers },
         { now: clock(), maxSkewSeconds: options.maxSkewSeconds, seenNonces, destination: destination() });

@@ -23,13 +23,27 @@ export function slurmJobRefs(words: readonly string[], invalid: (word: string) =
  * Whether a list of refs names a job (or task): by its id, its array's id (all the array's tasks), or its
  * ARRAYID_TASK; a row standing for several pending tasks (`arrayTaskIds`, squeue's folded 12_[4-15]) by any of them.
  */
-export function namedBy(refs: readonly (number | string)[], job: { id: number; arrayJobId?: number; arrayTaskId?: number; arrayTaskIds?: readonly number[] }): boolean {
-  const tasks = job.arrayTaskIds ?? (job.arrayTaskId === undefined ? [] : [job.arrayTaskId]);
-  return refs.some((ref) => {
-    if (typeof ref === 'number') return ref === job.id || ref === job.arrayJobId;
+export function namedBy(refs: readonly (number | string)[]): (job: { id: number; arrayJobId?: number; arrayTaskId?: number; arrayTaskIds?: readonly number[] }) => boolean {
+  // Parsed once, for every row to be matched against.
+  const ids = new Set<number>();
+  const tasksOf = new Map<number, Set<number>>();
+  for (const ref of refs) {
+    if (typeof ref === 'number') {
+      ids.add(ref);
+      continue;
+    }
     const parsed = parseArrayJobId(ref);
-    return parsed !== undefined && parsed.id === job.arrayJobId && (parsed.taskIds ?? []).some((task) => tasks.includes(task));
-  });
+    if (parsed === undefined) continue;
+    const tasks = tasksOf.get(parsed.id) ?? new Set<number>();
+    for (const task of parsed.taskIds ?? []) tasks.add(task);
+    tasksOf.set(parsed.id, tasks);
+  }
+  return (job) => {
+    if (ids.has(job.id) || (job.arrayJobId !== undefined && ids.has(job.arrayJobId))) return true;
+    const tasks = job.arrayJobId === undefined ? undefined : tasksOf.get(job.arrayJobId);
+    if (tasks === undefined) return false;
+    return (job.arrayTaskIds ?? (job.arrayTaskId === undefined ? [] : [job.arrayTaskId])).some((task) => tasks.has(task));
+  };
 }
 
 /** One `%[.|-][width]letter` of a format string, with the text that follows it up to the next field. */

@@ -19,7 +19,8 @@ export function jobsToCancel(ids: readonly (number | string)[], jobs: readonly A
   // Each id in the order given: the jobs it names (an array's id: its tasks) that pass; a number naming none is
   // kept, for the controller to answer "no job N".
   return ids.flatMap((ref) => {
-    const named = jobs.filter((job) => namedBy([ref], job));
+    const names = namedBy([ref]);
+    const named = jobs.filter(names);
     if (named.length === 0) return typeof ref === 'number' ? [ref] : [];
     return named.filter(passes).map((job) => job.id);
   });

@@ -249,10 +249,11 @@ export function renderSqueue(jobs: readonly SqJob[], plan: ApiPlan | null, optio
   const format = parseFormat(options.format ?? (options.start ? SQUEUE_START_FORMAT : options.long ? SQUEUE_LONG_FORMAT : SQUEUE_DEFAULT_FORMAT), new Set(Object.keys(HEADERS)), 'squeue');
   const states = statesShown(options);
   const fresh = options.nowMs - MIN_JOB_AGE_SECONDS * 1000;
+  const chosen = options.jobs === undefined ? undefined : namedBy(options.jobs);
   const shown = jobs.filter((job) => states.includes(job.state)
     && (job.endMs === null || job.endMs >= fresh)
     && (options.users === undefined || options.users.includes(job.user))
-    && (options.jobs === undefined || namedBy(options.jobs, arrayPlace(job)))
+    && (chosen === undefined || chosen(arrayPlace(job)))
     && (options.partitions === undefined || options.partitions.includes(job.partition))
     && (options.names === undefined || options.names.includes(job.name)));
   const entries = sortJobs(squeueJobs(shown, plan), options.sort ?? (options.start ? 'S' : 'P,t,-p'), options.nowMs);
