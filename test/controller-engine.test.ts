@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { defaultClusterConfig, type ClusterConfig } from '../src/config/cluster.js';
-import { AgentUnreachable, ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from '../src/controller/engine.js';
+import { AgentAnswerLost, AgentUnreachable, ControllerEngine, SubmitRefused, type AgentLink, type StartOrder } from '../src/controller/engine.js';
 import { jobId } from '../src/core/types.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { apiJob, apiPlan, apiWhen } from '../src/controller/views.js';
@@ -525,6 +525,27 @@ describe('controller engine', () => {
     assert.equal(store.job(other)!.state, 'NODE_FAIL');
     assert.equal(store.job(other)!.reason, 'start failed on node02: HTTP 400: no such user');
     assert.equal(store.job(id)!.requeueCount, 2, 'node01 still does not answer: requeued once more');
+  });
+
+  it('a start whose answer was lost (reset, timed out) may have arrived: the job is not run twice; the agent\'s next registration says', async () => {
+    const { store, clock } = setup();
+    const engine = new ControllerEngine(defaultClusterConfig(work, { count: 2, cpus: 8 }), store, {
+      start: async () => {
+        throw new AgentAnswerLost('the agent at http://127.0.0.1:1 did not answer (ETIMEDOUT)', 'ETIMEDOUT');
+      },
+      signal: async () => {},
+    }, () => clock.ms, () => {});
+    engine.agentRegistered(['node01', 'node02'], []);
+    const [ran, lost] = engine.submit([{ user: 'hal', spec: spec({ cpusPerTask: 8 }) }, { user: 'hal', spec: spec({ cpusPerTask: 8 }) }]);
+    assert.deepEqual(engine.schedule().sort(), [ran, lost].sort());
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual([ran, lost].map((id) => [store.job(id)!.state, store.job(id)!.requeueCount]), [['RUNNING', 0], ['RUNNING', 0]], 'neither is requeued on a lost answer');
+    assert.deepEqual(engine.schedule(), [], 'nor placed again');
+    // The agents register: one runs its job (it arrived), the other does not know its job (it never arrived): that one is requeued.
+    const runsOn = store.job(ran)!.nodes[0];
+    engine.agentRegistered([runsOn], [{ jobId: ran, run: 0, state: 'RUNNING', exitCode: null, endTimeMs: null }]);
+    engine.agentRegistered([store.job(lost)!.nodes[0]], []);
+    assert.deepEqual([store.job(ran)!.state, store.job(lost)!.state, store.job(lost)!.requeueCount], ['RUNNING', 'PENDING', 1]);
   });
 
   it('a report about an old run of a requeued job neither ends the new run nor survives: it is to be killed', () => {

@@ -24,7 +24,7 @@ import { nativeAddon } from '../net/native.js';
 import { createApiServer, JsonPieces, RouteError, type RequestContext, type Route } from '../net/server.js';
 import { JOB_STATES, type EndState, type JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
-import { admissionWarning, AgentUnreachable, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
+import { admissionWarning, AgentAnswerLost, AgentUnreachable, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { HeavyReads, LimitRefused, SubmitLimits, UserTurns } from './limits.js';
 import { arrayTaskTotal, resolveJobRef, scriptOf, sharedTaskOf, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
@@ -94,6 +94,9 @@ function bodyOf<S extends Parameters<typeof checkBody>[0]>(schema: S, ctx: Reque
   return checked.value;
 }
 
+/** Connection errors that mean a request never reached its server. */
+const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EACCES', 'EPERM']);
+
 /** Agents by node: where to reach each node's agent, and whom requests there are signed for (its nodes, address and boot id). */
 class HttpAgents implements AgentLink {
   private readonly clients = new Map<string, { client: ApiClient; destination: string }>();
@@ -129,7 +132,11 @@ class HttpAgents implements AgentLink {
       await client.post('/start', order);
     } catch (error) {
       // No answer: the order may not have arrived (the engine requeues the job). An answer is the agent's refusal.
-      if (error instanceof ControllerUnreachableError) throw new AgentUnreachable(`the agent at ${this.byNode.get(node)} did not answer (${error.code})`, error.code);
+      if (error instanceof ControllerUnreachableError) {
+        // Never connected: the order did not arrive. Reset or timed out once sent: it may have.
+        if (NOT_DELIVERED.has(error.code)) throw new AgentUnreachable(`the agent at ${this.byNode.get(node)} could not be reached (${error.code})`, error.code);
+        throw new AgentAnswerLost(`the agent at ${this.byNode.get(node)} did not answer (${error.code})`, error.code);
+      }
       throw error;
     }
   }

@@ -171,6 +171,18 @@ export class AgentUnreachable extends Error {
   }
 }
 
+/**
+ * What AgentLink.start rejects with when the order may or may not have arrived (the connection was reset or
+ * timed out after it was sent): the job stays as started, unconfirmed, and the agent's next registration
+ * says whether it runs there (else it is requeued: it never ran), or node_timeout ends it.
+ */
+export class AgentAnswerLost extends Error {
+  constructor(message: string, readonly code: string) {
+    super(message);
+    this.name = 'AgentAnswerLost';
+  }
+}
+
 /** After a start that did not reach its agent, the node takes no job for this long, and then once its agent registers again. */
 export const UNREACHABLE_PAUSE_MS = 10_000;
 
@@ -673,7 +685,7 @@ export class ControllerEngine {
     if (status !== undefined && status.up) {
       status.up = false;
       status.unreachableAtMs = this.clockMs();
-      status.reason = `its agent could not be reached (${error.code}); it takes jobs again when the agent registers`;
+      if (!status.drained) status.reason = `its agent could not be reached (${error.code}); it takes jobs again when the agent registers`;
       this.refreshNode(node);
       this.log(`node ${node}: its agent could not be reached (${error.message}); no jobs go there until it registers again`);
     }
@@ -1393,6 +1405,11 @@ export class ControllerEngine {
         if (!this.store.isOpen) return;
         if (error instanceof AgentUnreachable) {
           this.startNotDelivered(job.id, record.requeueCount, nodes[0], error);
+          return;
+        }
+        if (error instanceof AgentAnswerLost) {
+          // Perhaps it runs: never run twice. The agent's next registration (or node_timeout) decides.
+          this.log(`job ${job.id}: no answer from the agent of ${nodes[0]} to its start (${error.code}); it may run there: its next registration says`);
           return;
         }
         this.log(`job ${job.id}: the agent of ${nodes[0]} refused to start it (${(error as Error).message})`);
