@@ -88,6 +88,13 @@ describe('the CLI trusts only root\'s or its own user\'s controller on this mach
     assert.equal(run.stderr, `error: the process listening on 127.0.0.1:${port} runs as uid ${squatter.uid}, not as root or you: it is not taken for the controller, `
       + 'and nothing is sent to it (if the controller runs as that user, set TARAS_CONTROLLER_UID to its uid)\n');
     assert.equal(readFileSync(log, 'utf8'), '', 'not even GET /status');
+    // Other ways of writing this machine are this machine too (review: 0.0.0.0, 127.1, LOCALHOST passed).
+    for (const host of ['0.0.0.0', '127.1', 'LOCALHOST']) {
+      const other = await runAs(victim, [taras, 'queue', '--controller', `http://${host}:${port}`], { env: { TARAS_TOKEN: 'eyJ.victims.token' } });
+      assert.equal(other.status, 1, host);
+      assert.match(other.stderr, new RegExp(`runs as uid ${squatter.uid}, not as root or you`), host);
+    }
+    assert.equal(readFileSync(log, 'utf8'), '', 'nothing reached the squatter');
     // Told that this user runs the controller, the CLI talks to it.
     const trusting = await runAs(victim, [taras, 'queue', '--controller', `127.0.0.1:${port}`, '--json'], { env: { TARAS_TOKEN: 'eyJ.victims.token', TARAS_CONTROLLER_UID: String(squatter.uid) } });
     assert.match(readFileSync(log, 'utf8'), /"url":"\/status"/, trusting.stderr);

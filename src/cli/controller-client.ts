@@ -134,10 +134,11 @@ function trustedSocket(path: string): boolean {
 }
 
 /**
- * The uid of the process listening on this machine's TCP `port` (from /proc/net/tcp and tcp6), undefined when
- * nothing listens or it cannot be told.
+ * The uids of the processes listening on this machine's TCP `port`, on any address (from /proc/net/tcp and
+ * tcp6): an IPv4 and an IPv6 listener may share a port, and a name may resolve to either.
  */
-function localListenerUid(port: number): number | undefined {
+function localListenerUids(port: number): number[] {
+  const uids: number[] = [];
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     let text: string;
     try {
@@ -149,10 +150,26 @@ function localListenerUid(port: number): number | undefined {
       const fields = line.trim().split(/\s+/);
       // sl local_address rem_address st ... uid: a listener is state 0A.
       if (fields.length < 8 || fields[3] !== '0A') continue;
-      if (Number.parseInt(fields[1].split(':')[1] ?? '', 16) === port) return Number(fields[7]);
+      if (Number.parseInt(fields[1].split(':')[1] ?? '', 16) === port) uids.push(Number(fields[7]));
     }
   }
-  return undefined;
+  return uids;
+}
+
+/** Whether a host name or address is this machine (loopback, a wildcard, one of its addresses or names). */
+async function isThisMachine(hostname: string): Promise<boolean> {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const { hostname: machineName, networkInterfaces } = await import('node:os');
+  const own = new Set(['localhost', '0.0.0.0', '::', '::1', machineName().toLowerCase()]);
+  for (const addresses of Object.values(networkInterfaces())) for (const address of addresses ?? []) own.add(address.address.toLowerCase());
+  const local = (address: string) => own.has(address) || /^127\./.test(address) || /^::ffff:127\./.test(address);
+  if (local(host)) return true;
+  try {
+    const { lookup } = await import('node:dns/promises');
+    return (await lookup(host, { all: true })).some(({ address }) => local(address.toLowerCase()));
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -171,14 +188,16 @@ export async function connection(flag: string | undefined): Promise<{ target: Co
   const target = parseAddress(given ?? DEFAULT_CONTROLLER);
   if ('socketPath' in target) return { target };
   let status: Status | null = null;
-  if (isLoopback(target.baseUrl)) {
+  const url = new URL(target.baseUrl);
+  if (await isThisMachine(url.hostname)) {
     // On this machine the kernel says who listens: nothing about us goes to another user's process.
-    const url = new URL(target.baseUrl);
-    const owner = localListenerUid(url.port === '' ? 80 : Number(url.port));
-    if (owner !== undefined && !trustedUid(owner)) {
+    const owner = localListenerUids(url.port === '' ? 80 : Number(url.port)).find((uid) => !trustedUid(uid));
+    if (owner !== undefined) {
       fail(`error: the process listening on ${url.host} runs as uid ${owner}, not as root or you: it is not taken for the controller, and nothing is sent to it `
         + '(if the controller runs as that user, set TARAS_CONTROLLER_UID to its uid)', 1);
     }
+  }
+  if (isLoopback(target.baseUrl)) {
     try {
       status = await statusOf(target);
       if (typeof status.socket === 'string' && existsSync(status.socket) && trustedSocket(status.socket)) return { target: { socketPath: status.socket } };
