@@ -182,10 +182,11 @@ async function sendAll(api: ApiClient, bodies: readonly unknown[]): Promise<{ id
       try {
         ids[index] = (await withRetries('submit', () => api.post<ApiSubmitted>('/jobs', bodies[index]))).id;
       } catch (error) {
-        if (!(error instanceof ApiRequestError) || error.status >= 500) throw error;
-        // The earliest refused line is the one reported (another worker may have been refused meanwhile).
+        // Refused (a per-user cap), or the controller gone or failing past the retries: the sending stops, and
+        // what went in is said either way. The earliest line that failed is the one reported.
         const earlier = refused.failure as { index: number } | undefined;
-        if (earlier === undefined || index < earlier.index) refused.failure = { index, error: `${error.error}${error.fix ? ` (${error.fix})` : ''}` };
+        const words = error instanceof ApiRequestError ? `${error.error}${error.fix ? ` (${error.fix})` : ''}` : (error as Error).message;
+        if (earlier === undefined || index < earlier.index) refused.failure = { index, error: words };
       }
       if (progress && ++done % 500 === 0) process.stderr.write(`\rsubmitted ${done} of ${bodies.length}`);
     }

@@ -24,7 +24,7 @@ function wordsOf(text: string, clock: LocalClock): string {
 
 /** One event detail value: hostlists for node lists, times (keys ending in Ms) local, quotes only where a value has spaces or quotes. */
 function detailValue(key: string, value: unknown, clock?: LocalClock): string {
-  if (clock !== undefined && /Ms$/.test(key) && typeof value === 'number' && Number.isFinite(value)) return clock.at(new Date(value).toISOString());
+  if (clock !== undefined && /Ms$/.test(key) && typeof value === 'number' && Math.abs(value) <= 8.64e15) return clock.at(new Date(value).toISOString());
   if (Array.isArray(value)) {
     if (key === 'nodes' && value.every((item) => typeof item === 'string')) return hostlistText(value as string[]);
     return value.map((item) => detailValue('', item)).join(',');
