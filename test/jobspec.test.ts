@@ -44,6 +44,9 @@ describe('sbatch value forms', () => {
     for (const [text, mebibytes] of cases) assert.deepEqual(parseMemory(text), { ok: true, value: mebibytes }, text);
     // sbatch refuses "GiB" and a space before the unit, which cluster.toml allows
     for (const text of ['4GiB', '4 G', '1.5G', '-1', 'lots', '4P', '4B']) assert.equal(parseMemory(text).ok, false, text);
+    // A whole number that is only too large is told so (it was told it is no whole number).
+    const huge = parseMemory('99999999999999999999');
+    assert.ok(!huge.ok && /; this one is too large$/.test(huge.message), JSON.stringify(huge));
   });
 
   it('--nodes takes N or N-M with 1 <= N <= M', () => {

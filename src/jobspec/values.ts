@@ -48,7 +48,9 @@ export function parseCheckpointTime(raw: string): ValueResult<number> {
  */
 export function parseMemory(raw: string): ValueResult<number> {
   const parsed = parseMemoryMiB(raw, { sbatchOnly: true });
-  return parsed.ok ? ok(parsed.value) : bad(raw, MEMORY_EXPECTED);
+  if (parsed.ok) return ok(parsed.value);
+  // A whole number, only too large: say that, not that it is no number.
+  return bad(raw, /too large/.test(parsed.message) ? `${MEMORY_EXPECTED}; this one is too large` : MEMORY_EXPECTED);
 }
 
 /** sbatch --nodes: `N` or `N-M`, N >= 1, M >= N. */
