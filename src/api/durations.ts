@@ -10,7 +10,7 @@ export function clockDuration(seconds: number): string {
 }
 
 /** The latest time a Date holds (epoch ms): past it, toISOString throws. */
-const LAST_DATE_MS = 8.64e15;
+export const LAST_DATE_MS = 8.64e15;
 
 /**
  * A time as ISO 8601 (UTC), never throwing: a time past what a Date holds

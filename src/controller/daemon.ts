@@ -94,9 +94,6 @@ function bodyOf<S extends Parameters<typeof checkBody>[0]>(schema: S, ctx: Reque
   return checked.value;
 }
 
-/** Connection errors that mean a request never reached its server. */
-const NOT_DELIVERED = new Set(['ECONNREFUSED', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EACCES', 'EPERM']);
-
 /** Agents by node: where to reach each node's agent, and whom requests there are signed for (its nodes, address and boot id). */
 class HttpAgents implements AgentLink {
   private readonly clients = new Map<string, { client: ApiClient; destination: string }>();
@@ -134,7 +131,7 @@ class HttpAgents implements AgentLink {
       // No answer: the order may not have arrived (the engine requeues the job). An answer is the agent's refusal.
       if (error instanceof ControllerUnreachableError) {
         // Never connected: the order did not arrive. Reset or timed out once sent: it may have.
-        if (NOT_DELIVERED.has(error.code)) throw new AgentUnreachable(`the agent at ${this.byNode.get(node)} could not be reached (${error.code})`, error.code);
+        if (error.neverSent) throw new AgentUnreachable(`the agent at ${this.byNode.get(node)} could not be reached (${error.code})`, error.code);
         throw new AgentAnswerLost(`the agent at ${this.byNode.get(node)} did not answer (${error.code})`, error.code);
       }
       throw error;

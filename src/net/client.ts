@@ -66,10 +66,18 @@ export class ApiRequestError extends Error {
 }
 
 /** No answer: nothing listens, the socket is missing or closed to us, or the controller is too slow. */
+/** Connection errors that mean the request never reached its server (it was not carried out). */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOENT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EACCES', 'EPERM']);
+
 export class ControllerUnreachableError extends Error {
   constructor(message: string, readonly address: string, readonly code: string, readonly fix: string) {
     super(message);
     this.name = 'ControllerUnreachableError';
+  }
+
+  /** True when the request never reached the server; false when it may have been carried out (a reset, a timeout). */
+  get neverSent(): boolean {
+    return NEVER_SENT.has(this.code);
   }
 }
 

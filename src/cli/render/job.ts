@@ -4,6 +4,7 @@
 
 import type { ApiHolder, ApiJob, ApiJobEvent, ApiJobWithEvents, ApiWhen } from '../../api/types.js';
 import { finishedStates } from '../../api/types.js';
+import { LAST_DATE_MS } from '../../api/durations.js';
 import { formatHumanTime, formatMemory, formatSbatchTime } from '../../jobspec/values.js';
 import { alignColumns, counted, hostlistText, joinList, keyValueLines, ordinal, printable } from './text.js';
 import { LocalClock, span, toMillis, type Instant } from './time.js';
@@ -24,7 +25,7 @@ function wordsOf(text: string, clock: LocalClock): string {
 
 /** One event detail value: hostlists for node lists, times (keys ending in Ms) local, quotes only where a value has spaces or quotes. */
 function detailValue(key: string, value: unknown, clock?: LocalClock): string {
-  if (clock !== undefined && /Ms$/.test(key) && typeof value === 'number' && Math.abs(value) <= 8.64e15) return clock.at(new Date(value).toISOString());
+  if (clock !== undefined && /Ms$/.test(key) && typeof value === 'number' && Math.abs(value) <= LAST_DATE_MS) return clock.at(new Date(value).toISOString());
   if (Array.isArray(value)) {
     if (key === 'nodes' && value.every((item) => typeof item === 'string')) return hostlistText(value as string[]);
     return value.map((item) => detailValue('', item)).join(',');
