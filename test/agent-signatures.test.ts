@@ -5,6 +5,7 @@
 // refuses says why in its own log. Real servers and agents on 127.0.0.1.
 
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -47,7 +48,7 @@ function post(url: string, path: string, body: string, headers: Record<string, s
 
 /** A request as the controller signs it for `destination`. */
 function signedFor(destination: string, path: string, body: string): Record<string, string> {
-  return signRequest(KEY, { method: 'POST', path, body, timestamp: Date.now(), nonce: `n-${Math.random().toString(36).slice(2)}-0123456789`, destination });
+  return signRequest(KEY, { method: 'POST', path, body, timestamp: Date.now(), nonce: `n-${randomUUID()}`, destination });
 }
 
 /** An agent-like server that answers /signal once the signature passes. */

@@ -215,10 +215,12 @@ export class NonceCache {
   /**
    * `startedAtMs`: when the server started. The nonces it accepted before are gone with its memory, so
    * nothing signed before then is accepted (a request captured before a restart cannot be replayed after it).
+   * A request signed in the very millisecond the server started is taken: the run before had ended by then
+   * (a process takes far longer than a millisecond to start), so it cannot have accepted it.
    */
   constructor(readonly capacity = 200_000, private readonly startedAtMs = -Infinity) {
     if (!(capacity >= 1)) throw new RangeError(`nonce cache capacity must be at least 1, got ${capacity}`);
-    this.horizon = startedAtMs;
+    this.horizon = startedAtMs - 1; // requests at or before the horizon are refused: those signed before the start
   }
 
   get size(): number {
@@ -238,7 +240,7 @@ export class NonceCache {
   remember(nonce: string, timestamp: number, now: number, maxSkewMs: number): NonceVerdict {
     this.dropExpired(now - maxSkewMs);
     if (this.timestamps.has(nonce)) return 'replayed';
-    if (timestamp <= this.startedAtMs) return 'before-start';
+    if (timestamp < this.startedAtMs) return 'before-start';
     if (timestamp <= this.horizon) return 'before-horizon';
     for (const [oldest, oldestTimestamp] of this.timestamps) {
       if (this.timestamps.size < this.capacity) break;
