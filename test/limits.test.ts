@@ -120,6 +120,53 @@ describe('per-user caps', () => {
     }
   });
 
+  it('max_pending_script_size after a restart: the pending scripts are held once, so a controller whose heap holds them once starts (it ran out of heap reading them twice) and counts them to the same total', async () => {
+    // 56 pending jobs of 1,000,000-character scripts (53.4 MiB), stored by a controller in this process.
+    const controller = await controllerWith('max_pending_script_size = "55M"\nmax_submit_rate = 0');
+    const file = controller.engine().config;
+    const text = (i: number) => `#!/bin/sh\n# ${String.fromCharCode(97 + (i % 26)).repeat(1_000_000 - 13)}\n`;
+    const daemon = await as(controller, 'daemon');
+    try {
+      for (let from = 0; from < 56; from += 8) {
+        await Promise.all(Array.from({ length: 8 }, (_, k) => daemon.post('/jobs', { spec: { ...spec, script: { ...spec.script, text: text(from + k) } } })));
+      }
+      assert.equal(controller.engine().pendingScriptsOf('daemon'), 56 * 1_000_000);
+    } finally {
+      daemon.close();
+      await controller.close();
+    }
+    // The same data in a controller process whose heap (96 MB) holds those scripts once with room to spare, not
+    // twice: reading every stored row before making records of them held each script in the row's text and in
+    // the record (107 MB at once), and that controller died in JSON.parse while starting.
+    const configFile = join(dirname(file.dataDir), 'cluster.toml');
+    const child = spawn(process.execPath, ['--max-old-space-size=96', taras, 'controller', '--config', configFile, '--port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    child.stderr!.on('data', (chunk: Buffer) => { log = (log + chunk.toString()).slice(-20_000); });
+    const exited = new Promise<string>((resolveExit) => child.once('exit', (code, signal) => resolveExit(`exited with ${code ?? signal}`)));
+    const died = exited.then((how): never => { throw new Error(`the restarted controller ${how}: ${log.slice(-600)}`); });
+    died.catch(() => undefined); // only the race reports it: the child killed below is no failure
+    try {
+      const url = await Promise.race([
+        eventually('the restarted controller listening', () => /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(log)?.[1], 30_000),
+        died,
+      ]);
+      assert.match(log, /recovered 56 pending and running jobs from the store/);
+      const again = createApiClient({ baseUrl: url }, { credentials: bearer(await tokenFor(file, 'daemon')) });
+      try {
+        // 53.4 MiB held: one more script fits under 55M, the next is refused with the total counted once.
+        await again.post('/jobs', { spec: { ...spec, script: { ...spec.script, text: text(56) } } });
+        const refused = await again.post('/jobs', { spec: { ...spec, script: { ...spec.script, text: text(57) } } }).then(() => null, (error: ApiRequestError) => error);
+        assert.equal(refused?.status, 429);
+        assert.match(refused?.error ?? '', /^user daemon has 54\.4 MiB of scripts in pending jobs, and this script's 1\.0 MiB would pass the most one user may have \(max_pending_script_size = 55M\)/);
+      } finally {
+        again.close();
+      }
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+
   it('max_submit_rate: past the bucket a submission gets 429 with Retry-After; a second later one goes through', async () => {
     const controller = await controllerWith('max_pending_per_user = 0\nmax_submit_rate = 5');
     const daemon = await as(controller, 'daemon');

@@ -188,6 +188,18 @@ function checkTime(path: string, atMs: EpochMs): void {
  * statement per list length let any user grow the controller's memory without bound (GET /acct?jobs=1,1,...
  * with 2,000 ids held 831 MB, quadratic in the length).
  */
+/**
+ * The records of a query's rows, each row made a record as it is read and then dropped. Taking all the rows
+ * first (`all()`) held every row's text (the submitted event's payload: script and environment) beside the
+ * records parsed from it: a restart held each pending job's script twice until recovery ended, and a
+ * controller within its heap before the restart ran out of it while starting.
+ */
+function recordsOf(statement: Statement, params: readonly (string | number)[] = []): JobRecord[] {
+  const records: JobRecord[] = [];
+  for (const row of statement.iterate(...params) as IterableIterator<JoinedJobRow>) records.push(rowToRecord(row));
+  return records;
+}
+
 const LIST_PARAMETER = '(SELECT value FROM json_each(?))';
 const listParameter = (values: readonly (string | number)[]): string => JSON.stringify([...new Set(values)]);
 /** Filter statements kept at most (see Store.prepared). */
@@ -359,12 +371,12 @@ export class Store {
 
   /** PENDING jobs (held ones included, flagged) in queue order: submit time, then id. */
   pendingJobs(): JobRecord[] {
-    return (this.selectPending.all() as JoinedJobRow[]).map(rowToRecord);
+    return recordsOf(this.selectPending);
   }
 
   /** Jobs holding nodes: RUNNING, COMPLETING and SUSPENDED, by start time. */
   runningJobs(): JobRecord[] {
-    return (this.selectRunning.all() as JoinedJobRow[]).map(rowToRecord);
+    return recordsOf(this.selectRunning);
   }
 
   /** Jobs matching every given condition, by id (a page of them with afterId and limit). */
@@ -392,8 +404,7 @@ export class Store {
       sql += ' LIMIT ?';
       params.push(filter.limit);
     }
-    const statement = this.prepared(sql);
-    return (statement.all(...params) as JoinedJobRow[]).map(rowToRecord);
+    return recordsOf(this.prepared(sql), params);
   }
 
   /**
