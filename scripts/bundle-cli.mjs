@@ -50,6 +50,23 @@ const lazyChildProcess = {
   },
 };
 
+// The native addon (SO_PEERCRED: who listens on a socket the CLI found by itself) is found and loaded from
+// its module's own file, fileURLToPath(import.meta.url), which a CommonJS bundle does not have: there it is
+// the bundle's file, __filename (bin/taras.js passes it), and the addon's folder is found from it the same way.
+const nativeInBundle = {
+  name: 'native-in-bundle',
+  setup(context) {
+    context.onLoad({ filter: /dist[\\/]src[\\/]net[\\/]native\.js$/ }, (args) => {
+      const contents = readFileSync(args.path, 'utf8');
+      const used = contents.includes('fileURLToPath(import.meta.url)');
+      if (!used || contents.replaceAll('fileURLToPath(import.meta.url)', '').includes('import.meta')) {
+        throw new Error(`bundle-cli: ${args.path} no longer takes its file as fileURLToPath(import.meta.url) alone: update this plugin`);
+      }
+      return { contents: contents.replaceAll('fileURLToPath(import.meta.url)', '__filename'), loader: 'js' };
+    });
+  },
+};
+
 const result = await build({
   entryPoints: ['dist/src/cli/main.js'],
   bundle: true,
@@ -59,7 +76,7 @@ const result = await build({
   target: 'node20',
   // ws's optional native speed-ups (not installed: it falls back to JavaScript).
   external: ['better-sqlite3', 'cli-progress', 'bufferutil', 'utf-8-validate', ...separate],
-  plugins: [separateImports, lazyChildProcess],
+  plugins: [separateImports, lazyChildProcess, nativeInBundle],
   // Without the spaces, comments and long forms (names are kept, for readable stack traces): Node
   // reads, hashes and compiles half as much source at every command (about 8 ms of `taras jobid`).
   minifyWhitespace: true,

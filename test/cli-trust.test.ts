@@ -75,6 +75,53 @@ describe('the CLI trusts only root\'s or its own user\'s controller on this mach
     assert.equal(readFileSync(log, 'utf8'), '', 'nothing reached the planted socket');
   });
 
+  it('a socket whose file passes the owner check but another user listens on (the file swapped between the check and the connect) gets nothing: the CLI asks the kernel who listens before it sends', async () => {
+    const victim = createTestUser('vict');
+    const planter = createTestUser('plant');
+    const place = join(shared, 'race');
+    mkdirSync(join(place, 'taras-data'), { recursive: true, mode: 0o777 });
+    chmodSync(place, 0o777);
+    chmodSync(join(place, 'taras-data'), 0o777);
+    const socket = join(place, 'taras-data', 'taras.sock');
+    const log = join(shared, 'race.log');
+    writeFileSync(log, '');
+    chmodSync(log, 0o666);
+    plant(planter, socket, log);
+    await readyAt(log);
+    // The race, made certain: the CLI stats the path, then connects to it. Had the planter renamed its socket
+    // over a root-owned one in between, the stat would have seen root's file and the connect reached the
+    // planter's listener. Here the planter's socket file itself is made root's (root may chown it; the listener
+    // stays the planter's process): the stat sees root, the connect reaches the planter, exactly as after the
+    // swap. Only the listener's own credentials, read from the connected socket (SO_PEERCRED), tell them apart.
+    chmodSync(socket, 0o666); // open to everyone, as a controller's socket is
+    chownSync(socket, 0, 0);
+    writeFileSync(join(place, 'job.sh'), '#!/bin/sh\necho hi\n');
+    chownSync(join(place, 'job.sh'), victim.uid, victim.gid);
+    const run = await runAs(victim, [taras, 'submit', '-t', '1', 'job.sh'], { cwd: place, env: { SECRET_KEY: 'topsecret123', TARAS_RETRY_SECONDS: '0' } });
+    assert.equal(run.status, 1, run.stdout + run.stderr);
+    assert.doesNotMatch(run.stdout, /4242/);
+    assert.equal(run.stderr, `error: the process listening on the socket ${socket} runs as uid ${planter.uid}, not as root or you (the socket file belongs to uid 0: `
+      + 'it was replaced after it was checked, or is not the one that process listens on): it is not taken for the controller, and nothing was sent to it '
+      + '(if the controller runs as that user, set TARAS_CONTROLLER_UID to its uid; else tell your administrator, and give the controller\'s address with --controller)\n');
+    assert.equal(readFileSync(log, 'utf8'), '', 'nothing reached the listener: not the script, not the environment');
+    // Its own listener at such a socket is the victim's controller (its own `npm start`): the request goes.
+    const own = join(shared, 'own');
+    mkdirSync(join(own, 'taras-data'), { recursive: true, mode: 0o777 });
+    chmodSync(own, 0o777);
+    chmodSync(join(own, 'taras-data'), 0o777);
+    const ownLog = join(shared, 'own.log');
+    writeFileSync(ownLog, '');
+    chmodSync(ownLog, 0o666);
+    plant(victim, join(own, 'taras-data', 'taras.sock'), ownLog);
+    await readyAt(ownLog);
+    chmodSync(join(own, 'taras-data', 'taras.sock'), 0o666);
+    writeFileSync(join(own, 'job.sh'), '#!/bin/sh\necho hi\n');
+    chownSync(join(own, 'job.sh'), victim.uid, victim.gid);
+    const trusted = await runAs(victim, [taras, 'submit', '-t', '1', 'job.sh'], { cwd: own, env: { TARAS_RETRY_SECONDS: '0' } });
+    assert.match(trusted.stdout, /4242/, trusted.stderr);
+    assert.match(readFileSync(ownLog, 'utf8'), /"url":"\/jobs"/);
+  });
+
   it('another user listening on the controller\'s port gets no request, so no token: the CLI says who listens', async () => {
     const victim = createTestUser('vict');
     const squatter = createTestUser('squat');

@@ -127,10 +127,23 @@ function trustedUid(uid: number): boolean {
   return uid === 0 || uid === process.getuid?.() || (given !== undefined && /^\d+$/.test(given) && Number(given) === uid);
 }
 
-/** A socket found by itself (./taras-data/taras.sock, or named by a controller's GET /status): usable if a trusted user owns it. */
-function trustedSocket(path: string): boolean {
+/**
+ * A socket found by itself (./taras-data/taras.sock, or named by a controller's GET /status): tried if a
+ * trusted user owns the file, and used only if a trusted user listens on it. The owner is read before
+ * connecting, and the file could be swapped for another user's socket in between: once connected, the
+ * client asks the kernel who listens (PeerCheck, SO_PEERCRED) before it sends a byte.
+ */
+function trustedSocket(path: string): ControllerTarget | undefined {
   const stats = statSync(path, { throwIfNoEntry: false });
-  return stats !== undefined && stats.isSocket() && trustedUid(stats.uid);
+  if (stats === undefined || !stats.isSocket() || !trustedUid(stats.uid)) return undefined;
+  return {
+    socketPath: path,
+    peer: (uid) => (trustedUid(uid) ? undefined : {
+      message: `the process listening on the socket ${path} runs as uid ${uid}, not as root or you (the socket file belongs to uid ${stats.uid}: it was replaced after it was checked, `
+        + 'or is not the one that process listens on): it is not taken for the controller, and nothing was sent to it',
+      fix: 'if the controller runs as that user, set TARAS_CONTROLLER_UID to its uid; else tell your administrator, and give the controller\'s address with --controller',
+    }),
+  };
 }
 
 /**
@@ -183,7 +196,8 @@ export async function connection(flag: string | undefined): Promise<{ target: Co
   const given = flag ?? (process.env.TARAS_CONTROLLER || undefined);
   if (given === undefined) {
     const local = resolve(DEFAULT_DATA_DIR, 'taras.sock');
-    if (existsSync(local) && trustedSocket(local)) return { target: { socketPath: local } };
+    const found = existsSync(local) ? trustedSocket(local) : undefined;
+    if (found !== undefined) return { target: found };
   }
   const target = parseAddress(given ?? DEFAULT_CONTROLLER);
   if ('socketPath' in target) return { target };
@@ -200,7 +214,8 @@ export async function connection(flag: string | undefined): Promise<{ target: Co
   if (isLoopback(target.baseUrl)) {
     try {
       status = await statusOf(target);
-      if (typeof status.socket === 'string' && existsSync(status.socket) && trustedSocket(status.socket)) return { target: { socketPath: status.socket } };
+      const named = typeof status.socket === 'string' && existsSync(status.socket) ? trustedSocket(status.socket) : undefined;
+      if (named !== undefined) return { target: named };
     } catch {
       // Unreachable or not a Taras controller: the real request reports it.
     }
@@ -282,8 +297,9 @@ export async function withClient<T>(flag: string | undefined, run: (api: ApiClie
     const { ApiRequestError, ControllerUnreachableError } = await import('../net/client.js');
     if (error instanceof ControllerUnreachableError) fail(`error: ${error.message}`, 1);
     if (error instanceof ApiRequestError) fail(`error: ${inFlagWords(error.error)}${error.fix ? ` (${error.fix})` : ''}`, error.status === 400 ? 2 : 1);
-    // munged unusable and no other way to say who the caller is (munge.ts: the message names the problem and the fix).
-    if (error instanceof Error && error.name === 'MungeError') fail(`error: ${error.message} (${(error as Error & { fix: string }).fix})`, 1);
+    // munged unusable and no other way to say who the caller is (munge.ts: the message names the problem and the fix);
+    // or a socket found by itself that another user listens on (client.ts: UntrustedPeerError).
+    if (error instanceof Error && (error.name === 'MungeError' || error.name === 'UntrustedPeerError')) fail(`error: ${error.message} (${(error as Error & { fix: string }).fix})`, 1);
     throw error;
   } finally {
     api.close();

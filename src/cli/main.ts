@@ -117,6 +117,12 @@ function flushed(stream: NodeJS.WriteStream): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  // A socket found by itself that another user listens on (net/client.ts), from any command (attach and srun
+  // too): one line with the fix, as withClient says it.
+  if (error instanceof Error && error.name === 'UntrustedPeerError') {
+    process.stderr.write(`error: ${error.message} (${(error as Error & { fix: string }).fix})\n`);
+    process.exit(1);
+  }
   // What an action did not turn into a one-line error: the whole trace, and a failure code
   // whatever --unhandled-rejections says.
   console.error(error);

@@ -5,12 +5,21 @@
 // come back as values with a fix. On `taras submit`'s start-up path: import
 // only node built-ins and small modules here.
 
-import { Agent, request, type IncomingMessage } from 'node:http';
+import { Agent, request, type ClientRequestArgs, type IncomingMessage } from 'node:http';
+import { connect as connectSocket, type Socket } from 'node:net';
 import { CONTROLLER_DESTINATION, REFUSED_HEADER } from './headers.js';
 import type { ClusterKey, RefusalCode } from './hmac.js';
 import type { NetLog } from './log.js';
 
-export type ControllerTarget = { baseUrl: string } | { socketPath: string };
+export type ControllerTarget = { baseUrl: string } | { socketPath: string; peer?: PeerCheck };
+
+/**
+ * Who may answer on a Unix socket: called with the uid of the process listening on it (SO_PEERCRED, read
+ * once connected, before a byte is sent); a refusal (why, and the fix) ends the request with
+ * UntrustedPeerError. The CLI gives one for a socket it found by itself, whose file's owner it checked before
+ * connecting: the file could be another user's socket by the time it connects (a swap in between).
+ */
+export type PeerCheck = (uid: number) => { message: string; fix: string } | undefined;
 
 /** Headers proving who sends a request: fixed (a bearer token) or made per request (MUNGE binds its credential to the request). */
 export type Credentials = (method: string, pathWithQuery: string, body: Uint8Array) => Record<string, string> | Promise<Record<string, string>>;
@@ -81,6 +90,53 @@ export class ControllerUnreachableError extends Error {
   }
 }
 
+/** The process listening on the socket is not one the caller trusts (PeerCheck): nothing was sent to it. */
+export class UntrustedPeerError extends Error {
+  constructor(message: string, readonly address: string, readonly fix: string) {
+    super(message);
+    this.name = 'UntrustedPeerError';
+  }
+}
+
+/**
+ * An Agent whose Unix socket connections are handed to a request only once the listening process passes
+ * `check`: node:http writes a request to a connection as soon as it has one, so the check sits between
+ * connect and that hand-over. The native addon (SO_PEERCRED) loads with the first such agent.
+ */
+class PeerCheckedAgent extends Agent {
+  private readonly addon = import('./native.js').then(({ nativeAddon }) => nativeAddon());
+
+  constructor(private readonly socketPath: string, private readonly check: PeerCheck) {
+    super({ keepAlive: true });
+    this.addon.catch(() => undefined); // reported by the connection that needs it
+  }
+
+  override createConnection(options: ClientRequestArgs, done?: (error: Error | null, socket: Socket) => void): undefined {
+    const address = `unix:${this.socketPath}`;
+    const socket = connectSocket({ path: this.socketPath });
+    let settled = false;
+    const settle = (error: Error | null): void => {
+      if (settled) return;
+      settled = true;
+      socket.off('error', settle);
+      if (error !== null) socket.destroy();
+      done?.(error, socket);
+    };
+    socket.once('error', settle);
+    socket.once('connect', () => {
+      this.addon.then((native) => {
+        const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+        if (typeof fd !== 'number' || fd < 0) throw new Error('the connection has no descriptor');
+        const { uid } = native.peerCred(fd);
+        const refusal = this.check(uid);
+        settle(refusal === undefined ? null : new UntrustedPeerError(refusal.message, address, refusal.fix));
+      }).catch((error: Error) => settle(new UntrustedPeerError(`cannot tell who listens on ${this.socketPath}, so nothing is sent to it: ${error.message}`, address,
+        'give the controller\'s socket with --controller unix:PATH, or its TCP address')));
+    });
+    return undefined;
+  }
+}
+
 const DEFAULT_TIMEOUT_MS = 30_000;
 const START_HINT = 'is it running? start it with `npm start` or set TARAS_CONTROLLER';
 
@@ -141,7 +197,9 @@ export async function openWebSocket(target: ControllerTarget, path: string, opti
   let url: string;
   let address: string;
   let fullPath: string;
+  let agent: Agent | undefined;
   if ('socketPath' in target) {
+    if (target.peer !== undefined) agent = new PeerCheckedAgent(target.socketPath, target.peer);
     fullPath = path;
     url = `ws+unix://${target.socketPath}:${path}`;
     address = `unix:${target.socketPath}`;
@@ -162,7 +220,7 @@ export async function openWebSocket(target: ControllerTarget, path: string, opti
   }
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   return new Promise((resolve, reject) => {
-    const socket = new WebSocket(url, { headers, handshakeTimeout: timeoutMs, maxPayload: 4 * 1024 * 1024 });
+    const socket = new WebSocket(url, { headers, handshakeTimeout: timeoutMs, maxPayload: 4 * 1024 * 1024, ...(agent === undefined ? {} : { agent }) });
     // Paused until the caller has its listeners on: nothing the other end sends first is lost (resume() to start).
     socket.once('open', () => {
       socket.pause();
@@ -176,12 +234,14 @@ export async function openWebSocket(target: ControllerTarget, path: string, opti
           res.headers[REFUSED_HEADER] as RefusalCode | undefined));
       }, (error: NodeJS.ErrnoException) => reject(unreachable(error, address, 'GET', timeoutMs)));
     });
-    socket.once('error', (error: NodeJS.ErrnoException) => reject(unreachable(error, address, 'GET', timeoutMs)));
+    socket.once('error', (error: NodeJS.ErrnoException) => reject(error instanceof UntrustedPeerError ? error : unreachable(error, address, 'GET', timeoutMs)));
+    // A kept-alive connection would keep the process waiting: the agent is for this one socket.
+    socket.once('close', () => agent?.destroy());
   });
 }
 
 export function createApiClient(target: ControllerTarget, options: ApiClientOptions): ApiClient {
-  const agent = new Agent({ keepAlive: true });
+  const agent = 'socketPath' in target && target.peer !== undefined ? new PeerCheckedAgent(target.socketPath, target.peer) : new Agent({ keepAlive: true });
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const clock = options.clock ?? Date.now;
   const destination = options.destination ?? CONTROLLER_DESTINATION;
@@ -247,7 +307,7 @@ export function createApiClient(target: ControllerTarget, options: ApiClientOpti
           send<T>(method, path, body, true).then(resolve, reject);
           return;
         }
-        reject(unreachable(error, address, method, timeoutMs));
+        reject(error instanceof UntrustedPeerError ? error : unreachable(error, address, method, timeoutMs));
       });
       req.end(payload);
     });
