@@ -12,14 +12,16 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, truncateSync, w
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { readClusterConfig } from '../src/config/load.js';
 import { startController, type RunningController } from '../src/controller/daemon.js';
 import { HeavyReads, LimitRefused, UserTurns } from '../src/controller/limits.js';
 import type { JobSpec } from '../src/jobspec/types.js';
 import { ApiRequestError, bearer, createApiClient, type ApiClient } from '../src/net/client.js';
 import { runAs, tokenFor } from './auth-helpers.js';
-import { notRootReason } from './unix-users.js';
+import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
+import { mungeSkipReason, startMunged, type RunningMunged } from './munged.js';
+import { requestPayload } from '../src/net/munge.js';
 import { createApiServer, JsonPieces } from '../src/net/server.js';
 import { createAuthenticator } from '../src/net/identity.js';
 import { signRequest } from '../src/net/hmac.js';
@@ -653,6 +655,87 @@ describe('the API server under slow clients and floods', () => {
       await server.close(0);
       rmSync(folder, { recursive: true, force: true });
     }
+  });
+
+  describe('MUNGE credentials are decoded before their bodies (a real munged, a real user\'s credentials)', { skip: mungeSkipReason }, () => {
+    let munged: RunningMunged;
+    let dora: TestUser;
+    before(async () => {
+      munged = await startMunged();
+      dora = createTestUser('dora');
+    });
+    after(async () => {
+      await munged?.stop();
+      removeTestUsers();
+    });
+    /** A credential dora's own `munge` makes for `body` sent as POST /echo, restricted to this process's uid (the server's). */
+    const credentialFor = (body: string): string => {
+      const made = spawnSync('runuser', ['-u', dora.name, '--', 'munge', `--socket=${munged.socket}`, `--restrict-uid=${process.getuid!()}`],
+        { input: requestPayload('POST', '/echo', Buffer.from(body)), encoding: 'utf8', env: { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' } });
+      assert.equal(made.status, 0, made.stderr);
+      return made.stdout.trim();
+    };
+    const post = (port: number, credential: string, body: string, sent = body) => rawConnection(port,
+      `POST /echo HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\nx-taras-munge: ${credential}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${sent}`);
+    const echo = (): ReturnType<typeof createApiServer> => createApiServer({
+      routes: [{ method: 'POST', path: '/echo', handler: (ctx) => ({ status: 200, body: { user: ctx.caller?.user ?? null, via: ctx.caller?.via ?? null, length: JSON.stringify(ctx.body).length } }) }],
+      log: { info() {}, warn() {}, error() {} }, authenticator: createAuthenticator({ mungeSocket: munged.socket }), bodiesNeedCredentials: true,
+      maxPendingBodyBytes: 1024 * 1024, maxBodyBytes: 128 * 1024, requestTimeoutMs: 10_000, headersTimeoutMs: 5000,
+    });
+
+    it('junk MUNGE headers with slow bodies from one sender get 401 before their bodies, and a valid MUNGE user\'s submission goes through meanwhile (they shared one holder: it got 503)', async () => {
+      const server = echo();
+      const { tcp } = await server.listen({ host: '127.0.0.1', port: 0 });
+      // 8 requests with a credential munged cannot decode, each announcing 128 KiB and sending 64 KiB of it: read
+      // with their bodies, 4 of them filled the quarter of 1 MiB kept for senders not known before their bodies.
+      const junk = Array.from({ length: 8 }, () => post(tcp!.port, 'MUNGE:AwQFAAAAbm90IGEgY3JlZGVudGlhbA==:', `"${'x'.repeat(128 * 1024 - 2)}"`, `"${'x'.repeat(64 * 1024 - 1)}`));
+      try {
+        const answered: { text: string; closedAfterMs: number }[] = [];
+        for (const c of junk) void c.answer.then((a) => answered.push(a));
+        // Each answered (now), or held while others were turned away (before).
+        await eventually('the junk senders answered or held', () => (answered.length >= 4 ? true : undefined), 8000);
+        const body = JSON.stringify({ text: 'y'.repeat(100 * 1024) });
+        const valid = await post(tcp!.port, credentialFor(body), body).answer;
+        assert.equal(statusOf(valid.text), 200, valid.text.slice(0, 400));
+        assert.match(valid.text, new RegExp(`"user":"${dora.name}","via":"munge"`));
+        const junkAnswers = await Promise.all(junk.map((c) => c.answer));
+        for (const a of junkAnswers) {
+          assert.equal(statusOf(a.text), 401, a.text.slice(0, 300));
+          assert.match(a.text, /MUNGE credential (refused|is not valid)/);
+          assert.ok(a.closedAfterMs < 5000, `refused after ${a.closedAfterMs} ms: before its body, not at the request timeout (10 s)`);
+        }
+      } finally {
+        for (const c of junk) c.socket.destroy();
+        await server.close(0);
+      }
+    });
+
+    it('a credential sent again with another body, or with a body that never comes, is refused and not used up: the request it was made for goes through, once', async () => {
+      const server = echo();
+      const { tcp } = await server.listen({ host: '127.0.0.1', port: 0 });
+      const body = JSON.stringify({ job: 'dora\'s' });
+      const credential = credentialFor(body);
+      // Whoever saw it on the wire: its headers and part of a body that never comes...
+      const stalled = post(tcp!.port, credential, body, body.slice(0, 5));
+      try {
+        // ...and with another body of the same length: the body's hash is still checked.
+        const altered = await post(tcp!.port, credential, body.replace('dora', 'eve!')).answer;
+        assert.equal(statusOf(altered.text), 401, altered.text.slice(0, 400));
+        assert.match(altered.text, /MUNGE credential refused: MUNGE credential was made for another request/);
+        stalled.socket.destroy();
+        // munged decoded it (and would not again), but no request it binds has used it: dora's own goes through...
+        const own = await post(tcp!.port, credential, body).answer;
+        assert.equal(statusOf(own.text), 200, own.text.slice(0, 400));
+        assert.match(own.text, new RegExp(`"user":"${dora.name}","via":"munge"`));
+        // ...once.
+        const replayed = await post(tcp!.port, credential, body).answer;
+        assert.equal(statusOf(replayed.text), 401);
+        assert.match(replayed.text, /MUNGE credential refused: .*replayed/);
+      } finally {
+        stalled.socket.destroy();
+        await server.close(0);
+      }
+    });
   });
 
   it('at the connection cap the oldest idle connection makes room; when every connection is being answered a new one gets 503', async () => {

@@ -207,7 +207,10 @@ describe('streams per user (max_streams_per_user)', () => {
     // Credentials checked asynchronously and slowly (as a first token or a MUNGE credential is).
     const slow = createApiServer({
       routes: [],
-      authenticator: { identify: async () => (await sleep(50), { ok: true, caller: { user: 'ada', uid: 4242, gid: 4242, via: 'token' } }) },
+      authenticator: {
+        identify: async () => (await sleep(50), { ok: true, caller: { user: 'ada', uid: 4242, gid: 4242, via: 'token' } }),
+        identifyBefore: async () => (await sleep(50), { identified: { ok: true, caller: { user: 'ada', uid: 4242, gid: 4242, via: 'token' } } }),
+      },
       log: quiet,
       maxStreamsPerUser: 2,
       upgrades: [{ method: 'GET', path: '/hold', handler: async (_ctx, accept) => { ran++; await accept(); } }],

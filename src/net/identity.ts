@@ -135,9 +135,34 @@ export interface AuthenticatorOptions {
   clock?: () => number;
 }
 
+/** Who sends a request, as known before its body; `checkBody`, when present, must pass once the body is in. */
+export interface BeforeBody {
+  readonly identified: Identified;
+  /** A MUNGE credential's binding to the request (its payload hashes method, path and body): a refusal, or undefined. */
+  readonly checkBody?: (body: Uint8Array) => IdentityRefusal | undefined;
+}
+
 export interface Authenticator {
-  /** The verified caller of a request whose body has been read. Synchronous where nothing is checked for the first time. */
+  /**
+   * Who sends a request, from what comes before its body: the socket's peer, a bearer token, or a MUNGE
+   * credential (decoded now, so that its sender is known, and charged, before its body is read; its
+   * `checkBody` holds it to the body). Synchronous where nothing is checked for the first time.
+   */
+  identifyBefore(req: IncomingMessage, transport: Transport, target: string): BeforeBody | Promise<BeforeBody>;
+  /** The verified caller of a request whose body has been read: identifyBefore, then its checkBody. */
   identify(req: IncomingMessage, transport: Transport, target: string, body: Uint8Array): Identified | Promise<Identified>;
+}
+
+/** Decoded credentials no request has used yet, kept per uid at most (the oldest of that uid's go first). */
+const UNUSED_CREDENTIALS_PER_UID = 64;
+
+/** A credential munged decoded (so will not decode again), and whether a request whose body it binds has used it. */
+interface DecodedCredential {
+  readonly uid: number;
+  readonly gid: number;
+  readonly payload: string;
+  readonly expiresMs: number;
+  used: boolean;
 }
 
 /** Verified tokens kept at most; past it the cache starts over (a flood of distinct valid tokens costs verifications, not memory). */
@@ -199,38 +224,112 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     return { ok: true, caller };
   }
 
-  async function verifyMunge(credential: string, method: string, target: string, body: Uint8Array): Promise<Identified> {
-    const { mungeVerify, requestPayload } = await import('./munge.js');
-    let verdict: Awaited<ReturnType<typeof mungeVerify>>;
+  // MUNGE credentials are decoded before their bodies arrive, and munged decodes a credential once only. A
+  // credential counts as used when a request whose body it binds is taken, not when it is decoded: one sent
+  // again (by whoever saw it on the wire) with another body, or with a body that never comes, is refused and
+  // leaves it for the request it was made for. Those decoded and not yet used are kept here until they expire.
+  const unused = new Map<string, DecodedCredential>();
+  const unusedOfUid = new Map<number, Set<string>>();
+  /** Decodes in flight, so that the same credential sent twice at once costs one unmunge and gets one answer. */
+  const decoding = new Map<string, Promise<Identified & { decoded?: DecodedCredential }>>();
+
+  const forget = (credential: string, uid: number): void => {
+    unused.delete(credential);
+    const ofUid = unusedOfUid.get(uid);
+    ofUid?.delete(credential);
+    if (ofUid?.size === 0) unusedOfUid.delete(uid);
+  };
+
+  const keepUnused = (credential: string, decoded: DecodedCredential): void => {
+    let ofUid = unusedOfUid.get(decoded.uid);
+    if (ofUid === undefined) unusedOfUid.set(decoded.uid, ofUid = new Set());
+    // Only whoever holds a credential's text can have it kept, and a uid's make room among its own only:
+    // its expired ones go, then its oldest past the cap.
+    for (const old of ofUid) {
+      if (unused.get(old)!.expiresMs > clock() && ofUid.size < UNUSED_CREDENTIALS_PER_UID) break;
+      unused.delete(old);
+      ofUid.delete(old);
+    }
+    unused.set(credential, decoded);
+    ofUid.add(credential);
+  };
+
+  async function decodeMunge(credential: string): Promise<Identified & { decoded?: DecodedCredential }> {
+    const { mungeDecode } = await import('./munge.js');
+    let verdict: Awaited<ReturnType<typeof mungeDecode>>;
     try {
-      verdict = await mungeVerify(credential, requestPayload(method, target, body), { socket: options.mungeSocket });
+      verdict = await mungeDecode(credential, { socket: options.mungeSocket });
     } catch (error) {
       // unmunge missing or failing to start: the credential is not verified, so it is refused (never taken as anonymous).
       const fix = (error as { fix?: string }).fix ?? 'install MUNGE (Debian package munge) on the controller machine, or use a token';
       return refuse(`MUNGE credential could not be checked: ${(error as Error).message}`, fix);
     }
     if (!verdict.ok) return refuse(`MUNGE credential refused: ${verdict.reason}`, verdict.fix);
-    return callerOfUid(verdict.uid, verdict.gid, 'munge');
+    const identified = callerOfUid(verdict.uid, verdict.gid, 'munge');
+    if (!identified.ok) return identified;
+    const decoded: DecodedCredential = { uid: verdict.uid, gid: verdict.gid, payload: verdict.payload, expiresMs: verdict.expiresMs, used: false };
+    keepUnused(credential, decoded);
+    return { ...identified, decoded };
   }
 
-  return {
-    identify(req, transport, target, body) {
-      // The kernel's word beats anything the request says; other credentials on the socket are ignored.
-      if (transport === 'unix') return socketCaller(req.socket);
-      const authorization = req.headers.authorization;
-      if (authorization !== undefined) {
-        const hit = tokens.get(authorization);
-        if (hit !== undefined) {
-          if (hit.expiresMs > clock()) return { ok: true, caller: hit.caller };
-          tokens.delete(authorization);
-        }
-        const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-        if (match === null) return refuse('the Authorization header is not "Bearer TOKEN"', 'send Authorization: Bearer followed by a token from `taras admin token`');
-        return verifyToken(match[1], authorization);
+  async function mungeBeforeBody(credential: string, method: string, target: string): Promise<BeforeBody> {
+    let found: (Identified & { decoded?: DecodedCredential }) | undefined;
+    const kept = unused.get(credential);
+    if (kept !== undefined && kept.expiresMs > clock()) {
+      found = callerOfUid(kept.uid, kept.gid, 'munge');
+      if (found.ok) found = { ...found, decoded: kept };
+    } else {
+      if (kept !== undefined) forget(credential, kept.uid); // expired: munged says so
+      let pending = decoding.get(credential);
+      if (pending === undefined) {
+        pending = decodeMunge(credential).finally(() => decoding.delete(credential));
+        decoding.set(credential, pending);
       }
-      const munge = req.headers[MUNGE_HEADER];
-      if (typeof munge === 'string') return verifyMunge(munge, req.method ?? 'GET', target, body);
-      return { ok: true, caller: null };
+      found = await pending;
+    }
+    const { decoded, ...identified } = found;
+    if (decoded === undefined) return { identified: identified as Identified };
+    const { payloadRefusal, requestPayload } = await import('./munge.js');
+    return {
+      identified: identified as Identified,
+      checkBody: (body) => {
+        if (decoded.used) return refuse('MUNGE credential refused: MUNGE credential replayed (already used by another request)', 'send a new credential with every request (taras does): a credential is good for one request only');
+        const refusal = payloadRefusal(decoded.payload, requestPayload(method, target, body));
+        if (refusal !== undefined) return refuse(`MUNGE credential refused: ${refusal.reason}`, refusal.fix);
+        decoded.used = true;
+        forget(credential, decoded.uid);
+        return undefined;
+      },
+    };
+  }
+
+  const identifyBefore = (req: IncomingMessage, transport: Transport, target: string): BeforeBody | Promise<BeforeBody> => {
+    // The kernel's word beats anything the request says; other credentials on the socket are ignored.
+    if (transport === 'unix') return { identified: socketCaller(req.socket) };
+    const authorization = req.headers.authorization;
+    if (authorization !== undefined) {
+      const hit = tokens.get(authorization);
+      if (hit !== undefined) {
+        if (hit.expiresMs > clock()) return { identified: { ok: true, caller: hit.caller } };
+        tokens.delete(authorization);
+      }
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+      if (match === null) return { identified: refuse('the Authorization header is not "Bearer TOKEN"', 'send Authorization: Bearer followed by a token from `taras admin token`') };
+      return verifyToken(match[1], authorization).then((identified) => ({ identified }));
+    }
+    const munge = req.headers[MUNGE_HEADER];
+    if (typeof munge === 'string') return mungeBeforeBody(munge, req.method ?? 'GET', target);
+    return { identified: { ok: true, caller: null } };
+  };
+
+  const withBody = (before: BeforeBody, body: Uint8Array): Identified =>
+    (before.identified.ok && before.checkBody !== undefined ? before.checkBody(body) ?? before.identified : before.identified);
+
+  return {
+    identifyBefore,
+    identify(req, transport, target, body) {
+      const before = identifyBefore(req, transport, target);
+      return before instanceof Promise ? before.then((known) => withBody(known, body)) : withBody(before, body);
     },
   };
 }

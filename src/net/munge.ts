@@ -18,6 +18,11 @@ export type MungeVerification =
   | { ok: true; uid: number; gid: number }
   | { ok: false; reason: string; fix: string };
 
+/** A credential munged vouched for (mungeDecode): whose it is, what request it was made for, until when it is good. */
+export type MungeDecoding =
+  | { ok: true; uid: number; gid: number; payload: string; expiresMs: number }
+  | { ok: false; reason: string; fix: string };
+
 /** `munge` could not make a credential: why, and what to do. */
 export class MungeError extends Error {
   constructor(message: string, readonly fix: string) {
@@ -144,8 +149,14 @@ function parseUnmunge(stdout: string): { metadata: Map<string, string>; payload:
   return { metadata, payload: stdout.slice(split + 2) };
 }
 
-const refuse = (reason: string, fix: string): MungeVerification => ({ ok: false, reason, fix });
+const refuse = (reason: string, fix: string): { ok: false; reason: string; fix: string } => ({ ok: false, reason, fix });
 const FRESH_FIX = 'send a new credential with every request (taras does): a credential is good for one request only';
+
+/** unmunge processes at once, and credentials waiting for one (more are refused at once). */
+const MAX_UNMUNGE_RUNNING = 8;
+const MAX_UNMUNGE_WAITING = 256;
+let unmungeRunning = 0;
+const unmungeWaiting: (() => void)[] = [];
 
 /**
  * Decodes a credential with the local munged (server side) and accepts it only
@@ -153,17 +164,36 @@ const FRESH_FIX = 'send a new credential with every request (taras does): a cred
  * restricted to this process's uid, and its payload is the expected one. On
  * success: the uid and gid of the process that made it.
  */
-/** unmunge processes at once, and credentials waiting for one (more are refused at once). */
-const MAX_UNMUNGE_RUNNING = 8;
-const MAX_UNMUNGE_WAITING = 256;
-let unmungeRunning = 0;
-const unmungeWaiting: (() => void)[] = [];
-
 export async function mungeVerify(credential: string, expectedPayload: string, opts: { socket?: string } = {}): Promise<MungeVerification> {
-  if (credential.length > MAX_CREDENTIAL_CHARS || !CREDENTIAL_PATTERN.test(credential)) {
+  if (!notACredential(credential) && !PAYLOAD_PATTERN.test(expectedPayload)) throw new RangeError('mungeVerify: the expected payload must be requestPayload(...)');
+  const decoded = await mungeDecode(credential, opts);
+  if (!decoded.ok) return decoded;
+  return payloadRefusal(decoded.payload, expectedPayload) ?? { ok: true, uid: decoded.uid, gid: decoded.gid };
+}
+
+/** Whether `credential` cannot be one munge made (then nothing is run for it). */
+const notACredential = (credential: string): boolean => credential.length > MAX_CREDENTIAL_CHARS || !CREDENTIAL_PATTERN.test(credential);
+
+/**
+ * Why a decoded credential's payload does not bind this request (`expectedPayload`, requestPayload(...)), or
+ * undefined when it does. `echo PAYLOAD | munge` adds a newline; it changes nothing the hash binds.
+ */
+export function payloadRefusal(payload: string, expectedPayload: string): { ok: false; reason: string; fix: string } | undefined {
+  if (payload === expectedPayload || payload === `${expectedPayload}\n`) return undefined;
+  return { ok: false, reason: 'MUNGE credential was made for another request (its payload is not this request\'s method, path and body)',
+    fix: 'make a new credential for each request over exactly what is sent; a request altered in transit is refused' };
+}
+
+/**
+ * Decodes a credential with the local munged (server side), before the request's body is known: munged
+ * vouches for it (valid, not expired, not seen before: once decoded, munged never decodes it again) and it
+ * was restricted to this process's uid. On success: the uid and gid of the process that made it, the payload
+ * (payloadRefusal holds it to the request once its body is in) and when it expires.
+ */
+export async function mungeDecode(credential: string, opts: { socket?: string } = {}): Promise<MungeDecoding> {
+  if (notACredential(credential)) {
     return refuse(`the ${MUNGE_HEADER} header is not a MUNGE credential`, `send the output of \`munge\` (MUNGE:...:) as ${MUNGE_HEADER}, made for this request`);
   }
-  if (!PAYLOAD_PATTERN.test(expectedPayload)) throw new RangeError('mungeVerify: the expected payload must be requestPayload(...)');
   // unmunge is a process per credential, and anyone may send one: a few at a time, a bounded line behind them.
   if (unmungeWaiting.length >= MAX_UNMUNGE_WAITING) {
     return refuse(`too many MUNGE credentials are being checked (${MAX_UNMUNGE_RUNNING} at a time, ${MAX_UNMUNGE_WAITING} waiting)`, 'try again in a moment');
@@ -224,10 +254,8 @@ export async function mungeVerify(credential: string, expectedPayload: string, o
     return refuse(`MUNGE credential is not restricted to the controller's uid ${process.getuid?.()} (anyone on this host could have decoded it first)`,
       `make it with \`munge --restrict-uid=${process.getuid?.()}\` (taras does)`);
   }
-  // `echo PAYLOAD | munge` adds a newline; it changes nothing the hash binds.
-  if (parsed.payload !== expectedPayload && parsed.payload !== `${expectedPayload}\n`) {
-    return refuse('MUNGE credential was made for another request (its payload is not this request\'s method, path and body)',
-      'make a new credential for each request over exactly what is sent; a request altered in transit is refused');
-  }
-  return { ok: true, uid, gid };
+  const ttl = Number(parsed.metadata.get('TTL'));
+  // munged has checked the time to live; kept so that a decoded credential is not taken after it (identity.ts).
+  const expiresMs = Number.isFinite(encodedAt) && Number.isFinite(ttl) ? (encodedAt + ttl) * 1000 : Date.now();
+  return { ok: true, uid, gid, payload: parsed.payload, expiresMs };
 }

@@ -15,7 +15,7 @@ import type { WebSocket, WebSocketServer } from 'ws';
 import type { ApiError } from '../api/types.js';
 import { bodyMatchesDigest, carriesSignature, CONTROLLER_DESTINATION, missingSignature, NonceCache, REFUSED_HEADER, verifyDeclaredBody, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
 import { MUNGE_HEADER } from './headers.js';
-import { HOW_TO_AUTHENTICATE, type Authenticator, type Caller, type Identified, type Transport } from './identity.js';
+import { HOW_TO_AUTHENTICATE, type Authenticator, type BeforeBody, type Caller, type Identified, type Transport } from './identity.js';
 import { CLUSTER_HOLDER, ConnectionGuard, perUserShare } from './guard.js';
 import { claimSocketPath, ListenError } from './listen.js';
 import type { NetLog } from './log.js';
@@ -143,8 +143,6 @@ const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
 
 const ANONYMOUS: Extract<Identified, { ok: true }> = { ok: true, caller: null };
-/** The body credentials are checked against before the body is read (the socket's peer and bearer tokens use none). */
-const EMPTY_BODY = new Uint8Array(0);
 
 /** Deepest nesting of arrays and objects a request body may have (the API's bodies need 6): JSON.parse takes 0.4 s over a 1 MiB body of brackets. */
 export const MAX_BODY_DEPTH = 64;
@@ -533,10 +531,13 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
     // token, a signature for the body it declares. A caller refused now sends no body; one with no
     // credentials at all sends none over TCP (only what anyone may see is served to it, and that takes no
     // body); and each sender holds at most its share of the memory kept for bodies still arriving.
+    // A MUNGE credential is decoded now too (munged says whose it is); its binding to the body is checked once
+    // the body is in (checkBody).
     let identified: Identified | undefined;
-    if (options.authenticator !== undefined && (transport === 'unix' || req.headers.authorization !== undefined)) {
-      const verdict = options.authenticator.identify(req, transport, target, EMPTY_BODY);
-      identified = verdict instanceof Promise ? await verdict : verdict;
+    let checkBody: BeforeBody['checkBody'];
+    if (options.authenticator !== undefined && (transport === 'unix' || req.headers.authorization !== undefined || typeof req.headers[MUNGE_HEADER] === 'string')) {
+      const verdict = options.authenticator.identifyBefore(req, transport, target);
+      ({ identified, checkBody } = verdict instanceof Promise ? await verdict : verdict);
     }
     const sendsBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
     // A signature that declares its body's digest is checked whole now (the nonce remembered): one that fails
@@ -550,20 +551,18 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
       return;
     }
     const signedBeforeBody = declared?.ok === true;
-    if (sendsBody && options.bodiesNeedCredentials === true && !signedBeforeBody && transport !== 'unix' && options.authenticator !== undefined) {
-      // Bodies come only with credentials: a MUNGE credential is checked with its body, so it is read (in a share for such requests).
-      if (identified === undefined && typeof req.headers[MUNGE_HEADER] !== 'string') {
-        refuseBeforeBody(req, res, 401, errorBody(`no verified identity: ${method} ${pathname} takes a request body only from a verified caller, and this request carries no credentials`, HOW_TO_AUTHENTICATE));
-        return;
-      }
+    if (sendsBody && options.bodiesNeedCredentials === true && !signedBeforeBody && transport !== 'unix' && options.authenticator !== undefined && identified === undefined) {
+      // Bodies come only with credentials.
+      refuseBeforeBody(req, res, 401, errorBody(`no verified identity: ${method} ${pathname} takes a request body only from a verified caller, and this request carries no credentials`, HOW_TO_AUTHENTICATE));
+      return;
     }
     if (sendsBody && identified !== undefined && !identified.ok && options.servedWhenCredentialsFail?.(route) !== true) {
       log.warn(`refused ${method} ${target} from ${remote}: ${identified.reason}`);
       refuseBeforeBody(req, res, 401, errorBody(identified.reason, identified.fix));
       return;
     }
-    // Senders not known before the body (a MUNGE credential, a signature without its digest) share one holder:
-    // changing one's address (127.0.0.2, ...) buys no more room.
+    // Senders not known before the body (a signature without its digest; credentials that fail, on a route served
+    // to anyone) share one holder: changing one's address (127.0.0.2, ...) buys no more room.
     const holder = signedBeforeBody ? CLUSTER_HOLDER
       : identified?.ok === true && identified.caller !== null ? `user ${identified.caller.user}` : transport === 'unix' ? `address ${remote}` : 'unverified senders';
 
@@ -596,6 +595,9 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
         const verdict = options.authenticator.identify(req, transport, target, read.bytes);
         identified = verdict instanceof Promise ? await verdict : verdict;
       }
+    } else if (identified.ok && checkBody !== undefined) {
+      // A MUNGE credential's payload: this method, path and body, or the credential is refused (and left unused).
+      identified = checkBody(read.bytes) ?? identified;
     }
     if (!identified.ok) {
       if (options.servedWhenCredentialsFail?.(route) === true) {
