@@ -16,8 +16,8 @@ const work = mkdtempSync(join(tmpdir(), 'taras-mistakes-'));
 after(() => rmSync(work, { recursive: true, force: true }));
 
 /** Runs a command of bin/ from an empty folder (no ./taras-data), TARAS_CONTROLLER as given. */
-function run(command: string, args: string[], controller?: string): { code: number | null; stdout: string; stderr: string } {
-  const env = { ...process.env };
+function run(command: string, args: string[], controller?: string, extraEnv: Record<string, string> = {}): { code: number | null; stdout: string; stderr: string } {
+  const env = { ...process.env, ...extraEnv };
   delete env.TARAS_CONTROLLER;
   if (controller !== undefined) env.TARAS_CONTROLLER = controller;
   const file = join(root, 'bin', command);
@@ -53,6 +53,23 @@ describe('mistakes on the command line', () => {
     refused(run('sinfo', ['-o', '%.999999999P']), `sinfo: error: the width of "%.999999999P" is more than 1000; ${width}`, 1);
     refused(run('sacct', ['-o', 'JobID%999999999']), `--format: 'JobID%999999999' is wider than 1000; give a width of at most 1000`);
     refused(run('taras.js', ['acct', '-o', 'JobName%-1001']), `--format: 'JobName%-1001' is wider than 1000; give a width of at most 1000`);
+  });
+
+  it('a --deadline earlier than --begin is refused before anything is sent, naming both times in local time (sbatch: incompatible begin and deadline)', () => {
+    // The script lives outside the empty folder the commands run in (a later test checks that nothing is created there).
+    const scripts = mkdtempSync(join(tmpdir(), 'taras-mistakes-scripts-'));
+    const late = join(scripts, 'late.sh');
+    writeFileSync(late, '#!/bin/sh\n#SBATCH --begin=2026-12-01T10:00\n#SBATCH --deadline=2026-12-01T09:30\necho late\n');
+    const words = (deadline: string, begin: string) => 'error: incompatible --begin and --deadline: '
+      + `the deadline ${deadline} is earlier than the begin time ${begin}, so the job could never end by it; give a --deadline after the begin time, or an earlier --begin`;
+    // No controller listens there: the refusal comes before the CLI sends anything (else: "not reachable").
+    const nowhere = 'http://127.0.0.1:9';
+    const berlin = { TZ: 'Europe/Berlin' };
+    refused(run('sbatch', ['-t', '5', '--begin', '2026-12-01T10:00', '--deadline', '2026-12-01T09:00', late], nowhere, berlin),
+      words('Tue 1 Dec 2026 09:00:00 CET', 'Tue 1 Dec 2026 10:00:00 CET'));
+    refused(run('taras.js', ['submit', '-t', '5', late], nowhere, berlin), words('Tue 1 Dec 2026 09:30:00 CET', 'Tue 1 Dec 2026 10:00:00 CET'));
+    refused(run('sbatch', ['-t', '5', late], nowhere, { TZ: 'America/New_York' }), words('Tue 1 Dec 2026 09:30:00 GMT-5', 'Tue 1 Dec 2026 10:00:00 GMT-5'));
+    rmSync(scripts, { recursive: true, force: true });
   });
 
   it('a data folder that is empty or a file is refused before anything is created', () => {

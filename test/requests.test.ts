@@ -280,6 +280,15 @@ describe('the controller refuses bad requests before storing anything', () => {
       const script = (text: string) => ({ spec: spec({ script: { path: '/tmp/x.sh', text, args: [] } }) });
       assert.match((await refusal(api.post('/jobs', script('echo hi\n')))).error, /^a batch script must start with #! and an interpreter, e.g. #!\/bin\/bash/);
       assert.match((await refusal(api.post('/jobs', script('#!/bin/sh\r\necho hi\r\n')))).error, /^the script has DOS line breaks \(\\r\\n\): convert it with dos2unix/);
+      // --deadline before --begin (sbatch refuses it): in the CLI's words, the times in the submitter's zone (its TZ).
+      const begin = Date.UTC(2026, 11, 1, 9, 0);
+      const early = spec({ beginMs: begin, deadline: { atMs: begin - 30 * 60_000, policy: 'guarantee' }, submitEnv: { TZ: 'Europe/Berlin' } });
+      assert.equal((await refusal(api.post('/jobs', { spec: early }))).error, 'incompatible --begin and --deadline: the deadline Tue 1 Dec 2026 09:30:00 CET is earlier '
+        + 'than the begin time Tue 1 Dec 2026 10:00:00 CET, so the job could never end by it; give a --deadline after the begin time, or an earlier --begin');
+      assert.match((await refusal(api.post('/jobs/test-only', { spec: early }))).error, /^incompatible --begin and --deadline: /);
+      // A deadline at the begin time is not that refusal (Slurm refuses only an earlier one); --test-only stores nothing.
+      const atBegin = await api.post<{ partition: string }>('/jobs/test-only', { spec: spec({ beginMs: begin, deadline: { atMs: begin, policy: 'guarantee' } }) });
+      assert.equal(atBegin.partition, 'batch');
       // An output pattern that expands past a path: each view of the job built strings of megabytes (red team).
       assert.match((await refusal(api.post('/jobs', { spec: spec({ output: '%x'.repeat(2048) }) }))).error, /^--output: '(%x){30}\.\.\.' could expand to 2097152 characters, more than a path may have \(4096\): use fewer %x and %u/);
       assert.match((await refusal(api.post('/jobs', { spec: spec({ error: 'e-%Q' }) }))).error, /^--error: '%Q' in 'e-%Q' is not supported/);

@@ -17,7 +17,7 @@ import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
 import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
 import { nodeAllowed, suitableNodes, taskLayout, validateAgainstCluster, type ClusterNodeShape } from '../jobspec/cluster.js';
 import type { JobSpec, WarnSignal } from '../jobspec/types.js';
-import { parseMailType, parseMailUser } from '../jobspec/values.js';
+import { beginDeadlineConflict, parseMailType, parseMailUser } from '../jobspec/values.js';
 import { checkPattern } from '../jobspec/pattern.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
@@ -927,6 +927,9 @@ export class ControllerEngine {
     if (!spec.script.text.startsWith('#!')) reasons.push('a batch script must start with #! and an interpreter, e.g. #!/bin/bash');
     else if (/\r(\n|$)/.test(spec.script.text)) reasons.push('the script has DOS line breaks (\\r\\n): convert it with dos2unix');
     if (spec.memoryMiB !== undefined && spec.memPerCpuMiB !== undefined) reasons.push('--mem and --mem-per-cpu are mutually exclusive (as in Slurm): give one of them');
+    // In the submitter's time zone (the TZ of the shell that submitted it), as the CLI words it.
+    const conflict = spec.beginMs === undefined || spec.deadline === undefined ? undefined : beginDeadlineConflict(spec.beginMs, spec.deadline.atMs, (spec as { submitEnv?: Readonly<Record<string, string>> }).submitEnv?.TZ);
+    if (conflict !== undefined) reasons.push(conflict);
     for (const [flag, pattern] of [['--output', spec.output], ['--error', spec.error]] as const) {
       const problem = pattern === undefined ? undefined : checkPattern(pattern);
       if (problem !== undefined) reasons.push(`${flag}: ${problem}`);

@@ -11,7 +11,7 @@ import { LayerBuilder } from './layer.js';
 import type {
   DeadlineSpec, ItemKey, JobSpec, JobSpecDraft, JobSpecError, JobValues, NodeRange, Origin, Parsed, ResolvedJobSpec, SpecLayer,
 } from './types.js';
-import { parseClockTime, type ValueResult } from './values.js';
+import { beginDeadlineConflict, parseClockTime, type ValueResult } from './values.js';
 
 export interface MergedJobSpec {
   readonly values: JobSpecDraft;
@@ -197,6 +197,9 @@ export function buildJobSpec(merged: MergedJobSpec, context: BuildContext): Pars
     else if (!at.ok) errors.push({ source: 'request', option: '--begin', message: at.message });
     else beginMs = at.value;
   }
+  const conflict = beginMs === undefined || deadline === undefined ? undefined : beginDeadlineConflict(beginMs, deadline.atMs);
+  // No option before it: the words name both, the same as the controller's.
+  if (conflict !== undefined) errors.push({ source: 'request', message: conflict });
   if (errors.length > 0) return { ok: false, errors, warnings: [] };
 
   const script = values.script!;

@@ -267,6 +267,38 @@ export function formatNodes(nodes: NodeRange): string {
   return nodes.max === undefined ? String(nodes.min) : `${nodes.min}-${nodes.max}`;
 }
 
+/**
+ * A time as the submitter's clock shows it, with its zone: `Sat 28 Nov 2026 10:00:00 CET`. `timeZone` is the
+ * submitting shell's TZ (the controller reads it from the job's submitEnv, so its words match the CLI's);
+ * absent, or not a zone name Intl knows: this process's own zone.
+ */
+export function formatLocalTime(ms: number, timeZone?: string): string {
+  const options: Intl.DateTimeFormatOptions = {
+    weekday: 'short', day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23', timeZoneName: 'short',
+  };
+  let format: Intl.DateTimeFormat;
+  try {
+    // glibc's TZ=:Europe/Berlin names the same zone as Europe/Berlin.
+    format = new Intl.DateTimeFormat('en-GB', { ...options, ...(timeZone === undefined || timeZone === '' ? {} : { timeZone: timeZone.replace(/^:/, '') }) });
+  } catch {
+    format = new Intl.DateTimeFormat('en-GB', options);
+  }
+  const part: Partial<Record<Intl.DateTimeFormatPartTypes, string>> = {};
+  for (const { type, value } of format.formatToParts(ms)) part[type] = value;
+  return `${part.weekday} ${part.day} ${part.month} ${part.year} ${part.hour}:${part.minute}:${part.second} ${part.timeZoneName}`;
+}
+
+/**
+ * sbatch's check of --begin against --deadline ("Incompatible begin and deadline time specification"): a
+ * deadline earlier than the begin time could never be met. The words of the refusal, or undefined when the
+ * two fit; the CLI (buildJobSpec) and the controller (submissionRefusals) both say it with this.
+ */
+export function beginDeadlineConflict(beginMs: number, deadlineMs: number, timeZone?: string): string | undefined {
+  if (deadlineMs >= beginMs) return undefined;
+  return `incompatible --begin and --deadline: the deadline ${formatLocalTime(deadlineMs, timeZone)} is earlier than the begin time `
+    + `${formatLocalTime(beginMs, timeZone)}, so the job could never end by it; give a --deadline after the begin time, or an earlier --begin`;
+}
+
 const BEGIN_FORMS = 'now, now+N[seconds|minutes|hours|days|weeks] (now+1hour), today, tomorrow, midnight, noon, teatime, '
   + 'HH:MM[:SS] (the next such time), YYYY-MM-DD[THH:MM[:SS]] (local time)';
 
