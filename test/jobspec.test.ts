@@ -462,6 +462,18 @@ describe('rejections at submission (seed 000 2.2.1)', () => {
     assert.deepEqual([tasks.kind, tasks.message], ['too-many-tasks', 'more tasks than partition batch can hold: 25 tasks of 1 CPU on 2 to 3 nodes, each node running the same number of tasks, hold at most 24; ask for fewer tasks or CPUs per task']);
   });
 
+  it('an --exclude that leaves the partition too few nodes says so (it was: partition batch has 0 nodes with 1 CPU)', () => {
+    const [none] = validateAgainstCluster(job({ exclude: ['n01', 'n02', 'n03', 'n04'] }), cluster);
+    assert.deepEqual([none.kind, none.message], ['excluded-too-many', '--exclude n[01-04] leaves no node of partition batch that could run the job, and it needs 1 node: '
+      + 'the cluster could never run it; exclude fewer nodes or choose another partition (--partition)']);
+    const [one] = validateAgainstCluster(job({ nodes: { min: 2 }, exclude: ['n01', 'n02', 'n04', 'g01'] }), cluster);
+    assert.deepEqual([one.kind, one.message], ['excluded-too-many', '--exclude g01,n[01-02,04] leaves only 1 node (n03) of partition batch that could run the job, and it needs 2 nodes: '
+      + 'the cluster could never run it; exclude fewer nodes, ask for fewer (--nodes) or choose another partition (--partition)']);
+    // Nodes of other partitions excluded, or enough left: accepted; too few for other reasons: the words as before.
+    assert.deepEqual(kinds(job({ nodes: { min: 2 }, exclude: ['n01', 'n02', 'g01', 'g02'] })), []);
+    assert.deepEqual(kinds(job({ partition: 'gpu', nodes: { min: 2 }, constraint: constraint('gpu&ib'), exclude: ['n01'] })), ['too-few-suitable-nodes']);
+  });
+
   it('reports every reason at once', () => {
     assert.deepEqual(kinds(job({ partition: 'gpu', timeLimitSeconds: 7200, nodes: { min: 3 }, memoryMiB: 131072 })),
       ['memory-per-node', 'over-time-limit', 'larger-than-partition']);

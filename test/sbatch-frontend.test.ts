@@ -272,6 +272,10 @@ describe('sbatch options through taras submit, a controller and an agent', () =>
     const unknown = cli('submit', '-w', 'node[04-05]', 'n.sh');
     assert.equal(unknown.code, 2);
     assert.match(unknown.stderr, /--nodelist: no node named node05 in this cluster/);
+    // Every node of the partition excluded: a job the cluster can never run, refused at submission saying why.
+    const all = cli('submit', '-x', 'node[01-04]', 'n.sh');
+    assert.deepEqual([all.code, all.stdout], [2, '']);
+    assert.match(all.stderr, /^error: --exclude node\[01-04\] leaves no node of partition \w+ that could run the job, and it needs 1 node: the cluster could never run it; exclude fewer nodes/);
   });
 
   it('--ntasks-per-node and --mem-per-cpu set the tasks and memory of each node', () => {

@@ -4,6 +4,7 @@
 // description that it reads.
 
 import type { NodeSpec, PartitionSpec } from '../config/cluster.js';
+import { compressHostlist } from '../config/hostlist.js';
 import { closestWord } from '../config/suggest.js';
 import type { JobSpec, TimeLimit } from './types.js';
 import { formatHumanTime, formatMemory, formatSbatchTime } from './values.js';
@@ -29,6 +30,7 @@ export type Rejection = { readonly message: string } & (
   | { readonly kind: 'memory-per-node'; readonly requestedMiB: number; readonly largestMiB: number; readonly partition?: string }
   | { readonly kind: 'cpus-per-node'; readonly requested: number; readonly largest: number; readonly partition?: string }
   | { readonly kind: 'too-few-suitable-nodes'; readonly partition: string; readonly requestedNodes: number; readonly suitableNodes: number }
+  | { readonly kind: 'excluded-too-many'; readonly partition: string; readonly requestedNodes: number; readonly suitableNodes: number }
   | { readonly kind: 'too-many-tasks'; readonly partition: string; readonly requestedTasks: number; readonly maxTasks: number }
   | { readonly kind: 'no-such-node'; readonly option: '--nodelist' | '--exclude'; readonly nodes: readonly string[] }
 );
@@ -170,7 +172,15 @@ function partitionRejections(spec: JobSpec, cluster: ClusterShape, partition: Cl
     if (facts.suitable.size >= MAX_SUITABLE_KEPT) facts.suitable.clear();
     facts.suitable.set(key, suitable);
   }
-  if (suitable.length < spec.nodes.min) {
+  // --exclude at fault: without it enough nodes of the partition could run the job (a pass over the nodes, on a refusal only).
+  if (suitable.length < spec.nodes.min && spec.exclude !== undefined && suitableNodes({ ...spec, exclude: undefined }, nodes).length >= spec.nodes.min) {
+    const left = suitable.length === 0 ? 'no node' : `only ${plural(suitable.length, 'node')} (${nodeNames(suitable)})`;
+    rejections.push({
+      kind: 'excluded-too-many', partition: partition.name, requestedNodes: spec.nodes.min, suitableNodes: suitable.length,
+      message: `--exclude ${nodeNames(spec.exclude)} leaves ${left} of partition ${partition.name} that could run the job, and it needs ${plural(spec.nodes.min, 'node')}: `
+        + `the cluster could never run it; exclude fewer nodes${suitable.length === 0 ? '' : ', ask for fewer (--nodes)'} or choose another partition (--partition)`,
+    });
+  } else if (suitable.length < spec.nodes.min) {
     const memory = spec.memoryMiB ? `, ${formatMemory(spec.memoryMiB)} of memory` : '';
     const features = spec.constraint ? ` and ${spec.constraint.text}` : '';
     rejections.push({
@@ -189,6 +199,16 @@ function partitionRejections(spec: JobSpec, cluster: ClusterShape, partition: Cl
     });
   }
   return rejections;
+}
+
+/** Node names as a hostlist (node[01-04]), or joined by commas where a hostlist cannot hold them. */
+function nodeNames(nodes: readonly (string | ClusterNodeShape)[]): string {
+  const names = nodes.map((node) => (typeof node === 'string' ? node : node.name));
+  try {
+    return compressHostlist(names);
+  } catch {
+    return names.join(',');
+  }
 }
 
 /** How a job's tasks lie on its nodes: how many nodes, and CPUs (and memory) on each. */
