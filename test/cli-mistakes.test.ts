@@ -72,6 +72,21 @@ describe('mistakes on the command line', () => {
     rmSync(scripts, { recursive: true, force: true });
   });
 
+  it('a bad --signal names the part at fault and the forms sbatch takes, with an example', () => {
+    const forms = 'write [B:]SIG[@TIME]: a signal name or number (USR1, SIGUSR1, 10), B: for the batch shell only, '
+      + 'TIME seconds before the time limit (0 to 65535, default 60), e.g. --signal=B:USR1@120';
+    // Outside the empty folder the commands run in; nothing is sent (no controller listens there).
+    const scripts = mkdtempSync(join(tmpdir(), 'taras-mistakes-scripts-'));
+    const job = join(scripts, 'job.sh');
+    const directive = join(scripts, 'directive.sh');
+    writeFileSync(job, '#!/bin/sh\necho\n');
+    writeFileSync(directive, '#!/bin/sh\n#SBATCH --signal=B:USR1@\necho\n');
+    refused(run('sbatch', ['-t', '5', '--signal=FOO', job], 'http://127.0.0.1:9'), `error: --signal: 'FOO' is not a signal name (kill -l lists them); ${forms}`);
+    refused(run('taras.js', ['submit', '-t', '5', '--signal', 'B:USR1@abc', job], 'http://127.0.0.1:9'), `error: --signal: 'abc' after @ is not a number of seconds; ${forms}`);
+    refused(run('sbatch', ['-t', '5', directive], 'http://127.0.0.1:9'), `error: ${directive}:2: --signal: no TIME after @ (or leave out @ for 60 s); ${forms}`);
+    rmSync(scripts, { recursive: true, force: true });
+  });
+
   it('a data folder that is empty or a file is refused before anything is created', () => {
     const file = join(work, 'not-a-folder');
     writeFileSync(file, 'x');

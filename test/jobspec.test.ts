@@ -134,7 +134,17 @@ describe('#TARAS directives', () => {
     const errors = errorsOf(parseDirectives(script('#TARAS --signal=R:USR1', '#TARAS --signal=USR9', '#TARAS --signal=USR1@soon'), 'run.sh'));
     assert.deepEqual(errors.map((e) => [e.line, e.option]), [[2, '--signal'], [3, '--signal'], [4, '--signal']]);
     assert.match(errors[0].message, /'R:' is not supported \(only B:\)/);
-    assert.match(errors[1].message, /'USR9' is not a signal name; write \[B:\]SIG\[@TIME\]/);
+    // Each message names the part at fault, then the forms with an example (sbatch only says "Invalid --signal specification").
+    const forms = 'write [B:]SIG[@TIME]: a signal name or number (USR1, SIGUSR1, 10), B: for the batch shell only, '
+      + 'TIME seconds before the time limit (0 to 65535, default 60), e.g. --signal=B:USR1@120';
+    assert.deepEqual(errors.map((e) => e.message), [
+      `'R:' is not supported (only B:); ${forms}`, `'USR9' is not a signal name (kill -l lists them); ${forms}`, `'soon' after @ is not a number of seconds; ${forms}`,
+    ]);
+    const why = (text: string) => { const parsed = parseFlagValues({ signal: text }); assert.ok(!parsed.ok); return parsed.errors[0].message.replace(`; ${forms}`, ''); };
+    assert.deepEqual(['FOO', 'B:USR1@abc', 'B:USR1@', '@10', 'B:', '99', 'USR1@70000'].map(why), [
+      "'FOO' is not a signal name (kill -l lists them)", "'abc' after @ is not a number of seconds", 'no TIME after @ (or leave out @ for 60 s)', 'no signal before @', 'no signal',
+      "'99': signal numbers go from 1 to 64", "'70000' after @: TIME is at most 65535 seconds",
+    ]);
   });
 
   it('stops at the first command: later #TARAS lines are ignored with a warning naming them', () => {

@@ -132,7 +132,7 @@ export const JobSpecSchema = strict({
   umask: v.optional(int(0, 0o777)),
   /** sbatch --signal=[B:]SIG[@TIME] (contracts.md). */
   signal: v.optional(strict({
-    // The form the CLI stores (src/config/units.ts parseWarnSignal): anything else would only fail at the agent.
+    // The form the CLI stores (src/config/units.ts readWarnSignal): anything else would only fail at the agent.
     signal: v.pipe(text(16, 1), v.check(isSpecSignal, 'expected a signal name without SIG, such as USR1, or a number from 1 to 64')),
     beforeSeconds: int(0, 65_535),
     batchOnly: bool(),

@@ -102,27 +102,43 @@ export interface WarnSignal {
   readonly batchOnly: boolean;
 }
 
-export const WARN_SIGNAL_FORMS = '[B:]SIG[@TIME]: a signal name or number, B: for the batch shell only, TIME seconds before the limit (default 60), e.g. B:USR1@120';
+/** sbatch's --signal forms, what each part takes (cluster.toml's warn_signal and the job option add their own example). */
+export const WARN_SIGNAL_FORMS = '[B:]SIG[@TIME]: a signal name or number (USR1, SIGUSR1, 10), B: for the batch shell only, TIME seconds before the time limit (0 to 65535, default 60)';
 
 /**
- * sbatch's --signal=[{R|B}:]SIG[@TIME]: SIG a name (USR1, SIGUSR1, any case)
- * or a number 1-64, TIME 0 to 65535 seconds (default `defaultSeconds`, 60 as
+ * sbatch's --signal=[{R|B}:]SIG[@TIME] read part by part: the value, or what
+ * is wrong, naming the part at fault. SIG a name (USR1, SIGUSR1, any case) or
+ * a number 1-64, TIME 0 to 65535 seconds (default `defaultSeconds`, 60 as
  * sbatch). `R:` (reservations) is not supported.
  */
-export function parseWarnSignal(text: string, defaultSeconds = 60): UnitResult<WarnSignal> {
-  const bad = (why: string): UnitResult<never> => ({ ok: false, message: `"${text}" is not a signal request: ${why}`, fix: `write ${WARN_SIGNAL_FORMS}` });
-  const match = /^(?:([A-Za-z]):)?([A-Za-z0-9+]+)(?:@(\d+))?$/.exec(text.trim());
-  if (match === null) return bad('unrecognised form');
-  const [, flag, signal, time] = match as unknown as [string, string | undefined, string, string | undefined];
+export function readWarnSignal(text: string, defaultSeconds = 60): { readonly ok: true; readonly value: WarnSignal } | { readonly ok: false; readonly why: string } {
+  const bad = (why: string) => ({ ok: false as const, why });
+  const trimmed = text.trim();
+  if (trimmed === '') return bad('it is empty');
+  const at = trimmed.indexOf('@');
+  const head = at < 0 ? trimmed : trimmed.slice(0, at);
+  const time = at < 0 ? undefined : trimmed.slice(at + 1);
+  const colon = head.indexOf(':');
+  const flag = colon < 0 ? undefined : head.slice(0, colon);
+  const signal = colon < 0 ? head : head.slice(colon + 1);
   if (flag !== undefined && flag.toUpperCase() !== 'B') return bad(`'${flag}:' is not supported (only B:)`);
-  const beforeSeconds = time === undefined ? defaultSeconds : Number(time);
-  if (beforeSeconds > 65535) return bad('TIME is at most 65535 seconds');
+  if (signal === '') return bad(`no signal${at < 0 ? '' : ' before @'}`);
   let name = signal.toUpperCase().replace(/^SIG/, '');
   if (/^\d+$/.test(name)) {
-    if (Number(name) < 1 || Number(name) > 64) return bad('signal numbers go from 1 to 64');
+    if (Number(name) < 1 || Number(name) > 64) return bad(`'${signal}': signal numbers go from 1 to 64`);
     name = String(Number(name));
   } else if (!SIGNAL_NAMES.includes(name)) {
-    return bad(`'${signal}' is not a signal name`);
+    return bad(`'${signal}' is not a signal name (kill -l lists them)`);
   }
+  if (time === '') return bad(`no TIME after @ (or leave out @ for ${defaultSeconds} s)`);
+  if (time !== undefined && !/^\d+$/.test(time)) return bad(`'${time}' after @ is not a number of seconds`);
+  const beforeSeconds = time === undefined ? defaultSeconds : Number(time);
+  if (beforeSeconds > 65535) return bad(`'${time}' after @: TIME is at most 65535 seconds`);
   return { ok: true, value: { signal: name, beforeSeconds, batchOnly: flag !== undefined } };
+}
+
+/** readWarnSignal with the words of a setting (cluster.toml's warn_signal). */
+export function parseWarnSignal(text: string, defaultSeconds = 60): UnitResult<WarnSignal> {
+  const read = readWarnSignal(text, defaultSeconds);
+  return read.ok ? read : { ok: false, message: `"${text}" is not a signal request: ${read.why}`, fix: `write ${WARN_SIGNAL_FORMS}, e.g. B:USR1@120` };
 }

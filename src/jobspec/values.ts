@@ -5,7 +5,7 @@
 import { parseDependency, type DependencySpec } from './dependency.js';
 import { RESERVATION_NAME, RESERVATION_NAME_RULE } from '../api/types.js';
 import { describeHostlistProblem, parseHostlist } from '../config/hostlist.js';
-import { parseDuration, parseMemoryMiB, parseWarnSignal, SBATCH_DURATION_FORMS } from '../config/units.js';
+import { parseDuration, parseMemoryMiB, readWarnSignal, SBATCH_DURATION_FORMS, WARN_SIGNAL_FORMS } from '../config/units.js';
 import { DEADLINE_POLICIES, OPEN_MODES, type OpenMode, type Constraint, type DeadlinePolicy, type ExportSpec, type ExportVariable, type NodeRange, type TimeLimit, type WarnSignal } from './types.js';
 
 export type ValueResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly message: string };
@@ -227,8 +227,8 @@ export function parseMailUser(raw: string): ValueResult<string> {
 
 /** sbatch --signal=[B:]SIG[@TIME] (see src/config/units.ts, which cluster.toml's warn_signal shares). */
 export function parseSignal(raw: string): ValueResult<WarnSignal> {
-  const parsed = parseWarnSignal(raw);
-  return parsed.ok ? parsed : bad(raw, `${parsed.message}; ${parsed.fix}`);
+  const read = readWarnSignal(raw);
+  return read.ok ? read : { ok: false, message: `${read.why}; write ${WARN_SIGNAL_FORMS}, e.g. --signal=B:USR1@120` };
 }
 
 /** sbatch's form back: `B:USR1@60`. */
