@@ -231,6 +231,27 @@ describe('sacct output of users\' own text', () => {
   });
 });
 
+describe('sacct columns with wide names', () => {
+  it('cuts to the column\'s terminal columns (wide characters and emoji take two), marks the cut with +, and splits no character', async () => {
+    const { parseFormat, renderAcct } = await import('../src/cli/acct-format.js');
+    const job = (id: number, name: string) => ({ id, user: 'ada', name, partition: 'batch', state: 'COMPLETED', reason: null, submitMs: 1e12, eligibleMs: 1e12,
+      startMs: 1e12, endMs: 1e12 + 1000, plannedStartMs: null, nodes: ['n1'], allocCpus: 1, timeLimitSeconds: 60, exitCode: 0, exitSignal: null, cpuSeconds: null,
+      userCpuSeconds: null, systemCpuSeconds: null, maxRssKiB: null, requeueCount: 0 }) as unknown as import('../src/api/types.js').ApiAcctJob;
+    const parsed = parseFormat('JobID%3,JobName%8,JobName%-6,State');
+    assert.ok(parsed.ok);
+    const text = renderAcct([job(1, '日本語のジョブ'), job(2, '🧪🧪🧪🧪🧪'), job(3, '👩‍🔬👩‍🔬'), job(4, 'e\u0301cole-e\u0301te\u0301'), job(5, '🇩🇪🇫🇷🇮🇹🇪🇸')],
+      parsed.columns, 'table', true, 1e12 + 5000);
+    assert.equal(text, [
+      '  1  日本語+ 日本+   COMPLETED ',
+      '  2  🧪🧪🧪+ 🧪🧪+   COMPLETED ',
+      '  3     👩‍🔬👩‍🔬 👩‍🔬👩‍🔬    COMPLETED ',
+      '  4 e\u0301cole-e\u0301+ e\u0301cole+  COMPLETED ',
+      '  5 🇩🇪🇫🇷🇮🇹🇪🇸 🇩🇪🇫🇷+   COMPLETED ',
+      '',
+    ].join('\n'));
+  });
+});
+
 describe('usageReport', () => {
   it('counts allocated CPU time inside the period only, waits of jobs started in it, and each user\'s share', () => {
     const job = (over: Partial<import('../src/store/rows.js').AccountingRow>) => ({

@@ -9,7 +9,7 @@ import { renderShow, renderWhen } from '../src/cli/render/job.js';
 import { renderNodes } from '../src/cli/render/nodes.js';
 import { MIN_NAME_WIDTH, queueOrder, renderQueue } from '../src/cli/render/queue.js';
 import { renderStatus } from '../src/cli/render/status.js';
-import { LineChunks, truncate } from '../src/cli/render/text.js';
+import { cutToWidth, displayWidth, LineChunks, truncate } from '../src/cli/render/text.js';
 import { fullTime, localTime, relative, toMillis } from '../src/cli/render/time.js';
 
 const NOW = '2026-11-24T12:00:00Z';
@@ -224,6 +224,18 @@ describe('renderQueue', () => {
       '   44  dave   PENDING  gpu        1 node       -               -      render-fr…',
     ));
     assert.equal(widest(output), 80);
+  });
+
+  it('measures and cuts wide names by terminal columns: every line fits 80 columns, no character split', () => {
+    const wide = [
+      { ...RUNNING_17, name: '日本語のジョブ名前です' }, { ...RUNNING_19, name: '🧪🧪🧪🧪🧪test' }, { ...PENDING_42, name: '👩‍🔬👩‍🔬👩‍🔬👩‍🔬lab' },
+      { ...PENDING_43, name: '🇩🇪🇫🇷' }, { ...UNPLANNED_44, name: 'e\u0301cole-e\u0301te\u0301-2026' },
+    ];
+    const output = renderQueue({ status: STATUS, jobs: wide, now: NOW, width: 80, timeZone: UTC });
+    assert.deepEqual(output.split('\n').slice(HEADER_80.length + 1, -1).map((line) => line.slice(70)), [
+      '日本語の…', '🧪🧪🧪🧪…', '👩‍🔬👩‍🔬👩‍🔬👩‍🔬l…', '🇩🇪🇫🇷', 'e\u0301cole-e\u0301te\u0301…',
+    ]);
+    for (const line of output.split('\n')) assert.ok(displayWidth(line) <= 80, line);
   });
 
   it('never cuts a name below the minimum: at 50 columns the lines pass the width instead', () => {
@@ -513,5 +525,19 @@ describe('text helpers', () => {
     assert.equal(truncate('abcdef', 6), 'abcdef');
     assert.equal(truncate('abcdefg', 6), 'abcde…');
     assert.equal(truncate('façade-été', 6), 'façad…');
+  });
+
+  it('wide characters and emoji take two columns, combining marks none, and a cut never splits a character (it split surrogate pairs and 👩‍🔬)', () => {
+    assert.deepEqual(['日本語', '🧪', '👩‍🔬', '🇩🇪', 'e\u0301', 'école', 'ｱ', 'abc'].map(displayWidth), [6, 2, 2, 2, 1, 5, 1, 3]);
+    assert.equal(truncate('🧪🧪🧪🧪🧪test', 6), '🧪🧪…');
+    assert.equal(truncate('👩‍🔬👩‍🔬👩‍🔬lab', 6), '👩‍🔬👩‍🔬…');
+    assert.equal(truncate('🇩🇪🇫🇷🇮🇹flags', 6), '🇩🇪🇫🇷…');
+    assert.equal(truncate('e\u0301cole-e\u0301te\u0301', 6), 'e\u0301cole…');
+    assert.equal(truncate('日本語のジョブ', 7), '日本語…');
+    assert.equal(truncate('日本語', 6), '日本語');
+    // A wide character that would cross the edge stays out: the cut is a column short, and says so.
+    assert.deepEqual(cutToWidth('日本語', 5), { text: '日本', width: 4 });
+    assert.deepEqual(cutToWidth('a👩‍🔬b', 2), { text: 'a', width: 1 });
+    assert.deepEqual(cutToWidth('a👩‍🔬b', 3), { text: 'a👩‍🔬', width: 3 });
   });
 });

@@ -68,6 +68,13 @@ describe('Slurm formats', () => {
     assert.equal(pad('averylongname', 8, true), 'averylon');
     assert.equal(pad('ab', 4, false), 'ab  ');
     assert.equal(pad('node[01-04]', 3, false, false), 'node[01-04]');
+    // Widths are terminal columns: wide characters and emoji take two, and a cut never splits one (it split surrogate pairs).
+    assert.equal(pad('日本語のジョブ', 8, true), '日本語の');
+    assert.equal(pad('日本語のジョブ', 7, false), '日本語 ');
+    assert.equal(pad('🧪🧪🧪', 5, true), ' 🧪🧪');
+    assert.equal(pad('👩‍🔬👩‍🔬👩‍🔬', 5, false), '👩‍🔬👩‍🔬 ');
+    assert.equal(pad('🇩🇪lab', 8, true), '   🇩🇪lab');
+    assert.equal(pad('e\u0301cole-e\u0301te\u0301', 8, true), 'e\u0301cole-e\u0301t');
     const format = parseFormat('%.18i %-8j|%t', new Set(['i', 'j', 't']), 'squeue');
     assert.deepEqual(format.fields, [{ letter: 'i', width: 18, right: true, suffix: ' ' }, { letter: 'j', width: 8, right: false, suffix: '|' }, { letter: 't', width: 0, right: false, suffix: '' }]);
     assert.throws(() => parseFormat('%i %K', new Set(['i']), 'squeue'), /%K is not supported/);
@@ -91,6 +98,24 @@ describe('Slurm formats', () => {
       predictedEnd: null, submitTime: '2026-11-27T00:00:00Z', deadline: null, requeue: false, exitCode: null } as unknown as ApiJob, Date.UTC(2026, 10, 27, 1), '');
     assert.doesNotMatch(shown, /[\u0000-\u0009\u000b-\u001f\u007f]/);
     assert.match(shown, /^JobId=7 JobName=x\?\]0;PWNED\?\?\[2J\?root   RUNNING$/m);
+  });
+
+  it('squeue keeps its columns aligned with wide names: each cut to the field\'s columns, whole characters only', () => {
+    const sq = (id: number, name: string): SqJob => ({
+      id, label: null, name, user: 'ada', state: 'PENDING', partition: 'batch', nodes: '', nodeCount: 1, startMs: null, plannedMs: null, endMs: null,
+      predictedEndMs: null, timeLimitSeconds: 60, submitMs: Date.UTC(2026, 10, 27), cpus: 1, workingDir: '/tmp', memoryMiB: null, reason: null,
+    });
+    const jobs = [sq(1, '日本語のジョブ名前'), sq(2, '🧪🧪🧪🧪🧪'), sq(3, '👩‍🔬👩‍🔬👩‍🔬👩‍🔬👩‍🔬'), sq(4, '🇩🇪🇫🇷🇮🇹🇪🇸🇳🇱'), sq(5, 'plain-ascii-name')];
+    const text = renderSqueue(jobs, null, { nowMs: Date.UTC(2026, 10, 27, 1), timeZone: 'UTC', format: '%.3i %.8j|%-7j|%u' });
+    assert.equal(text, [
+      'JOB     NAME|NAME   |USER',
+      '  1 日本語の|日本語 |ada',
+      '  2 🧪🧪🧪🧪|🧪🧪🧪 |ada',
+      '  3 👩‍🔬👩‍🔬👩‍🔬👩‍🔬|👩‍🔬👩‍🔬👩‍🔬 |ada',
+      '  4 🇩🇪🇫🇷🇮🇹🇪🇸|🇩🇪🇫🇷🇮🇹 |ada',
+      '  5 plain-as|plain-a|ada',
+      '',
+    ].join('\n'));
   });
 
   it('installs every Slurm name as an executable launcher in package.json bin', () => {

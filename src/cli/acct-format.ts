@@ -5,7 +5,7 @@
 
 import type { ApiAcctJob, JobState } from '../api/types.js';
 import { clockDuration } from '../api/durations.js';
-import { LineChunks, printable } from './render/text.js';
+import { cutToWidth, displayWidth, LineChunks, padToWidth, printable } from './render/text.js';
 import { MAX_FIELD_WIDTH } from './slurm/format.js';
 
 /** One column: its width (negative: left-justified, as sacct's JobID), the job fields its value reads, and its value. */
@@ -154,11 +154,14 @@ export function parseFormat(text: string): { ok: true; columns: Column[] } | { o
   return { ok: true, columns };
 }
 
-/** One fixed-width cell as sacct prints it: right-justified (left for a negative width), `+` marking a cut, then a space. */
+/**
+ * One fixed-width cell as sacct prints it: right-justified (left for a negative width), `+` marking a cut, then a space.
+ * Widths are terminal columns (wide characters take two), and a cut never splits a character.
+ */
 function cell(value: string, width: number): string {
   const size = Math.abs(width);
-  const shown = value.length > size ? `${value.slice(0, size - 1)}+` : value;
-  return `${width < 0 ? shown.padEnd(size) : shown.padStart(size)} `;
+  const shown = displayWidth(value) > size ? `${cutToWidth(value, size - 1).text}+` : value;
+  return `${padToWidth(shown, size, width >= 0)} `;
 }
 
 export type Layout = 'table' | 'parsable' | 'parsable2' | 'csv';

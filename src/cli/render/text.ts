@@ -3,6 +3,7 @@
 // aligner (no table library): `taras queue` prints tens of thousands of rows,
 // and the simulator's tables use it too.
 
+import stringWidth from 'string-width';
 import { compressHostlist } from '../../config/hostlist.js';
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
@@ -69,17 +70,47 @@ export class LineChunks {
 
 const ASCII = /^[\x20-\x7e]*$/;
 
-/** Terminal columns a cell takes: one per code point (wide East Asian characters are not measured). */
+let graphemes: Intl.Segmenter | undefined;
+
+/**
+ * Terminal columns a cell takes, as string-width measures them: East Asian
+ * wide and fullwidth characters and emoji (👩‍🔬, 🇩🇪 included) 2, combining
+ * marks and zero-width characters 0, the rest 1. Printable ASCII is its length.
+ */
 export function displayWidth(text: string): number {
-  return ASCII.test(text) ? text.length : Array.from(text).length;
+  return ASCII.test(text) ? text.length : stringWidth(text);
 }
 
-/** `text` cut to `width` columns, ending with an ellipsis when cut. */
+/**
+ * The longest start of `text` that takes at most `width` columns, cut only
+ * between graphemes (never inside a surrogate pair, 👩‍🔬, 🇩🇪 or e + a combining
+ * accent), with the columns it takes: one fewer than `width` when a wide
+ * character would have crossed the edge.
+ */
+export function cutToWidth(text: string, width: number): { readonly text: string; readonly width: number } {
+  const room = Math.max(0, width);
+  if (ASCII.test(text)) return text.length <= room ? { text, width: text.length } : { text: text.slice(0, room), width: room };
+  let used = 0;
+  for (const { segment, index } of (graphemes ??= new Intl.Segmenter()).segment(text)) {
+    const size = stringWidth(segment);
+    if (used + size > room) return { text: text.slice(0, index), width: used };
+    used += size;
+  }
+  return { text, width: used };
+}
+
+/** `text` cut to at most `width` columns, ending with an ellipsis when cut (a column narrower when a wide character ends the cut). */
 export function truncate(text: string, width: number): string {
   if (width <= 0) return '';
   if (ASCII.test(text)) return text.length <= width ? text : `${text.slice(0, width - 1)}…`;
-  const points = Array.from(text);
-  return points.length <= width ? text : `${points.slice(0, width - 1).join('')}…`;
+  return displayWidth(text) <= width ? text : `${cutToWidth(text, width - 1).text}…`;
+}
+
+/** `text` padded with spaces to `width` columns: on the left when `right`, else on the right (never cut). */
+export function padToWidth(text: string, width: number, right: boolean): string {
+  const fill = width - displayWidth(text);
+  if (fill <= 0) return text;
+  return right ? spaces(fill) + text : text + spaces(fill);
 }
 
 const SPACES: string[] = [''];
@@ -164,7 +195,8 @@ export function alignColumnsBy(
       let width = r < 0 ? displayWidth(text) : column.width(r);
       if (c === fit?.column && width > cutTo) {
         text = r >= 0 && column.cut ? column.cut(r, cutTo) : truncate(text, cutTo);
-        width = cutTo;
+        // A wide character at the edge leaves the cut a column short: the padding makes it up.
+        width = displayWidth(text);
       }
       const fill = spaces(widths[c] - width);
       if (c === last) {

@@ -6,6 +6,7 @@
 
 import type { JobState } from '../../api/types.js';
 import { parseArrayJobId } from '../../jobspec/array.js';
+import { cutToWidth, padToWidth } from '../render/text.js';
 
 /**
  * Job ids as Slurm's commands take them, comma lists included: 12, 12_3 (a task of job array 12), 12_[1-3,7]:
@@ -86,14 +87,14 @@ export function parseFormat(format: string, known: ReadonlySet<string>, command:
 }
 
 /**
- * One value in a field of `width` (0: as is): right-justified (padded on the
- * left) or left (padded on the right), cut to the width when `cut` (Slurm
- * cuts names but not node lists or durations).
+ * One value in a field of `width` terminal columns (0: as is): right-justified
+ * (padded on the left) or left (padded on the right), cut to the width when
+ * `cut` (Slurm cuts names but not node lists or durations). Wide characters
+ * take two columns, and a cut never splits a character (Slurm's cuts bytes).
  */
 export function pad(value: string, width: number, right: boolean, cut = true): string {
   if (width <= 0) return value;
-  const shown = cut && value.length > width ? value.slice(0, width) : value;
-  return right ? shown.padStart(width) : shown.padEnd(width);
+  return padToWidth(cut ? cutToWidth(value, width).text : value, width, right);
 }
 
 /** A line of the format: each field's value from `value(letter)`, padded, with its suffix. */
