@@ -388,4 +388,22 @@ describe('Slurm commands on a real cluster', () => {
     await eventually('both arrays gone', () => slurm('squeue', '-h', '-o', '%i').stdout === '', 10_000);
     assert.match(slurm('scancel', `${array}_x`).stderr, new RegExp(`^scancel: error: Invalid job id ${array}_x`));
   });
+
+  it('squeue and sacct keep columns aligned for names with wide characters and emoji, cut between whole characters', async () => {
+    const names = ['日本語のジョブ名前', '🧪🧪🧪🧪🧪', '👩‍🔬👩‍🔬👩‍🔬👩‍🔬', 'e\u0301cole-e\u0301te\u0301'];
+    const wide = names.map((name) => {
+      const run = slurm('sbatch', '--hold', '-t', '10', '-J', name, 'long.sh');
+      assert.equal(run.code, 0, run.stderr);
+      return Number(/(\d+)\s*$/.exec(run.stdout)![1]);
+    });
+    assert.equal(slurm('squeue', '-h', '-S', 'i', '-o', '%.6j|%-7j|%t').stdout, [
+      '日本語|日本語 |PD', '🧪🧪🧪|🧪🧪🧪 |PD', '👩‍🔬👩‍🔬👩‍🔬|👩‍🔬👩‍🔬👩‍🔬 |PD', 'e\u0301cole-|e\u0301cole-e\u0301|PD', '',
+    ].join('\n'));
+    for (const id of wide) assert.equal(slurm('scancel', String(id)).code, 0);
+    const acct = slurm('sacct', '-n', '-j', wide.join(','), '-o', 'JobName%7,State');
+    assert.equal(acct.code, 0, acct.stderr);
+    assert.equal(acct.stdout, [
+      '日本語+  CANCELLED ', '🧪🧪🧪+  CANCELLED ', '👩‍🔬👩‍🔬👩‍🔬+  CANCELLED ', 'e\u0301cole-+  CANCELLED ', '',
+    ].join('\n'));
+  });
 });

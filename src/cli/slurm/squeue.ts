@@ -349,14 +349,16 @@ export function renderSqueueQueue(api: ApiQueue, options: SqueueOptions, sink?: 
   };
   const entry: SqueueJob = { job, reason: '', priority: 0, schedNodes: null };
   const codes = new Map<string, string>();
+  const rowField = format.fields.map((field) => ROW_FIELDS.has(field.letter));
   // Each field's padded cell by its text: a queue of similar jobs pads each value once.
   const padded = format.fields.map(() => new Map<string, string>());
   const cellOf = (c: number, keep = false): string => {
     const field = format.fields[c];
     const value = jobField(entry, field.letter, options.nowMs, options.timeZone);
     if (!keep) {
-      // Ids and times, each its own: right-justified numbers shorter than their field take a cached run of spaces.
-      if (field.right && value.length < field.width && field.width - value.length < SPACES.length) return SPACES[field.width - value.length] + value + field.suffix;
+      // Ids and times, each its own: right-justified numbers shorter than their field take a cached run of spaces
+      // (ASCII: their length is their width; other fields may hold wide characters, which pad measures).
+      if (rowField[c] && field.right && value.length < field.width && field.width - value.length < SPACES.length) return SPACES[field.width - value.length] + value + field.suffix;
       return pad(value, field.width, field.right, !UNCUT.has(field.letter)) + field.suffix;
     }
     const known = padded[c].get(value);
@@ -365,7 +367,6 @@ export function renderSqueueQueue(api: ApiQueue, options: SqueueOptions, sink?: 
     if (padded[c].size < 10_000) padded[c].set(value, cell);
     return cell;
   };
-  const rowField = format.fields.map((field) => ROW_FIELDS.has(field.letter));
   const fixed: (string | null)[] = format.fields.map(() => null);
   let f: (number | null)[] = [];
   let step: number[] = [];
