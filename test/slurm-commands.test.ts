@@ -389,6 +389,17 @@ describe('Slurm commands on a real cluster', () => {
     assert.match(slurm('scancel', `${array}_x`).stderr, new RegExp(`^scancel: error: Invalid job id ${array}_x`));
   });
 
+  it('a loopback address written another way (127.1, LOCALHOST, ::ffff:127.0.0.1) finds the controller\'s socket as 127.0.0.1 does', () => {
+    // Without a token: only the socket tells the controller who this is (it was "no verified identity" for 127.1 and LOCALHOST).
+    const env = { ...process.env };
+    delete env.TARAS_TOKEN;
+    const port = new URL(url).port;
+    for (const host of ['127.0.0.1', '127.1', 'LOCALHOST', '[::ffff:127.0.0.1]']) {
+      const run = spawnSync(join(root, 'bin', 'squeue'), ['-h', '-o', '%i'], { cwd: elsewhere, encoding: 'utf8', timeout: 30_000, env: { ...env, TARAS_CONTROLLER: `http://${host}:${port}` } });
+      assert.deepEqual([run.status, run.stderr], [0, ''], host);
+    }
+  });
+
   it('squeue and sacct keep columns aligned for names with wide characters and emoji, cut between whole characters', async () => {
     const names = ['日本語のジョブ名前', '🧪🧪🧪🧪🧪', '👩‍🔬👩‍🔬👩‍🔬👩‍🔬', 'e\u0301cole-e\u0301te\u0301'];
     const wide = names.map((name) => {

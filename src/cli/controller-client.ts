@@ -115,7 +115,15 @@ function tcpCredentials(target: ControllerTarget, status: Status | null, bearer:
   };
 }
 
-const isLoopback = (url: string): boolean => /^http:\/\/(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:|\/|$)/.test(url);
+/**
+ * A loopback address or name: 127.0.0.0/8, ::1, IPv4-mapped 127.x (as a URL writes it, ::ffff:7f00:1, or as a
+ * lookup may give it, ::ffff:127.0.0.1) and localhost, in any case and with or without brackets. A host name that
+ * only starts with digits (127.example.org) is not one.
+ */
+function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return bare === 'localhost' || bare === '::1' || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare) || /^::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}$/.test(bare);
+}
 
 /**
  * Whom this user trusts to be the controller: root, itself (its own `npm start`), or TARAS_CONTROLLER_UID.
@@ -173,9 +181,9 @@ function localListenerUids(port: number): number[] {
 async function isThisMachine(hostname: string): Promise<boolean> {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
   const { hostname: machineName, networkInterfaces } = await import('node:os');
-  const own = new Set(['localhost', '0.0.0.0', '::', '::1', machineName().toLowerCase()]);
+  const own = new Set(['0.0.0.0', '::', machineName().toLowerCase()]);
   for (const addresses of Object.values(networkInterfaces())) for (const address of addresses ?? []) own.add(address.address.toLowerCase());
-  const local = (address: string) => own.has(address) || /^127\./.test(address) || /^::ffff:127\./.test(address);
+  const local = (address: string) => own.has(address) || isLoopbackHost(address);
   if (local(host)) return true;
   try {
     const { lookup } = await import('node:dns/promises');
@@ -211,7 +219,8 @@ export async function connection(flag: string | undefined): Promise<{ target: Co
         + '(if the controller runs as that user, set TARAS_CONTROLLER_UID to its uid)', 1);
     }
   }
-  if (isLoopback(target.baseUrl)) {
+  // The same notion of loopback as isThisMachine's (127.1 and LOCALHOST are loopback too), for a URL's host.
+  if (isLoopbackHost(url.hostname)) {
     try {
       status = await statusOf(target);
       const named = typeof status.socket === 'string' && existsSync(status.socket) ? trustedSocket(status.socket) : undefined;
