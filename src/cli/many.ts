@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { ApiSubmitted } from '../api/types.js';
-import type { ApiClient } from '../net/client.js';
+import { ApiRequestError, type ApiClient } from '../net/client.js';
 import { withClient, withRetries } from './controller-client.js';
 import { fail } from './flags.js';
 import { formatTaskIds } from '../jobspec/array.js';
@@ -142,7 +142,6 @@ export async function submitMany(source: string, options: ManyOptions): Promise<
  * or output files (what the CLI checked itself) share one check.
  */
 async function checkShapes(api: ApiClient, name: string, bodies: readonly { line: number; body: unknown }[]): Promise<void> {
-  const { ApiRequestError } = await import('../net/client.js');
   const shapes = new Map<string, { line: number; body: unknown; lines: number[] }>();
   for (const { line, body } of bodies) {
     const { script: _script, name: _name, output: _output, error: _error, submitEnv: _environment, ...shape } = (body as { spec: Record<string, unknown> }).spec;
@@ -170,7 +169,6 @@ async function checkShapes(api: ApiClient, name: string, bodies: readonly { line
  * and the bodies sent before it have their ids.
  */
 async function sendAll(api: ApiClient, bodies: readonly unknown[]): Promise<{ ids: (number | undefined)[]; failure?: { index: number; error: string } }> {
-  const { ApiRequestError } = await import('../net/client.js');
   const ids: (number | undefined)[] = new Array(bodies.length);
   const refused: { failure?: { index: number; error: string } } = {};
   let next = 0;
