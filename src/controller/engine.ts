@@ -660,16 +660,12 @@ export class ControllerEngine {
       throw new SubmitRefused([`job ${record.id} runs on ${names}, which this configuration does not have; wait for it to end, or cancel it (taras cancel ${record.id}), then reconfigure`]);
     }
     let reason = `${gone.length === 1 ? 'node' : 'nodes'} ${names} ${gone.length === 1 ? 'is' : 'are'} no longer in the cluster's configuration`;
-    let taken = record;
     // Requeued only if this configuration could run it (a job that asked for the lost nodes by name cannot).
     const refusals = this.specOf(record).requeue ? this.refusals(this.specOf(record)) : [];
-    if (refusals.length > 0) {
-      reason += `; not requeued: ${refusals.join('; ')}`;
-      taken = { ...record, request: { ...record.request, requeue: false } };
-    }
+    if (refusals.length > 0) reason += `; not requeued: ${refusals.join('; ')}`;
     this.marks.replay(record.id, this.store.events(record.id));
-    this.active.set(record.id, taken);
-    this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason });
+    this.active.set(record.id, record);
+    this.jobReport({ jobId: record.id, state: 'NODE_FAIL', exitCode: null, endTimeMs: this.clockMs(), reason }, refusals.length === 0);
     const now = this.store.job(record.id)!;
     this.log(`job ${record.id} (${record.user}) ran on ${names}, which the configuration no longer has: ${now.state === 'PENDING' ? 'requeued (--requeue)' : `ended ${now.state}`}`);
   }
@@ -2253,8 +2249,11 @@ export class ControllerEngine {
     return this.dirty;
   }
 
-  /** A job's fate as its agent reports it: ended (with the real end time and exit code) or still running. */
-  jobReport(report: JobReport): void {
+  /**
+   * A job's fate as its agent reports it: ended (with the real end time and exit code) or still running.
+   * `mayRequeue` false: a NODE_FAIL ends the job even if it asked for --requeue (this configuration could not run it).
+   */
+  jobReport(report: JobReport, mayRequeue = true): void {
     const record = this.active.get(report.jobId);
     if (!record || record.state === 'PENDING') return;
     if (report.run !== undefined && report.run !== record.requeueCount) {
@@ -2287,7 +2286,7 @@ export class ControllerEngine {
         this.endInCore(report.jobId, Math.floor(endMs / 1000));
         this.active.delete(report.jobId);
       }
-    } else if (report.state === 'NODE_FAIL' && spec.requeue && !cancelled) {
+    } else if (report.state === 'NODE_FAIL' && spec.requeue && mayRequeue && !cancelled) {
       this.requeueRun(report.jobId, report.reason ?? 'node failure', endMs);
     } else {
       const ended = cancelled
