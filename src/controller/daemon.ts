@@ -10,7 +10,7 @@ import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
   formatProblems, HolidayBodySchema, JobIdsBodySchema, MoveBodySchema, StepBodySchema, UpdateBodySchema, PauseBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
-import { finishedStates, type ApiJob, type ApiJobPage, type ApiPartition, type ApiSubmitted, type ApiTestOnly, type JobState } from '../api/types.js';
+import { finishedStates, type ApiCancelResult, type ApiJob, type ApiJobPage, type ApiPartition, type ApiSubmitted, type ApiTestOnly, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
@@ -502,7 +502,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
    * requeue), /checkpointed (the job's owner: `taras checkpointed`, from
    * inside the job), /suspend and /resume (administrators: scontrol
    * suspend/resume). A job of another user is a 403; a job in the wrong
-   * state a 409.
+   * state a 409. POST /jobs/requeue|suspend|resume take a list of ids
+   * (scontrol's: 12 of an array is every task) and answer each job.
    */
   function jobActionRoutes(): Route[] {
     const act = (ctx: RequestContext, action: (id: JobId, caller: Caller) => object): { status: number; body: unknown } =>
@@ -542,34 +543,58 @@ export async function startController(options: ControllerOptions): Promise<Runni
           engine.update(id, body, caller.user, admin(caller));
           return {};
         }) },
-      { method: 'POST', path: '/jobs/:id/requeue', handler: (ctx) => act(ctx, (id, caller) => {
-        const { waitSeconds } = engine.requeue(id, caller.user, admin(caller));
-        log(`job ${id}: requeued by ${caller.user}`);
-        return { waitSeconds };
-      }) },
+      { method: 'POST', path: '/jobs/:id/requeue', handler: (ctx) => act(ctx, (id, caller) => jobActions.requeue(id, caller)) },
       { method: 'POST', path: '/jobs/:id/checkpointed', handler: (ctx) => act(ctx, (id, caller) => {
         // The job's owner only: an administrator cannot say that someone's program has written its checkpoint.
         engine.checkpointed(id, caller.user, false);
         return {};
       }) },
-      { method: 'POST', path: '/jobs/:id/suspend', handler: (ctx) => {
-        const caller = requireAdmin(ctx, 'suspend jobs');
-        return act(ctx, (id) => {
-          engine.suspend(id, `suspended by ${caller.user}`);
-          log(`job ${id}: suspended by ${caller.user}`);
-          return {};
-        });
-      } },
-      { method: 'POST', path: '/jobs/:id/resume', handler: (ctx) => {
-        const caller = requireAdmin(ctx, 'resume jobs');
-        return act(ctx, (id) => {
-          engine.resume(id, `resumed by ${caller.user}`);
-          log(`job ${id}: resumed by ${caller.user}`);
-          return {};
-        });
-      } },
+      ...(['suspend', 'resume'] as const).map((action): Route => ({
+        method: 'POST', path: `/jobs/:id/${action}`, handler: (ctx) => {
+          const caller = requireAdmin(ctx, `${action} jobs`);
+          return act(ctx, (id) => jobActions[action](id, caller));
+        },
+      })),
+      ...(['requeue', 'suspend', 'resume'] as const).map((action): Route => ({
+        // scontrol requeue|suspend|resume: the listed jobs, an array's id standing for all its tasks (as Slurm); each its own answer.
+        method: 'POST', path: `/jobs/${action}`, handler: (ctx) => {
+          const caller = action === 'requeue' ? callerOf(ctx) : requireAdmin(ctx, `${action} jobs`);
+          const { ids } = bodyOf(JobIdsBodySchema, ctx, '{"ids": [12, "12_3"]}');
+          const results = [...new Set(resolveIds(ids))].map((id): ApiCancelResult => {
+            const record = engine.recordOf(id);
+            if (record === undefined) return { id, state: null, result: 'refused', message: `no job ${id}` };
+            try {
+              jobActions[action](id, caller);
+              return { id, state: engine.recordOf(id)?.state ?? null, result: 'cancelled', message: `job ${id}: ${action}d` };
+            } catch (error) {
+              if (!(error instanceof SubmitRefused)) throw error;
+              return { id, state: record.state, result: 'refused', message: error.message };
+            }
+          });
+          kick();
+          return { status: 200, body: { jobs: results } };
+        },
+      })),
     ];
   }
+  /** requeue (the job's owner or an administrator), suspend and resume (administrators, checked by their routes) of one job; SubmitRefused when it cannot be. */
+  const jobActions: Record<'requeue' | 'suspend' | 'resume', (id: JobId, caller: Caller) => object> = {
+    requeue: (id, caller) => {
+      const { waitSeconds } = engine.requeue(id, caller.user, admin(caller));
+      log(`job ${id}: requeued by ${caller.user}`);
+      return { waitSeconds };
+    },
+    suspend: (id, caller) => {
+      engine.suspend(id, `suspended by ${caller.user}`);
+      log(`job ${id}: suspended by ${caller.user}`);
+      return {};
+    },
+    resume: (id, caller) => {
+      engine.resume(id, `resumed by ${caller.user}`);
+      log(`job ${id}: resumed by ${caller.user}`);
+      return {};
+    },
+  };
 
   const routes: Route[] = [
     {

@@ -1,9 +1,10 @@
 // `scontrol`: Slurm's `show job|node|partition` in its Key=Value layout (a
 // record's first line, then lines indented by three spaces; records apart by
 // a blank line), and the job actions Taras has: requeue, suspend, resume
-// (silent on success, as scontrol is). hold, release and update go to
-// POST /jobs/hold, /jobs/release and /jobs/:id/update; a controller without
-// them is told apart ("not yet in this Taras").
+// (silent on success, as scontrol is). requeue, suspend, resume, hold and
+// release go to POST /jobs/VERB with the ids (an array's id: all its tasks,
+// resolved by the controller), update to /jobs/:id/update; a controller
+// without hold, release or update is told apart ("not yet in this Taras").
 
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
@@ -168,11 +169,29 @@ const jobIdsOf = (words: string[], command: string): (number | string)[] => {
   return ids;
 };
 
-/** One job's routes take one job or task: 12_[1-3] is 12_1, 12_2 and 12_3. */
-const oneByOne = (ids: readonly (number | string)[]): (number | string)[] => ids.flatMap((ref) => {
-  const parsed = typeof ref === 'string' ? parseArrayJobId(ref) : undefined;
-  return parsed?.taskIds === undefined ? [ref] : parsed.taskIds.map((task) => `${parsed.id}_${task}`);
-});
+/** What scontrol says of one job acted on: its id as written or answered, and why it was refused. */
+type Outcome = Pick<ApiCancelResult, 'result' | 'message'> & { id: number | string };
+
+/**
+ * requeue, suspend or resume through the routes of one job, for a controller without POST /jobs/requeue|suspend|resume
+ * (older than this CLI): 12_[1-3] is 12_1, 12_2 and 12_3; 12 is job 12 alone there.
+ */
+async function oneByOne(api: ApiClient, verb: string, ids: readonly (number | string)[], isRequestError: (error: unknown) => error is { error: string }): Promise<Outcome[]> {
+  const outcomes: Outcome[] = [];
+  for (const ref of ids) {
+    const parsed = typeof ref === 'string' ? parseArrayJobId(ref) : undefined;
+    for (const id of parsed?.taskIds === undefined ? [ref] : parsed.taskIds.map((task) => `${parsed.id}_${task}`)) {
+      try {
+        await api.post(ACTIONS[verb](id), {});
+        outcomes.push({ id, result: 'cancelled', message: '' });
+      } catch (error) {
+        if (!isRequestError(error)) throw error;
+        outcomes.push({ id, result: 'refused', message: error.error });
+      }
+    }
+  }
+  return outcomes;
+}
 
 /**
  * scontrol write batch_script: the job's script as it was submitted, to FILE (default slurm-JOBID.sh, as
@@ -245,23 +264,15 @@ export function registerScontrol(program: Command): void {
           return;
         }
         const ids = jobIdsOf(args, verb);
-        if (verb === 'hold' || verb === 'release') {
-          const answer = await notYet(postIds<ApiCancelResult>(api, `/jobs/${verb}`, ids), verb);
-          // Silent on success, as scontrol; each job refused (not yours, not pending, no such job) is said, and the exit is 1.
-          for (const job of answer.filter((result) => result.result === 'refused')) {
-            process.stderr.write(`scontrol: error: ${verb} job ${job.id}: ${printable(job.message)}\n`);
-            process.exitCode = 1;
-          }
-          return;
-        }
-        for (const id of oneByOne(ids)) {
-          try {
-            await api.post(ACTIONS[verb](id), {});
-          } catch (error) {
-            if (!(error instanceof ApiRequestError)) throw error;
-            process.stderr.write(`scontrol: error: ${verb} job ${id}: ${error.error}\n`);
-            process.exitCode = 1;
-          }
+        // An array's id is all its tasks (as Slurm), resolved by the controller; each job refused (not yours, not
+        // pending, not running, no such job) is said, the others are acted on, and the exit is 1. Silent on success.
+        const answer: Outcome[] = verb === 'hold' || verb === 'release'
+          ? await notYet(postIds<ApiCancelResult>(api, `/jobs/${verb}`, ids), verb)
+          : await postIds<ApiCancelResult>(api, `/jobs/${verb}`, ids)
+            .catch((error: unknown) => (missingRoute(error) ? oneByOne(api, verb, ids, (e): e is InstanceType<typeof ApiRequestError> => e instanceof ApiRequestError) : Promise.reject(error)));
+        for (const job of answer.filter((result) => result.result === 'refused')) {
+          process.stderr.write(`scontrol: error: ${verb} job ${job.id}: ${printable(job.message)}\n`);
+          process.exitCode = 1;
         }
       } catch (error) {
         if (error instanceof ControllerUnreachableError) throw new Error(`scontrol: error: ${error.message}`);
@@ -271,12 +282,17 @@ export function registerScontrol(program: Command): void {
         api.close();
       }
 
-      /** A controller without the route (404/405 "no such API route"): hold, release and update are not in this Taras yet. */
+      /** A controller without the route (404/405 "no such API route"): older than this CLI. */
+      function missingRoute(error: unknown): boolean {
+        return error instanceof ApiRequestError && (error.status === 405 || /no such API route/.test(error.error));
+      }
+
+      /** hold, release and update on a controller without their routes: not in this Taras yet. */
       async function notYet<T>(request: Promise<T>, what: string): Promise<T> {
         try {
           return await request;
         } catch (error) {
-          if (error instanceof ApiRequestError && (error.status === 405 || /no such API route/.test(error.error))) {
+          if (missingRoute(error)) {
             throw new Error(`scontrol: error: ${what} is not yet in this Taras (the controller has no route for it); use taras cancel, or resubmit`);
           }
           throw error;

@@ -1,0 +1,99 @@
+// Slurm's array-id habits through bin/scontrol, bin/squeue, bin/sacct and
+// bin/sbatch against a real controller and agent (loopback): an array's id
+// names every task (scontrol requeue|suspend|resume 12, sacct -j 12,
+// --dependency=afterok:12), ARRAYID_TASK one task (12_3), and a pending
+// task inside a folded row (12_[2-5%2]) is listed on its own by squeue -j.
+// Every process started here is stopped by its PID.
+
+import assert from 'node:assert/strict';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { killHard, startDaemon } from './daemon-process.js';
+import { eventually } from './poll.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const work = mkdtempSync(join(tmpdir(), 'taras-slurm-arrays-'));
+const jobsDir = join(work, 'jobs');
+mkdirSync(jobsDir);
+const started: ChildProcess[] = [];
+let url = '';
+
+after(async () => {
+  for (const child of started) await killHard(child);
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** Runs bin/NAME (the installed launcher) against the test's controller. */
+function slurm(name: string, ...args: string[]) {
+  const run = spawnSync(join(root, 'bin', name), args, { cwd: jobsDir, encoding: 'utf8', timeout: 30_000, env: { ...process.env, TARAS_CONTROLLER: url } });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+interface Job { id: number; state: string; reason: string | null; restarts?: number }
+const show = (id: number | string): Job => JSON.parse(slurm('taras', 'show', String(id), '--json').stdout) as Job;
+/** The states of tasks first..first+count-1. */
+const states = (first: number, count: number): string[] => Array.from({ length: count }, (_, i) => show(first + i).state);
+
+function sbatch(...args: string[]): number {
+  const run = slurm('sbatch', ...args);
+  assert.equal(run.code, 0, run.stderr);
+  return Number(/(\d+)\s*$/.exec(run.stdout)![1]);
+}
+
+/** Cancels an array and waits until none of its tasks is active. */
+async function cancelArray(id: number, count: number): Promise<void> {
+  assert.equal(slurm('scancel', String(id)).code, 0);
+  await eventually(`array ${id} ended`, () => states(id, count).every((state) => !['PENDING', 'RUNNING', 'SUSPENDED', 'COMPLETING'].includes(state)), 20_000, 200);
+}
+
+describe('array ids in Slurm\'s commands', () => {
+  before(async () => {
+    const config = join(work, 'cluster.toml');
+    writeFileSync(config, '[cluster]\nname = "arr"\npolicy = "easy"\ndata_dir = "data"\n[[nodes]]\nnames = "node[01-04]"\ncpus = 1\nmemory = "4G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\ndefault = true\n');
+    const controller = await startDaemon(join(root, 'bin/taras.js'), started, ['controller', '--config', config, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, work);
+    url = controller.match[1];
+    await startDaemon(join(root, 'bin/taras.js'), started,
+      ['agent', '--controller', url, '--virtual', '4x1', '--data', join(work, 'data', 'agent'), '--key', join(work, 'data', 'cluster.key')], /registered 4 node/, work);
+    writeFileSync(join(jobsDir, 'long.sh'), '#!/bin/sh\n#SBATCH -t 10\nsleep 300\n');
+    writeFileSync(join(jobsDir, 'quick.sh'), '#!/bin/sh\n#SBATCH -t 1\ntrue\n');
+    // Tasks 0 and 1 end at once, task 2 runs on.
+    writeFileSync(join(jobsDir, 'mixed.sh'), '#!/bin/sh\n#SBATCH -t 10\nif [ "$SLURM_ARRAY_TASK_ID" = 2 ]; then sleep 300; fi\n');
+  });
+
+  it('scontrol suspend, resume and requeue of an array\'s id act on every task; 12_1 on one; refused tasks are said, the others acted on', { timeout: 90_000 }, async () => {
+    const id = sbatch('-a', '0-3', 'long.sh');
+    await eventually('the four tasks running', () => states(id, 4).every((state) => state === 'RUNNING'), 20_000, 200);
+
+    const suspended = slurm('scontrol', 'suspend', String(id));
+    assert.deepEqual([suspended.code, suspended.stdout, suspended.stderr], [0, '', '']);
+    assert.deepEqual(states(id, 4), ['SUSPENDED', 'SUSPENDED', 'SUSPENDED', 'SUSPENDED']);
+    assert.equal(slurm('scontrol', 'resume', String(id)).code, 0);
+    assert.deepEqual(states(id, 4), ['RUNNING', 'RUNNING', 'RUNNING', 'RUNNING']);
+
+    // One task by ARRAYID_TASK; then resume of the whole array: task 1 resumed, the three running ones refused by name.
+    assert.equal(slurm('scontrol', 'suspend', `${id}_1`).code, 0);
+    assert.deepEqual(states(id, 4), ['RUNNING', 'SUSPENDED', 'RUNNING', 'RUNNING']);
+    const resumed = slurm('scontrol', 'resume', String(id));
+    assert.equal(resumed.code, 1);
+    assert.equal(resumed.stdout, '');
+    assert.deepEqual(resumed.stderr.split('\n').filter(Boolean), [0, 2, 3].map((task) =>
+      `scontrol: error: resume job ${id + task}: job ${id + task} is RUNNING: only suspended jobs can be resumed`));
+    assert.deepEqual(states(id, 4), ['RUNNING', 'RUNNING', 'RUNNING', 'RUNNING']);
+
+    // 12_[2-3]: those two tasks; then 12: every task.
+    assert.equal(slurm('scontrol', 'requeue', `${id}_[2-3]`).code, 0);
+    await eventually('tasks 2 and 3 requeued once', () => [2, 3].every((task) => show(id + task).restarts === 1), 20_000, 200);
+    assert.deepEqual([0, 1].map((task) => show(id + task).restarts ?? 0), [0, 0]);
+    await eventually('the four tasks running again', () => states(id, 4).every((state) => state === 'RUNNING'), 20_000, 200);
+    assert.equal(slurm('scontrol', 'requeue', String(id)).code, 0);
+    await eventually('every task requeued', () => [0, 1, 2, 3].every((task) => (show(id + task).restarts ?? 0) === (task < 2 ? 1 : 2)), 20_000, 200);
+    const unknown = slurm('scontrol', 'requeue', `${id}_9`);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, new RegExp(`^scontrol: error: array ${id} has no task 9 \\(its tasks: 0-3\\)`));
+    await cancelArray(id, 4);
+  });
+});
