@@ -96,4 +96,19 @@ describe('array ids in Slurm\'s commands', () => {
     assert.match(unknown.stderr, new RegExp(`^scontrol: error: array ${id} has no task 9 \\(its tasks: 0-3\\)`));
     await cancelArray(id, 4);
   });
+
+  it('squeue -j 12_4 and -j with the task\'s own id list a pending task of a folded row on its own row; -j 12 keeps the fold', { timeout: 60_000 }, async () => {
+    const id = sbatch('-a', '0-5%2', 'long.sh');
+    await eventually('two tasks running, four folded', () => slurm('squeue', '-h', '-o', '%i').stdout.includes(`${id}_[2-5%2]`), 20_000, 200);
+    const listed = (jobs: string) => {
+      const run = slurm('squeue', '-h', '-j', jobs, '-o', '%i %t');
+      assert.equal(run.code, 0, run.stderr);
+      return run.stdout.split('\n').filter(Boolean).sort();
+    };
+    assert.deepEqual(listed(`${id}_4`), [`${id}_4 PD`]);
+    assert.deepEqual(listed(String(id + 4)), [`${id}_4 PD`], 'the task\'s own job id');
+    assert.deepEqual(listed(`${id}_[3-4],${id}_0`), [`${id}_0 R`, `${id}_3 PD`, `${id}_4 PD`]);
+    assert.deepEqual(listed(String(id)), [`${id}_0 R`, `${id}_1 R`, `${id}_[2-5%2] PD`]);
+    await cancelArray(id, 6);
+  });
 });

@@ -68,6 +68,42 @@ function arrayPlace(job: SqJob): { id: number; arrayJobId?: number; arrayTaskId?
   return { id: job.id, arrayJobId: parsed.id, arrayTaskId: parsed.taskIds[0], arrayTaskIds: parsed.taskIds };
 }
 
+/**
+ * squeue -j over GET /queue's rows, where an array's pending tasks are one row (12_[4-15]): that row when the
+ * array's id is named; a task named by 12_5 or by its own job id on a row of its own (12_5), as Slurm prints
+ * it, taken from `tasks` (GET /queue?array=1: every task on its own row; asked for when hidesNamedTask).
+ */
+export function rowsNamed(rows: readonly SqJob[], refs: readonly (number | string)[], tasks: readonly SqJob[] = []): SqJob[] {
+  const named = namedBy(refs);
+  const numbers = new Set(refs.filter((ref): ref is number => typeof ref === 'number'));
+  // Arrays whose folded row is not named whole: their named tasks come from `tasks`.
+  const split = new Set<number>();
+  const shown: SqJob[] = [];
+  for (const row of rows) {
+    const place = arrayPlace(row);
+    if (place.arrayJobId !== undefined && place.arrayTaskIds!.length > 1 && !numbers.has(place.arrayJobId)) split.add(place.arrayJobId);
+    else if (named(place)) shown.push(row);
+  }
+  for (const task of tasks) {
+    const place = arrayPlace(task);
+    if (task.state === 'PENDING' && place.arrayJobId !== undefined && split.has(place.arrayJobId) && named(place)) shown.push(task);
+  }
+  return shown;
+}
+
+/** Whether a folded row (12_[4-15]) may hold a task that `refs` name (12_5, or a job id no other row has): rowsNamed then needs `tasks`. */
+export function hidesNamedTask(rows: readonly SqJob[], refs: readonly (number | string)[]): boolean {
+  const seen = new Set<number>();
+  const folded = new Set<number>();
+  for (const row of rows) {
+    const place = arrayPlace(row);
+    if (place.arrayJobId !== undefined && place.arrayTaskIds!.length > 1) folded.add(place.arrayJobId);
+    else seen.add(row.id);
+    if (place.arrayJobId !== undefined) seen.add(place.arrayJobId);
+  }
+  return folded.size > 0 && refs.some((ref) => (typeof ref === 'number' ? !seen.has(ref) : folded.has(parseArrayJobId(ref)?.id ?? -1)));
+}
+
 /** An ApiJob as squeue reads it. */
 export function sqJobOf(job: ApiJob): SqJob {
   return {
@@ -249,11 +285,9 @@ export function renderSqueue(jobs: readonly SqJob[], plan: ApiPlan | null, optio
   const format = parseFormat(options.format ?? (options.start ? SQUEUE_START_FORMAT : options.long ? SQUEUE_LONG_FORMAT : SQUEUE_DEFAULT_FORMAT), new Set(Object.keys(HEADERS)), 'squeue');
   const states = statesShown(options);
   const fresh = options.nowMs - MIN_JOB_AGE_SECONDS * 1000;
-  const chosen = options.jobs === undefined ? undefined : namedBy(options.jobs);
-  const shown = jobs.filter((job) => states.includes(job.state)
+  const shown = (options.jobs === undefined ? jobs : rowsNamed(jobs, options.jobs)).filter((job) => states.includes(job.state)
     && (job.endMs === null || job.endMs >= fresh)
     && (options.users === undefined || options.users.includes(job.user))
-    && (chosen === undefined || chosen(arrayPlace(job)))
     && (options.partitions === undefined || options.partitions.includes(job.partition))
     && (options.names === undefined || options.names.includes(job.name)));
   const entries = sortJobs(squeueJobs(shown, plan), options.sort ?? (options.start ? 'S' : 'P,t,-p'), options.nowMs);
@@ -504,7 +538,13 @@ Examples:
         const [queue, planned] = await Promise.all([api.get<ApiQueue>(`/queue?${query}`), plan]);
         // Drawn a segment at a time, written a chunk at a time (LineChunks); the row-by-row path when it cannot be.
         const write = (chunk: string) => process.stdout.write(chunk);
-        if ((planned === null ? renderSqueueQueue(queue, options, write) : null) === null) write(renderSqueue(sqJobsOfQueue(queue), planned, options));
+        if ((planned === null ? renderSqueueQueue(queue, options, write) : null) !== null) return;
+        const rows = sqJobsOfQueue(queue);
+        if (options.jobs === undefined) return write(renderSqueue(rows, planned, options));
+        // -j 12_5 (or the task's own id) of a task inside a folded row: the tasks one by one (squeue -r's listing).
+        query.set('array', '1');
+        const tasks = hidesNamedTask(rows, options.jobs) ? sqJobsOfQueue(await api.get<ApiQueue>(`/queue?${query}`)) : [];
+        write(renderSqueue(rowsNamed(rows, options.jobs, tasks), planned, { ...options, jobs: undefined }));
       });
     });
 }
