@@ -200,10 +200,10 @@ describe('sacct fields and the job fields they read', () => {
     const full = [
       { id: 7, user: 'ada', name: 'j', partition: 'batch', state: 'COMPLETED', reason: 'r', submitMs: 1e12, eligibleMs: 1e12 + 5, startMs: 1e12 + 60_000, endMs: 1e12 + 7_260_000,
         plannedStartMs: 1e12 + 1000, nodes: ['n1', 'n2'], allocCpus: 4, timeLimitSeconds: 7200, exitCode: 2, exitSignal: 'SIGKILL', cpuSeconds: 3.5, userCpuSeconds: 3,
-        systemCpuSeconds: 0.5, maxRssKiB: 100, requeueCount: 1 },
+        systemCpuSeconds: 0.5, maxRssKiB: 100, requeueCount: 1, arrayJobId: 5, arrayTaskId: 2 },
       { id: 8, user: 'bob', name: 'k', partition: 'p', state: 'PENDING', reason: null, submitMs: 1e12, eligibleMs: 1e12, startMs: null, endMs: null,
         plannedStartMs: null, nodes: [], allocCpus: null, timeLimitSeconds: null, exitCode: null, exitSignal: null, cpuSeconds: null, userCpuSeconds: null,
-        systemCpuSeconds: null, maxRssKiB: null, requeueCount: 0 },
+        systemCpuSeconds: null, maxRssKiB: null, requeueCount: 0, arrayJobId: null, arrayTaskId: null },
     ] as unknown as import('../src/api/types.js').ApiAcctJob[];
     for (const field of FIELDS) {
       for (const job of full) {
@@ -257,7 +257,7 @@ describe('usageReport', () => {
     const job = (over: Partial<import('../src/store/rows.js').AccountingRow>) => ({
       id: 1, user: 'ada', name: 'j', partition: 'batch', state: 'COMPLETED' as const, reason: null, submitMs: 0, eligibleMs: 0, startMs: 0, endMs: 0,
       plannedStartMs: null, nodes: ['n1'], allocCpus: 2, timeLimitSeconds: 60, exitCode: 0, exitSignal: null, cpuSeconds: 10,
-      userCpuSeconds: 9, systemCpuSeconds: 1, maxRssKiB: 1, requeueCount: 0, ...over,
+      userCpuSeconds: 9, systemCpuSeconds: 1, maxRssKiB: 1, requeueCount: 0, arrayJobId: null, arrayTaskId: null, ...over,
     });
     const rows = [
       job({ eligibleMs: 500_000, startMs: 900_000, endMs: 1_500_000 }), // 500 s inside [1000 s, 2000 s], started before it

@@ -111,4 +111,22 @@ describe('array ids in Slurm\'s commands', () => {
     assert.deepEqual(listed(String(id)), [`${id}_0 R`, `${id}_1 R`, `${id}_[2-5%2] PD`]);
     await cancelArray(id, 6);
   });
+
+  it('sacct shows array tasks as ARRAYID_TASK (JobIDRaw their own ids); -j 12 selects every task, -j 12_2 one', { timeout: 60_000 }, async () => {
+    const id = sbatch('-a', '1-3', 'quick.sh');
+    const single = sbatch('quick.sh');
+    await eventually('the array and the job completed', () => [...states(id, 3), show(single).state].every((state) => state === 'COMPLETED'), 20_000, 200);
+    const sacct = (...args: string[]) => {
+      const run = slurm('sacct', '-n', '-P', '-o', 'JobID,JobIDRaw,State', ...args);
+      assert.equal(run.code, 0, run.stderr);
+      return run.stdout.split('\n').filter(Boolean);
+    };
+    assert.deepEqual(sacct('-j', String(id)), [1, 2, 3].map((task) => `${id}_${task}|${id + task - 1}|COMPLETED`));
+    assert.deepEqual(sacct('-j', `${id}_2`), [`${id}_2|${id + 1}|COMPLETED`]);
+    assert.deepEqual(sacct('-j', `${id}_[1,3],${single}`), [`${id}_1|${id}|COMPLETED`, `${id}_3|${id + 2}|COMPLETED`, `${single}|${single}|COMPLETED`]);
+    assert.deepEqual(sacct('-j', String(id + 2)), [`${id}_3|${id + 2}|COMPLETED`], 'a task by its own id');
+    const bad = slurm('sacct', '-j', `${id}_x`);
+    assert.equal(bad.code, 2, 'a usage error');
+    assert.match(bad.stderr, new RegExp(`-j: '${id}_x' is not a job id: give job ids \\(12\\), array tasks \\(12_3\\)`));
+  });
 });

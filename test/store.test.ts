@@ -448,6 +448,30 @@ if (process.env[CHILD_ENV] !== undefined) {
       reopened.close();
     });
 
+    it('version 10 puts an array task\'s array id and task id on its row for sacct; a version 9 file\'s rows get them from the submitted event', () => {
+      const path = freshPath();
+      const store = openStore(path);
+      const task = (taskId: number, index: number): NewJob => ({ ...newJob(`task-${taskId}`), request: { ...newJob('t').request, array: { text: '4-5', taskId, index } } });
+      assert.deepEqual(store.submitMany([task(4, 0), task(5, 1), newJob('plain')], T0), [1, 2, 3]);
+      const places = (rows: readonly { id: number; arrayJobId: number | null; arrayTaskId: number | null }[]) => rows.map((row) => [row.id, row.arrayJobId, row.arrayTaskId]);
+      assert.deepEqual(places(store.accounting({ fromMs: 0, toMs: T0 + 1 })), [[1, 1, 4], [2, 1, 5], [3, null, null]]);
+      // sacct -j: an array's id is every task, ARRAYID_TASK one, a task's own id itself.
+      assert.deepEqual(store.accounting({ fromMs: 0, toMs: T0 + 1, jobIds: [1] }).map((row) => row.id), [1, 2]);
+      assert.deepEqual(store.accounting({ fromMs: 0, toMs: T0 + 1, jobIds: [3], arrayTasks: ['1_5'] }).map((row) => row.id), [2, 3]);
+      assert.deepEqual(store.accounting({ fromMs: 0, toMs: T0 + 1, jobIds: [2] }).map((row) => row.id), [2]);
+      store.close();
+      // As version 9 left the file: no such columns.
+      const raw = new Database(path);
+      raw.exec('DROP INDEX jobs_by_array; ALTER TABLE jobs DROP COLUMN array_index; ALTER TABLE jobs DROP COLUMN array_task_id');
+      raw.pragma('user_version = 9');
+      raw.close();
+      const migrated = openStore(path);
+      assert.equal(migrated.schemaVersion, SCHEMA_VERSION);
+      assert.deepEqual(places(migrated.accounting({ fromMs: 0, toMs: T0 + 1 })), [[1, 1, 4], [2, 1, 5], [3, null, null]]);
+      for (const id of [1, 2, 3]) assertRowIsReplay(migrated, jobId(id));
+      migrated.close();
+    });
+
     it('version 3 keeps script and request only in the submitted event; a version 2 file loses the copies, not the data', () => {
       const path = freshPath();
       const old = new Database(path);

@@ -350,6 +350,9 @@ export interface ApiAcctJob {
   systemCpuSeconds: number | null;
   maxRssKiB: number | null;
   requeueCount: number;
+  /** An array task's array id and task id (sacct's JobID 12_3); null for other jobs. */
+  arrayJobId: number | null;
+  arrayTaskId: number | null;
 }
 
 export interface ApiAcctPage {

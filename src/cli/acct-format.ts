@@ -61,7 +61,8 @@ const nodeCount = (job: ApiAcctJob): number => job.nodes.length;
 
 /** sacct's fields Taras has, by sacct's name (matched case-insensitively), with sacct's default widths. */
 export const FIELDS: readonly Field[] = [
-  { name: 'JobID', uses: ['id'], width: -12, value: (j) => String(j.id) },
+  // An array's task as Slurm names it, ARRAYID_TASK (its own id is JobIDRaw).
+  { name: 'JobID', uses: ['id', 'arrayJobId', 'arrayTaskId'], width: -12, value: (j) => (typeof j.arrayJobId === 'number' ? `${j.arrayJobId}_${j.arrayTaskId}` : String(j.id)) },
   { name: 'JobIDRaw', uses: ['id'], width: -12, value: (j) => String(j.id) },
   { name: 'JobName', uses: ['name'], width: 10, value: (j) => j.name },
   { name: 'Partition', uses: ['partition'], width: 10, value: (j) => j.partition },

@@ -8,7 +8,8 @@ import type { ApiClient } from '../net/client.js';
 import {
   acctJson, DEFAULT_FORMAT, FIELDS, midnightOf, parseFormat, parseSacctTime, parseStates, renderAcct, slurmDuration, type Layout,
 } from './acct-format.js';
-import { controllerOption, parseJobIds, print, printJson, withClient } from './controller-client.js';
+import { controllerOption, print, printJson, withClient } from './controller-client.js';
+import { parseArrayJobId } from '../jobspec/array.js';
 import { renderTable } from './format.js';
 import { fail } from './flags.js';
 
@@ -37,12 +38,22 @@ interface AcctFlags {
 const BRIEF_FORMAT = 'JobID,State,ExitCode';
 const LONG_FORMAT = 'JobID,JobIDRaw,JobName,Partition,MaxRSS,AllocCPUS,ReqCPUS,NNodes,NodeList,State,ExitCode,Submit,Eligible,Start,End,Elapsed,Timelimit,TotalCPU,UserCPU,SystemCPU,CPUTime,Reason,Restarts';
 
-const collect = (value: string, previous: string[] = []) => [...previous, ...value.split(',').filter((item) => item !== '')];
+/** A repeatable comma list; a comma inside [...] (an array's tasks, 12_[1,3]) does not split it. */
+const collect = (value: string, previous: string[] = []) => [...previous, ...value.split(/,(?![^[]*\])/).filter((item) => item !== '')];
+
+/** -j as sacct takes it: 12 (the job, or every task of array 12), 12_3 (one task), 12_[1-3,7] (those tasks). */
+function acctJobRefs(words: readonly string[]): string[] {
+  return words.flatMap((word) => {
+    const parsed = parseArrayJobId(word);
+    if (parsed === undefined) fail(`-j: '${word}' is not a job id: give job ids (12), array tasks (12_3) or several tasks (12_[1-3,7]), as taras queue shows them`);
+    return parsed.taskIds === undefined ? [String(parsed.id)] : parsed.taskIds.map((task) => `${parsed.id}_${task}`);
+  });
+}
 
 /** Every page of GET /acct for this query. */
 /** GET /acct?format=rows's fields as this CLI knows them (src/store/rows.ts ACCOUNTING_FIELDS). */
 export const ACCT_FIELDS = ['id', 'user', 'name', 'partition', 'state', 'reason', 'submitMs', 'eligibleMs', 'startMs', 'endMs', 'plannedStartMs', 'nodes',
-  'allocCpus', 'timeLimitSeconds', 'exitCode', 'exitSignal', 'cpuSeconds', 'userCpuSeconds', 'systemCpuSeconds', 'maxRssKiB', 'requeueCount'] as const;
+  'allocCpus', 'timeLimitSeconds', 'exitCode', 'exitSignal', 'cpuSeconds', 'userCpuSeconds', 'systemCpuSeconds', 'maxRssKiB', 'requeueCount', 'arrayJobId', 'arrayTaskId'] as const;
 
 /**
  * One row as a job, built as one literal (objects of one shape: 100,000 of
@@ -53,6 +64,7 @@ const acctJobOf = (r: unknown[], at: readonly number[]): ApiAcctJob => ({
   id: r[at[0]], user: r[at[1]], name: r[at[2]], partition: r[at[3]], state: r[at[4]], reason: r[at[5]], submitMs: r[at[6]], eligibleMs: r[at[7]],
   startMs: r[at[8]], endMs: r[at[9]], plannedStartMs: r[at[10]], nodes: r[at[11]], allocCpus: r[at[12]], timeLimitSeconds: r[at[13]], exitCode: r[at[14]],
   exitSignal: r[at[15]], cpuSeconds: r[at[16]], userCpuSeconds: r[at[17]], systemCpuSeconds: r[at[18]], maxRssKiB: r[at[19]], requeueCount: r[at[20]],
+  arrayJobId: r[at[21]], arrayTaskId: r[at[22]],
 }) as ApiAcctJob;
 
 async function fetchAll(api: ApiClient, query: URLSearchParams): Promise<ApiAcctJob[]> {
@@ -87,7 +99,7 @@ export function registerAcctCommands(program: Command): void {
   program
     .command('acct')
     .description('job history and accounting (sacct): every job, finished ones kept for good')
-    .option('-j, --jobs <ids>', 'only these jobs (comma-separated; repeatable)', collect)
+    .option('-j, --jobs <ids>', 'only these jobs (comma-separated; repeatable): 12 (an array: all its tasks), 12_3, 12_[1-3]', collect)
     .option('-u, --user <names>', 'only these users\' jobs (administrators; default: your own)', collect)
     .option('-a, --allusers', 'every user\'s jobs (administrators; a user sees their own)')
     .option('-s, --state <states>', 'only jobs in these states: names or short forms (CD,F,CA,TO,NF,OOM,PR,DL,PD,R,S,CG)')
@@ -118,6 +130,7 @@ another user's name is refused; administrators see everyone's.
 Examples:
   taras acct                                   your jobs since midnight, sacct's default columns
   taras acct -j 42 -o JobID,State,ExitCode,Elapsed,TotalCPU,MaxRSS
+  taras acct -j 12 -o JobID,JobIDRaw,State      every task of array 12 (12_0, 12_1, ...); -j 12_3 one task
   taras acct -a -S now-7days -s F,TO,OOM -P -n
   taras acct -S 2026-11-01 -E 2026-11-30T23:59:59 --format User,JobID,JobName%30,Start,End
   taras acct -j 42 --json
@@ -133,7 +146,7 @@ Examples:
       if (!parsed.ok) fail(parsed.message);
       const states = flags.state === undefined ? undefined : parseStates(flags.state);
       if (states !== undefined && !states.ok) fail(states.message);
-      const ids = flags.jobs === undefined ? undefined : parseJobIds(flags.jobs);
+      const ids = flags.jobs === undefined ? undefined : acctJobRefs(flags.jobs);
       const layouts = [flags.parsable && 'parsable', flags.parsable2 && 'parsable2', flags.csv && 'csv', flags.json && 'json'].filter(Boolean);
       if (layouts.length > 1) fail(`give one of --parsable, --parsable2, --csv and --json, not ${layouts.join(' and ')}`);
       const { startMs, endMs } = windowOf(flags, ids !== undefined || states !== undefined, nowMs);

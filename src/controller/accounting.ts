@@ -110,15 +110,18 @@ export function accountingRoutes(deps: AccountingDeps): Route[] {
       handler: (ctx) => {
         const caller = deps.callerOf(ctx);
         const users = usersFor(ctx, caller, deps.isAdmin(caller));
-        const jobIds = listOf(ctx, 'jobs')?.map((id) => {
-          if (!/^\d{1,15}$/.test(id)) throw new RouteError(400, `'${id}' is not a job id`, 'give job ids as numbers: -j 12,13');
-          return Number(id);
+        // 12: job 12, or every task of array 12; 12_3: task 3 of array 12.
+        const refs = listOf(ctx, 'jobs')?.map((id) => {
+          if (!/^\d{1,15}(_\d{1,9})?$/.test(id)) throw new RouteError(400, `'${id}' is not a job id`, 'give job ids as numbers, array tasks as ARRAYID_TASK: -j 12,13_2');
+          return id;
         });
+        const jobIds = refs?.filter((ref) => !ref.includes('_')).map(Number);
+        const arrayTasks = refs?.filter((ref) => ref.includes('_'));
         const format = ctx.query.get('format') ?? 'jobs';
         if (format !== 'jobs' && format !== 'rows') throw new RouteError(400, `'format=${format}' is not a format of GET /acct`, 'give format=jobs (objects, the default) or format=rows (arrays)');
         const most = format === 'rows' ? MAX_ACCT_ROWS_PAGE : MAX_ACCT_PAGE;
         const limit = Math.min(most, wholeNumber(ctx, 'limit', most) || 1);
-        const query = { ...windowOf(ctx, deps.nowMs()), users, states: statesOf(ctx), jobIds, afterId: wholeNumber(ctx, 'after', 0) };
+        const query = { ...windowOf(ctx, deps.nowMs()), users, states: statesOf(ctx), jobIds, arrayTasks, afterId: wholeNumber(ctx, 'after', 0) };
         if (format === 'rows') {
           // The rows as SQLite writes them (one string, no object per job); a full page may be followed by an empty one.
           // fields=a,b: only those (in ACCOUNTING_FIELDS order, the id always): what the caller's columns read.

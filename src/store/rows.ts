@@ -37,6 +37,9 @@ export interface JobRow {
   queue_place: string | null;
   /** JSON of the request's fields changed by `updated` events, else null. */
   amended: string | null;
+  /** An array task's place in its array (its array's id is id - array_index) and its task id; null for other jobs. */
+  array_index: number | null;
+  array_task_id: number | null;
   last_seq: number;
 }
 
@@ -60,7 +63,8 @@ export interface EventRow {
 export const JOB_COLUMNS = [
   'id', 'user_name', 'job_name', 'partition_name', 'script_path', 'state', 'held', 'reason',
   'submit_time_ms', 'start_time_ms', 'end_time_ms', 'exit_code', 'nodes', 'planned_start_ms', 'reserved_nodes',
-  'requeue_count', 'eligible_time_ms', 'alloc_cpus', 'cpu_seconds', 'user_cpu_seconds', 'system_cpu_seconds', 'max_rss_kib', 'exit_signal', 'time_limit_s', 'queue_place', 'amended', 'last_seq',
+  'requeue_count', 'eligible_time_ms', 'alloc_cpus', 'cpu_seconds', 'user_cpu_seconds', 'system_cpu_seconds', 'max_rss_kib', 'exit_signal', 'time_limit_s', 'queue_place', 'amended',
+  'array_index', 'array_task_id', 'last_seq',
 ] as const;
 
 /** CPUs a request asks for (sacct's AllocCPUS): tasks (or nodes) times CPUs per task; null for a request without them. */
@@ -70,7 +74,14 @@ export function requestedCpus(request: JsonObject): number | null {
   return typeof perTask === 'number' && typeof tasks === 'number' ? tasks * perTask : null;
 }
 
+/** An array task's place in its array and task id, from its request's `array` (the controller's); undefined for other jobs. */
+function arrayPlaceOf(record: JobRecord): { index: number; taskId: number } | undefined {
+  const array = record.request.array as { taskId?: unknown; index?: unknown } | null | undefined;
+  return Number.isInteger(array?.taskId) && Number.isInteger(array?.index) ? { index: array!.index as number, taskId: array!.taskId as number } : undefined;
+}
+
 export function recordToRow(record: JobRecord): JobRow {
+  const array = arrayPlaceOf(record);
   return {
     id: record.id,
     user_name: record.user,
@@ -98,6 +109,8 @@ export function recordToRow(record: JobRecord): JobRow {
     time_limit_s: typeof record.request.timeLimitSeconds === 'number' ? record.request.timeLimitSeconds : null,
     queue_place: record.queuePlace === null ? null : JSON.stringify(record.queuePlace),
     amended: record.amended === null ? null : JSON.stringify(record.amended),
+    array_index: array?.index ?? null,
+    array_task_id: array?.taskId ?? null,
     last_seq: record.lastSeq,
   };
 }
@@ -197,6 +210,9 @@ export interface AccountingRow {
   readonly systemCpuSeconds: number | null;
   readonly maxRssKiB: number | null;
   readonly requeueCount: number;
+  /** An array task's array id and task id (sacct's JobID 12_3); null for other jobs. */
+  readonly arrayJobId: number | null;
+  readonly arrayTaskId: number | null;
 }
 
 /** The columns SELECT_ACCOUNTING reads, as AccountingRow names them. */
@@ -204,14 +220,14 @@ export const ACCOUNTING_COLUMNS = `id, user_name AS user, job_name AS name, part
   submit_time_ms AS submitMs, coalesce(eligible_time_ms, submit_time_ms) AS eligibleMs, start_time_ms AS startMs, end_time_ms AS endMs,
   planned_start_ms AS plannedStartMs, nodes, alloc_cpus AS allocCpus, time_limit_s AS timeLimitSeconds, exit_code AS exitCode,
   exit_signal AS exitSignal, cpu_seconds AS cpuSeconds, user_cpu_seconds AS userCpuSeconds, system_cpu_seconds AS systemCpuSeconds,
-  max_rss_kib AS maxRssKiB, requeue_count AS requeueCount`;
+  max_rss_kib AS maxRssKiB, requeue_count AS requeueCount, id - array_index AS arrayJobId, array_task_id AS arrayTaskId`;
 
 const KNOWN_STATES: ReadonlySet<string> = new Set(JOB_STATES);
 
 /** AccountingRow's fields in the order of ACCOUNTING_COLUMNS (GET /acct?format=rows sends rows as arrays in this order). */
 export const ACCOUNTING_FIELDS = [
   'id', 'user', 'name', 'partition', 'state', 'reason', 'submitMs', 'eligibleMs', 'startMs', 'endMs', 'plannedStartMs', 'nodes', 'allocCpus',
-  'timeLimitSeconds', 'exitCode', 'exitSignal', 'cpuSeconds', 'userCpuSeconds', 'systemCpuSeconds', 'maxRssKiB', 'requeueCount',
+  'timeLimitSeconds', 'exitCode', 'exitSignal', 'cpuSeconds', 'userCpuSeconds', 'systemCpuSeconds', 'maxRssKiB', 'requeueCount', 'arrayJobId', 'arrayTaskId',
 ] as const satisfies readonly (keyof AccountingRow)[];
 
 /** A row read with ACCOUNTING_COLUMNS in raw mode (values in column order): one object, built field by field (100,000 rows a query). */
@@ -226,5 +242,6 @@ export function accountingRow(row: unknown[]): AccountingRow {
     allocCpus: row[12] as number | null, timeLimitSeconds: row[13] as number | null, exitCode: row[14] as number | null,
     exitSignal: row[15] as string | null, cpuSeconds: row[16] as number | null, userCpuSeconds: row[17] as number | null,
     systemCpuSeconds: row[18] as number | null, maxRssKiB: row[19] as number | null, requeueCount: row[20] as number,
+    arrayJobId: row[21] as number | null, arrayTaskId: row[22] as number | null,
   };
 }

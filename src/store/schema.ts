@@ -208,6 +208,23 @@ export const MIGRATIONS: readonly Migration[] = [
       // Nothing to change in the tables: the version alone keeps an older Taras from reading such tasks as invalid.
     },
   },
+  {
+    version: 10,
+    description: "accounting: an array task's place in its array and its task id on its row (sacct's JobID 12_3, sacct -j 12 for every task)",
+    up: (db) => {
+      db.exec(`
+        -- The array's id is its first task's: id - array_index (the index, not the id: a row is inserted before SQLite gives its id).
+        ALTER TABLE jobs ADD COLUMN array_index INTEGER;    -- null: not an array task
+        ALTER TABLE jobs ADD COLUMN array_task_id INTEGER;
+        -- From the submitted event's request.array {taskId, index}, which the purge keeps.
+        UPDATE jobs SET (array_index, array_task_id) = (
+          SELECT json_extract(payload, '$.request.array.index'), json_extract(payload, '$.request.array.taskId')
+          FROM job_events WHERE job_id = jobs.id AND seq = 1 AND json_type(payload, '$.request.array.index') = 'integer'
+            AND json_type(payload, '$.request.array.taskId') = 'integer');
+        CREATE INDEX jobs_by_array ON jobs (id - array_index) WHERE array_index IS NOT NULL;
+      `);
+    },
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -82,7 +82,10 @@ export interface AccountingQuery {
   readonly toMs: EpochMs;
   readonly users?: readonly string[];
   readonly states?: readonly JobState[];
+  /** Jobs by their ids; an array's id also names every task of the array (sacct -j 12). */
   readonly jobIds?: readonly number[];
+  /** Array tasks as ARRAYID_TASK (12_3); with jobIds, a job named by either is listed. */
+  readonly arrayTasks?: readonly string[];
   readonly afterId?: number;
   readonly limit?: number;
 }
@@ -445,7 +448,10 @@ export class Store {
     };
     if (query.users !== undefined) list('user_name', query.users);
     if (query.states !== undefined) list('state', query.states);
-    if (query.jobIds !== undefined) list('id', query.jobIds);
+    if (query.jobIds !== undefined || query.arrayTasks !== undefined) {
+      common.push(`(id IN ${LIST_PARAMETER} OR id - array_index IN ${LIST_PARAMETER} OR ((id - array_index) || '_' || array_task_id) IN ${LIST_PARAMETER})`);
+      params.push(listParameter(query.jobIds ?? []), listParameter(query.jobIds ?? []), listParameter(query.arrayTasks ?? []));
+    }
     if (query.afterId !== undefined) {
       common.push('id > ?');
       params.push(query.afterId);
