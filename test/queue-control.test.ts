@@ -75,6 +75,10 @@ describe('--dependency parsing', () => {
   it('reads Slurm\'s forms and names what is wrong', () => {
     assert.deepEqual(parseDependency('afterok:12:13,afterany:14'), { ok: true, value: { text: 'afterok:12:13,afterany:14', all: true, items: [{ type: 'afterok', ids: [12, 13] }, { type: 'afterany', ids: [14] }] } });
     assert.deepEqual(parseDependency('after:5+10?singleton'), { ok: true, value: { text: 'after:5+10?singleton', all: false, items: [{ type: 'after', ids: [5], minutes: 10 }, { type: 'singleton', ids: [] }] } });
+    // One task of an array as ARRAYID_TASK (afterok:12_3), beside plain ids.
+    assert.deepEqual(parseDependency('afterok:12_3:14,after:12_0+5'), { ok: true, value: { text: 'afterok:12_3:14,after:12_0+5', all: true,
+      items: [{ type: 'afterok', ids: [14], tasks: ['12_3'] }, { type: 'after', ids: [], tasks: ['12_0'], minutes: 5 }] } });
+    assert.deepEqual(parseDependency('12_1'), { ok: true, value: { text: '12_1', all: true, items: [{ type: 'afterany', ids: [], tasks: ['12_1'] }] } });
     // Plain ids are afterany, as Slurm reads -d 19 (it was refused).
     assert.deepEqual(parseDependency('19'), { ok: true, value: { text: '19', all: true, items: [{ type: 'afterany', ids: [19] }] } });
     assert.deepEqual(parseDependency('19:20,afterok:21'), { ok: true, value: { text: '19:20,afterok:21', all: true, items: [{ type: 'afterany', ids: [19, 20] }, { type: 'afterok', ids: [21] }] } });
@@ -160,6 +164,35 @@ describe('queue control in the controller engine', () => {
     assert.deepEqual(startedNow.sort(), [ok, anyOf].sort());
     assert.match(reason(notOk), new RegExp(`^DependencyNeverSatisfied: afternotok:${first} can never be met`));
     assert.equal(engine.plannedStartMs(notOk), null);
+  });
+
+  it('an array\'s id stands for all its tasks (afterok: all COMPLETED; afternotok: all ended, one not completed), ARRAYID_TASK for one', () => {
+    const { engine, advance, end, reason } = setup({ nodes: 8 });
+    const [array] = engine.submit([{ user: 'alice', spec: spec(60, { array: { text: '0-2' } }) }]);
+    const [task0, task1, task2] = [array, array + 1, array + 2] as JobId[];
+    assert.deepEqual(engine.schedule().sort(), [task0, task1, task2].sort());
+    const submit = (text: string) => engine.submit([{ user: 'alice', spec: spec(10, dependency(text)) }])[0];
+    const [okAll, notOkAll, okTask0, notOkTask0, anyTask1] = [`afterok:${array}`, `afternotok:${array}`, `afterok:${array}_0`, `afternotok:${array}_0`, `afterany:${array}_1`].map(submit);
+    end(task0, 'COMPLETED', NOW + 60_000);
+    assert.deepEqual(advance(NOW + 60_000), [okTask0], 'only the dependent on task 0 starts');
+    assert.match(reason(notOkTask0), /^DependencyNeverSatisfied/);
+    assert.match(reason(okAll), new RegExp(`^Dependency: waits for afterok:${array}`));
+    end(task1, 'FAILED', NOW + 120_000);
+    assert.deepEqual(advance(NOW + 120_000), [anyTask1]);
+    assert.match(reason(okAll), /^DependencyNeverSatisfied/, 'afterok: one task failed');
+    assert.match(reason(notOkAll), /^Dependency: waits/, 'afternotok: task 2 still runs');
+    end(task2, 'COMPLETED', NOW + 180_000);
+    assert.deepEqual(advance(NOW + 180_000), [notOkAll], 'afternotok: all ended, task 1 failed');
+    // An array whose tasks all COMPLETED: afternotok on it can never be met.
+    const [second] = engine.submit([{ user: 'alice', spec: spec(60, { array: { text: '0-1' } }) }]);
+    assert.equal(advance(NOW + 181_000).length, 2);
+    const notOkSecond = submit(`afternotok:${second}`);
+    end(second, 'COMPLETED', NOW + 200_000);
+    end((second + 1) as JobId, 'COMPLETED', NOW + 200_000);
+    advance(NOW + 200_000);
+    assert.match(reason(notOkSecond), /^DependencyNeverSatisfied/);
+    assert.match(refused(() => submit(`afterok:${array}_5`)).message, new RegExp(`--dependency afterok:${array}_5: array ${array} has no task 5 \\(its tasks: 0-2\\)`));
+    assert.match(refused(() => submit(`afterok:${okAll}_0`)).message, new RegExp(`job ${okAll} is not a job array`));
   });
 
   it('a dependency on a job that does not exist is refused before anything is stored; kill_invalid_depend cancels one that can never be met', () => {

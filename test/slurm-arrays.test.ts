@@ -129,4 +129,30 @@ describe('array ids in Slurm\'s commands', () => {
     assert.equal(bad.code, 2, 'a usage error');
     assert.match(bad.stderr, new RegExp(`-j: '${id}_x' is not a job id: give job ids \\(12\\), array tasks \\(12_3\\)`));
   });
+
+  it('--dependency=afterok:12_1 waits for that task only; afterok:12 and afterany:12 for every task of the array', { timeout: 90_000 }, async () => {
+    const id = sbatch('-a', '0-2', 'mixed.sh');
+    const onTask = sbatch(`--dependency=afterok:${id}_1`, 'quick.sh');
+    const onArray = sbatch(`--dependency=afterok:${id}`, 'quick.sh');
+    const anyArray = sbatch('-d', `afterany:${id}`, 'quick.sh');
+    await eventually('the job after task 1 completed', () => show(onTask).state === 'COMPLETED', 20_000, 200);
+    assert.deepEqual(states(id, 3), ['COMPLETED', 'COMPLETED', 'RUNNING']);
+    for (const waiting of [onArray, anyArray]) {
+      const job = show(waiting);
+      assert.equal(job.state, 'PENDING', `job ${waiting} waits for task 2`);
+      assert.match(job.reason ?? '', /^Dependency/);
+    }
+    // Task 2 cancelled: afterok on the array can never be met, afterany is.
+    assert.equal(slurm('scancel', `${id}_2`).code, 0);
+    await eventually('afterany ran', () => show(anyArray).state === 'COMPLETED', 20_000, 200);
+    await eventually('afterok never satisfied', () => /^DependencyNeverSatisfied/.test(show(onArray).reason ?? '') && show(onArray), 20_000, 200);
+
+    const noTask = slurm('sbatch', `--dependency=afterok:${id}_7`, 'quick.sh');
+    assert.equal(noTask.code, 2, noTask.stderr);
+    assert.match(noTask.stderr, new RegExp(`--dependency afterok:${id}_7: array ${id} has no task 7 \\(its tasks: 0-2\\)`));
+    const notArray = slurm('sbatch', `--dependency=afterok:${onTask}_1`, 'quick.sh');
+    assert.equal(notArray.code, 2, notArray.stderr);
+    assert.match(notArray.stderr, new RegExp(`job ${onTask} is not a job array`));
+    assert.equal(slurm('scancel', String(onArray)).code, 0);
+  });
 });

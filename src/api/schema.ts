@@ -179,6 +179,7 @@ export const JobSpecSchema = strict({
     items: list(strict({
       type: v.picklist(['after', 'afterany', 'afterok', 'afternotok', 'singleton'], 'expected after, afterany, afterok, afternotok or singleton'),
       ids: list(int(1, Number.MAX_SAFE_INTEGER), 1000),
+      tasks: v.optional(list(v.pipe(text(30, 3), v.regex(/^\d+_\d+$/, 'expected ARRAYID_TASK (12_3)')), 1000)),
       minutes: v.optional(int(0, 525_600)),
     }), 100, 1),
   })),

@@ -22,7 +22,7 @@ import { checkPattern } from '../jobspec/pattern.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
-import { arrayOrder, arrayRefusals, ArrayThrottle, arrayTaskOf, expandArray, firstTaskReader, scriptOf, sharedScriptGone, sharedTaskOf, withArrayShared } from './arrays.js';
+import { arrayOrder, arrayRefusals, ArrayThrottle, arrayTaskOf, expandArray, firstTaskReader, resolveJobRef, scriptOf, sharedScriptGone, sharedTaskOf, withArrayShared } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 import { isoTime } from '../api/durations.js';
@@ -971,9 +971,11 @@ export class ControllerEngine {
       const queue = this.queueOf(spec, resources.nodes, this.limitOf(spec));
       if (queue !== null && queue !== 'day' && queue !== 'night') return [queue];
       for (const item of spec.dependency?.items ?? []) {
-        for (const id of item.ids) {
-          if (!this.active.has(id as JobId) && this.store.job(id as JobId) === undefined) {
-            return [`--dependency ${spec.dependency!.text}: there is no job ${id}; give ids that taras queue (or taras queue --all) lists`];
+        for (const ref of [...item.ids, ...(item.tasks ?? [])]) {
+          const resolved = resolveJobRef(ref, (id) => this.active.get(id as JobId) ?? this.store.job(id as JobId));
+          if ('error' in resolved) {
+            const why = resolved.error.startsWith('no job') ? `there is ${resolved.error}` : resolved.error;
+            return [`--dependency ${spec.dependency!.text}: ${why}; give ids that taras queue (or taras queue --all) lists`];
           }
         }
       }
@@ -1950,37 +1952,48 @@ export class ControllerEngine {
   /**
    * Where a job's dependency stands (Slurm's meanings): after — the jobs started (or were cancelled before
    * starting), +MIN after their start; afterany — they ended; afterok — they COMPLETED (exit 0), never if one
-   * ended otherwise; afternotok — they ended otherwise, never if one COMPLETED; singleton — every earlier job
-   * of the same user and name has ended. `,` needs every item, `?` one. While it waits, `notBefore` is when the
-   * plan says it can be met (predecessors' planned or predicted starts and ends; Infinity when one has no plan).
+   * ended otherwise; afternotok — they ended otherwise, never if one COMPLETED (of an array named by its id:
+   * all its tasks ended and one did not complete, never if all did); singleton — every earlier job of the same
+   * user and name has ended. An array's id stands for all its tasks, ARRAYID_TASK for one. `,` needs every
+   * item, `?` one. While it waits, `notBefore` is when the plan says it can be met (predecessors' planned or
+   * predicted starts and ends; Infinity when one has no plan).
    */
   private dependencyState(record: JobRecord, spec: JobSpec): { kind: 'met' } | { kind: 'never' } | { kind: 'wait'; notBefore: number } {
     const dependency = spec.dependency!;
     const itemStates = dependency.items.map((item) => {
-      const predecessors = item.type === 'singleton'
-        ? [...this.active.values()].filter((other) => (other.id as number) < (record.id as number) && other.user === record.user && other.name === record.name)
-        : item.ids.map((id) => this.active.get(id as JobId) ?? this.store.job(id as JobId));
+      const groups = item.type === 'singleton'
+        ? [{ jobs: [...this.active.values()].filter((other) => (other.id as number) < (record.id as number) && other.user === record.user && other.name === record.name), array: false }]
+        : [...item.ids, ...(item.tasks ?? [])].map((ref) => this.dependencyJobs(ref));
       let notBefore = -Infinity;
       let kind: 'met' | 'wait' | 'never' = 'met';
-      for (const other of predecessors) {
-        if (other === undefined) return { kind: 'never' as const, notBefore };
-        const ended = !this.active.has(other.id) || other.endTimeMs !== null;
-        const limit = this.limitOf(this.specOf(other));
-        const startS = other.startTimeMs !== null ? other.startTimeMs / 1000 : this.plannedStartMs(other.id) === null ? Infinity : this.plannedStartMs(other.id)! / 1000;
-        if (item.type === 'after') {
-          const offset = (item.minutes ?? 0) * 60;
-          if (ended || (other.startTimeMs !== null && this.nowSeconds() >= other.startTimeMs / 1000 + offset)) continue;
+      for (const group of groups) {
+        // afternotok on a whole array: met once all its tasks ended and one of them did not complete.
+        const anyFailed = item.type === 'afternotok' && group.array;
+        let failed = false;
+        let waits = false;
+        for (const other of group.jobs) {
+          if (other === undefined) return { kind: 'never' as const, notBefore };
+          const ended = !this.active.has(other.id) || other.endTimeMs !== null;
+          const limit = this.limitOf(this.specOf(other));
+          const startS = other.startTimeMs !== null ? other.startTimeMs / 1000 : this.plannedStartMs(other.id) === null ? Infinity : this.plannedStartMs(other.id)! / 1000;
+          if (item.type === 'after') {
+            const offset = (item.minutes ?? 0) * 60;
+            if (ended || (other.startTimeMs !== null && this.nowSeconds() >= other.startTimeMs / 1000 + offset)) continue;
+            kind = 'wait';
+            notBefore = Math.max(notBefore, startS + offset);
+            continue;
+          }
+          if (ended) {
+            const ok = other.state === 'COMPLETED';
+            failed ||= !ok;
+            if ((item.type === 'afterok' && !ok) || (item.type === 'afternotok' && ok && !anyFailed)) return { kind: 'never' as const, notBefore };
+            continue;
+          }
           kind = 'wait';
-          notBefore = Math.max(notBefore, startS + offset);
-          continue;
+          waits = true;
+          notBefore = Math.max(notBefore, startS + limit);
         }
-        if (ended) {
-          const ok = other.state === 'COMPLETED';
-          if ((item.type === 'afterok' && !ok) || (item.type === 'afternotok' && ok)) return { kind: 'never' as const, notBefore };
-          continue;
-        }
-        kind = 'wait';
-        notBefore = Math.max(notBefore, startS + limit);
+        if (anyFailed && !failed && !waits) return { kind: 'never' as const, notBefore };
       }
       return { kind, notBefore };
     });
@@ -1990,6 +2003,13 @@ export class ControllerEngine {
     if (pick !== 'wait') return { kind: pick };
     const waiting = itemStates.filter((s) => s.kind === 'wait').map((s) => Math.ceil(s.notBefore));
     return { kind: 'wait', notBefore: dependency.all ? Math.max(...waiting) : Math.min(...waiting) };
+  }
+
+  /** The jobs a dependency's id names, as Slurm reads it: job N, every task of array N (`array`), one task (12_3); [undefined] for none. */
+  private dependencyJobs(ref: number | string): { jobs: (JobRecord | undefined)[]; array: boolean } {
+    const lookup = (id: number) => this.active.get(id as JobId) ?? this.store.job(id as JobId);
+    const resolved = resolveJobRef(ref, lookup);
+    return 'error' in resolved ? { jobs: [undefined], array: false } : { jobs: resolved.ids.map(lookup), array: resolved.array };
   }
 
   /** Before each pass: dependent jobs whose predecessors' plans moved get their new start bound; one that can never be met leaves the queue. */
