@@ -50,6 +50,24 @@ const lazyChildProcess = {
   },
 };
 
+// string-width makes an Intl.Segmenter and compiles its Unicode regular expressions as it loads: 15 to 25 ms
+// of every command on this machine, though only cells that are not printable ASCII need it (text.ts). In the
+// bundle it is required on first use instead (esbuild then runs the module's code at that require).
+const lazyStringWidth = {
+  name: 'lazy-string-width',
+  setup(context) {
+    context.onLoad({ filter: /dist[\\/]src[\\/]cli[\\/]render[\\/]text\.js$/ }, (args) => {
+      const contents = readFileSync(args.path, 'utf8');
+      const statement = "import stringWidth from 'string-width';";
+      if (!contents.includes(statement)) throw new Error(`bundle-cli: ${args.path} no longer has ${statement}: update this plugin`);
+      return {
+        contents: contents.replace(statement, "let loadedStringWidth; const stringWidth = (text) => (loadedStringWidth ??= require('string-width').default)(text);"),
+        loader: 'js',
+      };
+    });
+  },
+};
+
 // The native addon (SO_PEERCRED: who listens on a socket the CLI found by itself) is found and loaded from
 // its module's own file, fileURLToPath(import.meta.url), which a CommonJS bundle does not have: there it is
 // the bundle's file, __filename (bin/taras.js passes it), and the addon's folder is found from it the same way.
@@ -76,7 +94,7 @@ const result = await build({
   target: 'node20',
   // ws's optional native speed-ups (not installed: it falls back to JavaScript).
   external: ['better-sqlite3', 'cli-progress', 'bufferutil', 'utf-8-validate', ...separate],
-  plugins: [separateImports, lazyChildProcess, nativeInBundle],
+  plugins: [separateImports, lazyChildProcess, nativeInBundle, lazyStringWidth],
   // Without the spaces, comments and long forms (names are kept, for readable stack traces): Node
   // reads, hashes and compiles half as much source at every command (about 8 ms of `taras jobid`).
   minifyWhitespace: true,

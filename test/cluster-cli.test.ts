@@ -87,6 +87,25 @@ describe('taras submit and friends without a controller', () => {
   });
 });
 
+describe('bin/taras.js: what every command loads', () => {
+  it('makes no Intl.Segmenter until a cell is not printable ASCII (string-width made one as the bundle loaded: 15 to 25 ms of every taras submit)', () => {
+    const preload = join(work, 'count-segmenters.cjs');
+    writeFileSync(preload, [
+      'const Real = Intl.Segmenter; let made = 0;',
+      'Intl.Segmenter = class extends Real { constructor(...args) { super(...args); made += 1; } };',
+      "process.on('exit', () => process.stderr.write(`segmenters made: ${made}\\n`));",
+    ].join('\n'));
+    const withCount = { NODE_OPTIONS: `--require ${preload}`, TARAS_CLI_CACHE: 'off' };
+    const help = taras(['submit', '--help'], withCount);
+    assert.equal(help.code, 0);
+    assert.match(help.stderr, /segmenters made: 0\n/);
+    // (Wide names in squeue's and sacct's tables, through this bundle: test/slurm-commands.test.ts.)
+    const queue = taras(['queue', '--help'], withCount);
+    assert.equal(queue.code, 0);
+    assert.match(queue.stderr, /segmenters made: 0\n/);
+  });
+});
+
 describe('bin/taras.js: the code cache', () => {
   const bundle = join(root, 'dist/src/cli/main.bundle.cjs');
   const install = crc32(bundle).toString(16).padStart(8, '0');
