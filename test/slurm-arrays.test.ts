@@ -155,4 +155,16 @@ describe('array ids in Slurm\'s commands', () => {
     assert.match(notArray.stderr, new RegExp(`job ${onTask} is not a job array`));
     assert.equal(slurm('scancel', String(onArray)).code, 0);
   });
+  it('scontrol show job 12 shows every task of array 12, by task id; 12_1 one task; a job submitted after the array is not among them', { timeout: 60_000 }, async () => {
+    const id = sbatch('-H', '-a', '0-2', 'quick.sh');
+    const next = sbatch('-H', 'quick.sh');
+    const records = (out: string) => out.split('\n\n').filter((text) => text.trim() !== '').map((text) => /JobId=(\d+)(?: ArrayJobId=(\d+) ArrayTaskId=(\d+))?/.exec(text)!.slice(1));
+    const all = slurm('scontrol', 'show', 'job', String(id));
+    assert.equal(all.code, 0, all.stderr);
+    assert.deepEqual(records(all.stdout), [0, 1, 2].map((task) => [String(id + task), String(id), String(task)]));
+    const one = slurm('scontrol', 'show', 'job', `${id}_1`);
+    assert.deepEqual(records(one.stdout), [[String(id + 1), String(id), '1']]);
+    assert.deepEqual(records(slurm('scontrol', 'show', 'job', String(next)).stdout), [[String(next), undefined, undefined]]);
+    assert.equal(slurm('scancel', String(id), String(next)).code, 0);
+  });
 });

@@ -137,7 +137,11 @@ async function show(api: ApiClient, entity: string, name: string | undefined): P
       return jobs.map((job) => showJob(job, Date.now(), passwdText()));
     }
     if (!/^\d+(_\d+)?$/.test(name)) throw new Error(`scontrol: error: Invalid job id specified: ${name}`);
-    return [showJob(await api.get<ApiJob>(`/jobs/${name}`), Date.now(), passwdText())];
+    const job = await api.get<ApiJob>(`/jobs/${name}`);
+    // An array's id (its first task's) shows every task, as Slurm does; 12_3 one task.
+    const jobs = !name.includes('_') && job.arrayJobId === job.id ? await tasksOf(api, job) : [job];
+    const passwd = passwdText();
+    return jobs.map((one) => showJob(one, Date.now(), passwd));
   }
   if (singular === 'node') {
     const nodes = await api.get<ApiNode[]>('/nodes');
@@ -152,6 +156,21 @@ async function show(api: ApiClient, entity: string, name: string | undefined): P
     return chosen.map((partition) => showPartition(partition, nodes));
   }
   throw new Error(`scontrol: error: invalid entity: ${entity} for keyword: show (Taras shows ${ENTITIES.join(', ')})`);
+}
+
+/**
+ * The tasks of the array whose first task is `first`, by task id. An array's tasks have consecutive job
+ * ids from its id on: its user's jobs are read from there, a page at a time, until one is not a task of it.
+ */
+async function tasksOf(api: ApiClient, first: ApiJob): Promise<ApiJob[]> {
+  const tasks: ApiJob[] = [];
+  for (let after: number | null = first.id - 1; after !== null;) {
+    const page: { jobs: ApiJob[]; next: number | null } = await api.get(`/jobs?${new URLSearchParams({ user: first.user, after: String(after) })}`);
+    const past = page.jobs.findIndex((job) => job.arrayJobId !== first.id);
+    tasks.push(...(past < 0 ? page.jobs : page.jobs.slice(0, past)));
+    after = past < 0 ? page.next : null;
+  }
+  return tasks.length === 0 ? [first] : tasks.sort((a, b) => (a.arrayTaskId ?? 0) - (b.arrayTaskId ?? 0));
 }
 
 function passwdText(): string {
