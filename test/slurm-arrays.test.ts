@@ -81,7 +81,7 @@ describe('array ids in Slurm\'s commands', () => {
     assert.equal(resumed.code, 1);
     assert.equal(resumed.stdout, '');
     assert.deepEqual(resumed.stderr.split('\n').filter(Boolean), [0, 2, 3].map((task) =>
-      `scontrol: error: resume job ${id + task}: job ${id + task} is RUNNING: only suspended jobs can be resumed`));
+      `scontrol: error: resume job ${id}_${task} (${id + task}): job ${id + task} is RUNNING: only suspended jobs can be resumed`));
     assert.deepEqual(states(id, 4), ['RUNNING', 'RUNNING', 'RUNNING', 'RUNNING']);
 
     // 12_[2-3]: those two tasks; then 12: every task.

@@ -306,6 +306,8 @@ export interface ApiCancelResult {
   result: 'cancelled' | 'signalled' | 'ended' | 'refused';
   /** One line for the user. */
   message: string;
+  /** An array's task as squeue shows it (12_3), from hold, release, requeue, suspend and resume; absent for other jobs. */
+  task?: string;
 }
 
 /** Linux signal names a job may ask for in `--signal` (without SIG), as `kill -l` lists them. */

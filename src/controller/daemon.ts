@@ -26,7 +26,7 @@ import { JOB_STATES, type EndState, type JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { admissionWarning, AgentAnswerLost, AgentUnreachable, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { HeavyReads, LimitRefused, SubmitLimits, UserTurns } from './limits.js';
-import { arrayTaskTotal, resolveJobRef, scriptOf, sharedTaskOf, taskCount } from './arrays.js';
+import { arrayTaskOf, arrayTaskTotal, resolveJobRef, scriptOf, sharedTaskOf, taskCount } from './arrays.js';
 import { attachRoute } from './interactive.js';
 import { JobSteps } from './steps.js';
 import { Mailer, mailSettingsOf } from './mail.js';
@@ -453,6 +453,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
     if (unknown !== undefined) throw new RouteError(400, `state=${unknown} is not a job state`, `give states from ${JOB_STATES.join(', ')}, separated by commas`);
     return { user: ctx.query.get('user') ?? undefined, states };
   };
+  /** Each answer about an array's task names it as squeue shows it (12_3), for scontrol's words. */
+  const namedTasks = (results: ApiCancelResult[]): ApiCancelResult[] => results.map((result) => {
+    const record = engine.recordOf(jobId(result.id));
+    const task = record === undefined ? undefined : arrayTaskOf(record);
+    return task === undefined ? result : { ...result, task: `${task.jobId}_${task.taskId}` };
+  });
   const findJob = (id: JobId) => {
     const record = engine.recordOf(id);
     if (!record) throw new RouteError(404, `no job ${id}`, 'list jobs with `taras queue`');
@@ -572,7 +578,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
             }
           });
           kick();
-          return { status: 200, body: { jobs: results } };
+          return { status: 200, body: { jobs: namedTasks(results) } };
         },
       })),
     ];
@@ -824,7 +830,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         const all = resolveIds(ids);
         const results = action === 'hold' ? engine.holdMany(all, caller.user, admin(caller)) : engine.releaseMany(all, caller.user, admin(caller));
         kick();
-        return { status: 200, body: { jobs: results } };
+        return { status: 200, body: { jobs: namedTasks(results) } };
       },
     })),
     ...(['pause', 'unpause'] as const).map((action): Route => ({

@@ -189,7 +189,7 @@ const jobIdsOf = (words: string[], command: string): (number | string)[] => {
 };
 
 /** What scontrol says of one job acted on: its id as written or answered, and why it was refused. */
-type Outcome = Pick<ApiCancelResult, 'result' | 'message'> & { id: number | string };
+type Outcome = Pick<ApiCancelResult, 'result' | 'message' | 'task'> & { id: number | string };
 
 /**
  * requeue, suspend or resume through the routes of one job, for a controller without POST /jobs/requeue|suspend|resume
@@ -290,7 +290,7 @@ export function registerScontrol(program: Command): void {
           : await postIds<ApiCancelResult>(api, `/jobs/${verb}`, ids)
             .catch((error: unknown) => (missingRoute(error) ? oneByOne(api, verb, ids, (e): e is InstanceType<typeof ApiRequestError> => e instanceof ApiRequestError) : Promise.reject(error)));
         for (const job of answer.filter((result) => result.result === 'refused')) {
-          process.stderr.write(`scontrol: error: ${verb} job ${job.id}: ${printable(job.message)}\n`);
+          process.stderr.write(`scontrol: error: ${verb} job ${job.task === undefined ? job.id : `${job.task} (${job.id})`}: ${printable(job.message)}\n`);
           process.exitCode = 1;
         }
       } catch (error) {
