@@ -225,8 +225,12 @@ export async function connection(flag: string | undefined): Promise<{ target: Co
       status = await statusOf(target);
       const named = typeof status.socket === 'string' && existsSync(status.socket) ? trustedSocket(status.socket) : undefined;
       if (named !== undefined) return { target: named };
-    } catch {
-      // Unreachable or not a Taras controller: the real request reports it.
+    } catch (error) {
+      // Down (a restart): said now, not by a request sent without the socket's identity to a controller that
+      // may be back a moment later (a 401, which nothing retries); a command that waits it out asks again.
+      const { ControllerUnreachableError } = await import('../net/client.js');
+      if (error instanceof ControllerUnreachableError) throw error;
+      // Not a Taras controller: the real request reports it.
     }
   }
   const { bearer } = await import('../net/client.js');
@@ -245,13 +249,22 @@ export async function client(flag: string | undefined): Promise<ApiClient> {
     const { target, credentials } = await connection(flag);
     return createApiClient(target, { credentials });
   };
-  let current = await open();
+  // A controller down now is chosen at the first request instead (withRetries waits it out there).
+  let current: ApiClient | undefined;
+  let downAt = '';
+  try {
+    current = await open();
+  } catch (error) {
+    if (!(error instanceof ControllerUnreachableError)) throw error;
+    downAt = error.address;
+  }
   let stale = false;
   let told = false;
   const call = async <T>(request: (api: ApiClient) => Promise<T>): Promise<T> => {
     for (let attempt = 1; ; attempt++) {
-      if (stale) {
-        current.close();
+      if (stale || current === undefined) {
+        current?.close();
+        current = undefined;
         current = await open();
         stale = false;
       }
@@ -273,13 +286,13 @@ export async function client(flag: string | undefined): Promise<ApiClient> {
   };
   return {
     get address() {
-      return current.address;
+      return current?.address ?? downAt;
     },
     get: (path) => call((api) => api.get(path)),
     post: (path, body) => call((api) => api.post(path, body)),
     put: (path, body) => call((api) => api.put(path, body)),
     delete: (path) => call((api) => api.delete(path)),
-    close: () => current.close(),
+    close: () => current?.close(),
   };
 }
 
