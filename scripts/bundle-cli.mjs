@@ -19,20 +19,31 @@ import { build } from 'esbuild';
 const separate = ['./daemons.js', './simulate.js', './workload.js', './demo.js', './admin.js', './planning.js'];
 const outfile = 'dist/src/cli/main.bundle.cjs';
 
-const separateImports = {
-  name: 'separate-imports',
-  setup(context) {
-    context.onLoad({ filter: /dist[\\/]src[\\/]cli[\\/]main\.js$/ }, (args) => {
-      let contents = readFileSync(args.path, 'utf8');
-      for (const module of separate) {
-        const call = `import('${module}')`;
-        if (!contents.includes(call)) throw new Error(`bundle-cli: ${args.path} no longer has ${call}: update the list of separate modules`);
-        contents = contents.replaceAll(call, `__tarasImport('${module}')`);
-      }
-      return { contents, loader: 'js' };
-    });
-  },
-};
+/**
+ * A plugin that edits one of tsc's output files before esbuild reads it. `edit` answers the new source,
+ * or throws `missing(...)` when the file no longer has what it rewrites, so a change there stops the build
+ * instead of leaving a bundle that quietly does the slow or broken thing.
+ */
+function rewrite(name, file, edit) {
+  return {
+    name,
+    setup(context) {
+      context.onLoad({ filter: file }, (args) => ({ contents: edit(readFileSync(args.path, 'utf8'), args.path), loader: 'js' }));
+    },
+  };
+}
+function missing(path, what, fix = 'update this plugin') {
+  return new Error(`bundle-cli: ${path} no longer has ${what}: ${fix}`);
+}
+
+const separateImports = rewrite('separate-imports', /dist[\\/]src[\\/]cli[\\/]main\.js$/, (contents, path) => {
+  for (const module of separate) {
+    const call = `import('${module}')`;
+    if (!contents.includes(call)) throw missing(path, call, 'update the list of separate modules');
+    contents = contents.replaceAll(call, `__tarasImport('${module}')`);
+  }
+  return contents;
+});
 
 // commander requires node:child_process as it loads, for subcommands that are separate executables,
 // which taras has none of; loading it cost every command about 3 ms. commander gets a stand-in that
@@ -53,37 +64,20 @@ const lazyChildProcess = {
 // string-width makes an Intl.Segmenter and compiles its Unicode regular expressions as it loads: 15 to 25 ms
 // of every command on this machine, though only cells that are not printable ASCII need it (text.ts). In the
 // bundle it is required on first use instead (esbuild then runs the module's code at that require).
-const lazyStringWidth = {
-  name: 'lazy-string-width',
-  setup(context) {
-    context.onLoad({ filter: /dist[\\/]src[\\/]cli[\\/]render[\\/]text\.js$/ }, (args) => {
-      const contents = readFileSync(args.path, 'utf8');
-      const statement = "import stringWidth from 'string-width';";
-      if (!contents.includes(statement)) throw new Error(`bundle-cli: ${args.path} no longer has ${statement}: update this plugin`);
-      return {
-        contents: contents.replace(statement, "let loadedStringWidth; const stringWidth = (text) => (loadedStringWidth ??= require('string-width').default)(text);"),
-        loader: 'js',
-      };
-    });
-  },
-};
+const stringWidthImport = "import stringWidth from 'string-width';";
+const lazyStringWidth = rewrite('lazy-string-width', /dist[\\/]src[\\/]cli[\\/]render[\\/]text\.js$/, (contents, path) => {
+  if (!contents.includes(stringWidthImport)) throw missing(path, stringWidthImport);
+  return contents.replace(stringWidthImport, "let loadedStringWidth; const stringWidth = (text) => (loadedStringWidth ??= require('string-width').default)(text);");
+});
 
 // The native addon (SO_PEERCRED: who listens on a socket the CLI found by itself) is found and loaded from
 // its module's own file, fileURLToPath(import.meta.url), which a CommonJS bundle does not have: there it is
 // the bundle's file, __filename (bin/taras.js passes it), and the addon's folder is found from it the same way.
-const nativeInBundle = {
-  name: 'native-in-bundle',
-  setup(context) {
-    context.onLoad({ filter: /dist[\\/]src[\\/]net[\\/]native\.js$/ }, (args) => {
-      const contents = readFileSync(args.path, 'utf8');
-      const used = contents.includes('fileURLToPath(import.meta.url)');
-      if (!used || contents.replaceAll('fileURLToPath(import.meta.url)', '').includes('import.meta')) {
-        throw new Error(`bundle-cli: ${args.path} no longer takes its file as fileURLToPath(import.meta.url) alone: update this plugin`);
-      }
-      return { contents: contents.replaceAll('fileURLToPath(import.meta.url)', '__filename'), loader: 'js' };
-    });
-  },
-};
+const ownFile = 'fileURLToPath(import.meta.url)';
+const nativeInBundle = rewrite('native-in-bundle', /dist[\\/]src[\\/]net[\\/]native\.js$/, (contents, path) => {
+  if (!contents.includes(ownFile) || contents.replaceAll(ownFile, '').includes('import.meta')) throw missing(path, `${ownFile} as its only use of import.meta`);
+  return contents.replaceAll(ownFile, '__filename');
+});
 
 const result = await build({
   entryPoints: ['dist/src/cli/main.js'],

@@ -122,6 +122,25 @@ describe('per-user caps', () => {
     }
   });
 
+  it('max_pending_script_size counts bytes, not characters: 300 Ki of "é" (600 KiB in UTF-8) leave no room for a second', async () => {
+    const controller = await controllerWith('max_pending_script_size = "1M"\nmax_submit_rate = 0');
+    const daemon = await as(controller, 'daemon');
+    const wide = { ...spec, script: { ...spec.script, text: `#!/bin/sh\n# ${'é'.repeat(300 * 1024)}\n` } };
+    try {
+      const first = await daemon.post<{ id: number }>('/jobs', { spec: wide });
+      assert.ok(first.id > 0);
+      const second = await daemon.post('/jobs', { spec: wide }).then(() => null, (error: ApiRequestError) => error);
+      assert.equal(second?.status, 429, 'counted as characters, two of 300 Ki would fit in 1 MiB');
+      assert.match(second?.error ?? '', /^user daemon has 0\.6 MiB of scripts in pending jobs, and this script's 0\.6 MiB would pass the most one user may have/);
+      // Cancelling gives back the same bytes it took.
+      await daemon.delete(`/jobs/${first.id}`);
+      assert.ok((await daemon.post<{ id: number }>('/jobs', { spec: wide })).id > first.id);
+    } finally {
+      daemon.close();
+      await controller.close();
+    }
+  });
+
   it('max_pending_script_size after a restart: the pending scripts are held once, so a controller whose heap holds them once starts (it ran out of heap reading them twice) and counts them to the same total', async () => {
     // 56 pending jobs of 1,000,000-character scripts (53.4 MiB), stored by a controller in this process.
     const controller = await controllerWith('max_pending_script_size = "55M"\nmax_submit_rate = 0');

@@ -396,9 +396,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
       if (stored !== undefined) return Promise.resolve(stored);
     }
     const answer = new Promise<JobId>((resolve, reject) => {
+      // Bytes, as the cap is written ("128M") and as the script's file holds them.
+      const scriptBytes = Buffer.byteLength(submission.spec.script.text);
       try {
         limits.admit(user, engine.pendingOf(user) + (batchedByUser.get(user) ?? 0), taskCount(submission.spec, engine.config),
-          { pending: engine.pendingScriptsOf(user) + (batchedScriptsByUser.get(user) ?? 0), added: submission.spec.script.text.length });
+          { pending: engine.pendingScriptsOf(user) + (batchedScriptsByUser.get(user) ?? 0), added: scriptBytes });
       } catch (error) {
         return reject(error);
       }
@@ -414,7 +416,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         else if (delay === null) delay = setTimeout(flushNext, COMMIT_DELAY_MS);
       }
       batchedByUser.set(user, (batchedByUser.get(user) ?? 0) + taskCount(submission.spec, engine.config));
-      batchedScriptsByUser.set(user, (batchedScriptsByUser.get(user) ?? 0) + submission.spec.script.text.length);
+      batchedScriptsByUser.set(user, (batchedScriptsByUser.get(user) ?? 0) + scriptBytes);
     });
     if (flightKey !== undefined) {
       keysInFlight.set(flightKey, answer);

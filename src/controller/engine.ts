@@ -289,7 +289,7 @@ class ActiveJobs extends Map<JobId, JobRecord> {
   version = 0;
   /** PENDING jobs by user, kept with every change (the per-user cap is checked on each submission). */
   private readonly pending = new Map<string, number>();
-  /** The characters of their scripts, by user (max_pending_script_size). */
+  /** The UTF-8 bytes of their scripts, by user (max_pending_script_size). */
   private readonly pendingScripts = new Map<string, number>();
   /** The ids in each state, kept with every change: a listing of running jobs need not walk a queue of 50,000. */
   private readonly byState = new Map<JobState, Set<JobId>>();
@@ -324,7 +324,7 @@ class ActiveJobs extends Map<JobId, JobRecord> {
     const count = (this.pending.get(record.user) ?? 0) + by;
     if (count === 0) this.pending.delete(record.user);
     else this.pending.set(record.user, count);
-    const scripts = (this.pendingScripts.get(record.user) ?? 0) + by * record.script.length;
+    const scripts = (this.pendingScripts.get(record.user) ?? 0) + by * Buffer.byteLength(record.script);
     if (count === 0 || scripts <= 0) this.pendingScripts.delete(record.user);
     else this.pendingScripts.set(record.user, scripts);
   }
@@ -991,7 +991,7 @@ export class ControllerEngine {
     return this.active.pendingOf(user);
   }
 
-  /** The characters of the scripts of the user's PENDING jobs (max_pending_script_size). */
+  /** The UTF-8 bytes of the scripts of the user's PENDING jobs (max_pending_script_size). */
   pendingScriptsOf(user: string): number {
     return this.active.pendingScriptsOf(user);
   }
