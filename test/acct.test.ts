@@ -252,6 +252,22 @@ describe('sacct columns with wide names', () => {
   });
 });
 
+describe('sacct rows of job arrays', () => {
+  it('folds each array\'s pending tasks onto the row of the first of them (12_[2-3,5%2]); running, ended and lone pending tasks keep their rows', async () => {
+    const { foldPendingTasks, parseFormat, renderAcct } = await import('../src/cli/acct-format.js');
+    const row = (id: number, state: string, arrayJobId: number | null, arrayTaskId: number | null) => ({ id, state, arrayJobId, arrayTaskId }) as unknown as import('../src/api/types.js').ApiAcctJob;
+    const jobs = [row(10, 'COMPLETED', 10, 0), row(11, 'RUNNING', 10, 1), row(12, 'PENDING', 10, 2), row(13, 'PENDING', 10, 3), row(14, 'FAILED', 10, 4),
+      row(15, 'PENDING', 10, 5), row(16, 'PENDING', null, null), row(17, 'PENDING', 17, 0), row(18, 'COMPLETED', 17, 1), row(19, 'PENDING', 19, 7), row(20, 'PENDING', 19, 9)];
+    const parsed = parseFormat('JobID,JobIDRaw,State');
+    assert.ok(parsed.ok);
+    const print = (rows: ReturnType<typeof foldPendingTasks>) => renderAcct(rows, parsed.columns, 'parsable2', true, 0).split('\n').filter(Boolean);
+    assert.deepEqual(print(foldPendingTasks(jobs, { 10: 2 })), ['10_0|10|COMPLETED', '10_1|11|RUNNING', '10_[2-3,5%2]|12|PENDING', '10_4|14|FAILED',
+      '16|16|PENDING', '17_0|17|PENDING', '17_1|18|COMPLETED', '19_[7,9]|19|PENDING']);
+    assert.equal(foldPendingTasks(jobs.slice(0, 2)).length, 2, 'nothing to fold: the same rows');
+    assert.equal(print(jobs).length, jobs.length, 'unfolded (--array): a row per task');
+  });
+});
+
 describe('usageReport', () => {
   it('counts allocated CPU time inside the period only, waits of jobs started in it, and each user\'s share', () => {
     const job = (over: Partial<import('../src/store/rows.js').AccountingRow>) => ({

@@ -130,6 +130,32 @@ describe('array ids in Slurm\'s commands', () => {
     assert.match(bad.stderr, new RegExp(`-j: '${id}_x' is not a job id: give job ids \\(12\\), array tasks \\(12_3\\)`));
   });
 
+  it('sacct folds an array\'s pending tasks onto one row, 12_[2-5%2] (JobIDRaw the first of them), as squeue; tasks that run keep their rows; --array unfolds', { timeout: 60_000 }, async () => {
+    const id = sbatch('-a', '0-5%2', 'long.sh');
+    await eventually('two tasks running', () => [id, id + 1].every((task) => show(task).state === 'RUNNING'), 20_000, 200);
+    const sacct = (...args: string[]) => {
+      const run = slurm('sacct', '-n', '-P', ...args);
+      assert.equal(run.code, 0, run.stderr);
+      return run.stdout.split('\n').filter(Boolean);
+    };
+    assert.deepEqual(sacct('-j', String(id), '-o', 'JobID,JobIDRaw,State'), [`${id}_0|${id}|RUNNING`, `${id}_1|${id + 1}|RUNNING`, `${id}_[2-5%2]|${id + 2}|PENDING`]);
+    // The fold does not need JobID among the columns: one pending row.
+    assert.deepEqual(sacct('-j', String(id), '-o', 'State'), ['RUNNING', 'RUNNING', 'PENDING']);
+    assert.deepEqual(sacct('-j', String(id), '--array', '-o', 'JobID,JobIDRaw,State'),
+      [0, 1, 2, 3, 4, 5].map((task) => `${id}_${task}|${id + task}|${task < 2 ? 'RUNNING' : 'PENDING'}`));
+    // One task named: its own row.
+    assert.deepEqual(sacct('-j', `${id}_4`, '-o', 'JobID,State'), [`${id}_4|PENDING`]);
+    // A held task stays in the fold (as squeue's); one that ran and was requeued too: pending again, it folds.
+    assert.equal(slurm('scontrol', 'hold', `${id}_3`).code, 0);
+    assert.deepEqual(sacct('-j', String(id), '-o', 'JobID'), [`${id}_0`, `${id}_1`, `${id}_[2-5%2]`]);
+    // --json stays a record per task (each names its array and task).
+    const json = JSON.parse(slurm('sacct', '-j', String(id), '--json').stdout) as { jobs: unknown[] };
+    assert.equal(json.jobs.length, 6);
+    await cancelArray(id, 6);
+    // Ended, they are rows of their own again.
+    assert.deepEqual(sacct('-j', String(id), '-o', 'JobID,State').map((row) => row.split('|')[0]), [0, 1, 2, 3, 4, 5].map((task) => `${id}_${task}`));
+  });
+
   it('--dependency=afterok:12_1 waits for that task only; afterok:12 and afterany:12 for every task of the array', { timeout: 90_000 }, async () => {
     const id = sbatch('-a', '0-2', 'mixed.sh');
     const onTask = sbatch(`--dependency=afterok:${id}_1`, 'quick.sh');

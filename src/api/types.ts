@@ -372,6 +372,8 @@ export interface ApiAcctRows {
   columns: (keyof ApiAcctJob)[];
   rows: unknown[][];
   next: number | null;
+  /** The %N of throttled arrays with tasks not ended, by array id (only when arrayJobId is among the columns, and some exist). */
+  throttles?: Record<string, number>;
 }
 
 /** `GET /report?start=MS&end=MS` (`taras report`, sreport's cluster utilization by user): usage per user in the window. */

@@ -7,6 +7,38 @@ import type { ApiAcctJob, JobState } from '../api/types.js';
 import { clockDuration } from '../api/durations.js';
 import { cutToWidth, displayWidth, LineChunks, padToWidth, printable } from './render/text.js';
 import { MAX_FIELD_WIDTH } from './slurm/format.js';
+import { formatTaskIds } from '../jobspec/array.js';
+
+/** A row as sacct prints it: a job, or (`foldedTasks`, 4-15%2) the pending tasks of an array on one row. */
+export type AcctRow = ApiAcctJob & { readonly foldedTasks?: string };
+
+/**
+ * sacct's rows of job arrays: the pending tasks of an array share one row, 12_[4-15%2] (its other fields
+ * those of the first of them, JobIDRaw its id), where the first of them is; a task that started or ended
+ * keeps its own row (12_3), as does an array's only pending task. sacct --array: rows unfolded.
+ * `throttles`: the %N of throttled arrays, by array id.
+ */
+export function foldPendingTasks(jobs: readonly ApiAcctJob[], throttles: Readonly<Record<string, number>> = {}): AcctRow[] {
+  const pending = new Map<number, number[]>();
+  for (const job of jobs) {
+    if (job.state !== 'PENDING' || typeof job.arrayJobId !== 'number' || typeof job.arrayTaskId !== 'number') continue;
+    let taskIds = pending.get(job.arrayJobId);
+    if (taskIds === undefined) pending.set(job.arrayJobId, taskIds = []);
+    taskIds.push(job.arrayTaskId);
+  }
+  if (![...pending.values()].some((taskIds) => taskIds.length > 1)) return jobs as AcctRow[];
+  const rows: AcctRow[] = [];
+  const folded = new Set<number>();
+  for (const job of jobs) {
+    const taskIds = job.state === 'PENDING' && typeof job.arrayJobId === 'number' ? pending.get(job.arrayJobId) : undefined;
+    if (taskIds === undefined || taskIds.length === 1) rows.push(job);
+    else if (!folded.has(job.arrayJobId!)) {
+      folded.add(job.arrayJobId!);
+      rows.push({ ...job, foldedTasks: formatTaskIds(taskIds.sort((a, b) => a - b), throttles[String(job.arrayJobId)]) });
+    }
+  }
+  return rows;
+}
 
 /** One column: its width (negative: left-justified, as sacct's JobID), the job fields its value reads, and its value. */
 interface Field {
@@ -14,7 +46,7 @@ interface Field {
   /** Every field of the job `value` reads (the controller sends only what the columns use). */
   readonly uses: readonly (keyof ApiAcctJob)[];
   readonly width: number;
-  readonly value: (job: ApiAcctJob, nowMs: number) => string;
+  readonly value: (job: AcctRow, nowMs: number) => string;
 }
 
 const two = (n: number) => String(n).padStart(2, '0');
@@ -61,8 +93,9 @@ const nodeCount = (job: ApiAcctJob): number => job.nodes.length;
 
 /** sacct's fields Taras has, by sacct's name (matched case-insensitively), with sacct's default widths. */
 export const FIELDS: readonly Field[] = [
-  // An array's task as Slurm names it, ARRAYID_TASK (its own id is JobIDRaw).
-  { name: 'JobID', uses: ['id', 'arrayJobId', 'arrayTaskId'], width: -12, value: (j) => (typeof j.arrayJobId === 'number' ? `${j.arrayJobId}_${j.arrayTaskId}` : String(j.id)) },
+  // An array's task as Slurm names it, ARRAYID_TASK (its own id is JobIDRaw); its pending tasks folded, ARRAYID_[TASKS].
+  { name: 'JobID', uses: ['id', 'arrayJobId', 'arrayTaskId'], width: -12, value: (j) => (typeof j.arrayJobId !== 'number' ? String(j.id)
+    : j.foldedTasks !== undefined ? `${j.arrayJobId}_[${j.foldedTasks}]` : `${j.arrayJobId}_${j.arrayTaskId}`) },
   { name: 'JobIDRaw', uses: ['id'], width: -12, value: (j) => String(j.id) },
   { name: 'JobName', uses: ['name'], width: 10, value: (j) => j.name },
   { name: 'Partition', uses: ['partition'], width: 10, value: (j) => j.partition },
@@ -171,10 +204,10 @@ export type Layout = 'table' | 'parsable' | 'parsable2' | 'csv';
  * The lines sacct prints: header (unless `noHeader`), the dashed line (table only), one line per job;
  * with `sink`, handed to it in chunks as they are made (stdout: see LineChunks), and '' returned.
  */
-export function renderAcct(jobs: readonly ApiAcctJob[], columns: readonly Column[], layout: Layout, noHeader: boolean, nowMs: number, sink?: (chunk: string) => void): string {
+export function renderAcct(jobs: readonly AcctRow[], columns: readonly Column[], layout: Layout, noHeader: boolean, nowMs: number, sink?: (chunk: string) => void): string {
   const lines = new LineChunks(sink);
   // Names, reasons and comments are the users' own text: no control character reaches the terminal or breaks a row.
-  const values = (job: ApiAcctJob) => columns.map((c) => printable(c.field.value(job, nowMs)));
+  const values = (job: AcctRow) => columns.map((c) => printable(c.field.value(job, nowMs)));
   const csvCell = (value: string) => (/[",\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value);
   const joined = (cells: string[]): string => {
     if (layout === 'table') return cells.map((value, i) => cell(value, columns[i].width)).join('');

@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import type { ApiAcctJob, ApiAcctRows, ApiUsageReport } from '../api/types.js';
 import type { ApiClient } from '../net/client.js';
 import {
-  acctJson, DEFAULT_FORMAT, FIELDS, midnightOf, parseFormat, parseSacctTime, parseStates, renderAcct, slurmDuration, type Layout,
+  acctJson, DEFAULT_FORMAT, FIELDS, foldPendingTasks, midnightOf, parseFormat, parseSacctTime, parseStates, renderAcct, slurmDuration, type Layout,
 } from './acct-format.js';
 import { controllerOption, print, printJson, withClient } from './controller-client.js';
 import { parseArrayJobId } from '../jobspec/array.js';
@@ -15,6 +15,7 @@ import { fail } from './flags.js';
 
 interface AcctFlags {
   jobs?: string[];
+  array?: boolean;
   user?: string[];
   allusers?: boolean;
   state?: string;
@@ -67,8 +68,10 @@ const acctJobOf = (r: unknown[], at: readonly number[]): ApiAcctJob => ({
   arrayJobId: r[at[21]], arrayTaskId: r[at[22]],
 }) as ApiAcctJob;
 
-async function fetchAll(api: ApiClient, query: URLSearchParams): Promise<ApiAcctJob[]> {
+/** Every job of the query, and the %N of throttled arrays (for sacct's folded rows). */
+async function fetchAll(api: ApiClient, query: URLSearchParams): Promise<{ jobs: ApiAcctJob[]; throttles: Record<string, number> }> {
   const jobs: ApiAcctJob[] = [];
+  let throttles: Record<string, number> = {};
   let after = 0;
   // Arrays of values (a quarter of the bytes of objects), made objects here.
   query.set('format', 'rows');
@@ -77,7 +80,8 @@ async function fetchAll(api: ApiClient, query: URLSearchParams): Promise<ApiAcct
     const page = await api.get<ApiAcctRows>(`/acct?${query}`);
     const at = ACCT_FIELDS.map((field) => page.columns.indexOf(field));
     for (const row of page.rows) jobs.push(acctJobOf(row, at));
-    if (page.next === null) return jobs;
+    throttles = { ...throttles, ...page.throttles };
+    if (page.next === null) return { jobs, throttles };
     after = page.next;
   }
 }
@@ -106,6 +110,7 @@ export function registerAcctCommands(program: Command): void {
     .option('-S, --starttime <time>', 'jobs that existed after this time (default: midnight today; with -j or -s: any time)')
     .option('-E, --endtime <time>', 'jobs that existed before this time (default: now)')
     .option('-o, --format <fields>', `fields, NAME or NAME%WIDTH (default: ${DEFAULT_FORMAT})`)
+    .option('--array', 'a job array\'s pending tasks one line each; without it they share one line, 12_[4-15%2], as sacct shows them')
     .option('-X, --allocations', 'only the jobs themselves, not steps (Taras keeps no steps in the accounting: always so)')
     .option('-p, --parsable', 'fields separated by |, with a | at the end of each line')
     .option('-P, --parsable2', 'fields separated by |, none at the end')
@@ -130,7 +135,8 @@ another user's name is refused; administrators see everyone's.
 Examples:
   taras acct                                   your jobs since midnight, sacct's default columns
   taras acct -j 42 -o JobID,State,ExitCode,Elapsed,TotalCPU,MaxRSS
-  taras acct -j 12 -o JobID,JobIDRaw,State      every task of array 12 (12_0, 12_1, ...); -j 12_3 one task
+  taras acct -j 12 -o JobID,JobIDRaw,State      every task of array 12 (12_0, 12_1, ..., pending ones as 12_[4-15]); -j 12_3 one task
+  taras acct -j 12 --array                     the same, every pending task on a line of its own
   taras acct -a -S now-7days -s F,TO,OOM -P -n
   taras acct -S 2026-11-01 -E 2026-11-30T23:59:59 --format User,JobID,JobName%30,Start,End
   taras acct -j 42 --json
@@ -160,14 +166,18 @@ Examples:
         const fields = new Set<string>(['id', ...parsed.columns.flatMap((column) => column.field.uses)]);
         if (flags.name !== undefined) fields.add('name');
         if (flags.partition !== undefined) fields.add('partition');
+        // What folding an array's pending tasks onto one row reads, whatever the columns.
+        if (!flags.array) for (const field of ['state', 'arrayJobId', 'arrayTaskId']) fields.add(field);
         query.set('fields', [...fields].join(','));
       }
       await withClient(flags.controller, async (api) => {
-        const jobs = (await fetchAll(api, query)).filter((job) =>
+        const { jobs: all, throttles } = await fetchAll(api, query);
+        const jobs = all.filter((job) =>
           (flags.name === undefined || flags.name.includes(job.name)) && (flags.partition === undefined || flags.partition.includes(job.partition)));
+        // --json: a record per job, tasks too (each names its array and task).
         if (flags.json) return printJson(acctJson(jobs, parsed.columns, nowMs));
         const layout: Layout = flags.parsable2 ? 'parsable2' : flags.parsable ? 'parsable' : flags.csv ? 'csv' : 'table';
-        renderAcct(jobs, parsed.columns, layout, flags.noheader === true, nowMs, (chunk) => process.stdout.write(chunk));
+        renderAcct(flags.array ? jobs : foldPendingTasks(jobs, throttles), parsed.columns, layout, flags.noheader === true, nowMs, (chunk) => process.stdout.write(chunk));
       });
     });
 

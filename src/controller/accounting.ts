@@ -27,6 +27,8 @@ export interface AccountingDeps {
   /** CPUs of the whole machine (for the report's share). */
   readonly totalCpus: () => number;
   readonly nowMs: () => number;
+  /** The %N of throttled arrays with tasks not ended (sacct folds pending tasks as 12_[4-15%2]). */
+  readonly arrayThrottles?: () => ReadonlyMap<number, number>;
 }
 
 const FIX = 'see `taras acct --help`';
@@ -131,7 +133,10 @@ export function accountingRoutes(deps: AccountingDeps): Route[] {
           const fields = asked === undefined ? [...ACCOUNTING_FIELDS] : ACCOUNTING_FIELDS.filter((field) => field === 'id' || asked.includes(field));
           const page = store.accountingJson({ ...query, limit }, fields);
           const next = page.count === limit ? page.lastId : null;
-          const bytes = Buffer.concat([Buffer.from(`{"columns":${JSON.stringify(fields)},"rows":`), page.json, Buffer.from(`,"next":${JSON.stringify(next)}}`)]);
+          // The throttles of arrays that may have pending tasks on the page (few: throttled arrays not ended), for the folded row's %N.
+          const throttles = fields.includes('arrayJobId') ? deps.arrayThrottles?.() : undefined;
+          const extra = throttles !== undefined && throttles.size > 0 ? `,"throttles":${JSON.stringify(Object.fromEntries(throttles))}` : '';
+          const bytes = Buffer.concat([Buffer.from(`{"columns":${JSON.stringify(fields)},"rows":`), page.json, Buffer.from(`,"next":${JSON.stringify(next)}${extra}}`)]);
           return { status: 200, body: new RawJson(bytes) };
         }
         // One row more than the page: whether another page follows.

@@ -179,6 +179,11 @@ export class ArrayThrottle {
     return false;
   }
 
+  /** The %N of each throttled array that has tasks not ended, by the array's id (sacct's folded 12_[4-15%2]). */
+  limits(): Map<number, number> {
+    return new Map([...this.arrays].map(([arrayId, entry]) => [arrayId, entry.limit]));
+  }
+
   /** Whether this job waits for a slot of its array (not in the core). */
   isWaiting(id: number): boolean {
     return this.waitingIds.has(id);

@@ -679,7 +679,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     ...jobActionRoutes(),
     // taras acct / taras report: every job, kept for good (src/controller/accounting.ts).
     ...accountingRoutes({
-      store, callerOf, isAdmin: admin, nowMs: () => Date.now(),
+      store, callerOf, isAdmin: admin, nowMs: () => Date.now(), arrayThrottles: () => engine.arrayThrottles(),
       totalCpus: () => engine.config.nodes.reduce((sum, node) => sum + node.cpus, 0),
     }),
     // Like the queue, for every verified user (the guard below refuses anonymous callers).

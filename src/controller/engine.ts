@@ -2810,6 +2810,11 @@ export class ControllerEngine {
   /** Tasks of arrays with a %N throttle that wait out of the core for a slot. */
   private readonly throttle = new ArrayThrottle();
 
+  /** The %N of each throttled array with tasks not ended, by array id. */
+  arrayThrottles(): Map<number, number> {
+    return this.throttle.limits();
+  }
+
   /** Hands the core the waiting tasks of throttled arrays whose slots freed (each pass). */
   private releaseThrottled(): void {
     this.throttle.invalidate();
