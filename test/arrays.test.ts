@@ -334,6 +334,60 @@ describe('the %N throttle, cancel and the folded queue', () => {
     assert.deepEqual(restarted.schedule(), [id + 1], 'then task 2');
   });
 
+  it('scontrol update ArrayTaskThrottle: raising it starts more at the next pass, lowering it stops none, 0 lifts it, a throttle added to an array without one counts its running tasks; a restart keeps it', () => {
+    const { engine, store, clock, path } = setup();
+    const [id] = engine.submit([{ user: 'alice', spec: jobSpec({ array: { text: '0-7%2' } }) }]);
+    assert.deepEqual(engine.schedule(), [id, id + 1]);
+    engine.setArrayThrottle(jobId(id), 4, 'alice', false);
+    assert.deepEqual(engine.schedule(), [id + 2, id + 3], 'two more slots');
+    assert.deepEqual(queueIds(engine).at(-1), `${id}_[4-7%4] PENDING`);
+    engine.setArrayThrottle(jobId(id), 1, 'alice', false);
+    engine.touch();
+    assert.deepEqual(engine.schedule(), [], 'four run on; none more');
+    assert.deepEqual([0, 1, 2, 3].map((i) => engine.active.get(jobId(id + i))?.state), ['RUNNING', 'RUNNING', 'RUNNING', 'RUNNING']);
+    for (const i of [0, 1, 2]) engine.jobReport({ jobId: jobId(id + i), state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+    assert.deepEqual(engine.schedule(), [], 'task 3 still holds the one slot');
+    // The running task took the new %N too, so a restart sees %1 wherever it looks.
+    assert.equal((store.job(jobId(id + 3))!.request.array as { text: string }).text, '0-7%1');
+    store.close();
+    const reopened = openStore(path);
+    const restarted = new ControllerEngine(defaultClusterConfig(work), reopened, new RecordingAgents(), () => clock.ms);
+    restarted.agentRegistered([...restarted.nodes.keys()], [{ jobId: jobId(id + 3), run: 0, state: 'RUNNING', exitCode: null, endTimeMs: null }]);
+    restarted.touch();
+    assert.deepEqual(restarted.schedule(), [], 'after a restart: still one at a time');
+    restarted.setArrayThrottle(jobId(id), 0, 'alice', false);
+    assert.deepEqual(restarted.schedule(), [id + 4, id + 5, id + 6, id + 7], '0: no limit');
+    assert.equal((restarted.active.get(jobId(id + 7))!.request.array as { text: string }).text, '0-7');
+
+    // An array that had no throttle: its running tasks hold slots of the new one. Tasks of whole nodes: as many start as nodes are free.
+    const [free] = restarted.submit([{ user: 'alice', spec: jobSpec({ array: { text: '0-15' }, cpusPerTask: 8 }) }]);
+    const first = restarted.schedule().length;
+    assert.ok(first >= 11 && first < 16, `${first} started`);
+    restarted.setArrayThrottle(jobId(free), first - 2, 'alice', false);
+    for (const i of [0, 1, 2]) restarted.jobReport({ jobId: jobId(free + i), state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
+    assert.deepEqual(restarted.schedule(), [free + first], `${first - 3} run: one slot of ${first - 2}, though three nodes are free`);
+    reopened.close();
+  });
+
+  it('ArrayTaskThrottle is refused on a task, a plain job, another user\'s array and an ended array, by name', () => {
+    const { engine } = setup();
+    const [plain] = engine.submit([{ user: 'alice', spec: jobSpec() }]);
+    const [id] = engine.submit([{ user: 'alice', spec: jobSpec({ array: { text: '0-1' } }) }]);
+    const refusal = (arrayId: number, user = 'alice') => {
+      try {
+        engine.setArrayThrottle(jobId(arrayId), 1, user, false);
+        return 'accepted';
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    assert.match(refusal(plain), new RegExp(`^job ${plain} is not a job array: ArrayTaskThrottle is set on an array's id`));
+    assert.match(refusal(id + 1), new RegExp(`^job ${id + 1} is task ${id}_1: ArrayTaskThrottle is set on an array's id \\(JobId=${id}\\)`));
+    assert.match(refusal(id, 'bob'), new RegExp(`^job ${id} belongs to alice; only they or an administrator can update it`));
+    engine.cancelMany([jobId(id), jobId(id + 1)], 'alice', false);
+    assert.match(refusal(id), new RegExp(`^array ${id} has ended`));
+  });
+
   it('ARRAYID names every task, ARRAYID_N one; errors name the problem', () => {
     const { engine, store } = setup();
     const [plain] = engine.submit([{ user: 'alice', spec: jobSpec() }]);

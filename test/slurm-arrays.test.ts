@@ -156,6 +156,35 @@ describe('array ids in Slurm\'s commands', () => {
     assert.deepEqual(sacct('-j', String(id), '-o', 'JobID,State').map((row) => row.split('|')[0]), [0, 1, 2, 3, 4, 5].map((task) => `${id}_${task}`));
   });
 
+  it('scontrol update of an array: JobId=12_3 one task, JobId=12 every task not ended (a running one refused by name), ArrayTaskThrottle on the array\'s id only', { timeout: 90_000 }, async () => {
+    const id = sbatch('-a', '0-5%1', 'long.sh');
+    const limits = () => [0, 1, 2, 3, 4, 5].map((task) => (show(id + task) as Job & { timeLimitSeconds: number }).timeLimitSeconds);
+    await eventually('task 0 running', () => show(id).state === 'RUNNING', 20_000, 200);
+    assert.equal(slurm('scontrol', 'update', `JobId=${id}_3`, 'TimeLimit=5').code, 0);
+    assert.deepEqual(limits(), [600, 600, 600, 300, 600, 600]);
+    const whole = slurm('scontrol', 'update', `JobId=${id}`, 'TimeLimit=7');
+    assert.equal(whole.code, 1);
+    assert.deepEqual(whole.stderr.split('\n').filter(Boolean), [`scontrol: error: update job ${id}_0 (${id}): job ${id} is RUNNING: only pending jobs can be updated`]);
+    assert.deepEqual(limits(), [600, 420, 420, 420, 420, 420]);
+
+    // %1 -> %3: two more start; the fold shows the new %N.
+    assert.deepEqual(slurm('scontrol', 'update', `JobId=${id}`, 'ArrayTaskThrottle=3'), { code: 0, stdout: '', stderr: '' });
+    await eventually('three tasks running', () => states(id, 6).filter((state) => state === 'RUNNING').length === 3, 20_000, 200);
+    assert.match(slurm('squeue', '-h', '-j', String(id), '-o', '%i').stdout, new RegExp(`^${id}_\\[3-5%3\\]$`, 'm'));
+    const onTask = slurm('scontrol', 'update', `JobId=${id}_2`, 'ArrayTaskThrottle=2');
+    assert.equal(onTask.code, 1);
+    assert.match(onTask.stderr, new RegExp(`^scontrol: error: ArrayTaskThrottle is set on an array's id, and ${id}_2 is not one`));
+    const negative = slurm('scontrol', 'update', `JobId=${id}`, 'ArrayTaskThrottle=-1');
+    assert.equal(negative.code, 1);
+    assert.match(negative.stderr, /^scontrol: error: Invalid ArrayTaskThrottle value "-1": give how many tasks of the array may run at once, 0 to/);
+    // taras update --throttle 0: no limit, the fourth node taken.
+    const lifted = slurm('taras', 'update', String(id), '--throttle', '0');
+    assert.equal(lifted.code, 0, lifted.stderr);
+    assert.equal(lifted.stdout, `job ${id} updated: arrayThrottle=0\n`);
+    await eventually('four tasks running', () => states(id, 6).filter((state) => state === 'RUNNING').length === 4, 20_000, 200);
+    await cancelArray(id, 6);
+  });
+
   it('--dependency=afterok:12_1 waits for that task only; afterok:12 and afterany:12 for every task of the array', { timeout: 90_000 }, async () => {
     const id = sbatch('-a', '0-2', 'mixed.sh');
     const onTask = sbatch(`--dependency=afterok:${id}_1`, 'quick.sh');

@@ -254,6 +254,20 @@ export const UpdateBodySchema = v.pipe(
   strict({ name: v.optional(text(LIMITS.nameChars, 1)), partition: v.optional(text(LIMITS.nameChars, 1)), timeLimitSeconds: v.optional(timeLimit) }),
   v.check((body) => body.name !== undefined || body.partition !== undefined || body.timeLimitSeconds !== undefined, 'give at least one of name, partition, timeLimitSeconds'),
 );
+/** Most a throttle (sbatch --array=...%N, scontrol update ArrayTaskThrottle=N) may be: more than any array has tasks. */
+export const MAX_ARRAY_THROTTLE = 1_000_000;
+/**
+ * POST /jobs/update (scontrol update JobId=...): the jobs (an array's id: its tasks not ended) and what changes;
+ * `arrayThrottle` (ArrayTaskThrottle, 0: no limit) only with arrays' ids.
+ */
+export const UpdateJobsBodySchema = v.pipe(
+  strict({
+    ids: jobRefs, name: v.optional(text(LIMITS.nameChars, 1)), partition: v.optional(text(LIMITS.nameChars, 1)), timeLimitSeconds: v.optional(timeLimit),
+    arrayThrottle: v.optional(int(0, MAX_ARRAY_THROTTLE)),
+  }),
+  v.check((body) => body.name !== undefined || body.partition !== undefined || body.timeLimitSeconds !== undefined || body.arrayThrottle !== undefined,
+    'give at least one of name, partition, timeLimitSeconds, arrayThrottle'),
+);
 /** POST /jobs/pause, /jobs/unpause: the jobs, or none for all of the caller's (sppause). */
 export const PauseBodySchema = strict({ ids: v.optional(list(int(1, Number.MAX_SAFE_INTEGER), LIMITS.jobIdsPerRequest, 1)) });
 export const MotdBodySchema = strict({ text: v.optional(text(LIMITS.textChars)) });

@@ -371,17 +371,18 @@ export function registerJobCommands(program: Command): void {
 
   program
     .command('update')
-    .description('change a pending job\'s time limit, partition or name (scontrol update); only an administrator raises a time limit')
-    .argument('<id>', 'the pending job')
+    .description('change a pending job\'s time limit, partition or name, or an array\'s throttle (scontrol update); only an administrator raises a time limit')
+    .argument('<id>', 'the pending job; an array\'s id: every task of it not ended; 12_3: one task')
     .option('-t, --time <limit>', 'new time limit: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS or UNLIMITED')
     .option('-p, --partition <name>', 'new partition')
     .option('-J, --job-name <name>', 'new name')
+    .option('--throttle <n>', 'an array\'s %N: at most N of its tasks run at once (0: no limit; scontrol\'s ArrayTaskThrottle)')
     .option(...controllerOption)
-    .option('--json', 'print the job as JSON')
-    .addHelpText('after', '\nExamples:\n  taras update 42 --time 30          # 30 minutes\n  taras update 42 -p debug -J rerun\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n')
-    .action(async (raw: string, flags: { time?: string; partition?: string; jobName?: string; controller?: string; json?: boolean }) => {
+    .option('--json', 'print each job\'s answer as JSON')
+    .addHelpText('after', '\nExamples:\n  taras update 42 --time 30          # 30 minutes\n  taras update 42 -p debug -J rerun\n  taras update 12 --time 30          # every task of array 12 not ended\n  taras update 12 --throttle 4       # at most 4 tasks of array 12 at once\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n')
+    .action(async (raw: string, flags: { time?: string; partition?: string; jobName?: string; throttle?: string; controller?: string; json?: boolean }) => {
       const [id] = parseJobIds([raw]);
-      const body: { timeLimitSeconds?: number | 'UNLIMITED'; partition?: string; name?: string } = {};
+      const body: { timeLimitSeconds?: number | 'UNLIMITED'; partition?: string; name?: string; arrayThrottle?: number } = {};
       if (flags.time !== undefined) {
         const { parseTime } = await import('../jobspec/values.js');
         const parsed = parseTime(flags.time);
@@ -390,11 +391,22 @@ export function registerJobCommands(program: Command): void {
       }
       if (flags.partition !== undefined) body.partition = flags.partition;
       if (flags.jobName !== undefined) body.name = flags.jobName;
-      if (Object.keys(body).length === 0) fail('error: give what to change: --time, --partition or --job-name (taras update --help)');
+      if (flags.throttle !== undefined) {
+        if (!/^\d+$/.test(flags.throttle)) fail(`error: --throttle '${flags.throttle}' is not a whole number: give how many tasks may run at once (0: no limit)`);
+        body.arrayThrottle = Number(flags.throttle);
+      }
+      if (Object.keys(body).length === 0) fail('error: give what to change: --time, --partition, --job-name or --throttle (taras update --help)');
       await withClient(flags.controller, async (api) => {
-        const job = await api.post<import('../api/types.js').ApiJob>(`/jobs/${id}/update`, body);
-        if (flags.json) return printJson(job);
-        print(`job ${id} updated: ${Object.entries(body).map(([key, value]) => `${key}=${value}`).join(' ')}`);
+        const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>('/jobs/update', { ids: [id], ...body });
+        if (flags.json) return printJson(jobs);
+        for (const job of jobs) {
+          if (job.result === 'refused') {
+            process.stderr.write(`error: ${job.task === undefined ? '' : `job ${job.task} (${job.id}): `}${job.message}\n`);
+            process.exitCode = 1;
+          }
+        }
+        const done = jobs.filter((job) => job.result !== 'refused').length;
+        if (done > 0) print(`${jobs.length > 1 ? `${done} of ${jobs.length} updated` : `job ${id} updated`}: ${Object.entries(body).map(([key, value]) => `${key}=${value}`).join(' ')}`);
       });
     });
 

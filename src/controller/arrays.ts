@@ -179,6 +179,18 @@ export class ArrayThrottle {
     return false;
   }
 
+  /**
+   * A new %N for an array (none: no limit): its `running` tasks hold slots, its waiting tasks are let go; the
+   * caller admits its pending tasks again, in order (they carry the new %N).
+   */
+  reset(arrayId: number, limit: number | undefined, running: readonly number[]): void {
+    const entry = this.arrays.get(arrayId);
+    if (entry !== undefined) for (const id of entry.waiting.slice(entry.next)) this.waitingIds.delete(id);
+    this.arrays.delete(arrayId);
+    if (limit !== undefined) this.arrays.set(arrayId, { limit, released: new Set(running), waiting: [], next: 0 });
+    this.estimates = null;
+  }
+
   /** The %N of each throttled array that has tasks not ended, by the array's id (sacct's folded 12_[4-15%2]). */
   limits(): Map<number, number> {
     return new Map([...this.arrays].map(([arrayId, entry]) => [arrayId, entry.limit]));

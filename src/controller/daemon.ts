@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
-  formatProblems, HolidayBodySchema, JobIdsBodySchema, MoveBodySchema, StepBodySchema, UpdateBodySchema, PauseBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
+  formatProblems, HolidayBodySchema, JobIdsBodySchema, MoveBodySchema, StepBodySchema, UpdateBodySchema, UpdateJobsBodySchema, PauseBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
 import { finishedStates, type ApiCancelResult, type ApiJob, type ApiJobPage, type ApiPartition, type ApiSubmitted, type ApiTestOnly, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
@@ -563,6 +563,53 @@ export async function startController(options: ControllerOptions): Promise<Runni
           return act(ctx, (id) => jobActions[action](id, caller));
         },
       })),
+      {
+        // scontrol update JobId=12 ...: an array's id stands for its tasks not ended (as Slurm), each with its own answer;
+        // ArrayTaskThrottle (arrayThrottle) only on an array's id. Every id is resolved before anything changes.
+        method: 'POST', path: '/jobs/update', handler: (ctx) => {
+          const caller = callerOf(ctx);
+          const { ids, arrayThrottle, ...changes } = bodyOf(UpdateJobsBodySchema, ctx, '{"ids": [12, "12_3"], "timeLimitSeconds": 1800} or {"ids": [12], "arrayThrottle": 4}') as
+            { ids: (number | string)[]; arrayThrottle?: number; name?: string; partition?: string; timeLimitSeconds?: number | 'UNLIMITED' };
+          const targets = ids.map((ref) => {
+            const resolved = resolveJobRef(ref, (id) => engine.recordOf(jobId(id)));
+            if ('error' in resolved) throw new RouteError(/^no job|has no task/.test(resolved.error) ? 404 : 400, resolved.error, 'list jobs with `taras queue`');
+            if (arrayThrottle !== undefined && !resolved.array) {
+              throw new RouteError(400, `ArrayTaskThrottle is set on an array's id, and ${ref} is not one (Slurm: "Update of ArrayTaskThrottle is only allowed on ArrayJobId")`,
+                'give the array\'s id: scontrol update JobId=12 ArrayTaskThrottle=4');
+            }
+            // A whole array: its tasks that have not ended (an ended task has nothing left to change).
+            return { ref, ids: resolved.array ? resolved.ids.filter((id) => engine.active.has(jobId(id))) : resolved.ids };
+          });
+          const attempt = (id: number, action: () => string): ApiCancelResult => {
+            try {
+              const message = action();
+              return { id, state: engine.recordOf(jobId(id))?.state ?? null, result: 'cancelled', message };
+            } catch (error) {
+              if (!(error instanceof SubmitRefused)) throw error;
+              return { id, state: engine.recordOf(jobId(id))?.state ?? null, result: 'refused', message: error.message };
+            }
+          };
+          const results: ApiCancelResult[] = [];
+          for (const target of targets) {
+            if (arrayThrottle !== undefined) {
+              const arrayId = Number(target.ref);
+              results.push(attempt(arrayId, () => {
+                engine.setArrayThrottle(jobId(arrayId), arrayThrottle, caller.user, admin(caller));
+                return `array ${arrayId}: ArrayTaskThrottle=${arrayThrottle}`;
+              }));
+            }
+            if (Object.keys(changes).length === 0) continue;
+            for (const id of new Set(target.ids)) {
+              results.push(attempt(id, () => {
+                engine.update(jobId(id), changes, caller.user, admin(caller));
+                return `job ${id}: updated`;
+              }));
+            }
+          }
+          kick();
+          return { status: 200, body: { jobs: namedTasks(results) } };
+        },
+      },
       ...(['requeue', 'suspend', 'resume'] as const).map((action): Route => ({
         // scontrol requeue|suspend|resume: the listed jobs, an array's id standing for all its tasks (as Slurm); each its own answer.
         method: 'POST', path: `/jobs/${action}`, handler: (ctx) => {

@@ -4,7 +4,7 @@
 // before acting on it. It knows no transport: the daemon wires HTTP and the
 // agents to it, and tests drive it directly.
 
-import { HELD_BY_ADMIN } from '../store/events.js';
+import { HELD_BY_ADMIN, RUNNING_STATES } from '../store/events.js';
 import { isDay, jobClass, nightWindow, nodeMinutes, type JobClass } from '../config/day-night.js';
 import type { ClusterConfig, PartitionSpec } from '../config/cluster.js';
 import { CHECKPOINT_DEFAULTS, type ProgramClass, type RestartAction } from '../config/checkpoint.js';
@@ -22,7 +22,7 @@ import { checkPattern } from '../jobspec/pattern.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
-import { arrayOrder, arrayRefusals, ArrayThrottle, arrayTaskOf, expandArray, firstTaskReader, resolveJobRef, scriptOf, sharedScriptGone, sharedTaskOf, withArrayShared } from './arrays.js';
+import { arrayMembers, arrayOrder, arrayRefusals, ArrayThrottle, arrayTaskOf, expandArray, firstTaskReader, resolveJobRef, scriptOf, sharedScriptGone, sharedTaskOf, withArrayShared } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 import { isoTime } from '../api/durations.js';
@@ -1908,6 +1908,39 @@ export class ControllerEngine {
     this.dirty = true;
     this.plannedAt = null;
     this.log(`job ${id} updated by ${user}: ${Object.entries(delta).map(([key, value]) => `${key}=${value}`).join(' ')}`);
+    return stored;
+  }
+
+  /**
+   * `scontrol update JobId=12 ArrayTaskThrottle=N`: at most N tasks of array 12 run at once (0: no limit), as
+   * Slurm. Stored as an `updated` event of each task not ended (its array text's %N), so a restart keeps it.
+   * Running tasks go on and hold their slots (lowering it stops none); pending ones wait for a slot, or join
+   * the queue in their place when it allows. Throws SubmitRefused (`forbidden`: not the caller's array).
+   */
+  setArrayThrottle(arrayId: JobId, limit: number, user: string, admin: boolean): JobRecord[] {
+    const first = this.ownedJob(arrayId, user, admin, 'update');
+    const task = arrayTaskOf(first);
+    if (task === undefined || task.jobId !== arrayId) {
+      const named = task === undefined ? `job ${arrayId} is not a job array` : `job ${arrayId} is task ${task.jobId}_${task.taskId}`;
+      throw new SubmitRefused([`${named}: ArrayTaskThrottle is set on an array's id (JobId=${task?.jobId ?? 12}), as Slurm`]);
+    }
+    const live = arrayMembers(arrayId, task).map((id) => this.active.get(id as JobId))
+      .filter((record): record is JobRecord => record !== undefined && (record.state === 'PENDING' || RUNNING_STATES.includes(record.state)));
+    if (live.length === 0) throw new SubmitRefused([`array ${arrayId} has ended: no task of it is pending or running`]);
+    const text = (live[0].request.array as { text: string }).text.replace(/%\d+$/, '') + (limit > 0 ? `%${limit}` : '');
+    const by = admin && first.user !== user ? 'admin' : 'user';
+    const stored = this.store.appendMany(live.map((record) => ({
+      jobId: record.id, event: { type: 'updated', changes: { array: { ...(record.request.array as JsonObject), text } }, by } as const,
+    })), this.clockMs());
+    for (const record of stored) this.active.set(record.id, record);
+    // Out of the core and the old slots, then in again in task order, as at a restart.
+    const pending = stored.filter((record) => record.state === 'PENDING');
+    for (const record of pending) this.scheduler.cancel(record.id);
+    this.throttle.reset(arrayId, limit > 0 ? limit : undefined, stored.filter((record) => record.state !== 'PENDING').map((record) => record.id));
+    for (const record of pending) if (!record.held && !this.overLimit.has(record.id) && this.throttle.admit(record)) this.enqueue(record, true);
+    this.dirty = true;
+    this.plannedAt = null;
+    this.log(`array ${arrayId}: ArrayTaskThrottle=${limit} by ${user}`);
     return stored;
   }
 

@@ -156,7 +156,7 @@ export class TransitionError extends Error {
   }
 }
 
-const RUNNING_STATES: readonly JobState[] = ['RUNNING', 'COMPLETING', 'SUSPENDED'];
+export const RUNNING_STATES: readonly JobState[] = ['RUNNING', 'COMPLETING', 'SUSPENDED'];
 
 /** Which states each event may follow, and why not otherwise (the message names the fix). */
 function refuse(record: JobRecord, event: TransitionEvent): string | undefined {
@@ -196,7 +196,9 @@ function refuse(record: JobRecord, event: TransitionEvent): string | undefined {
     case 'moved':
       return state === 'PENDING' ? undefined : 'only pending jobs can be moved in the queue';
     case 'updated':
-      return state === 'PENDING' ? undefined : 'only pending jobs can be updated';
+      // An array's %N (scontrol update ArrayTaskThrottle) is the whole array's: its running tasks take it too.
+      if (state === 'PENDING') return undefined;
+      return RUNNING_STATES.includes(state) && Object.keys(event.changes).every((key) => key === 'array') ? undefined : 'only pending jobs can be updated';
   }
 }
 

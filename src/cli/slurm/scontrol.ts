@@ -16,12 +16,16 @@ import { parseArrayJobId } from '../../jobspec/array.js';
 import { reasonCode } from './squeue.js';
 import { printable } from '../render/text.js';
 
+/** What scontrol update changes: a job's fields, and an array's throttle. */
+export interface UpdateFields { timeLimitSeconds?: number | 'UNLIMITED'; partition?: string; name?: string; arrayThrottle?: number }
+
 /**
  * scontrol update's Key=Value words for a job, as Slurm spells them (any case): TimeLimit (sbatch's time forms),
- * Partition, JobName (or Name). Any other key is refused by name: these are the ones Taras updates.
+ * Partition, JobName (or Name), ArrayTaskThrottle (an array's; 0: no limit). Any other key is refused by name:
+ * these are the ones Taras updates.
  */
-export async function updateFields(words: readonly string[]): Promise<{ timeLimitSeconds?: number | 'UNLIMITED'; partition?: string; name?: string }> {
-  const body: { timeLimitSeconds?: number | 'UNLIMITED'; partition?: string; name?: string } = {};
+export async function updateFields(words: readonly string[]): Promise<UpdateFields> {
+  const body: UpdateFields = {};
   for (const word of words) {
     const at = word.indexOf('=');
     if (at <= 0) throw new Error(`scontrol: error: update takes Key=Value words, not "${word}" (e.g. scontrol update JobId=42 TimeLimit=30)`);
@@ -34,7 +38,13 @@ export async function updateFields(words: readonly string[]): Promise<{ timeLimi
       body.timeLimitSeconds = parsed.value;
     } else if (key === 'partition') body.partition = value;
     else if (key === 'jobname' || key === 'name') body.name = value;
-    else throw new Error(`scontrol: error: update of ${word.slice(0, at)} is not supported by Taras: it updates TimeLimit, Partition and JobName of a pending job`);
+    else if (key === 'arraytaskthrottle') {
+      const { MAX_ARRAY_THROTTLE } = await import('../../api/schema.js');
+      if (!/^\d+$/.test(value) || Number(value) > MAX_ARRAY_THROTTLE) {
+        throw new Error(`scontrol: error: Invalid ArrayTaskThrottle value "${value}": give how many tasks of the array may run at once, 0 to ${MAX_ARRAY_THROTTLE} (0: no limit)`);
+      }
+      body.arrayThrottle = Number(value);
+    } else throw new Error(`scontrol: error: update of ${word.slice(0, at)} is not supported by Taras: it updates TimeLimit, Partition and JobName of a pending job, and an array's ArrayTaskThrottle`);
     if (value === '') throw new Error(`scontrol: error: ${word.slice(0, at)} needs a value`);
   }
   if (Object.keys(body).length === 0) throw new Error('scontrol: error: update needs fields to change, e.g. scontrol update JobId=42 TimeLimit=30');
@@ -254,7 +264,7 @@ export function registerScontrol(program: Command): void {
     .argument('[args...]', 'show: job|node|partition [NAME]; write: batch_script JOBID [FILE|-]; the others: job ids')
     .option('--controller <address>', 'controller address (default $TARAS_CONTROLLER)')
     .helpOption('--help', 'show this help')
-    .addHelpText('after', '\nExamples:\n  scontrol show job 42\n  scontrol show node node01\n  scontrol show partition\n  scontrol requeue 42\n  scontrol suspend 42; scontrol resume 42\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n  scontrol write batch_script 42        # to slurm-42.sh (- : to standard output)\n')
+    .addHelpText('after', '\nExamples:\n  scontrol show job 42\n  scontrol show node node01\n  scontrol show partition\n  scontrol requeue 42\n  scontrol suspend 42; scontrol resume 42\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n  scontrol update JobId=12 TimeLimit=30        # every task of array 12 not ended\n  scontrol update JobId=12 ArrayTaskThrottle=4 # at most 4 tasks of array 12 at once (0: no limit)\n  scontrol write batch_script 42        # to slurm-42.sh (- : to standard output)\n')
     .action(async (command: string, args: string[], flags: { controller?: string }) => {
       const { client, postIds } = await import('../controller-client.js');
       const { ApiRequestError, ControllerUnreachableError } = await import('../../net/client.js');
@@ -277,9 +287,22 @@ export function registerScontrol(program: Command): void {
           return;
         }
         if (verb === 'update') {
-          const id = args.find((word) => /^jobid=/i.test(word))?.split('=')[1];
-          if (id === undefined || !/^\d+(_\d+)?$/.test(id)) throw new Error('scontrol: error: update needs JobId=ID and fields, e.g. scontrol update JobId=42 TimeLimit=30');
-          await notYet(api.post(`/jobs/${id}/update`, await updateFields(args.filter((word) => !/^jobid=/i.test(word)))), verb);
+          const named = args.find((word) => /^jobid=/i.test(word))?.slice('jobid='.length);
+          const refs = named === undefined ? [] : slurmJobRefs([named], (word) => `scontrol: error: Invalid job id specified: ${word} (give JobId=12, 12_3 or 12_[1-3])`);
+          if (refs.length === 0) throw new Error('scontrol: error: update needs JobId=ID and fields, e.g. scontrol update JobId=42 TimeLimit=30');
+          const fields = await updateFields(args.filter((word) => !/^jobid=/i.test(word)));
+          // An array's id: every task of it not ended; each refused one is said, the exit 1 (as Slurm's per-task errors).
+          const answer = await api.post<{ jobs: ApiCancelResult[] }>('/jobs/update', { ids: refs, ...fields }).then((body) => body.jobs, async (error: unknown) => {
+            // A controller older than this CLI: one job at a time, by its route.
+            if (!missingRoute(error) || fields.arrayThrottle !== undefined || refs.length > 1) return notYet(Promise.reject(error), 'update of arrays');
+            await notYet(api.post(`/jobs/${refs[0]}/update`, fields), verb);
+            return [];
+          });
+          for (const job of answer.filter((result) => result.result === 'refused')) {
+            // The controller's words name the job ("job 15 is RUNNING: ..."); a task is named as squeue shows it first.
+            process.stderr.write(`scontrol: error: ${job.task === undefined ? '' : `update job ${job.task} (${job.id}): `}${printable(job.message)}\n`);
+            process.exitCode = 1;
+          }
           return;
         }
         const ids = jobIdsOf(args, verb);
