@@ -195,6 +195,31 @@ describe('queue control in the controller engine', () => {
     assert.match(refused(() => submit(`afterok:${okAll}_0`)).message, new RegExp(`job ${okAll} is not a job array`));
   });
 
+  it('a dependency on a whole array counts its ended tasks in the store, the same after a restart; a task requeued is not ended', () => {
+    const first = setup({ nodes: 8 });
+    const [array] = first.engine.submit([{ user: 'alice', spec: spec(60, { array: { text: '0-3' } }) }]);
+    const tasks = [0, 1, 2, 3].map((i) => (array + i) as JobId);
+    assert.equal(first.engine.schedule().length, 4);
+    const submitAfter = (text: string) => first.engine.submit([{ user: 'alice', spec: spec(10, dependency(text)) }])[0];
+    const [okAll, anyAll] = [`afterok:${array}`, `afterany:${array}`].map(submitAfter);
+    first.end(tasks[0], 'COMPLETED', NOW + 60_000);
+    first.end(tasks[1], 'COMPLETED', NOW + 60_000);
+    // Task 2 is requeued (it ran and goes back to wait): not ended, so the dependents still wait.
+    first.engine.requeue(tasks[2], 'alice', false);
+    assert.deepEqual(first.advance(NOW + 61_000).filter((id) => id === okAll || id === anyAll), []);
+    assert.match(first.reason(okAll), new RegExp(`^Dependency: waits for afterok:${array}`));
+    first.store.close();
+    // A restarted controller: tasks 2 (started again) and 3 run on.
+    const again = setup({ path: first.path, nodes: 8, startMs: NOW + 62_000,
+      running: [tasks[3]].map((jobId) => ({ jobId, run: 0, state: 'RUNNING' as const, exitCode: null, endTimeMs: null })) });
+    assert.deepEqual(again.advance(NOW + 62_000).filter((id) => id === okAll || id === anyAll), [], 'two tasks not ended');
+    const rerun = again.store.job(tasks[2])!;
+    if (rerun.state === 'PENDING') again.advance(NOW + 63_000);
+    again.engine.jobReport({ jobId: tasks[2], run: again.store.job(tasks[2])!.requeueCount, state: 'COMPLETED', exitCode: 0, endTimeMs: NOW + 64_000 });
+    again.end(tasks[3], 'COMPLETED', NOW + 64_000);
+    assert.deepEqual(again.advance(NOW + 64_000).sort(), [okAll, anyAll].sort(), 'all four COMPLETED');
+  });
+
   it('a dependency on a job that does not exist is refused before anything is stored; kill_invalid_depend cancels one that can never be met', () => {
     const { engine, store, advance, end } = setup({ kill: true });
     assert.throws(() => engine.submit([{ user: 'alice', spec: spec(10, dependency('afterok:999')) }]), (e: unknown) => e instanceof SubmitRefused && /--dependency afterok:999: there is no job 999/.test(e.message));

@@ -293,6 +293,18 @@ class ActiveJobs extends Map<JobId, JobRecord> {
   private readonly pendingScripts = new Map<string, number>();
   /** The ids in each state, kept with every change: a listing of running jobs need not walk a queue of 50,000. */
   private readonly byState = new Map<JobState, Set<JobId>>();
+  /** Each job array's tasks that have not ended, by the array's id: a dependency on a whole array reads only these. */
+  private readonly arrays = new Map<number, Set<JobId>>();
+
+  /** The tasks of array `arrayId` not ended (none: an empty set). */
+  activeTasksOf(arrayId: number): ReadonlySet<JobId> {
+    return this.arrays.get(arrayId) ?? new Set();
+  }
+
+  private arrayOf(id: JobId, record: JobRecord): number | undefined {
+    const index = (record.request.array as { index?: unknown } | undefined)?.index;
+    return typeof index === 'number' ? id - index : undefined;
+  }
 
   pendingOf(user: string): number {
     return this.pending.get(user) ?? 0;
@@ -336,6 +348,12 @@ class ActiveJobs extends Map<JobId, JobRecord> {
     this.countPending(before, -1);
     this.countPending(record, 1);
     this.index(id, before, record);
+    const arrayId = before === undefined ? this.arrayOf(id, record) : undefined;
+    if (arrayId !== undefined) {
+      let tasks = this.arrays.get(arrayId);
+      if (tasks === undefined) this.arrays.set(arrayId, tasks = new Set());
+      tasks.add(id);
+    }
     const request = record.request as { submitEnv?: unknown };
     if (request.submitEnv === undefined) return super.set(id, record);
     const { submitEnv: _environment, ...slim } = request;
@@ -347,6 +365,9 @@ class ActiveJobs extends Map<JobId, JobRecord> {
     const before = super.get(id);
     this.countPending(before, -1);
     this.index(id, before, undefined);
+    const arrayId = before === undefined ? undefined : this.arrayOf(id, before);
+    const tasks = arrayId === undefined ? undefined : this.arrays.get(arrayId);
+    if (tasks !== undefined && tasks.delete(id) && tasks.size === 0) this.arrays.delete(arrayId!);
     return super.delete(id);
   }
 }
@@ -2004,11 +2025,15 @@ export class ControllerEngine {
         const anyFailed = item.type === 'afternotok' && group.array;
         let failed = false;
         let waits = false;
+        // A whole array's ended tasks, counted: met for after and afterany; afterok needs all completed.
+        if (group.ends !== undefined && group.ends.notCompleted > 0) {
+          if (item.type === 'afterok') return { kind: 'never' as const, notBefore };
+          failed = true;
+        }
         for (const other of group.jobs) {
           if (other === undefined) return { kind: 'never' as const, notBefore };
           const ended = !this.active.has(other.id) || other.endTimeMs !== null;
-          const limit = this.limitOf(this.specOf(other));
-          const startS = other.startTimeMs !== null ? other.startTimeMs / 1000 : this.plannedStartMs(other.id) === null ? Infinity : this.plannedStartMs(other.id)! / 1000;
+          const startS = ended ? 0 : other.startTimeMs !== null ? other.startTimeMs / 1000 : this.plannedStartMs(other.id) === null ? Infinity : this.plannedStartMs(other.id)! / 1000;
           if (item.type === 'after') {
             const offset = (item.minutes ?? 0) * 60;
             if (ended || (other.startTimeMs !== null && this.nowSeconds() >= other.startTimeMs / 1000 + offset)) continue;
@@ -2024,7 +2049,7 @@ export class ControllerEngine {
           }
           kind = 'wait';
           waits = true;
-          notBefore = Math.max(notBefore, startS + limit);
+          notBefore = Math.max(notBefore, startS + this.limitOf(this.specOf(other)));
         }
         if (anyFailed && !failed && !waits) return { kind: 'never' as const, notBefore };
       }
@@ -2038,12 +2063,25 @@ export class ControllerEngine {
     return { kind: 'wait', notBefore: dependency.all ? Math.max(...waiting) : Math.min(...waiting) };
   }
 
-  /** The jobs a dependency's id names, as Slurm reads it: job N, every task of array N (`array`), one task (12_3); [undefined] for none. */
-  private dependencyJobs(ref: number | string): { jobs: (JobRecord | undefined)[]; array: boolean } {
+  /**
+   * The jobs a dependency's id names, as Slurm reads it: job N, every task of array N (`array`), one task (12_3);
+   * [undefined] for none. For a whole array, only its tasks not ended, and `ends`: how many ended, and did not
+   * complete (counted in the store once for each task that ends, not read task by task at every pass).
+   */
+  private dependencyJobs(ref: number | string): { jobs: (JobRecord | undefined)[]; array: boolean; ends?: { ended: number; notCompleted: number } } {
     const lookup = (id: number) => this.active.get(id as JobId) ?? this.store.job(id as JobId);
     const resolved = resolveJobRef(ref, lookup);
-    return 'error' in resolved ? { jobs: [undefined], array: false } : { jobs: resolved.ids.map(lookup), array: resolved.array };
+    if ('error' in resolved) return { jobs: [undefined], array: false };
+    if (!resolved.array) return { jobs: resolved.ids.map(lookup), array: false };
+    const arrayId = resolved.ids[0] as JobId;
+    const live = this.active.activeTasksOf(arrayId);
+    let ends = this.arrayEnds.get(arrayId);
+    if (ends === undefined || ends.ended !== resolved.ids.length - live.size) this.arrayEnds.set(arrayId, ends = this.store.arrayEnds(arrayId));
+    return { jobs: [...live].map((id) => this.active.get(id)), array: true, ends };
   }
+
+  /** Each array a dependency named whole: its ended tasks, counted (see dependencyJobs). An ended task never runs again. */
+  private readonly arrayEnds = new Map<number, { ended: number; notCompleted: number }>();
 
   /** Before each pass: dependent jobs whose predecessors' plans moved get their new start bound; one that can never be met leaves the queue. */
   /** Told of a job left pending whose dependency can never be met (the daemon's mailer: INVALID_DEPEND). */

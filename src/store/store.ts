@@ -309,6 +309,16 @@ export class Store {
     );
   }
 
+  /**
+   * How many tasks of job array `arrayId` have ended, and how many of those did not complete (a dependency
+   * on the whole array): one count over the array's index (jobs_by_array), not a record per task.
+   */
+  arrayEnds(arrayId: JobId): { ended: number; notCompleted: number } {
+    const row = this.db.prepare(`SELECT count(*) AS ended, coalesce(sum(state <> 'COMPLETED'), 0) AS notCompleted FROM jobs
+      WHERE id - array_index = ? AND array_index IS NOT NULL AND end_time_ms IS NOT NULL`).get(arrayId) as { ended: number; notCompleted: number };
+    return row;
+  }
+
   /** The job a user's idempotency key created, if it is still remembered. */
   jobForKey(user: string, key: string): JobId | undefined {
     return this.selectKey.get(user, key) as JobId | undefined;
