@@ -918,4 +918,31 @@ if (process.env[CHILD_ENV] !== undefined) {
       assert.ok(acknowledged.size >= 50, `only ${acknowledged.size} submissions were acknowledged before the kills`);
     });
   });
+
+  describe('Store.batch', () => {
+    it('commits every write of its body together (listeners told once it is in), or none when the body throws', () => {
+      const folder = mkdtempSync(join(tmpdir(), 'taras-store-batch-'));
+      const store = openStore(join(folder, 'jobs.db'));
+      try {
+        const [a, b] = store.submitMany([newJob('a'), newJob('b')], T0);
+        const told: number[] = [];
+        store.committedListeners.push((stored) => told.push(stored.jobId));
+        assert.throws(() => store.batch(() => {
+          store.append(a, { type: 'held' }, T0 + 1);
+          store.append(b, { type: 'held' }, T0 + 1);
+          throw new Error('the disk is full');
+        }), /the disk is full/);
+        assert.deepEqual([store.job(a)!.held, store.job(b)!.held, told], [false, false, []], 'rolled back whole; no listener told');
+        store.batch(() => {
+          store.append(a, { type: 'held' }, T0 + 2);
+          assert.deepEqual(told, [], 'not yet committed');
+          store.batch(() => store.append(b, { type: 'held' }, T0 + 2));
+        });
+        assert.deepEqual([store.job(a)!.held, store.job(b)!.held, told], [true, true, [a, b]]);
+      } finally {
+        store.close();
+        rmSync(folder, { recursive: true, force: true });
+      }
+    });
+  });
 }

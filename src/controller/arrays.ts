@@ -33,10 +33,25 @@ function parsedArray(text: string): { tasks: ArrayTasks; facts: ArrayFacts } | u
   return known;
 }
 
+/** parseArraySpec's answers by cap and text: every task of an array carries its text, checked again at each update. */
+const checkedTexts = new Map<string, ReturnType<typeof parseArraySpec>>();
+
+function checkedArray(text: string, config: Pick<ClusterConfig, 'maxArraySize'>): ReturnType<typeof parseArraySpec> {
+  const max = config.maxArraySize ?? DEFAULT_MAX_ARRAY_SIZE;
+  const key = `${max}:${text}`;
+  let result = checkedTexts.get(key);
+  if (result === undefined) {
+    result = parseArraySpec(text, max);
+    if (checkedTexts.size > 1000) checkedTexts.clear();
+    checkedTexts.set(key, result);
+  }
+  return result;
+}
+
 /** Why this array request is refused (empty: it is fine or not an array). */
 export function arrayRefusals(spec: JobSpec, config: Pick<ClusterConfig, 'maxArraySize'>): string[] {
   if (spec.array === undefined) return [];
-  const result = parseArraySpec(spec.array.text, config.maxArraySize ?? DEFAULT_MAX_ARRAY_SIZE);
+  const result = checkedArray(spec.array.text, config);
   const reasons = result.ok ? [] : [`--array ${result.message}`];
   if (spec.interactive !== undefined) reasons.push('--array: arrays are for batch jobs (taras submit), as in Slurm; leave --array out of taras run/alloc');
   if (spec.deadline !== undefined) reasons.push('--array: an array cannot have a --deadline (give each job its own submission)');
@@ -46,7 +61,7 @@ export function arrayRefusals(spec: JobSpec, config: Pick<ClusterConfig, 'maxArr
 /** How many jobs a submission makes: its tasks (1 for a plain job or an array refused later). */
 export function taskCount(spec: JobSpec, config: Pick<ClusterConfig, 'maxArraySize'>): number {
   if (spec.array === undefined) return 1;
-  const result = parseArraySpec(spec.array.text, config.maxArraySize ?? DEFAULT_MAX_ARRAY_SIZE);
+  const result = checkedArray(spec.array.text, config);
   return result.ok ? result.value.taskIds.length : 1;
 }
 

@@ -372,6 +372,9 @@ class ActiveJobs extends Map<JobId, JobRecord> {
   }
 }
 
+/** What `scontrol update` changes of a pending job. */
+export interface JobChanges { readonly name?: string; readonly partition?: string; readonly timeLimitSeconds?: number | 'UNLIMITED' }
+
 export class ControllerEngine {
   readonly pool: NodePool;
   readonly scheduler: Scheduler;
@@ -1899,7 +1902,44 @@ export class ControllerEngine {
    * checked again as a submission would be (the partition's limits, nodes, access) before anything is stored, and
    * keeps its place in the queue (a new partition brings that partition's priority tier).
    */
-  update(id: JobId, changes: { name?: string; partition?: string; timeLimitSeconds?: number | 'UNLIMITED' }, user: string, admin: boolean): JobRecord {
+  update(id: JobId, changes: JobChanges, user: string, admin: boolean): JobRecord {
+    const [outcome] = this.updateMany([id], changes, user, admin);
+    if (outcome instanceof SubmitRefused) throw outcome;
+    return outcome;
+  }
+
+  /**
+   * update() of several jobs (scontrol update of an array's tasks): each checked on its own, the changes stored
+   * in one commit and the queue reordered once (one reorder per job took 63 s for 10,000 tasks). Each job's
+   * answer: its record, or why not.
+   */
+  updateMany(ids: readonly JobId[], changes: JobChanges, user: string, admin: boolean): (JobRecord | SubmitRefused)[] {
+    const outcomes = ids.map((id): JobRecord | SubmitRefused | { id: JobId; event: TransitionEvent; delta: Record<string, string | number> } => {
+      try {
+        return this.checkedUpdate(id, changes, user, admin);
+      } catch (error) {
+        if (error instanceof SubmitRefused) return error;
+        throw error;
+      }
+    });
+    const asked = outcomes.filter((outcome): outcome is { id: JobId; event: TransitionEvent; delta: Record<string, string | number> } => 'event' in outcome);
+    if (asked.length === 0) return outcomes as (JobRecord | SubmitRefused)[];
+    const stored = new Map(this.store.appendMany(asked.map(({ id, event }) => ({ jobId: id, event })), this.clockMs()).map((record) => [record.id, record]));
+    let reorder = false;
+    for (const { id, delta } of asked) {
+      const record = stored.get(id)!;
+      this.active.set(id, record);
+      reorder = this.scheduler.replaceQueued(this.coreRequest(record)) || reorder;
+      this.log(`job ${id} updated by ${user}: ${Object.entries(delta).map(([key, value]) => `${key}=${value}`).join(' ')}`);
+    }
+    if (reorder) this.scheduler.reorder();
+    this.dirty = true;
+    this.plannedAt = null;
+    return outcomes.map((outcome) => ('event' in outcome ? stored.get(outcome.id)! : outcome));
+  }
+
+  /** One job's update, checked: the event to store (none when nothing changes: its record); throws SubmitRefused. */
+  private checkedUpdate(id: JobId, changes: JobChanges, user: string, admin: boolean): JobRecord | { id: JobId; event: TransitionEvent; delta: Record<string, string | number> } {
     const record = this.ownedJob(id, user, admin, 'update');
     if (record.state !== 'PENDING') throw new SubmitRefused([`job ${id} is ${record.state}: only pending jobs can be updated`]);
     const spec = this.specOf(record);
@@ -1923,13 +1963,7 @@ export class ControllerEngine {
       const inReservation = this.reservationRefusals(updated, () => true);
       if (inReservation.length > 0) throw new SubmitRefused(inReservation.map((reason) => `job ${id} cannot be updated: ${reason}`));
     }
-    const stored = this.append(id, { type: 'updated', changes: delta, by: admin && record.user !== user ? 'admin' : 'user' }, this.clockMs());
-    this.active.set(id, stored);
-    if (this.scheduler.replaceQueued(this.coreRequest(stored))) this.scheduler.reorder();
-    this.dirty = true;
-    this.plannedAt = null;
-    this.log(`job ${id} updated by ${user}: ${Object.entries(delta).map(([key, value]) => `${key}=${value}`).join(' ')}`);
-    return stored;
+    return { id, event: { type: 'updated', changes: delta, by: admin && record.user !== user ? 'admin' : 'user' }, delta };
   }
 
   /**
