@@ -369,6 +369,19 @@ describe('the %N throttle, cancel and the folded queue', () => {
     reopened.close();
   });
 
+  it('a throttled array submitted held and then released keeps its %N (release put every task in the queue)', () => {
+    const { engine } = setup();
+    const [id] = engine.submit([{ user: 'alice', spec: jobSpec({ array: { text: '0-3%1' }, hold: true }) }]);
+    assert.deepEqual(engine.schedule(), []);
+    engine.releaseMany([0, 1, 2, 3].map((i) => jobId(id + i)), 'alice', false);
+    assert.deepEqual(engine.schedule(), [id], 'one at a time, on 16 idle nodes');
+    // Held while it waits for a slot, then released: it waits on, and takes the slot when it frees.
+    engine.holdMany([jobId(id + 1)], 'alice', false);
+    engine.releaseMany([jobId(id + 1)], 'alice', false);
+    engine.touch();
+    assert.deepEqual(engine.schedule(), []);
+  });
+
   it('ArrayTaskThrottle is refused on a task, a plain job, another user\'s array and an ended array, by name', () => {
     const { engine } = setup();
     const [plain] = engine.submit([{ user: 'alice', spec: jobSpec() }]);

@@ -1776,7 +1776,8 @@ export class ControllerEngine {
     }
     const released = this.append(id, { type: 'released' }, this.clockMs());
     this.active.set(id, released);
-    this.enqueue(released, true);
+    // A task of a throttled array goes through its %N as at submission (one held while it waited for a slot still waits there).
+    if (!this.throttle.isWaiting(id) && this.throttle.admit(released)) this.enqueue(released, true);
     this.unpromised.push(id);
     this.dirty = true;
     this.plannedAt = null;
