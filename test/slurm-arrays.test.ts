@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { clientAs } from './auth-helpers.js';
 import { killHard, startDaemon } from './daemon-process.js';
 import { eventually } from './poll.js';
 
@@ -221,5 +222,37 @@ describe('array ids in Slurm\'s commands', () => {
     assert.deepEqual(records(one.stdout), [[String(id + 1), String(id), '1']]);
     assert.deepEqual(records(slurm('scontrol', 'show', 'job', String(next)).stdout), [[String(next), undefined, undefined]]);
     assert.equal(slurm('scancel', String(id), String(next)).code, 0);
+  });
+
+  it('GET /jobs?array=12 lists the tasks of array 12 alone, by id and paged; another user sees them without private fields; bad values are 400s naming array=', { timeout: 60_000 }, async () => {
+    const id = sbatch('-H', '-a', '0-3', 'quick.sh');
+    const other = sbatch('-H', 'quick.sh');
+    const later = sbatch('-H', '-a', '0-1', 'quick.sh');
+    const keys = { jwtKeyPath: join(work, 'data', 'jwt.key') };
+    const [root, stranger] = [await clientAs(url, keys, 'root'), await clientAs(url, keys, 'nobody')];
+    try {
+      type Page = { jobs: { id: number; arrayJobId?: number; arrayTaskId?: number; workingDir: string | null }[]; next: number | null };
+      const all = await root.get<Page>(`/jobs?array=${id}`);
+      assert.deepEqual(all.jobs.map((job) => [job.id, job.arrayJobId, job.arrayTaskId]), [0, 1, 2, 3].map((task) => [id + task, id, task]));
+      assert.equal(all.next, null);
+      assert.ok(all.jobs.every((job) => job.workingDir === jobsDir), 'the owner sees its working folder');
+      // Paged as GET /jobs is, the other jobs between (none here) and after (the next array) never among them.
+      const first = await root.get<Page>(`/jobs?array=${id}&limit=3`);
+      assert.deepEqual([first.jobs.map((job) => job.id), first.next], [[id, id + 1, id + 2], id + 2]);
+      const rest = await root.get<Page>(`/jobs?array=${id}&after=${first.next}`);
+      assert.deepEqual([rest.jobs.map((job) => job.id), rest.next], [[id + 3], null]);
+      assert.deepEqual((await root.get<Page>(`/jobs?array=${later}`)).jobs.map((job) => job.id), [later, later + 1]);
+      const seen = await stranger.get<Page>(`/jobs?array=${id}`);
+      assert.deepEqual(seen.jobs.map((job) => job.id), [id, id + 1, id + 2, id + 3]);
+      assert.ok(seen.jobs.every((job) => job.workingDir === null), 'another user does not see the working folder');
+      for (const [value, status, message] of [['x', 400, /array=x: 'x' is not a job id/], [`${id}_1`, 400, new RegExp(`array=${id}_1: names tasks, not an array`)],
+        [String(other), 400, new RegExp(`array=${other}: job ${other} is not a job array`)], [String(later + 100), 404, new RegExp(`array=${later + 100}: no job ${later + 100}`)]] as const) {
+        await assert.rejects(root.get(`/jobs?array=${encodeURIComponent(value)}`), (error: Error & { status?: number }) => error.status === status && message.test(error.message), `array=${value}`);
+      }
+    } finally {
+      root.close();
+      stranger.close();
+    }
+    assert.equal(slurm('scancel', String(id), String(other), String(later)).code, 0);
   });
 });

@@ -436,12 +436,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
     return records.filter((r) => (filter.user === undefined || r.user === filter.user) && (filter.states === undefined || filter.states.includes(r.state)));
   };
   /** The first `limit` visible records with an id above `after`, by id, and the cursor of the next page (null: none). */
-  const visiblePage = (filter: { user?: string; states?: JobState[] }, after: number, limit: number): { records: JobRecord[]; next: number | null } => {
+  const visiblePage = (filter: { user?: string; states?: JobState[]; arrayId?: number }, after: number, limit: number): { records: JobRecord[]; next: number | null } => {
     const wanted = (r: JobRecord) => r.id > after && (filter.user === undefined || r.user === filter.user);
-    const active = engine.active.inStates(filter.states).filter(wanted).sort((a, b) => a.id - b.id).slice(0, limit + 1);
+    // An array's tasks not ended are kept by array: a page of them does not walk the whole queue.
+    const candidates = filter.arrayId === undefined ? engine.active.inStates(filter.states)
+      : [...engine.active.activeTasksOf(filter.arrayId)].map((id) => engine.active.get(id)!).filter((r) => filter.states === undefined || filter.states.includes(r.state));
+    const active = candidates.filter(wanted).sort((a, b) => a.id - b.id).slice(0, limit + 1);
     const finished = filter.states === undefined ? [...finishedStates] : filter.states.filter((state) => finishedStates.includes(state));
     const ended = finished.length === 0 ? [] : store.jobs({
-      user: filter.user, states: finished, endedSinceMs: Date.now() - config.keepFinishedSeconds * 1000, afterId: after, limit: limit + 1,
+      user: filter.user, states: finished, endedSinceMs: Date.now() - config.keepFinishedSeconds * 1000, afterId: after, limit: limit + 1, arrayId: filter.arrayId,
     });
     const merged = [...active, ...ended].sort((a, b) => a.id - b.id);
     const records = merged.slice(0, limit);
@@ -454,6 +457,16 @@ export async function startController(options: ControllerOptions): Promise<Runni
     const unknown = states?.find((state) => !JOB_STATES.includes(state));
     if (unknown !== undefined) throw new RouteError(400, `state=${unknown} is not a job state`, `give states from ${JOB_STATES.join(', ')}, separated by commas`);
     return { user: ctx.query.get('user') ?? undefined, states };
+  };
+  /** GET /jobs's `?array=12`: the array's id (its tasks only), resolved as every route resolves 12; undefined without it. */
+  const arrayFilter = (ctx: RequestContext): number | undefined => {
+    const text = ctx.query.get('array');
+    if (text === null) return undefined;
+    const fix = 'give an array\'s id, as `taras queue` shows its tasks (12 for 12_[0-9]), e.g. GET /jobs?array=12';
+    const resolved = resolveJobRef(text, (id) => engine.recordOf(jobId(id)));
+    if ('error' in resolved) throw new RouteError(resolved.error.startsWith('no job') ? 404 : 400, `array=${text}: ${resolved.error}`, fix);
+    if (!resolved.array) throw new RouteError(400, `array=${text}: ${/_/.test(text) ? 'names tasks, not an array' : `job ${text.trim()} is not a job array`}`, fix);
+    return resolved.ids[0];
   };
   /** Each answer about an array's task names it as squeue shows it (12_3), for scontrol's words. */
   const namedTasks = (results: ApiCancelResult[]): ApiCancelResult[] => results.map((result) => {
@@ -684,7 +697,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         const caller = callerOf(ctx);
         const shown = shownTo(caller, admin(caller));
         const { after, limit } = pageOf(ctx);
-        const { records, next } = visiblePage(listFilter(ctx), after, limit);
+        const { records, next } = visiblePage({ ...listFilter(ctx), arrayId: arrayFilter(ctx) }, after, limit);
         const page: ApiJobPage = { jobs: records.map((record): ApiJob => shown(apiJob(engine, record))), next };
         return { status: 200, body: page };
       },

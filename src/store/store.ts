@@ -69,6 +69,8 @@ export interface JobFilter {
   readonly endedSinceMs?: EpochMs;
   /** Only jobs with a larger id (a page's cursor). */
   readonly afterId?: number;
+  /** Only the tasks of the array with this id (its first task's id), through the jobs_by_array index. */
+  readonly arrayId?: number;
   /** At most this many (the first by id). */
   readonly limit?: number;
 }
@@ -411,6 +413,11 @@ export class Store {
     if (filter.afterId !== undefined) {
       conditions.push('jobs.id > ?');
       params.push(filter.afterId);
+    }
+    if (filter.arrayId !== undefined) {
+      // Written as the jobs_by_array index is, so SQLite uses it.
+      conditions.push('jobs.array_index IS NOT NULL AND jobs.id - jobs.array_index = ?');
+      params.push(filter.arrayId);
     }
     let sql = `${SELECT_JOBS}${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ORDER BY jobs.id`;
     if (filter.limit !== undefined) {

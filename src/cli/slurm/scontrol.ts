@@ -168,17 +168,13 @@ async function show(api: ApiClient, entity: string, name: string | undefined): P
   throw new Error(`scontrol: error: invalid entity: ${entity} for keyword: show (Taras shows ${ENTITIES.join(', ')})`);
 }
 
-/**
- * The tasks of the array whose first task is `first`, by task id. An array's tasks have consecutive job
- * ids from its id on: its user's jobs are read from there, a page at a time, until one is not a task of it.
- */
+/** The tasks of the array whose first task is `first`, by task id: GET /jobs?array=ID, a page at a time. */
 async function tasksOf(api: ApiClient, first: ApiJob): Promise<ApiJob[]> {
   const tasks: ApiJob[] = [];
-  for (let after: number | null = first.id - 1; after !== null;) {
-    const page: { jobs: ApiJob[]; next: number | null } = await api.get(`/jobs?${new URLSearchParams({ user: first.user, after: String(after) })}`);
-    const past = page.jobs.findIndex((job) => job.arrayJobId !== first.id);
-    tasks.push(...(past < 0 ? page.jobs : page.jobs.slice(0, past)));
-    after = past < 0 ? page.next : null;
+  for (let after: number | null = 0; after !== null;) {
+    const page: { jobs: ApiJob[]; next: number | null } = await api.get(`/jobs?${new URLSearchParams({ array: String(first.id), after: String(after) })}`);
+    tasks.push(...page.jobs.filter((job) => job.arrayJobId === first.id));
+    after = page.next;
   }
   return tasks.length === 0 ? [first] : tasks.sort((a, b) => (a.arrayTaskId ?? 0) - (b.arrayTaskId ?? 0));
 }
