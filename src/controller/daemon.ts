@@ -583,37 +583,36 @@ export async function startController(options: ControllerOptions): Promise<Runni
           const caller = callerOf(ctx);
           const { ids, arrayThrottle, ...changes } = bodyOf(UpdateJobsBodySchema, ctx, '{"ids": [12, "12_3"], "timeLimitSeconds": 1800} or {"ids": [12], "arrayThrottle": 4}') as
             { ids: (number | string)[]; arrayThrottle?: number; name?: string; partition?: string; timeLimitSeconds?: number | 'UNLIMITED' };
-          const targets = ids.map((ref) => {
+          // Each distinct ref once: the whole arrays named (their first id and size), then every job, each once (resolveIds).
+          const wholeArrays = new Map<number, number>();
+          for (const ref of new Set(ids)) {
             const resolved = resolveJobRef(ref, (id) => engine.recordOf(jobId(id)));
             if ('error' in resolved) throw new RouteError(/^no job|has no task/.test(resolved.error) ? 404 : 400, resolved.error, 'list jobs with `taras queue`');
             if (arrayThrottle !== undefined && !resolved.array) {
               throw new RouteError(400, `ArrayTaskThrottle is set on an array's id, and ${ref} is not one (Slurm: "Update of ArrayTaskThrottle is only allowed on ArrayJobId")`,
                 'give the array\'s id: scontrol update JobId=12 ArrayTaskThrottle=4');
             }
-            // A whole array: its tasks that have not ended (an ended task has nothing left to change).
-            return { ref, ids: resolved.array ? resolved.ids.filter((id) => engine.active.has(jobId(id))) : resolved.ids };
-          });
+            if (resolved.array) wholeArrays.set(resolved.ids[0], resolved.ids.length);
+          }
+          const inWholeArray = (id: number) => [...wholeArrays].some(([first, count]) => id >= first && id < first + count);
+          // A whole array's tasks that have not ended (an ended one has nothing left to change); a job named alone, whatever it is.
+          const jobs = Object.keys(changes).length === 0 ? [] : resolveIds(ids).filter((id) => engine.active.has(id) || !inWholeArray(id));
           const answer = (id: number, outcome: unknown, message: string): ApiCancelResult => (outcome instanceof SubmitRefused
             ? { id, state: engine.recordOf(jobId(id))?.state ?? null, result: 'refused', message: outcome.message }
             : { id, state: engine.recordOf(jobId(id))?.state ?? null, result: 'cancelled', message });
           const results: ApiCancelResult[] = [];
           store.batch(() => {
-            for (const target of targets) {
-              if (arrayThrottle !== undefined) {
-                const arrayId = Number(target.ref);
-                let outcome: unknown = null;
-                try {
-                  engine.setArrayThrottle(jobId(arrayId), arrayThrottle, caller.user, admin(caller));
-                } catch (error) {
-                  if (!(error instanceof SubmitRefused)) throw error;
-                  outcome = error;
-                }
-                results.push(answer(arrayId, outcome, `array ${arrayId}: ArrayTaskThrottle=${arrayThrottle}`));
+            for (const arrayId of arrayThrottle === undefined ? [] : wholeArrays.keys()) {
+              let outcome: unknown = null;
+              try {
+                engine.setArrayThrottle(jobId(arrayId), arrayThrottle!, caller.user, admin(caller));
+              } catch (error) {
+                if (!(error instanceof SubmitRefused)) throw error;
+                outcome = error;
               }
-              if (Object.keys(changes).length === 0) continue;
-              const ids = [...new Set(target.ids)].map(jobId);
-              engine.updateMany(ids, changes, caller.user, admin(caller)).forEach((outcome, i) => results.push(answer(ids[i], outcome, `job ${ids[i]}: updated`)));
+              results.push(answer(arrayId, outcome, `array ${arrayId}: ArrayTaskThrottle=${arrayThrottle}`));
             }
+            engine.updateMany(jobs, changes, caller.user, admin(caller)).forEach((outcome, i) => results.push(answer(jobs[i], outcome, `job ${jobs[i]}: updated`)));
           });
           kick();
           return { status: 200, body: { jobs: namedTasks(results) } };
