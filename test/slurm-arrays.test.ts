@@ -255,4 +255,15 @@ describe('array ids in Slurm\'s commands', () => {
     }
     assert.equal(slurm('scancel', String(id), String(other), String(later)).code, 0);
   });
+
+  it('a dependency naming more than 100,000 jobs, an array\'s id written again and again, is refused before anything is stored', { timeout: 60_000 }, async () => {
+    const id = sbatch('-H', '-a', '0-199', 'quick.sh');
+    // 501 times an array of 200 tasks: 100,200 jobs, each looked up at every pass (1,000 times 9,000 tasks held the controller for minutes).
+    const refused = slurm('sbatch', `--dependency=afterok${`:${id}`.repeat(501)}`, 'quick.sh');
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, /names more than 100000 jobs \(an array's id stands for every one of its tasks, each time it is written\); name each array once/);
+    const next = sbatch('-H', `--dependency=afterok:${id}`, 'quick.sh');
+    assert.equal(next, id + 200, 'the refused job took no id: nothing was stored');
+    assert.equal(slurm('scancel', String(id), String(next)).code, 0);
+  });
 });

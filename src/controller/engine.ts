@@ -92,6 +92,12 @@ export function priorityQuotaAllows(_user: string, _spec: JobSpec): { allowed: t
 
 /** Ids of jobs checked before they are stored (above every real id, so they sort after the queue's jobs). */
 const DRAFT_ID = Number.MAX_SAFE_INTEGER;
+/**
+ * The most jobs one dependency may name, an array's tasks counted each time its id is written: every pass looks
+ * each of them up (1,000 ids of a 10,000-task array held the controller for minutes). As many as 100 items of
+ * 1,000 plain ids named before an array's id stood for all its tasks.
+ */
+const MAX_DEPENDENCY_JOBS = 100_000;
 
 /** What the submitter is told of a priority job's deadline (POST /jobs). */
 export interface DeadlineAdmission {
@@ -994,12 +1000,19 @@ export class ControllerEngine {
       if (!placeable) return ['no set of nodes of this cluster can hold the job, even when all are idle'];
       const queue = this.queueOf(spec, resources.nodes, this.limitOf(spec));
       if (queue !== null && queue !== 'day' && queue !== 'night') return [queue];
+      let named = 0;
       for (const item of spec.dependency?.items ?? []) {
         for (const ref of [...item.ids, ...(item.tasks ?? [])]) {
           const resolved = resolveJobRef(ref, (id) => this.active.get(id as JobId) ?? this.store.job(id as JobId));
           if ('error' in resolved) {
             const why = resolved.error.startsWith('no job') ? `there is ${resolved.error}` : resolved.error;
             return [`--dependency ${spec.dependency!.text}: ${why}; give ids that taras queue (or taras queue --all) lists`];
+          }
+          named += resolved.ids.length;
+          // One whole array may always be named, however large the cluster lets arrays be.
+          const most = Math.max(MAX_DEPENDENCY_JOBS, this.config.maxArraySize ?? 0);
+          if (named > most) {
+            return [`--dependency ${spec.dependency!.text}: names more than ${most} jobs (an array's id stands for every one of its tasks, each time it is written); name each array once`];
           }
         }
       }
