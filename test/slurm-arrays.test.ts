@@ -266,4 +266,19 @@ describe('array ids in Slurm\'s commands', () => {
     assert.equal(next, id + 200, 'the refused job took no id: nothing was stored');
     assert.equal(slurm('scancel', String(id), String(next)).code, 0);
   });
+
+  it('scontrol release of ids naming the same tasks more than 10,000 times over is refused with nothing released; the same id many times is each task once', { timeout: 60_000 }, async () => {
+    const id = sbatch('-H', '-a', '0-199', 'quick.sh');
+    // 60 overlapping ranges name the 200 tasks 11,970 times (10,000 copies of an array's id held the controller for minutes).
+    const overlapping = slurm('scontrol', 'release', ...Array.from({ length: 60 }, (_, k) => `${id}_[0-${199 - k}]`));
+    assert.equal(overlapping.code, 1);
+    assert.match(overlapping.stderr, /these ids name the same jobs more than 10000 times .*an array's id already names every task\) \(name each job once; nothing was changed\)/);
+    const listed = () => slurm('squeue', '-h', '-j', String(id), '-o', '%i %t %r').stdout.trim();
+    assert.equal(listed(), `${id}_[0-199] PD JobHeldUser`, 'every task still held');
+    const repeated = slurm('scontrol', 'release', ...Array(200).fill(String(id)));
+    assert.deepEqual([repeated.code, repeated.stderr], [0, '']);
+    assert.doesNotMatch(listed(), /JobHeldUser/, 'every task released');
+    slurm('scancel', String(id)); // those not run yet (the first ones may have completed: exit 1)
+    await eventually('no task left', () => listed() === '', 20_000, 200);
+  });
 });

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import type { ApiQueue } from '../api/queue.js';
 import {
   AgentHeartbeatBodySchema, AgentRegisterBodySchema, AgentReportBodySchema, CancelBodySchema, checkBody, DrainBodySchema, EmptyBodySchema, ReservationBodySchema, ShutdownBodySchema, WhatIfBodySchema,
-  formatProblems, HolidayBodySchema, JobIdsBodySchema, MoveBodySchema, StepBodySchema, UpdateBodySchema, UpdateJobsBodySchema, PauseBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
+  formatProblems, HolidayBodySchema, JobIdsBodySchema, LIMITS, MoveBodySchema, StepBodySchema, UpdateBodySchema, UpdateJobsBodySchema, PauseBodySchema, MotdBodySchema, SubmitBodySchema, TokenBodySchema,
 } from '../api/schema.js';
 import { finishedStates, type ApiCancelResult, type ApiJob, type ApiJobPage, type ApiPartition, type ApiSubmitted, type ApiTestOnly, type JobState } from '../api/types.js';
 import type { ClusterConfig } from '../config/cluster.js';
@@ -483,14 +483,31 @@ export async function startController(options: ControllerOptions): Promise<Runni
    * Job ids as users write them, resolved (src/controller/arrays.ts resolveJobRef): N, an array's id
    * (all its tasks), ARRAYID_TASK. `one`: a route about one job takes N as that job and 12_3 as that task.
    */
-  const resolveIds = (refs: readonly (string | number)[], one = false): JobId[] => refs.flatMap((ref) => {
-    if (one && typeof ref === 'number') return [jobId(ref)];
-    const resolved = resolveJobRef(ref, (id) => engine.recordOf(jobId(id)));
-    // A plain id that names no job: each id of a set gets its own answer (cancelMany says "no job N", as scancel does).
-    if ('error' in resolved && !one && /^\d+$/.test(String(ref).trim()) && resolved.error.startsWith('no job')) return [jobId(Number(ref))];
-    if ('error' in resolved) throw new RouteError(/^no job|has no task/.test(resolved.error) ? 404 : 400, resolved.error, 'list jobs with `taras queue`');
-    return (one ? resolved.ids.slice(0, 1) : resolved.ids).map(jobId);
-  });
+  const resolveIds = (refs: readonly (string | number)[], one = false): JobId[] => {
+    // Each job once, in the order first named. An array's id is all its tasks, so 10,000 copies of one (or of
+    // overlapping 12_[...]) named it 10,000 times over, held the controller for minutes: the same ref is resolved
+    // once, and a request that names jobs it already named more than jobIdsPerRequest times is refused.
+    const ids = new Set<JobId>();
+    let repeats = 0;
+    for (const ref of new Set(refs)) {
+      if (one && typeof ref === 'number') return [jobId(ref)];
+      const resolved = resolveJobRef(ref, (id) => engine.recordOf(jobId(id)));
+      let named: readonly number[];
+      if (!('error' in resolved)) named = one ? resolved.ids.slice(0, 1) : resolved.ids;
+      // A plain id that names no job: each id of a set gets its own answer (cancelMany says "no job N", as scancel does).
+      else if (!one && /^\d+$/.test(String(ref).trim()) && resolved.error.startsWith('no job')) named = [Number(ref)];
+      else throw new RouteError(/^no job|has no task/.test(resolved.error) ? 404 : 400, resolved.error, 'list jobs with `taras queue`');
+      for (const id of named) {
+        if (ids.has(jobId(id))) repeats++;
+        else ids.add(jobId(id));
+      }
+      if (repeats > LIMITS.jobIdsPerRequest) {
+        throw new RouteError(400, `these ids name the same jobs more than ${LIMITS.jobIdsPerRequest} times (${ref} names jobs named before it; an array's id already names every task)`,
+          'name each job once; nothing was changed');
+      }
+    }
+    return [...ids];
+  };
   /** The `:id` of a route about one job: N or ARRAYID_TASK. */
   const jobIdOf = (ctx: RequestContext): JobId => (/^\d+_\d+$/.test(ctx.params.id) ? resolveIds([ctx.params.id], true)[0] : parseId(ctx));
   /** Root, or in cluster.toml's `admins` (by name or "@group"). */
