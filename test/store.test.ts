@@ -472,6 +472,26 @@ if (process.env[CHILD_ENV] !== undefined) {
       migrated.close();
     });
 
+    it('a version 9 file whose submitted event is damaged (no JSON) still opens at version 10: that job\'s row gets no array place', () => {
+      const path = freshPath();
+      const store = openStore(path);
+      const task = { ...newJob('task'), request: { ...newJob('t').request, array: { text: '4-5', taskId: 4, index: 0 } } };
+      assert.deepEqual(store.submitMany([task, newJob('damaged')], T0), [1, 2]);
+      store.close();
+      const raw = new Database(path);
+      raw.exec('DROP INDEX jobs_by_array; ALTER TABLE jobs DROP COLUMN array_index; ALTER TABLE jobs DROP COLUMN array_task_id');
+      // job_events is append-only (triggers): the damage goes round them, as a disk would.
+      raw.exec('DROP TRIGGER job_events_no_update');
+      raw.prepare('UPDATE job_events SET payload = substr(payload, 1, 40) WHERE job_id = 2 AND seq = 1').run();
+      raw.pragma('user_version = 9');
+      raw.close();
+      const migrated = openStore(path);
+      assert.equal(migrated.schemaVersion, SCHEMA_VERSION);
+      const places = migrated.accounting({ fromMs: 0, toMs: T0 + 1 }).map((row) => [row.id, row.arrayJobId, row.arrayTaskId]);
+      assert.deepEqual(places, [[1, 1, 4], [2, null, null]]);
+      migrated.close();
+    });
+
     it('version 3 keeps script and request only in the submitted event; a version 2 file loses the copies, not the data', () => {
       const path = freshPath();
       const old = new Database(path);

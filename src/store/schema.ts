@@ -216,11 +216,12 @@ export const MIGRATIONS: readonly Migration[] = [
         -- The array's id is its first task's: id - array_index (the index, not the id: a row is inserted before SQLite gives its id).
         ALTER TABLE jobs ADD COLUMN array_index INTEGER;    -- null: not an array task
         ALTER TABLE jobs ADD COLUMN array_task_id INTEGER;
-        -- From the submitted event's request.array {taskId, index}, which the purge keeps.
+        -- From the submitted event's request.array {taskId, index}, which the purge keeps. A payload that is no
+        -- JSON (damaged) is passed over, as the purge passes it: json_type would fail the migration, and the start.
         UPDATE jobs SET (array_index, array_task_id) = (
           SELECT json_extract(payload, '$.request.array.index'), json_extract(payload, '$.request.array.taskId')
-          FROM job_events WHERE job_id = jobs.id AND seq = 1 AND json_type(payload, '$.request.array.index') = 'integer'
-            AND json_type(payload, '$.request.array.taskId') = 'integer');
+          FROM job_events WHERE job_id = jobs.id AND seq = 1 AND CASE WHEN json_valid(payload)
+            THEN json_type(payload, '$.request.array.index') = 'integer' AND json_type(payload, '$.request.array.taskId') = 'integer' END);
         CREATE INDEX jobs_by_array ON jobs (id - array_index) WHERE array_index IS NOT NULL;
       `);
     },
