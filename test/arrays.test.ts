@@ -83,6 +83,7 @@ describe('--array values', () => {
     assert.equal(parseArrayJobId('12_[1-3%2]'), undefined);
     assert.deepEqual(parseArrayJobId('12'), { id: 12 });
     assert.equal(parseArrayJobId('12_'), undefined);
+    assert.equal(parseArrayJobId('12_99999999999999999999'), undefined, 'a task id no number holds exactly');
   });
 
   it('comes from flags, #TARAS/#SBATCH-style lines and job.toml, into the spec and its summary', () => {

@@ -114,7 +114,8 @@ export function parseArrayJobId(text: string): { id: number; taskIds?: number[] 
   const id = Number(match[1]);
   if (!Number.isSafeInteger(id) || id < 1) return undefined;
   if (match[2] === undefined) return { id };
-  if (!match[2].startsWith('[')) return { id, taskIds: [Number(match[2])] };
+  // A task id past what a number holds exactly is none (12_99999999999999999999 was told 'no task 100000000000000000000').
+  if (!match[2].startsWith('[')) return Number.isSafeInteger(Number(match[2])) ? { id, taskIds: [Number(match[2])] } : undefined;
   const inner = parseArraySpec(match[2].slice(1, -1), MAX_ARRAY_SIZE_LIMIT, MAX_TASKS_NAMED);
   return inner.ok && inner.value.throttle === undefined ? { id, taskIds: [...inner.value.taskIds] } : undefined;
 }
