@@ -33,7 +33,11 @@ function cli(url: string, ...args: string[]) {
 
 interface Job { id: number; state: string; arrayJobId?: number; arrayTaskId?: number }
 /** Pending and running jobs. */
-const jobs = (url: string): Job[] => JSON.parse(cli(url, 'queue', '--state', 'PENDING,RUNNING', '--json').stdout) as Job[];
+const jobs = (url: string): Job[] => {
+  const run = cli(url, 'queue', '--state', 'PENDING,RUNNING', '--json');
+  assert.equal(run.code, 0, `taras queue failed: ${run.stderr}`);
+  return JSON.parse(run.stdout) as Job[];
+};
 
 describe('job arrays end to end', () => {
   it('runs an array two at a time with SLURM_ARRAY_* and %A_%a files; cancels one task, then the whole array', async () => {

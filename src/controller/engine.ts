@@ -2065,7 +2065,8 @@ export class ControllerEngine {
     const itemStates = dependency.items.map((item) => {
       const groups = item.type === 'singleton'
         ? [{ jobs: [...this.active.values()].filter((other) => (other.id as number) < (record.id as number) && other.user === record.user && other.name === record.name), array: false }]
-        : [...item.ids, ...(item.tasks ?? [])].map((ref) => this.dependencyJobs(ref));
+        // Each id once: an id written again names the same jobs (afterany:A:A:... must not look at A's tasks each time).
+        : [...new Set([...item.ids, ...(item.tasks ?? [])])].map((ref) => this.dependencyJobs(ref));
       let notBefore = -Infinity;
       let kind: 'met' | 'wait' | 'never' = 'met';
       for (const group of groups) {

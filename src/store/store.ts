@@ -657,7 +657,16 @@ export class Store {
 
   /** One write transaction (BEGIN IMMEDIATE), counted for the durability barrier; inside batch(), part of it. */
   private write<T>(body: () => T): T {
-    if (this.batching) return body();
+    if (this.batching) {
+      // A savepoint: a write that fails inside the batch takes back its own part only, as it would alone.
+      const told = this.committed.length;
+      try {
+        return this.db.transaction(body)();
+      } catch (error) {
+        this.committed.length = told;
+        throw error;
+      }
+    }
     let result: T;
     try {
       result = this.db.transaction(body).immediate();
