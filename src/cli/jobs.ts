@@ -382,7 +382,7 @@ export function registerJobCommands(program: Command): void {
     .addHelpText('after', '\nExamples:\n  taras update 42 --time 30          # 30 minutes\n  taras update 42 -p debug -J rerun\n  taras update 12 --time 30          # every task of array 12 not ended\n  taras update 12 --throttle 4       # at most 4 tasks of array 12 at once\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n')
     .action(async (raw: string, flags: { time?: string; partition?: string; jobName?: string; throttle?: string; controller?: string; json?: boolean }) => {
       const [id] = parseJobIds([raw]);
-      const body: { timeLimitSeconds?: number | 'UNLIMITED'; partition?: string; name?: string; arrayThrottle?: number } = {};
+      const body: import('./slurm/scontrol.js').UpdateFields = {};
       if (flags.time !== undefined) {
         const { parseTime } = await import('../jobspec/values.js');
         const parsed = parseTime(flags.time);

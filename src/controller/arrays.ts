@@ -80,12 +80,18 @@ export function expandArray(spec: JobSpec): JobSpec[] {
 }
 
 /**
- * The id of the first task of the array whose script and environment this task shares; undefined for a
- * first task or a plain job. From the stored index alone, so it holds even for a text that no longer parses.
+ * The id of the array a task belongs to (its first task's id); undefined for a plain job. From the stored
+ * index alone, so it holds even for a text that no longer parses.
  */
-export function sharedTaskOf(record: Pick<JobRecord, 'id' | 'request'>): number | undefined {
+export function arrayIdOf(record: Pick<JobRecord, 'id' | 'request'>): number | undefined {
   const index = (record.request as { array?: { index?: unknown } }).array?.index;
-  return typeof index === 'number' && Number.isSafeInteger(index) && index > 0 && index < record.id ? record.id - index : undefined;
+  return typeof index === 'number' && Number.isSafeInteger(index) && index >= 0 && index < record.id ? record.id - index : undefined;
+}
+
+/** The id of the first task of the array whose script and environment this task shares; undefined for a first task or a plain job. */
+export function sharedTaskOf(record: Pick<JobRecord, 'id' | 'request'>): number | undefined {
+  const arrayId = arrayIdOf(record);
+  return arrayId === record.id ? undefined : arrayId;
 }
 
 /**

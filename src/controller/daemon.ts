@@ -482,8 +482,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
   /**
    * Job ids as users write them, resolved (src/controller/arrays.ts resolveJobRef): N, an array's id
    * (all its tasks), ARRAYID_TASK. `one`: a route about one job takes N as that job and 12_3 as that task.
+   * `named`: told of each distinct ref as resolveJobRef resolves it, before its jobs are taken (it may refuse by throwing).
    */
-  const resolveIds = (refs: readonly (string | number)[], one = false): JobId[] => {
+  const resolveIds = (refs: readonly (string | number)[], one = false, named?: (ref: string | number, resolved: ReturnType<typeof resolveJobRef>) => void): JobId[] => {
     // Each job once, in the order first named. An array's id is all its tasks, so 10,000 copies of one (or of
     // overlapping 12_[...]) named it 10,000 times over, held the controller for minutes: the same ref is resolved
     // once, and a request that names jobs it already named more than jobIdsPerRequest times is refused.
@@ -492,12 +493,13 @@ export async function startController(options: ControllerOptions): Promise<Runni
     for (const ref of new Set(refs)) {
       if (one && typeof ref === 'number') return [jobId(ref)];
       const resolved = resolveJobRef(ref, (id) => engine.recordOf(jobId(id)));
-      let named: readonly number[];
-      if (!('error' in resolved)) named = one ? resolved.ids.slice(0, 1) : resolved.ids;
+      named?.(ref, resolved);
+      let these: readonly number[];
+      if (!('error' in resolved)) these = one ? resolved.ids.slice(0, 1) : resolved.ids;
       // A plain id that names no job: each id of a set gets its own answer (cancelMany says "no job N", as scancel does).
-      else if (!one && /^\d+$/.test(String(ref).trim()) && resolved.error.startsWith('no job')) named = [Number(ref)];
+      else if (!one && /^\d+$/.test(String(ref).trim()) && resolved.error.startsWith('no job')) these = [Number(ref)];
       else throw new RouteError(/^no job|has no task/.test(resolved.error) ? 404 : 400, resolved.error, 'list jobs with `taras queue`');
-      for (const id of named) {
+      for (const id of these) {
         if (ids.has(jobId(id))) repeats++;
         else ids.add(jobId(id));
       }
@@ -600,20 +602,20 @@ export async function startController(options: ControllerOptions): Promise<Runni
           const caller = callerOf(ctx);
           const { ids, arrayThrottle, ...changes } = bodyOf(UpdateJobsBodySchema, ctx, '{"ids": [12, "12_3"], "timeLimitSeconds": 1800} or {"ids": [12], "arrayThrottle": 4}') as
             { ids: (number | string)[]; arrayThrottle?: number; name?: string; partition?: string; timeLimitSeconds?: number | 'UNLIMITED' };
-          // Each distinct ref once: the whole arrays named (their first id and size), then every job, each once (resolveIds).
+          // The whole arrays named (their first id and size), as every id is resolved, each job once.
           const wholeArrays = new Map<number, number>();
-          for (const ref of new Set(ids)) {
-            const resolved = resolveJobRef(ref, (id) => engine.recordOf(jobId(id)));
+          const all = resolveIds(ids, false, (ref, resolved) => {
+            // Every id must name jobs here (an unknown one is 404, not a job's refusal).
             if ('error' in resolved) throw new RouteError(/^no job|has no task/.test(resolved.error) ? 404 : 400, resolved.error, 'list jobs with `taras queue`');
             if (arrayThrottle !== undefined && !resolved.array) {
               throw new RouteError(400, `ArrayTaskThrottle is set on an array's id, and ${ref} is not one (Slurm: "Update of ArrayTaskThrottle is only allowed on ArrayJobId")`,
                 'give the array\'s id: scontrol update JobId=12 ArrayTaskThrottle=4');
             }
             if (resolved.array) wholeArrays.set(resolved.ids[0], resolved.ids.length);
-          }
+          });
           const inWholeArray = (id: number) => [...wholeArrays].some(([first, count]) => id >= first && id < first + count);
           // A whole array's tasks that have not ended (an ended one has nothing left to change); a job named alone, whatever it is.
-          const jobs = Object.keys(changes).length === 0 ? [] : resolveIds(ids).filter((id) => engine.active.has(id) || !inWholeArray(id));
+          const jobs = Object.keys(changes).length === 0 ? [] : all.filter((id) => engine.active.has(id) || !inWholeArray(id));
           const answer = (id: number, outcome: unknown, message: string): ApiCancelResult => (outcome instanceof SubmitRefused
             ? { id, state: engine.recordOf(jobId(id))?.state ?? null, result: 'refused', message: outcome.message }
             : { id, state: engine.recordOf(jobId(id))?.state ?? null, result: 'cancelled', message });
@@ -640,7 +642,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         method: 'POST', path: `/jobs/${action}`, handler: (ctx) => {
           const caller = action === 'requeue' ? callerOf(ctx) : requireAdmin(ctx, `${action} jobs`);
           const { ids } = bodyOf(JobIdsBodySchema, ctx, '{"ids": [12, "12_3"]}');
-          const results = store.batch(() => [...new Set(resolveIds(ids))].map((id): ApiCancelResult => {
+          const results = store.batch(() => resolveIds(ids).map((id): ApiCancelResult => {
             const record = engine.recordOf(id);
             if (record === undefined) return { id, state: null, result: 'refused', message: `no job ${id}` };
             try {

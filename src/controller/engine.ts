@@ -4,7 +4,7 @@
 // before acting on it. It knows no transport: the daemon wires HTTP and the
 // agents to it, and tests drive it directly.
 
-import { HELD_BY_ADMIN, RUNNING_STATES } from '../store/events.js';
+import { HELD_BY_ADMIN } from '../store/events.js';
 import { isDay, jobClass, nightWindow, nodeMinutes, type JobClass } from '../config/day-night.js';
 import type { ClusterConfig, PartitionSpec } from '../config/cluster.js';
 import { CHECKPOINT_DEFAULTS, type ProgramClass, type RestartAction } from '../config/checkpoint.js';
@@ -22,7 +22,7 @@ import { checkPattern } from '../jobspec/pattern.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
-import { arrayMembers, arrayOrder, arrayRefusals, ArrayThrottle, arrayTaskOf, expandArray, firstTaskReader, resolveJobRef, scriptOf, sharedScriptGone, sharedTaskOf, withArrayShared } from './arrays.js';
+import { arrayIdOf, arrayOrder, arrayRefusals, ArrayThrottle, arrayTaskOf, expandArray, firstTaskReader, resolveJobRef, scriptOf, sharedScriptGone, sharedTaskOf, withArrayShared } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 import { isoTime } from '../api/durations.js';
@@ -307,11 +307,6 @@ class ActiveJobs extends Map<JobId, JobRecord> {
     return this.arrays.get(arrayId) ?? new Set();
   }
 
-  private arrayOf(id: JobId, record: JobRecord): number | undefined {
-    const index = (record.request.array as { index?: unknown } | undefined)?.index;
-    return typeof index === 'number' ? id - index : undefined;
-  }
-
   pendingOf(user: string): number {
     return this.pending.get(user) ?? 0;
   }
@@ -354,7 +349,7 @@ class ActiveJobs extends Map<JobId, JobRecord> {
     this.countPending(before, -1);
     this.countPending(record, 1);
     this.index(id, before, record);
-    const arrayId = before === undefined ? this.arrayOf(id, record) : undefined;
+    const arrayId = before === undefined ? arrayIdOf(record) : undefined;
     if (arrayId !== undefined) {
       let tasks = this.arrays.get(arrayId);
       if (tasks === undefined) this.arrays.set(arrayId, tasks = new Set());
@@ -371,7 +366,7 @@ class ActiveJobs extends Map<JobId, JobRecord> {
     const before = super.get(id);
     this.countPending(before, -1);
     this.index(id, before, undefined);
-    const arrayId = before === undefined ? undefined : this.arrayOf(id, before);
+    const arrayId = before === undefined ? undefined : arrayIdOf(before);
     const tasks = arrayId === undefined ? undefined : this.arrays.get(arrayId);
     if (tasks !== undefined && tasks.delete(id) && tasks.size === 0) this.arrays.delete(arrayId!);
     return super.delete(id);
@@ -1993,8 +1988,8 @@ export class ControllerEngine {
       const named = task === undefined ? `job ${arrayId} is not a job array` : `job ${arrayId} is task ${task.jobId}_${task.taskId}`;
       throw new SubmitRefused([`${named}: ArrayTaskThrottle is set on an array's id (JobId=${task?.jobId ?? 12}), as Slurm`]);
     }
-    const live = arrayMembers(arrayId, task).map((id) => this.active.get(id as JobId))
-      .filter((record): record is JobRecord => record !== undefined && (record.state === 'PENDING' || RUNNING_STATES.includes(record.state)));
+    // Its tasks not ended (pending and running ones), in task order.
+    const live = [...this.active.activeTasksOf(arrayId)].sort((a, b) => a - b).map((id) => this.active.get(id)!);
     if (live.length === 0) throw new SubmitRefused([`array ${arrayId} has ended: no task of it is pending or running`]);
     const text = (live[0].request.array as { text: string }).text.replace(/%\d+$/, '') + (limit > 0 ? `%${limit}` : '');
     const by = admin && first.user !== user ? 'admin' : 'user';

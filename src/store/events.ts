@@ -156,7 +156,7 @@ export class TransitionError extends Error {
   }
 }
 
-export const RUNNING_STATES: readonly JobState[] = ['RUNNING', 'COMPLETING', 'SUSPENDED'];
+const RUNNING_STATES: readonly JobState[] = ['RUNNING', 'COMPLETING', 'SUSPENDED'];
 
 /** Which states each event may follow, and why not otherwise (the message names the fix). */
 function refuse(record: JobRecord, event: TransitionEvent): string | undefined {

@@ -220,6 +220,7 @@ export class Store {
   private readonly selectRunning: Statement;
   private readonly selectFinishedBefore: Statement;
   private readonly selectKey: Statement;
+  private readonly selectArrayEnds: Statement;
   private readonly insertKey: Statement;
   private readonly deleteKeysBefore: Statement;
   private readonly filterStatements = new Map<string, Statement>();
@@ -257,6 +258,9 @@ export class Store {
     this.selectRunning = db.prepare(`${SELECT_JOBS} WHERE jobs.state IN ('RUNNING', 'COMPLETING', 'SUSPENDED') ORDER BY jobs.start_time_ms, jobs.id`);
     this.selectFinishedBefore = db.prepare(`${SELECT_JOBS} WHERE jobs.end_time_ms < ? ORDER BY jobs.end_time_ms, jobs.id`);
     this.selectKey = db.prepare('SELECT job_id FROM idempotency_keys WHERE user_name = ? AND key = ?').pluck();
+    // Written as the jobs_by_array index is, so SQLite uses it.
+    this.selectArrayEnds = db.prepare(`SELECT count(*) AS ended, coalesce(sum(state <> 'COMPLETED'), 0) AS notCompleted FROM jobs
+      WHERE id - array_index = ? AND array_index IS NOT NULL AND end_time_ms IS NOT NULL`);
     this.insertKey = db.prepare('INSERT INTO idempotency_keys (user_name, key, job_id, created_ms) VALUES (?, ?, ?, ?)');
     this.deleteKeysBefore = db.prepare('DELETE FROM idempotency_keys WHERE created_ms < ?');
   }
@@ -316,9 +320,7 @@ export class Store {
    * on the whole array): one count over the array's index (jobs_by_array), not a record per task.
    */
   arrayEnds(arrayId: JobId): { ended: number; notCompleted: number } {
-    const row = this.db.prepare(`SELECT count(*) AS ended, coalesce(sum(state <> 'COMPLETED'), 0) AS notCompleted FROM jobs
-      WHERE id - array_index = ? AND array_index IS NOT NULL AND end_time_ms IS NOT NULL`).get(arrayId) as { ended: number; notCompleted: number };
-    return row;
+    return this.selectArrayEnds.get(arrayId) as { ended: number; notCompleted: number };
   }
 
   /** The job a user's idempotency key created, if it is still remembered. */
