@@ -966,5 +966,33 @@ if (process.env[CHILD_ENV] !== undefined) {
         rmSync(folder, { recursive: true, force: true });
       }
     });
+
+    it('tells its abort listeners when it is rolled back after writes went in, not when it failed before any', () => {
+      const folder = mkdtempSync(join(tmpdir(), 'taras-store-batch-'));
+      const store = openStore(join(folder, 'jobs.db'));
+      try {
+        const [a] = store.submitMany([newJob('a')], T0);
+        const aborted: string[] = [];
+        store.batchAbortedListeners.push((error) => aborted.push((error as Error).message));
+        assert.throws(() => store.batch(() => {
+          throw new Error('no such job');
+        }), /no such job/);
+        assert.throws(() => store.batch(() => {
+          assert.throws(() => store.append(a, { type: 'released' }, T0 + 1)); // refused: its own part only
+          throw new Error('a bad id');
+        }), /a bad id/);
+        assert.deepEqual(aborted, [], 'nothing went in: nothing to be ahead of');
+        assert.throws(() => store.batch(() => {
+          store.append(a, { type: 'held' }, T0 + 1);
+          throw new Error('disk I/O error');
+        }), /disk I\/O error/);
+        assert.deepEqual([aborted, store.job(a)!.held], [['disk I/O error'], false]);
+        store.batch(() => store.append(a, { type: 'held' }, T0 + 2));
+        assert.deepEqual([aborted.length, store.job(a)!.held], [1, true], 'a batch that commits tells no one');
+      } finally {
+        store.close();
+        rmSync(folder, { recursive: true, force: true });
+      }
+    });
   });
 }

@@ -260,6 +260,13 @@ export async function startController(options: ControllerOptions): Promise<Runni
     }
     throw error;
   });
+  // So does a many-job action whose commit failed after the engine acted on its writes (Store.batch): the
+  // engine's memory is ahead of the file, and a start from the file is the only state to trust.
+  store.batchAbortedListeners.push((error) => {
+    if (!store.isOpen) return;
+    log(`fatal: a many-job action could not be stored, and the controller's memory is ahead of ${storePath}: ${(error as Error).message}; stopping (a start recovers from the file)`);
+    setImmediate(() => process.exit(70));
+  });
   const agents = new HttpAgents(options.clusterKey, durable);
   let engine: ControllerEngine;
   try {

@@ -639,6 +639,15 @@ export class Store {
 
   /** Inside batch(): writes join its transaction. */
   private batching = false;
+  /** Writes of the open batch that went in (each a savepoint): its caller has acted on them in memory. */
+  private batchWrites = 0;
+
+  /**
+   * Told when a batch that had taken writes is rolled back after all (its body threw past them, or the
+   * commit failed: a full or failing disk). Its caller acted on those writes in memory, which is now ahead
+   * of the file: the controller stops (as on a failed sync) and starts again from the file.
+   */
+  readonly batchAbortedListeners: ((error: unknown) => void)[] = [];
 
   /**
    * Runs `body` with every write it makes in one transaction (all or none), and tells the commit's listeners
@@ -647,14 +656,22 @@ export class Store {
    */
   batch<T>(body: () => T): T {
     if (this.batching) return body();
-    return this.write(() => {
-      this.batching = true;
-      try {
-        return body();
-      } finally {
-        this.batching = false;
-      }
-    });
+    this.batchWrites = 0;
+    try {
+      return this.write(() => {
+        this.batching = true;
+        try {
+          return body();
+        } finally {
+          this.batching = false;
+        }
+      });
+    } catch (error) {
+      if (this.batchWrites > 0) for (const listener of this.batchAbortedListeners) listener(error);
+      throw error;
+    } finally {
+      this.batchWrites = 0;
+    }
   }
 
   /** One write transaction (BEGIN IMMEDIATE), counted for the durability barrier; inside batch(), part of it. */
@@ -663,7 +680,9 @@ export class Store {
       // A savepoint: a write that fails inside the batch takes back its own part only, as it would alone.
       const told = this.committed.length;
       try {
-        return this.db.transaction(body)();
+        const result = this.db.transaction(body)();
+        this.batchWrites++;
+        return result;
       } catch (error) {
         this.committed.length = told;
         throw error;
