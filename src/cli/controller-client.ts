@@ -154,29 +154,6 @@ function trustedSocket(path: string): ControllerTarget | undefined {
   };
 }
 
-/**
- * The uids of the processes listening on this machine's TCP `port`, on any address (from /proc/net/tcp and
- * tcp6): an IPv4 and an IPv6 listener may share a port, and a name may resolve to either.
- */
-function localListenerUids(port: number): number[] {
-  const uids: number[] = [];
-  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text: string;
-    try {
-      text = readFileSync(table, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const line of text.split('\n').slice(1)) {
-      const fields = line.trim().split(/\s+/);
-      // sl local_address rem_address st ... uid: a listener is state 0A.
-      if (fields.length < 8 || fields[3] !== '0A') continue;
-      if (Number.parseInt(fields[1].split(':')[1] ?? '', 16) === port) uids.push(Number(fields[7]));
-    }
-  }
-  return uids;
-}
-
 /** Whether a host name or address is this machine (loopback, a wildcard, one of its addresses or names). */
 async function isThisMachine(hostname: string): Promise<boolean> {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
@@ -207,18 +184,20 @@ export async function connection(flag: string | undefined): Promise<{ target: Co
     const found = existsSync(local) ? trustedSocket(local) : undefined;
     if (found !== undefined) return { target: found };
   }
-  const target = parseAddress(given ?? DEFAULT_CONTROLLER);
-  if ('socketPath' in target) return { target };
+  const address = parseAddress(given ?? DEFAULT_CONTROLLER);
+  if ('socketPath' in address) return { target: address };
   let status: Status | null = null;
-  const url = new URL(target.baseUrl);
-  if (await isThisMachine(url.hostname)) {
-    // On this machine the kernel says who listens: nothing about us goes to another user's process.
-    const owner = localListenerUids(url.port === '' ? 80 : Number(url.port)).find((uid) => !trustedUid(uid));
-    if (owner !== undefined) {
-      fail(`error: the process listening on ${url.host} runs as uid ${owner}, not as root or you: it is not taken for the controller, and nothing is sent to it `
-        + '(if the controller runs as that user, set TARAS_CONTROLLER_UID to its uid)', 1);
-    }
-  }
+  const url = new URL(address.baseUrl);
+  // On this machine the kernel says who holds the other end of each connection, once connected and before a
+  // byte is sent (net/tcp-peer.ts): nothing about us goes to another user's process, even one that took the
+  // port after a look at the listeners and before the connect.
+  const target: ControllerTarget = !(await isThisMachine(url.hostname)) ? address : {
+    ...address,
+    peer: (uid) => (trustedUid(uid) ? undefined : {
+      message: `the process listening on ${url.host} runs as uid ${uid}, not as root or you: it is not taken for the controller, and nothing is sent to it`,
+      fix: 'if the controller runs as that user, set TARAS_CONTROLLER_UID to its uid',
+    }),
+  };
   // The same notion of loopback as isThisMachine's (127.1 and LOCALHOST are loopback too), for a URL's host.
   if (isLoopbackHost(url.hostname)) {
     try {
@@ -229,7 +208,8 @@ export async function connection(flag: string | undefined): Promise<{ target: Co
       // Down (a restart): said now, not by a request sent without the socket's identity to a controller that
       // may be back a moment later (a 401, which nothing retries); a command that waits it out asks again.
       const { ControllerUnreachableError } = await import('../net/client.js');
-      if (error instanceof ControllerUnreachableError) throw error;
+      // Another user's process at the other end: said now, and nothing more is sent (not a MUNGE credential either).
+      if (error instanceof ControllerUnreachableError || (error as Error).name === 'UntrustedPeerError') throw error;
       // Not a Taras controller: the real request reports it.
     }
   }

@@ -11,13 +11,14 @@ import { CONTROLLER_DESTINATION, REFUSED_HEADER } from './headers.js';
 import type { ClusterKey, RefusalCode } from './hmac.js';
 import type { NetLog } from './log.js';
 
-export type ControllerTarget = { baseUrl: string } | { socketPath: string; peer?: PeerCheck };
+export type ControllerTarget = { baseUrl: string; peer?: PeerCheck } | { socketPath: string; peer?: PeerCheck };
 
 /**
- * Who may answer on a Unix socket: called with the uid of the process listening on it (SO_PEERCRED, read
- * once connected, before a byte is sent); a refusal (why, and the fix) ends the request with
- * UntrustedPeerError. The CLI gives one for a socket it found by itself, whose file's owner it checked before
- * connecting: the file could be another user's socket by the time it connects (a swap in between).
+ * Who may answer: called with the uid of the process at the other end, read once connected, before a byte is
+ * sent (a Unix socket: SO_PEERCRED; TCP on this machine: the accepted end's owner in /proc/net/tcp, see
+ * tcp-peer.ts); a refusal (why, and the fix) ends the request with UntrustedPeerError. The CLI gives one for
+ * a socket it found by itself (the file could be another user's socket by the time it connects) and for an
+ * address on this machine (another user may listen on the port while the controller is down).
  */
 export type PeerCheck = (uid: number) => { message: string; fix: string } | undefined;
 
@@ -99,21 +100,29 @@ export class UntrustedPeerError extends Error {
 }
 
 /**
- * An Agent whose Unix socket connections are handed to a request only once the listening process passes
- * `check`: node:http writes a request to a connection as soon as it has one, so the check sits between
- * connect and that hand-over. The native addon (SO_PEERCRED) loads with the first such agent.
+ * An Agent whose connections are handed to a request only once the process at the other end passes `check`:
+ * node:http writes a request to a connection as soon as it has one, so the check sits between connect and
+ * that hand-over. The native addon (SO_PEERCRED) loads with the first Unix socket connection. A TCP end not
+ * listed on this machine (another machine or network namespace) is not checked.
  */
 class PeerCheckedAgent extends Agent {
-  private readonly addon = import('./native.js').then(({ nativeAddon }) => nativeAddon());
+  private addon: Promise<{ peerCred(fd: number): { uid: number } }> | undefined;
 
-  constructor(private readonly socketPath: string, private readonly check: PeerCheck) {
+  constructor(private readonly where: { path: string } | { host: string; port: number }, private readonly address: string, private readonly check: PeerCheck) {
     super({ keepAlive: true });
-    this.addon.catch(() => undefined); // reported by the connection that needs it
   }
 
-  override createConnection(options: ClientRequestArgs, done?: (error: Error | null, socket: Socket) => void): undefined {
-    const address = `unix:${this.socketPath}`;
-    const socket = connectSocket({ path: this.socketPath });
+  private async peerUid(socket: Socket): Promise<number | undefined> {
+    if (!('path' in this.where)) return (await import('./tcp-peer.js')).tcpPeerUid(socket);
+    this.addon ??= import('./native.js').then(({ nativeAddon }) => nativeAddon());
+    const native = await this.addon;
+    const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    if (typeof fd !== 'number' || fd < 0) throw new Error('the connection has no descriptor');
+    return native.peerCred(fd).uid;
+  }
+
+  override createConnection(_options: ClientRequestArgs, done?: (error: Error | null, socket: Socket) => void): undefined {
+    const socket = connectSocket('path' in this.where ? { path: this.where.path } : { host: this.where.host, port: this.where.port });
     let settled = false;
     const settle = (error: Error | null): void => {
       if (settled) return;
@@ -124,17 +133,28 @@ class PeerCheckedAgent extends Agent {
     };
     socket.once('error', settle);
     socket.once('connect', () => {
-      this.addon.then((native) => {
-        const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
-        if (typeof fd !== 'number' || fd < 0) throw new Error('the connection has no descriptor');
-        const { uid } = native.peerCred(fd);
-        const refusal = this.check(uid);
-        settle(refusal === undefined ? null : new UntrustedPeerError(refusal.message, address, refusal.fix));
-      }).catch((error: Error) => settle(new UntrustedPeerError(`cannot tell who listens on ${this.socketPath}, so nothing is sent to it: ${error.message}`, address,
+      this.peerUid(socket).then((uid) => {
+        const refusal = uid === undefined ? undefined : this.check(uid);
+        settle(refusal === undefined ? null : new UntrustedPeerError(refusal.message, this.address, refusal.fix));
+      }).catch((error: Error) => settle(new UntrustedPeerError(`cannot tell who listens on ${'path' in this.where ? this.where.path : this.address}, so nothing is sent to it: ${error.message}`, this.address,
         'give the controller\'s socket with --controller unix:PATH, or its TCP address')));
     });
     return undefined;
   }
+}
+
+/** The connection a target names, and how messages name it. */
+function endpoint(target: ControllerTarget): { where: { path: string } | { host: string; port: number }; address: string; basePath: string } {
+  if ('socketPath' in target) return { where: { path: target.socketPath }, address: `unix:${target.socketPath}`, basePath: '' };
+  const url = new URL(target.baseUrl);
+  return { where: { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port === '' ? 80 : Number(url.port) }, address: url.origin, basePath: url.pathname.replace(/\/+$/, '') };
+}
+
+/** An agent for `target`: its peer checked once connected when it has a check. */
+function agentFor(target: ControllerTarget): Agent {
+  if (target.peer === undefined) return new Agent({ keepAlive: true });
+  const { where, address } = endpoint(target);
+  return new PeerCheckedAgent(where, address, target.peer);
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -198,8 +218,8 @@ export async function openWebSocket(target: ControllerTarget, path: string, opti
   let address: string;
   let fullPath: string;
   let agent: Agent | undefined;
+  if (target.peer !== undefined) agent = agentFor(target);
   if ('socketPath' in target) {
-    if (target.peer !== undefined) agent = new PeerCheckedAgent(target.socketPath, target.peer);
     fullPath = path;
     url = `ws+unix://${target.socketPath}:${path}`;
     address = `unix:${target.socketPath}`;
@@ -241,26 +261,16 @@ export async function openWebSocket(target: ControllerTarget, path: string, opti
 }
 
 export function createApiClient(target: ControllerTarget, options: ApiClientOptions): ApiClient {
-  const agent = 'socketPath' in target && target.peer !== undefined ? new PeerCheckedAgent(target.socketPath, target.peer) : new Agent({ keepAlive: true });
+  if ('baseUrl' in target && new URL(target.baseUrl).protocol !== 'http:') {
+    throw new ControllerUnreachableError(`controller address ${target.baseUrl} is not an http:// URL`, target.baseUrl, 'EINVAL',
+      'give an address like http://127.0.0.1:7070, or a Unix socket path');
+  }
+  const agent = agentFor(target);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const clock = options.clock ?? Date.now;
   const destination = options.destination ?? CONTROLLER_DESTINATION;
-  let connection: { socketPath: string } | { host: string; port: number };
-  let basePath = '';
-  let address: string;
-  if ('socketPath' in target) {
-    connection = { socketPath: target.socketPath };
-    address = `unix:${target.socketPath}`;
-  } else {
-    const url = new URL(target.baseUrl);
-    if (url.protocol !== 'http:') {
-      throw new ControllerUnreachableError(`controller address ${target.baseUrl} is not an http:// URL`, target.baseUrl, 'EINVAL',
-        'give an address like http://127.0.0.1:7070, or a Unix socket path');
-    }
-    connection = { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port === '' ? 80 : Number(url.port) };
-    basePath = url.pathname.replace(/\/+$/, '');
-    address = url.origin;
-  }
+  const { where, address, basePath } = endpoint(target);
+  const connection = 'path' in where ? { socketPath: where.path } : where;
 
   async function send<T>(method: string, path: string, body: unknown, retried: boolean): Promise<T> {
     const fullPath = basePath + path;
