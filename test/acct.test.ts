@@ -253,18 +253,75 @@ describe('sacct columns with wide names', () => {
 });
 
 describe('sacct rows of job arrays', () => {
-  it('folds each array\'s pending tasks onto the row of the first of them (12_[2-3,5%2]); running, ended and lone pending tasks keep their rows', async () => {
-    const { foldPendingTasks, parseFormat, renderAcct } = await import('../src/cli/acct-format.js');
-    const row = (id: number, state: string, arrayJobId: number | null, arrayTaskId: number | null) => ({ id, state, arrayJobId, arrayTaskId }) as unknown as import('../src/api/types.js').ApiAcctJob;
-    const jobs = [row(10, 'COMPLETED', 10, 0), row(11, 'RUNNING', 10, 1), row(12, 'PENDING', 10, 2), row(13, 'PENDING', 10, 3), row(14, 'FAILED', 10, 4),
-      row(15, 'PENDING', 10, 5), row(16, 'PENDING', null, null), row(17, 'PENDING', 17, 0), row(18, 'COMPLETED', 17, 1), row(19, 'PENDING', 19, 7), row(20, 'PENDING', 19, 9)];
+  type Row = { id: number; state: string; arrayJobId: number | null; arrayTaskId: number | null; reason?: string | null; requeueCount?: number };
+  const row = (id: number, state: string, arrayJobId: number | null, arrayTaskId: number | null, more: Partial<Row> = {}) =>
+    ({ id, state, arrayJobId, arrayTaskId, reason: null, requeueCount: 0, ...more }) as unknown as import('../src/api/types.js').ApiAcctJob;
+  const printer = async () => {
+    const { parseFormat, renderAcct } = await import('../src/cli/acct-format.js');
     const parsed = parseFormat('JobID,JobIDRaw,State');
     assert.ok(parsed.ok);
-    const print = (rows: ReturnType<typeof foldPendingTasks>) => renderAcct(rows, parsed.columns, 'parsable2', true, 0).split('\n').filter(Boolean);
-    assert.deepEqual(print(foldPendingTasks(jobs, { 10: 2 })), ['10_0|10|COMPLETED', '10_1|11|RUNNING', '10_[2-3,5%2]|12|PENDING', '10_4|14|FAILED',
+    return (rows: readonly import('../src/cli/acct-format.js').AcctRow[]) => renderAcct(rows, parsed.columns, 'parsable2', true, 0).split('\n').filter(Boolean);
+  };
+
+  it('folds each array\'s pending tasks onto one row after the array\'s other rows, JobIDRaw the array\'s id (12_[2-3,5%2]); running, ended and lone pending tasks keep their rows', async () => {
+    const { foldPendingTasks } = await import('../src/cli/acct-format.js');
+    const print = await printer();
+    const jobs = [row(10, 'COMPLETED', 10, 0), row(11, 'RUNNING', 10, 1), row(12, 'PENDING', 10, 2), row(13, 'PENDING', 10, 3), row(14, 'FAILED', 10, 4),
+      row(15, 'PENDING', 10, 5), row(16, 'PENDING', null, null), row(17, 'PENDING', 17, 0), row(18, 'COMPLETED', 17, 1), row(19, 'PENDING', 19, 7), row(20, 'PENDING', 19, 9)];
+    assert.deepEqual(print(foldPendingTasks(jobs, { 10: 2 })), ['10_0|10|COMPLETED', '10_1|11|RUNNING', '10_4|14|FAILED', '10_[2-3,5%2]|10|PENDING',
       '16|16|PENDING', '17_0|17|PENDING', '17_1|18|COMPLETED', '19_[7,9]|19|PENDING']);
     assert.equal(foldPendingTasks(jobs.slice(0, 2)).length, 2, 'nothing to fold: the same rows');
     assert.equal(print(jobs).length, jobs.length, 'unfolded (--array): a row per task');
+  });
+
+  it('a requeued task and a task held on its own get rows of their own; the whole array held stays one row', async () => {
+    const { foldPendingTasks } = await import('../src/cli/acct-format.js');
+    const print = await printer();
+    const held = { reason: 'JobHeldUser' };
+    const jobs = [row(30, 'RUNNING', 30, 0), row(31, 'PENDING', 30, 1, { requeueCount: 1 }), row(32, 'PENDING', 30, 2, held), row(33, 'PENDING', 30, 3, { reason: 'JobArrayTaskLimit' }),
+      row(34, 'PENDING', 30, 4, { reason: 'Priority' }), row(35, 'PENDING', 30, 5)];
+    assert.deepEqual(print(foldPendingTasks(jobs)), ['30_0|30|RUNNING', '30_1|31|PENDING', '30_2|32|PENDING', '30_[3-5]|30|PENDING']);
+    const allHeld = [row(40, 'PENDING', 40, 0, held), row(41, 'PENDING', 40, 1, { reason: 'JobHeldAdmin' }), row(42, 'PENDING', 40, 2, held)];
+    assert.deepEqual(print(foldPendingTasks(allHeld)), ['40_[0-2]|40|PENDING']);
+    // Held on its own and the array's only other pending task: both rows of their own.
+    assert.deepEqual(print(foldPendingTasks([row(50, 'PENDING', 50, 0, held), row(51, 'PENDING', 50, 1), row(52, 'COMPLETED', 50, 2)])),
+      ['50_0|50|PENDING', '50_1|51|PENDING', '50_2|52|COMPLETED']);
+  });
+
+  it('task ids as Slurm prints a meta record\'s: a step range from 6 evenly spaced ids spanning more than 10, cut at SLURM_BITSTR_LEN with ...', async () => {
+    const { bitstrLenOf, formatTaskIds, slurmTaskString } = await import('../src/jobspec/array.js');
+    const range = (from: number, to: number, step = 1) => Array.from({ length: Math.floor((to - from) / step) + 1 }, (_, i) => from + i * step);
+    assert.equal(slurmTaskString(range(1, 21, 2), undefined), '1-21:2');
+    assert.equal(slurmTaskString(range(1, 21, 2), 4), '1-21:2%4');
+    assert.equal(slurmTaskString(range(0, 100, 20), undefined), '0-100:20');
+    assert.equal(slurmTaskString(range(1, 11, 2), undefined), '1,3,5,7,9,11', 'span 10: not more than 10');
+    assert.equal(slurmTaskString(range(1, 17, 4), undefined), '1,5,9,13,17', 'five ids: not more than five');
+    assert.equal(slurmTaskString([...range(0, 20, 2), 23], undefined), '0,2,4,6,8,10,12,14,16,18,20,23', 'gaps differ');
+    assert.equal(slurmTaskString([0, 1, ...range(4, 30, 2)], undefined), '0-1,4,6,8,10,12,14,16,18,20,22,24,26,28,30', 'the first two adjacent');
+    assert.equal(slurmTaskString(range(4, 15), 2), '4-15%2');
+    assert.equal(slurmTaskString([3], undefined), '3');
+    assert.equal(slurmTaskString([2, 4, 5], 0), '2,4-5', 'throttle 0: none');
+    // SLURM_BITSTR_LEN (default 64): a list of 62 characters or more is cut to 60 and ...
+    const long = range(100, 400, 3).concat(1000);
+    const full = formatTaskIds(long);
+    assert.equal(slurmTaskString(long, undefined), `${full.slice(0, 60)}...`);
+    assert.equal(slurmTaskString(long, 5, 16), `${full.slice(0, 12)}...%5`);
+    assert.equal(slurmTaskString(long, undefined, 0), full, '0: the whole list');
+    const evens = range(0, 60, 4).concat(61);
+    assert.equal(formatTaskIds(evens).length, 47);
+    assert.equal(slurmTaskString(evens, undefined, 50), formatTaskIds(evens), '47 characters in 50: whole');
+    assert.equal(slurmTaskString(evens, undefined, 49), `${formatTaskIds(evens).slice(0, 45)}...`, '47 in 49: cut (as Slurm marks a near-full buffer)');
+    assert.deepEqual([undefined, '', 'x', '-5', '0', '12', ' 20abc', '99999'].map(bitstrLenOf), [64, 0, 0, 64, 0, 12, 20, 4096]);
+  });
+
+  it('--json shows the same rows: a folded row has tasks, and its job is the first task\'s record', async () => {
+    const { acctJson, foldPendingTasks, parseFormat } = await import('../src/cli/acct-format.js');
+    const parsed = parseFormat('JobID,JobIDRaw');
+    assert.ok(parsed.ok);
+    const jobs = [row(60, 'RUNNING', 60, 0), row(61, 'PENDING', 60, 1), row(62, 'PENDING', 60, 2)];
+    assert.deepEqual(acctJson(foldPendingTasks(jobs, { 60: 1 }), parsed.columns, 0), {
+      jobs: [{ JobID: '60_0', JobIDRaw: '60', job: jobs[0] }, { JobID: '60_[1-2%1]', JobIDRaw: '60', job: jobs[1], tasks: [1, 2] }],
+    });
   });
 });
 

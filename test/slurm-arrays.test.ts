@@ -131,7 +131,7 @@ describe('array ids in Slurm\'s commands', () => {
     assert.match(bad.stderr, new RegExp(`-j: '${id}_x' is not a job id: give job ids \\(12\\), array tasks \\(12_3\\)`));
   });
 
-  it('sacct folds an array\'s pending tasks onto one row, 12_[2-5%2] (JobIDRaw the first of them), as squeue; tasks that run keep their rows; --array unfolds', { timeout: 60_000 }, async () => {
+  it('sacct folds an array\'s pending tasks onto one row after its other rows, 12_[2-5%2] (JobIDRaw the array\'s id); tasks that run, or are held on their own, keep their rows; --array unfolds', { timeout: 60_000 }, async () => {
     const id = sbatch('-a', '0-5%2', 'long.sh');
     await eventually('two tasks running', () => [id, id + 1].every((task) => show(task).state === 'RUNNING'), 20_000, 200);
     const sacct = (...args: string[]) => {
@@ -139,19 +139,27 @@ describe('array ids in Slurm\'s commands', () => {
       assert.equal(run.code, 0, run.stderr);
       return run.stdout.split('\n').filter(Boolean);
     };
-    assert.deepEqual(sacct('-j', String(id), '-o', 'JobID,JobIDRaw,State'), [`${id}_0|${id}|RUNNING`, `${id}_1|${id + 1}|RUNNING`, `${id}_[2-5%2]|${id + 2}|PENDING`]);
+    assert.deepEqual(sacct('-j', String(id), '-o', 'JobID,JobIDRaw,State'), [`${id}_0|${id}|RUNNING`, `${id}_1|${id + 1}|RUNNING`, `${id}_[2-5%2]|${id}|PENDING`]);
     // The fold does not need JobID among the columns: one pending row.
     assert.deepEqual(sacct('-j', String(id), '-o', 'State'), ['RUNNING', 'RUNNING', 'PENDING']);
     assert.deepEqual(sacct('-j', String(id), '--array', '-o', 'JobID,JobIDRaw,State'),
       [0, 1, 2, 3, 4, 5].map((task) => `${id}_${task}|${id + task}|${task < 2 ? 'RUNNING' : 'PENDING'}`));
     // One task named: its own row.
     assert.deepEqual(sacct('-j', `${id}_4`, '-o', 'JobID,State'), [`${id}_4|PENDING`]);
-    // A held task stays in the fold (as squeue's); one that ran and was requeued too: pending again, it folds.
+    // A task held on its own leaves the fold (Slurm splits it from the meta record); the fold comes after it.
     assert.equal(slurm('scontrol', 'hold', `${id}_3`).code, 0);
+    assert.deepEqual(sacct('-j', String(id), '-o', 'JobID,JobIDRaw'), [`${id}_0|${id}`, `${id}_1|${id + 1}`, `${id}_3|${id + 3}`, `${id}_[2,4-5%2]|${id}`]);
+    // SLURM_BITSTR_LEN cuts the list as Slurm's does (6 bytes: 2 characters and ...).
+    const cut = spawnSync(join(root, 'bin', 'sacct'), ['-n', '-P', '-j', String(id), '-o', 'JobID'], { cwd: jobsDir, encoding: 'utf8', timeout: 30_000, env: { ...process.env, TARAS_CONTROLLER: url, SLURM_BITSTR_LEN: '6' } });
+    assert.equal(cut.stdout.split('\n').filter(Boolean).at(-1), `${id}_[2,...%2]`, cut.stderr);
+    // Every pending task held (what Slurm holds as one meta record): one row again.
+    assert.equal(slurm('scontrol', 'hold', `${id}_[2,4-5]`).code, 0);
     assert.deepEqual(sacct('-j', String(id), '-o', 'JobID'), [`${id}_0`, `${id}_1`, `${id}_[2-5%2]`]);
-    // --json stays a record per task (each names its array and task).
-    const json = JSON.parse(slurm('sacct', '-j', String(id), '--json').stdout) as { jobs: unknown[] };
-    assert.equal(json.jobs.length, 6);
+    // --json: the same rows (the folded one lists its tasks); --json --array a record per task.
+    const json = JSON.parse(slurm('sacct', '-j', String(id), '--json', '-o', 'JobID,JobIDRaw').stdout) as { jobs: { JobID: string; JobIDRaw: string; job: { id: number }; tasks?: number[] }[] };
+    assert.deepEqual(json.jobs.map((row) => [row.JobID, row.JobIDRaw, row.job.id, row.tasks]),
+      [[`${id}_0`, String(id), id, undefined], [`${id}_1`, String(id + 1), id + 1, undefined], [`${id}_[2-5%2]`, String(id), id + 2, [2, 3, 4, 5]]]);
+    assert.equal((JSON.parse(slurm('sacct', '-j', String(id), '--json', '--array').stdout) as { jobs: unknown[] }).jobs.length, 6);
     await cancelArray(id, 6);
     // Ended, they are rows of their own again.
     assert.deepEqual(sacct('-j', String(id), '-o', 'JobID,State').map((row) => row.split('|')[0]), [0, 1, 2, 3, 4, 5].map((task) => `${id}_${task}`));

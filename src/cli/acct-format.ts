@@ -7,35 +7,50 @@ import type { ApiAcctJob, JobState } from '../api/types.js';
 import { clockDuration } from '../api/durations.js';
 import { cutToWidth, displayWidth, LineChunks, padToWidth, printable } from './render/text.js';
 import { MAX_FIELD_WIDTH } from './slurm/format.js';
-import { formatTaskIds } from '../jobspec/array.js';
-
-/** A row as sacct prints it: a job, or (`foldedTasks`, 4-15%2) the pending tasks of an array on one row. */
-export type AcctRow = ApiAcctJob & { readonly foldedTasks?: string };
+import { slurmTaskString } from '../jobspec/array.js';
+import { holdMark } from '../api/queue.js';
 
 /**
- * sacct's rows of job arrays: the pending tasks of an array share one row, 12_[4-15%2] (its other fields
- * those of the first of them, JobIDRaw its id), where the first of them is; a task that started or ended
- * keeps its own row (12_3), as does an array's only pending task. sacct --array: rows unfolded.
- * `throttles`: the %N of throttled arrays, by array id.
+ * A row as sacct prints it: a job, or the pending tasks of an array still in its meta record on one row
+ * (`foldedTasks` 4-15%2, `foldedTaskIds` the tasks; the other fields those of the first task, JobIDRaw the array's id).
  */
-export function foldPendingTasks(jobs: readonly ApiAcctJob[], throttles: Readonly<Record<string, number>> = {}): AcctRow[] {
-  const pending = new Map<number, number[]>();
+export type AcctRow = ApiAcctJob & { readonly foldedTasks?: string; readonly foldedTaskIds?: readonly number[] };
+
+/**
+ * sacct's rows of job arrays. Slurm keeps an array's pending tasks in one meta record (JobIDRaw the array's
+ * id) and lists it after the array's other rows, 12_[4-15%2] (see slurmTaskString); a task that started, was
+ * requeued, or was held on its own has a record of its own (12_3), as has an array's only pending task. A
+ * task counts as held on its own when it is held and another pending task of its array is not (the whole
+ * array held stays one row). sacct --array: rows unfolded. `throttles`: the %N of throttled arrays, by
+ * array id; `bitstrLen`: SLURM_BITSTR_LEN (bitstrLenOf).
+ */
+export function foldPendingTasks(jobs: readonly ApiAcctJob[], throttles: Readonly<Record<string, number>> = {}, bitstrLen = 64): AcctRow[] {
+  const meta = new Map<number, ApiAcctJob[]>();
+  const lastRow = new Map<number, ApiAcctJob>();
   for (const job of jobs) {
-    if (job.state !== 'PENDING' || typeof job.arrayJobId !== 'number' || typeof job.arrayTaskId !== 'number') continue;
-    let taskIds = pending.get(job.arrayJobId);
-    if (taskIds === undefined) pending.set(job.arrayJobId, taskIds = []);
-    taskIds.push(job.arrayTaskId);
+    if (typeof job.arrayJobId !== 'number') continue;
+    lastRow.set(job.arrayJobId, job);
+    if (job.state !== 'PENDING' || typeof job.arrayTaskId !== 'number' || job.requeueCount > 0) continue;
+    let tasks = meta.get(job.arrayJobId);
+    if (tasks === undefined) meta.set(job.arrayJobId, tasks = []);
+    tasks.push(job);
   }
-  if (![...pending.values()].some((taskIds) => taskIds.length > 1)) return jobs as AcctRow[];
+  const folded = new Map<ApiAcctJob, AcctRow>();
+  const inFold = new Set<ApiAcctJob>();
+  for (const [arrayJobId, pending] of meta) {
+    const held = pending.filter((job) => holdMark(job.reason) !== null);
+    const tasks = held.length === pending.length ? pending : pending.filter((job) => holdMark(job.reason) === null);
+    if (tasks.length < 2) continue;
+    for (const job of tasks) inFold.add(job);
+    const taskIds = tasks.map((job) => job.arrayTaskId!).sort((a, b) => a - b);
+    folded.set(lastRow.get(arrayJobId)!, { ...tasks[0], foldedTasks: slurmTaskString(taskIds, throttles[String(arrayJobId)], bitstrLen), foldedTaskIds: taskIds });
+  }
+  if (folded.size === 0) return jobs as AcctRow[];
   const rows: AcctRow[] = [];
-  const folded = new Set<number>();
   for (const job of jobs) {
-    const taskIds = job.state === 'PENDING' && typeof job.arrayJobId === 'number' ? pending.get(job.arrayJobId) : undefined;
-    if (taskIds === undefined || taskIds.length === 1) rows.push(job);
-    else if (!folded.has(job.arrayJobId!)) {
-      folded.add(job.arrayJobId!);
-      rows.push({ ...job, foldedTasks: formatTaskIds(taskIds.sort((a, b) => a - b), throttles[String(job.arrayJobId)]) });
-    }
+    if (!inFold.has(job)) rows.push(job);
+    const fold = folded.get(job);
+    if (fold !== undefined) rows.push(fold);
   }
   return rows;
 }
@@ -96,7 +111,8 @@ export const FIELDS: readonly Field[] = [
   // An array's task as Slurm names it, ARRAYID_TASK (its own id is JobIDRaw); its pending tasks folded, ARRAYID_[TASKS].
   { name: 'JobID', uses: ['id', 'arrayJobId', 'arrayTaskId'], width: -12, value: (j) => (typeof j.arrayJobId !== 'number' ? String(j.id)
     : j.foldedTasks !== undefined ? `${j.arrayJobId}_[${j.foldedTasks}]` : `${j.arrayJobId}_${j.arrayTaskId}`) },
-  { name: 'JobIDRaw', uses: ['id'], width: -12, value: (j) => String(j.id) },
+  // A folded row stands for the array's meta record, which has the array's id.
+  { name: 'JobIDRaw', uses: ['id', 'arrayJobId'], width: -12, value: (j) => String(j.foldedTasks !== undefined ? j.arrayJobId : j.id) },
   { name: 'JobName', uses: ['name'], width: 10, value: (j) => j.name },
   { name: 'Partition', uses: ['partition'], width: 10, value: (j) => j.partition },
   // Taras has no accounts: the column is there (sacct's default layout) and empty.
@@ -222,9 +238,19 @@ export function renderAcct(jobs: readonly AcctRow[], columns: readonly Column[],
   return lines.end();
 }
 
-/** --json: each job with the chosen fields by sacct's names, and the full record under `job`. */
-export function acctJson(jobs: readonly ApiAcctJob[], columns: readonly Column[], nowMs: number): unknown {
-  return { jobs: jobs.map((job) => ({ ...Object.fromEntries(columns.map((c) => [c.field.name, c.field.value(job, nowMs)])), job })) };
+/**
+ * --json: each row with the chosen fields by sacct's names and the full record under `job`; a folded row
+ * (sacct's meta record of an array's pending tasks) also has `tasks`, the ids of the tasks it stands for,
+ * and its `job` is the first of them.
+ */
+export function acctJson(rows: readonly AcctRow[], columns: readonly Column[], nowMs: number): unknown {
+  return {
+    jobs: rows.map((row) => {
+      const { foldedTasks, foldedTaskIds, ...job } = row;
+      const fields = Object.fromEntries(columns.map((c) => [c.field.name, c.field.value(row, nowMs)]));
+      return foldedTaskIds === undefined ? { ...fields, job } : { ...fields, job, tasks: foldedTaskIds };
+    }),
+  };
 }
 
 /** Slurm's state names and their short forms (sacct -s). */

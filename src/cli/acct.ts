@@ -9,7 +9,7 @@ import {
   acctJson, DEFAULT_FORMAT, FIELDS, foldPendingTasks, midnightOf, parseFormat, parseSacctTime, parseStates, renderAcct, slurmDuration, type Layout,
 } from './acct-format.js';
 import { controllerOption, print, printJson, withClient } from './controller-client.js';
-import { parseArrayJobId } from '../jobspec/array.js';
+import { bitstrLenOf, parseArrayJobId } from '../jobspec/array.js';
 import { renderTable } from './format.js';
 import { fail } from './flags.js';
 
@@ -123,7 +123,7 @@ export function registerAcctCommands(program: Command): void {
     .option('-r, --partition <names>', 'only jobs of these partitions (comma-separated)', collect)
     .option('-L, --allclusters', 'accepted: Taras is one cluster')
     .option(...controllerOption)
-    .option('--json', 'print the jobs as JSON (the chosen fields by name, and each full record)')
+    .option('--json', 'print the rows as JSON (the chosen fields by name, and each full record; a folded row lists its tasks)')
     .addHelpText('after', `
 Times are local: HH:MM[:SS] (today), YYYY-MM-DD[THH:MM[:SS]], MMDD[YY], MM/DD[/YY], MM.DD[.YY]
 (each optionally -HH:MM[:SS]), today, midnight, noon, now, now-2hours. The window holds every
@@ -167,17 +167,18 @@ Examples:
         if (flags.name !== undefined) fields.add('name');
         if (flags.partition !== undefined) fields.add('partition');
         // What folding an array's pending tasks onto one row reads, whatever the columns.
-        if (!flags.array) for (const field of ['state', 'arrayJobId', 'arrayTaskId']) fields.add(field);
+        if (!flags.array) for (const field of ['state', 'reason', 'requeueCount', 'arrayJobId', 'arrayTaskId']) fields.add(field);
         query.set('fields', [...fields].join(','));
       }
       await withClient(flags.controller, async (api) => {
         const { jobs: all, throttles } = await fetchAll(api, query);
         const jobs = all.filter((job) =>
           (flags.name === undefined || flags.name.includes(job.name)) && (flags.partition === undefined || flags.partition.includes(job.partition)));
-        // --json: a record per job, tasks too (each names its array and task).
-        if (flags.json) return printJson(acctJson(jobs, parsed.columns, nowMs));
+        // --json: the same rows as the text (Slurm's --json lists the same records); with --array a record per task.
+        const rows = flags.array ? jobs : foldPendingTasks(jobs, throttles, bitstrLenOf(process.env.SLURM_BITSTR_LEN));
+        if (flags.json) return printJson(acctJson(rows, parsed.columns, nowMs));
         const layout: Layout = flags.parsable2 ? 'parsable2' : flags.parsable ? 'parsable' : flags.csv ? 'csv' : 'table';
-        renderAcct(flags.array ? jobs : foldPendingTasks(jobs, throttles), parsed.columns, layout, flags.noheader === true, nowMs, (chunk) => process.stdout.write(chunk));
+        renderAcct(rows, parsed.columns, layout, flags.noheader === true, nowMs, (chunk) => process.stdout.write(chunk));
       });
     });
 

@@ -99,6 +99,32 @@ export function formatTaskIds(taskIds: readonly number[], throttle?: number): st
   return parts.join(',') + (throttle === undefined ? '' : `%${throttle}`);
 }
 
+/** SLURM_BITSTR_LEN as Slurm reads it (atoi): unset or negative 64, 0 no cut, at most 4096. */
+export function bitstrLenOf(value: string | undefined): number {
+  if (value === undefined) return 64;
+  const n = Number(/^\s*([+-]?\d+)/.exec(value)?.[1] ?? 0);
+  return n < 0 ? 64 : Math.min(n, 4096);
+}
+
+/**
+ * Task ids as Slurm prints an array record's task string (sacct's 12_[...]):
+ * a step range `1-21:2` when the ids span more than 10, are more than 5 and
+ * are evenly spaced with a gap; else `1,3,5-9` cut to `bitstrLen` (SLURM_BITSTR_LEN;
+ * 0: no cut) with `...` at the end; then `%N` for a throttle. `taskIds` ascending.
+ */
+export function slurmTaskString(taskIds: readonly number[], throttle: number | undefined, bitstrLen = 64): string {
+  const { count, min, max, step } = arrayFacts(taskIds);
+  let text: string;
+  if (max - min > 10 && count > 5 && taskIds[1] !== min + 1 && step > 1) text = `${min}-${max}:${step}`;
+  else {
+    text = formatTaskIds(taskIds);
+    // Slurm formats into a buffer of bitstrLen bytes and marks a cut (or a near-full buffer) with three dots.
+    const size = Math.max(bitstrLen, 4);
+    if (bitstrLen > 0 && text.length >= size - 2) text = `${text.slice(0, size - 4)}...`;
+  }
+  return throttle ? `${text}%${throttle}` : text;
+}
+
 /** A task's name as Slurm shows it: `ARRAYID_TASK`. */
 export function taskName(arrayJobId: number, taskId: number): string {
   return `${arrayJobId}_${taskId}`;
