@@ -307,13 +307,23 @@ export function arrayMembers(arrayId: number, task: ArrayTaskInfo): number[] {
  * error names what is wrong.
  */
 export function resolveJobRef(ref: string | number, lookup: (id: number) => Pick<JobRecord, 'id' | 'request'> | undefined): { ids: number[]; array: boolean } | { error: string } {
+  const resolved = resolveJobRange(ref, lookup);
+  return 'count' in resolved ? { ids: Array.from({ length: resolved.count }, (_, index) => resolved.first + index), array: true } : resolved;
+}
+
+/**
+ * As resolveJobRef, with a whole array as its first id and its count of tasks (ids first to first + count - 1),
+ * not every id: what a check at every scheduling pass needs of an array of 10,000 tasks.
+ */
+export function resolveJobRange(ref: string | number, lookup: (id: number) => Pick<JobRecord, 'id' | 'request'> | undefined):
+  { first: number; count: number; array: true } | { ids: number[]; array: false } | { error: string } {
   const parsedRef = parseArrayJobId(String(ref));
   if (parsedRef === undefined) return { error: `'${ref}' is not a job id: write N or, for tasks of a job array, ARRAYID_TASK (12_3) or ARRAYID_[TASKS] (12_[1-3,7]), as \`taras queue\` shows them` };
   const record = lookup(parsedRef.id);
   if (record === undefined) return { error: `no job ${parsedRef.id}` };
   const task = arrayTaskOf(record);
   const isArray = task !== undefined && task.jobId === parsedRef.id;
-  if (parsedRef.taskIds === undefined) return isArray ? { ids: arrayMembers(parsedRef.id, task), array: true } : { ids: [parsedRef.id], array: false };
+  if (parsedRef.taskIds === undefined) return isArray ? { first: parsedRef.id, count: task.count, array: true } : { ids: [parsedRef.id], array: false };
   const written = String(ref).trim().slice(String(parsedRef.id).length);
   if (!isArray) return { error: `job ${parsedRef.id} is not a job array: write ${task === undefined ? parsedRef.id : `${task.jobId}_${task.taskId}`} without ${written}` };
   const taskIds = parsedArray((record.request as { array: { text: string } }).array.text)!.tasks.taskIds;

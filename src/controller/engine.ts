@@ -22,7 +22,7 @@ import { checkPattern } from '../jobspec/pattern.js';
 import { NODE_POLICIES, RESERVATION_NAME, type ApiCancelResult } from '../api/types.js';
 import type { EndState, JobRecord, JobState, JobUsage, JsonObject, TransitionEvent } from '../store/events.js';
 import type { Store } from '../store/store.js';
-import { arrayIdOf, arrayOrder, arrayRefusals, ArrayThrottle, arrayTaskOf, expandArray, firstTaskReader, resolveJobRef, scriptOf, sharedScriptGone, sharedTaskOf, withArrayShared } from './arrays.js';
+import { arrayIdOf, arrayOrder, arrayRefusals, ArrayThrottle, arrayTaskOf, expandArray, firstTaskReader, resolveJobRange, scriptOf, sharedScriptGone, sharedTaskOf, withArrayShared } from './arrays.js';
 import { RunMarksBook, type PreemptAsked } from './run-marks.js';
 import { holdOf, holdOwner, readReservations, RESERVATIONS_SETTING, toStored, type Reservation, type ReservationKind } from './reservations.js';
 import { isoTime } from '../api/durations.js';
@@ -998,12 +998,12 @@ export class ControllerEngine {
       let named = 0;
       for (const item of spec.dependency?.items ?? []) {
         for (const ref of [...item.ids, ...(item.tasks ?? [])]) {
-          const resolved = resolveJobRef(ref, (id) => this.active.get(id as JobId) ?? this.store.job(id as JobId));
+          const resolved = resolveJobRange(ref, (id) => this.active.get(id as JobId) ?? this.store.job(id as JobId));
           if ('error' in resolved) {
             const why = resolved.error.startsWith('no job') ? `there is ${resolved.error}` : resolved.error;
             return [`--dependency ${spec.dependency!.text}: ${why}; give ids that taras queue (or taras queue --all) lists`];
           }
-          named += resolved.ids.length;
+          named += 'count' in resolved ? resolved.count : resolved.ids.length;
           // One whole array may always be named, however large the cluster lets arrays be.
           const most = Math.max(MAX_DEPENDENCY_JOBS, this.config.maxArraySize ?? 0);
           if (named > most) {
@@ -2114,13 +2114,13 @@ export class ControllerEngine {
    */
   private dependencyJobs(ref: number | string): { jobs: (JobRecord | undefined)[]; array: boolean; ends?: { ended: number; notCompleted: number } } {
     const lookup = (id: number) => this.active.get(id as JobId) ?? this.store.job(id as JobId);
-    const resolved = resolveJobRef(ref, lookup);
+    const resolved = resolveJobRange(ref, lookup);
     if ('error' in resolved) return { jobs: [undefined], array: false };
     if (!resolved.array) return { jobs: resolved.ids.map(lookup), array: false };
-    const arrayId = resolved.ids[0] as JobId;
+    const arrayId = resolved.first as JobId;
     const live = this.active.activeTasksOf(arrayId);
     let ends = this.arrayEnds.get(arrayId);
-    if (ends === undefined || ends.ended !== resolved.ids.length - live.size) this.arrayEnds.set(arrayId, ends = this.store.arrayEnds(arrayId));
+    if (ends === undefined || ends.ended !== resolved.count - live.size) this.arrayEnds.set(arrayId, ends = this.store.arrayEnds(arrayId));
     return { jobs: [...live].map((id) => this.active.get(id)), array: true, ends };
   }
 
