@@ -47,17 +47,21 @@ const dependency = (text: string) => {
   return { dependency: parsed.value };
 };
 
-function setup(options: { path?: string; startMs?: number; running?: JobReport[]; nodes?: number; kill?: boolean; policy?: ClusterConfig['policy']; queuedInteractive?: boolean } = {}) {
+function setup(options: {
+  path?: string; startMs?: number; running?: JobReport[]; nodes?: number; kill?: boolean; policy?: ClusterConfig['policy']; queuedInteractive?: boolean;
+  agents?: AgentLink; maxTimeSeconds?: number;
+} = {}) {
   const base = defaultClusterConfig(work, { count: options.nodes ?? 1, cpus: 8 });
   const config: ClusterConfig = {
     ...base, policy: options.policy ?? 'conservative', killInvalidDepend: options.kill ?? false,
+    partitions: base.partitions.map((partition) => ({ ...partition, maxTimeSeconds: options.maxTimeSeconds ?? partition.maxTimeSeconds })),
     // queued: an interactive job waits its turn (immediate would cancel it with no free node)
     interactive: { ...base.interactive, policy: options.queuedInteractive === true ? 'queued' : base.interactive.policy },
   };
   const path = options.path ?? join(work, `store-${++files}.db`);
   const store = openStore(path);
   const clock = { ms: options.startMs ?? NOW };
-  const engine = new ControllerEngine(config, store, agents, () => clock.ms, () => {});
+  const engine = new ControllerEngine(config, store, options.agents ?? agents, () => clock.ms, () => {});
   const nodes = [...engine.nodes.keys()];
   engine.agentRegistered(nodes, options.running ?? []);
   const advance = (ms: number): JobId[] => {
@@ -328,21 +332,22 @@ describe('taras move and update in the controller engine', () => {
     assert.equal(store.job(c)!.queuePlace!.key < a, true);
   });
 
-  it('update: a user lowers the time limit, renames and changes partition; raising the limit is an administrator\'s; checked as a submission', () => {
+  it('update: a user lowers the time limit, renames and changes partition; raising a running job\'s limit is an administrator\'s; checked as a submission', () => {
     const { engine, advance, store } = setup({ policy: 'easy' });
     const [running] = engine.submit([{ user: 'root', spec: spec(60) }]);
     const [a, b] = engine.submit([{ user: 'alice', spec: spec(30) }, { user: 'bob', spec: spec(10) }]);
+    const [mine] = engine.submit([{ user: 'alice', spec: spec(60) }]);
     engine.schedule();
     assert.equal(engine.plannedStartMs(b), NOW + 90 * 60_000);
-    assert.equal(refusal(() => engine.update(a, { timeLimitSeconds: 3600 }, 'alice', false)),
-      `job ${a}: only an administrator can raise a time limit (it is 1800 s); give a lower one, or ask an administrator`);
-    assert.equal(refusal(() => engine.update(a, { timeLimitSeconds: 'UNLIMITED' }, 'alice', false)),
-      `job ${a}: only an administrator can raise a time limit (it is 1800 s); give a lower one, or ask an administrator`);
+    // As Slurm: a pending job's owner may raise its limit within the partition's MaxTime (this one has none).
+    engine.update(mine, { timeLimitSeconds: 7200 }, 'alice', false);
+    assert.equal(store.job(mine)!.request.timeLimitSeconds, 7200);
+    assert.equal(refusal(() => engine.update(running, { timeLimitSeconds: 7200 }, 'bob', false)), `job ${running} belongs to root; only they or an administrator can update it`);
+    assert.equal(refusal(() => engine.update(running, { name: 'x' }, 'root', true)), `job ${running} is RUNNING: only its TimeLimit can be updated (JobName only while it is pending)`);
     assert.equal(refusal(() => engine.update(a, { name: 'x' }, 'bob', false)), `job ${a} belongs to alice; only they or an administrator can update it`);
     assert.equal(refused(() => engine.update(a, { name: 'x' }, 'bob', false)).forbidden, true);
     assert.equal(refusal(() => engine.update(4243 as JobId, { name: 'x' }, 'bob', false)), 'no job 4243');
     assert.match(refusal(() => engine.update(a, { partition: 'nope' }, 'alice', false)), new RegExp(`^job ${a} cannot be updated: .*nope`));
-    assert.equal(refusal(() => engine.update(running, { name: 'x' }, 'root', true)), `job ${running} is RUNNING: only pending jobs can be updated`);
     assert.equal(store.job(a)!.name, 'job', 'nothing stored by a refusal');
 
     engine.update(a, { timeLimitSeconds: 600, name: 'shorter' }, 'alice', false);
@@ -354,6 +359,58 @@ describe('taras move and update in the controller engine', () => {
     engine.update(a, { timeLimitSeconds: 7200 }, 'root', true);
     assert.equal(store.job(a)!.request.timeLimitSeconds, 7200);
     assert.equal(store.job(a)!.name, 'shorter');
+  });
+});
+
+describe('update of a running job\'s time limit (the engine)', () => {
+  it('its owner lowers it, only an administrator raises it (past the partition\'s MaxTime too); the plan and its agent follow, also after a restart', () => {
+    const limits: [string, number, number, number | null][] = [];
+    const recording: AgentLink = { start: async () => {}, signal: async () => {}, setTimeLimit: async (node, id, run, seconds) => void limits.push([node, id, run, seconds]) };
+    const { engine, advance, store, path } = setup({ policy: 'easy', agents: recording, maxTimeSeconds: 3 * 3600 });
+    const [mine] = engine.submit([{ user: 'alice', spec: spec(60) }]);
+    const [next] = engine.submit([{ user: 'bob', spec: spec(10) }]);
+    advance(NOW);
+    assert.equal(store.job(mine)!.state, 'RUNNING');
+    const plannedAfter = () => (engine.plannedStartMs(next)! - NOW) / 60_000;
+    assert.equal(plannedAfter(), 60);
+    assert.equal(refusal(() => engine.update(mine, { timeLimitSeconds: 600 }, 'bob', false)), `job ${mine} belongs to alice; only they or an administrator can update it`);
+    // Lowered by its owner: stored, the plan and the agent follow.
+    engine.update(mine, { timeLimitSeconds: 1800 }, 'alice', false);
+    advance(NOW + 1000);
+    assert.equal(store.job(mine)!.request.timeLimitSeconds, 1800);
+    assert.equal(apiJob(engine, store.job(mine)!).timeLimitSeconds, 1800);
+    assert.equal(plannedAfter(), 30, 'the next job is planned at the new end');
+    assert.deepEqual(limits, [['node01', mine, 0, 1800]]);
+    // Raised by its owner: refused, nothing changes.
+    for (const raised of [2400, 'UNLIMITED'] as const) {
+      assert.equal(refusal(() => engine.update(mine, { timeLimitSeconds: raised }, 'alice', false)),
+        `job ${mine} is RUNNING: only an administrator can raise its time limit (it is 1800 s); give a lower one, or ask an administrator`);
+    }
+    assert.equal(refusal(() => engine.update(mine, { name: 'x' }, 'alice', false)), `job ${mine} is RUNNING: only its TimeLimit can be updated (JobName only while it is pending)`);
+    assert.equal(store.job(mine)!.request.timeLimitSeconds, 1800);
+    assert.equal(limits.length, 1);
+    // An administrator raises it, past the partition's MaxTime (3 h) too, as Slurm lets an operator.
+    engine.update(mine, { timeLimitSeconds: 4 * 3600 }, 'root', true);
+    advance(NOW + 2000);
+    assert.equal(plannedAfter(), 240);
+    assert.deepEqual(limits.at(-1), ['node01', mine, 0, 4 * 3600]);
+    // A user stays within MaxTime on a pending job (raising it there is theirs, as in Slurm).
+    assert.match(refusal(() => engine.update(next, { timeLimitSeconds: 4 * 3600 }, 'bob', false)), new RegExp(`^job ${next} cannot be updated: over the time limit of partition`));
+    engine.update(next, { timeLimitSeconds: 2 * 3600 }, 'bob', false);
+    assert.equal(store.job(next)!.request.timeLimitSeconds, 7200);
+    store.close();
+
+    // A restart: the limit is the stored one, and the agent is told again.
+    limits.length = 0;
+    const again = setup({ policy: 'easy', agents: recording, maxTimeSeconds: 3 * 3600, path, startMs: NOW + 3000, running: [{ jobId: mine, run: 0, state: 'RUNNING', exitCode: null, endTimeMs: null }] });
+    again.advance(NOW + 4000);
+    assert.equal(again.store.job(mine)!.request.timeLimitSeconds, 4 * 3600);
+    assert.equal((again.engine.plannedStartMs(next)! - NOW) / 60_000, 240);
+    assert.deepEqual(limits.filter(([, id]) => id === mine).at(-1), ['node01', mine, 0, 4 * 3600]);
+    // Ended: nothing to update.
+    again.engine.jobReport({ jobId: mine, run: 0, state: 'COMPLETED', exitCode: 0, endTimeMs: NOW + 5000 });
+    assert.equal(refusal(() => again.engine.update(mine, { timeLimitSeconds: 60 }, 'alice', false)), `job ${mine} has already finished (COMPLETED): only pending and running jobs can be updated`);
+    again.store.close();
   });
 });
 
@@ -441,7 +498,10 @@ describe('taras hold / release / submit --hold --begin --dependency with the rea
     assert.equal(badKey.status, 1);
     assert.match(badKey.stderr, /^scontrol: error: update of NumNodes is not supported by Taras: it updates TimeLimit, Partition and JobName of a pending job/);
     assert.match(scontrol('update', `JobId=${b}`, 'Partition=nope').stderr, /^scontrol: error: job \d+ cannot be updated: .*nope/);
-    assert.match(scontrol('update', `JobId=${running}`, 'TimeLimit=1').stderr, /is RUNNING: only pending jobs can be updated/);
+    assert.match(scontrol('update', `JobId=${running}`, 'Partition=debug').stderr, new RegExp(`^scontrol: error: job ${running} is RUNNING: only its TimeLimit can be updated \\(Partition only while it is pending\\)`));
+    const lowered = scontrol('update', `JobId=${running}`, 'TimeLimit=-1');
+    assert.equal(lowered.status, 0, lowered.stderr);
+    assert.equal(show(running).timeLimitSeconds, 540, 'TimeLimit=-1: a minute less than its 10');
 
     // Hold marks: h (the user's hold), H (an administrator's), P (paused).
     // Hold marks: h (the user's hold: -H at submission), H (an administrator's: root's taras hold), P (paused).

@@ -24,7 +24,7 @@ import { detectCgroupMode } from './cgroup.js';
 import { jobLaunch } from './environment.js';
 import type { WarnSignal } from '../jobspec/types.js';
 import {
-  cancelStartingSupervisor, hasEnded, isAlive, isSignalName, jobFiles, prepareJobDir, processStartTicks, readStatus, recordNotStarted, requestSignal, SupervisorLauncher, type Result, type SignalName,
+  cancelStartingSupervisor, hasEnded, isAlive, isPositiveOrNull, isSignalName, jobFiles, prepareJobDir, processStartTicks, readStatus, recordNotStarted, requestSignal, requestTimeLimit, SupervisorLauncher, type Result, type SignalName,
   type CheckpointSignals, type SupervisorSpec,
 } from './jobdir.js';
 import { lookupUser } from './users.js';
@@ -351,6 +351,19 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
             // socket yet: SIGTERM cancels it (it records the cancel, see supervisor.ts stopSignals).
             if (await cancelStartingSupervisor(waiting.pid, waiting.startTicks)) return { status: 200, body: { ok: true, pid: waiting.pid } };
           }
+          if (!reply.ok) throw new RouteError(409, reply.error);
+          return { status: 200, body: reply };
+        },
+      },
+      {
+        // scontrol update TimeLimit= of a running job: its supervisor arms its timers again (a limit already passed: TIMEOUT now).
+        method: 'POST', path: '/limit',
+        handler: async (ctx) => {
+          const { jobId, run, timeLimitSeconds } = (ctx.body ?? {}) as { jobId?: unknown; run?: unknown; timeLimitSeconds?: unknown };
+          if (!Number.isSafeInteger(jobId) || !isPositiveOrNull(timeLimitSeconds)) throw new RouteError(400, 'limit needs a jobId and timeLimitSeconds (a positive number of seconds, or null for none)');
+          const known = latestRun(jobId as number);
+          if (!known || (Number.isSafeInteger(run) && run !== known.run)) throw new RouteError(404, `this agent runs no job ${jobId as number}${Number.isSafeInteger(run) ? ` (run ${run as number})` : ''}`);
+          const reply = await requestTimeLimit(known.dir, timeLimitSeconds as number | null);
           if (!reply.ok) throw new RouteError(409, reply.error);
           return { status: 200, body: reply };
         },

@@ -139,6 +139,15 @@ export interface ControlRequest {
   readonly resume?: boolean;
 }
 
+/**
+ * The job's time limit changed (scontrol update TimeLimit=): seconds from the job's start (time it spent
+ * suspended not counted), null for none. The supervisor arms its timers again; a limit already passed ends the
+ * job at once (TIMEOUT).
+ */
+export interface TimeLimitRequest {
+  readonly timeLimitSeconds: number | null;
+}
+
 export type ControlReply = { readonly ok: true; readonly pid: number } | { readonly ok: false; readonly error: string };
 export type Result<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
 
@@ -170,7 +179,7 @@ export const SUPERVISOR_TITLE = 'taras-sv';
 export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 export const isSignalName = (value: unknown): value is SignalName => typeof value === 'string' && value in osConstants.signals;
 const isNonNegative = (value: unknown): boolean => typeof value === 'number' && Number.isFinite(value) && value >= 0;
-const isPositiveOrNull = (value: unknown): boolean => value === null || (isNonNegative(value) && (value as number) > 0);
+export const isPositiveOrNull = (value: unknown): boolean => value === null || (isNonNegative(value) && (value as number) > 0);
 const isString = (value: unknown): boolean => typeof value === 'string' && value !== '';
 const isIdOrNull = (value: unknown): boolean => value === null || (Number.isInteger(value) && (value as number) >= 0 && (value as number) < 2 ** 32 - 1);
 
@@ -430,9 +439,17 @@ export function requestSignal(
   jobDir: string, signal: SignalName,
   options: { cancel?: boolean; reason?: string; timeoutMs?: number } & Pick<ControlRequest, 'preempt' | 'graceSeconds' | 'suspend' | 'resume'> = {},
 ): Promise<ControlReply> {
-  const { timeoutMs: _timeout, ...rest } = options;
-  const request: ControlRequest = { signal, ...rest, cancel: options.cancel ?? false };
-  const timeoutMs = options.timeoutMs ?? 2000;
+  const { timeoutMs, ...rest } = options;
+  return askSupervisor(jobDir, { signal, ...rest, cancel: options.cancel ?? false }, timeoutMs);
+}
+
+/** Tells the job's supervisor its new time limit (TimeLimitRequest); from any process, as requestSignal. */
+export function requestTimeLimit(jobDir: string, timeLimitSeconds: number | null, timeoutMs?: number): Promise<ControlReply> {
+  return askSupervisor(jobDir, { timeLimitSeconds }, timeoutMs);
+}
+
+/** One request on the supervisor's control socket, and its answer (or why there is none). */
+function askSupervisor(jobDir: string, request: ControlRequest | TimeLimitRequest, timeoutMs = 2000): Promise<ControlReply> {
   return new Promise((resolveReply) => {
     const socket = createConnection(jobFiles(jobDir).socket);
     let buffer = '';

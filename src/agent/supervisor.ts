@@ -21,7 +21,7 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { detectCgroupMode, JobCgroup, probeCgroupV1, probeCgroupV2, type CgroupUsage, type ModeDetection } from './cgroup.js';
 import {
-  isRecord, isSignalName, jobFiles, MAX_SOCKET_PATH_BYTES, notStartedStatus, parseSpec, processStartTicks, procStat, SUPERVISOR_TITLE, writeJsonAtomically,
+  isPositiveOrNull, isRecord, isSignalName, jobFiles, MAX_SOCKET_PATH_BYTES, notStartedStatus, parseSpec, processStartTicks, procStat, SUPERVISOR_TITLE, writeJsonAtomically,
   type ControlReply, type EndedStatus, type EndState, type Result, type RunningStatus, type SignalName, type SignalSent, type StatusBase,
   type SupervisorSpec,
 } from './jobdir.js';
@@ -111,6 +111,11 @@ class Supervision {
   private endCause: { readonly state: 'TIMEOUT' | 'CANCELLED' | 'PREEMPTED'; readonly reason: string } | null = null;
   /** When the time limit comes (performance.now() ms); moved later by each suspension. */
   private deadlineAt: number | null = null;
+  /** The time limit (seconds, null: none): the spec's, until the controller changes it (scontrol update TimeLimit=). */
+  private limitSeconds: number | null;
+  /** performance.now() when the job started, and the time it has spent suspended since (closed suspensions): a new limit counts from the start. */
+  private runStartedAt = 0;
+  private suspendedMs = 0;
   /** performance.now() when the job was suspended; null while it runs. */
   private suspendedAt: number | null = null;
   private killArmed = false;
@@ -132,6 +137,7 @@ class Supervision {
     private readonly child: { readonly pid: number },
     private readonly session: InteractiveSession | null,
   ) {
+    this.limitSeconds = spec.timeLimitSeconds;
     if (session !== null) {
       const { handlers } = session;
       session.handlers = { ...handlers, expire: (state, reason) => this.terminate(state, reason, 'SIGHUP', state === 'TIMEOUT' ? 'time limit' : 'cancel') };
@@ -146,8 +152,8 @@ class Supervision {
     if (cancelledEarly !== null) this.terminate('CANCELLED', cancelledEarly, 'SIGTERM', 'cancel');
     process.on('SIGHUP', () => undefined);
     await this.serveControlSocket();
-    const limit = this.spec.timeLimitSeconds;
-    this.deadlineAt = limit === null ? null : performance.now() + limit * 1000;
+    this.runStartedAt = performance.now();
+    this.deadlineAt = this.limitSeconds === null ? null : this.runStartedAt + this.limitSeconds * 1000;
     this.writeRunning();
     log(`job ${this.spec.jobId} running as pid ${this.child.pid} (${this.base.mode})`);
     this.armTimeLimit();
@@ -202,7 +208,7 @@ class Supervision {
    */
   private armTimeLimit(): void {
     const { warnBeforeSeconds, warnSignal, warnBatchOnly, checkpoint } = this.spec;
-    const limit = this.spec.timeLimitSeconds;
+    const limit = this.limitSeconds;
     if (checkpoint !== null && checkpoint.intervalSeconds !== null) {
       this.every(checkpoint.intervalSeconds * 1000, () => {
         if (this.endCause === null) this.sendSignal(checkpoint.periodicSignal, 'checkpoint');
@@ -293,12 +299,37 @@ class Supervision {
     if (this.suspendedAt === null) return null; // not suspended: a resume sent again is done
     const stoppedMs = performance.now() - this.suspendedAt;
     if (this.deadlineAt !== null) this.deadlineAt += stoppedMs;
+    this.suspendedMs += stoppedMs;
     this.suspendedAt = null;
     this.stopProcesses(false);
     this.signalsSent.push({ signal: 'SIGCONT', time: new Date().toISOString(), why: 'resume' });
     if (rearm) this.armTimeLimit();
     if (!this.exited) this.writeRunning();
     log(`job ${this.spec.jobId} resumed after ${(stoppedMs / 1000).toFixed(1)} s suspended`);
+    return null;
+  }
+
+  /**
+   * A new time limit (the controller's: scontrol update TimeLimit=), counted from the job's start less the time it
+   * spent suspended, as the first one was: the timers are armed again (at once when it is suspended no more),
+   * and a limit already passed ends the job now with TIMEOUT. The --signal warning already sent is not sent
+   * again. The same limit sent again (a controller that restarted) changes nothing.
+   */
+  private setTimeLimit(seconds: number | null): string | null {
+    if (this.endCause !== null) return `the job is ending (${this.endCause.state})`;
+    if (seconds === this.limitSeconds) return null;
+    const was = this.limitSeconds;
+    this.limitSeconds = seconds;
+    this.deadlineAt = seconds === null ? null : this.runStartedAt + this.suspendedMs + seconds * 1000;
+    log(`job ${this.spec.jobId}: time limit ${was ?? 'none'} -> ${seconds ?? 'none'} s`);
+    if (this.suspendedAt !== null) {
+      this.writeRunning(); // resume arms the timers with the new deadline
+      return null;
+    }
+    for (const cancel of this.limitTimers) cancel();
+    this.limitTimers = [];
+    this.writeRunning();
+    this.armTimeLimit();
     return null;
   }
 
@@ -329,6 +360,12 @@ class Supervision {
       request = JSON.parse(line);
     } catch {
       return { ok: false, error: 'expected one JSON object per line, such as {"signal":"SIGTERM","cancel":true}' };
+    }
+    if (isRecord(request) && 'timeLimitSeconds' in request && request.signal === undefined) {
+      if (!isPositiveOrNull(request.timeLimitSeconds)) return { ok: false, error: `expected {"timeLimitSeconds": a positive number of seconds or null}, got ${line}` };
+      if (this.exited) return { ok: false, error: 'the job has ended' };
+      const refused = this.setTimeLimit(request.timeLimitSeconds as number | null);
+      return refused === null ? { ok: true, pid: this.child.pid } : { ok: false, error: refused };
     }
     if (!isRecord(request) || !isSignalName(request.signal)) return { ok: false, error: `expected {"signal": a signal name such as "SIGTERM"}, got ${line}` };
     if (this.exited) return { ok: false, error: 'the job has ended' };

@@ -371,15 +371,15 @@ export function registerJobCommands(program: Command): void {
 
   program
     .command('update')
-    .description('change a pending job\'s time limit, partition or name, or an array\'s throttle (scontrol update); only an administrator raises a time limit')
-    .argument('<id>', 'the pending job; an array\'s id: every task of it not ended; 12_3: one task')
+    .description('change a pending job\'s time limit, partition or name, a running job\'s time limit, or an array\'s throttle (scontrol update); only an administrator raises a running job\'s limit')
+    .argument('<id>', 'the job; an array\'s id: every task of it (ended ones are said); 12_3: one task')
     .option('-t, --time <limit>', 'new time limit: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS or UNLIMITED')
     .option('-p, --partition <name>', 'new partition')
     .option('-J, --job-name <name>', 'new name')
     .option('--throttle <n>', 'an array\'s %N: at most N of its tasks run at once (0: no limit; scontrol\'s ArrayTaskThrottle)')
     .option(...controllerOption)
     .option('--json', 'print each job\'s answer as JSON')
-    .addHelpText('after', '\nExamples:\n  taras update 42 --time 30          # 30 minutes\n  taras update 42 -p debug -J rerun\n  taras update 12 --time 30          # every task of array 12 not ended\n  taras update 12 --throttle 4       # at most 4 tasks of array 12 at once\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n')
+    .addHelpText('after', '\nExamples:\n  taras update 42 --time 30          # 30 minutes\n  taras update 42 -p debug -J rerun\n  taras update 12 --time 30          # every task of array 12 (ended ones are said)\n  taras update 12 --throttle 4       # at most 4 tasks of array 12 at once\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n')
     .action(async (raw: string, flags: { time?: string; partition?: string; jobName?: string; throttle?: string; controller?: string; json?: boolean }) => {
       const [id] = parseJobIds([raw]);
       const body: import('./slurm/scontrol.js').UpdateFields = {};
@@ -399,13 +399,12 @@ export function registerJobCommands(program: Command): void {
       await withClient(flags.controller, async (api) => {
         const { jobs } = await api.post<{ jobs: import('../api/types.js').ApiCancelResult[] }>('/jobs/update', { ids: [id], ...body });
         if (flags.json) return printJson(jobs);
-        for (const job of jobs) {
-          if (job.result === 'refused') {
-            process.stderr.write(`error: ${job.task === undefined ? '' : `job ${job.task} (${job.id}): `}${job.message}\n`);
-            process.exitCode = 1;
-          }
+        const notDone = (job: { result: string }) => job.result === 'refused' || job.result === 'ended';
+        for (const job of jobs.filter(notDone)) {
+          process.stderr.write(`error: ${job.task === undefined ? '' : `job ${job.task} (${job.id}): `}${job.message}\n`);
+          process.exitCode = 1;
         }
-        const done = jobs.filter((job) => job.result !== 'refused').length;
+        const done = jobs.filter((job) => !notDone(job)).length;
         if (done > 0) print(`${jobs.length > 1 ? `${done} of ${jobs.length} updated` : `job ${id} updated`}: ${Object.entries(body).map(([key, value]) => `${key}=${value}`).join(' ')}`);
       });
     });

@@ -22,7 +22,7 @@ import { lineLog } from '../net/log.js';
 import { makeFolder, octal, setMode, unreachableFolderOf } from '../net/private-files.js';
 import { nativeAddon } from '../net/native.js';
 import { createApiServer, JsonPieces, RouteError, type RequestContext, type Route } from '../net/server.js';
-import { JOB_STATES, type EndState, type JobRecord } from '../store/events.js';
+import { isEndState, JOB_STATES, type EndState, type JobRecord } from '../store/events.js';
 import { damagedStoreError, isDamagedDatabase, openStore, type Store } from '../store/store.js';
 import { admissionWarning, AgentAnswerLost, AgentUnreachable, ControllerEngine, SubmitRefused, type AgentLink, type SignalExtras, type StartOrder, type Submission } from './engine.js';
 import { HeavyReads, LimitRefused, SubmitLimits, UserTurns } from './limits.js';
@@ -167,6 +167,13 @@ class HttpAgents implements AgentLink {
     const client = this.client(node);
     await this.durable();
     await client.post('/signal', { jobId: id, signal, cancel, ...extras });
+  }
+
+  /** A running job's new time limit (null: none), for the supervisor of its run `run` on `node`. */
+  async setTimeLimit(node: string, id: JobId, run: number, seconds: number | null): Promise<void> {
+    const client = this.client(node);
+    await this.durable();
+    await client.post('/limit', { jobId: id, run, timeLimitSeconds: seconds });
   }
 
   close(): void {
@@ -620,12 +627,15 @@ export async function startController(options: ControllerOptions): Promise<Runni
             }
             if (resolved.array) wholeArrays.set(resolved.ids[0], resolved.ids.length);
           });
-          const inWholeArray = (id: number) => [...wholeArrays].some(([first, count]) => id >= first && id < first + count);
-          // A whole array's tasks that have not ended (an ended one has nothing left to change); a job named alone, whatever it is.
-          const jobs = Object.keys(changes).length === 0 ? [] : all.filter((id) => engine.active.has(id) || !inWholeArray(id));
-          const answer = (id: number, outcome: unknown, message: string): ApiCancelResult => (outcome instanceof SubmitRefused
-            ? { id, state: engine.recordOf(jobId(id))?.state ?? null, result: 'refused', message: outcome.message }
-            : { id, state: engine.recordOf(jobId(id))?.state ?? null, result: 'cancelled', message });
+          // Every job named, an array's ended tasks too: each is answered (Slurm says "Job has already finished" of each).
+          const jobs = Object.keys(changes).length === 0 ? [] : all;
+          const answer = (id: number, outcome: unknown, message: string): ApiCancelResult => {
+            const state = engine.recordOf(jobId(id))?.state ?? null;
+            if (!(outcome instanceof SubmitRefused)) return { id, state, result: 'cancelled', message };
+            // Ended (not another user's job): `ended`, which scontrol reports of a task as Slurm does.
+            const ended = !outcome.forbidden && state !== null && (isEndState(state) || state === 'COMPLETING');
+            return { id, state, result: ended ? 'ended' : 'refused', message: outcome.message };
+          };
           const results: ApiCancelResult[] = [];
           store.batch(() => {
             for (const arrayId of arrayThrottle === undefined ? [] : wholeArrays.keys()) {

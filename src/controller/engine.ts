@@ -4,7 +4,7 @@
 // before acting on it. It knows no transport: the daemon wires HTTP and the
 // agents to it, and tests drive it directly.
 
-import { HELD_BY_ADMIN } from '../store/events.js';
+import { HELD_BY_ADMIN, isEndState } from '../store/events.js';
 import { isDay, jobClass, nightWindow, nodeMinutes, type JobClass } from '../config/day-night.js';
 import type { ClusterConfig, PartitionSpec } from '../config/cluster.js';
 import { CHECKPOINT_DEFAULTS, type ProgramClass, type RestartAction } from '../config/checkpoint.js';
@@ -15,7 +15,7 @@ import type { PlanHold } from '../core/node-plan.js';
 import { chooseVictims, type PreemptionCandidate, type PreemptionNode, type VictimChoice } from '../core/preemption.js';
 import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
 import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
-import { nodeAllowed, suitableNodes, taskLayout, validateAgainstCluster, type ClusterNodeShape } from '../jobspec/cluster.js';
+import { nodeAllowed, suitableNodes, taskLayout, validateAgainstCluster, type ClusterNodeShape, type Rejection } from '../jobspec/cluster.js';
 import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { beginDeadlineConflict, parseMailType, parseMailUser } from '../jobspec/values.js';
 import { checkPattern } from '../jobspec/pattern.js';
@@ -195,6 +195,8 @@ export const UNREACHABLE_PAUSE_MS = 10_000;
 export interface AgentLink {
   start(order: StartOrder): Promise<void>;
   signal(node: string, jobId: JobId, signal: string, cancel: boolean, extras?: SignalExtras): Promise<void>;
+  /** A running job's new time limit (scontrol update TimeLimit=; null: none) for the supervisor of its run `run`; absent: the agents take none (tests). */
+  setTimeLimit?(node: string, jobId: JobId, run: number, seconds: number | null): Promise<void>;
 }
 
 /** A signal request's other forms: a preemption (SIGKILL `graceSeconds` after the signal unless the job exits), a suspend or a resume. */
@@ -670,6 +672,7 @@ export class ControllerEngine {
       if (holdsNodes(record.state) && this.cancelRequested(record.id)) this.deliverCancel(record.id, record.nodes[0], record.requeueCount);
       else if (holdsNodes(record.state) && this.preemptRequested(record.id) !== undefined) this.redeliverPreempt(record);
       else if (holdsNodes(record.state)) this.redeliverPause(record);
+      if (!this.cancelRequested(record.id) && this.preemptRequested(record.id) === undefined) this.redeliverLimit(record);
     }
     if (this.active.size > 0) this.log(`recovered ${this.active.size} pending and running jobs from the store`);
   }
@@ -958,7 +961,7 @@ export class ControllerEngine {
     return reasons.length > 0 ? reasons : this.refusals(spec);
   }
 
-  refusals(spec: JobSpec): string[] {
+  refusals(spec: JobSpec, allowed: readonly Rejection['kind'][] = []): string[] {
     if (spec.timeLimitSeconds === undefined || spec.interactive !== undefined) {
       try {
         spec = this.complete(spec);
@@ -966,7 +969,7 @@ export class ControllerEngine {
         return [...(error as SubmitRefused).reasons];
       }
     }
-    const reasons = validateAgainstCluster(spec, this.config).map((rejection) => rejection.message);
+    const reasons = validateAgainstCluster(spec, this.config).filter((rejection) => !allowed.includes(rejection.kind)).map((rejection) => rejection.message);
     reasons.push(...arrayRefusals(spec, this.config));
     reasons.push(...this.checkpointRefusals(spec));
     // Through the API as through the CLI: mail goes only to an address checked strictly, for events Slurm names.
@@ -1938,7 +1941,8 @@ export class ControllerEngine {
     for (const { id, delta } of asked) {
       const record = stored.get(id)!;
       this.active.set(id, record);
-      reorder = this.scheduler.replaceQueued(this.coreRequest(record)) || reorder;
+      if (record.state === 'PENDING') reorder = this.scheduler.replaceQueued(this.coreRequest(record)) || reorder;
+      else this.newRunningLimit(record);
       this.log(`job ${id} updated by ${user}: ${Object.entries(delta).map(([key, value]) => `${key}=${value}`).join(' ')}`);
     }
     if (reorder) this.scheduler.reorder();
@@ -1947,17 +1951,44 @@ export class ControllerEngine {
     return outcomes.map((outcome) => ('event' in outcome ? stored.get(outcome.id)! : outcome));
   }
 
-  /** One job's update, checked: the event to store (none when nothing changes: its record); throws SubmitRefused. */
+  /**
+   * A running (or suspended) job's time limit changed: its end in the core moves with it (the time it was
+   * suspended still added), and its supervisor is told, until the order gets through (deliverCancel's retries;
+   * a restart sends it again: recover).
+   */
+  private newRunningLimit(record: JobRecord): void {
+    if (this.scheduler.state.getRunning(record.id) !== undefined) {
+      const request = this.coreRequest(record);
+      const held = this.marks.suspendedSeconds(record.id) + (this.extendedWhileSuspended.get(record.id) ?? 0);
+      this.scheduler.reviseRunning({ ...request, estimate: request.estimate + held });
+    }
+    this.deliverCancel(record.id, record.nodes[0], record.requeueCount, this.limitDelivery(record.id));
+  }
+
+  /**
+   * One job's update, checked: the event to store (none when nothing changes: its record); throws SubmitRefused.
+   * As Slurm's _update_job: a pending job's fields, checked as a submission would be (a user stays within the
+   * partition's MaxTime, an administrator need not); a running or suspended job's time limit only, which its
+   * owner may lower and only an administrator raise; an ended job, nothing.
+   */
   private checkedUpdate(id: JobId, changes: JobChanges, user: string, admin: boolean): JobRecord | { id: JobId; event: TransitionEvent; delta: Record<string, string | number> } {
     const record = this.ownedJob(id, user, admin, 'update');
-    if (record.state !== 'PENDING') throw new SubmitRefused([`job ${id} is ${record.state}: only pending jobs can be updated`]);
+    if (isEndState(record.state) || record.state === 'COMPLETING') {
+      throw new SubmitRefused([`job ${id} has already finished (${record.state}): only pending and running jobs can be updated`]);
+    }
+    const running = record.state !== 'PENDING';
     const spec = this.specOf(record);
     const asked = changes.timeLimitSeconds;
-    if (asked !== undefined && !admin) {
+    if (running) {
+      const others = (['name', 'partition'] as const).filter((key) => changes[key] !== undefined);
+      if (others.length > 0) throw new SubmitRefused([`job ${id} is ${record.state}: only its TimeLimit can be updated (${others.map((key) => (key === 'name' ? 'JobName' : 'Partition')).join(' and ')} only while it is pending)`]);
+      if (this.cancelRequested(id) || this.preemptRequested(id) !== undefined) throw new SubmitRefused([`job ${id} is ending (cancelled or preempted): its time limit can no longer be updated`]);
+    }
+    if (asked !== undefined && running && !admin) {
       const now = spec.timeLimitSeconds;
-      const raises = now !== 'UNLIMITED' && (asked === 'UNLIMITED' || asked > now);
+      const raises = now !== 'UNLIMITED' && (asked === 'UNLIMITED' || asked > (now ?? Infinity));
       if (raises) {
-        throw new SubmitRefused([`job ${id}: only an administrator can raise a time limit (it is ${now} s); give a lower one, or ask an administrator`]);
+        throw new SubmitRefused([`job ${id} is ${record.state}: only an administrator can raise its time limit (it is ${now} s); give a lower one, or ask an administrator`]);
       }
     }
     const delta: Record<string, string | number> = {};
@@ -1966,7 +1997,8 @@ export class ControllerEngine {
     if (asked !== undefined && asked !== spec.timeLimitSeconds) delta.timeLimitSeconds = asked;
     if (Object.keys(delta).length === 0) return record;
     const updated = { ...spec, ...delta } as JobSpec;
-    const reasons = this.refusals(updated);
+    // An administrator's time limit may pass the partition's MaxTime (Slurm checks it for users only).
+    const reasons = this.refusals(updated, admin ? ['over-time-limit'] : []);
     if (reasons.length > 0) throw new SubmitRefused(reasons.map((reason) => `job ${id} cannot be updated: ${reason}`));
     if (updated.reservation !== undefined) {
       const inReservation = this.reservationRefusals(updated, () => true);
@@ -2583,6 +2615,21 @@ export class ControllerEngine {
     return pause === 'suspend' ? SUSPEND : pause === 'resume' ? RESUME : undefined;
   }
 
+  /** The order that gives a running job's supervisor its time limit as it stands now. */
+  private limitDelivery(id: JobId): Delivery {
+    const limit = this.specOf(this.active.get(id)!).timeLimitSeconds;
+    return { limitSeconds: limit === 'UNLIMITED' || limit === undefined ? null : limit };
+  }
+
+  /**
+   * A running job whose time limit was ever updated (scontrol update TimeLimit=): its limit as it stands, sent
+   * to its agent again after a controller restart or when the agent registers again (an agent that was down, or
+   * an order lost on the way); the supervisor takes a limit it already has as done.
+   */
+  private redeliverLimit(record: JobRecord): void {
+    if (record.amended?.timeLimitSeconds !== undefined && holdsNodes(record.state)) this.deliverCancel(record.id, record.nodes[0], record.requeueCount, this.limitDelivery(record.id));
+  }
+
   /**
    * After a restart: a suspend or resume stored before it may not have reached the agent; the last one is sent
    * again (the supervisor takes one it already carried out as done).
@@ -2733,7 +2780,10 @@ export class ControllerEngine {
   private deliverCancel(id: JobId, node: string, run: number, how: Delivery = CANCEL): void {
     const slot = slotOf(id, how);
     this.cancelsInFlight.add(slot);
-    this.agents.signal(node, id, how.signal, how.cancel, how.extras).then(() => {
+    const sent = 'limitSeconds' in how
+      ? this.agents.setTimeLimit?.(node, id, run, how.limitSeconds) ?? Promise.resolve()
+      : this.agents.signal(node, id, how.signal, how.cancel, how.extras);
+    sent.then(() => {
       this.cancelsInFlight.delete(slot);
       // A later signal of the same kind may wait in the slot meanwhile: only this one is delivered.
       if (this.undeliveredCancels.get(slot)?.how === how) this.undeliveredCancels.delete(slot);
@@ -2742,8 +2792,8 @@ export class ControllerEngine {
       if (!this.isCurrentRun(id, run)) return;
       const waiting = this.undeliveredCancels.get(slot);
       if (waiting === undefined) this.log(`job ${id}: could not signal it on ${node} (${(error as Error).message}); will retry`);
-      // A suspend or resume: the last one asked is the state to reach the job.
-      const latest = slot.endsWith(':pause') ? this.pauseDelivery(id) ?? how : how;
+      // A suspend or resume, a time limit: the last one asked is the state to reach the job.
+      const latest = slot.endsWith(':pause') ? this.pauseDelivery(id) ?? how : slot.endsWith(':limit') ? this.limitDelivery(id) : how;
       this.undeliveredCancels.set(slot, { id, node, run, how: latest });
     });
   }
@@ -2774,6 +2824,11 @@ export class ControllerEngine {
       this.refreshNode(name);
     }
     for (const report of reports) this.jobReport(report);
+    // A time limit updated while the agent was away (or whose order was lost): its jobs get the limit as it stands.
+    for (const report of reports) {
+      const record = this.active.get(report.jobId);
+      if (report.state === 'RUNNING' && record !== undefined && (report.run === undefined || report.run === record.requeueCount) && nodeNames.includes(record.nodes[0])) this.redeliverLimit(record);
+    }
     // Jobs this controller believes run on these nodes but the agent does not
     // know: their start was lost (the controller died before the agent got it).
     const reported = new Set(reports.map((r) => r.jobId));
@@ -3073,20 +3128,21 @@ export class ControllerEngine {
   }
 }
 
-/** A signal request for a job's agent, re-sent until it gets through: a cancel, a preemption, a resume. */
-interface Delivery {
-  readonly signal: string;
-  readonly cancel: boolean;
-  readonly extras?: SignalExtras;
-}
+/**
+ * An order for a running job's agent, re-sent until it gets through: a signal (a cancel, a preemption, a
+ * resume), or the job's time limit as it stands (`limitSeconds`, null: none; scontrol update TimeLimit=).
+ */
+type Delivery = SignalDelivery | { readonly limitSeconds: number | null };
+type SignalDelivery = { readonly signal: string; readonly cancel: boolean; readonly extras?: SignalExtras };
 
 const CANCEL: Delivery = { signal: 'SIGTERM', cancel: true };
 
-/** A job's delivery slot: its end (cancel, preemption) and its suspend/resume are kept and retried apart. */
-const slotOf = (id: JobId, how: Delivery): string => `${id}:${how.extras?.suspend === true || how.extras?.resume === true ? 'pause' : 'end'}`;
+/** A job's delivery slot: its end (cancel, preemption), its suspend/resume and its time limit are kept and retried apart. */
+const slotOf = (id: JobId, how: Delivery): string =>
+  `${id}:${'limitSeconds' in how ? 'limit' : how.extras?.suspend === true || how.extras?.resume === true ? 'pause' : 'end'}`;
 
-const SUSPEND: Delivery = { signal: 'SIGSTOP', cancel: false, extras: { suspend: true } };
-const RESUME: Delivery = { signal: 'SIGCONT', cancel: false, extras: { resume: true } };
+const SUSPEND: SignalDelivery = { signal: 'SIGSTOP', cancel: false, extras: { suspend: true } };
+const RESUME: SignalDelivery = { signal: 'SIGCONT', cancel: false, extras: { resume: true } };
 
 /** `taras admin shutdown --mode`: what becomes of running jobs (seed 000 3.2.2). */
 export const SHUTDOWN_MODES = ['leave-running', 'checkpoint', 'kill'] as const;

@@ -148,6 +148,16 @@ export class Scheduler {
     this.adopted = true;
   }
 
+  /**
+   * A running job's request changed (scontrol update of its time limit): its estimate, and so its end, is the
+   * new one's; it keeps its start and nodes, and the policy plans the queue around its new end at the next pass.
+   */
+  reviseRunning(job: JobRequest): void {
+    const run = this.state.removeRunning(job.id);
+    this.state.addRunning({ ...run, job });
+    this.adopted = true;
+  }
+
   /** The nodes a running job was placed on (empty without a node pool). */
   nodesOf(id: JobId): readonly string[] | undefined {
     return this.state.getRunning(id)?.nodes;

@@ -76,7 +76,7 @@ export type JobEvent =
    * priority tier it sorts by (the queue is ordered by priority, then key); `after` is the job it was put behind (0: the front).
    */
   | { readonly type: 'moved'; readonly after: number; readonly key: number; readonly priority: number; readonly by?: 'user' | 'admin' }
-  /** `scontrol update` / `taras update` of a pending job: the request's fields that changed (name, partition, timeLimitSeconds). */
+  /** `scontrol update` / `taras update`: the request's fields that changed (a pending job's name, partition, timeLimitSeconds; a running one's timeLimitSeconds; an array's text). */
   | { readonly type: 'updated'; readonly changes: JsonObject; readonly by?: 'user' | 'admin' }
   /** `by` admin: an administrator's hold, which its owner cannot release (Slurm's JobHeldAdmin); absent: the user's. */
   | { readonly type: 'held'; readonly reason?: string; readonly by?: 'user' | 'admin' }
@@ -196,9 +196,12 @@ function refuse(record: JobRecord, event: TransitionEvent): string | undefined {
     case 'moved':
       return state === 'PENDING' ? undefined : 'only pending jobs can be moved in the queue';
     case 'updated':
-      // An array's %N (scontrol update ArrayTaskThrottle) is the whole array's: its running tasks take it too.
+      // An array's %N (scontrol update ArrayTaskThrottle) is the whole array's: its running tasks take it too; a
+      // running or suspended job's time limit changes (scontrol update TimeLimit=), its other fields do not.
       if (state === 'PENDING') return undefined;
-      return RUNNING_STATES.includes(state) && Object.keys(event.changes).every((key) => key === 'array') ? undefined : 'only pending jobs can be updated';
+      if (RUNNING_STATES.includes(state) && Object.keys(event.changes).every((key) => key === 'array')) return undefined;
+      return (state === 'RUNNING' || state === 'SUSPENDED') && Object.keys(event.changes).every((key) => key === 'array' || key === 'timeLimitSeconds')
+        ? undefined : 'only pending jobs can be updated (running ones: their time limit)';
   }
 }
 

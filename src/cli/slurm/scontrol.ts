@@ -12,20 +12,24 @@ import type { ApiCancelResult, ApiJob, ApiNode, ApiPartition } from '../../api/t
 import type { ApiClient } from '../../net/client.js';
 import { compressHostlist } from '../../config/hostlist.js';
 import { slurmJobRefs, slurmTime } from './format.js';
-import { parseArrayJobId } from '../../jobspec/array.js';
+import { formatTaskIds, parseArrayJobId } from '../../jobspec/array.js';
 import { reasonCode } from './squeue.js';
 import { printable } from '../render/text.js';
 
 /** What scontrol update changes: a job's fields, and an array's throttle. */
 export interface UpdateFields { timeLimitSeconds?: number | 'UNLIMITED'; partition?: string; name?: string; arrayThrottle?: number }
 
+/** scontrol update's words read: the fields, and TimeLimit=+N or -N (seconds added to, or taken from, the job's limit as it is). */
+export interface UpdateWords { fields: UpdateFields; timeLimitStep?: number }
+
 /**
- * scontrol update's Key=Value words for a job, as Slurm spells them (any case): TimeLimit (sbatch's time forms),
- * Partition, JobName (or Name), ArrayTaskThrottle (an array's; 0: no limit). Any other key is refused by name:
- * these are the ones Taras updates.
+ * scontrol update's Key=Value words for a job, as Slurm spells them (any case): TimeLimit (sbatch's time forms;
+ * +N or -N: more or less than the limit it has), Partition, JobName (or Name), ArrayTaskThrottle (an array's; 0:
+ * no limit). Any other key is refused by name: these are the ones Taras updates.
  */
-export async function updateFields(words: readonly string[]): Promise<UpdateFields> {
+export async function updateFields(words: readonly string[]): Promise<UpdateWords> {
   const body: UpdateFields = {};
+  let timeLimitStep: number | undefined;
   for (const word of words) {
     const at = word.indexOf('=');
     if (at <= 0) throw new Error(`scontrol: error: update takes Key=Value words, not "${word}" (e.g. scontrol update JobId=42 TimeLimit=30)`);
@@ -33,9 +37,12 @@ export async function updateFields(words: readonly string[]): Promise<UpdateFiel
     const value = word.slice(at + 1);
     if (key === 'timelimit') {
       const { parseTime } = await import('../../jobspec/values.js');
-      const parsed = parseTime(value);
+      const step = /^[+-]/.test(value) ? value[0] : '';
+      const parsed = parseTime(value.slice(step.length));
       if (!parsed.ok) throw new Error(`scontrol: error: TimeLimit ${parsed.message}`);
-      body.timeLimitSeconds = parsed.value;
+      if (step === '') body.timeLimitSeconds = parsed.value;
+      else if (parsed.value === 'UNLIMITED') throw new Error(`scontrol: error: Invalid TimeLimit value: ${value} (add or take off a time: TimeLimit=+30, TimeLimit=-1:00:00)`);
+      else timeLimitStep = step === '+' ? parsed.value : -parsed.value;
     } else if (key === 'partition') body.partition = value;
     else if (key === 'jobname' || key === 'name') body.name = value;
     else if (key === 'arraytaskthrottle') {
@@ -44,11 +51,60 @@ export async function updateFields(words: readonly string[]): Promise<UpdateFiel
         throw new Error(`scontrol: error: Invalid ArrayTaskThrottle value "${value}": give how many tasks of the array may run at once, 0 to ${MAX_ARRAY_THROTTLE} (0: no limit)`);
       }
       body.arrayThrottle = Number(value);
-    } else throw new Error(`scontrol: error: update of ${word.slice(0, at)} is not supported by Taras: it updates TimeLimit, Partition and JobName of a pending job, and an array's ArrayTaskThrottle`);
+    } else throw new Error(`scontrol: error: update of ${word.slice(0, at)} is not supported by Taras: it updates TimeLimit, Partition and JobName of a pending job, TimeLimit of a running one, and an array's ArrayTaskThrottle`);
     if (value === '') throw new Error(`scontrol: error: ${word.slice(0, at)} needs a value`);
   }
-  if (Object.keys(body).length === 0) throw new Error('scontrol: error: update needs fields to change, e.g. scontrol update JobId=42 TimeLimit=30');
-  return body;
+  if (Object.keys(body).length === 0 && timeLimitStep === undefined) throw new Error('scontrol: error: update needs fields to change, e.g. scontrol update JobId=42 TimeLimit=30');
+  return { fields: body, ...(timeLimitStep === undefined ? {} : { timeLimitStep }) };
+}
+
+/**
+ * TimeLimit=+N or -N, as Slurm's scontrol: the job's limit as it is now, plus or less N (not atomic: as in
+ * Slurm, the client reads the limit and sends the sum). One job or task only; not an array's id, nor UNLIMITED.
+ */
+async function steppedLimit(api: ApiClient, refs: readonly (number | string)[], step: number): Promise<number> {
+  const ref = String(refs[0]);
+  if (refs.length > 1 || !/^\d+(_\d+)?$/.test(ref)) throw new Error(`scontrol: error: Invalid job ID ${refs.join(',')} (TimeLimit=+N or -N takes one job: JobId=42 or 12_3)`);
+  const job = await api.get<ApiJob>(`/jobs/${ref}`);
+  if (!ref.includes('_') && job.arrayJobId === job.id && (await tasksOf(api, job)).length > 1) {
+    throw new Error('scontrol: error: TimeLimit increment/decrement not supported for job arrays (give one task: JobId=12_3)');
+  }
+  const now = job.timeLimitSeconds;
+  if (now === null) throw new Error('scontrol: error: Cannot increment/decrement TimeLimit when set to UNLIMITED.');
+  if (-step >= now) throw new Error(`scontrol: error: TimeLimit decrement larger than current time limit (${clockDuration(-step)} ${-step === now ? '=' : '>'} ${clockDuration(now)})`);
+  return now + step;
+}
+
+/**
+ * What scontrol update says of an array's tasks, as Slurm's scontrol: once any task of an array fails, a line
+ * per outcome for that array, its tasks as Slurm writes them (12_[0-1,4]: Job has already finished; 12_[2-3]:
+ * Success); a refusal Slurm has no words for keeps Taras's line (which says why). Lines in task order; a job
+ * not in an array, refused, is one line of its own. Exit 1 when any is not updated.
+ */
+export function updateOutcomeLines(results: readonly ApiCancelResult[]): { lines: string[]; failed: boolean } {
+  const lines: { first: number; text: string }[] = [];
+  const byArray = new Map<string, { task: number; result: ApiCancelResult }[]>();
+  for (const result of results) {
+    const [array, task] = result.task?.split('_') ?? [];
+    if (task === undefined) {
+      if (result.result === 'refused' || result.result === 'ended') lines.push({ first: -1, text: `scontrol: error: ${printable(result.message)}` });
+      continue;
+    }
+    byArray.set(array, [...(byArray.get(array) ?? []), { task: Number(task), result }]);
+  }
+  for (const [array, tasks] of byArray) {
+    if (tasks.every(({ result }) => result.result === 'cancelled')) continue;
+    const group = (kind: ApiCancelResult['result']) => tasks.filter(({ result }) => result.result === kind).map(({ task }) => task).sort((a, b) => a - b);
+    for (const [kind, words] of [['ended', 'Job has already finished'], ['cancelled', 'Success']] as const) {
+      const ids = group(kind);
+      if (ids.length > 0) lines.push({ first: ids[0], text: `${array}_[${formatTaskIds(ids)}]: ${words}` });
+    }
+    for (const { task, result } of tasks.filter(({ result }) => result.result === 'refused')) {
+      // The controller's words name the job ("job 15 is RUNNING: ..."); a task is named as squeue shows it first.
+      lines.push({ first: task, text: `scontrol: error: update job ${result.task} (${result.id}): ${printable(result.message)}` });
+    }
+  }
+  return { lines: lines.sort((a, b) => a.first - b.first).map((line) => line.text), failed: results.some((result) => result.result === 'refused' || result.result === 'ended') };
 }
 
 /** Seconds as scontrol prints them (Slurm's secs2time_str): HH:MM:SS or D-HH:MM:SS. */
@@ -260,7 +316,7 @@ export function registerScontrol(program: Command): void {
     .argument('[args...]', 'show: job|node|partition [NAME]; write: batch_script JOBID [FILE|-]; the others: job ids')
     .option('--controller <address>', 'controller address (default $TARAS_CONTROLLER)')
     .helpOption('--help', 'show this help')
-    .addHelpText('after', '\nExamples:\n  scontrol show job 42\n  scontrol show node node01\n  scontrol show partition\n  scontrol requeue 42\n  scontrol suspend 42; scontrol resume 42\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n  scontrol update JobId=12 TimeLimit=30        # every task of array 12 not ended\n  scontrol update JobId=12 ArrayTaskThrottle=4 # at most 4 tasks of array 12 at once (0: no limit)\n  scontrol write batch_script 42        # to slurm-42.sh (- : to standard output)\n')
+    .addHelpText('after', '\nExamples:\n  scontrol show job 42\n  scontrol show node node01\n  scontrol show partition\n  scontrol requeue 42\n  scontrol suspend 42; scontrol resume 42\n  scontrol update JobId=42 TimeLimit=30 Partition=debug JobName=rerun\n  scontrol update JobId=42 TimeLimit=-10       # 10 minutes less (a running job too; more: administrators)\n  scontrol update JobId=12 TimeLimit=30        # every task of array 12 (ended ones are said)\n  scontrol update JobId=12 ArrayTaskThrottle=4 # at most 4 tasks of array 12 at once (0: no limit)\n  scontrol write batch_script 42        # to slurm-42.sh (- : to standard output)\n')
     .action(async (command: string, args: string[], flags: { controller?: string }) => {
       const { client, postIds } = await import('../controller-client.js');
       const { ApiRequestError, ControllerUnreachableError } = await import('../../net/client.js');
@@ -286,19 +342,19 @@ export function registerScontrol(program: Command): void {
           const named = args.find((word) => /^jobid=/i.test(word))?.slice('jobid='.length);
           const refs = named === undefined ? [] : slurmJobRefs([named], (word) => `scontrol: error: Invalid job id specified: ${word} (give JobId=12, 12_3 or 12_[1-3])`);
           if (refs.length === 0) throw new Error('scontrol: error: update needs JobId=ID and fields, e.g. scontrol update JobId=42 TimeLimit=30');
-          const fields = await updateFields(args.filter((word) => !/^jobid=/i.test(word)));
-          // An array's id: every task of it not ended; each refused one is said, the exit 1 (as Slurm's per-task errors).
+          const { fields, timeLimitStep } = await updateFields(args.filter((word) => !/^jobid=/i.test(word)));
+          if (timeLimitStep !== undefined) fields.timeLimitSeconds = await steppedLimit(api, refs, timeLimitStep);
+          // An array's id: every task of it; the controller answers each.
           const answer = await api.post<{ jobs: ApiCancelResult[] }>('/jobs/update', { ids: refs, ...fields }).then((body) => body.jobs, async (error: unknown) => {
             // A controller older than this CLI: one job at a time, by its route.
             if (!missingRoute(error) || fields.arrayThrottle !== undefined || refs.length > 1) return notYet(Promise.reject(error), 'update of arrays');
             await notYet(api.post(`/jobs/${refs[0]}/update`, fields), verb);
             return [];
           });
-          for (const job of answer.filter((result) => result.result === 'refused')) {
-            // The controller's words name the job ("job 15 is RUNNING: ..."); a task is named as squeue shows it first.
-            process.stderr.write(`scontrol: error: ${job.task === undefined ? '' : `update job ${job.task} (${job.id}): `}${printable(job.message)}\n`);
-            process.exitCode = 1;
-          }
+          // An array's id: every task of it (the ended ones said as Slurm does); the exit 1 when any was not updated.
+          const said = updateOutcomeLines(answer);
+          process.stderr.write(said.lines.map((line) => `${line}\n`).join(''));
+          if (said.failed) process.exitCode = 1;
           return;
         }
         const ids = jobIdsOf(args, verb);
