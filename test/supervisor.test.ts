@@ -16,7 +16,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { detectCgroupMode, probeCgroupV1, probeCgroupV2, type CgroupMode, type CgroupSystem } from '../src/agent/cgroup.js';
 import {
-  cancelStartingSupervisor, hasEnded, isAlive, jobFiles, launchSupervisor, prepareJobDir, processStartTicks, readStatus, requestSignal,
+  cancelStartingSupervisor, hasEnded, isAlive, jobFiles, launchSupervisor, prepareJobDir, processStartTicks, readStatus, requestSignal, requestTimeLimit,
   SupervisorLauncher, takesStopSignals, waitForStatus,
   type EndedStatus, type RunningStatus, type SupervisorSpecInput,
 } from '../src/agent/jobdir.js';
@@ -264,6 +264,49 @@ describe('the job supervisor', { concurrency: true }, () => {
     assert.equal(status.state, 'TIMEOUT');
     assert.equal(readFileSync(join(workDir, 'marker'), 'utf8'), 'warned\n', 'one warning, not again after the resume');
     assert.deepEqual(signalsOf(status), ['SIGUSR1 warning', 'SIGSTOP suspend', 'SIGCONT resume', 'SIGTERM time limit']);
+  });
+
+  it('a new time limit (scontrol update) counts from the start: raised, the warning and SIGTERM move later; lowered past, TIMEOUT at once; suspended time is not counted', async () => {
+    const body = `trap 'echo warned >> marker' USR1\ntrap 'exit 0' TERM\nwhile :; do sleep 0.05; done`;
+    // Raised from 3 s to 6 s at once: warned at 4 s (2 s before), SIGTERM at 6 s, not at 1 and 3.
+    const raised = prepareJob(body, { timeLimitSeconds: 3, warnBeforeSeconds: 2, killGraceSeconds: 5 });
+    launch(raised.dir);
+    const running = await waitForRunning(raised.dir);
+    assert.deepEqual(await requestTimeLimit(raised.dir, 6), { ok: true, pid: running.pid });
+    assert.deepEqual(await requestTimeLimit(raised.dir, 6), { ok: true, pid: running.pid }, 'the same limit again: done');
+    assert.deepEqual(await requestTimeLimit(raised.dir, -1 as number), { ok: false, error: 'expected {"timeLimitSeconds": a positive number of seconds or null}, got {"timeLimitSeconds":-1}' });
+    const status = await waitForEnd(raised.dir);
+    assert.equal(status.state, 'TIMEOUT');
+    assert.equal(status.reason, 'time limit of 6 s reached');
+    assert.deepEqual(signalsOf(status), ['SIGUSR1 warning', 'SIGTERM time limit']);
+    const [warning, term] = status.signalsSent;
+    assert.ok(Math.abs(seconds(status.startTime!, warning!.time) - 4) < 0.75, `warning at ${warning!.time}`);
+    assert.ok(Math.abs(seconds(status.startTime!, term!.time) - 6) < 0.75, `SIGTERM at ${term!.time}`);
+
+    // 60 s, suspended 1 s, then lowered to 2 s when 2 s have passed (1 of them running): ends at 3 s, a second later.
+    const lowered = prepareJob(body, { timeLimitSeconds: 60, killGraceSeconds: 5 });
+    launch(lowered.dir);
+    await waitForRunning(lowered.dir);
+    assert.equal((await requestSignal(lowered.dir, 'SIGSTOP', { suspend: true })).ok, true);
+    await new Promise((wait) => setTimeout(wait, 1000));
+    assert.equal((await requestSignal(lowered.dir, 'SIGCONT', { resume: true })).ok, true);
+    assert.equal((await requestTimeLimit(lowered.dir, 2)).ok, true);
+    const ended = await waitForEnd(lowered.dir);
+    assert.equal(ended.state, 'TIMEOUT');
+    const at = seconds(ended.startTime!, ended.signalsSent.find((signal) => signal.why === 'time limit')!.time);
+    assert.ok(at > 2.5 && at < 4.5, `SIGTERM at ${at} s: the 2 s limit plus the 1 s suspended`);
+
+    // Already past its new limit: TIMEOUT at once; a job that has ended takes no new limit.
+    const past = prepareJob(body, { timeLimitSeconds: 60, killGraceSeconds: 5 });
+    launch(past.dir);
+    await waitForRunning(past.dir);
+    await new Promise((wait) => setTimeout(wait, 1500));
+    const askedAt = Date.now();
+    assert.equal((await requestTimeLimit(past.dir, 1)).ok, true);
+    const over = await waitForEnd(past.dir);
+    assert.deepEqual([over.state, over.reason], ['TIMEOUT', 'time limit of 1 s reached']);
+    assert.ok(Date.parse(over.signalsSent.at(-1)!.time) - askedAt < 1000, 'SIGTERM at once');
+    assert.equal((await requestTimeLimit(past.dir, 100)).ok, false);
   });
 
   it('time limit: a script ignoring SIGTERM is SIGKILLed after the grace', async () => {
