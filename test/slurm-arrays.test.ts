@@ -165,16 +165,24 @@ describe('array ids in Slurm\'s commands', () => {
     assert.deepEqual(sacct('-j', String(id), '-o', 'JobID,State').map((row) => row.split('|')[0]), [0, 1, 2, 3, 4, 5].map((task) => `${id}_${task}`));
   });
 
-  it('scontrol update of an array: JobId=12_3 one task, JobId=12 every task not ended (a running one refused by name), ArrayTaskThrottle on the array\'s id only', { timeout: 90_000 }, async () => {
+  it('scontrol update of an array: JobId=12_3 one task, JobId=12 every task (a running one too, its time limit only), ArrayTaskThrottle on the array\'s id only', { timeout: 90_000 }, async () => {
     const id = sbatch('-a', '0-5%1', 'long.sh');
     const limits = () => [0, 1, 2, 3, 4, 5].map((task) => (show(id + task) as Job & { timeLimitSeconds: number }).timeLimitSeconds);
     await eventually('task 0 running', () => show(id).state === 'RUNNING', 20_000, 200);
     assert.equal(slurm('scontrol', 'update', `JobId=${id}_3`, 'TimeLimit=5').code, 0);
     assert.deepEqual(limits(), [600, 600, 600, 300, 600, 600]);
-    const whole = slurm('scontrol', 'update', `JobId=${id}`, 'TimeLimit=7');
-    assert.equal(whole.code, 1);
-    assert.deepEqual(whole.stderr.split('\n').filter(Boolean), [`scontrol: error: update job ${id}_0 (${id}): job ${id} is RUNNING: only pending jobs can be updated`]);
-    assert.deepEqual(limits(), [600, 420, 420, 420, 420, 420]);
+    assert.deepEqual(slurm('scontrol', 'update', `JobId=${id}`, 'TimeLimit=7'), { code: 0, stdout: '', stderr: '' });
+    assert.deepEqual(limits(), [420, 420, 420, 420, 420, 420]);
+    // Running task 0 keeps its partition; the pending ones move (one line for the refused task, Success for the others, as Slurm).
+    const moved = slurm('scontrol', 'update', `JobId=${id}`, 'JobName=renamed');
+    assert.equal(moved.code, 1);
+    assert.deepEqual(moved.stderr.split('\n').filter(Boolean),
+      [`scontrol: error: update job ${id}_0 (${id}): job ${id} is RUNNING: only its TimeLimit can be updated (JobName only while it is pending)`, `${id}_[1-5]: Success`]);
+    // TimeLimit=+N on an array's id: Slurm's words (one task: 12_3).
+    assert.deepEqual(slurm('scontrol', 'update', `JobId=${id}`, 'TimeLimit=+1'),
+      { code: 1, stdout: '', stderr: 'scontrol: error: TimeLimit increment/decrement not supported for job arrays (give one task: JobId=12_3)\n' });
+    assert.equal(slurm('scontrol', 'update', `JobId=${id}_3`, 'TimeLimit=+1').code, 0);
+    assert.deepEqual(limits(), [420, 420, 420, 480, 420, 420]);
 
     // %1 -> %3: two more start; the fold shows the new %N.
     assert.deepEqual(slurm('scontrol', 'update', `JobId=${id}`, 'ArrayTaskThrottle=3'), { code: 0, stdout: '', stderr: '' });
@@ -192,6 +200,27 @@ describe('array ids in Slurm\'s commands', () => {
     assert.equal(lifted.stdout, `job ${id} updated: arrayThrottle=0\n`);
     await eventually('four tasks running', () => states(id, 6).filter((state) => state === 'RUNNING').length === 4, 20_000, 200);
     await cancelArray(id, 6);
+    // Every task ended: each is said as Slurm's scontrol says it (grouped), and the exit is 1.
+    assert.deepEqual(slurm('scontrol', 'update', `JobId=${id}`, 'TimeLimit=5'), { code: 1, stdout: '', stderr: `${id}_[0-5]: Job has already finished\n` });
+    assert.deepEqual(limits(), [420, 420, 420, 480, 420, 420]);
+  });
+
+  it('scontrol update of an array with ended tasks: "Job has already finished" for them, Success for the others, in task order, exit 1 (as Slurm)', { timeout: 90_000 }, async () => {
+    const id = sbatch('-a', '0-2', 'mixed.sh');
+    await eventually('tasks 0 and 1 completed, 2 running', () => states(id, 3).join() === 'COMPLETED,COMPLETED,RUNNING', 20_000, 200);
+    const whole = slurm('scontrol', 'update', `JobId=${id}`, 'TimeLimit=5');
+    assert.deepEqual(whole, { code: 1, stdout: '', stderr: `${id}_[0-1]: Job has already finished\n${id}_[2]: Success\n` });
+    assert.equal((show(id + 2) as Job & { timeLimitSeconds: number }).timeLimitSeconds, 300);
+    assert.equal((show(id) as Job & { timeLimitSeconds: number }).timeLimitSeconds, 600, 'an ended task keeps its limit');
+    // One ended task named alone, as Slurm: its own line.
+    assert.deepEqual(slurm('scontrol', 'update', `JobId=${id}_1`, 'TimeLimit=5'), { code: 1, stdout: '', stderr: `${id}_[1]: Job has already finished\n` });
+    // taras update says each ended task as a refusal.
+    const taras = slurm('taras', 'update', String(id), '--time', '4');
+    assert.equal(taras.code, 1);
+    assert.equal(taras.stdout, `1 of 3 updated: timeLimitSeconds=240\n`);
+    assert.match(taras.stderr, new RegExp(`^error: job ${id}_0 \\(${id}\\): job ${id} has already finished \\(COMPLETED\\)`));
+    assert.equal(slurm('scancel', `${id}_2`).code, 0);
+    await eventually('task 2 ended', () => show(id + 2).state === 'CANCELLED', 20_000, 200);
   });
 
   it('--dependency=afterok:12_1 waits for that task only; afterok:12 and afterany:12 for every task of the array', { timeout: 90_000 }, async () => {
