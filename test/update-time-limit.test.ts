@@ -118,11 +118,17 @@ describe('scontrol update TimeLimit= of a running job, end to end', () => {
 
     const late = submit('-t', '1', '-n', '1', 'long.sh');
     const start = Date.parse((await running(late)).startTime!);
+    // The agent takes a limit from the controller only (signed with the cluster key): an unsigned order is refused.
+    const agentUrl = /listening on (http:\/\/[\d.:]+)/.exec(current.agent.log())![1];
+    const unsigned = await fetch(`${agentUrl}/limit`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jobId: late, timeLimitSeconds: 1 }) });
+    assert.equal(unsigned.status, 401);
+    assert.match(await unsigned.text(), /missing signature/);
     await eventually('3 s of running', () => Date.now() - start >= 3000, 10_000, 100);
     const askedAt = Date.now();
     assert.equal(scontrol('update', `JobId=${late}`, 'TimeLimit=0:01').status, 0);
     const over = await ended(late);
     assert.equal(over.state, 'TIMEOUT');
+    assert.ok(Date.parse(over.endTime!) >= askedAt - 500, 'ended by the update, not by the unsigned order');
     assert.ok(Date.parse(over.endTime!) - askedAt < 5000, `ended ${Date.parse(over.endTime!) - askedAt} ms after the update: at once (kill_grace 1 s)`);
   });
 
