@@ -591,7 +591,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         log(`job ${id}: moved after ${body.after} by ${caller.user}`);
         return { move: { after: moved.after, plannedStartBeforeMs: moved.beforeMs, plannedStartAfterMs: moved.thenMs, warnings: moved.warnings } };
       }) },
-      // scontrol update JobId=ID TimeLimit= Partition= JobName= (a pending job).
+      // scontrol update JobId=ID TimeLimit= Partition= JobName= (a pending job; a running one: TimeLimit).
       { method: 'POST', path: '/jobs/:id/update', handler: (ctx) => withBody<{ name?: string; partition?: string; timeLimitSeconds?: number | 'UNLIMITED' }>(ctx, UpdateBodySchema,
         '{"timeLimitSeconds": 1800, "partition": "debug", "name": "x"}', (id, caller, body) => {
           engine.update(id, body, caller.user, admin(caller));

@@ -2616,7 +2616,7 @@ export class ControllerEngine {
   }
 
   /** The order that gives a running job's supervisor its time limit as it stands now. */
-  private limitDelivery(id: JobId): Delivery {
+  private limitDelivery(id: JobId): LimitDelivery {
     const limit = this.specOf(this.active.get(id)!).timeLimitSeconds;
     return { limitSeconds: limit === 'UNLIMITED' || limit === undefined ? null : limit };
   }
@@ -2787,6 +2787,10 @@ export class ControllerEngine {
       this.cancelsInFlight.delete(slot);
       // A later signal of the same kind may wait in the slot meanwhile: only this one is delivered.
       if (this.undeliveredCancels.get(slot)?.how === how) this.undeliveredCancels.delete(slot);
+      // Two limits on their way at once may arrive in either order: the one that arrived last must be the limit as it stands.
+      if ('limitSeconds' in how && this.isCurrentRun(id, run) && this.limitDelivery(id).limitSeconds !== how.limitSeconds && !this.cancelsInFlight.has(slot)) {
+        this.deliverCancel(id, node, run, this.limitDelivery(id));
+      }
     }, (error: unknown) => {
       this.cancelsInFlight.delete(slot);
       if (!this.isCurrentRun(id, run)) return;
@@ -3132,7 +3136,8 @@ export class ControllerEngine {
  * An order for a running job's agent, re-sent until it gets through: a signal (a cancel, a preemption, a
  * resume), or the job's time limit as it stands (`limitSeconds`, null: none; scontrol update TimeLimit=).
  */
-type Delivery = SignalDelivery | { readonly limitSeconds: number | null };
+type Delivery = SignalDelivery | LimitDelivery;
+type LimitDelivery = { readonly limitSeconds: number | null };
 type SignalDelivery = { readonly signal: string; readonly cancel: boolean; readonly extras?: SignalExtras };
 
 const CANCEL: Delivery = { signal: 'SIGTERM', cancel: true };
