@@ -309,6 +309,21 @@ describe('the job supervisor', { concurrency: true }, () => {
     assert.equal((await requestTimeLimit(past.dir, 100)).ok, false);
   });
 
+  it('a new time limit for a job that checkpoints: its preemption signal a checkpoint duration before the new limit, SIGKILL at it; the periodic signal keeps its pace', async () => {
+    const body = `trap 'echo periodic >> marker' USR1\ntrap 'echo last >> marker' USR2\nwhile :; do sleep 0.05; done`;
+    const { dir, workDir } = prepareJob(body, { timeLimitSeconds: 60, killGraceSeconds: 5, checkpoint: { periodicSignal: 'SIGUSR1', preemptSignal: 'SIGUSR2', intervalSeconds: 2, durationSeconds: 1 } });
+    launch(dir);
+    await waitForRunning(dir);
+    await waitUntil(() => existsSync(join(workDir, 'marker')), 20_000); // the first periodic signal, 2 s in
+    assert.equal((await requestTimeLimit(dir, 6)).ok, true);
+    const status = await waitForEnd(dir);
+    assert.equal(status.state, 'TIMEOUT');
+    assert.deepEqual(signalsOf(status), ['SIGUSR1 checkpoint', 'SIGUSR1 checkpoint', 'SIGUSR2 preempt', 'SIGKILL time limit']);
+    const at = status.signalsSent.map((signal) => seconds(status.startTime!, signal.time));
+    for (const [got, want] of at.map((time, i) => [time, [2, 4, 5, 6][i]!])) assert.ok(Math.abs(got - want) < 0.75, `signals at ${at.join(', ')} s, not 2, 4, 5, 6`);
+    assert.equal(readFileSync(join(workDir, 'marker'), 'utf8'), 'periodic\nperiodic\nlast\n');
+  });
+
   it('time limit: a script ignoring SIGTERM is SIGKILLed after the grace', async () => {
     const { status } = await runJob(`trap '' TERM\nwhile :; do sleep 0.05; done`, { timeLimitSeconds: 2, killGraceSeconds: 1 });
     assert.equal(status.state, 'TIMEOUT');

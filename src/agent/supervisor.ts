@@ -108,6 +108,8 @@ class Supervision {
   private readonly cancelTimers: Array<() => void> = [];
   /** The time limit's and the periodic checkpoint's timers: held while the job is suspended. */
   private limitTimers: Array<() => void> = [];
+  /** The periodic checkpoint signal's timer: held while suspended, kept (its phase too) when the limit changes. */
+  private periodicTimers: Array<() => void> = [];
   private endCause: { readonly state: 'TIMEOUT' | 'CANCELLED' | 'PREEMPTED'; readonly reason: string } | null = null;
   /** When the time limit comes (performance.now() ms); moved later by each suspension. */
   private deadlineAt: number | null = null;
@@ -204,15 +206,16 @@ class Supervision {
    * The timers of the limit as it stands (armed again, with the time left,
    * after a resume): the warning signal, the periodic checkpoint signal, and
    * at the limit SIGTERM or, for a job that checkpoints, its preemption signal
-   * a checkpoint duration earlier and SIGKILL at the limit.
+   * a checkpoint duration earlier and SIGKILL at the limit. `periodic` false:
+   * the periodic checkpoint timer runs on (a new limit).
    */
-  private armTimeLimit(): void {
+  private armTimeLimit(periodic = true): void {
     const { warnBeforeSeconds, warnSignal, warnBatchOnly, checkpoint } = this.spec;
     const limit = this.limitSeconds;
-    if (checkpoint !== null && checkpoint.intervalSeconds !== null) {
+    if (periodic && checkpoint !== null && checkpoint.intervalSeconds !== null) {
       this.every(checkpoint.intervalSeconds * 1000, () => {
         if (this.endCause === null) this.sendSignal(checkpoint.periodicSignal, 'checkpoint');
-      }, this.limitTimers);
+      }, this.periodicTimers);
     }
     if (this.deadlineAt === null || limit === null) return;
     const left = (this.deadlineAt - performance.now()) / 1000;
@@ -286,8 +289,9 @@ class Supervision {
     if (this.suspendedAt !== null) return null;
     if (this.endCause !== null) return `the job is ending (${this.endCause.state})`;
     this.suspendedAt = performance.now();
-    for (const cancel of this.limitTimers) cancel();
+    for (const cancel of [...this.limitTimers, ...this.periodicTimers]) cancel();
     this.limitTimers = [];
+    this.periodicTimers = [];
     this.stopProcesses(true);
     this.signalsSent.push({ signal: 'SIGSTOP', time: new Date().toISOString(), why: 'suspend' });
     this.writeRunning();
@@ -329,7 +333,7 @@ class Supervision {
     for (const cancel of this.limitTimers) cancel();
     this.limitTimers = [];
     this.writeRunning();
-    this.armTimeLimit();
+    this.armTimeLimit(false);
     return null;
   }
 
@@ -411,7 +415,7 @@ class Supervision {
 
   private async finish(exitCode: number | null, signal: SignalName | null): Promise<void> {
     this.exited = true;
-    for (const cancel of [...this.cancelTimers, ...this.limitTimers]) cancel();
+    for (const cancel of [...this.cancelTimers, ...this.limitTimers, ...this.periodicTimers]) cancel();
     if (this.suspendedAt !== null) this.stopProcesses(false); // a frozen cgroup v2 holds its processes even against SIGKILL
     // The job is its main process: what it left running is killed, as Slurm does when a batch script ends.
     this.sendSignal('SIGKILL', null);
