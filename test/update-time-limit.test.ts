@@ -35,7 +35,7 @@ after(async () => {
   rmSync(work, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 });
 
-interface Job { id: number; state: string; reason: string | null; timeLimitSeconds: number | null; startTime: string | null; endTime: string | null }
+interface Job { id: number; state: string; reason: string | null; timeLimitSeconds: number | null; startTime: string | null; endTime: string | null; predictedEnd: string | null }
 
 /** `taras ARGS` (or bin/scontrol's `--slurm-command scontrol ARGS`) as root through the controller's socket. */
 const cli = (...args: string[]) => spawnSync(process.execPath, [taras, ...args, '--controller', socket], { cwd: work, encoding: 'utf8', timeout: 30_000 });
@@ -111,7 +111,17 @@ describe('scontrol update TimeLimit= of a running job, end to end', () => {
     await running(id);
     const raised = scontrol('update', `JobId=${id}`, 'TimeLimit=+0:30');
     assert.deepEqual([raised.status, raised.stderr], [0, '']);
-    assert.equal(show(id).timeLimitSeconds, 36);
+    const now = show(id);
+    assert.equal(now.timeLimitSeconds, 36);
+    assert.equal(Date.parse(now.predictedEnd!) - Date.parse(now.startTime!), 36_000, 'its predicted end follows the new limit');
+    // The plan follows it: a job that needs the whole node is planned at that end.
+    const waiting = submit('-t', '1', '-n', '2', 'long.sh');
+    const when = await eventually('planned', () => {
+      const answer = JSON.parse(cli('when', String(waiting), '--json').stdout) as { plannedStart: string | null };
+      return answer.plannedStart ?? undefined;
+    }, 10_000, 100);
+    assert.ok(Math.abs(Date.parse(when) - Date.parse(now.predictedEnd!)) <= 1000, `planned at ${when}, the raised job's end ${now.predictedEnd}`);
+    assert.equal(cli('cancel', String(waiting)).status, 0);
     const job = await ended(id);
     assert.equal(job.state, 'COMPLETED', `ran to its end: ${JSON.stringify(job)}`);
     assert.ok(runSeconds(job) >= 11, `ran ${runSeconds(job)} s, past the old 6 s limit`);
