@@ -2795,7 +2795,7 @@ export class ControllerEngine {
       this.cancelsInFlight.delete(slot);
       if (!this.isCurrentRun(id, run)) return;
       const waiting = this.undeliveredCancels.get(slot);
-      if (waiting === undefined) this.log(`job ${id}: could not signal it on ${node} (${(error as Error).message}); will retry`);
+      if (waiting === undefined) this.log(`job ${id}: could not ${'limitSeconds' in how ? 'give it its new time limit' : 'signal it'} on ${node} (${(error as Error).message}); will retry`);
       // A suspend or resume, a time limit: the last one asked is the state to reach the job.
       const latest = slot.endsWith(':pause') ? this.pauseDelivery(id) ?? how : slot.endsWith(':limit') ? this.limitDelivery(id) : how;
       this.undeliveredCancels.set(slot, { id, node, run, how: latest });
