@@ -343,7 +343,10 @@ describe('taras move and update in the controller engine', () => {
     engine.update(mine, { timeLimitSeconds: 7200 }, 'alice', false);
     assert.equal(store.job(mine)!.request.timeLimitSeconds, 7200);
     assert.equal(refusal(() => engine.update(running, { timeLimitSeconds: 7200 }, 'bob', false)), `job ${running} belongs to root; only they or an administrator can update it`);
-    assert.equal(refusal(() => engine.update(running, { name: 'x' }, 'root', true)), `job ${running} is RUNNING: only its TimeLimit can be updated (JobName only while it is pending)`);
+    assert.equal(refusal(() => engine.update(running, { partition: 'batch2' }, 'root', true)), `job ${running} is RUNNING: only its TimeLimit and JobName can be updated (Partition only while it is pending)`);
+    // As Slurm, a running job is renamed.
+    engine.update(running, { name: 'renamed' }, 'root', true);
+    assert.deepEqual([store.job(running)!.name, store.job(running)!.state], ['renamed', 'RUNNING']);
     assert.equal(refusal(() => engine.update(a, { name: 'x' }, 'bob', false)), `job ${a} belongs to alice; only they or an administrator can update it`);
     assert.equal(refused(() => engine.update(a, { name: 'x' }, 'bob', false)).forbidden, true);
     assert.equal(refusal(() => engine.update(4243 as JobId, { name: 'x' }, 'bob', false)), 'no job 4243');
@@ -386,7 +389,9 @@ describe('update of a running job\'s time limit (the engine)', () => {
       assert.equal(refusal(() => engine.update(mine, { timeLimitSeconds: raised }, 'alice', false)),
         `job ${mine} is RUNNING: only an administrator can raise its time limit (it is 1800 s); give a lower one, or ask an administrator`);
     }
-    assert.equal(refusal(() => engine.update(mine, { name: 'x' }, 'alice', false)), `job ${mine} is RUNNING: only its TimeLimit can be updated (JobName only while it is pending)`);
+    // Renamed by its owner: the name only (no order to its agent: the limit is as it was).
+    engine.update(mine, { name: 'x' }, 'alice', false);
+    assert.equal(store.job(mine)!.name, 'x');
     assert.equal(store.job(mine)!.request.timeLimitSeconds, 1800);
     assert.equal(limits.length, 1);
     // An administrator raises it, past the partition's MaxTime (3 h) too, as Slurm lets an operator.
@@ -498,7 +503,7 @@ describe('taras hold / release / submit --hold --begin --dependency with the rea
     assert.equal(badKey.status, 1);
     assert.match(badKey.stderr, /^scontrol: error: update of NumNodes is not supported by Taras: it updates TimeLimit, Partition and JobName of a pending job/);
     assert.match(scontrol('update', `JobId=${b}`, 'Partition=nope').stderr, /^scontrol: error: job \d+ cannot be updated: .*nope/);
-    assert.match(scontrol('update', `JobId=${running}`, 'Partition=debug').stderr, new RegExp(`^scontrol: error: job ${running} is RUNNING: only its TimeLimit can be updated \\(Partition only while it is pending\\)`));
+    assert.match(scontrol('update', `JobId=${running}`, 'Partition=debug').stderr, new RegExp(`^scontrol: error: job ${running} is RUNNING: only its TimeLimit and JobName can be updated \\(Partition only while it is pending\\)`));
     const lowered = scontrol('update', `JobId=${running}`, 'TimeLimit=-1');
     assert.equal(lowered.status, 0, lowered.stderr);
     assert.equal(show(running).timeLimitSeconds, 540, 'TimeLimit=-1: a minute less than its 10');

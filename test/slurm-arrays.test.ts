@@ -54,7 +54,7 @@ async function cancelArray(id: number, count: number): Promise<void> {
 describe('array ids in Slurm\'s commands', () => {
   before(async () => {
     const config = join(work, 'cluster.toml');
-    writeFileSync(config, '[cluster]\nname = "arr"\npolicy = "easy"\ndata_dir = "data"\n[[nodes]]\nnames = "node[01-04]"\ncpus = 1\nmemory = "4G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\ndefault = true\n');
+    writeFileSync(config, '[cluster]\nname = "arr"\npolicy = "easy"\ndata_dir = "data"\n[[nodes]]\nnames = "node[01-04]"\ncpus = 1\nmemory = "4G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\ndefault = true\n[[partitions]]\nname = "other"\nnodes = "ALL"\n');
     const controller = await startDaemon(join(root, 'bin/taras.js'), started, ['controller', '--config', config, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, work);
     url = controller.match[1];
     await startDaemon(join(root, 'bin/taras.js'), started,
@@ -174,10 +174,14 @@ describe('array ids in Slurm\'s commands', () => {
     assert.deepEqual(slurm('scontrol', 'update', `JobId=${id}`, 'TimeLimit=7'), { code: 0, stdout: '', stderr: '' });
     assert.deepEqual(limits(), [420, 420, 420, 420, 420, 420]);
     // Running task 0 keeps its partition; the pending ones move (one line for the refused task, Success for the others, as Slurm).
-    const moved = slurm('scontrol', 'update', `JobId=${id}`, 'JobName=renamed');
+    const moved = slurm('scontrol', 'update', `JobId=${id}`, 'Partition=other');
     assert.equal(moved.code, 1);
     assert.deepEqual(moved.stderr.split('\n').filter(Boolean),
-      [`scontrol: error: update job ${id}_0 (${id}): job ${id} is RUNNING: only its TimeLimit can be updated (JobName only while it is pending)`, `${id}_[1-5]: Success`]);
+      [`scontrol: error: update job ${id}_0 (${id}): job ${id} is RUNNING: only its TimeLimit and JobName can be updated (Partition only while it is pending)`, `${id}_[1-5]: Success`]);
+    assert.deepEqual([0, 1, 5].map((task) => (show(id + task) as Job & { partition: string }).partition), ['batch', 'other', 'other']);
+    // A name changes on every task, the running one too (as Slurm renames a running job).
+    assert.deepEqual(slurm('scontrol', 'update', `JobId=${id}`, 'JobName=renamed'), { code: 0, stdout: '', stderr: '' });
+    assert.deepEqual([0, 1, 5].map((task) => (show(id + task) as Job & { name: string }).name), ['renamed', 'renamed', 'renamed']);
     // TimeLimit=+N on an array's id: Slurm's words (one task: 12_3).
     assert.deepEqual(slurm('scontrol', 'update', `JobId=${id}`, 'TimeLimit=+1'),
       { code: 1, stdout: '', stderr: 'scontrol: error: TimeLimit increment/decrement not supported for job arrays (give one task: JobId=12_3)\n' });

@@ -1942,7 +1942,7 @@ export class ControllerEngine {
       const record = stored.get(id)!;
       this.active.set(id, record);
       if (record.state === 'PENDING') reorder = this.scheduler.replaceQueued(this.coreRequest(record)) || reorder;
-      else this.newRunningLimit(record);
+      else if (delta.timeLimitSeconds !== undefined) this.newRunningLimit(record);
       this.log(`job ${id} updated by ${user}: ${Object.entries(delta).map(([key, value]) => `${key}=${value}`).join(' ')}`);
     }
     if (reorder) this.scheduler.reorder();
@@ -1980,9 +1980,11 @@ export class ControllerEngine {
     const spec = this.specOf(record);
     const asked = changes.timeLimitSeconds;
     if (running) {
-      const others = (['name', 'partition'] as const).filter((key) => changes[key] !== undefined);
-      if (others.length > 0) throw new SubmitRefused([`job ${id} is ${record.state}: only its TimeLimit can be updated (${others.map((key) => (key === 'name' ? 'JobName' : 'Partition')).join(' and ')} only while it is pending)`]);
-      if (this.cancelRequested(id) || this.preemptRequested(id) !== undefined) throw new SubmitRefused([`job ${id} is ending (cancelled or preempted): its time limit can no longer be updated`]);
+      // As Slurm: a running job's name and time limit change, its partition does not.
+      if (changes.partition !== undefined) throw new SubmitRefused([`job ${id} is ${record.state}: only its TimeLimit and JobName can be updated (Partition only while it is pending)`]);
+      if (asked !== undefined && (this.cancelRequested(id) || this.preemptRequested(id) !== undefined)) {
+        throw new SubmitRefused([`job ${id} is ending (cancelled or preempted): its time limit can no longer be updated`]);
+      }
     }
     if (asked !== undefined && running && !admin) {
       const now = spec.timeLimitSeconds;

@@ -197,11 +197,11 @@ function refuse(record: JobRecord, event: TransitionEvent): string | undefined {
       return state === 'PENDING' ? undefined : 'only pending jobs can be moved in the queue';
     case 'updated':
       // An array's %N (scontrol update ArrayTaskThrottle) is the whole array's: its running tasks take it too; a
-      // running or suspended job's time limit changes (scontrol update TimeLimit=), its other fields do not.
+      // running or suspended job's time limit and name change (scontrol update TimeLimit= JobName=), its other fields do not.
       if (state === 'PENDING') return undefined;
       if (RUNNING_STATES.includes(state) && Object.keys(event.changes).every((key) => key === 'array')) return undefined;
-      return (state === 'RUNNING' || state === 'SUSPENDED') && Object.keys(event.changes).every((key) => key === 'array' || key === 'timeLimitSeconds')
-        ? undefined : 'only pending jobs can be updated (running ones: their time limit)';
+      return (state === 'RUNNING' || state === 'SUSPENDED') && Object.keys(event.changes).every((key) => key === 'array' || key === 'timeLimitSeconds' || key === 'name')
+        ? undefined : 'only pending jobs can be updated (running ones: their time limit and name)';
   }
 }
 

@@ -51,7 +51,7 @@ export async function updateFields(words: readonly string[]): Promise<UpdateWord
         throw new Error(`scontrol: error: Invalid ArrayTaskThrottle value "${value}": give how many tasks of the array may run at once, 0 to ${MAX_ARRAY_THROTTLE} (0: no limit)`);
       }
       body.arrayThrottle = Number(value);
-    } else throw new Error(`scontrol: error: update of ${word.slice(0, at)} is not supported by Taras: it updates TimeLimit, Partition and JobName of a pending job, TimeLimit of a running one, and an array's ArrayTaskThrottle`);
+    } else throw new Error(`scontrol: error: update of ${word.slice(0, at)} is not supported by Taras: it updates TimeLimit, Partition and JobName of a pending job, TimeLimit and JobName of a running one, and an array's ArrayTaskThrottle`);
     if (value === '') throw new Error(`scontrol: error: ${word.slice(0, at)} needs a value`);
   }
   if (Object.keys(body).length === 0 && timeLimitStep === undefined) throw new Error('scontrol: error: update needs fields to change, e.g. scontrol update JobId=42 TimeLimit=30');
