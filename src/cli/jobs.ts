@@ -371,7 +371,7 @@ export function registerJobCommands(program: Command): void {
 
   program
     .command('update')
-    .description('change a pending job\'s time limit, partition or name, a running job\'s time limit, or an array\'s throttle (scontrol update); only an administrator raises a running job\'s limit')
+    .description('change a pending job\'s time limit, partition or name, a running job\'s time limit or name, or an array\'s throttle (scontrol update); only an administrator raises a running job\'s limit')
     .argument('<id>', 'the job; an array\'s id: every task of it (ended ones are said); 12_3: one task')
     .option('-t, --time <limit>', 'new time limit: minutes, MM:SS, HH:MM:SS, D-HH:MM:SS or UNLIMITED')
     .option('-p, --partition <name>', 'new partition')
