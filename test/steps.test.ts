@@ -197,6 +197,27 @@ srun --mem 40M sh -c 'echo within'; echo "within rc=$?"
     await runAs(ada, [taras, 'cancel', String(id), '--controller', url]);
   });
 
+  it('a step\'s tasks take their job\'s raised time limit: a task started under an 8 s job outlives 8 s once root raises the job to 40 s', async () => {
+    const out = join(ada.home, 'step-limit.out');
+    const started = join(ada.home, 'step-limit.started');
+    const id = await sbatch(ada, `#!/bin/sh
+#SBATCH -N 1 -t 0:08 -o ${out}
+srun -n 1 sh -c 'touch ${started}; sleep 12; echo survived'; echo "srun rc=$?"
+`);
+    await waitFor('the step\'s task to start', () => existsSync(started));
+    const { token } = await issueToken(loadOrCreateJwtKey(join(work, 'data', 'jwt.key')), 'root', 600, Date.now());
+    const api = createApiClient({ baseUrl: url }, { credentials: bearer(token) });
+    try {
+      const answer = await api.post<{ jobs: { result: string }[] }>('/jobs/update', { ids: [id], timeLimitSeconds: 40 });
+      assert.deepEqual(answer.jobs.map((job) => job.result), ['cancelled']);
+    } finally {
+      api.close();
+    }
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'TIMEOUT'].includes(await state(id)), 40_000);
+    assert.equal(await state(id), 'COMPLETED');
+    assert.equal(readFileSync(out, 'utf8'), 'survived\nsrun rc=0\n', 'the task ran its 12 s (before: killed at the job\'s old end, 8 s)');
+  });
+
   it('a step\'s tasks end with their job (scancel), also a task that ignores SIGTERM, and when their srun is killed', async () => {
     const pids = join(ada.home, 'pids');
     mkdirSync(pids);

@@ -335,6 +335,18 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         },
       },
       {
+        // A job's time limit was raised: its steps' tasks here take theirs (the controller says what is left of it).
+        method: 'POST', path: '/steps/limit',
+        handler: async (ctx) => {
+          const { jobId, stepId, timeLimitSeconds } = (ctx.body ?? {}) as { jobId?: unknown; stepId?: unknown; timeLimitSeconds?: unknown };
+          if (!Number.isSafeInteger(jobId) || !Number.isSafeInteger(stepId) || !isPositiveOrNull(timeLimitSeconds)) {
+            throw new RouteError(400, 'steps/limit needs a jobId, a stepId and timeLimitSeconds (a positive number of seconds, or null for none)');
+          }
+          const told = await steps.setLimit(jobId as number, stepId as number, timeLimitSeconds as number | null);
+          return { status: 200, body: { ok: true, told } };
+        },
+      },
+      {
         method: 'POST', path: '/signal',
         handler: async (ctx) => {
           const { jobId, signal, cancel, ...more } = ctx.body as { jobId: number; signal: SignalName; cancel: boolean } & SignalExtras;

@@ -12,7 +12,7 @@
 import { chmodSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { RouteError } from '../net/server.js';
-import { cancelStartingSupervisor, hasEnded, isAlive, prepareJobDir, processStartTicks, readStatus, recordNotStarted, requestSignal, type SupervisorLauncher } from './jobdir.js';
+import { cancelStartingSupervisor, hasEnded, isAlive, prepareJobDir, processStartTicks, readStatus, recordNotStarted, requestSignal, requestTimeLimit, type SupervisorLauncher } from './jobdir.js';
 import { credentialsFor, makeJobDir } from './agent.js';
 
 /** What the controller sends to start one task of a step (validated here again: the agent trusts only its own checks). */
@@ -132,6 +132,13 @@ export class StepTasks {
       if (!reply.ok && task.launched !== null) await cancelStartingSupervisor(task.launched.pid, task.launched.startTicks);
     }));
     return asked.length;
+  }
+
+  /** A step's tasks take a new time limit (their job's was raised); returns how many were told. */
+  async setLimit(jobId: number, stepId: number, seconds: number | null): Promise<number> {
+    const asked = [...this.tasks.values()].filter((task) => task.jobId === jobId && task.stepId === stepId && !hasEnded(readStatus(task.dir)));
+    const replies = await Promise.all(asked.map((task) => requestTimeLimit(task.dir, seconds)));
+    return replies.filter((reply) => reply.ok).length;
   }
 
   /** Removes the directories of tasks that are over (their supervisor has exited). */

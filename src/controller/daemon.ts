@@ -163,6 +163,10 @@ class HttpAgents implements AgentLink {
     await this.client(node).post('/steps/kill', { jobId: id, ...(stepId === null ? {} : { stepId }), reason });
   }
 
+  async setTaskLimit(node: string, id: JobId, stepId: number, seconds: number | null): Promise<void> {
+    await this.client(node).post('/steps/limit', { jobId: id, stepId, timeLimitSeconds: seconds });
+  }
+
   async signal(node: string, id: JobId, signal: string, cancel: boolean, extras: SignalExtras = {}): Promise<void> {
     const client = this.client(node);
     await this.durable();
@@ -550,6 +554,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     engine: () => engine, findJob, parseId: (raw) => parseId({ params: { id: raw } } as unknown as RequestContext), link: agents,
     killGraceSeconds: () => engine.config.killGraceSeconds, log,
   });
+  engine.onRunningLimit = (id) => steps.jobLimitChanged(id);
 
   /**
    * POST /jobs/:id/requeue (its owner or an administrator: scontrol

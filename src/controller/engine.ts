@@ -1956,6 +1956,9 @@ export class ControllerEngine {
    * suspended still added), and its supervisor is told, until the order gets through (deliverCancel's retries;
    * a restart sends it again: recover).
    */
+  /** Told when a running job's time limit changed (the daemon's job steps take it up). */
+  onRunningLimit: ((id: JobId) => void) | null = null;
+
   private newRunningLimit(record: JobRecord): void {
     if (this.scheduler.state.getRunning(record.id) !== undefined) {
       const request = this.coreRequest(record);
@@ -1963,6 +1966,7 @@ export class ControllerEngine {
       this.scheduler.reviseRunning({ ...request, estimate: request.estimate + held });
     }
     this.deliverCancel(record.id, record.nodes[0], record.requeueCount, this.limitDelivery(record.id));
+    this.onRunningLimit?.(record.id);
   }
 
   /**

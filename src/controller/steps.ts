@@ -9,7 +9,7 @@
 // root) may run steps in it, and every task runs as the job's user. A task
 // never outlives its job: when the job ends (any way) or srun goes away, the
 // agents kill the step's tasks; each task's time limit is what is left of the
-// job's.
+// job's (given again when the job's is raised: jobLimitChanged).
 
 import type { WebSocket } from 'ws';
 import type { StepBody } from '../api/schema.js';
@@ -100,6 +100,8 @@ export interface StepLink {
   startTask(node: string, order: StepTaskOrder): Promise<void>;
   openTaskStream(node: string, jobId: JobId, run: number, stepId: number, task: number): Promise<WebSocket>;
   killTasks(node: string, jobId: JobId, stepId: number | null, reason: string): Promise<void>;
+  /** A step's tasks on `node` take a new time limit (their job's changed). */
+  setTaskLimit(node: string, jobId: JobId, stepId: number, seconds: number | null): Promise<void>;
 }
 
 export interface StepDeps {
@@ -130,6 +132,10 @@ interface Step {
   /** Each task's launch order, made when srun attaches: a step waiting for it holds its environment once, not once per task. */
   readonly orders: () => StepTaskOrder[];
   readonly createdMs: number;
+  /** The step's own limit (srun -t), if it asked for one. */
+  readonly ownLimitSeconds: number | undefined;
+  /** Its tasks' limit: the own one, or what was left of the job's when it was made (again when the job's changes). */
+  limitSeconds: number | null;
   attached: boolean;
   /** Set once srun is attached: ends the step (kills its tasks) with a note to srun. */
   stop?: (note: string) => void;
@@ -203,14 +209,45 @@ export class JobSteps {
     const stepId = this.nextStep.get(id) ?? 0;
     this.nextStep.set(id, stepId + 1);
     const memory = body.memoryMiB ?? (allocation.memoryMiBPerNode > 0 ? allocation.memoryMiBPerNode : null);
-    const orders = () => layout.tasks.map((task): StepTaskOrder => ({
-      jobId: id, run: record.requeueCount, stepId, task: task.task, user: record.user, ...(allocation.uid === undefined ? {} : { uid: allocation.uid }),
-      command: body.command, env: taskEnvironment(body.env, id, stepId, layout, task), workingDir: body.workingDir, umask: body.umask,
-      timeLimitSeconds: limit, memoryMiB: memory, killGraceSeconds: this.deps.killGraceSeconds(),
-    }));
-    this.steps.set(`${id}.${stepId}`, { jobId: id, run: record.requeueCount, stepId, user: caller.user, layout, orders, createdMs: nowMs, attached: false });
+    const step: Step = {
+      jobId: id, run: record.requeueCount, stepId, user: caller.user, layout, createdMs: nowMs, attached: false, ownLimitSeconds: body.timeLimitSeconds, limitSeconds: limit,
+      orders: () => layout.tasks.map((task): StepTaskOrder => ({
+        jobId: id, run: record.requeueCount, stepId, task: task.task, user: record.user, ...(allocation.uid === undefined ? {} : { uid: allocation.uid }),
+        command: body.command, env: taskEnvironment(body.env, id, stepId, layout, task), workingDir: body.workingDir, umask: body.umask,
+        timeLimitSeconds: step.limitSeconds, memoryMiB: memory, killGraceSeconds: this.deps.killGraceSeconds(),
+      })),
+    };
+    this.steps.set(`${id}.${stepId}`, step);
     this.deps.log(`job ${id}: step ${stepId} (${layout.tasks.length} task(s) on ${compressHostlist(layout.nodes)}) for ${caller.user}: ${body.command.join(' ').slice(0, 200)}`);
     return { jobId: id, stepId, nodes: compressHostlist(layout.nodes), tasks: layout.tasks };
+  }
+
+  /**
+   * The job's time limit changed (scontrol update TimeLimit=): each of its steps' tasks gets what is left of the
+   * job's from the step's start (its own srun -t if that is less), as when it was made; the agents of its nodes
+   * tell the tasks' supervisors. A lowered limit needs nothing here: the job's end kills its steps.
+   */
+  jobLimitChanged(id: JobId): void {
+    let record: JobRecord;
+    try {
+      record = this.deps.findJob(id);
+    } catch {
+      return;
+    }
+    const { endsAtMs } = this.deps.engine().allocationOf(record);
+    for (const step of this.steps.values()) {
+      if (step.jobId !== id || step.run !== record.requeueCount) continue;
+      const left = endsAtMs === null ? null : Math.max(1, Math.ceil((endsAtMs - step.createdMs) / 1000));
+      const limit = left === null ? step.ownLimitSeconds ?? null : Math.min(step.ownLimitSeconds ?? Infinity, left);
+      if (limit === step.limitSeconds) continue;
+      step.limitSeconds = limit;
+      if (!step.attached) continue; // its tasks start with it
+      for (const node of step.layout.nodes) {
+        this.deps.link.setTaskLimit(node, id, step.stepId, limit).catch((error: unknown) => {
+          this.deps.log(`job ${id} step ${step.stepId}: could not give ${node} its tasks' new time limit (${(error as Error).message}); they end at the old one`);
+        });
+      }
+    }
   }
 
   /** Every second: steps of jobs that have ended are killed; steps never attached to are forgotten. */
