@@ -14,7 +14,7 @@ import { createApiClient, UntrustedPeerError } from '../src/net/client.js';
 import { forTests, tcpPeerUid } from '../src/net/tcp-peer.js';
 import { createTestUser, notRootReason, removeTestUsers } from './unix-users.js';
 
-const { addressKey, procAddressKey } = forTests;
+const { addressKey, procAddressKey, peerUidIn } = forTests;
 const started: ChildProcess[] = [];
 after(() => {
   for (const child of started) child.kill('SIGKILL');
@@ -40,6 +40,45 @@ describe('addresses as /proc writes them', () => {
     assert.equal(addressKey('fe80::1%eth0'), 'fe800000000000000000000000000001');
     for (const bad of ['1.2.3', '::1::2', '1:2:3:4:5:6:7:8:9', 'g::1', 'localhost']) assert.equal(addressKey(bad), undefined, bad);
     assert.equal(procAddressKey('XYZ'), undefined);
+  });
+});
+
+/** /proc/net/tcp as the kernel writes it: a header, then sl local rem st queues timer retrnsmt uid timeout inode. */
+const table = (...rows: [local: string, remote: string, state: string, uid: number][]) =>
+  ['  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
+    ...rows.map(([local, remote, state, uid], i) => `   ${i}: ${local} ${remote} ${state} 00000000:00000000 00:00000000 00000000 ${String(uid).padStart(5)}        0 ${uid === 0 ? 0 : 1000 + i} 1 0000000000000000 20 4 30 10 -1`),
+    ''].join('\n');
+
+describe('the owner read from the tables', () => {
+  // The client 127.0.0.1:54321 (D431) connected to 127.0.0.1:8080 (1F90), where uid 1001 listens.
+  const ends = { localAddress: '127.0.0.1', localPort: 54321, remoteAddress: '127.0.0.1', remotePort: 8080 };
+  const client: [string, string, string, number] = ['0100007F:D431', '0100007F:1F90', '01', 1000];
+
+  it('is the listener\'s for an accepted end no process holds yet, which kernels before 6.17 list as uid 0', () => {
+    // sock_i_uid() before Linux 6.17: uid 0 for a socket with no sk_socket (an end still in its listener's queue, not accept()ed).
+    for (const listener of ['0100007F:1F90', '00000000:1F90']) {
+      const tables = [table([listener, '00000000:0000', '0A', 1001], ['0100007F:1F90', '0100007F:D431', '01', 0], client)];
+      assert.equal(peerUidIn(tables, ends), 1001, `listener on ${listener}`);
+    }
+    // A dual-stack listener (tcp6 ::) whose accepted end is listed as IPv4-mapped.
+    const tcp6 = table(['00000000000000000000000000000000:1F90', '00000000000000000000000000000000:0000', '0A', 1001],
+      ['0000000000000000FFFF00000100007F:1F90', '0000000000000000FFFF00000100007F:D431', '01', 0]);
+    assert.equal(peerUidIn([table(client), tcp6], ends), 1001);
+  });
+
+  it('is the listener\'s when the far end is not listed but a listener on its port is (a table read while it changed)', () => {
+    assert.equal(peerUidIn([table(['0100007F:1F90', '00000000:0000', '0A', 1001], client)], ends), 1001);
+  });
+
+  it('is root\'s for root\'s listener, the far end\'s own owner once accepted, and unknown with neither', () => {
+    assert.equal(peerUidIn([table(['0100007F:1F90', '00000000:0000', '0A', 0], ['0100007F:1F90', '0100007F:D431', '01', 0], client)], ends), 0);
+    assert.equal(peerUidIn([table(['0100007F:1F90', '00000000:0000', '0A', 1001], ['0100007F:1F90', '0100007F:D431', '01', 1001], client)], ends), 1001);
+    assert.equal(peerUidIn([table(client)], ends), undefined);
+    // Another address's listener on the port is not this connection's, nor an IPv4 one's of an IPv6 connection.
+    const v6 = { localAddress: '::1', localPort: 54321, remoteAddress: '::1', remotePort: 8080 };
+    assert.equal(peerUidIn([table(['00000000:1F90', '00000000:0000', '0A', 1001]),
+      table(['00000000000000000000000001000000:1F90', '00000000000000000000000001000000:D431', '01', 0])], v6), 0);
+    assert.equal(peerUidIn([table(['0200007F:1F90', '00000000:0000', '0A', 1001], ['0100007F:1F90', '0100007F:D431', '01', 0], client)], ends), 0);
   });
 });
 

@@ -59,15 +59,22 @@ interface SocketRow {
   readonly uid: number;
 }
 
-function socketRows(): SocketRow[] {
-  const rows: SocketRow[] = [];
+/** The text of /proc/net/tcp and tcp6 (a table that cannot be read: none). */
+function readTables(): string[] {
+  const texts: string[] = [];
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text: string;
     try {
-      text = readFileSync(table, 'utf8');
+      texts.push(readFileSync(table, 'utf8'));
     } catch {
-      continue;
+      // no IPv6 (or no /proc): that table lists nothing
     }
+  }
+  return texts;
+}
+
+function socketRows(tables: readonly string[]): SocketRow[] {
+  const rows: SocketRow[] = [];
+  for (const text of tables) {
     for (const line of text.split('\n').slice(1)) {
       // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid ...
       const fields = line.trim().split(/\s+/);
@@ -94,11 +101,17 @@ export interface TcpEnds {
 
 /**
  * The uid owning the far end of a connected TCP socket, when that end is a socket of this machine's network
- * namespace: the listener's uid, whether or not it has accepted the connection yet. Undefined when it is not
+ * namespace: the listener's uid, whether or not it has accepted the connection yet (also on kernels that list
+ * an end not accepted yet as uid 0). Undefined when neither it nor a listener on its address and port is
  * listed: another machine, another namespace (a port forwarded into a container), or an end gone to
  * TIME_WAIT (which reads nothing sent to it).
  */
 export function tcpPeerUid(socket: TcpEnds): number | undefined {
+  return peerUidIn(readTables(), socket);
+}
+
+/** tcpPeerUid with the tables' text given (/proc/net/tcp, tcp6). */
+function peerUidIn(tables: readonly string[], socket: TcpEnds): number | undefined {
   const { localAddress, localPort, remoteAddress, remotePort } = socket;
   if (localAddress === undefined || localPort === undefined || remoteAddress === undefined || remotePort === undefined) return undefined;
   const ours = addressKey(localAddress);
@@ -106,9 +119,18 @@ export function tcpPeerUid(socket: TcpEnds): number | undefined {
   if (ours === undefined || theirs === undefined) return undefined;
   const far = `${theirs}:${remotePort}`;
   const near = `${ours}:${localPort}`;
+  const rows = socketRows(tables);
   // Any state but TIME_WAIT (06: no owner, listed as uid 0, and nothing there reads): an end shut for writing
   // (FIN_WAIT2) still reads what is sent to it.
-  return socketRows().find((row) => row.state !== '06' && row.state !== '0A' && row.local === far && row.remote === near)?.uid;
+  const end = rows.find((row) => row.state !== '06' && row.state !== '0A' && row.local === far && row.remote === near);
+  if (end !== undefined && end.uid !== 0) return end.uid;
+  // Uid 0 is no owner before Linux 6.17 (sock_i_uid: a socket no process holds), which an accepted end is
+  // until its listener's process calls accept(): it can read it then, so that listener's owner is the far
+  // end's. So is it when the end is not listed (a table read while it changed): the listener on its address
+  // (or a wildcard, 0.0.0.0 or a dual-stack ::) and port.
+  const wildcards = [addressKey('::'), ...(theirs.startsWith(`${'0'.repeat(20)}ffff`) ? [addressKey('0.0.0.0')] : [])].map((key) => `${key}:${remotePort}`);
+  const listener = rows.find((row) => row.state === '0A' && (row.local === far || wildcards.includes(row.local)));
+  return listener?.uid ?? end?.uid;
 }
 
-export const forTests = { addressKey, procAddressKey };
+export const forTests = { addressKey, procAddressKey, peerUidIn };
