@@ -49,14 +49,17 @@ const dependency = (text: string) => {
 
 function setup(options: {
   path?: string; startMs?: number; running?: JobReport[]; nodes?: number; kill?: boolean; policy?: ClusterConfig['policy']; queuedInteractive?: boolean;
-  agents?: AgentLink; maxTimeSeconds?: number;
+  agents?: AgentLink; maxTimeSeconds?: number; interactiveMaxSeconds?: number;
 } = {}) {
   const base = defaultClusterConfig(work, { count: options.nodes ?? 1, cpus: 8 });
   const config: ClusterConfig = {
     ...base, policy: options.policy ?? 'conservative', killInvalidDepend: options.kill ?? false,
     partitions: base.partitions.map((partition) => ({ ...partition, maxTimeSeconds: options.maxTimeSeconds ?? partition.maxTimeSeconds })),
     // queued: an interactive job waits its turn (immediate would cancel it with no free node)
-    interactive: { ...base.interactive, policy: options.queuedInteractive === true ? 'queued' : base.interactive.policy },
+    interactive: {
+      ...base.interactive, policy: options.queuedInteractive === true ? 'queued' : base.interactive.policy,
+      maxTimeSeconds: options.interactiveMaxSeconds ?? base.interactive.maxTimeSeconds,
+    },
   };
   const path = options.path ?? join(work, `store-${++files}.db`);
   const store = openStore(path);
@@ -362,6 +365,23 @@ describe('taras move and update in the controller engine', () => {
     engine.update(a, { timeLimitSeconds: 7200 }, 'root', true);
     assert.equal(store.job(a)!.request.timeLimitSeconds, 7200);
     assert.equal(store.job(a)!.name, 'shorter');
+  });
+});
+
+describe('update of a pending interactive job\'s time limit', () => {
+  it('stays within interactive_max_time for its owner, as its submission did', () => {
+    const { engine, store } = setup({ policy: 'easy', queuedInteractive: true, interactiveMaxSeconds: 3600 });
+    engine.submit([{ user: 'root', spec: spec(60) }]);
+    engine.schedule();
+    const [session] = engine.submit([{ user: 'alice', spec: spec(10, { interactive: { pty: true, command: ['bash'] } }) }]);
+    engine.schedule();
+    assert.equal(store.job(session)!.state, 'PENDING');
+    for (const raised of [7200, 'UNLIMITED'] as const) {
+      assert.match(refusal(() => engine.update(session, { timeLimitSeconds: raised }, 'alice', false)), new RegExp(`^job ${session} cannot be updated: .*interactive_max_time`));
+    }
+    assert.equal(store.job(session)!.request.timeLimitSeconds, 600);
+    engine.update(session, { timeLimitSeconds: 3600 }, 'alice', false);
+    assert.equal(store.job(session)!.request.timeLimitSeconds, 3600);
   });
 });
 

@@ -2005,6 +2005,11 @@ export class ControllerEngine {
     const updated = { ...spec, ...delta } as JobSpec;
     // An administrator's time limit may pass the partition's MaxTime (Slurm checks it for users only).
     const reasons = this.refusals(updated, admin ? ['over-time-limit'] : []);
+    // refusals checks an interactive job as its submission, at most interactive_max_time (complete): a user's new limit stays there too.
+    const interactiveMax = spec.interactive === undefined ? null : this.config.interactive.maxTimeSeconds;
+    if (!admin && interactiveMax !== null && delta.timeLimitSeconds !== undefined && (asked === 'UNLIMITED' || (asked ?? 0) > interactiveMax)) {
+      reasons.push(`an interactive job runs at most interactive_max_time (${interactiveMax} s); give at most that`);
+    }
     if (reasons.length > 0) throw new SubmitRefused(reasons.map((reason) => `job ${id} cannot be updated: ${reason}`));
     if (updated.reservation !== undefined) {
       const inReservation = this.reservationRefusals(updated, () => true);
