@@ -37,14 +37,20 @@ class Agents implements AgentLink {
   }
 }
 
+/** An engine on `count` nodes of 8 CPUs, a real store and core, agents answered in-process, the clock at `start`. */
+function setup(file: string, count: number) {
+  const store = openStore(join(work, file));
+  const start = Date.UTC(2026, 10, 23, 12, 0, 0);
+  const clock = { ms: start };
+  const agents = new Agents();
+  const engine = new ControllerEngine({ ...defaultClusterConfig(work, { count, cpus: 8 }), policy: 'conservative' }, store, agents, () => clock.ms);
+  engine.agentRegistered([...engine.nodes.keys()], []);
+  return { store, start, clock, agents, engine };
+}
+
 describe('deadline jobs and preemption', () => {
   it('preempts the running batch job a checkpoint time before the latest start, starts the deadline job on its node, requeues the victim', async () => {
-    const store = openStore(join(work, 'a.db'));
-    const start = Date.UTC(2026, 10, 23, 12, 0, 0);
-    const clock = { ms: start };
-    const agents = new Agents();
-    const engine = new ControllerEngine({ ...defaultClusterConfig(work, { count: 3, cpus: 8 }), policy: 'conservative' }, store, agents, () => clock.ms);
-    engine.agentRegistered([...engine.nodes.keys()], []);
+    const { store, start, clock, agents, engine } = setup('a.db', 3);
     // X: node01 for an hour, checkpoints within 20 s. Y: node02 and node03 for 100 s, no checkpoints.
     const [x] = engine.submit([{ user: 'alice', spec: spec('X', { timeLimitSeconds: 3600, checkpoint: { durationSeconds: 20 } }) }]);
     const [y] = engine.submit([{ user: 'bob', spec: spec('Y', { nodes: { min: 2 }, timeLimitSeconds: 100 }) }]);
@@ -81,6 +87,33 @@ describe('deadline jobs and preemption', () => {
     engine.jobReport({ jobId: p, run: 0, state: 'COMPLETED', exitCode: 0, endTimeMs: clock.ms });
     assert.deepEqual(pass(185), [x]);
     assert.equal(agents.orders.filter((o) => o.jobId === x).at(-1)?.run, 1);
+    store.close();
+  });
+});
+
+describe('a guaranteed deadline job\'s time limit', () => {
+  it('is not raised by its owner once guaranteed: the guarantee was for the limit it had, and a longer one would preempt other users\' jobs for it', () => {
+    const { store, start, clock, agents, engine } = setup('b.db', 1);
+    // X: alice's, the node for an hour, checkpoints within 20 s (a deadline's possible victim).
+    const [x] = engine.submit([{ user: 'alice', spec: spec('X', { timeLimitSeconds: 3600, checkpoint: { durationSeconds: 20 } }) }]);
+    assert.deepEqual(engine.schedule(), [x]);
+    // P: carol's, 60 s by +4000 s: after X (+3600 to +3660), guaranteed without preempting anyone.
+    const [p] = engine.submit([{ user: 'carol', spec: spec('P', { timeLimitSeconds: 60, deadline: { atMs: start + 4_000_000, policy: 'guarantee' } }) }]);
+    engine.schedule();
+    assert.equal(engine.plannedStartMs(p), start + 3_600_000);
+    // 1000 s would have P start by +3000, before X ends: refused for carol, as raising a running job's limit is.
+    assert.throws(() => engine.update(p, { timeLimitSeconds: 1000 }, 'carol', false), (error: Error) =>
+      /only an administrator can raise the time limit of a job whose deadline is guaranteed/.test(error.message));
+    assert.equal(store.job(p)!.request.timeLimitSeconds, 60);
+    engine.update(p, { timeLimitSeconds: 30 }, 'carol', false);
+    for (const at of [2000, 2980, 3000]) {
+      clock.ms = start + at * 1000;
+      engine.heartbeat([...engine.nodes.keys()]);
+      engine.checkNodes();
+      engine.touch();
+      engine.schedule();
+    }
+    assert.deepEqual(agents.signals.filter((s) => s.jobId === x), [], 'X is not preempted for P');
     store.close();
   });
 });

@@ -1990,9 +1990,15 @@ export class ControllerEngine {
         throw new SubmitRefused([`job ${id} is ending (cancelled or preempted): its time limit can no longer be updated`]);
       }
     }
-    if (asked !== undefined && running && !admin) {
+    // A pending job's owner may raise its limit (within MaxTime, as Slurm) unless its deadline was guaranteed for the
+    // limit it has: a longer one would move its latest start earlier and preempt other users' jobs for it.
+    const guaranteed = !running && deadlineGuaranteed(record) === true;
+    if (asked !== undefined && (running || guaranteed) && !admin) {
       const now = spec.timeLimitSeconds;
       const raises = now !== 'UNLIMITED' && (asked === 'UNLIMITED' || asked > (now ?? Infinity));
+      if (raises && guaranteed) {
+        throw new SubmitRefused([`job ${id}: only an administrator can raise the time limit of a job whose deadline is guaranteed (it was guaranteed for ${now} s); give a lower one, or submit again with the longer one`]);
+      }
       if (raises) {
         throw new SubmitRefused([`job ${id} is ${record.state}: only an administrator can raise its time limit (it is ${now} s); give a lower one, or ask an administrator`]);
       }
