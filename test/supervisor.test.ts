@@ -309,6 +309,21 @@ describe('the job supervisor', { concurrency: true }, () => {
     assert.equal((await requestTimeLimit(past.dir, 100)).ok, false);
   });
 
+  it('a limit lowered into the warning\'s time sends the warning at once, as Slurm (its time passed: never sent before)', async () => {
+    const body = `trap 'echo warned >> marker' USR1\ntrap 'exit 0' TERM\nwhile :; do sleep 0.05; done`;
+    // --signal=USR1@10 with 60 s: lowered to 3 s, the warning is due 7 s before the start; sent now, SIGTERM at 3 s.
+    const { dir, workDir } = prepareJob(body, { timeLimitSeconds: 60, warnBeforeSeconds: 10, killGraceSeconds: 5 });
+    launch(dir);
+    await waitForRunning(dir);
+    const askedAt = Date.now();
+    assert.equal((await requestTimeLimit(dir, 3)).ok, true);
+    const status = await waitForEnd(dir);
+    assert.equal(status.state, 'TIMEOUT');
+    assert.deepEqual(signalsOf(status), ['SIGUSR1 warning', 'SIGTERM time limit']);
+    assert.ok(Date.parse(status.signalsSent[0]!.time) - askedAt < 1000, 'the warning at once');
+    assert.equal(readFileSync(join(workDir, 'marker'), 'utf8'), 'warned\n');
+  });
+
   it('a new time limit for a job that checkpoints: its preemption signal a checkpoint duration before the new limit, SIGKILL at it; the periodic signal keeps its pace', async () => {
     const body = `trap 'echo periodic >> marker' USR1\ntrap 'echo last >> marker' USR2\nwhile :; do sleep 0.05; done`;
     const { dir, workDir } = prepareJob(body, { timeLimitSeconds: 60, killGraceSeconds: 5, checkpoint: { periodicSignal: 'SIGUSR1', preemptSignal: 'SIGUSR2', intervalSeconds: 2, durationSeconds: 1 } });

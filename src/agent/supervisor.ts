@@ -225,9 +225,10 @@ class Supervision {
       this.after(left - terminalWarning, () => this.session!.note(
         `job ${this.spec.jobId} reaches its time limit in ${formatMinutes(terminalWarning)} (at ${end.toISOString().slice(11, 19)} UTC) and will be ended then: save your work`), this.limitTimers);
     }
-    // The warning goes once a run: a resume after it arms it again only if it was not sent yet.
-    if (warnBeforeSeconds > 0 && warnBeforeSeconds < left && !this.warned) {
-      this.after(left - warnBeforeSeconds, () => {
+    // The warning goes once a run: a resume after it arms it again only if it was not sent yet. Within its time
+    // already (a limit lowered into it), it goes at once, as Slurm sends it once the end is that near.
+    if (warnBeforeSeconds > 0 && left > 0 && !this.warned) {
+      this.after(Math.max(0, left - warnBeforeSeconds), () => {
         this.warned = true;
         this.sendSignal(warnSignal, 'warning', warnBatchOnly);
       }, this.limitTimers);
