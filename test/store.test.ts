@@ -177,6 +177,33 @@ if (process.env[CHILD_ENV] !== undefined) {
       await assert.rejects(store.durable({ now: true }), /closed before its last commits were synced/);
     });
 
+    it('durable() asked inside a batch (an order sent by an action the batch stores) resolves once the batch\'s commit is synced', async () => {
+      const store = openStore(freshPath());
+      store.submit(newJob('before'), T0);
+      await store.durable();
+      const before = store.syncs;
+      let waited: Promise<void> | undefined;
+      let resolvedBeforeCommit = false;
+      store.batch(() => {
+        store.submit(newJob('in the batch'), T0 + 1);
+        waited = store.durable();
+        void waited.then(() => (resolvedBeforeCommit = store.syncs === before));
+      });
+      await waited;
+      assert.equal(resolvedBeforeCommit, false, 'resolved before the batch\'s commit was synced');
+      assert.ok(store.syncs > before);
+      // A batch rolled back after its writes: nothing that follows from it is acknowledged.
+      let rolledBack: Promise<void> | undefined;
+      assert.throws(() => store.batch(() => {
+        store.submit(newJob('rolled back'), T0 + 2);
+        rolledBack = store.durable();
+        throw new Error('after the writes');
+      }), /after the writes/);
+      await assert.rejects(rolledBack!, /after the writes/);
+      await store.durable();
+      store.close();
+    });
+
     for (const [where, syncInPlaceBelowMs] of [['in place', undefined], ['on the thread pool', 0]] as const) it(`after one failed sync (${where}) nothing is acknowledged again, even if a later sync would succeed`, async () => {
       const store = openStore(freshPath(), { syncInPlaceBelowMs });
       store.submit(newJob('a'), T0);

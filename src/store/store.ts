@@ -641,6 +641,9 @@ export class Store {
   private batching = false;
   /** Writes of the open batch that went in (each a savepoint): its caller has acted on them in memory. */
   private batchWrites = 0;
+  /** Batches begun so far, and the last one rolled back after its writes (durable() asked inside it rejects). */
+  private batchCount = 0;
+  private abortedBatch: { readonly batch: number; readonly error: unknown } | null = null;
 
   /**
    * Told when a batch that had taken writes is rolled back after all (its body threw past them, or the
@@ -657,6 +660,7 @@ export class Store {
   batch<T>(body: () => T): T {
     if (this.batching) return body();
     this.batchWrites = 0;
+    this.batchCount++;
     try {
       return this.write(() => {
         this.batching = true;
@@ -667,7 +671,10 @@ export class Store {
         }
       });
     } catch (error) {
-      if (this.batchWrites > 0) for (const listener of this.batchAbortedListeners) listener(error);
+      if (this.batchWrites > 0) {
+        this.abortedBatch = { batch: this.batchCount, error };
+        for (const listener of this.batchAbortedListeners) listener(error);
+      }
       throw error;
     } finally {
       this.batchWrites = 0;
@@ -719,9 +726,16 @@ export class Store {
    * it and no other thread is woken; on a slower disk it runs on libuv's
    * thread pool, off the event loop, and callers that arrive meanwhile share
    * the next one. Rejects if the disk refuses (the caller must not
-   * acknowledge then).
+   * acknowledge then). Asked inside batch() (an order to an agent sent by an
+   * action the batch stores), it counts the batch's commit too: the batch
+   * (synchronous) has committed by the next microtask.
    */
   durable(options: { now?: boolean } = {}): Promise<void> {
+    if (this.batching) {
+      const batch = this.batchCount;
+      // Rolled back after its writes (batchAbortedListeners): what the order follows from is not stored, so it does not leave.
+      return Promise.resolve().then(() => (this.abortedBatch?.batch === batch ? Promise.reject(this.abortedBatch.error) : this.durable(options)));
+    }
     if (this.syncFailure !== null) return Promise.reject(this.syncFailure);
     if (this.durability !== 'barrier' || this.syncedCommits >= this.commits || this.path === ':memory:') return Promise.resolve();
     if (!this.db.open) return Promise.reject(new StoreError(this.path, 'the store was closed before its last commits were synced'));
