@@ -621,8 +621,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
           const caller = callerOf(ctx);
           const { ids, arrayThrottle, ...changes } = bodyOf(UpdateJobsBodySchema, ctx, '{"ids": [12, "12_3"], "timeLimitSeconds": 1800} or {"ids": [12], "arrayThrottle": 4}') as
             { ids: (number | string)[]; arrayThrottle?: number; name?: string; partition?: string; timeLimitSeconds?: number | 'UNLIMITED' };
-          // The whole arrays named (their first id and size), as every id is resolved, each job once.
-          const wholeArrays = new Map<number, number>();
+          // The whole arrays named (their first ids: an ArrayTaskThrottle is theirs), as every id is resolved, each job once.
+          const wholeArrays = new Set<number>();
           const all = resolveIds(ids, false, (ref, resolved) => {
             // Every id must name jobs here (an unknown one is 404, not a job's refusal).
             if ('error' in resolved) throw new RouteError(/^no job|has no task/.test(resolved.error) ? 404 : 400, resolved.error, 'list jobs with `taras queue`');
@@ -630,7 +630,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
               throw new RouteError(400, `ArrayTaskThrottle is set on an array's id, and ${ref} is not one (Slurm: "Update of ArrayTaskThrottle is only allowed on ArrayJobId")`,
                 'give the array\'s id: scontrol update JobId=12 ArrayTaskThrottle=4');
             }
-            if (resolved.array) wholeArrays.set(resolved.ids[0], resolved.ids.length);
+            if (resolved.array) wholeArrays.add(resolved.ids[0]);
           });
           // Every job named, an array's ended tasks too: each is answered (Slurm says "Job has already finished" of each).
           const jobs = Object.keys(changes).length === 0 ? [] : all;
@@ -643,7 +643,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
           };
           const results: ApiCancelResult[] = [];
           store.batch(() => {
-            for (const arrayId of arrayThrottle === undefined ? [] : wholeArrays.keys()) {
+            for (const arrayId of arrayThrottle === undefined ? [] : wholeArrays) {
               let outcome: unknown = null;
               try {
                 engine.setArrayThrottle(jobId(arrayId), arrayThrottle!, caller.user, admin(caller));
