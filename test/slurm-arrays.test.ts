@@ -173,11 +173,11 @@ describe('array ids in Slurm\'s commands', () => {
     assert.deepEqual(limits(), [600, 600, 600, 300, 600, 600]);
     assert.deepEqual(slurm('scontrol', 'update', `JobId=${id}`, 'TimeLimit=7'), { code: 0, stdout: '', stderr: '' });
     assert.deepEqual(limits(), [420, 420, 420, 420, 420, 420]);
-    // Running task 0 keeps its partition; the pending ones move (one line for the refused task, Success for the others, as Slurm).
+    // Running task 0 keeps its partition; the pending ones move (one line for the refused task; the others not said, as Slurm).
     const moved = slurm('scontrol', 'update', `JobId=${id}`, 'Partition=other');
     assert.equal(moved.code, 1);
     assert.deepEqual(moved.stderr.split('\n').filter(Boolean),
-      [`scontrol: error: update job ${id}_0 (${id}): job ${id} is RUNNING: only its TimeLimit and JobName can be updated (Partition only while it is pending)`, `${id}_[1-5]: Success`]);
+      [`scontrol: error: update job ${id}_0 (${id}): job ${id} is RUNNING: only its TimeLimit and JobName can be updated (Partition only while it is pending)`]);
     assert.deepEqual([0, 1, 5].map((task) => (show(id + task) as Job & { partition: string }).partition), ['batch', 'other', 'other']);
     // A name changes on every task, the running one too (as Slurm renames a running job).
     assert.deepEqual(slurm('scontrol', 'update', `JobId=${id}`, 'JobName=renamed'), { code: 0, stdout: '', stderr: '' });
@@ -209,11 +209,11 @@ describe('array ids in Slurm\'s commands', () => {
     assert.deepEqual(limits(), [420, 420, 420, 480, 420, 420]);
   });
 
-  it('scontrol update of an array with ended tasks: "Job has already finished" for them, Success for the others, in task order, exit 1 (as Slurm)', { timeout: 90_000 }, async () => {
+  it('scontrol update of an array with ended tasks: "Job has already finished" for them, the others updated and not said, exit 1 (as Slurm)', { timeout: 90_000 }, async () => {
     const id = sbatch('-a', '0-2', 'mixed.sh');
     await eventually('tasks 0 and 1 completed, 2 running', () => states(id, 3).join() === 'COMPLETED,COMPLETED,RUNNING', 20_000, 200);
     const whole = slurm('scontrol', 'update', `JobId=${id}`, 'TimeLimit=5');
-    assert.deepEqual(whole, { code: 1, stdout: '', stderr: `${id}_[0-1]: Job has already finished\n${id}_[2]: Success\n` });
+    assert.deepEqual(whole, { code: 1, stdout: '', stderr: `${id}_[0-1]: Job has already finished\n` });
     assert.equal((show(id + 2) as Job & { timeLimitSeconds: number }).timeLimitSeconds, 300);
     assert.equal((show(id) as Job & { timeLimitSeconds: number }).timeLimitSeconds, 600, 'an ended task keeps its limit');
     // One ended task named alone, as Slurm: its own line.

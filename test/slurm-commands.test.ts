@@ -16,7 +16,7 @@ import { startDaemon } from './daemon-process.js';
 import { createTestUser, notRootReason, removeTestUsers } from './unix-users.js';
 import { parseFormat, pad, parseJobStates, slurmDuration, slurmTime } from '../src/cli/slurm/format.js';
 import { renderSqueue, type SqJob } from '../src/cli/slurm/squeue.js';
-import { showJob } from '../src/cli/slurm/scontrol.js';
+import { showJob, updateOutcomeLines } from '../src/cli/slurm/scontrol.js';
 import type { ApiJob } from '../src/api/types.js';
 import { eventually } from './poll.js';
 
@@ -140,6 +140,16 @@ describe('Slurm formats', () => {
     }
     const sacct = spawnSync(join(root, 'bin', 'sacct'), ['--help'], { cwd: elsewhere, encoding: 'utf8' });
     assert.ok(sacct.status === 0 || /^sacct: error: this Taras has no `taras acct` command yet/.test(sacct.stderr), sacct.stderr);
+  });
+});
+
+describe('scontrol update\'s lines for an array\'s tasks', () => {
+  it('says the tasks not updated, grouped as Slurm\'s scontrol (23.02 on) does, and not the ones updated; exit 1', () => {
+    const result = (task: number, outcome: 'cancelled' | 'ended' | 'refused', message = '') => ({ id: 40 + task, task: `40_${task}`, state: null, result: outcome, message });
+    assert.deepEqual(updateOutcomeLines([result(0, 'ended'), result(1, 'ended'), result(2, 'cancelled'), result(3, 'refused', 'job 43 is RUNNING: no'), result(4, 'cancelled')]), {
+      lines: ['40_[0-1]: Job has already finished', 'scontrol: error: update job 40_3 (43): job 43 is RUNNING: no'], failed: true,
+    });
+    assert.deepEqual(updateOutcomeLines([result(0, 'cancelled'), result(1, 'cancelled')]), { lines: [], failed: false });
   });
 });
 

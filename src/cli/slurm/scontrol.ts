@@ -76,10 +76,10 @@ async function steppedLimit(api: ApiClient, refs: readonly (number | string)[], 
 }
 
 /**
- * What scontrol update says of an array's tasks, as Slurm's scontrol: once any task of an array fails, a line
- * per outcome for that array, its tasks as Slurm writes them (12_[0-1,4]: Job has already finished; 12_[2-3]:
- * Success); a refusal Slurm has no words for keeps Taras's line (which says why). Lines in task order; a job
- * not in an array, refused, is one line of its own. Exit 1 when any is not updated.
+ * What scontrol update says of an array's tasks, as Slurm's scontrol (23.02 on: the tasks updated are not
+ * said): the ended ones on one line, as Slurm writes them (12_[0-1,4]: Job has already finished); a refusal
+ * Slurm has no words for keeps Taras's line (which says why). Lines in task order; a job not in an array,
+ * refused, is one line of its own. Exit 1 when any is not updated.
  */
 export function updateOutcomeLines(results: readonly ApiCancelResult[]): { lines: string[]; failed: boolean } {
   const lines: { first: number; text: string }[] = [];
@@ -93,12 +93,8 @@ export function updateOutcomeLines(results: readonly ApiCancelResult[]): { lines
     byArray.set(array, [...(byArray.get(array) ?? []), { task: Number(task), result }]);
   }
   for (const [array, tasks] of byArray) {
-    if (tasks.every(({ result }) => result.result === 'cancelled')) continue;
-    const group = (kind: ApiCancelResult['result']) => tasks.filter(({ result }) => result.result === kind).map(({ task }) => task).sort((a, b) => a - b);
-    for (const [kind, words] of [['ended', 'Job has already finished'], ['cancelled', 'Success']] as const) {
-      const ids = group(kind);
-      if (ids.length > 0) lines.push({ first: ids[0], text: `${array}_[${formatTaskIds(ids)}]: ${words}` });
-    }
+    const ended = tasks.filter(({ result }) => result.result === 'ended').map(({ task }) => task).sort((a, b) => a - b);
+    if (ended.length > 0) lines.push({ first: ended[0], text: `${array}_[${formatTaskIds(ended)}]: Job has already finished` });
     for (const { task, result } of tasks.filter(({ result }) => result.result === 'refused')) {
       // The controller's words name the job ("job 15 is RUNNING: ..."); a task is named as squeue shows it first.
       lines.push({ first: task, text: `scontrol: error: update job ${result.task} (${result.id}): ${printable(result.message)}` });
