@@ -74,6 +74,9 @@ describe('the owner read from the tables', () => {
     assert.equal(peerUidIn([table(['0100007F:1F90', '00000000:0000', '0A', 0], ['0100007F:1F90', '0100007F:D431', '01', 0], client)], ends), 0);
     assert.equal(peerUidIn([table(['0100007F:1F90', '00000000:0000', '0A', 1001], ['0100007F:1F90', '0100007F:D431', '01', 1001], client)], ends), 1001);
     assert.equal(peerUidIn([table(client)], ends), undefined);
+    // Another machine's end (10.0.0.9:8080, from 10.0.0.5) is not this machine's listener on its port.
+    const remote = { localAddress: '10.0.0.5', localPort: 54321, remoteAddress: '10.0.0.9', remotePort: 8080 };
+    assert.equal(peerUidIn([table(['00000000:1F90', '00000000:0000', '0A', 1001], ['0500000A:D431', '0900000A:1F90', '01', 1000])], remote), undefined);
     // Another address's listener on the port is not this connection's, nor an IPv4 one's of an IPv6 connection.
     const v6 = { localAddress: '::1', localPort: 54321, remoteAddress: '::1', remotePort: 8080 };
     assert.equal(peerUidIn([table(['00000000:1F90', '00000000:0000', '0A', 1001]),

@@ -126,8 +126,10 @@ function peerUidIn(tables: readonly string[], socket: TcpEnds): number | undefin
   if (end !== undefined && end.uid !== 0) return end.uid;
   // Uid 0 is no owner before Linux 6.17 (sock_i_uid: a socket no process holds), which an accepted end is
   // until its listener's process calls accept(): it can read it then, so that listener's owner is the far
-  // end's. So is it when the end is not listed (a table read while it changed): the listener on its address
-  // (or a wildcard, 0.0.0.0 or a dual-stack ::) and port.
+  // end's. So is it when the end is not listed (a table read while it changed) on a connection within this
+  // machine (its two ends on one address, as the kernel picks them): the listener on its address (or a
+  // wildcard, 0.0.0.0 or a dual-stack ::) and port. Another machine's end is not this machine's listener's.
+  if (end === undefined && theirs !== ours) return undefined;
   const wildcards = [addressKey('::'), ...(theirs.startsWith(`${'0'.repeat(20)}ffff`) ? [addressKey('0.0.0.0')] : [])].map((key) => `${key}:${remotePort}`);
   const listener = rows.find((row) => row.state === '0A' && (row.local === far || wildcards.includes(row.local)));
   return listener?.uid ?? end?.uid;
