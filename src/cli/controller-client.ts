@@ -154,22 +154,6 @@ function trustedSocket(path: string): ControllerTarget | undefined {
   };
 }
 
-/** Whether a host name or address is this machine (loopback, a wildcard, one of its addresses or names). */
-async function isThisMachine(hostname: string): Promise<boolean> {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  const { hostname: machineName, networkInterfaces } = await import('node:os');
-  const own = new Set(['0.0.0.0', '::', machineName().toLowerCase()]);
-  for (const addresses of Object.values(networkInterfaces())) for (const address of addresses ?? []) own.add(address.address.toLowerCase());
-  const local = (address: string) => own.has(address) || isLoopbackHost(address);
-  if (local(host)) return true;
-  try {
-    const { lookup } = await import('node:dns/promises');
-    return (await lookup(host, { all: true })).some(({ address }) => local(address.toLowerCase()));
-  } catch {
-    return false;
-  }
-}
-
 /**
  * Where to connect and with what. A socket needs nothing. A loopback TCP
  * address is first asked (GET /status, which anyone may read) for its
@@ -188,17 +172,18 @@ export async function connection(flag: string | undefined): Promise<{ target: Co
   if ('socketPath' in address) return { target: address };
   let status: Status | null = null;
   const url = new URL(address.baseUrl);
-  // On this machine the kernel says who holds the other end of each connection, once connected and before a
-  // byte is sent (net/tcp-peer.ts): nothing about us goes to another user's process, even one that took the
-  // port after a look at the listeners and before the connect.
-  const target: ControllerTarget = !(await isThisMachine(url.hostname)) ? address : {
+  // The kernel says who holds the other end of each connection within this machine, once connected and before
+  // a byte is sent (net/tcp-peer.ts): nothing about us goes to another user's process, even one that took the
+  // port after a look at the listeners and before the connect. Every TCP connection is checked, whatever its
+  // name resolved to: another machine's end is not listed here, and passes.
+  const target: ControllerTarget = {
     ...address,
     peer: (uid) => (trustedUid(uid) ? undefined : {
       message: `the process listening on ${url.host} runs as uid ${uid}, not as root or you: it is not taken for the controller, and nothing is sent to it`,
       fix: 'if the controller runs as that user, set TARAS_CONTROLLER_UID to its uid',
     }),
   };
-  // The same notion of loopback as isThisMachine's (127.1 and LOCALHOST are loopback too), for a URL's host.
+  // Loopback in any spelling (127.1 and LOCALHOST are loopback too), for a URL's host.
   if (isLoopbackHost(url.hostname)) {
     try {
       status = await statusOf(target);
