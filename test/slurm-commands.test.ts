@@ -150,6 +150,9 @@ describe('scontrol update\'s lines for an array\'s tasks', () => {
       lines: ['40_[0-1]: Job has already finished', 'scontrol: error: update job 40_3 (43): job 43 is RUNNING: no'], failed: true,
     });
     assert.deepEqual(updateOutcomeLines([result(0, 'cancelled'), result(1, 'cancelled')]), { lines: [], failed: false });
+    // A job not in an array that has ended: Slurm's "Job has already finished for job N".
+    assert.deepEqual(updateOutcomeLines([{ id: 77, state: 'COMPLETED', result: 'ended', message: 'job 77 has already finished (COMPLETED): only pending and running jobs can be updated' }]),
+      { lines: ['Job has already finished for job 77'], failed: true });
   });
 });
 

@@ -87,7 +87,9 @@ export function updateOutcomeLines(results: readonly ApiCancelResult[]): { lines
   for (const result of results) {
     const [array, task] = result.task?.split('_') ?? [];
     if (task === undefined) {
-      if (result.result === 'refused' || result.result === 'ended') lines.push({ first: -1, text: `scontrol: error: ${printable(result.message)}` });
+      // A job not in an array: Slurm's "%s for job %s" for an ended one; Taras's words for another refusal.
+      if (result.result === 'ended') lines.push({ first: -1, text: `Job has already finished for job ${result.id}` });
+      else if (result.result === 'refused') lines.push({ first: -1, text: `scontrol: error: ${printable(result.message)}` });
       continue;
     }
     byArray.set(array, [...(byArray.get(array) ?? []), { task: Number(task), result }]);
