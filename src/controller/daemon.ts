@@ -164,7 +164,10 @@ class HttpAgents implements AgentLink {
   }
 
   async setTaskLimit(node: string, id: JobId, stepId: number, seconds: number | null): Promise<void> {
-    await this.client(node).post('/steps/limit', { jobId: id, stepId, timeLimitSeconds: seconds });
+    // As the job's own limit order: not before the change it follows from is on the disk.
+    const client = this.client(node);
+    await this.durable();
+    await client.post('/steps/limit', { jobId: id, stepId, timeLimitSeconds: seconds });
   }
 
   async signal(node: string, id: JobId, signal: string, cancel: boolean, extras: SignalExtras = {}): Promise<void> {

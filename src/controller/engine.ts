@@ -672,7 +672,7 @@ export class ControllerEngine {
       if (holdsNodes(record.state) && this.cancelRequested(record.id)) this.deliverCancel(record.id, record.nodes[0], record.requeueCount);
       else if (holdsNodes(record.state) && this.preemptRequested(record.id) !== undefined) this.redeliverPreempt(record);
       else if (holdsNodes(record.state)) this.redeliverPause(record);
-      if (!this.cancelRequested(record.id) && this.preemptRequested(record.id) === undefined) this.redeliverLimit(record);
+      this.redeliverLimit(record);
     }
     if (this.active.size > 0) this.log(`recovered ${this.active.size} pending and running jobs from the store`);
   }
@@ -2644,6 +2644,8 @@ export class ControllerEngine {
    * an order lost on the way); the supervisor takes a limit it already has as done.
    */
   private redeliverLimit(record: JobRecord): void {
+    // A job being cancelled or preempted ends anyway: its limit is no longer its supervisor's concern.
+    if (this.cancelRequested(record.id) || this.preemptRequested(record.id) !== undefined) return;
     if (record.amended?.timeLimitSeconds !== undefined && holdsNodes(record.state)) this.deliverCancel(record.id, record.nodes[0], record.requeueCount, this.limitDelivery(record.id));
   }
 

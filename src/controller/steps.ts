@@ -95,6 +95,10 @@ export function taskEnvironment(base: Readonly<Record<string, string>>, jobId: n
   return { ...base, ...own };
 }
 
+/** A step's tasks' time limit: its own (srun -t) within what is left of its job's (null: the job has none). */
+const stepLimit = (own: number | undefined, left: number | null): number | null =>
+  (left === null ? own ?? null : Math.min(own ?? Infinity, left));
+
 /** The controller's side of the agents for steps (HTTP, signed, in the daemon). */
 export interface StepLink {
   startTask(node: string, order: StepTaskOrder): Promise<void>;
@@ -192,7 +196,7 @@ export class JobSteps {
     const nowMs = Date.now();
     const leftSeconds = allocation.endsAtMs === null ? null : Math.ceil((allocation.endsAtMs - nowMs) / 1000);
     if (leftSeconds !== null && leftSeconds <= 0) throw new RouteError(409, `job ${id} has reached its time limit: no step can start in it`);
-    const limit = body.timeLimitSeconds === undefined ? leftSeconds : leftSeconds === null ? body.timeLimitSeconds : Math.min(body.timeLimitSeconds, leftSeconds);
+    const limit = stepLimit(body.timeLimitSeconds, leftSeconds);
     // Each task is a supervisor on its node and a launch order held here: a job, and a user, run a bounded number at once.
     let inJob = 0;
     let ofUser = 0;
@@ -238,7 +242,7 @@ export class JobSteps {
     for (const step of this.steps.values()) {
       if (step.jobId !== id || step.run !== record.requeueCount) continue;
       const left = endsAtMs === null ? null : Math.max(1, Math.ceil((endsAtMs - step.createdMs) / 1000));
-      const limit = left === null ? step.ownLimitSeconds ?? null : Math.min(step.ownLimitSeconds ?? Infinity, left);
+      const limit = stepLimit(step.ownLimitSeconds, left);
       if (limit === step.limitSeconds) continue;
       step.limitSeconds = limit;
       if (!step.attached) continue; // its tasks start with it

@@ -144,17 +144,20 @@ class PeerCheckedAgent extends Agent {
 }
 
 /** The connection a target names, and how messages name it. */
-function endpoint(target: ControllerTarget): { where: { path: string } | { host: string; port: number }; address: string; basePath: string } {
-  if ('socketPath' in target) return { where: { path: target.socketPath }, address: `unix:${target.socketPath}`, basePath: '' };
+type Endpoint = { where: { path: string } | { host: string; port: number }; address: string; basePath: string; protocol: string };
+
+function endpoint(target: ControllerTarget): Endpoint {
+  if ('socketPath' in target) return { where: { path: target.socketPath }, address: `unix:${target.socketPath}`, basePath: '', protocol: 'unix:' };
   const url = new URL(target.baseUrl);
-  return { where: { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port === '' ? 80 : Number(url.port) }, address: url.origin, basePath: url.pathname.replace(/\/+$/, '') };
+  return {
+    where: { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port === '' ? 80 : Number(url.port) }, address: url.origin,
+    basePath: url.pathname.replace(/\/+$/, ''), protocol: url.protocol,
+  };
 }
 
-/** An agent for `target`: its peer checked once connected when it has a check. */
-function agentFor(target: ControllerTarget): Agent {
-  if (target.peer === undefined) return new Agent({ keepAlive: true });
-  const { where, address } = endpoint(target);
-  return new PeerCheckedAgent(where, address, target.peer);
+/** An agent for `target` (at `ends`): its peer checked once connected when it has a check. */
+function agentFor(target: ControllerTarget, ends = endpoint(target)): Agent {
+  return target.peer === undefined ? new Agent({ keepAlive: true }) : new PeerCheckedAgent(ends.where, ends.address, target.peer);
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -261,15 +264,16 @@ export async function openWebSocket(target: ControllerTarget, path: string, opti
 }
 
 export function createApiClient(target: ControllerTarget, options: ApiClientOptions): ApiClient {
-  if ('baseUrl' in target && new URL(target.baseUrl).protocol !== 'http:') {
+  const ends = endpoint(target);
+  if ('baseUrl' in target && ends.protocol !== 'http:') {
     throw new ControllerUnreachableError(`controller address ${target.baseUrl} is not an http:// URL`, target.baseUrl, 'EINVAL',
       'give an address like http://127.0.0.1:7070, or a Unix socket path');
   }
-  const agent = agentFor(target);
+  const agent = agentFor(target, ends);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const clock = options.clock ?? Date.now;
   const destination = options.destination ?? CONTROLLER_DESTINATION;
-  const { where, address, basePath } = endpoint(target);
+  const { where, address, basePath } = ends;
   const connection = 'path' in where ? { socketPath: where.path } : where;
 
   async function send<T>(method: string, path: string, body: unknown, retried: boolean): Promise<T> {

@@ -92,7 +92,9 @@ export function updateOutcomeLines(results: readonly ApiCancelResult[]): { lines
       else if (result.result === 'refused') lines.push({ first: -1, text: `scontrol: error: ${printable(result.message)}` });
       continue;
     }
-    byArray.set(array, [...(byArray.get(array) ?? []), { task: Number(task), result }]);
+    let tasks = byArray.get(array);
+    if (tasks === undefined) byArray.set(array, tasks = []);
+    tasks.push({ task: Number(task), result });
   }
   for (const [array, tasks] of byArray) {
     const ended = tasks.filter(({ result }) => result.result === 'ended').map(({ task }) => task).sort((a, b) => a - b);
