@@ -107,6 +107,35 @@ export interface DeadlineAdmission {
   readonly warning: string | null;
 }
 
+/** The plan's answer on a deadline (deadlineVerdict): met, never (no plan ever could), or not now (short, or no node plans here). */
+type DeadlineVerdict =
+  | { readonly met: true; readonly plannedEndMs: number }
+  | { readonly met: false; readonly never: true; readonly words: string }
+  | { readonly met: false; readonly never: false; readonly planless: true; readonly words: string }
+  | {
+    readonly met: false; readonly never: false; readonly planless: false; readonly words: string; readonly why: string; readonly miss: string;
+    readonly plannedEndMs: number | null; readonly shortfallSeconds: number | null;
+  };
+
+/** One updateMany's guaranteed jobs kept so far (readmitDeadline): as the core will see them, and their ids (their old selves). */
+interface UpdateBatch {
+  readonly ahead: JobRequest[];
+  readonly without: Set<JobId>;
+}
+
+/** One job's update, checked (checkedUpdate): the event to store; a guaranteed job checked again, its admission. */
+interface CheckedUpdate {
+  readonly id: JobId;
+  readonly event: TransitionEvent;
+  readonly delta: Record<string, string | number>;
+  readonly readmitted: DeadlineAdmission | undefined;
+}
+
+/** A time limit in a sentence. */
+function limitWords(limit: JobSpec['timeLimitSeconds']): string {
+  return limit === 'UNLIMITED' ? 'no time limit' : `a time limit of ${limit} s`;
+}
+
 /**
  * --exclusive: whole nodes. The core gives a job the same CPUs and memory on every node, so the job takes nodes of
  * one shape (CPUs, memory), the smallest shape with enough nodes that hold its tasks, all of their CPUs and memory.
@@ -1189,27 +1218,87 @@ export class ControllerEngine {
    * could ever meet it; or --deadline-policy cancel and the plan cannot).
    */
   private admitDeadline(spec: JobSpec, batchAhead: readonly JobRequest[]): DeadlineAdmission {
-    const deadlineMs = spec.deadline!.atMs;
-    const when = isoTime(deadlineMs);
-    if (!this.scheduler.plansOnNodes) {
-      if (spec.deadline!.policy === 'cancel') throw new SubmitRefused([`deadlines need the policy fcfs, easy or conservative (this cluster uses ${this.config.policy})`]);
-      return { guaranteed: false, plannedEndMs: null, shortfallSeconds: null, warning: `policy ${this.config.policy} does not plan on nodes: the deadline ${when} cannot be guaranteed; the job runs as a normal job` };
+    const verdict = this.deadlineVerdict(spec, this.coreRequest(this.draftRecord(spec, DRAFT_ID, undefined, true)), batchAhead);
+    const cancel = spec.deadline!.policy === 'cancel';
+    if (verdict.met) return { guaranteed: true, plannedEndMs: verdict.plannedEndMs, shortfallSeconds: 0, warning: null };
+    if (verdict.never) throw new SubmitRefused([`${verdict.words}; give a later --deadline or a shorter --time`]);
+    if (verdict.planless) {
+      if (cancel) throw new SubmitRefused([`deadlines need the policy fcfs, easy or conservative (this cluster uses ${this.config.policy})`]);
+      return { guaranteed: false, plannedEndMs: null, shortfallSeconds: null, warning: `${verdict.words}; the job runs as a normal job` };
     }
-    const check = this.scheduler.deadlineCheck(this.coreRequest(this.draftRecord(spec, DRAFT_ID, undefined, true)), this.nowSeconds(), batchAhead);
-    if (check.verdict === 'never') {
-      const limit = spec.timeLimitSeconds === 'UNLIMITED' ? 'no time limit' : `a time limit of ${spec.timeLimitSeconds} s`;
-      throw new SubmitRefused([`the deadline ${when} can never be met: with ${limit} the job could end at ${isoTime(check.earliestEnd * 1000)} at the earliest, even on an idle cluster; give a later --deadline or a shorter --time`]);
-    }
-    if (check.verdict === 'met') return { guaranteed: true, plannedEndMs: check.plannedEnd * 1000, shortfallSeconds: 0, warning: null };
-    const why = check.cause === 'other-deadlines' ? 'guaranteed jobs with earlier deadlines come first' : 'the nodes it needs are taken until then';
-    const miss = Number.isFinite(check.shortfall) ? `it would end ${check.shortfall} s after it (planned end ${isoTime(check.plannedEnd * 1000)})` : 'the nodes that count now cannot hold it';
-    if (spec.deadline!.policy === 'cancel') {
-      throw new SubmitRefused([`the deadline ${when} cannot be met (${why}): ${miss}; with --deadline-policy cancel the job is refused: give a later deadline or leave the policy out`]);
+    if (cancel) {
+      throw new SubmitRefused([`the deadline ${isoTime(spec.deadline!.atMs)} cannot be met (${verdict.why}): ${verdict.miss}; with --deadline-policy cancel the job is refused: give a later deadline or leave the policy out`]);
     }
     return {
-      guaranteed: false, plannedEndMs: Number.isFinite(check.plannedEnd) ? check.plannedEnd * 1000 : null, shortfallSeconds: Number.isFinite(check.shortfall) ? check.shortfall : null,
-      warning: `the deadline ${when} cannot be guaranteed (${why}): ${miss}; the job runs as early as possible, ahead of normal jobs`,
+      guaranteed: false, plannedEndMs: verdict.plannedEndMs, shortfallSeconds: verdict.shortfallSeconds,
+      warning: `${verdict.words}; the job runs as early as possible, ahead of normal jobs`,
     };
+  }
+
+  /**
+   * The plan's answer on a deadline, for an acceptance (admitDeadline) and for an update of a guaranteed job
+   * (readmitDeadline): `probe` is the job as the core will see it, with the jobs `batchAhead` of it and without
+   * the queued jobs `without` (an updated job's old self). `words`: why it is not met, as the submitter is told.
+   */
+  private deadlineVerdict(spec: JobSpec, probe: JobRequest, batchAhead: readonly JobRequest[], without?: ReadonlySet<JobId>): DeadlineVerdict {
+    const when = isoTime(spec.deadline!.atMs);
+    if (!this.scheduler.plansOnNodes) return { met: false, never: false, planless: true, words: `policy ${this.config.policy} does not plan on nodes: the deadline ${when} cannot be guaranteed` };
+    const check = this.scheduler.deadlineCheck(probe, this.nowSeconds(), batchAhead, without);
+    if (check.verdict === 'never') {
+      return { met: false, never: true, words: `the deadline ${when} can never be met: with ${limitWords(spec.timeLimitSeconds)} the job could end at ${isoTime(check.earliestEnd * 1000)} at the earliest, even on an idle cluster` };
+    }
+    if (check.verdict === 'met') return { met: true, plannedEndMs: check.plannedEnd * 1000 };
+    const why = check.cause === 'other-deadlines' ? 'guaranteed jobs with earlier deadlines come first' : 'the nodes it needs are taken until then';
+    const miss = Number.isFinite(check.shortfall) ? `it would end ${check.shortfall} s after it (planned end ${isoTime(check.plannedEnd * 1000)})` : 'the nodes that count now cannot hold it';
+    return {
+      met: false, never: false, planless: false, why, miss, words: `the deadline ${when} cannot be guaranteed (${why}): ${miss}`,
+      plannedEndMs: Number.isFinite(check.plannedEnd) ? check.plannedEnd * 1000 : null, shortfallSeconds: Number.isFinite(check.shortfall) ? check.shortfall : null,
+    };
+  }
+
+  /**
+   * A pending guaranteed job's update that could cost its deadline (a new partition, a longer time limit): checked
+   * again as at acceptance, as the job will be after it (its place in the queue kept), with the jobs `batch` updated
+   * before it and without their old selves and its own. Met: the job stays guaranteed, and `batch` takes it. Else
+   * SubmitRefused, in the words the submitter would be told.
+   */
+  private readmitDeadline(record: JobRecord, updated: JobSpec, delta: Record<string, string | number>, batch: UpdateBatch): DeadlineAdmission {
+    const changed = { ...record, request: { ...record.request, ...delta } } as JobRecord;
+    // The core's view of it as it would be; a night job's window is noted as it is now, not as it would be.
+    const night = this.nightJobs.get(record.id);
+    let probe: JobRequest;
+    try {
+      probe = this.coreRequest(changed);
+    } finally {
+      if (night === undefined) this.nightJobs.delete(record.id);
+      else this.nightJobs.set(record.id, night);
+    }
+    const verdict = this.deadlineVerdict(updated, probe, batch.ahead, new Set([...batch.without, record.id]));
+    if (!verdict.met) {
+      const spec = this.specOf(record);
+      const asked = [
+        ...(delta.partition === undefined ? [] : [`move to partition ${delta.partition}`]),
+        ...(delta.timeLimitSeconds === undefined ? [] : [`take ${limitWords(updated.timeLimitSeconds)}`]),
+      ];
+      const keep = [
+        ...(delta.partition === undefined ? [] : [`its partition (${spec.partition ?? this.config.defaultPartition})`]),
+        ...(delta.timeLimitSeconds === undefined ? [] : [`its time limit (${spec.timeLimitSeconds === 'UNLIMITED' ? 'UNLIMITED' : `${spec.timeLimitSeconds} s`})`]),
+      ];
+      throw new SubmitRefused([`job ${record.id} cannot ${asked.join(' and ')} and keep its deadline guaranteed: ${verdict.words}; keep ${keep.join(' and ')}, `
+        + `or cancel it (taras cancel ${record.id}) and submit it again without --deadline or with a later one`]);
+    }
+    batch.ahead.push(probe);
+    batch.without.add(record.id);
+    return { guaranteed: true, plannedEndMs: verdict.plannedEndMs, shortfallSeconds: 0, warning: null };
+  }
+
+  /** A guaranteed job checked again at an update (readmitDeadline) and kept: tracked from now as one just accepted. */
+  private readmitted(id: JobId, admission: DeadlineAdmission): void {
+    this.countedAtAcceptance.set(id, this.pool.countedNodes().length);
+    this.deadlineLogged.delete(id);
+    this.deadlineDueHandled.delete(id);
+    // An answer to its submission not taken yet says the new plan.
+    if (this.admissions.has(id)) this.admissions.set(id, admission);
   }
 
   /** Guaranteed jobs whose loss of guarantee was logged, and those handed to deadlineNeedsNodes or ended DEADLINE. */
@@ -1910,9 +1999,11 @@ export class ControllerEngine {
 
   /**
    * `scontrol update JobId=ID TimeLimit=.. Partition=.. JobName=..` (`taras update`): a pending job's time limit,
-   * partition or name. As in Slurm, its owner may only lower the time limit (an administrator sets any); the job is
-   * checked again as a submission would be (the partition's limits, nodes, access) before anything is stored, and
-   * keeps its place in the queue (a new partition brings that partition's priority tier).
+   * partition or name. As in Slurm, its owner may raise the time limit within the partition's MaxTime (a running
+   * job's, or a guaranteed deadline job's, only lower; an administrator sets any); the job is checked again as a
+   * submission would be (the partition's limits, nodes, access; a guaranteed deadline, when its partition changes or
+   * its limit grows) before anything is stored, and keeps its place in the queue (a new partition brings that
+   * partition's priority tier).
    */
   update(id: JobId, changes: JobChanges, user: string, admin: boolean): JobRecord {
     const [outcome] = this.updateMany([id], changes, user, admin);
@@ -1926,24 +2017,28 @@ export class ControllerEngine {
    * answer: its record, or why not.
    */
   updateMany(ids: readonly JobId[], changes: JobChanges, user: string, admin: boolean): (JobRecord | SubmitRefused)[] {
-    const outcomes = ids.map((id): JobRecord | SubmitRefused | { id: JobId; event: TransitionEvent; delta: Record<string, string | number> } => {
+    // Guaranteed jobs checked again count in the next ones' checks as they will be (arrays' tasks moved together).
+    const batch: UpdateBatch = { ahead: [], without: new Set() };
+    const outcomes = ids.map((id): JobRecord | SubmitRefused | CheckedUpdate => {
       try {
-        return this.checkedUpdate(id, changes, user, admin);
+        return this.checkedUpdate(id, changes, user, admin, batch);
       } catch (error) {
         if (error instanceof SubmitRefused) return error;
         throw error;
       }
     });
-    const asked = outcomes.filter((outcome): outcome is { id: JobId; event: TransitionEvent; delta: Record<string, string | number> } => 'event' in outcome);
+    const asked = outcomes.filter((outcome): outcome is CheckedUpdate => 'event' in outcome);
     if (asked.length === 0) return outcomes as (JobRecord | SubmitRefused)[];
     const stored = new Map(this.store.appendMany(asked.map(({ id, event }) => ({ jobId: id, event })), this.clockMs()).map((record) => [record.id, record]));
     let reorder = false;
-    for (const { id, delta } of asked) {
+    for (const { id, delta, readmitted } of asked) {
       const record = stored.get(id)!;
       this.active.set(id, record);
       if (record.state === 'PENDING') reorder = this.scheduler.replaceQueued(this.coreRequest(record)) || reorder;
       else if (delta.timeLimitSeconds !== undefined) this.newRunningLimit(record);
-      this.log(`job ${id} updated by ${user}: ${Object.entries(delta).map(([key, value]) => `${key}=${value}`).join(' ')}`);
+      if (readmitted !== undefined) this.readmitted(id, readmitted);
+      const kept = readmitted === undefined ? '' : ` (its deadline checked again: still guaranteed, planned end ${isoTime(readmitted.plannedEndMs!)})`;
+      this.log(`job ${id} updated by ${user}: ${Object.entries(delta).map(([key, value]) => `${key}=${value}`).join(' ')}${kept}`);
     }
     if (reorder) this.scheduler.reorder();
     this.dirty = true;
@@ -1972,10 +2067,11 @@ export class ControllerEngine {
   /**
    * One job's update, checked: the event to store (none when nothing changes: its record); throws SubmitRefused.
    * As Slurm's _update_job: a pending job's fields, checked as a submission would be (a user stays within the
-   * partition's MaxTime, an administrator need not); a running or suspended job's time limit only, which its
-   * owner may lower and only an administrator raise; an ended job, nothing.
+   * partition's MaxTime, an administrator need not; a guaranteed deadline is checked again, readmitDeadline); a
+   * running or suspended job's time limit only, which its owner may lower and only an administrator raise; an
+   * ended job, nothing. `batch`: the guaranteed jobs of the same updateMany kept before it.
    */
-  private checkedUpdate(id: JobId, changes: JobChanges, user: string, admin: boolean): JobRecord | { id: JobId; event: TransitionEvent; delta: Record<string, string | number> } {
+  private checkedUpdate(id: JobId, changes: JobChanges, user: string, admin: boolean, batch: UpdateBatch): JobRecord | CheckedUpdate {
     const record = this.ownedJob(id, user, admin, 'update');
     if (isEndState(record.state) || record.state === 'COMPLETING') {
       throw new SubmitRefused([`job ${id} has already finished (${record.state}): only pending and running jobs can be updated`]);
@@ -2021,7 +2117,11 @@ export class ControllerEngine {
       const inReservation = this.reservationRefusals(updated, () => true);
       if (inReservation.length > 0) throw new SubmitRefused(inReservation.map((reason) => `job ${id} cannot be updated: ${reason}`));
     }
-    return { id, event: { type: 'updated', changes: delta, by: admin && record.user !== user ? 'admin' : 'user' }, delta };
+    // Its guarantee was for its partition and time limit: a new partition, or a longer limit (an administrator's), is
+    // checked again as at acceptance; last, once all else passed. A lower limit only helps its deadline.
+    const recheck = guaranteed && (delta.partition !== undefined || (delta.timeLimitSeconds !== undefined && this.limitOf(updated) > this.limitOf(spec)));
+    const readmitted = recheck ? this.readmitDeadline(record, updated, delta, batch) : undefined;
+    return { id, event: { type: 'updated', changes: delta, by: admin && record.user !== user ? 'admin' : 'user' }, delta, readmitted };
   }
 
   /**

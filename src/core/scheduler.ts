@@ -296,9 +296,11 @@ export class Scheduler {
    * added, as a guaranteed job at its FIFO place. Guaranteed if it ends by
    * its deadline without putting another guaranteed job at risk; otherwise
    * its end as a priority job without a guarantee, and by how much it misses.
-   * Pure what-if: nothing changes. Needs node plans.
+   * Pure what-if: nothing changes. Needs node plans. `without`: queued jobs
+   * left out of it (a queued job checked again as it would be after an update:
+   * it must not compete with its old self).
    */
-  deadlineCheck(job: JobRequest, now: Seconds, ahead: readonly JobRequest[] = []): DeadlineCheck {
+  deadlineCheck(job: JobRequest, now: Seconds, ahead: readonly JobRequest[] = [], without: ReadonlySet<JobId> = NO_JOBS): DeadlineCheck {
     const policy = this.nodePolicy;
     if (!policy) throw new Error('deadlines need a node pool and fcfs, easy or conservative');
     if (job.deadline === undefined) throw new RangeError(`job ${job.id} has no deadline`);
@@ -306,7 +308,7 @@ export class Scheduler {
     const planner = policy.orderPlanner(this.state, now);
     const conservative = policy.mode === 'conservative';
     const orderWith = (probe?: JobRequest): QueueEntry[] => {
-      const queue = [...this.state.queue];
+      const queue = without.size === 0 ? [...this.state.queue] : this.state.queue.filter((entry) => !without.has(entry.job.id));
       // `ahead`: jobs accepted before it but not queued yet (earlier in the same batch).
       for (const arrival of probe === undefined ? ahead : [...ahead, probe]) {
         const entry = { job: arrival } as QueueEntry;
