@@ -439,6 +439,50 @@ describe('update of a running job\'s time limit (the engine)', () => {
   });
 });
 
+describe('a job step\'s new time limit (the engine\'s deliveries)', () => {
+  it('goes to each of the step\'s nodes and is retried every check until the agent takes it, as it stands then; at once when the agent registers again; dropped once the step has ended', async () => {
+    const orders: [string, number, number, number | null][] = [];
+    const down = new Set(['node01', 'node02']);
+    const link: AgentLink = { start: async () => {}, signal: async () => {}, setTaskLimit: async (node, id, stepId, seconds) => {
+      orders.push([node, id, stepId, seconds]);
+      if (down.has(node)) throw new Error(`the agent of ${node} could not be reached`);
+    } };
+    const { engine, advance, store } = setup({ policy: 'easy', agents: link, nodes: 2 });
+    const [job] = engine.submit([{ user: 'alice', spec: spec(60, { nodes: { min: 2 } }) }]);
+    advance(NOW);
+    assert.deepEqual(store.job(job)!.nodes, ['node01', 'node02']);
+    const limits = new Map<number, number | null>([[0, 1800]]);
+    engine.stepLimitOf = (id, stepId) => (id === job ? limits.get(stepId) : undefined);
+    const settled = () => new Promise((resolveTurn) => setImmediate(resolveTurn));
+    for (const node of ['node01', 'node02']) engine.deliverStepLimit(job, 0, node, 0);
+    engine.deliverStepLimit(job, 1, 'node01', 0); // another run of the job: nothing
+    await settled();
+    assert.deepEqual(orders.splice(0), [['node01', job, 0, 1800], ['node02', job, 0, 1800]]);
+    // Retried at each check (every second), with the limit as it stands then: only the latest matters.
+    limits.set(0, 3600);
+    engine.checkNodes();
+    await settled();
+    assert.deepEqual(orders.splice(0), [['node01', job, 0, 3600], ['node02', job, 0, 3600]]);
+    // node01's agent registers again: its order goes at once (node02's waits for the next check), and is not sent again once taken.
+    down.delete('node01');
+    engine.agentRegistered(['node01'], [{ jobId: job, run: 0, state: 'RUNNING', exitCode: null, endTimeMs: null }]);
+    await settled();
+    assert.deepEqual(orders.splice(0), [['node01', job, 0, 3600]]);
+    engine.checkNodes();
+    await settled();
+    assert.deepEqual(orders.splice(0), [['node02', job, 0, 3600]]);
+    // The step has ended: node02's order is dropped, not retried.
+    limits.delete(0);
+    engine.checkNodes();
+    await settled();
+    down.delete('node02');
+    engine.checkNodes();
+    await settled();
+    assert.deepEqual(orders, []);
+    store.close();
+  });
+});
+
 describe('taras hold / release / submit --hold --begin --dependency with the real controller, agent and CLI', () => {
   it('works as a Slurm user types it', { timeout: 60_000 }, async () => {
     const taras = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'bin/taras.js');

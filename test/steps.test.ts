@@ -3,11 +3,14 @@
 // SLURM_NODEID, SLURM_LOCALID and SLURM_STEP_ID, output relayed (labelled
 // with -l), the highest exit code, stdin to every task, steps refused when
 // they do not fit the job or the job is someone else's, and no task left
-// running once its job has ended or its srun has gone. Every process started
-// here is stopped by its PID.
+// running once its job has ended or its srun has gone; a raised job limit
+// reaches a step's tasks also when their agent could not be reached at first.
+// Every process started here is stopped by its PID.
 
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -15,11 +18,13 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { runAs } from './auth-helpers.js';
-import { startDaemon } from './daemon-process.js';
+import { startDaemon, type Daemon } from './daemon-process.js';
 import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
 import { stepLayout, tasksPerNodeText } from '../src/controller/steps.js';
 import { ApiRequestError, bearer, createApiClient } from '../src/net/client.js';
 import { issueToken, loadOrCreateJwtKey } from '../src/net/identity.js';
+import { loadClusterKey } from '../src/net/hmac.js';
+import { readStatus } from '../src/agent/jobdir.js';
 import { WebSocket } from 'ws';
 import { eventually } from './poll.js';
 
@@ -56,6 +61,8 @@ describe('step layout (pure)', () => {
 
 describe('srun inside a job, on a real cluster', { skip: notRootReason }, () => {
   let url = '';
+  let controller: Daemon;
+  let agent: Daemon;
   let ada: TestUser;
   let bob: TestUser;
   before(async () => {
@@ -66,8 +73,9 @@ describe('srun inside a job, on a real cluster', { skip: notRootReason }, () => 
     const config = join(work, 'cluster.toml');
     writeFileSync(config, `[cluster]\nname = "steps"\npolicy = "easy"\ndata_dir = "data"\n[[nodes]]\nnames = "node[01-03]"\ncpus = 2\nmemory = "4G"\n`
       + '[[partitions]]\nname = "batch"\nnodes = "ALL"\ndefault = true\n');
-    url = (await startDaemon(taras, started, ['controller', '--config', config, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, work)).match[1];
-    await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '3x2', '--data', join(work, 'data', 'agent'), '--key', join(work, 'data', 'cluster.key')], /registered 3 node/, work);
+    controller = await startDaemon(taras, started, ['controller', '--config', config, '--port', '0'], /listening on (http:\/\/127\.0\.0\.1:\d+)/, work);
+    url = controller.match[1];
+    agent = await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '3x2', '--data', join(work, 'data', 'agent'), '--key', join(work, 'data', 'cluster.key')], /registered 3 node/, work);
   });
   after(async () => {
     for (const child of started) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -197,25 +205,86 @@ srun --mem 40M sh -c 'echo within'; echo "within rc=$?"
     await runAs(ada, [taras, 'cancel', String(id), '--controller', url]);
   });
 
-  it('a step\'s tasks take their job\'s raised time limit: a task started under an 8 s job outlives 8 s once root raises the job to 40 s', async () => {
-    const out = join(ada.home, 'step-limit.out');
-    const started = join(ada.home, 'step-limit.started');
+  /** A job of `jobSeconds` (at most 59) whose one step's task sleeps `taskSeconds`, then says so; resolves once the task runs. */
+  const jobWithSleepingStep = async (name: string, jobSeconds: number, taskSeconds: number): Promise<{ id: number; out: string }> => {
+    const out = join(ada.home, `${name}.out`);
+    const started = join(ada.home, `${name}.started`);
     const id = await sbatch(ada, `#!/bin/sh
-#SBATCH -N 1 -t 0:08 -o ${out}
-srun -n 1 sh -c 'touch ${started}; sleep 12; echo survived'; echo "srun rc=$?"
+#SBATCH -N 1 -t 0:${String(jobSeconds).padStart(2, '0')} -o ${out}
+srun -n 1 sh -c 'touch ${started}; sleep ${taskSeconds}; echo survived'; echo "srun rc=$?"
 `);
     await waitFor('the step\'s task to start', () => existsSync(started));
+    return { id, out };
+  };
+  /** The job ends COMPLETED, its step's task having run to its end. */
+  const stepRanToItsEnd = async ({ id, out }: { id: number; out: string }, why: string): Promise<void> => {
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'TIMEOUT'].includes(await state(id)), 40_000);
+    assert.equal(await state(id), 'COMPLETED');
+    assert.equal(readFileSync(out, 'utf8'), 'survived\nsrun rc=0\n', why);
+  };
+  /** A client of the controller's API as root. */
+  const rootApi = async () => {
     const { token } = await issueToken(loadOrCreateJwtKey(join(work, 'data', 'jwt.key')), 'root', 600, Date.now());
-    const api = createApiClient({ baseUrl: url }, { credentials: bearer(token) });
+    return createApiClient({ baseUrl: url }, { credentials: bearer(token) });
+  };
+
+  it('a step\'s tasks take their job\'s raised time limit: a task started under an 8 s job outlives 8 s once root raises the job to 40 s', async () => {
+    const job = await jobWithSleepingStep('step-limit', 8, 12);
+    const api = await rootApi();
     try {
-      const answer = await api.post<{ jobs: { result: string }[] }>('/jobs/update', { ids: [id], timeLimitSeconds: 40 });
-      assert.deepEqual(answer.jobs.map((job) => job.result), ['cancelled']);
+      const answer = await api.post<{ jobs: { result: string }[] }>('/jobs/update', { ids: [job.id], timeLimitSeconds: 40 });
+      assert.deepEqual(answer.jobs.map((outcome) => outcome.result), ['cancelled']);
     } finally {
       api.close();
     }
-    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'TIMEOUT'].includes(await state(id)), 40_000);
-    assert.equal(await state(id), 'COMPLETED');
-    assert.equal(readFileSync(out, 'utf8'), 'survived\nsrun rc=0\n', 'the task ran its 12 s (before: killed at the job\'s old end, 8 s)');
+    await stepRanToItsEnd(job, 'the task ran its 12 s (before: killed at the job\'s old end, 8 s)');
+  });
+
+  it('a step\'s tasks get their job\'s raised limit also when their agent cannot be reached then: the order is retried (across a reconfigure) and goes once the agent registers again', async () => {
+    const job = await jobWithSleepingStep('step-retry', 15, 18);
+    const { id } = job;
+    const jobs = join(work, 'data', 'agent', 'jobs');
+    const taskDir = join(jobs, readdirSync(jobs).find((name) => name.startsWith(`step-${id}.`))!);
+    const node = (JSON.parse((await runAs(ada, [taras, 'show', String(id), '--json', '--controller', url])).stdout) as { nodes: string[] }).nodes[0];
+    const limitOf = (): number | null => {
+      const status = readStatus(taskDir);
+      return status?.state === 'RUNNING' && status.deadline !== null ? Math.round((Date.parse(status.deadline) - Date.parse(status.startTime)) / 1000) : null;
+    };
+    const oldLimit = limitOf();
+    assert.ok(oldLimit !== null && oldLimit <= 15, `the task starts with what is left of the job's 15 s: ${oldLimit}`);
+    // The agent stops answering (its task's supervisor runs on), and the controller's way to it refuses connections:
+    // a registration of the node at a port nothing listens on, signed with the cluster key as the agent's is.
+    const closed = createServer();
+    await new Promise<void>((resolveListen) => closed.listen(0, '127.0.0.1', resolveListen));
+    const port = (closed.address() as { port: number }).port;
+    await new Promise((resolveClose) => closed.close(resolveClose));
+    agent.child.kill('SIGSTOP');
+    try {
+      const signed = createApiClient({ baseUrl: url }, { clusterKey: loadClusterKey(join(work, 'data', 'cluster.key')) });
+      try {
+        await signed.post('/agent/register', { url: `http://127.0.0.1:${port}`, nodes: [node], bootId: randomUUID(), reports: [] });
+      } finally {
+        signed.close();
+      }
+      const api = await rootApi();
+      try {
+        await api.post('/jobs/update', { ids: [id], timeLimitSeconds: 60 });
+        // The job's own order and its step's are sent together, each to the address the controller held then.
+        await waitFor('the limit orders to fail', () => new RegExp(`job ${id}: could not give it its new time limit on ${node} `).test(controller.log()), 10_000);
+        assert.equal(limitOf(), oldLimit, 'not told yet');
+        // A reconfigure makes a new engine: the step's order, still on its way, goes on with it.
+        await api.post('/admin/reconfigure', {});
+      } finally {
+        api.close();
+      }
+    } finally {
+      agent.child.kill('SIGCONT'); // it registers its real address again at its next heartbeat
+    }
+    await waitFor('the task to hold the new limit', () => (limitOf() ?? 0) > 50, 15_000)
+      .catch((error: Error) => assert.fail(`${error.message} (it holds ${limitOf()} s); the controller's log:\n${controller.log().slice(-2000)}`));
+    assert.match(controller.log(), new RegExp(`job ${id}: could not give step 0's tasks their new time limit on ${node} \\(.*not reachable.*\\); will retry`));
+    assert.equal(limitOf(), oldLimit! + 45, 'what is left of the job\'s 60 s from the step\'s start (45 s more than of its 15 s)');
+    await stepRanToItsEnd(job, 'the task ran its 18 s, past the job\'s old end (15 s)');
   });
 
   it('a step\'s tasks end with their job (scancel), also a task that ignores SIGTERM, and when their srun is killed', async () => {

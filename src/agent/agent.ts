@@ -336,6 +336,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       },
       {
         // A job's time limit was raised: its steps' tasks here take theirs (the controller says what is left of it).
+        // A living task not told is a 409: the controller sends the order again until every one has it.
         method: 'POST', path: '/steps/limit',
         handler: async (ctx) => {
           const { jobId, stepId, timeLimitSeconds } = (ctx.body ?? {}) as { jobId?: unknown; stepId?: unknown; timeLimitSeconds?: unknown };

@@ -134,11 +134,20 @@ export class StepTasks {
     return asked.length;
   }
 
-  /** A step's tasks take a new time limit (their job's was raised); returns how many were told. */
+  /**
+   * A step's tasks here take a new time limit (their job's changed); returns how many were told. A task that
+   * has not ended and could not be told (its supervisor did not answer, or is still starting) makes it throw a
+   * 409, so that the controller sends the order again; a task told the limit it has already changes nothing.
+   */
   async setLimit(jobId: number, stepId: number, seconds: number | null): Promise<number> {
-    const asked = [...this.tasks.values()].filter((task) => task.jobId === jobId && task.stepId === stepId && !hasEnded(readStatus(task.dir)));
-    const replies = await Promise.all(asked.map((task) => requestTimeLimit(task.dir, seconds)));
-    return replies.filter((reply) => reply.ok).length;
+    const asked = [...this.tasks.entries()].filter(([, task]) => task.jobId === jobId && task.stepId === stepId && !hasEnded(readStatus(task.dir)));
+    const replies = await Promise.all(asked.map(([, task]) => requestTimeLimit(task.dir, seconds)));
+    const untold = asked.flatMap(([name, task], i) => {
+      const reply = replies[i];
+      return reply.ok || hasEnded(readStatus(task.dir)) ? [] : [`${name}: ${reply.error}`];
+    });
+    if (untold.length > 0) throw new RouteError(409, `step ${jobId}.${stepId}: ${untold.length} of ${asked.length} task(s) here could not be given the new time limit (${untold[0]})`, 'the controller sends it again');
+    return asked.length;
   }
 
   /** Removes the directories of tasks that are over (their supervisor has exited). */

@@ -557,7 +557,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
     engine: () => engine, findJob, parseId: (raw) => parseId({ params: { id: raw } } as unknown as RequestContext), link: agents,
     killGraceSeconds: () => engine.config.killGraceSeconds, log,
   });
-  engine.onRunningLimit = (id) => steps.jobLimitChanged(id);
+  /** The engine's ties to the job steps (again for a new engine: a reconfigure). */
+  const tieSteps = (to: ControllerEngine): void => {
+    to.onRunningLimit = (id) => steps.jobLimitChanged(id);
+    to.stepLimitOf = (id, stepId) => steps.limitOf(id, stepId);
+  };
+  tieSteps(engine);
 
   /**
    * POST /jobs/:id/requeue (its owner or an administrator: scontrol
@@ -1021,6 +1026,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
         engine = next;
         config = parsed.config;
         engine.onDependencyNeverSatisfied = mailer.invalidDependency;
+        tieSteps(engine);
+        steps.resendLimits(); // orders the old engine still retried
         mailer.settings = mailSettingsOf(config);
         log(`reconfigured from ${options.configPath}: policy ${config.policy}, ${config.nodes.length} nodes, ${config.partitions.length} partitions`);
         kick();

@@ -226,6 +226,8 @@ export interface AgentLink {
   signal(node: string, jobId: JobId, signal: string, cancel: boolean, extras?: SignalExtras): Promise<void>;
   /** A running job's new time limit (scontrol update TimeLimit=; null: none) for the supervisor of its run `run`; absent: the agents take none (tests). */
   setTimeLimit?(node: string, jobId: JobId, run: number, seconds: number | null): Promise<void>;
+  /** A new time limit for the tasks of a job's step on `node` (their job's limit changed); absent: the agents take none (tests). */
+  setTaskLimit?(node: string, jobId: JobId, stepId: number, seconds: number | null): Promise<void>;
 }
 
 /** A signal request's other forms: a preemption (SIGKILL `graceSeconds` after the signal unless the job exits), a suspend or a resume. */
@@ -421,7 +423,8 @@ export class ControllerEngine {
   private dirty = true;
   /**
    * Signals to running jobs that have not reached their agent yet, by job and kind (`slotOf`: an end, cancel
-   * or preemption, and a suspend or resume, each kept apart): the node to send to.
+   * or preemption, a suspend or resume, a time limit, and each step's limit on each of its nodes, kept apart):
+   * the node to send to.
    */
   private readonly undeliveredCancels = new Map<string, { id: JobId; node: string; run: number; how: Delivery }>();
   private readonly cancelsInFlight = new Set<string>();
@@ -2053,6 +2056,8 @@ export class ControllerEngine {
    */
   /** Told when a running job's time limit changed (the daemon's job steps take it up). */
   onRunningLimit: ((id: JobId) => void) | null = null;
+  /** A job step's tasks' time limit as it stands (the daemon's job steps); undefined once the step has ended. */
+  stepLimitOf: ((id: JobId, stepId: number) => number | null | undefined) | null = null;
 
   private newRunningLimit(record: JobRecord): void {
     if (this.scheduler.state.getRunning(record.id) !== undefined) {
@@ -2890,6 +2895,32 @@ export class ControllerEngine {
   }
 
   /**
+   * A step of the job's run `run` has a new time limit (stepLimitOf): its tasks on `node` are told through their
+   * agent, and, as the job's own limit, the order is retried until the agent has carried it out (deliverCancel),
+   * sent at once when the agent registers again, and dropped once the step or the run has ended. Only the
+   * limit as it stands is sent.
+   */
+  deliverStepLimit(id: JobId, run: number, node: string, stepId: number): void {
+    const how = this.isCurrentRun(id, run) ? this.stepLimitDelivery(id, stepId) : undefined;
+    if (how !== undefined) this.deliverCancel(id, node, run, how);
+  }
+
+  private stepLimitDelivery(id: JobId, stepId: number): LimitDelivery | undefined {
+    const limitSeconds = this.stepLimitOf?.(id, stepId);
+    return limitSeconds === undefined ? undefined : { limitSeconds, stepId };
+  }
+
+  /**
+   * What a slot is to carry now: for a suspend or resume, a job's or a step's time limit, the last one asked
+   * (the state to reach the job); an end, itself. Undefined when nothing is to be sent any more (the step has
+   * ended). The job's run must be current.
+   */
+  private latestDelivery(id: JobId, how: Delivery): Delivery | undefined {
+    if (!('limitSeconds' in how)) return how.extras?.suspend === true || how.extras?.resume === true ? this.pauseDelivery(id) ?? how : how;
+    return how.stepId === undefined ? this.limitDelivery(id) : this.stepLimitDelivery(id, how.stepId);
+  }
+
+  /**
    * Sends a cancel to the job's agent. One that does not get through (the
    * agent is restarting, the machine is overloaded) is kept and sent again at
    * each `checkNodes` (every second) while that run of the job is RUNNING; a
@@ -2897,28 +2928,54 @@ export class ControllerEngine {
    * log and sends it again (`recover`).
    */
   private deliverCancel(id: JobId, node: string, run: number, how: Delivery = CANCEL): void {
-    const slot = slotOf(id, how);
+    const slot = slotOf(id, how, node);
     this.cancelsInFlight.add(slot);
-    const sent = 'limitSeconds' in how
-      ? this.agents.setTimeLimit?.(node, id, run, how.limitSeconds) ?? Promise.resolve()
-      : this.agents.signal(node, id, how.signal, how.cancel, how.extras);
+    const sent = !('limitSeconds' in how)
+      ? this.agents.signal(node, id, how.signal, how.cancel, how.extras)
+      : how.stepId === undefined
+        ? this.agents.setTimeLimit?.(node, id, run, how.limitSeconds) ?? Promise.resolve()
+        : this.agents.setTaskLimit?.(node, id, how.stepId, how.limitSeconds) ?? Promise.resolve();
     sent.then(() => {
       this.cancelsInFlight.delete(slot);
       // A later signal of the same kind may wait in the slot meanwhile: only this one is delivered.
       if (this.undeliveredCancels.get(slot)?.how === how) this.undeliveredCancels.delete(slot);
       // Two limits on their way at once may arrive in either order: the one that arrived last must be the limit as it stands.
-      if ('limitSeconds' in how && this.isCurrentRun(id, run) && this.limitDelivery(id).limitSeconds !== how.limitSeconds && !this.cancelsInFlight.has(slot)) {
-        this.deliverCancel(id, node, run, this.limitDelivery(id));
+      if ('limitSeconds' in how && this.isCurrentRun(id, run) && !this.cancelsInFlight.has(slot)) {
+        const latest = this.latestDelivery(id, how);
+        if (latest !== undefined && 'limitSeconds' in latest && latest.limitSeconds !== how.limitSeconds) this.deliverCancel(id, node, run, latest);
       }
     }, (error: unknown) => {
       this.cancelsInFlight.delete(slot);
       if (!this.isCurrentRun(id, run)) return;
-      const waiting = this.undeliveredCancels.get(slot);
-      if (waiting === undefined) this.log(`job ${id}: could not ${'limitSeconds' in how ? 'give it its new time limit' : 'signal it'} on ${node} (${(error as Error).message}); will retry`);
-      // A suspend or resume, a time limit: the last one asked is the state to reach the job.
-      const latest = slot.endsWith(':pause') ? this.pauseDelivery(id) ?? how : slot.endsWith(':limit') ? this.limitDelivery(id) : how;
+      const latest = this.latestDelivery(id, how);
+      if (latest === undefined) {
+        this.undeliveredCancels.delete(slot);
+        return;
+      }
+      if (!this.undeliveredCancels.has(slot)) {
+        const what = !('limitSeconds' in how) ? 'signal it' : how.stepId === undefined ? 'give it its new time limit' : `give step ${how.stepId}'s tasks their new time limit`;
+        this.log(`job ${id}: could not ${what} on ${node} (${(error as Error).message}); will retry`);
+      }
       this.undeliveredCancels.set(slot, { id, node, run, how: latest });
     });
+  }
+
+  /**
+   * Orders still waiting for their agent (all, or those for `nodes`) are sent again, each as it stands now;
+   * those of runs or steps that have ended are dropped.
+   */
+  private sendUndelivered(nodes?: ReadonlySet<string>): void {
+    for (const [slot, waiting] of this.undeliveredCancels) {
+      if (nodes !== undefined && !nodes.has(waiting.node)) continue;
+      const how = this.isCurrentRun(waiting.id, waiting.run) ? this.latestDelivery(waiting.id, waiting.how) : undefined;
+      if (how === undefined) {
+        this.undeliveredCancels.delete(slot);
+      } else if (!this.cancelsInFlight.has(slot)) {
+        // Kept as sent: its delivery clears the slot (deliverCancel compares the order itself).
+        this.undeliveredCancels.set(slot, { ...waiting, how });
+        this.deliverCancel(waiting.id, waiting.node, waiting.run, how);
+      }
+    }
   }
 
   private isCurrentRun(id: JobId, run: number): boolean {
@@ -2952,6 +3009,8 @@ export class ControllerEngine {
       const record = this.active.get(report.jobId);
       if (report.state === 'RUNNING' && record !== undefined && (report.run === undefined || report.run === record.requeueCount) && nodeNames.includes(record.nodes[0])) this.redeliverLimit(record);
     }
+    // Orders that wait for this agent (a step's new time limit, a signal) go now rather than at the next check.
+    if (this.undeliveredCancels.size > 0) this.sendUndelivered(new Set(nodeNames));
     // Jobs this controller believes run on these nodes but the agent does not
     // know: their start was lost (the controller died before the agent got it).
     const reported = new Set(reports.map((r) => r.jobId));
@@ -2988,10 +3047,7 @@ export class ControllerEngine {
   checkNodes(): string[] {
     // A guaranteed job at risk is preempted for a victim's checkpoint time before its latest start: look every second.
     if (this.deadlinesAtRisk) this.dirty = true;
-    for (const [slot, { id, node, run, how }] of this.undeliveredCancels) {
-      if (!this.isCurrentRun(id, run)) this.undeliveredCancels.delete(slot);
-      else if (!this.cancelsInFlight.has(slot)) this.deliverCancel(id, node, run, how);
-    }
+    this.sendUndelivered();
     this.keepSuspendedEndsMoving(this.nowSeconds(), true);
     const cutoff = this.clockMs() - this.config.nodeTimeoutSeconds * 1000;
     const downed: string[] = [];
@@ -3253,17 +3309,22 @@ export class ControllerEngine {
 
 /**
  * An order for a running job's agent, re-sent until it gets through: a signal (a cancel, a preemption, a
- * resume), or the job's time limit as it stands (`limitSeconds`, null: none; scontrol update TimeLimit=).
+ * resume), or the job's time limit as it stands (`limitSeconds`, null: none; scontrol update TimeLimit=), or
+ * with `stepId`, that step's tasks' limit as it stands.
  */
 type Delivery = SignalDelivery | LimitDelivery;
-type LimitDelivery = { readonly limitSeconds: number | null };
+type LimitDelivery = { readonly limitSeconds: number | null; readonly stepId?: number };
 type SignalDelivery = { readonly signal: string; readonly cancel: boolean; readonly extras?: SignalExtras };
 
 const CANCEL: Delivery = { signal: 'SIGTERM', cancel: true };
 
-/** A job's delivery slot: its end (cancel, preemption), its suspend/resume and its time limit are kept and retried apart. */
-const slotOf = (id: JobId, how: Delivery): string =>
-  `${id}:${'limitSeconds' in how ? 'limit' : how.extras?.suspend === true || how.extras?.resume === true ? 'pause' : 'end'}`;
+/**
+ * A job's delivery slot: its end (cancel, preemption), its suspend/resume, its time limit and each step's
+ * limit on each node of the step (`node`: where the order goes) are kept and retried apart.
+ */
+const slotOf = (id: JobId, how: Delivery, node: string): string => ('limitSeconds' in how
+  ? (how.stepId === undefined ? `${id}:limit` : `${id}:step ${how.stepId} on ${node}`)
+  : `${id}:${how.extras?.suspend === true || how.extras?.resume === true ? 'pause' : 'end'}`);
 
 const SUSPEND: SignalDelivery = { signal: 'SIGSTOP', cancel: false, extras: { suspend: true } };
 const RESUME: SignalDelivery = { signal: 'SIGCONT', cancel: false, extras: { resume: true } };

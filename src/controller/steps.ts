@@ -9,7 +9,8 @@
 // root) may run steps in it, and every task runs as the job's user. A task
 // never outlives its job: when the job ends (any way) or srun goes away, the
 // agents kill the step's tasks; each task's time limit is what is left of the
-// job's (given again when the job's is raised: jobLimitChanged).
+// job's (given again when the job's is raised: jobLimitChanged; the engine
+// retries that order until the agent has carried it out).
 
 import type { WebSocket } from 'ws';
 import type { StepBody } from '../api/schema.js';
@@ -104,8 +105,6 @@ export interface StepLink {
   startTask(node: string, order: StepTaskOrder): Promise<void>;
   openTaskStream(node: string, jobId: JobId, run: number, stepId: number, task: number): Promise<WebSocket>;
   killTasks(node: string, jobId: JobId, stepId: number | null, reason: string): Promise<void>;
-  /** A step's tasks on `node` take a new time limit (their job's changed). */
-  setTaskLimit(node: string, jobId: JobId, stepId: number, seconds: number | null): Promise<void>;
 }
 
 export interface StepDeps {
@@ -140,6 +139,8 @@ interface Step {
   readonly ownLimitSeconds: number | undefined;
   /** Its tasks' limit: the own one, or what was left of the job's when it was made (again when the job's changes). */
   limitSeconds: number | null;
+  /** Whether its limit changed after its tasks' orders were made: resendLimits sends it again. */
+  limitChanged: boolean;
   attached: boolean;
   /** Set once srun is attached: ends the step (kills its tasks) with a note to srun. */
   stop?: (note: string) => void;
@@ -214,7 +215,7 @@ export class JobSteps {
     this.nextStep.set(id, stepId + 1);
     const memory = body.memoryMiB ?? (allocation.memoryMiBPerNode > 0 ? allocation.memoryMiBPerNode : null);
     const step: Step = {
-      jobId: id, run: record.requeueCount, stepId, user: caller.user, layout, createdMs: nowMs, attached: false, ownLimitSeconds: body.timeLimitSeconds, limitSeconds: limit,
+      jobId: id, run: record.requeueCount, stepId, user: caller.user, layout, createdMs: nowMs, attached: false, ownLimitSeconds: body.timeLimitSeconds, limitSeconds: limit, limitChanged: false,
       orders: () => layout.tasks.map((task): StepTaskOrder => ({
         jobId: id, run: record.requeueCount, stepId, task: task.task, user: record.user, ...(allocation.uid === undefined ? {} : { uid: allocation.uid }),
         command: body.command, env: taskEnvironment(body.env, id, stepId, layout, task), workingDir: body.workingDir, umask: body.umask,
@@ -229,7 +230,9 @@ export class JobSteps {
   /**
    * The job's time limit changed (scontrol update TimeLimit=): each of its steps' tasks gets what is left of the
    * job's from the step's start (its own srun -t if that is less), as when it was made; the agents of its nodes
-   * tell the tasks' supervisors. A lowered limit needs nothing here: the job's end kills its steps.
+   * tell the tasks' supervisors, the order retried by the engine until each agent has carried it out (an agent
+   * that cannot be reached then gets it once it can: engine.deliverStepLimit). A lowered limit needs nothing
+   * here: the job's end kills its steps.
    */
   jobLimitChanged(id: JobId): void {
     let record: JobRecord;
@@ -246,12 +249,27 @@ export class JobSteps {
       if (limit === step.limitSeconds) continue;
       step.limitSeconds = limit;
       if (!step.attached) continue; // its tasks start with it
-      for (const node of step.layout.nodes) {
-        this.deps.link.setTaskLimit(node, id, step.stepId, limit).catch((error: unknown) => {
-          this.deps.log(`job ${id} step ${step.stepId}: could not give ${node} its tasks' new time limit (${(error as Error).message}); they end at the old one`);
-        });
-      }
+      step.limitChanged = true;
+      this.giveLimit(step, step.layout.nodes);
     }
+  }
+
+  /** The limit of a step's tasks as it stands; undefined once the step is over (the engine's retries stop). */
+  limitOf(id: JobId, stepId: number): number | null | undefined {
+    return this.steps.get(`${id}.${stepId}`)?.limitSeconds;
+  }
+
+  /**
+   * Every running step whose limit changed since its start is given it again: a new engine (a reconfigure)
+   * has no record of the orders still on their way. The supervisors take a limit they have as done.
+   */
+  resendLimits(): void {
+    for (const step of this.steps.values()) if (step.attached && step.limitChanged) this.giveLimit(step, step.layout.nodes);
+  }
+
+  private giveLimit(step: Step, nodes: readonly string[]): void {
+    const engine = this.deps.engine();
+    for (const node of nodes) engine.deliverStepLimit(step.jobId, step.run, node, step.stepId);
   }
 
   /** Every second: steps of jobs that have ended are killed; steps never attached to are forgotten. */
@@ -389,6 +407,11 @@ export class JobSteps {
       let upstream: WebSocket;
       try {
         await link.startTask(node, order);
+        // The job's limit changed while the task was on its way: an order sent before the agent knew it found nothing to tell.
+        if (order.timeLimitSeconds !== step.limitSeconds) {
+          step.limitChanged = true;
+          this.giveLimit(step, [node]);
+        }
         upstream = await link.openTaskStream(node, step.jobId, step.run, step.stepId, order.task);
       } catch (error) {
         fail((error as Error).message);
