@@ -439,6 +439,44 @@ describe('update of a running job\'s time limit (the engine)', () => {
   });
 });
 
+describe('a running job\'s updated time limit, once its supervisor has it', () => {
+  it('is not sent again at each registration of its agent (they double as heartbeats), but is after a new change and after a failed order', async () => {
+    const limits: [string, number, number, number | null][] = [];
+    let reachable = true;
+    const recording: AgentLink = { start: async () => {}, signal: async () => {}, setTimeLimit: async (node, id, run, seconds) => {
+      limits.push([node, id, run, seconds]);
+      if (!reachable) throw new Error(`the agent of ${node} could not be reached`);
+    } };
+    const { engine, advance, store } = setup({ policy: 'easy', agents: recording });
+    const [job] = engine.submit([{ user: 'alice', spec: spec(60) }]);
+    advance(NOW);
+    assert.equal(store.job(job)!.state, 'RUNNING');
+    const settled = () => new Promise((resolveTurn) => setImmediate(resolveTurn));
+    const beat = async () => {
+      engine.agentRegistered(['node01'], [{ jobId: job, run: 0, state: 'RUNNING', exitCode: null, endTimeMs: null }]);
+      await settled();
+    };
+    engine.update(job, { timeLimitSeconds: 1800 }, 'alice', false);
+    await settled();
+    assert.deepEqual(limits.splice(0), [['node01', job, 0, 1800]]);
+    for (let i = 0; i < 3; i++) await beat();
+    assert.deepEqual(limits.splice(0), [], 'acknowledged: not sent again at every heartbeat');
+    // Refused once: the next registration sends it (and the check after it, once taken, does not).
+    reachable = false;
+    engine.update(job, { timeLimitSeconds: 1200 }, 'alice', false);
+    await settled();
+    assert.deepEqual(limits.splice(0), [['node01', job, 0, 1200]]);
+    reachable = true;
+    await beat();
+    assert.deepEqual(limits.splice(0), [['node01', job, 0, 1200]], 'sent once when its agent registers again');
+    await beat();
+    engine.checkNodes();
+    await settled();
+    assert.deepEqual(limits.splice(0), [], 'taken: nothing waits');
+    store.close();
+  });
+});
+
 describe('a job step\'s new time limit (the engine\'s deliveries)', () => {
   it('goes to each of the step\'s nodes and is retried every check until the agent takes it, as it stands then; at once when the agent registers again; dropped once the step has ended', async () => {
     const orders: [string, number, number, number | null][] = [];

@@ -2049,16 +2049,16 @@ export class ControllerEngine {
     return outcomes.map((outcome) => ('event' in outcome ? stored.get(outcome.id)! : outcome));
   }
 
-  /**
-   * A running (or suspended) job's time limit changed: its end in the core moves with it (the time it was
-   * suspended still added), and its supervisor is told, until the order gets through (deliverCancel's retries;
-   * a restart sends it again: recover).
-   */
   /** Told when a running job's time limit changed (the daemon's job steps take it up). */
   onRunningLimit: ((id: JobId) => void) | null = null;
   /** A job step's tasks' time limit as it stands (the daemon's job steps); undefined once the step has ended. */
   stepLimitOf: ((id: JobId, stepId: number) => number | null | undefined) | null = null;
 
+  /**
+   * A running (or suspended) job's time limit changed: its end in the core moves with it (the time it was
+   * suspended still added), and its supervisor is told, until the order gets through (deliverCancel's retries;
+   * a restart sends it again: recover).
+   */
   private newRunningLimit(record: JobRecord): void {
     if (this.scheduler.state.getRunning(record.id) !== undefined) {
       const request = this.coreRequest(record);
@@ -2751,7 +2751,10 @@ export class ControllerEngine {
   private redeliverLimit(record: JobRecord): void {
     // A job being cancelled or preempted ends anyway: its limit is no longer its supervisor's concern.
     if (this.cancelRequested(record.id) || this.preemptRequested(record.id) !== undefined) return;
-    if (record.amended?.timeLimitSeconds !== undefined && holdsNodes(record.state)) this.deliverCancel(record.id, record.nodes[0], record.requeueCount, this.limitDelivery(record.id));
+    if (record.amended?.timeLimitSeconds === undefined || !holdsNodes(record.state)) return;
+    // Acknowledged by its supervisor already (a registration doubles as a heartbeat, every few seconds).
+    if (this.marks.get(record.id)?.limitDelivered === this.limitDelivery(record.id).limitSeconds) return;
+    this.deliverCancel(record.id, record.nodes[0], record.requeueCount, this.limitDelivery(record.id));
   }
 
   /**
@@ -2937,8 +2940,14 @@ export class ControllerEngine {
         : this.agents.setTaskLimit?.(node, id, how.stepId, how.limitSeconds) ?? Promise.resolve();
     sent.then(() => {
       this.cancelsInFlight.delete(slot);
+      // The job's own limit, once its supervisor has it, is not sent again at every registration of its agent.
+      const marks = this.marks.get(id);
+      if ('limitSeconds' in how && how.stepId === undefined && marks !== undefined && this.isCurrentRun(id, run)) marks.limitDelivered = how.limitSeconds;
       // A later signal of the same kind may wait in the slot meanwhile: only this one is delivered.
-      if (this.undeliveredCancels.get(slot)?.how === how) this.undeliveredCancels.delete(slot);
+      // A limit is the same order as any other of the same value (only the latest matters): one waiting with it is done too.
+      const waiting = this.undeliveredCancels.get(slot);
+      const same = waiting !== undefined && (waiting.how === how || ('limitSeconds' in how && 'limitSeconds' in waiting.how && waiting.run === run && waiting.how.limitSeconds === how.limitSeconds));
+      if (same) this.undeliveredCancels.delete(slot);
       // Two limits on their way at once may arrive in either order: the one that arrived last must be the limit as it stands.
       if ('limitSeconds' in how && this.isCurrentRun(id, run) && !this.cancelsInFlight.has(slot)) {
         const latest = this.latestDelivery(id, how);

@@ -31,6 +31,8 @@ export interface RunMarks {
   preemptor: JobId | undefined;
   /** The last suspend or resume of the run: the state its agent must be in. */
   pause: 'suspend' | 'resume' | null;
+  /** The updated time limit (s, null: none) its supervisor acknowledged while this controller runs; undefined: none yet. */
+  limitDelivered?: number | null;
 }
 
 /** Legacy logs: a preemption's suspension said so only in its reason. */
