@@ -14,7 +14,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, write
 import { constants as osConstants, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
-import { ApiRequestError, createApiClient, type ControllerTarget } from '../net/client.js';
+import { ApiRequestError, createApiClient, daemonPeer, UntrustedPeerError, type ControllerTarget } from '../net/client.js';
 import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { lineLog } from '../net/log.js';
 import { makeFolder, tightenMode } from '../net/private-files.js';
@@ -168,8 +168,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // A supervisor is kept started ahead, so a job starts without waiting for Node to start.
   const launcher = new SupervisorLauncher(join(options.dataDir, 'standby-supervisors.log'));
   const netLog = lineLog(log);
-  const controller = createApiClient(options.controller, { clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
   const controllerText = 'baseUrl' in options.controller ? options.controller.baseUrl : `unix:${options.controller.socketPath}`;
+  // Only root's or our own process is taken for the controller: another user's on its port (while it restarts) would
+  // get our registration and reports, and its answer's kill list would kill the jobs it names.
+  const controller = createApiClient({ ...options.controller, peer: options.controller.peer ?? daemonPeer(`the controller ${controllerText}`) },
+    { clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
   /** Job runs (JOBDIR jobs/ID.RUN) whose end is not yet acknowledged by the controller. */
   const watched = new Map<string, { jobId: number; run: number; dir: string }>();
   const runKey = (jobId: number, run: number) => `${jobId}.${run}`;
@@ -441,7 +444,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       .map(({ jobId, run }) => ({ jobId, run, state: 'RUNNING', exitCode: null, endTimeMs: null }));
     try {
       const answer = await controller.post<{ heartbeatMs?: number; kill?: { jobId: number; run?: number }[] }>(
-        '/agent/register', { url, nodes: options.nodes, bootId, reports: [...reports, ...running] });
+        // Our uid (signed with the rest): the controller takes only root's, its own or this one's process for this agent.
+        '/agent/register', { url, nodes: options.nodes, bootId, reports: [...reports, ...running], ...(process.getuid === undefined ? {} : { uid: process.getuid() }) });
       markReported(reports);
       // Processes of runs the controller has ended or moved elsewhere while this node was away.
       for (const { jobId, run } of answer?.kill ?? []) {
@@ -457,9 +461,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       registered = true;
       lastRefusal = '';
     } catch (error) {
-      if (error instanceof ApiRequestError) {
+      if (error instanceof ApiRequestError || error instanceof UntrustedPeerError) {
         // The controller answered but refused us (a wrong key, a bad request): say why here too, once until it changes.
-        const refusal = `the controller refused this agent's registration (HTTP ${error.status}): ${error.error}${error.fix ? ` (${error.fix})` : ''}`;
+        const refusal = error instanceof UntrustedPeerError ? `not registered: ${error.message} (${error.fix})`
+          : `the controller refused this agent's registration (HTTP ${error.status}): ${error.error}${error.fix ? ` (${error.fix})` : ''}`;
         if (refusal !== lastRefusal) log(refusal);
         lastRefusal = refusal;
       } else if (registered) {

@@ -333,6 +333,8 @@ export const AgentRegisterBodySchema = v.looseObject({
   /** Drawn at each agent start: the controller's requests to it are signed for this boot (src/net/hmac.ts). */
   bootId: v.pipe(v.string('expected a string'), v.regex(/^[0-9a-f-]{36}$/, 'expected the agent\'s boot id (a UUID)')),
   reports: v.optional(list(jobReport, LIMITS.jobIds)),
+  /** The agent's uid: the controller sends this agent's orders only to a process of root's, its own or this uid. */
+  uid: v.optional(int(0, 4_294_967_294)),
 }, 'expected an object');
 export const AgentHeartbeatBodySchema = v.looseObject({ nodes: nodeNames(0) }, 'expected an object');
 export const AgentReportBodySchema = v.looseObject({ reports: list(jobReport, LIMITS.jobIds) }, 'expected an object');

@@ -14,7 +14,7 @@ import { finishedStates, type ApiCancelResult, type ApiJob, type ApiJobPage, typ
 import type { ClusterConfig } from '../config/cluster.js';
 import { jobId, type JobId } from '../core/types.js';
 import type { JobSpec } from '../jobspec/types.js';
-import { ControllerUnreachableError, createApiClient, openWebSocket, type ApiClient } from '../net/client.js';
+import { ControllerUnreachableError, createApiClient, daemonPeer, openWebSocket, UntrustedPeerError, type ApiClient, type ControllerTarget } from '../net/client.js';
 import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { createAuthenticator, HOW_TO_AUTHENTICATE, issueToken, loadOrCreateJwtKey, MAX_TOKEN_SECONDS, type Caller } from '../net/identity.js';
 import { perUserShare } from '../net/guard.js';
@@ -99,13 +99,22 @@ class HttpAgents implements AgentLink {
   private readonly clients = new Map<string, { client: ApiClient; destination: string }>();
   private readonly byNode = new Map<string, string>();
   private readonly destinations = new Map<string, string>();
+  /** The uid each agent's signed registration gave: its address is taken for it only with a process of root's, ours or this uid behind it. */
+  private readonly uids = new Map<string, number>();
 
   /** @param durable resolves once the controller's commits so far are on the disk: no order leaves before what it follows from. */
   constructor(private readonly clusterKey: ClusterKey | null, private readonly durable: () => Promise<void>) {}
 
-  register(url: string, nodes: readonly string[], bootId: string): void {
+  register(url: string, nodes: readonly string[], bootId: string, uid?: number): void {
     for (const node of nodes) this.byNode.set(node, url);
     this.destinations.set(url, agentDestination(nodes, new URL(url).host, bootId));
+    if (uid === undefined) this.uids.delete(url);
+    else this.uids.set(url, uid);
+  }
+
+  /** The agent at `url`, checked once connected (net/client.ts daemonPeer): another user's process on a dead agent's port gets no order. */
+  private target(url: string): ControllerTarget {
+    return { baseUrl: url, peer: daemonPeer(`the agent at ${url}`, () => this.uids.get(url)) };
   }
 
   private client(node: string): ApiClient {
@@ -115,7 +124,7 @@ class HttpAgents implements AgentLink {
     const known = this.clients.get(url);
     if (known?.destination === destination) return known.client;
     known?.client.close(); // the agent at this address restarted: a new boot id
-    const client = createApiClient({ baseUrl: url }, { clusterKey: this.clusterKey ?? undefined, destination });
+    const client = createApiClient(this.target(url), { clusterKey: this.clusterKey ?? undefined, destination });
     this.clients.set(url, { client, destination });
     return client;
   }
@@ -129,6 +138,8 @@ class HttpAgents implements AgentLink {
       await client.post('/start', order);
     } catch (error) {
       // No answer: the order may not have arrived (the engine requeues the job). An answer is the agent's refusal.
+      // Another user's process on the agent's port: nothing was sent to it.
+      if (error instanceof UntrustedPeerError) throw new AgentUnreachable(error.message, 'UNTRUSTED');
       if (error instanceof ControllerUnreachableError) {
         // Never connected: the order did not arrive. Reset or timed out once sent: it may have.
         if (error.neverSent) throw new AgentUnreachable(`the agent at ${this.byNode.get(node)} could not be reached (${error.code})`, error.code);
@@ -147,7 +158,7 @@ class HttpAgents implements AgentLink {
   private async openSocket(node: string, path: string): Promise<import('ws').WebSocket> {
     const url = this.byNode.get(node);
     if (!url) throw new Error(`no agent has registered node ${node}`);
-    return openWebSocket({ baseUrl: url }, path, { clusterKey: this.clusterKey ?? undefined, destination: this.destinations.get(url)!, timeoutMs: 5000 });
+    return openWebSocket(this.target(url), path, { clusterKey: this.clusterKey ?? undefined, destination: this.destinations.get(url)!, timeoutMs: 5000 });
   }
 
   /** One task of a job step (src/controller/steps.ts), started at its node's agent; it runs once its stream is open. */
@@ -1089,11 +1100,11 @@ export async function startController(options: ControllerOptions): Promise<Runni
     {
       method: 'POST', path: '/agent/register',
       handler: (ctx) => {
-        const { url, nodes, bootId, reports } = bodyOf(AgentRegisterBodySchema, ctx, 'what `taras agent` sends');
+        const { url, nodes, bootId, reports, uid } = bodyOf(AgentRegisterBodySchema, ctx, 'what `taras agent` sends');
         if (!/^http:\/\/[^/]+$/.test(url) || !URL.canParse(url)) {
           throw new RouteError(400, `agent registered with the address ${JSON.stringify(url)}, not http://host:port`, 'run the same Taras version on the agents and the controller');
         }
-        agents.register(url, nodes, bootId);
+        agents.register(url, nodes, bootId, uid);
         let kill: { jobId: JobId; run: number | undefined }[] = [];
         try {
           kill = engine.agentRegistered(nodes, (reports ?? []).map((r) => ({ ...r, jobId: jobId(r.jobId), reason: r.reason ?? undefined })));

@@ -22,6 +22,21 @@ export type ControllerTarget = { baseUrl: string; peer?: PeerCheck } | { socketP
  */
 export type PeerCheck = (uid: number) => { message: string; fix: string } | undefined;
 
+/**
+ * The check between Taras's own daemons (the controller and its agents; an agent listens on 127.0.0.1): the
+ * process at the other end runs as root, as this process's user, or as `also()` (the uid an agent's signed
+ * registration gave). The cluster key proves who sends, not who receives: another local user's process on
+ * the port of a daemon that is down (a restart) got the controller's start orders (a job's script and its
+ * submitter's environment) and the agent's registration, whose answer's kill list the agent carried out
+ * (red team). Another machine's end is not listed here, and passes (tcp-peer.ts).
+ */
+export function daemonPeer(what: string, also: () => number | undefined = () => undefined): PeerCheck {
+  return (uid) => (uid === 0 || uid === process.getuid?.() || uid === also() ? undefined : {
+    message: `the process listening at ${what} runs as uid ${uid}, not as root or as this daemon's user (another user's process took the port while the daemon was down?): nothing is sent to it`,
+    fix: `stop that process and start ${what} again`,
+  });
+}
+
 /** Headers proving who sends a request: fixed (a bearer token) or made per request (MUNGE binds its credential to the request). */
 export type Credentials = (method: string, pathWithQuery: string, body: Uint8Array) => Record<string, string> | Promise<Record<string, string>>;
 
