@@ -169,9 +169,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const launcher = new SupervisorLauncher(join(options.dataDir, 'standby-supervisors.log'));
   const netLog = lineLog(log);
   const controllerText = 'baseUrl' in options.controller ? options.controller.baseUrl : `unix:${options.controller.socketPath}`;
-  // Only root's or our own process is taken for the controller: another user's on its port (while it restarts) would
-  // get our registration and reports, and its answer's kill list would kill the jobs it names.
-  const controller = createApiClient({ ...options.controller, peer: options.controller.peer ?? daemonPeer(`the controller ${controllerText}`) },
+  // Only root's, our own or TARAS_CONTROLLER_UID's process (as the CLI) is taken for the controller: another user's on its
+  // port (while it restarts) would get our registration and reports, and its answer's kill list would kill the jobs it names.
+  const controllerUid = /^\d+$/.test(process.env.TARAS_CONTROLLER_UID ?? '') ? Number(process.env.TARAS_CONTROLLER_UID) : undefined;
+  const controller = createApiClient({ ...options.controller, peer: options.controller.peer ?? daemonPeer(`the controller ${controllerText}`, () => controllerUid) },
     { clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
   /** Job runs (JOBDIR jobs/ID.RUN) whose end is not yet acknowledged by the controller. */
   const watched = new Map<string, { jobId: number; run: number; dir: string }>();
