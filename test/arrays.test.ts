@@ -402,6 +402,22 @@ describe('the %N throttle, cancel and the folded queue', () => {
     assert.match(refusal(id), new RegExp(`^array ${id} has ended`));
   });
 
+  it('ArrayTaskThrottle that would make the array\'s stored text longer than a submission\'s may be is refused, nothing stored; a restart runs the array on (red team)', () => {
+    const { engine, store, clock, path } = setup();
+    const long = `0-${'0'.repeat(4093)}1`; // tasks 0 and 1, in the 4,096 characters a submission may give
+    const [id] = engine.submit([{ user: 'alice', spec: jobSpec({ array: { text: long } }) }]);
+    assert.deepEqual(engine.schedule(), [id, id + 1]);
+    assert.throws(() => engine.setArrayThrottle(jobId(id), 1, 'alice', false),
+      (error: unknown) => error instanceof SubmitRefused && error.message === `array ${id}: its --array text with %1 would be 4098 characters, more than the 4096 a job array's text may have; submit it again with a shorter one (ranges: 0-99 rather than 0,1,2,...)`);
+    assert.equal((store.job(jobId(id + 1))!.request.array as { text: string }).text, long, 'nothing stored');
+    store.close();
+    // Before, the longer text was stored and the restart ended both tasks FAILED ("its stored request is not valid") while they ran.
+    const reopened = openStore(path);
+    const restarted = new ControllerEngine(defaultClusterConfig(work), reopened, new RecordingAgents(), () => clock.ms);
+    assert.deepEqual([id, id + 1].map((n) => restarted.recordOf(jobId(n))?.state), ['RUNNING', 'RUNNING']);
+    reopened.close();
+  });
+
   it('ARRAYID names every task, ARRAYID_N one; errors name the problem', () => {
     const { engine, store } = setup();
     const [plain] = engine.submit([{ user: 'alice', spec: jobSpec() }]);

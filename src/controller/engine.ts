@@ -14,7 +14,7 @@ import { Scheduler, type PolicyName } from '../core/scheduler.js';
 import type { PlanHold } from '../core/node-plan.js';
 import { chooseVictims, type PreemptionCandidate, type PreemptionNode, type VictimChoice } from '../core/preemption.js';
 import type { JobId, JobRequest, ResourceRequest } from '../core/types.js';
-import { checkBody, formatProblems, JobSpecSchema } from '../api/schema.js';
+import { checkBody, formatProblems, JobSpecSchema, LIMITS } from '../api/schema.js';
 import { nodeAllowed, suitableNodes, taskLayout, validateAgainstCluster, type ClusterNodeShape, type Rejection } from '../jobspec/cluster.js';
 import type { JobSpec, WarnSignal } from '../jobspec/types.js';
 import { beginDeadlineConflict, parseMailType, parseMailUser } from '../jobspec/values.js';
@@ -2146,6 +2146,11 @@ export class ControllerEngine {
     const live = [...this.active.activeTasksOf(arrayId)].sort((a, b) => a - b).map((id) => this.active.get(id)!);
     if (live.length === 0) throw new SubmitRefused([`array ${arrayId} has ended: no task of it is pending or running`]);
     const text = (live[0].request.array as { text: string }).text.replace(/%\d+$/, '') + (limit > 0 ? `%${limit}` : '');
+    // Its stored text is checked at every start as a submission's (red team: a 4,096-character --array given %N was stored
+    // longer, and a restart ended every task FAILED, the running ones too, "its stored request is not valid").
+    if (text.length > LIMITS.textChars) {
+      throw new SubmitRefused([`array ${arrayId}: its --array text with %${limit} would be ${text.length} characters, more than the ${LIMITS.textChars} a job array's text may have; submit it again with a shorter one (ranges: 0-99 rather than 0,1,2,...)`]);
+    }
     const by = admin && first.user !== user ? 'admin' : 'user';
     const stored = this.store.appendMany(live.map((record) => ({
       jobId: record.id, event: { type: 'updated', changes: { array: { ...(record.request.array as JsonObject), text } }, by } as const,
