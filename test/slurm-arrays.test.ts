@@ -209,6 +209,19 @@ describe('array ids in Slurm\'s commands', () => {
     assert.deepEqual(limits(), [420, 420, 420, 480, 420, 420]);
   });
 
+  it('ArrayTaskThrottle that would make the array\'s stored text too long is refused with the reason, also when its first task has ended (not "Job has already finished"); nothing stored', { timeout: 60_000 }, async () => {
+    const text = `0-${'0'.repeat(4092)}2`; // tasks 0 to 2, in the 4,096 characters a submission may give
+    const id = sbatch('-a', text, 'mixed.sh');
+    await eventually('tasks 0 and 1 completed, 2 running', () => states(id, 3).join() === 'COMPLETED,COMPLETED,RUNNING', 20_000, 200);
+    assert.deepEqual(slurm('scontrol', 'update', `JobId=${id}`, 'ArrayTaskThrottle=1'), {
+      code: 1, stdout: '',
+      stderr: `scontrol: error: update job ${id}_0 (${id}): array ${id}: its --array text with %1 would be 4097 characters, more than the 4096 a job array's text may have; submit it again with a shorter one (ranges: 0-99 rather than 0,1,2,...)\n`,
+    });
+    assert.doesNotMatch(slurm('squeue', '-h', '-j', String(id), '-o', '%i').stdout, /%/, 'no throttle stored');
+    assert.equal(slurm('scancel', `${id}_2`).code, 0);
+    await eventually(`task ${id}_2 ended`, () => show(id + 2).state === 'CANCELLED', 20_000, 200);
+  });
+
   it('scontrol update of an array with ended tasks: "Job has already finished" for them, the others updated and not said, exit 1 (as Slurm)', { timeout: 90_000 }, async () => {
     const id = sbatch('-a', '0-2', 'mixed.sh');
     await eventually('tasks 0 and 1 completed, 2 running', () => states(id, 3).join() === 'COMPLETED,COMPLETED,RUNNING', 20_000, 200);

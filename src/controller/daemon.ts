@@ -653,11 +653,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
           });
           // Every job named, an array's ended tasks too: each is answered (Slurm says "Job has already finished" of each).
           const jobs = Object.keys(changes).length === 0 ? [] : all;
-          const answer = (id: number, outcome: unknown, message: string): ApiCancelResult => {
+          const answer = (id: number, outcome: unknown, message: string, arrayEnded?: boolean): ApiCancelResult => {
             const state = engine.recordOf(jobId(id))?.state ?? null;
             if (!(outcome instanceof SubmitRefused)) return { id, state, result: 'cancelled', message };
-            // Ended (not another user's job): `ended`, which scontrol reports of a task as Slurm does.
-            const ended = !outcome.forbidden && state !== null && (isEndState(state) || state === 'COMPLETING');
+            // Ended (not another user's job): `ended`, which scontrol reports of a task as Slurm does. A throttle's
+            // refusal is of the array: `ended` only when none of its tasks is left (its first one may have ended).
+            const ended = !outcome.forbidden && (arrayEnded ?? (state !== null && (isEndState(state) || state === 'COMPLETING')));
             return { id, state, result: ended ? 'ended' : 'refused', message: outcome.message };
           };
           const results: ApiCancelResult[] = [];
@@ -670,7 +671,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
                 if (!(error instanceof SubmitRefused)) throw error;
                 outcome = error;
               }
-              results.push(answer(arrayId, outcome, `array ${arrayId}: ArrayTaskThrottle=${arrayThrottle}`));
+              results.push(answer(arrayId, outcome, `array ${arrayId}: ArrayTaskThrottle=${arrayThrottle}`, engine.active.activeTasksOf(arrayId).size === 0));
             }
             engine.updateMany(jobs, changes, caller.user, admin(caller)).forEach((outcome, i) => results.push(answer(jobs[i], outcome, `job ${jobs[i]}: updated`)));
           });
