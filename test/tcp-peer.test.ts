@@ -11,7 +11,7 @@ import { createServer, connect, type AddressInfo, type Server, type Socket } fro
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createApiClient, UntrustedPeerError } from '../src/net/client.js';
-import { forTests, tcpPeerUid } from '../src/net/tcp-peer.js';
+import { forTests, tcpPeerUid, tcpPeerUidAsync } from '../src/net/tcp-peer.js';
 import { createTestUser, notRootReason, removeTestUsers } from './unix-users.js';
 
 const { addressKey, procAddressKey, peerUidIn } = forTests;
@@ -98,6 +98,16 @@ describe('the owner of a TCP connection\'s other end', () => {
         server.close();
       }
     }
+  });
+
+  it('is read without blocking for a burst of connections (the controller checks each one it opens to an agent), each with its own owner', async () => {
+    const server = createServer(() => undefined);
+    const port = await listen(server, '127.0.0.1');
+    const sockets = await Promise.all(Array.from({ length: 20 }, () => connected('127.0.0.1', port)));
+    assert.deepEqual(await Promise.all(sockets.map((socket) => tcpPeerUidAsync(socket))), sockets.map(() => process.getuid!()));
+    assert.equal(await tcpPeerUidAsync({ localAddress: '127.0.0.1', localPort: 1, remoteAddress: '127.0.0.1', remotePort: 2 }), undefined);
+    for (const socket of sockets) socket.destroy();
+    server.close();
   });
 
   it('is not known for an address with no socket of this machine behind it', () => {

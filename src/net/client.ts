@@ -128,7 +128,11 @@ class PeerCheckedAgent extends Agent {
   }
 
   private async peerUid(socket: Socket): Promise<number | undefined> {
-    if (!('path' in this.where)) return (await import('./tcp-peer.js')).tcpPeerUid(socket);
+    if (!('path' in this.where)) {
+      // The ends as they are now: a socket closed by the time the tables are read has none any more.
+      const { localAddress, localPort, remoteAddress, remotePort } = socket;
+      return (await import('./tcp-peer.js')).tcpPeerUidAsync({ localAddress, localPort, remoteAddress, remotePort });
+    }
     this.addon ??= import('./native.js').then(({ nativeAddon }) => nativeAddon());
     const native = await this.addon;
     const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
@@ -150,7 +154,10 @@ class PeerCheckedAgent extends Agent {
     socket.once('connect', () => {
       this.peerUid(socket).then((uid) => {
         const refusal = uid === undefined ? undefined : this.check(uid);
-        settle(refusal === undefined ? null : new UntrustedPeerError(refusal.message, this.address, refusal.fix));
+        if (refusal !== undefined) settle(new UntrustedPeerError(refusal.message, this.address, refusal.fix));
+        // Closed by the far end while it was checked: no request can go, and none must wait on it.
+        else if (socket.destroyed || !socket.writable) settle(Object.assign(new Error('the connection was closed before a request could be sent'), { code: 'ECONNRESET' }));
+        else settle(null);
       }).catch((error: Error) => settle(new UntrustedPeerError(`cannot tell who listens on ${'path' in this.where ? this.where.path : this.address}, so nothing is sent to it: ${error.message}`, this.address,
         'give the controller\'s socket with --controller unix:PATH, or its TCP address')));
     });

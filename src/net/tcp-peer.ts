@@ -6,6 +6,7 @@
 // node:fs and node:net: on `taras submit`'s path.
 
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
 
 /** An address as 16 bytes in hex, IPv4 as IPv4-mapped IPv6 (a dual-stack listener's end is listed so). */
@@ -108,6 +109,45 @@ export interface TcpEnds {
  */
 export function tcpPeerUid(socket: TcpEnds): number | undefined {
   return peerUidIn(readTables(), socket);
+}
+
+/** The tables read without blocking (in libuv's threads); a table that cannot be read lists nothing. */
+async function readTablesAsync(): Promise<string[]> {
+  const texts = await Promise.all(['/proc/net/tcp', '/proc/net/tcp6'].map((table) => readFile(table, 'utf8').catch(() => undefined)));
+  return texts.filter((text): text is string => text !== undefined);
+}
+
+/** The read in flight, and the one that starts once it is done (every caller that came meanwhile shares it). */
+let reading: Promise<string[]> | undefined;
+let queued: Promise<string[]> | undefined;
+
+/**
+ * The tables as a read begun after this call finds them (one already under way may have passed a connection made
+ * since): calls that come while a read is under way share the next one, so a burst of connections costs two reads,
+ * not one each. A read takes milliseconds to tens of them on a busy machine (the kernel walks its whole table):
+ * the controller checks each connection it opens to an agent, and must not stop for them.
+ */
+function freshTables(): Promise<string[]> {
+  if (reading === undefined) {
+    const started = readTablesAsync().finally(() => {
+      if (reading === started) reading = undefined;
+    });
+    reading = started;
+    return started;
+  }
+  queued ??= reading.then(() => {
+    queued = undefined;
+    return freshTables();
+  }, () => {
+    queued = undefined;
+    return freshTables();
+  });
+  return queued;
+}
+
+/** tcpPeerUid without blocking: the tables are read asynchronously, by a read shared with the checks that come meanwhile. */
+export async function tcpPeerUidAsync(socket: TcpEnds): Promise<number | undefined> {
+  return peerUidIn(await freshTables(), socket);
 }
 
 /** tcpPeerUid with the tables' text given (/proc/net/tcp, tcp6). */
