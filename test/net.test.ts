@@ -661,6 +661,11 @@ describe('claiming the socket path and unreachable controllers', () => {
       assert.equal(error.message, `controller not reachable at ${address} (is it running? start it with \`npm start\` or set TARAS_CONTROLLER)`);
       assert.equal(error.address, address);
     }
+    // The controller's order to an agent that is down: its log names the agent, not the CLI's remedies.
+    const error = await rejection(createApiClient({ baseUrl: tcp?.url ?? '', agent: true }, {}).post('/limit', {}));
+    assert.ok(error instanceof ControllerUnreachableError);
+    assert.equal(error.message, `the agent at ${tcp?.url} is not reachable (ECONNREFUSED)`);
+    assert.equal(error.fix, 'start `taras agent` on its node again; it registers itself');
   });
 
   it('a server given requireKeyFor without a key refuses to start rather than leave those routes open', () => {

@@ -419,10 +419,20 @@ describe('update of a running job\'s time limit (the engine)', () => {
     advance(NOW + 2000);
     assert.equal(plannedAfter(), 240);
     assert.deepEqual(limits.at(-1), ['node01', mine, 0, 4 * 3600]);
+    // Its owner may still rename it: the limit an administrator gave is not checked against MaxTime again (as Slurm).
+    engine.update(mine, { name: 'y' }, 'alice', false);
+    assert.equal(store.job(mine)!.name, 'y');
+    assert.equal(store.job(mine)!.request.timeLimitSeconds, 4 * 3600);
     // A user stays within MaxTime on a pending job (raising it there is theirs, as in Slurm).
     assert.match(refusal(() => engine.update(next, { timeLimitSeconds: 4 * 3600 }, 'bob', false)), new RegExp(`^job ${next} cannot be updated: over the time limit of partition`));
     engine.update(next, { timeLimitSeconds: 2 * 3600 }, 'bob', false);
     assert.equal(store.job(next)!.request.timeLimitSeconds, 7200);
+    // A pending job an administrator gave more than MaxTime: its owner renames it, and may not raise it further.
+    engine.update(next, { timeLimitSeconds: 5 * 3600 }, 'root', true);
+    engine.update(next, { name: 'renamed' }, 'bob', false);
+    assert.equal(store.job(next)!.name, 'renamed');
+    assert.match(refusal(() => engine.update(next, { timeLimitSeconds: 6 * 3600 }, 'bob', false)), new RegExp(`^job ${next} cannot be updated: over the time limit of partition`));
+    engine.update(next, { timeLimitSeconds: 2 * 3600 }, 'bob', false);
     store.close();
 
     // A restart: the limit is the stored one, and the agent is told again.

@@ -114,7 +114,7 @@ class HttpAgents implements AgentLink {
 
   /** The agent at `url`, checked once connected (net/client.ts daemonPeer): another user's process on a dead agent's port gets no order. */
   private target(url: string): ControllerTarget {
-    return { baseUrl: url, peer: daemonPeer(`the agent at ${url}`, () => this.uids.get(url)) };
+    return { baseUrl: url, peer: daemonPeer(`the agent at ${url}`, () => this.uids.get(url)), agent: true };
   }
 
   private client(node: string): ApiClient {

@@ -2110,8 +2110,10 @@ export class ControllerEngine {
     if (asked !== undefined && asked !== spec.timeLimitSeconds) delta.timeLimitSeconds = asked;
     if (Object.keys(delta).length === 0) return record;
     const updated = { ...spec, ...delta } as JobSpec;
-    // An administrator's time limit may pass the partition's MaxTime (Slurm checks it for users only).
-    const reasons = this.refusals(updated, admin ? ['over-time-limit'] : []);
+    // An administrator's time limit may pass the partition's MaxTime (Slurm checks it for users only); a limit an
+    // administrator gave stays the owner's to keep while they change its name (neither limit nor partition changes).
+    const keepsLimit = delta.timeLimitSeconds === undefined && delta.partition === undefined;
+    const reasons = this.refusals(updated, admin || keepsLimit ? ['over-time-limit'] : []);
     // refusals checks an interactive job as its submission, at most interactive_max_time (complete): a user's new limit stays there too.
     const interactiveMax = spec.interactive === undefined ? null : this.config.interactive.maxTimeSeconds;
     if (!admin && interactiveMax !== null && delta.timeLimitSeconds !== undefined && (asked === 'UNLIMITED' || (asked ?? 0) > interactiveMax)) {

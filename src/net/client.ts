@@ -11,7 +11,11 @@ import { CONTROLLER_DESTINATION, REFUSED_HEADER } from './headers.js';
 import type { ClusterKey, RefusalCode } from './hmac.js';
 import type { NetLog } from './log.js';
 
-export type ControllerTarget = { baseUrl: string; peer?: PeerCheck } | { socketPath: string; peer?: PeerCheck };
+export type ControllerTarget = ({ baseUrl: string } | { socketPath: string }) & {
+  peer?: PeerCheck;
+  /** An agent, not the controller: the words of a failed connection (the controller's agent links). */
+  agent?: boolean;
+};
 
 /**
  * Who may answer: called with the uid of the process at the other end, read once connected, before a byte is
@@ -185,8 +189,10 @@ function agentFor(target: ControllerTarget, ends = endpoint(target)): Agent {
 const DEFAULT_TIMEOUT_MS = 30_000;
 const START_HINT = 'is it running? start it with `npm start` or set TARAS_CONTROLLER';
 
-function unreachable(error: NodeJS.ErrnoException, address: string, method: string, timeoutMs: number): ControllerUnreachableError {
+function unreachable(error: NodeJS.ErrnoException, address: string, method: string, timeoutMs: number, toAgent = false): ControllerUnreachableError {
   const code = error.code ?? 'UNKNOWN';
+  // The controller's orders to an agent: its log says which agent, and nothing of the CLI's remedies.
+  if (toAgent) return agentUnreachable(error, code, address, timeoutMs);
   switch (code) {
     case 'EACCES':
     case 'EPERM':
@@ -207,6 +213,22 @@ function unreachable(error: NodeJS.ErrnoException, address: string, method: stri
     default:
       return new ControllerUnreachableError(`lost the connection to the controller at ${address}: ${error.message}`, address, code,
         method === 'GET' ? 'try again' : 'the request may or may not have been carried out: check with `taras queue` before repeating it');
+  }
+}
+
+function agentUnreachable(error: NodeJS.ErrnoException, code: string, address: string, timeoutMs: number): ControllerUnreachableError {
+  switch (code) {
+    case 'ETIMEDOUT':
+      return new ControllerUnreachableError(`the agent at ${address} did not answer within ${timeoutMs / 1000} s`, address, code, 'check the agent\'s log and its node\'s load');
+    case 'ECONNREFUSED':
+    case 'ENOENT':
+    case 'ENOTFOUND':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'EAI_AGAIN':
+      return new ControllerUnreachableError(`the agent at ${address} is not reachable (${code})`, address, code, 'start `taras agent` on its node again; it registers itself');
+    default:
+      return new ControllerUnreachableError(`lost the connection to the agent at ${address}: ${error.message}`, address, code, 'check the agent\'s log');
   }
 }
 
@@ -277,9 +299,9 @@ export async function openWebSocket(target: ControllerTarget, path: string, opti
         const apiError = parsed.ok && typeof (parsed.value as { error?: unknown })?.error === 'string' ? (parsed.value as { error: string; fix?: string }) : undefined;
         reject(new ApiRequestError(res.statusCode ?? 0, apiError?.error ?? `HTTP ${res.statusCode} from ${address}`, apiError?.fix, 'GET', path,
           res.headers[REFUSED_HEADER] as RefusalCode | undefined));
-      }, (error: NodeJS.ErrnoException) => reject(unreachable(error, address, 'GET', timeoutMs)));
+      }, (error: NodeJS.ErrnoException) => reject(unreachable(error, address, 'GET', timeoutMs, target.agent)));
     });
-    socket.once('error', (error: NodeJS.ErrnoException) => reject(error instanceof UntrustedPeerError ? error : unreachable(error, address, 'GET', timeoutMs)));
+    socket.once('error', (error: NodeJS.ErrnoException) => reject(error instanceof UntrustedPeerError ? error : unreachable(error, address, 'GET', timeoutMs, target.agent)));
     // A kept-alive connection would keep the process waiting: the agent is for this one socket.
     socket.once('close', () => agent?.destroy());
   });
@@ -334,7 +356,7 @@ export function createApiClient(target: ControllerTarget, options: ApiClientOpti
             apiError?.fix, method, path, refusal, Number.isInteger(retryAfter) && retryAfter >= 0 ? retryAfter : undefined);
           if (refusal !== undefined) options.log?.warn(`controller at ${address} refused ${method} ${path}: ${error.error}`);
           reject(error);
-        }, (error: NodeJS.ErrnoException) => reject(unreachable(error, address, method, timeoutMs)));
+        }, (error: NodeJS.ErrnoException) => reject(unreachable(error, address, method, timeoutMs, target.agent)));
       });
       req.setTimeout(timeoutMs, () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
       req.on('error', (error: NodeJS.ErrnoException) => {
@@ -343,7 +365,7 @@ export function createApiClient(target: ControllerTarget, options: ApiClientOpti
           send<T>(method, path, body, true).then(resolve, reject);
           return;
         }
-        reject(error instanceof UntrustedPeerError ? error : unreachable(error, address, method, timeoutMs));
+        reject(error instanceof UntrustedPeerError ? error : unreachable(error, address, method, timeoutMs, target.agent));
       });
       req.end(payload);
     });
