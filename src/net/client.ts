@@ -189,47 +189,31 @@ function agentFor(target: ControllerTarget, ends = endpoint(target)): Agent {
 const DEFAULT_TIMEOUT_MS = 30_000;
 const START_HINT = 'is it running? start it with `npm start` or set TARAS_CONTROLLER';
 
+/** Codes of a connection that found no one listening (or no such host): nothing was sent. */
+const NOT_LISTENING = new Set(['ECONNREFUSED', 'ENOENT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
 function unreachable(error: NodeJS.ErrnoException, address: string, method: string, timeoutMs: number, toAgent = false): ControllerUnreachableError {
   const code = error.code ?? 'UNKNOWN';
+  const failed = (message: string, fix: string) => new ControllerUnreachableError(message, address, code, fix);
   // The controller's orders to an agent: its log says which agent, and nothing of the CLI's remedies.
-  if (toAgent) return agentUnreachable(error, code, address, timeoutMs);
-  switch (code) {
-    case 'EACCES':
-    case 'EPERM':
-      return new ControllerUnreachableError(`not allowed to connect to the controller at ${address}`, address, code,
-        'ask the administrator to let your user open the socket (mode 666 on the socket, or your group), or use the TCP address');
-    case 'ETIMEDOUT':
-      return new ControllerUnreachableError(`controller at ${address} did not answer within ${timeoutMs / 1000} s`, address, code,
-        method === 'GET' ? 'try again; if it persists, check the controller\'s log and load'
-          : 'the request may or may not have been carried out: check with `taras queue` before repeating it');
-    case 'ECONNREFUSED':
-    case 'ENOENT':
-    case 'ENOTFOUND':
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-    case 'EAI_AGAIN':
-      return new ControllerUnreachableError(`controller not reachable at ${address} (${START_HINT})`, address, code,
-        'start the controller with `npm start`, or point TARAS_CONTROLLER (or --controller) at the running one');
-    default:
-      return new ControllerUnreachableError(`lost the connection to the controller at ${address}: ${error.message}`, address, code,
-        method === 'GET' ? 'try again' : 'the request may or may not have been carried out: check with `taras queue` before repeating it');
+  if (toAgent) {
+    if (code === 'ETIMEDOUT') return failed(`the agent at ${address} did not answer within ${timeoutMs / 1000} s`, 'check the agent\'s log and its node\'s load');
+    if (NOT_LISTENING.has(code)) return failed(`the agent at ${address} is not reachable (${code})`, 'start `taras agent` on its node again; it registers itself');
+    return failed(`lost the connection to the agent at ${address}: ${error.message}`, 'check the agent\'s log');
   }
-}
-
-function agentUnreachable(error: NodeJS.ErrnoException, code: string, address: string, timeoutMs: number): ControllerUnreachableError {
-  switch (code) {
-    case 'ETIMEDOUT':
-      return new ControllerUnreachableError(`the agent at ${address} did not answer within ${timeoutMs / 1000} s`, address, code, 'check the agent\'s log and its node\'s load');
-    case 'ECONNREFUSED':
-    case 'ENOENT':
-    case 'ENOTFOUND':
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-    case 'EAI_AGAIN':
-      return new ControllerUnreachableError(`the agent at ${address} is not reachable (${code})`, address, code, 'start `taras agent` on its node again; it registers itself');
-    default:
-      return new ControllerUnreachableError(`lost the connection to the agent at ${address}: ${error.message}`, address, code, 'check the agent\'s log');
+  if (code === 'EACCES' || code === 'EPERM') {
+    return failed(`not allowed to connect to the controller at ${address}`,
+      'ask the administrator to let your user open the socket (mode 666 on the socket, or your group), or use the TCP address');
   }
+  if (code === 'ETIMEDOUT') {
+    return failed(`controller at ${address} did not answer within ${timeoutMs / 1000} s`, method === 'GET' ? 'try again; if it persists, check the controller\'s log and load'
+      : 'the request may or may not have been carried out: check with `taras queue` before repeating it');
+  }
+  if (NOT_LISTENING.has(code)) {
+    return failed(`controller not reachable at ${address} (${START_HINT})`, 'start the controller with `npm start`, or point TARAS_CONTROLLER (or --controller) at the running one');
+  }
+  return failed(`lost the connection to the controller at ${address}: ${error.message}`,
+    method === 'GET' ? 'try again' : 'the request may or may not have been carried out: check with `taras queue` before repeating it');
 }
 
 /** Signing loads node:crypto; only clients holding the key pay for it (the CLI usually does not). */
