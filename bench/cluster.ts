@@ -6,9 +6,9 @@
 // PID, and the whole run is bounded by a deadline.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, createWriteStream, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ApiJob } from '../src/api/types.js';
 import { listAllJobs } from '../src/cli/controller-client.js';
@@ -119,6 +119,7 @@ function daemon(args: string[], ready: RegExp, entry = taras): Promise<{ child: 
   const profile = process.env.TARAS_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', resolve(process.env.TARAS_BENCH_PROFILE)] : [];
   const child = spawn(process.execPath, [...profile, entry, ...args], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
   started.push(child);
+  const logs = process.env.TARAS_BENCH_LOGS ? resolve(process.env.TARAS_BENCH_LOGS) : undefined;
   return new Promise((resolve, reject) => {
     let log = '';
     const timer = setTimeout(() => reject(new Error(`not ready within ${READY_TIMEOUT_MS / 1000} s: ${args.join(' ')}\n${log}`)), READY_TIMEOUT_MS);
@@ -128,7 +129,14 @@ function daemon(args: string[], ready: RegExp, entry = taras): Promise<{ child: 
       if (match) {
         clearTimeout(timer);
         child.stderr!.off('data', onData);
-        child.stderr!.resume(); // keep draining the log so the daemon never blocks on a full pipe
+        // Keep draining the log so the daemon never blocks on a full pipe; TARAS_BENCH_LOGS=DIR keeps it there.
+        if (logs !== undefined) {
+          const file = createWriteStream(join(logs, `${basename(entry)}-${child.pid}.log`));
+          file.write(log);
+          child.stderr!.pipe(file);
+        } else {
+          child.stderr!.resume();
+        }
         resolve({ child, match });
       }
     };
