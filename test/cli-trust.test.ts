@@ -104,6 +104,13 @@ describe('the CLI trusts only root\'s or its own user\'s controller on this mach
       + 'it was replaced after it was checked, or is not the one that process listens on): it is not taken for the controller, and nothing was sent to it '
       + '(if the controller runs as that user, set TARAS_CONTROLLER_UID to its uid; else tell your administrator, and give the controller\'s address with --controller)\n');
     assert.equal(readFileSync(log, 'utf8'), '', 'nothing reached the listener: not the script, not the environment');
+    // The same socket named with --controller (or TARAS_CONTROLLER): checked the same way, nothing sent.
+    for (const named of [['--controller', `unix:${socket}`], []]) {
+      const explicit = await runAs(victim, [taras, 'submit', ...named, '-t', '1', 'job.sh'], { cwd: shared, env: { SECRET_KEY: 'topsecret123', TARAS_RETRY_SECONDS: '0', ...(named.length === 0 ? { TARAS_CONTROLLER: `unix:${socket}` } : {}) } });
+      assert.equal(explicit.status, 1, explicit.stdout + explicit.stderr);
+      assert.match(explicit.stderr, new RegExp(`^error: the process listening on the socket ${socket} runs as uid ${planter.uid}, not as root or you: it is not taken for the controller, and nothing was sent to it`));
+    }
+    assert.equal(readFileSync(log, 'utf8'), '', 'nothing reached the listener through an address named either');
     // Its own listener at such a socket is the victim's controller (its own `npm start`): the request goes.
     const own = join(shared, 'own');
     mkdirSync(join(own, 'taras-data'), { recursive: true, mode: 0o777 });

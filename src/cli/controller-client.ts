@@ -14,7 +14,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { ApiClient, ControllerTarget, Credentials } from '../net/client.js';
+import type { ApiClient, ControllerTarget, Credentials, PeerCheck } from '../net/client.js';
 import { fail } from './flags.js';
 
 export const DEFAULT_CONTROLLER = 'http://127.0.0.1:6817';
@@ -144,14 +144,19 @@ function trustedUid(uid: number): boolean {
 function trustedSocket(path: string): ControllerTarget | undefined {
   const stats = statSync(path, { throwIfNoEntry: false });
   if (stats === undefined || !stats.isSocket() || !trustedUid(stats.uid)) return undefined;
-  return {
-    socketPath: path,
-    peer: (uid) => (trustedUid(uid) ? undefined : {
-      message: `the process listening on the socket ${path} runs as uid ${uid}, not as root or you (the socket file belongs to uid ${stats.uid}: it was replaced after it was checked, `
-        + 'or is not the one that process listens on): it is not taken for the controller, and nothing was sent to it',
-      fix: 'if the controller runs as that user, set TARAS_CONTROLLER_UID to its uid; else tell your administrator, and give the controller\'s address with --controller',
-    }),
-  };
+  return { socketPath: path, peer: socketPeer(path, stats.uid) };
+}
+
+/**
+ * Who may listen on a socket: a trusted user (SO_PEERCRED, once connected, before a byte is sent). Also for a
+ * socket named with --controller or TARAS_CONTROLLER: a path in a shared folder may be another user's by then.
+ */
+function socketPeer(path: string, fileUid?: number): PeerCheck {
+  const file = fileUid === undefined ? '' : ` (the socket file belongs to uid ${fileUid}: it was replaced after it was checked, or is not the one that process listens on)`;
+  return (uid) => (trustedUid(uid) ? undefined : {
+    message: `the process listening on the socket ${path} runs as uid ${uid}, not as root or you${file}: it is not taken for the controller, and nothing was sent to it`,
+    fix: 'if the controller runs as that user, set TARAS_CONTROLLER_UID to its uid; else tell your administrator, and give the controller\'s address with --controller',
+  });
 }
 
 /**
@@ -169,7 +174,7 @@ export async function connection(flag: string | undefined): Promise<{ target: Co
     if (found !== undefined) return { target: found };
   }
   const address = parseAddress(given ?? DEFAULT_CONTROLLER);
-  if ('socketPath' in address) return { target: address };
+  if ('socketPath' in address) return { target: { ...address, peer: socketPeer(address.socketPath) } };
   let status: Status | null = null;
   const url = new URL(address.baseUrl);
   // The kernel says who holds the other end of each connection within this machine, once connected and before
