@@ -426,8 +426,8 @@ export class ControllerEngine {
    * or preemption, a suspend or resume, a time limit, and each step's limit on each of its nodes, kept apart):
    * the node to send to.
    */
-  private readonly undeliveredCancels = new Map<string, { id: JobId; node: string; run: number; how: Delivery }>();
-  private readonly cancelsInFlight = new Set<string>();
+  private readonly undeliveredOrders = new Map<string, { id: JobId; node: string; run: number; how: Delivery }>();
+  private readonly ordersInFlight = new Set<string>();
   /** Each running job's pending cancel or preemption and suspended time, kept with the events stored (no store reads per pass). */
   private readonly marks = new RunMarksBook();
   /** Seconds of a suspended job's open suspension already added to its end in the core (keepSuspendedEndsMoving). */
@@ -701,7 +701,7 @@ export class ControllerEngine {
       this.active.set(record.id, record);
       // A cancel accepted before the restart may not have reached the agent: send it again (the agent
       // may not be back yet; checkNodes retries).
-      if (holdsNodes(record.state) && this.cancelRequested(record.id)) this.deliverCancel(record.id, record.nodes[0], record.requeueCount);
+      if (holdsNodes(record.state) && this.cancelRequested(record.id)) this.deliverOrder(record.id, record.nodes[0], record.requeueCount);
       else if (holdsNodes(record.state) && this.preemptRequested(record.id) !== undefined) this.redeliverPreempt(record);
       else if (holdsNodes(record.state)) this.redeliverPause(record);
       this.redeliverLimit(record);
@@ -2056,7 +2056,7 @@ export class ControllerEngine {
 
   /**
    * A running (or suspended) job's time limit changed: its end in the core moves with it (the time it was
-   * suspended still added), and its supervisor is told, until the order gets through (deliverCancel's retries;
+   * suspended still added), and its supervisor is told, until the order gets through (deliverOrder's retries;
    * a restart sends it again: recover).
    */
   private newRunningLimit(record: JobRecord): void {
@@ -2065,7 +2065,7 @@ export class ControllerEngine {
       const held = this.marks.suspendedSeconds(record.id) + (this.extendedWhileSuspended.get(record.id) ?? 0);
       this.scheduler.reviseRunning({ ...request, estimate: request.estimate + held });
     }
-    this.deliverCancel(record.id, record.nodes[0], record.requeueCount, this.limitDelivery(record.id));
+    this.deliverOrder(record.id, record.nodes[0], record.requeueCount, this.limitDelivery(record.id));
     this.onRunningLimit?.(record.id);
   }
 
@@ -2726,7 +2726,7 @@ export class ControllerEngine {
     const signalled = this.append(id, { type: 'signalled', signal, reason, preempt: outcome, graceSeconds, ...(asNew && outcome === 'requeue' ? { requeueAsNew: true } : {}) }, this.clockMs());
     this.active.set(id, signalled);
     this.log(`job ${id}: preempted (${reason}): ${signal}, killed after ${graceSeconds} s unless it exits; then ${outcome === 'requeue' ? 'requeued' : 'ended PREEMPTED'}`);
-    this.deliverCancel(id, record.nodes[0], record.requeueCount, { signal, cancel: false, extras: { preempt: true, graceSeconds, reason } });
+    this.deliverOrder(id, record.nodes[0], record.requeueCount, { signal, cancel: false, extras: { preempt: true, graceSeconds, reason } });
     return { waitSeconds: graceSeconds };
   }
 
@@ -2735,7 +2735,7 @@ export class ControllerEngine {
     const pending = this.preemptRequested(record.id);
     if (pending === undefined) return;
     const graceSeconds = Math.max(0, Math.ceil(pending.graceSeconds - (this.clockMs() - pending.atMs) / 1000));
-    this.deliverCancel(record.id, record.nodes[0], record.requeueCount, { signal: pending.signal, cancel: false, extras: { preempt: true, graceSeconds, reason: pending.reason } });
+    this.deliverOrder(record.id, record.nodes[0], record.requeueCount, { signal: pending.signal, cancel: false, extras: { preempt: true, graceSeconds, reason: pending.reason } });
   }
 
   /** The signal that puts a job in its last asked suspend/resume state, if it was ever suspended in this run. */
@@ -2761,7 +2761,7 @@ export class ControllerEngine {
     if (record.amended?.timeLimitSeconds === undefined || !holdsNodes(record.state)) return;
     // Acknowledged by its supervisor already (a registration doubles as a heartbeat, every few seconds).
     if (this.marks.get(record.id)?.limitDelivered === this.limitDelivery(record.id).limitSeconds) return;
-    this.deliverCancel(record.id, record.nodes[0], record.requeueCount, this.limitDelivery(record.id));
+    this.deliverOrder(record.id, record.nodes[0], record.requeueCount, this.limitDelivery(record.id));
   }
 
   /**
@@ -2770,7 +2770,7 @@ export class ControllerEngine {
    */
   private redeliverPause(record: JobRecord): void {
     const how = this.pauseDelivery(record.id);
-    if (how !== undefined) this.deliverCancel(record.id, record.nodes[0], record.requeueCount, how);
+    if (how !== undefined) this.deliverOrder(record.id, record.nodes[0], record.requeueCount, how);
   }
 
   /** Whether `user` may act on the job: its owner, or an administrator. */
@@ -2830,7 +2830,7 @@ export class ControllerEngine {
     if (this.cancelRequested(id) || this.preemptRequested(id) !== undefined) throw new SubmitRefused([`job ${id} is ending (cancelled or preempted): it cannot be suspended`]);
     const suspended = this.append(id, { type: 'suspended', reason, by: preemptor?.by ?? 'admin', ...(preemptor?.preemptor === undefined ? {} : { preemptor: preemptor.preemptor }) }, this.clockMs());
     this.active.set(id, suspended);
-    this.undeliveredCancels.delete(`${id}:pause`); // an undelivered resume is superseded
+    this.undeliveredOrders.delete(`${id}:pause`); // an undelivered resume is superseded
     this.agents.signal(record.nodes[0], id, SUSPEND.signal, SUSPEND.cancel, SUSPEND.extras).catch((error: unknown) => {
       if (this.active.get(id)?.state !== 'SUSPENDED') return;
       this.log(`job ${id}: could not suspend it on ${record.nodes[0]} (${(error as Error).message}); it runs on`);
@@ -2852,7 +2852,7 @@ export class ControllerEngine {
     if (this.scheduler.nodesOf(id) !== undefined) this.scheduler.extendRunning(id, Math.round((this.clockMs() - since) / 1000) - given);
     this.plannedAt = null;
     this.dirty = true;
-    this.deliverCancel(id, record.nodes[0], record.requeueCount, RESUME);
+    this.deliverOrder(id, record.nodes[0], record.requeueCount, RESUME);
     return resumed;
   }
 
@@ -2874,7 +2874,7 @@ export class ControllerEngine {
     if (record.state === 'RUNNING' || record.state === 'SUSPENDED') {
       const signalled = this.append(id, { type: 'signalled', signal: 'SIGTERM', reason: `cancelled by ${user}`, cancel: true }, this.clockMs());
       this.active.set(id, signalled);
-      this.deliverCancel(id, record.nodes[0], signalled.requeueCount);
+      this.deliverOrder(id, record.nodes[0], signalled.requeueCount);
       return signalled;
     }
     return record;
@@ -2906,13 +2906,13 @@ export class ControllerEngine {
 
   /**
    * A step of the job's run `run` has a new time limit (stepLimitOf): its tasks on `node` are told through their
-   * agent, and, as the job's own limit, the order is retried until the agent has carried it out (deliverCancel),
+   * agent, and, as the job's own limit, the order is retried until the agent has carried it out (deliverOrder),
    * sent at once when the agent registers again, and dropped once the step or the run has ended. Only the
    * limit as it stands is sent.
    */
   deliverStepLimit(id: JobId, run: number, node: string, stepId: number): void {
     const how = this.isCurrentRun(id, run) ? this.stepLimitDelivery(id, stepId) : undefined;
-    if (how !== undefined) this.deliverCancel(id, node, run, how);
+    if (how !== undefined) this.deliverOrder(id, node, run, how);
   }
 
   private stepLimitDelivery(id: JobId, stepId: number): LimitDelivery | undefined {
@@ -2931,48 +2931,49 @@ export class ControllerEngine {
   }
 
   /**
-   * Sends a cancel to the job's agent. One that does not get through (the
-   * agent is restarting, the machine is overloaded) is kept and sent again at
-   * each `checkNodes` (every second) while that run of the job is RUNNING; a
-   * controller that restarts (or reconfigures) finds the cancel in the job's
-   * log and sends it again (`recover`).
+   * Sends an order to the job's agent: a signal (a cancel by default, a suspend or resume, a warning), or a
+   * new time limit for the job or for one step's tasks. One that does not get through (the agent is
+   * restarting, the machine is overloaded) is kept and sent again, as it stands then, at each `checkNodes`
+   * (every second) and when the agent registers again, while that run of the job holds its nodes; a
+   * controller that restarts (or reconfigures) finds the cancel or limit in the job's log and sends it again
+   * (`recover`).
    */
-  private deliverCancel(id: JobId, node: string, run: number, how: Delivery = CANCEL): void {
+  private deliverOrder(id: JobId, node: string, run: number, how: Delivery = CANCEL): void {
     const slot = slotOf(id, how, node);
-    this.cancelsInFlight.add(slot);
+    this.ordersInFlight.add(slot);
     const sent = !('limitSeconds' in how)
       ? this.agents.signal(node, id, how.signal, how.cancel, how.extras)
       : how.stepId === undefined
         ? this.agents.setTimeLimit?.(node, id, run, how.limitSeconds) ?? Promise.resolve()
         : this.agents.setTaskLimit?.(node, id, how.stepId, how.limitSeconds) ?? Promise.resolve();
     sent.then(() => {
-      this.cancelsInFlight.delete(slot);
+      this.ordersInFlight.delete(slot);
       // The job's own limit, once its supervisor has it, is not sent again at every registration of its agent.
       const marks = this.marks.get(id);
       if ('limitSeconds' in how && how.stepId === undefined && marks !== undefined && this.isCurrentRun(id, run)) marks.limitDelivered = how.limitSeconds;
       // A later signal of the same kind may wait in the slot meanwhile: only this one is delivered.
       // A limit is the same order as any other of the same value (only the latest matters): one waiting with it is done too.
-      const waiting = this.undeliveredCancels.get(slot);
+      const waiting = this.undeliveredOrders.get(slot);
       const same = waiting !== undefined && (waiting.how === how || ('limitSeconds' in how && 'limitSeconds' in waiting.how && waiting.run === run && waiting.how.limitSeconds === how.limitSeconds));
-      if (same) this.undeliveredCancels.delete(slot);
+      if (same) this.undeliveredOrders.delete(slot);
       // Two limits on their way at once may arrive in either order: the one that arrived last must be the limit as it stands.
-      if ('limitSeconds' in how && this.isCurrentRun(id, run) && !this.cancelsInFlight.has(slot)) {
+      if ('limitSeconds' in how && this.isCurrentRun(id, run) && !this.ordersInFlight.has(slot)) {
         const latest = this.latestDelivery(id, how);
-        if (latest !== undefined && 'limitSeconds' in latest && latest.limitSeconds !== how.limitSeconds) this.deliverCancel(id, node, run, latest);
+        if (latest !== undefined && 'limitSeconds' in latest && latest.limitSeconds !== how.limitSeconds) this.deliverOrder(id, node, run, latest);
       }
     }, (error: unknown) => {
-      this.cancelsInFlight.delete(slot);
+      this.ordersInFlight.delete(slot);
       if (!this.isCurrentRun(id, run)) return;
       const latest = this.latestDelivery(id, how);
       if (latest === undefined) {
-        this.undeliveredCancels.delete(slot);
+        this.undeliveredOrders.delete(slot);
         return;
       }
-      if (!this.undeliveredCancels.has(slot)) {
+      if (!this.undeliveredOrders.has(slot)) {
         const what = !('limitSeconds' in how) ? 'signal it' : how.stepId === undefined ? 'give it its new time limit' : `give step ${how.stepId}'s tasks their new time limit`;
         this.log(`job ${id}: could not ${what} on ${node} (${(error as Error).message}); will retry`);
       }
-      this.undeliveredCancels.set(slot, { id, node, run, how: latest });
+      this.undeliveredOrders.set(slot, { id, node, run, how: latest });
     });
   }
 
@@ -2981,15 +2982,15 @@ export class ControllerEngine {
    * those of runs or steps that have ended are dropped.
    */
   private sendUndelivered(nodes?: ReadonlySet<string>): void {
-    for (const [slot, waiting] of this.undeliveredCancels) {
+    for (const [slot, waiting] of this.undeliveredOrders) {
       if (nodes !== undefined && !nodes.has(waiting.node)) continue;
       const how = this.isCurrentRun(waiting.id, waiting.run) ? this.latestDelivery(waiting.id, waiting.how) : undefined;
       if (how === undefined) {
-        this.undeliveredCancels.delete(slot);
-      } else if (!this.cancelsInFlight.has(slot)) {
-        // Kept as sent: its delivery clears the slot (deliverCancel compares the order itself).
-        this.undeliveredCancels.set(slot, { ...waiting, how });
-        this.deliverCancel(waiting.id, waiting.node, waiting.run, how);
+        this.undeliveredOrders.delete(slot);
+      } else if (!this.ordersInFlight.has(slot)) {
+        // Kept as sent: its delivery clears the slot (deliverOrder compares the order itself).
+        this.undeliveredOrders.set(slot, { ...waiting, how });
+        this.deliverOrder(waiting.id, waiting.node, waiting.run, how);
       }
     }
   }
@@ -3026,7 +3027,7 @@ export class ControllerEngine {
       if (report.state === 'RUNNING' && record !== undefined && (report.run === undefined || report.run === record.requeueCount) && nodeNames.includes(record.nodes[0])) this.redeliverLimit(record);
     }
     // Orders that wait for this agent (a step's new time limit, a signal) go now rather than at the next check.
-    if (this.undeliveredCancels.size > 0) this.sendUndelivered(new Set(nodeNames));
+    if (this.undeliveredOrders.size > 0) this.sendUndelivered(new Set(nodeNames));
     // Jobs this controller believes run on these nodes but the agent does not
     // know: their start was lost (the controller died before the agent got it).
     const reported = new Set(reports.map((r) => r.jobId));
