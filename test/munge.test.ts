@@ -38,15 +38,34 @@ describe('the request payload', () => {
 });
 
 describe('checking credentials costs a process each', () => {
-  it('at most 8 unmunge run at once and 256 wait; more credentials at the same moment are refused at once (red team: anyone may send them)', async () => {
+  it('at most 8 unmunge run at once and 256 wait, 32 of one sender; more credentials at the same moment are refused at once (red team: anyone may send them)', async () => {
     const payload = requestPayload('GET', '/jobs', body(''));
-    const answers = await Promise.all(Array.from({ length: 400 }, () => mungeVerify('MUNGE:AwQFAAAAbm90IGEgY3JlZGVudGlhbA==:', payload, { socket: join(tmpdir(), 'taras-no-munged.sock') })));
-    const turnedAway = answers.filter((answer) => !answer.ok && /too many MUNGE credentials are being checked \(8 at a time, 256 waiting\)/.test(answer.reason));
+    // Ten senders of 40 each, interleaved: 8 run, 256 wait (25 or 26 of each sender), the rest are turned away.
+    const answers = await Promise.all(Array.from({ length: 400 }, (_, i) =>
+      mungeVerify('MUNGE:AwQFAAAAbm90IGEgY3JlZGVudGlhbA==:', payload, { socket: join(tmpdir(), 'taras-no-munged.sock'), source: `10.0.0.${i % 10}` })));
+    const turnedAway = answers.filter((answer) => !answer.ok && answer.reason === 'too many MUNGE credentials are being checked (8 at a time, 256 waiting)');
     assert.equal(turnedAway.length, 400 - 8 - 256);
     assert.ok(answers.every((answer) => !answer.ok), 'none verifies');
     // Once they are done, a new one is checked again.
     const later = await mungeVerify('MUNGE:AwQFAAAAbm90IGEgY3JlZGVudGlhbA==:', payload, { socket: join(tmpdir(), 'taras-no-munged.sock') });
     assert.ok(!later.ok && !/too many/.test(later.reason), later.ok ? '' : later.reason);
+  });
+
+  it('a sender\'s flood takes turns with the others: another sender waits for one of its credentials at a time, not for the whole flood', async () => {
+    const payload = requestPayload('GET', '/jobs', body(''));
+    const served: string[] = [];
+    const check = (source: string) => mungeVerify('MUNGE:AwQFAAAAbm90IGEgY3JlZGVudGlhbA==:', payload, { socket: join(tmpdir(), 'taras-no-munged.sock'), source })
+      .then((answer) => {
+        if (answer.ok || !/too many/.test(answer.reason)) served.push(source);
+        return answer;
+      });
+    const flood = Array.from({ length: 100 }, () => check('10.0.0.66'));
+    const other = check('10.0.0.7');
+    const answers = await Promise.all([...flood, other]);
+    assert.equal(answers.filter((answer) => !answer.ok && answer.reason === 'too many MUNGE credentials from 10.0.0.66 are being checked (32 waiting)').length, 100 - 8 - 32);
+    assert.equal(served.length, 8 + 32 + 1);
+    // In a single line it would be checked last (41st); in turns, right after the flood's first waiting one.
+    assert.ok(served.indexOf('10.0.0.7') < 8 + 2 + 8, `served ${served.indexOf('10.0.0.7') + 1}th`);
   });
 });
 

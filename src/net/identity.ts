@@ -254,11 +254,11 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     ofUid.add(credential);
   };
 
-  async function decodeMunge(credential: string): Promise<Identified & { decoded?: DecodedCredential }> {
+  async function decodeMunge(credential: string, source: string): Promise<Identified & { decoded?: DecodedCredential }> {
     const { mungeDecode } = await import('./munge.js');
     let verdict: Awaited<ReturnType<typeof mungeDecode>>;
     try {
-      verdict = await mungeDecode(credential, { socket: options.mungeSocket });
+      verdict = await mungeDecode(credential, { socket: options.mungeSocket, source });
     } catch (error) {
       // unmunge missing or failing to start: the credential is not verified, so it is refused (never taken as anonymous).
       const fix = (error as { fix?: string }).fix ?? 'install MUNGE (Debian package munge) on the controller machine, or use a token';
@@ -272,7 +272,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     return { ...identified, decoded };
   }
 
-  async function mungeBeforeBody(credential: string, method: string, target: string): Promise<BeforeBody> {
+  async function mungeBeforeBody(credential: string, method: string, target: string, source: string): Promise<BeforeBody> {
     let found: (Identified & { decoded?: DecodedCredential }) | undefined;
     const kept = unused.get(credential);
     if (kept !== undefined && kept.expiresMs > clock()) {
@@ -282,7 +282,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
       if (kept !== undefined) forget(credential, kept.uid); // expired: munged says so
       let pending = decoding.get(credential);
       if (pending === undefined) {
-        pending = decodeMunge(credential).finally(() => decoding.delete(credential));
+        pending = decodeMunge(credential, source).finally(() => decoding.delete(credential));
         decoding.set(credential, pending);
       }
       found = await pending;
@@ -318,7 +318,8 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
       return verifyToken(match[1], authorization).then((identified) => ({ identified }));
     }
     const munge = req.headers[MUNGE_HEADER];
-    if (typeof munge === 'string') return mungeBeforeBody(munge, req.method ?? 'GET', target);
+    // Its sender (the connection's address) gets its share of unmunge's turns (munge.ts).
+    if (typeof munge === 'string') return mungeBeforeBody(munge, req.method ?? 'GET', target, req.socket.remoteAddress ?? '');
     return { identified: { ok: true, caller: null } };
   };
 

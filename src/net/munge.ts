@@ -152,11 +152,30 @@ function parseUnmunge(stdout: string): { metadata: Map<string, string>; payload:
 const refuse = (reason: string, fix: string): { ok: false; reason: string; fix: string } => ({ ok: false, reason, fix });
 const FRESH_FIX = 'send a new credential with every request (taras does): a credential is good for one request only';
 
-/** unmunge processes at once, and credentials waiting for one (more are refused at once). */
+/** unmunge processes at once, and credentials waiting for one, in all and from one sender (more are refused at once). */
 const MAX_UNMUNGE_RUNNING = 8;
 const MAX_UNMUNGE_WAITING = 256;
+const MAX_UNMUNGE_WAITING_PER_SOURCE = 32;
 let unmungeRunning = 0;
-const unmungeWaiting: (() => void)[] = [];
+let unmungeWaitingCount = 0;
+/**
+ * Credentials waiting for an unmunge, by sender (the connection's address): a freed slot goes to each sender in
+ * turn (this map's order is the rotation), so one host's flood of junk credentials makes another's wait for at
+ * most one of its own per turn, not for the whole flood.
+ */
+const unmungeWaiting = new Map<string, (() => void)[]>();
+
+/** The next credential's turn: the first sender in the rotation, which then goes to its end. */
+function nextUnmungeTurn(): (() => void) | undefined {
+  for (const [source, line] of unmungeWaiting) {
+    const turn = line.shift()!;
+    unmungeWaiting.delete(source);
+    if (line.length > 0) unmungeWaiting.set(source, line);
+    unmungeWaitingCount--;
+    return turn;
+  }
+  return undefined;
+}
 
 /**
  * Decodes a credential with the local munged (server side) and accepts it only
@@ -164,7 +183,7 @@ const unmungeWaiting: (() => void)[] = [];
  * restricted to this process's uid, and its payload is the expected one. On
  * success: the uid and gid of the process that made it.
  */
-export async function mungeVerify(credential: string, expectedPayload: string, opts: { socket?: string } = {}): Promise<MungeVerification> {
+export async function mungeVerify(credential: string, expectedPayload: string, opts: { socket?: string; source?: string } = {}): Promise<MungeVerification> {
   if (!notACredential(credential) && !PAYLOAD_PATTERN.test(expectedPayload)) throw new RangeError('mungeVerify: the expected payload must be requestPayload(...)');
   const decoded = await mungeDecode(credential, opts);
   if (!decoded.ok) return decoded;
@@ -190,22 +209,35 @@ export function payloadRefusal(payload: string, expectedPayload: string): { ok: 
  * was restricted to this process's uid. On success: the uid and gid of the process that made it, the payload
  * (payloadRefusal holds it to the request once its body is in) and when it expires.
  */
-export async function mungeDecode(credential: string, opts: { socket?: string } = {}): Promise<MungeDecoding> {
+export async function mungeDecode(credential: string, opts: { socket?: string; source?: string } = {}): Promise<MungeDecoding> {
   if (notACredential(credential)) {
     return refuse(`the ${MUNGE_HEADER} header is not a MUNGE credential`, `send the output of \`munge\` (MUNGE:...:) as ${MUNGE_HEADER}, made for this request`);
   }
-  // unmunge is a process per credential, and anyone may send one: a few at a time, a bounded line behind them.
-  if (unmungeWaiting.length >= MAX_UNMUNGE_WAITING) {
+  // unmunge is a process per credential, and anyone may send one: a few at a time, a bounded line behind them,
+  // and a bounded share of it per sender.
+  const source = opts.source ?? '';
+  const ofSource = unmungeWaiting.get(source);
+  if (unmungeWaitingCount >= MAX_UNMUNGE_WAITING) {
     return refuse(`too many MUNGE credentials are being checked (${MAX_UNMUNGE_RUNNING} at a time, ${MAX_UNMUNGE_WAITING} waiting)`, 'try again in a moment');
   }
-  // A slot freed goes straight to the next in line (it is never free in between for a newcomer).
-  if (unmungeRunning >= MAX_UNMUNGE_RUNNING) await new Promise<void>((resolveTurn) => unmungeWaiting.push(resolveTurn));
-  else unmungeRunning++;
+  if ((ofSource?.length ?? 0) >= MAX_UNMUNGE_WAITING_PER_SOURCE) {
+    return refuse(`too many MUNGE credentials from ${source || 'this sender'} are being checked (${MAX_UNMUNGE_WAITING_PER_SOURCE} waiting)`, 'send fewer requests at once, or try again in a moment');
+  }
+  // A slot freed goes straight to the next in turn (it is never free in between for a newcomer).
+  if (unmungeRunning >= MAX_UNMUNGE_RUNNING) {
+    await new Promise<void>((resolveTurn) => {
+      if (ofSource === undefined) unmungeWaiting.set(source, [resolveTurn]);
+      else ofSource.push(resolveTurn);
+      unmungeWaitingCount++;
+    });
+  } else {
+    unmungeRunning++;
+  }
   let result: Awaited<ReturnType<typeof run>>;
   try {
     result = await run('unmunge', ['--numeric', ...socketArgs(opts.socket)], `${credential}\n`);
   } finally {
-    const next = unmungeWaiting.shift();
+    const next = nextUnmungeTurn();
     if (next !== undefined) next();
     else unmungeRunning--;
   }
