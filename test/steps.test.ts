@@ -4,7 +4,8 @@
 // with -l), the highest exit code, stdin to every task, steps refused when
 // they do not fit the job or the job is someone else's, and no task left
 // running once its job has ended or its srun has gone; a raised job limit
-// reaches a step's tasks also when their agent could not be reached at first.
+// reaches a step's tasks also when their agent could not be reached at first;
+// a step's tasks survive a restart of their agent (output and exit codes kept).
 // Every process started here is stopped by its PID.
 
 import assert from 'node:assert/strict';
@@ -18,7 +19,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { runAs } from './auth-helpers.js';
-import { startDaemon, type Daemon } from './daemon-process.js';
+import { killHard, startDaemon, type Daemon } from './daemon-process.js';
 import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
 import { stepLayout, tasksPerNodeText } from '../src/controller/steps.js';
 import { ApiRequestError, bearer, createApiClient } from '../src/net/client.js';
@@ -285,6 +286,29 @@ srun -n 1 sh -c 'touch ${started}; sleep ${taskSeconds}; echo survived'; echo "s
     assert.match(controller.log(), new RegExp(`job ${id}: could not give step 0's tasks their new time limit on ${node} \\(.*not reachable.*\\); will retry`));
     assert.equal(limitOf(), oldLimit! + 45, 'what is left of the job\'s 60 s from the step\'s start (45 s more than of its 15 s)');
     await stepRanToItsEnd(job, 'the task ran its 18 s, past the job\'s old end (15 s)');
+  });
+
+  it('a step\'s tasks survive their agent\'s restart (SIGKILL, started again): srun gets all their output and their real exit code, also of a task that ended while the agent was down', async () => {
+    const dir = join(ada.home, 'agent-restart');
+    mkdirSync(dir);
+    chownSync(dir, ada.uid, ada.gid);
+    const id = await sbatch(ada, `#!/bin/sh
+#SBATCH -N 1 -n 2 -t 1 -o ${dir}/job.out
+(srun -n 1 sh -c 'echo a1; touch ${dir}/a; while [ ! -e ${dir}/b ]; do sleep 0.1; done; sleep 2; echo a2; exit 3' > ${dir}/a.out; echo "srun rc=$?" >> ${dir}/a.out) &
+srun -n 1 sh -c 'echo b1; touch ${dir}/b; sleep 7; echo b2' > ${dir}/b.out; echo "srun rc=$?" >> ${dir}/b.out
+wait
+`);
+    await waitFor('both tasks to start', () => existsSync(join(dir, 'a')) && existsSync(join(dir, 'b')));
+    await killHard(agent.child);
+    // Task a ends while its agent is down (its supervisor keeps its output and end); task b outlives the restart.
+    await sleep(3000);
+    agent = await startDaemon(taras, started, ['agent', '--controller', url, '--virtual', '3x2', '--data', join(work, 'data', 'agent'), '--key', join(work, 'data', 'cluster.key')], /registered 3 node/, work);
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED'].includes(await state(id)), 20_000);
+    const why = `job.out:\n${readFileSync(join(dir, 'job.out'), 'utf8')}\ncontroller:\n${controller.log().slice(-1500)}`;
+    assert.equal(readFileSync(join(dir, 'a.out'), 'utf8'), 'a1\na2\nsrun rc=3\n', why);
+    assert.equal(readFileSync(join(dir, 'b.out'), 'utf8'), 'b1\nb2\nsrun rc=0\n', why);
+    assert.equal(await state(id), 'COMPLETED', why);
+    assert.match(controller.log(), new RegExp(`job ${id} step \\d: reattached to task 0 on node01`));
   });
 
   it('a step\'s tasks end with their job (scancel), also a task that ignores SIGTERM, and when their srun is killed', async () => {

@@ -10,7 +10,9 @@
 // never outlives its job: when the job ends (any way) or srun goes away, the
 // agents kill the step's tasks; each task's time limit is what is left of the
 // job's (given again when the job's is raised: jobLimitChanged; the engine
-// retries that order until the agent has carried it out).
+// retries that order until the agent has carried it out). A task's stream
+// that closes before its end (its agent restarted) is opened again once the
+// agent is back (STEP_REATTACH_MS); the task's supervisor ran on meanwhile.
 
 import type { WebSocket } from 'ws';
 import type { StepBody } from '../api/schema.js';
@@ -153,6 +155,14 @@ const MAX_STEP_TASKS_PER_JOB = 256;
 const MAX_STEP_TASKS_PER_USER = 1024;
 /** A step's environment, names and values (red team: 256 steps of 0.9 MB each held 250 MB for 30 s). */
 const MAX_STEP_ENVIRONMENT_CHARS = 256 * 1024;
+/**
+ * A task whose stream closed before its end (its agent restarted) is reattached to for this long: its agent
+ * registers again and its supervisor keeps the task and its output meanwhile (src/agent/steps.ts STEP_GRACE_SECONDS,
+ * which is longer). Past it, the task is ended as FAILED and its agent's grace kills it.
+ */
+export const STEP_REATTACH_MS = 30_000;
+/** How often a lost task's stream is tried again. */
+const REATTACH_EVERY_MS = 500;
 /** Past this many bytes unsent to srun, the tasks' streams are no longer read until it takes them. */
 const HIGH_WATER_BYTES = 1024 * 1024;
 
@@ -370,6 +380,17 @@ export class JobSteps {
         for (const upstream of upstreams.values()) upstream.terminate();
       }, 5000).unref();
     };
+    /** srun's input for a task whose stream is being opened again (its agent restarted): sent once it is (bounded). */
+    const pending = new Map<number, string[]>();
+    const pendingBytes = new Map<number, number>();
+    const keepForReattach = (text: string): void => {
+      for (const [task, texts] of pending) {
+        const bytes = pendingBytes.get(task) ?? 0;
+        if (bytes + text.length > HIGH_WATER_BYTES) continue;
+        texts.push(text);
+        pendingBytes.set(task, bytes + text.length);
+      }
+    };
     client.on('message', (data, isBinary) => {
       if (isBinary) return;
       let frame: { t?: unknown };
@@ -384,12 +405,14 @@ export class JobSteps {
       if (frame.t === 'in' || frame.t === 'eof') {
         // srun's stdin goes to every task (Slurm's default), also to those whose stream opens later.
         for (const upstream of upstreams.values()) if (upstream.readyState === upstream.OPEN) upstream.send(text);
+        keepForReattach(text);
         if (opened < orders.length && earlyBytes + text.length <= HIGH_WATER_BYTES) {
           early.push(text);
           earlyBytes += text.length;
         }
       } else if (frame.t === 'signal') {
         for (const upstream of upstreams.values()) if (upstream.readyState === upstream.OPEN) upstream.send(text);
+        keepForReattach(text);
       }
     });
     client.on('close', () => {
@@ -421,9 +444,53 @@ export class JobSteps {
         upstream.terminate();
         return;
       }
-      upstreams.set(order.task, upstream);
       for (const text of early) upstream.send(text);
       if (++opened === orders.length) early.length = 0;
+      wire(order, node, upstream, fail);
+    };
+    /**
+     * The task's stream closed before its end: its agent went away (a crash, an upgrade). The task runs on under
+     * its supervisor, which keeps its output while nobody is attached; its stream is opened again once the agent is
+     * back (registered again, at its new address), for up to STEP_REATTACH_MS. The supervisor then sends what it
+     * kept and, if the task ended meanwhile, its end. Only an agent that does not come back in time, or one that has
+     * no session for the task (its supervisor is gone), ends it as FAILED.
+     */
+    const reattach = async (order: StepTaskOrder, node: string, fail: (reason: string) => void): Promise<void> => {
+      const deadline = Date.now() + STEP_REATTACH_MS;
+      pending.set(order.task, []);
+      pendingBytes.set(order.task, 0);
+      this.deps.log(`job ${step.jobId} step ${step.stepId}: lost the stream of task ${order.task} on ${node}; reattaching for up to ${STEP_REATTACH_MS / 1000} s`);
+      let last = 'its agent did not come back';
+      while (!finished && !ends.has(order.task) && Date.now() < deadline) {
+        await new Promise((resolveWait) => setTimeout(resolveWait, REATTACH_EVERY_MS));
+        if (finished || ends.has(order.task)) break;
+        let upstream: WebSocket;
+        try {
+          upstream = await link.openTaskStream(node, step.jobId, step.run, step.stepId, order.task);
+        } catch (error) {
+          last = (error as Error).message;
+          const status = (error as { status?: unknown }).status;
+          // The agent is back and has no session for the task (its supervisor is gone): no use trying again.
+          if (status === 404 || status === 409) break;
+          continue;
+        }
+        if (finished || ends.has(order.task)) {
+          upstream.terminate();
+          break;
+        }
+        for (const text of pending.get(order.task) ?? []) upstream.send(text);
+        pending.delete(order.task);
+        pendingBytes.delete(order.task);
+        this.deps.log(`job ${step.jobId} step ${step.stepId}: reattached to task ${order.task} on ${node}`);
+        wire(order, node, upstream, fail);
+        return;
+      }
+      pending.delete(order.task);
+      pendingBytes.delete(order.task);
+      if (!ends.has(order.task)) fail(`lost the connection to the task before its end, and could not reattach within ${STEP_REATTACH_MS / 1000} s (${last})`);
+    };
+    const wire = (order: StepTaskOrder, node: string, upstream: WebSocket, fail: (reason: string) => void): void => {
+      upstreams.set(order.task, upstream);
       upstream.on('message', (data, isBinary) => {
         if (isBinary) return;
         let frame: { t?: unknown; d?: unknown; text?: unknown; state?: unknown; exitCode?: unknown; signal?: unknown; reason?: unknown };
@@ -442,11 +509,12 @@ export class JobSteps {
         }
       });
       upstream.on('close', () => {
-        upstreams.delete(order.task);
-        if (!ends.has(order.task)) fail('lost the connection to the task before its end');
+        if (upstreams.get(order.task) === upstream) upstreams.delete(order.task);
+        if (!ends.has(order.task) && !finished) void reattach(order, node, fail);
       });
       upstream.on('error', () => undefined);
-      upstream.resume();
+      if (client.bufferedAmount < HIGH_WATER_BYTES) upstream.resume();
+      else upstream.pause();
     };
     for (const order of orders) void startTask(order);
   }
