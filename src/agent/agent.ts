@@ -15,6 +15,7 @@ import { constants as osConstants, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { StartOrder } from '../controller/engine.js';
 import { ApiRequestError, createApiClient, daemonPeer, UntrustedPeerError, type ControllerTarget } from '../net/client.js';
+import { givenControllerUid } from '../net/controller-uid.js';
 import { agentDestination, type ClusterKey } from '../net/hmac.js';
 import { lineLog } from '../net/log.js';
 import { makeFolder, tightenMode } from '../net/private-files.js';
@@ -171,7 +172,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const controllerText = 'baseUrl' in options.controller ? options.controller.baseUrl : `unix:${options.controller.socketPath}`;
   // Only root's, our own or TARAS_CONTROLLER_UID's process (as the CLI) is taken for the controller: another user's on its
   // port (while it restarts) would get our registration and reports, and its answer's kill list would kill the jobs it names.
-  const controllerUid = /^\d+$/.test(process.env.TARAS_CONTROLLER_UID ?? '') ? Number(process.env.TARAS_CONTROLLER_UID) : undefined;
+  const controllerUid = givenControllerUid();
   const controller = createApiClient({ ...options.controller, peer: options.controller.peer ?? daemonPeer(`the controller ${controllerText}`, () => controllerUid) },
     { clusterKey: options.clusterKey ?? undefined, timeoutMs: 5000 });
   /** Job runs (JOBDIR jobs/ID.RUN) whose end is not yet acknowledged by the controller. */

@@ -15,6 +15,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { ApiClient, ControllerTarget, Credentials, PeerCheck } from '../net/client.js';
+import { givenControllerUid } from '../net/controller-uid.js';
 import { fail } from './flags.js';
 
 export const DEFAULT_CONTROLLER = 'http://127.0.0.1:6817';
@@ -82,8 +83,8 @@ async function statusOf(target: ControllerTarget): Promise<Status> {
 
 /** The controller's uid, which a MUNGE credential is restricted to: TARAS_CONTROLLER_UID, else what its GET /status says (asked once). */
 async function controllerUid(target: ControllerTarget, known: Status | null): Promise<number> {
-  const given = process.env.TARAS_CONTROLLER_UID;
-  if (given !== undefined && /^\d+$/.test(given)) return Number(given);
+  const given = givenControllerUid();
+  if (given !== undefined) return given;
   const { uid } = known ?? await statusOf(target);
   if (typeof uid !== 'number') throw new Error('the controller does not say its uid (GET /status): set TARAS_CONTROLLER_UID to the uid it runs as');
   return uid;
@@ -131,8 +132,7 @@ function isLoopbackHost(host: string): boolean {
  * (red team: a taras-data/taras.sock in a shared folder, a squatter on port 6817 while the controller was down).
  */
 function trustedUid(uid: number): boolean {
-  const given = process.env.TARAS_CONTROLLER_UID;
-  return uid === 0 || uid === process.getuid?.() || (given !== undefined && /^\d+$/.test(given) && Number(given) === uid);
+  return uid === 0 || uid === process.getuid?.() || uid === givenControllerUid();
 }
 
 /**

@@ -381,14 +381,12 @@ export class JobSteps {
       }, 5000).unref();
     };
     /** srun's input for a task whose stream is being opened again (its agent restarted): sent once it is (bounded). */
-    const pending = new Map<number, string[]>();
-    const pendingBytes = new Map<number, number>();
+    const pending = new Map<number, { texts: string[]; bytes: number }>();
     const keepForReattach = (text: string): void => {
-      for (const [task, texts] of pending) {
-        const bytes = pendingBytes.get(task) ?? 0;
-        if (bytes + text.length > HIGH_WATER_BYTES) continue;
-        texts.push(text);
-        pendingBytes.set(task, bytes + text.length);
+      for (const kept of pending.values()) {
+        if (kept.bytes + text.length > HIGH_WATER_BYTES) continue;
+        kept.texts.push(text);
+        kept.bytes += text.length;
       }
     };
     client.on('message', (data, isBinary) => {
@@ -457,8 +455,7 @@ export class JobSteps {
      */
     const reattach = async (order: StepTaskOrder, node: string, fail: (reason: string) => void): Promise<void> => {
       const deadline = Date.now() + STEP_REATTACH_MS;
-      pending.set(order.task, []);
-      pendingBytes.set(order.task, 0);
+      pending.set(order.task, { texts: [], bytes: 0 });
       this.deps.log(`job ${step.jobId} step ${step.stepId}: lost the stream of task ${order.task} on ${node}; reattaching for up to ${STEP_REATTACH_MS / 1000} s`);
       let last = 'its agent did not come back';
       while (!finished && !ends.has(order.task) && Date.now() < deadline) {
@@ -478,15 +475,13 @@ export class JobSteps {
           upstream.terminate();
           break;
         }
-        for (const text of pending.get(order.task) ?? []) upstream.send(text);
+        for (const text of pending.get(order.task)?.texts ?? []) upstream.send(text);
         pending.delete(order.task);
-        pendingBytes.delete(order.task);
         this.deps.log(`job ${step.jobId} step ${step.stepId}: reattached to task ${order.task} on ${node}`);
         wire(order, node, upstream, fail);
         return;
       }
       pending.delete(order.task);
-      pendingBytes.delete(order.task);
       if (!ends.has(order.task)) fail(`lost the connection to the task before its end, and could not reattach within ${STEP_REATTACH_MS / 1000} s (${last})`);
     };
     const wire = (order: StepTaskOrder, node: string, upstream: WebSocket, fail: (reason: string) => void): void => {

@@ -60,10 +60,13 @@ interface SocketRow {
   readonly uid: number;
 }
 
+/** The kernel's tables of TCP sockets, IPv4 and IPv6. */
+const TABLES = ['/proc/net/tcp', '/proc/net/tcp6'];
+
 /** The text of /proc/net/tcp and tcp6 (a table that cannot be read: none). */
 function readTables(): string[] {
   const texts: string[] = [];
-  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+  for (const table of TABLES) {
     try {
       texts.push(readFileSync(table, 'utf8'));
     } catch {
@@ -113,7 +116,7 @@ export function tcpPeerUid(socket: TcpEnds): number | undefined {
 
 /** The tables read without blocking (in libuv's threads); a table that cannot be read lists nothing. */
 async function readTablesAsync(): Promise<string[]> {
-  const texts = await Promise.all(['/proc/net/tcp', '/proc/net/tcp6'].map((table) => readFile(table, 'utf8').catch(() => undefined)));
+  const texts = await Promise.all(TABLES.map((table) => readFile(table, 'utf8').catch(() => undefined)));
   return texts.filter((text): text is string => text !== undefined);
 }
 
