@@ -544,6 +544,14 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
     rows.push({ what: '  repeated, as `node bin/taras.js`', measured: `${round(direct, 2)} s`, target: '-', note: 'Node started directly, with this shell\'s environment (see `taras submit` above)' });
     rows.push({ what: 'GET /jobs alone, 50,000 pending', measured: `${round(median(listing) / 1000, 2)} s`, target: '-', note: 'the full vocabulary, every page of 1,000, received and parsed, median of 3' });
     rows.push({ what: '  one page of it (what others wait for at most)', measured: ms(median(onePage)), target: '-', note: 'GET /jobs?after=25000: 1,000 jobs, median of 3' });
+    // `taras cancel --all` of every job at once: one request, one commit; the controller serves no one meanwhile.
+    const cancelBegan = performance.now();
+    const cancelled = await api.post<{ jobs: unknown[] }>('/jobs/cancel', { all: true });
+    const cancelMs = performance.now() - cancelBegan;
+    rows.push({
+      what: `\`taras cancel --all\`, ${cancelled.jobs.length.toLocaleString('en')} jobs`, measured: `${round(cancelMs / 1000, 2)} s`, target: '-',
+      note: 'one request: every pending job ended CANCELLED in one commit, the 16 running ones signalled; the request to its answer',
+    });
   } finally {
     // Every job is cancelled in one request (pending ones never start), so the long jobs' supervisors kill
     // them before the agent stops; the controller re-sends a cancel that does not reach the agent at once.

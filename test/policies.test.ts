@@ -8,6 +8,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { PolicyName } from '../src/core/scheduler.js';
+import { SchedulerState } from '../src/core/state.js';
+import type { JobId, JobRequest } from '../src/core/types.js';
 import { summarise } from '../src/sim/metrics.js';
 import { normalise, parseSwf } from '../src/sim/swf.js';
 import { simulate, type SimulationResult } from '../src/sim/simulator.js';
@@ -372,4 +374,33 @@ describe('golden replay of SDSC-SP2-1998-5k-sample.swf', () => {
       assert.deepEqual({ digest, sumOfStarts, first20 }, GOLDEN[policy]);
     });
   }
+});
+
+describe('SchedulerState: jobs that leave the queue without starting', () => {
+  const job = (id: number, priority = 0): JobRequest => ({ id: id as JobId, submitTime: id, size: 1, estimate: 60, user: 1, queue: 0, partition: 0, priority });
+  const ids = (state: SchedulerState) => state.queue.map((entry) => entry.job.id);
+
+  it('leave together, in one walk at the next read, and the rest keep their order', () => {
+    const state = new SchedulerState(4);
+    for (let id = 1; id <= 8; id++) state.enqueue(job(id));
+    for (const id of [2, 3, 5, 8]) assert.equal(state.removeQueued(id as JobId)?.job.id, id);
+    assert.equal(state.removeQueued(2 as JobId), undefined, 'one that already left is not found again');
+    assert.deepEqual([state.getQueued(3 as JobId), state.getQueued(4 as JobId)?.job.id], [undefined, 4]);
+    assert.deepEqual(ids(state), [1, 4, 6, 7]);
+    // Arrivals and reinsertions after removals find their places among the jobs still queued.
+    state.removeQueued(7 as JobId);
+    assert.ok(state.isLast(state.enqueue(job(9))), 'an arrival is last: the removed job behind it does not count');
+    state.removeQueued(4 as JobId);
+    state.reinsert(job(4, 1));
+    assert.deepEqual(ids(state), [4, 1, 6, 9]);
+  });
+
+  it('do not come back with an order built before they left', () => {
+    const state = new SchedulerState(4);
+    for (let id = 1; id <= 4; id++) state.enqueue(job(id));
+    const reordered = [...state.queue].reverse();
+    state.removeQueued(2 as JobId);
+    state.queue = reordered;
+    assert.deepEqual(ids(state), [4, 3, 1]);
+  });
 });

@@ -995,6 +995,36 @@ if (process.env[CHILD_ENV] !== undefined) {
       }
     });
 
+    it('takes itself back whole when a write fails after its checks passed, even if its body goes on', () => {
+      const folder = mkdtempSync(join(tmpdir(), 'taras-store-batch-'));
+      const path = join(folder, 'jobs.db');
+      const store = openStore(path);
+      try {
+        const [a, b] = store.submitMany([newJob('a'), newJob('b')], T0);
+        // Another writer's event where b's next one goes: b's append passes its checks, then SQLite refuses the insert.
+        const other = new Database(path);
+        other.prepare("INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (?, 2, ?, 'held', '{}')").run(b, T0);
+        other.close();
+        const told: number[] = [];
+        const aborted: string[] = [];
+        store.committedListeners.push((stored) => told.push(stored.jobId));
+        store.batchAbortedListeners.push((error) => aborted.push((error as Error).message));
+        assert.throws(() => store.batch(() => {
+          store.append(a, { type: 'held' }, T0 + 1);
+          // Inside a batch an append has no savepoint of its own: what it wrote before failing cannot be taken back alone.
+          assert.throws(() => store.append(b, { type: 'held' }, T0 + 1), /UNIQUE constraint failed/);
+          return 'carried on';
+        }), /UNIQUE constraint failed/);
+        assert.deepEqual([store.job(a)!.held, store.job(a)!.lastSeq, store.job(b)!.lastSeq, told], [false, 1, 1, []], 'none of the batch stayed; no listener told');
+        assert.equal(aborted.length, 1, 'the abort listeners are told: the caller acted on a\'s hold in memory');
+        store.batch(() => store.append(a, { type: 'held' }, T0 + 2));
+        assert.deepEqual([store.job(a)!.held, told], [true, [a]], 'the next batch is not taken for a broken one');
+      } finally {
+        store.close();
+        rmSync(folder, { recursive: true, force: true });
+      }
+    });
+
     it('tells its abort listeners when it is rolled back after writes went in, not when it failed before any', () => {
       const folder = mkdtempSync(join(tmpdir(), 'taras-store-batch-'));
       const store = openStore(join(folder, 'jobs.db'));

@@ -1417,7 +1417,7 @@ export class ControllerEngine {
    * at the first pass at or after its latest start.
    */
   private deadlineNeedsNodes(id: JobId, latestStartS: number, chosen?: VictimChoice): void {
-    const request = this.scheduler.state.queue.find((entry) => entry.job.id === id)?.job.resources;
+    const request = this.scheduler.state.getQueued(id)?.job.resources;
     const latest = isoTime(latestStartS * 1000);
     const choice = chosen ?? (request === undefined ? null : this.choosePreemption(request, (victim) => this.preemptableForDeadline(victim)));
     if (choice === null || choice.victims.length === 0) {
@@ -1814,7 +1814,7 @@ export class ControllerEngine {
    */
   private freeNodesForInteractive(id: JobId, maxWaitSeconds: number | null = null): { waitSeconds: number } | null {
     const record = this.active.get(id);
-    const request = this.scheduler.state.queue.find((entry) => entry.job.id === id)?.job.resources;
+    const request = this.scheduler.state.getQueued(id)?.job.resources;
     if (record === undefined || request === undefined) return null;
     const choice = this.choosePreemption(request, (victim) => {
       const spec = this.specOf(victim);
@@ -2492,7 +2492,7 @@ export class ControllerEngine {
   private nightReason(id: JobId): string | undefined {
     const config = this.config.dayNight;
     if (config === undefined || !this.nightJobs.has(id) || this.holiday) return undefined;
-    const window = this.scheduler.state.queue.find((entry) => entry.job.id === id)?.job.window;
+    const window = this.scheduler.state.getQueued(id)?.job.window;
     if (window === undefined || window.owner !== NIGHT_OWNER) return undefined;
     const at = Number.isFinite(window.start) ? ` (the next night long enough: ${isoTime(window.start * 1000)} to ${isoTime(window.end * 1000)})` : '';
     return `night job: over ${config.dayMaxNodeMinutes} node-minutes or ${config.dayMaxTimeSeconds / 3600} h, it starts only at night and ends before the day (${config.dayText})${at}`;

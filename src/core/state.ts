@@ -34,8 +34,31 @@ const byEndThenId = (a: RunningJob, b: RunningJob): number =>
   predictedEnd(a) - predictedEnd(b) || a.job.id - b.job.id;
 
 export class SchedulerState {
+  /** The queue as last compacted: may still hold entries that left (`leaving`). */
+  private entries: QueueEntry[] = [];
+  /**
+   * Entries removed since the queue was last read: taken out in one pass at the next read, so that
+   * cancelling 50,000 pending jobs in one request costs one walk of the queue, not one per job.
+   */
+  private readonly leaving = new Set<QueueEntry>();
+
   /** Queue order: arrival order (submit time, then id) unless a policy reorders it. */
-  queue: QueueEntry[] = [];
+  get queue(): QueueEntry[] {
+    if (this.leaving.size > 0) this.compact();
+    return this.entries;
+  }
+
+  set queue(entries: QueueEntry[]) {
+    this.entries = entries;
+    // An order built before a removal must not bring the removed entry back.
+    if (this.leaving.size > 0) this.compact();
+  }
+
+  private compact(): void {
+    const leaving = this.leaving;
+    this.entries = this.entries.filter((e) => !leaving.has(e));
+    leaving.clear();
+  }
   /** Running jobs sorted by (predicted end, job id), as EASY's shadow walk needs them. */
   readonly running: RunningJob[] = [];
   private readonly runningById = new Map<JobId, RunningJob>();
@@ -115,10 +138,11 @@ export class SchedulerState {
     const entry: QueueEntry = { job, seq: this.arrivals++, reservation, plannedNodes: NO_NODES, previous: NaN,
       gainFrom: Infinity, gainTo: -Infinity, freedFrom: Infinity, freedTo: -Infinity };
     if (this.queuedById.has(job.id) || this.runningById.has(job.id)) throw new Error(`job ${job.id} is already known`);
-    let at = this.queue.length;
-    while (at > 0 && !goesAhead(this.queue[at - 1].job)) at--;
-    if (at === this.queue.length) this.queue.push(entry);
-    else this.queue.splice(at, 0, entry);
+    const queue = this.queue;
+    let at = queue.length;
+    while (at > 0 && !goesAhead(queue[at - 1].job)) at--;
+    if (at === queue.length) queue.push(entry);
+    else queue.splice(at, 0, entry);
     this.queuedById.set(job.id, entry);
     return entry;
   }
@@ -159,7 +183,8 @@ export class SchedulerState {
 
   /** Whether `entry` is the last of the queue (arrivals usually are; a higher priority is not). */
   isLast(entry: QueueEntry): boolean {
-    return this.queue[this.queue.length - 1] === entry;
+    const queue = this.queue;
+    return queue[queue.length - 1] === entry;
   }
 
   getQueued(id: JobId): QueueEntry | undefined {
@@ -171,7 +196,8 @@ export class SchedulerState {
     const entry = this.queuedById.get(id);
     if (!entry) return undefined;
     this.queuedById.delete(id);
-    this.queue.splice(this.queue.indexOf(entry), 1);
+    // Taken out of the queue's array at its next read (an array's tasks leave together: one walk, not one each).
+    this.leaving.add(entry);
     return entry;
   }
 
