@@ -544,6 +544,28 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
     rows.push({ what: '  repeated, as `node bin/taras.js`', measured: `${round(direct, 2)} s`, target: '-', note: 'Node started directly, with this shell\'s environment (see `taras submit` above)' });
     rows.push({ what: 'GET /jobs alone, 50,000 pending', measured: `${round(median(listing) / 1000, 2)} s`, target: '-', note: 'the full vocabulary, every page of 1,000, received and parsed, median of 3' });
     rows.push({ what: '  one page of it (what others wait for at most)', measured: ms(median(onePage)), target: '-', note: 'GET /jobs?after=25000: 1,000 jobs, median of 3' });
+    // `scontrol hold` and `release` of 10,000 pending jobs (one request's most) among the 50,000.
+    const held: number[] = [];
+    for (let after = 0; held.length < 10_000;) {
+      const page = await api.get<{ jobs: ApiJob[]; next: number | null }>(`/jobs?state=PENDING&after=${after}`);
+      held.push(...page.jobs.map((job) => job.id).slice(0, 10_000 - held.length));
+      if (page.next === null) break;
+      after = page.next;
+    }
+    const timed = async (action: 'hold' | 'release'): Promise<number> => {
+      const began = performance.now();
+      const answer = await api.post<{ jobs: { result: string }[] }>(`/jobs/${action}`, { ids: held });
+      const took = performance.now() - began;
+      const done = answer.jobs.filter((job) => job.result === 'cancelled').length;
+      if (done !== held.length) throw new Error(`${action} took ${done} of ${held.length} jobs`);
+      return took;
+    };
+    const holdMs = await timed('hold');
+    const releaseMs = await timed('release');
+    rows.push({
+      what: `\`scontrol hold\` / \`release\`, ${held.length.toLocaleString('en')} jobs`, measured: `${round(holdMs / 1000, 2)} / ${round(releaseMs / 1000, 2)} s`, target: '-',
+      note: 'one request each, the oldest pending jobs of the 50,000: each released job goes back to its place in the queue',
+    });
     // `taras cancel --all` of every job at once: one request, one commit; the controller serves no one meanwhile.
     const cancelBegan = performance.now();
     const cancelled = await api.post<{ jobs: unknown[] }>('/jobs/cancel', { all: true });

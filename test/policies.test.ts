@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { PolicyName } from '../src/core/scheduler.js';
+import { SeededRandom } from '../src/core/random.js';
 import { SchedulerState } from '../src/core/state.js';
 import type { JobId, JobRequest } from '../src/core/types.js';
 import { summarise } from '../src/sim/metrics.js';
@@ -393,6 +394,67 @@ describe('SchedulerState: jobs that leave the queue without starting', () => {
     state.removeQueued(4 as JobId);
     state.reinsert(job(4, 1));
     assert.deepEqual(ids(state), [4, 1, 6, 9]);
+  });
+
+  it('a job put back goes behind the last job that goes ahead of it, whether the queue is in key order or not', () => {
+    const state = new SchedulerState(4);
+    for (const id of [1, 3, 5]) state.enqueue(job(id));
+    state.removeQueued(3 as JobId);
+    state.reinsert(job(3));
+    state.reinsert(job(2));
+    state.reinsert(job(6, 1));
+    assert.deepEqual(ids(state), [6, 1, 2, 3, 5], 'in key order: found by bisection');
+    // A policy's order (deadlines moved ahead) is not in key order: the walk from the back, as always.
+    const other = new SchedulerState(4);
+    for (const id of [1, 3, 5]) other.enqueue(job(id));
+    other.queue = [1, 5, 3].map((id) => other.getQueued(id as JobId)!);
+    other.reinsert(job(4));
+    assert.deepEqual(ids(other), [1, 5, 3, 4], 'behind 3, the last that goes ahead of 4 (bisection would put it behind 1)');
+  });
+
+  it('takes the same places as one walk per job, over a seeded mix of arrivals, removals, jobs put back and policy orders', () => {
+    const random = new SeededRandom(20261128);
+    const state = new SchedulerState(4);
+    let model: JobRequest[] = [];
+    const walkInsert = (request: JobRequest, goesAhead: (ahead: JobRequest) => boolean) => {
+      let at = model.length;
+      while (at > 0 && !goesAhead(model[at - 1])) at--;
+      model.splice(at, 0, request);
+    };
+    const before = (a: JobRequest, b: JobRequest) => (a.priority ?? 0) > (b.priority ?? 0)
+      || ((a.priority ?? 0) === (b.priority ?? 0) && (a.submitTime < b.submitTime || (a.submitTime === b.submitTime && a.id < b.id)));
+    const gone: JobRequest[] = [];
+    for (let step = 0, next = 1; step < 3000; step++) {
+      const roll = random.int(0, 99);
+      if (roll < 35 || model.length === 0) {
+        const request = { ...job(next++, random.int(0, 2)), submitTime: random.int(0, 50) };
+        state.enqueue(request);
+        walkInsert(request, (ahead) => (ahead.priority ?? 0) >= (request.priority ?? 0));
+      } else if (roll < 60) {
+        const request = model.splice(random.int(0, model.length - 1), 1)[0];
+        assert.ok(state.removeQueued(request.id));
+        gone.push(request);
+      } else if (roll < 90 && gone.length > 0) {
+        const request = gone.splice(random.int(0, gone.length - 1), 1)[0];
+        state.reinsert(request);
+        walkInsert(request, (ahead) => before(ahead, request));
+      } else if (roll < 95) {
+        // A policy's own order: the queue shuffled by a seeded swap or two.
+        const order = [...state.queue];
+        for (let swaps = random.int(1, 2); swaps > 0 && order.length > 1; swaps--) {
+          const [i, j] = [random.int(0, order.length - 1), random.int(0, order.length - 1)];
+          [order[i], order[j]] = [order[j], order[i]];
+        }
+        state.queue = order;
+        model = order.map((entry) => entry.job);
+      } else {
+        // Back into key order, as a policy's order can be.
+        state.queue = [...state.queue].sort((a, b) => (before(a.job, b.job) ? -1 : 1));
+        model = state.queue.map((entry) => entry.job);
+      }
+      if (step % 50 === 0) assert.deepEqual(ids(state), model.map((request) => request.id), `after step ${step}`);
+    }
+    assert.deepEqual(ids(state), model.map((request) => request.id));
   });
 
   it('do not come back with an order built before they left', () => {

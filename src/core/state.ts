@@ -30,6 +30,13 @@ export interface QueueEntry {
 
 const NO_NODES: readonly string[] = [];
 
+/** Whether `a` goes ahead of `b` in the queue's key order: higher priority, then earlier submit time, then lower id. */
+function keyBefore(a: JobRequest, b: JobRequest): boolean {
+  const pa = a.priority ?? 0;
+  const pb = b.priority ?? 0;
+  return pa > pb || (pa === pb && (a.submitTime < b.submitTime || (a.submitTime === b.submitTime && a.id < b.id)));
+}
+
 const byEndThenId = (a: RunningJob, b: RunningJob): number =>
   predictedEnd(a) - predictedEnd(b) || a.job.id - b.job.id;
 
@@ -41,6 +48,11 @@ export class SchedulerState {
    * cancelling 50,000 pending jobs in one request costs one walk of the queue, not one per job.
    */
   private readonly leaving = new Set<QueueEntry>();
+  /**
+   * Whether the queue is in key order (priority, then submit time, then id: keyBefore), so that a job put back
+   * finds its place by bisection; null: not known since a policy set the queue (found at the next reinsert).
+   */
+  private ordered: boolean | null = true;
 
   /** Queue order: arrival order (submit time, then id) unless a policy reorders it. */
   get queue(): QueueEntry[] {
@@ -50,6 +62,7 @@ export class SchedulerState {
 
   set queue(entries: QueueEntry[]) {
     this.entries = entries;
+    this.ordered = null;
     // An order built before a removal must not bring the removed entry back.
     if (this.leaving.size > 0) this.compact();
   }
@@ -134,17 +147,40 @@ export class SchedulerState {
    * Queues a new entry right behind the last entry whose job `goesAhead` says
    * stays in front (searching from the back; none: at the front).
    */
-  private insert(job: JobRequest, reservation: Seconds, goesAhead: (ahead: JobRequest) => boolean): QueueEntry {
+  private insert(job: JobRequest, reservation: Seconds, goesAhead: (ahead: JobRequest) => boolean, inOrder = false): QueueEntry {
     const entry: QueueEntry = { job, seq: this.arrivals++, reservation, plannedNodes: NO_NODES, previous: NaN,
       gainFrom: Infinity, gainTo: -Infinity, freedFrom: Infinity, freedTo: -Infinity };
     if (this.queuedById.has(job.id) || this.runningById.has(job.id)) throw new Error(`job ${job.id} is already known`);
     const queue = this.queue;
     let at = queue.length;
-    while (at > 0 && !goesAhead(queue[at - 1].job)) at--;
+    if (inOrder && this.inKeyOrder()) {
+      // In key order, the entries that go ahead are a prefix: its end by bisection, the place the walk from
+      // the back finds (a released job among 50,000 younger ones: 16 looks, not 50,000).
+      let lo = 0;
+      while (lo < at) {
+        const mid = (lo + at) >>> 1;
+        if (goesAhead(queue[mid].job)) lo = mid + 1;
+        else at = mid;
+      }
+    } else {
+      while (at > 0 && !goesAhead(queue[at - 1].job)) at--;
+    }
+    if (this.ordered === true && ((at > 0 && !keyBefore(queue[at - 1].job, job)) || (at < queue.length && !keyBefore(job, queue[at].job)))) this.ordered = false;
     if (at === queue.length) queue.push(entry);
     else queue.splice(at, 0, entry);
     this.queuedById.set(job.id, entry);
     return entry;
+  }
+
+  /** Whether the queue is in key order (keyBefore), found by one walk after a policy set it. */
+  private inKeyOrder(): boolean {
+    if (this.ordered === null) {
+      const queue = this.queue;
+      let ordered = true;
+      for (let i = 1; i < queue.length && ordered; i++) ordered = keyBefore(queue[i - 1].job, queue[i].job);
+      this.ordered = ordered;
+    }
+    return this.ordered;
   }
 
   addRunning(run: RunningJob): void {
@@ -173,12 +209,7 @@ export class SchedulerState {
 
   /** Puts a job back at its place in the queue (priority, then submit time, then id). */
   reinsert(job: JobRequest): QueueEntry {
-    const priority = job.priority ?? 0;
-    return this.insert(job, NaN, (ahead) => {
-      const aheadPriority = ahead.priority ?? 0;
-      return aheadPriority > priority
-        || (aheadPriority === priority && (ahead.submitTime < job.submitTime || (ahead.submitTime === job.submitTime && ahead.id < job.id)));
-    });
+    return this.insert(job, NaN, (ahead) => keyBefore(ahead, job), true);
   }
 
   /** Whether `entry` is the last of the queue (arrivals usually are; a higher priority is not). */
@@ -220,7 +251,8 @@ export class SchedulerState {
 
   /** Removes the given started entries from the queue, keeping the order of the rest. */
   dropStarted(started: ReadonlySet<QueueEntry>): void {
-    if (started.size > 0) this.queue = this.queue.filter((e) => !started.has(e));
+    // Leaving keeps the order of the rest: whether it is in key order is still known.
+    if (started.size > 0) this.entries = this.queue.filter((e) => !started.has(e));
   }
 
   private insertionPoint(run: RunningJob): number {
