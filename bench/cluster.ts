@@ -562,9 +562,14 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
     };
     const holdMs = await timed('hold');
     const releaseMs = await timed('release');
+    const updateBegan = performance.now();
+    const updated = await api.post<{ jobs: { result: string }[] }>('/jobs/update', { ids: held, timeLimitSeconds: 30 });
+    const updateMs = performance.now() - updateBegan;
+    if (updated.jobs.filter((job) => job.result === 'cancelled').length !== held.length) throw new Error('scontrol update did not update every job');
     rows.push({
-      what: `\`scontrol hold\` / \`release\`, ${held.length.toLocaleString('en')} jobs`, measured: `${round(holdMs / 1000, 2)} / ${round(releaseMs / 1000, 2)} s`, target: '-',
-      note: 'one request each, the oldest pending jobs of the 50,000: each released job goes back to its place in the queue',
+      what: `\`scontrol hold\` / \`release\` / \`update\`, ${held.length.toLocaleString('en')} jobs`,
+      measured: `${round(holdMs / 1000, 2)} / ${round(releaseMs / 1000, 2)} / ${round(updateMs / 1000, 2)} s`, target: '-',
+      note: 'one request each, the oldest pending jobs of the 50,000: a released job goes back to its place in the queue; update: TimeLimit=0:30',
     });
     // `taras cancel --all` of every job at once: one request, one commit; the controller serves no one meanwhile.
     const cancelBegan = performance.now();

@@ -412,7 +412,7 @@ describe('SchedulerState: jobs that leave the queue without starting', () => {
     assert.deepEqual(ids(other), [1, 5, 3, 4], 'behind 3, the last that goes ahead of 4 (bisection would put it behind 1)');
   });
 
-  it('takes the same places as one walk per job, over a seeded mix of arrivals, removals, jobs put back and policy orders', () => {
+  it('takes the same places as one walk per job, over a seeded mix of arrivals, removals, jobs put back, changed requests and policy orders', () => {
     const random = new SeededRandom(20261128);
     const state = new SchedulerState(4);
     let model: JobRequest[] = [];
@@ -427,7 +427,8 @@ describe('SchedulerState: jobs that leave the queue without starting', () => {
     for (let step = 0, next = 1; step < 3000; step++) {
       const roll = random.int(0, 99);
       if (roll < 35 || model.length === 0) {
-        const request = { ...job(next++, random.int(0, 2)), submitTime: random.int(0, 50) };
+        // Mostly in submit order, as jobs arrive; now and then an older time (a job adopted at a restart).
+        const request = { ...job(next++, random.int(0, 9) === 0 ? random.int(0, 2) : 0), submitTime: random.int(0, 19) === 0 ? random.int(0, step) : step };
         state.enqueue(request);
         walkInsert(request, (ahead) => (ahead.priority ?? 0) >= (request.priority ?? 0));
       } else if (roll < 60) {
@@ -438,6 +439,15 @@ describe('SchedulerState: jobs that leave the queue without starting', () => {
         const request = gone.splice(random.int(0, gone.length - 1), 1)[0];
         state.reinsert(request);
         walkInsert(request, (ahead) => before(ahead, request));
+      } else if (roll < 88) {
+        // A request changed (scontrol update): most keep their key, some get another priority.
+        const was = model[random.int(0, model.length - 1)];
+        const request = { ...was, estimate: random.int(1, 100), ...(random.int(0, 3) === 0 ? { priority: random.int(0, 2) } : {}) };
+        const replaced = state.replaceQueued(request);
+        assert.equal(replaced?.old.job, was);
+        model.splice(model.indexOf(was), 1);
+        walkInsert(request, (ahead) => before(ahead, request));
+        assert.equal(state.getQueued(request.id), replaced?.entry);
       } else if (roll < 95) {
         // A policy's own order: the queue shuffled by a seeded swap or two.
         const order = [...state.queue];

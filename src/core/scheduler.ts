@@ -165,11 +165,10 @@ export class Scheduler {
 
   /** A queued job's request changed (its reservation came or went): it keeps its place in the queue and is planned again. */
   replaceQueued(job: JobRequest): boolean {
-    const entry = this.state.removeQueued(job.id);
-    if (!entry) return false;
-    this.policy.onCancel?.(entry);
-    const again = this.state.reinsert(job);
-    this.policy.onSubmit?.(again, !this.state.isLast(again));
+    const replaced = this.state.replaceQueued(job);
+    if (!replaced) return false;
+    this.policy.onCancel?.(replaced.old);
+    this.policy.onSubmit?.(replaced.entry, !this.state.isLast(replaced.entry));
     return true;
   }
 

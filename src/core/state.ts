@@ -69,7 +69,9 @@ export class SchedulerState {
 
   private compact(): void {
     const leaving = this.leaving;
-    this.entries = this.entries.filter((e) => !leaving.has(e));
+    // One or two (a job moved, an update): found and spliced out; more: one walk for all of them.
+    if (leaving.size <= 2) for (const entry of leaving) this.entries.splice(this.entries.indexOf(entry), 1);
+    else this.entries = this.entries.filter((e) => !leaving.has(e));
     leaving.clear();
   }
   /** Running jobs sorted by (predicted end, job id), as EASY's shadow walk needs them. */
@@ -205,6 +207,36 @@ export class SchedulerState {
 
   getRunning(id: JobId): RunningJob | undefined {
     return this.runningById.get(id);
+  }
+
+  /**
+   * A queued job's request changed: a new entry for it, in the old one's place when that is the place a
+   * reinsert finds (the queue in key order and the job's key unchanged: found by bisection, not by a walk);
+   * else the old one leaves and the job is put back (reinsert). Undefined when the job is not queued.
+   */
+  replaceQueued(job: JobRequest): { readonly old: QueueEntry; readonly entry: QueueEntry } | undefined {
+    const old = this.queuedById.get(job.id);
+    if (old === undefined) return undefined;
+    const was = old.job;
+    if ((was.priority ?? 0) === (job.priority ?? 0) && was.submitTime === job.submitTime && this.inKeyOrder()) {
+      const queue = this.queue;
+      let lo = 0;
+      let hi = queue.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (keyBefore(queue[mid].job, was)) lo = mid + 1;
+        else hi = mid;
+      }
+      if (queue[lo] === old) {
+        const entry: QueueEntry = { job, seq: this.arrivals++, reservation: NaN, plannedNodes: NO_NODES, previous: NaN,
+          gainFrom: Infinity, gainTo: -Infinity, freedFrom: Infinity, freedTo: -Infinity };
+        queue[lo] = entry;
+        this.queuedById.set(job.id, entry);
+        return { old, entry };
+      }
+    }
+    this.removeQueued(job.id);
+    return { old, entry: this.reinsert(job) };
   }
 
   /** Puts a job back at its place in the queue (priority, then submit time, then id). */
