@@ -895,8 +895,11 @@ export class ControllerEngine {
     return { nodes: layout.nodes, cpusPerNode: layout.cpusPerNode, memoryMiBPerNode, features: spec.constraint?.anyOf[0] ?? [], eligibleNodes };
   }
 
-  /** The core's view of a job: processors, nodes and limits from its spec. */
-  private coreRequest(record: JobRecord): JobRequest {
+  /**
+   * The core's view of a job: processors, nodes and limits from its spec. `probe`: a view of the job as it
+   * would be (an update checked first), which notes nothing about the job (its night window stays as it is).
+   */
+  private coreRequest(record: JobRecord, probe = false): JobRequest {
     const spec = this.specOf(record);
     const partition = this.partitionOf(spec);
     let resources = this.resourcesOf(spec, record.state === 'PENDING' ? undefined : record.nodes);
@@ -914,7 +917,7 @@ export class ControllerEngine {
         resources = inside!.request;
       }
     }
-    if (window === undefined && record.state === 'PENDING' && this.queueOf(spec, resources.nodes, limit) === 'night') window = this.nightWindowOf(record.id, limit);
+    if (window === undefined && record.state === 'PENDING' && this.queueOf(spec, resources.nodes, limit) === 'night') window = this.nightWindowOf(record.id, limit, !probe);
     const notBefore = record.state === 'PENDING' ? this.notBeforeOf(record, spec) : null;
     if (notBefore !== null) {
       // --begin and dependencies bound the start only, as a window's start does (a job waiting for one is nobody's head).
@@ -1267,15 +1270,8 @@ export class ControllerEngine {
    */
   private readmitDeadline(record: JobRecord, updated: JobSpec, delta: Record<string, string | number>, batch: UpdateBatch): DeadlineAdmission {
     const changed = { ...record, request: { ...record.request, ...delta } } as JobRecord;
-    // The core's view of it as it would be; a night job's window is noted as it is now, not as it would be.
-    const night = this.nightJobs.get(record.id);
-    let probe: JobRequest;
-    try {
-      probe = this.coreRequest(changed);
-    } finally {
-      if (night === undefined) this.nightJobs.delete(record.id);
-      else this.nightJobs.set(record.id, night);
-    }
+    // The core's view of it as it would be; a night job's window stays noted as it is now, not as it would be.
+    const probe = this.coreRequest(changed, true);
     const verdict = this.deadlineVerdict(updated, probe, batch.ahead, new Set([...batch.without, record.id]));
     if (!verdict.met) {
       const spec = this.specOf(record);
@@ -2454,9 +2450,9 @@ export class ControllerEngine {
     return config === undefined ? null : isDay(config, this.clockMs(), this.holiday);
   }
 
-  private nightWindowOf(id: JobId, limitSeconds: number): JobRequest['window'] {
+  private nightWindowOf(id: JobId, limitSeconds: number, note = true): JobRequest['window'] {
     const found = nightWindow(this.config.dayNight!, this.clockMs(), limitSeconds, this.holiday);
-    if (id !== DRAFT_ID && id > 0) this.nightJobs.set(id, found === null ? Infinity : found.endMs - limitSeconds * 1000);
+    if (note && id !== DRAFT_ID && id > 0) this.nightJobs.set(id, found === null ? Infinity : found.endMs - limitSeconds * 1000);
     if (found === null) return { owner: NIGHT_OWNER, start: Infinity, end: Infinity };
     if (found.endMs === Infinity) return undefined; // a holiday: no window
     return { owner: NIGHT_OWNER, start: Math.floor(found.startMs / 1000), end: Math.floor(found.endMs / 1000) };
