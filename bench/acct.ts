@@ -96,6 +96,25 @@ async function main(): Promise<void> {
       const ms = median(times);
       console.log(`${label.padEnd(16)} ${String(lines).padStart(8)} ${`${query.ms.toFixed(0)} ms`.padStart(12)} ${`${ms.toFixed(0)} ms`.padStart(11)}  ${TARGET_MS} ms ${ms <= TARGET_MS ? 'met' : 'MISSED'}`);
     }
+    // `taras report` over the whole month: every user's sums, made by SQLite in the controller (others wait meanwhile).
+    const reports: number[] = [];
+    let users = 0;
+    for (let run = 0; run < RUNS; run++) {
+      began = performance.now();
+      const cli = spawnSync(process.execPath, [taras, 'report', '-S', 'now-31days', '-E', 'now', '--json', '--controller', url], { cwd: dir, encoding: 'utf8' });
+      reports.push(performance.now() - began);
+      if (cli.status !== 0) throw new Error(`taras report failed: ${cli.stderr}`);
+      users = (JSON.parse(cli.stdout) as { users: unknown[] }).users.length;
+    }
+    const store = openStore(join(data, 'taras.db'), { durability: 'process' });
+    const sums: number[] = [];
+    for (let run = 0; run < RUNS; run++) {
+      began = performance.now();
+      store.usageTotals(nowMs - 31 * 86_400_000, nowMs, nowMs);
+      sums.push(performance.now() - began);
+    }
+    store.close();
+    console.log(`\`taras report\`, the whole month: ${users} users' lines from ${JOBS.toLocaleString('en-US')} jobs, ${median(reports).toFixed(0)} ms end to end; the store's sums ${median(sums).toFixed(0)} ms (what holds the controller)`);
   } finally {
     controller.kill('SIGTERM');
     await new Promise((resolveExit) => controller.once('exit', resolveExit));

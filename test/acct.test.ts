@@ -14,7 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { readClusterConfig } from '../src/config/load.js';
-import { usageReport } from '../src/controller/accounting.js';
+import { usageReportOf } from '../src/controller/accounting.js';
 import { startController, type RunningController } from '../src/controller/daemon.js';
 import { openStore } from '../src/store/store.js';
 import { runAs } from './auth-helpers.js';
@@ -325,25 +325,36 @@ describe('sacct rows of job arrays', () => {
   });
 });
 
-describe('usageReport', () => {
+describe('usage report (taras report)', () => {
   it('counts allocated CPU time inside the period only, waits of jobs started in it, and each user\'s share', () => {
-    const job = (over: Partial<import('../src/store/rows.js').AccountingRow>) => ({
-      id: 1, user: 'ada', name: 'j', partition: 'batch', state: 'COMPLETED' as const, reason: null, submitMs: 0, eligibleMs: 0, startMs: 0, endMs: 0,
-      plannedStartMs: null, nodes: ['n1'], allocCpus: 2, timeLimitSeconds: 60, exitCode: 0, exitSignal: null, cpuSeconds: 10,
-      userCpuSeconds: 9, systemCpuSeconds: 1, maxRssKiB: 1, requeueCount: 0, arrayJobId: null, arrayTaskId: null, ...over,
-    });
-    const rows = [
-      job({ eligibleMs: 500_000, startMs: 900_000, endMs: 1_500_000 }), // 500 s inside [1000 s, 2000 s], started before it
-      job({ id: 2, eligibleMs: 1_000_000, startMs: 1_100_000, endMs: 1_300_000 }), // all 200 s inside, waited 100 s
-      job({ id: 3, user: 'bob', allocCpus: 4, eligibleMs: 1_500_000, startMs: 1_800_000, endMs: null }), // running: 200 s to the period's end
-      job({ id: 4, user: 'bob', startMs: null, endMs: null, state: 'PENDING' }),
-    ];
-    const report = usageReport(rows, 1_000_000, 2_000_000, 8, 5_000_000);
-    assert.equal(report.cpuSecondsAvailable, 8000);
-    assert.deepEqual(report.users, [
-      { user: 'ada', jobs: 2, allocCpuSeconds: 2 * 500 + 2 * 200, usedCpuSeconds: 20, meanWaitSeconds: 100, share: 1400 / 8000 },
-      { user: 'bob', jobs: 1, allocCpuSeconds: 4 * 200, usedCpuSeconds: 0, meanWaitSeconds: 300, share: 800 / 8000 },
-    ]);
+    const folder = mkdtempSync(join(tmpdir(), 'taras-report-'));
+    const store = openStore(join(folder, 'jobs.db'));
+    try {
+      const job = (user: string, cpus: number, submitMs: number, startMs: number | null, endMs: number | null): void => {
+        const [id] = store.submitMany([{ user, name: 'j', partition: 'batch', scriptPath: '/tmp/j.sh', script: '#!/bin/sh\n', request: { nodes: { min: 1 }, ntasks: cpus, cpusPerTask: 1, timeLimitSeconds: 3600 } }], submitMs);
+        if (startMs !== null) store.append(id, { type: 'started', nodes: ['n1'] }, startMs);
+        if (endMs !== null) store.append(id, { type: 'ended', state: 'COMPLETED', exitCode: 0, usage: { cpuSeconds: 10, userCpuSeconds: 9, systemCpuSeconds: 1, maxRssKiB: 1 } }, endMs);
+      };
+      job('ada', 2, 500_000, 900_000, 1_500_000); // 500 s inside [1000 s, 2000 s], started before it
+      job('ada', 2, 1_000_000, 1_100_000, 1_300_000); // all 200 s inside, waited 100 s
+      job('bob', 4, 1_500_000, 1_800_000, null); // running: 200 s to the period's end
+      job('bob', 1, 1_500_000, null, null); // pending
+      job('cy', 1, 100_000, 200_000, 900_000); // ended before the period
+      job('cy', 1, 2_100_000, 2_200_000, null); // submitted after it
+      const report = usageReportOf(store.usageTotals(1_000_000, 2_000_000, 5_000_000), 1_000_000, 2_000_000, 8);
+      assert.equal(report.cpuSecondsAvailable, 8000);
+      assert.deepEqual(report.users, [
+        { user: 'ada', jobs: 2, allocCpuSeconds: 2 * 500 + 2 * 200, usedCpuSeconds: 20, meanWaitSeconds: 100, share: 1400 / 8000 },
+        { user: 'bob', jobs: 1, allocCpuSeconds: 4 * 200, usedCpuSeconds: 0, meanWaitSeconds: 300, share: 800 / 8000 },
+      ]);
+      // A user's own line only: their sums, the same.
+      assert.deepEqual(usageReportOf(store.usageTotals(1_000_000, 2_000_000, 5_000_000, 'bob'), 1_000_000, 2_000_000, 8).users, [report.users[1]]);
+      // A running job counts to now when now is inside the period.
+      assert.equal(usageReportOf(store.usageTotals(1_000_000, 2_000_000, 1_900_000, 'bob'), 1_000_000, 2_000_000, 8).users[0].allocCpuSeconds, 4 * 100);
+    } finally {
+      store.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });
 

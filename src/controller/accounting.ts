@@ -10,7 +10,7 @@
 import type { ApiAcctJob, ApiAcctPage, ApiUsageReport, ApiUserUsage, JobState } from '../api/types.js';
 import { JOB_STATES } from '../store/events.js';
 import { ACCOUNTING_FIELDS, type AccountingRow } from '../store/rows.js';
-import type { Store } from '../store/store.js';
+import type { Store, UsageTotals } from '../store/store.js';
 import type { Caller } from '../net/identity.js';
 import { RawJson, RouteError, type RequestContext, type Route } from '../net/server.js';
 import { isoTime } from '../api/durations.js';
@@ -76,30 +76,13 @@ function windowOf(ctx: RequestContext, nowMs: number): { fromMs: number; toMs: n
 
 export const apiAcctJob = (row: AccountingRow): ApiAcctJob => row as ApiAcctJob;
 
-/** Per-user usage of the window [startMs, endMs] from the jobs that existed in it (pure). */
-export function usageReport(rows: readonly AccountingRow[], startMs: number, endMs: number, totalCpus: number, nowMs: number): ApiUsageReport {
+/** The report of the window [startMs, endMs] from each user's sums (Store.usageTotals): the same as usageReport's. */
+export function usageReportOf(totals: readonly UsageTotals[], startMs: number, endMs: number, totalCpus: number): ApiUsageReport {
   const cpuSecondsAvailable = (totalCpus * Math.max(0, endMs - startMs)) / 1000;
-  const byUser = new Map<string, { jobs: number; alloc: number; used: number; waits: number; waited: number }>();
-  for (const row of rows) {
-    if (row.startMs === null) continue;
-    const runEnd = row.endMs ?? nowMs;
-    const overlapMs = Math.max(0, Math.min(runEnd, endMs) - Math.max(row.startMs, startMs));
-    const startedInside = row.startMs >= startMs && row.startMs <= endMs;
-    if (overlapMs === 0 && !startedInside) continue;
-    const user = byUser.get(row.user) ?? { jobs: 0, alloc: 0, used: 0, waits: 0, waited: 0 };
-    user.jobs++;
-    user.alloc += ((row.allocCpus ?? 0) * overlapMs) / 1000;
-    if (row.endMs !== null && row.endMs >= startMs && row.endMs <= endMs) user.used += row.cpuSeconds ?? 0;
-    if (startedInside) {
-      user.waits++;
-      user.waited += Math.max(0, row.startMs - row.eligibleMs) / 1000;
-    }
-    byUser.set(row.user, user);
-  }
-  const users = [...byUser].map(([user, u]): ApiUserUsage => ({
-    user, jobs: u.jobs, allocCpuSeconds: u.alloc, usedCpuSeconds: u.used,
-    meanWaitSeconds: u.waits === 0 ? null : u.waited / u.waits,
-    share: cpuSecondsAvailable === 0 ? 0 : u.alloc / cpuSecondsAvailable,
+  const users = totals.map((u): ApiUserUsage => ({
+    user: u.user, jobs: u.jobs, allocCpuSeconds: u.allocCpuMs / 1000, usedCpuSeconds: u.usedCpuSeconds,
+    meanWaitSeconds: u.waits === 0 ? null : u.waitedMs / 1000 / u.waits,
+    share: cpuSecondsAvailable === 0 ? 0 : u.allocCpuMs / 1000 / cpuSecondsAvailable,
   })).sort((a, b) => b.allocCpuSeconds - a.allocCpuSeconds || a.user.localeCompare(b.user));
   return { startMs, endMs, cpuSecondsAvailable, users };
 }
@@ -151,9 +134,9 @@ export function accountingRoutes(deps: AccountingDeps): Route[] {
         const caller = deps.callerOf(ctx);
         const nowMs = deps.nowMs();
         const { fromMs, toMs } = windowOf(ctx, nowMs);
-        const report = usageReport(store.accounting({ fromMs, toMs }), fromMs, toMs, deps.totalCpus(), nowMs);
-        const mine = deps.isAdmin(caller) ? report.users : report.users.filter((user) => user.user === caller.user);
-        return { status: 200, body: { ...report, users: mine } satisfies ApiUsageReport };
+        // Summed by SQLite (a window of 100,000 jobs took 0.6 to 0.8 s as rows); a user's own line only, unless an administrator asks.
+        const totals = store.usageTotals(fromMs, toMs, nowMs, deps.isAdmin(caller) ? undefined : caller.user);
+        return { status: 200, body: usageReportOf(totals, fromMs, toMs, deps.totalCpus()) satisfies ApiUsageReport };
       },
     },
   ];
