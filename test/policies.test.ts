@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import type { PolicyName } from '../src/core/scheduler.js';
 import { SeededRandom } from '../src/core/random.js';
 import { SchedulerState } from '../src/core/state.js';
+import { Arrivals } from '../src/core/policies/arrivals.js';
 import type { JobId, JobRequest } from '../src/core/types.js';
 import { summarise } from '../src/sim/metrics.js';
 import { normalise, parseSwf } from '../src/sim/swf.js';
@@ -474,5 +475,24 @@ describe('SchedulerState: jobs that leave the queue without starting', () => {
     state.removeQueued(2 as JobId);
     state.queue = reordered;
     assert.deepEqual(ids(state), [4, 3, 1]);
+  });
+});
+
+describe('Arrivals: jobs queued since the last pass', () => {
+  const entryOf = (state: SchedulerState, id: number, priority = 0) => state.enqueue({ id: id as JobId, submitTime: id, size: 1, estimate: 60, user: 1, queue: 0, partition: 0, priority });
+
+  it('keep queue order; cancelled ones are dropped when taken and do not move later arrivals', () => {
+    const state = new SchedulerState(4);
+    const arrivals = new Arrivals();
+    const [a, b, c] = [entryOf(state, 1), entryOf(state, 2, 2), entryOf(state, 3)];
+    for (const entry of [a, b, c]) arrivals.add(entry);
+    arrivals.remove(b);
+    // Behind arrivals of the same or a higher priority still queued: b (priority 2) no longer counts.
+    arrivals.add(entryOf(state, 4, 1));
+    assert.deepEqual(arrivals.take().map((entry) => entry.job.id), [4, 1, 3]);
+    assert.deepEqual(arrivals.take(), [], 'taken: empty');
+    arrivals.remove(a); // not an arrival any more: nothing to drop
+    arrivals.push(c);
+    assert.deepEqual(arrivals.take(), [c]);
   });
 });

@@ -15,6 +15,7 @@
 // min(reservation, gain end)). The result is identical to compressing every
 // job from scratch (test/reference compares them job by job).
 
+import { Arrivals } from './arrivals.js';
 import { AvailabilityProfile } from '../profile.js';
 import type { QueueEntry, SchedulerState } from '../state.js';
 import type { RunningJob, Seconds } from '../types.js';
@@ -30,7 +31,7 @@ export class ConservativePolicy implements Policy {
   private pendingGainFrom: Seconds = Infinity;
   private pendingGainTo: Seconds = -Infinity;
   /** Entries queued since the last pass, in queue order: they have no reservation yet. */
-  private arrivals: QueueEntry[] = [];
+  private readonly arrivals = new Arrivals();
   /** Some entry carries a gain from before its reservation (it may move at the next pass). */
   private carriedDirty = false;
   /** No queued reservation is earlier than this (a lower bound). */
@@ -60,7 +61,7 @@ export class ConservativePolicy implements Policy {
   private regain(state: SchedulerState, now: Seconds): void {
     this.profile = runningProfile(state, now);
     this.capacityVersion = state.capacityVersion;
-    this.arrivals = [];
+    this.arrivals.clear();
     for (const entry of state.queue) {
       if (Number.isFinite(entry.reservation)) this.profile.reserve(entry.reservation, entry.job.estimate, entry.job.size);
       else {
@@ -89,7 +90,7 @@ export class ConservativePolicy implements Policy {
     this.profile = runningProfile(state, now);
     this.capacityVersion = state.capacityVersion;
     this.lossVersion = state.capacityLossVersion;
-    this.arrivals = [];
+    this.arrivals.clear();
     for (const entry of state.queue) {
       entry.reservation = NaN;
       entry.gainFrom = Infinity;
@@ -107,10 +108,7 @@ export class ConservativePolicy implements Policy {
 
   onSubmit(entry: QueueEntry): void {
     // Arrivals are reserved in queue order: behind arrivals of the same or a higher priority.
-    const priority = entry.job.priority ?? 0;
-    let at = this.arrivals.length;
-    while (at > 0 && (this.arrivals[at - 1].job.priority ?? 0) < priority) at--;
-    this.arrivals.splice(at, 0, entry);
+    this.arrivals.add(entry);
   }
 
   onEnd(run: RunningJob, at: Seconds, released: number): void {
@@ -129,7 +127,7 @@ export class ConservativePolicy implements Policy {
 
   onCancel(entry: QueueEntry): void {
     if (Number.isNaN(entry.reservation)) {
-      this.arrivals = this.arrivals.filter((e) => e !== entry);
+      this.arrivals.remove(entry);
       return;
     }
     this.profile.release(entry.reservation, entry.job.estimate, entry.job.size);
@@ -236,13 +234,12 @@ export class ConservativePolicy implements Policy {
 
   /** Reserves the arrivals in queue order; one that waits for nodes that are out gets no reservation (Infinity). */
   private reserveArrivals(state: SchedulerState, now: Seconds): void {
-    for (const entry of this.arrivals) {
+    for (const entry of this.arrivals.take()) {
       entry.reservation = state.plannable(entry.job)
         ? reserveEarliest(this.profile, this.bounds, entry.job.size, entry.job.estimate, now)
         : Infinity;
       if (entry.reservation < this.earliestReservation) this.earliestReservation = entry.reservation;
     }
-    this.arrivals.length = 0;
   }
 
   /** Reservations are the plan; after a change of capacity without a pass since, they are made again. */

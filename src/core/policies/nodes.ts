@@ -21,6 +21,7 @@
 // Planned starts of fcfs and EASY are a projection: the queue planned in
 // order on the running jobs (fcfs: never before the job ahead).
 
+import { Arrivals } from './arrivals.js';
 import { NodePlan, type NodeSlotPlan, type PlanHold } from '../node-plan.js';
 import type { NodePool } from '../placement.js';
 import type { QueueEntry, SchedulerState } from '../state.js';
@@ -87,7 +88,7 @@ export class NodePlanPolicy implements Policy {
   /** conservative: the plan kept between passes; fcfs/easy: the last projection (planned starts and what holds them). */
   private current: NodePlan | null = null;
   /** conservative: entries queued since the last pass, in queue order. */
-  private arrivals: QueueEntry[] = [];
+  private readonly arrivals = new Arrivals();
   /** conservative: capacity appeared since the last pass (compress). */
   private gained = false;
   /**
@@ -202,10 +203,7 @@ export class NodePlanPolicy implements Policy {
     if (entry.job.deadline !== undefined) this.deadlinesSeen = true;
     if (this.mode !== 'conservative') return;
     // Reserved in queue order: behind arrivals of the same or a higher priority.
-    const priority = entry.job.priority ?? 0;
-    let at = this.arrivals.length;
-    while (at > 0 && (this.arrivals[at - 1].job.priority ?? 0) < priority) at--;
-    this.arrivals.splice(at, 0, entry);
+    this.arrivals.add(entry);
   }
 
   onReorder(): void {
@@ -233,7 +231,7 @@ export class NodePlanPolicy implements Policy {
     this.projectionValid = false;
     this.moved.delete(entry.job.id);
     if (this.mode !== 'conservative') return;
-    this.arrivals = this.arrivals.filter((e) => e !== entry);
+    this.arrivals.remove(entry);
     if (this.current?.release(jobOwner(entry.job.id))) this.noteGain(entry.reservation, entry.reservation + entry.job.estimate, entry.plannedNodes);
   }
 
@@ -304,7 +302,7 @@ export class NodePlanPolicy implements Policy {
     const plan = this.freshPlan(state, now);
     this.current = plan;
     this.recycle(old);
-    this.arrivals = [];
+    this.arrivals.clear();
     this.arrivalReason = why;
     for (const entry of state.queue) {
       if (keep && Number.isFinite(entry.reservation) && entry.reservation >= now
@@ -437,9 +435,8 @@ export class NodePlanPolicy implements Policy {
 
   private reserveArrivals(state: SchedulerState, now: Seconds): void {
     const plan = this.current!;
-    for (const entry of this.arrivals) this.reserve(plan, entry, now, this.arrivalReason);
+    for (const entry of this.arrivals.take()) this.reserve(plan, entry, now, this.arrivalReason);
     this.arrivalReason = 'capacity';
-    this.arrivals.length = 0;
   }
 
   /** Reserves the entry at its earliest start from `notBefore` (Infinity: it cannot be planned on the nodes that count). */
