@@ -475,6 +475,12 @@ describe('SchedulerState: jobs that leave the queue without starting', () => {
     state.removeQueued(2 as JobId);
     state.queue = reordered;
     assert.deepEqual(ids(state), [4, 3, 1]);
+    // An order that already leaves the removed job out: the others all stay.
+    const without = state.queue.filter((entry) => entry.job.id !== 3);
+    state.removeQueued(3 as JobId);
+    state.queue = without;
+    assert.deepEqual(ids(state), [4, 1]);
+    assert.ok(state.getQueued(1 as JobId));
   });
 });
 

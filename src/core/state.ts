@@ -70,7 +70,13 @@ export class SchedulerState {
   private compact(): void {
     const leaving = this.leaving;
     // One or two (a job moved, an update): found and spliced out; more: one walk for all of them.
-    if (leaving.size <= 2) for (const entry of leaving) this.entries.splice(this.entries.indexOf(entry), 1);
+    if (leaving.size <= 2) {
+      for (const entry of leaving) {
+        // Not there when a policy's new order already left it out (the setter).
+        const at = this.entries.indexOf(entry);
+        if (at >= 0) this.entries.splice(at, 1);
+      }
+    }
     else this.entries = this.entries.filter((e) => !leaving.has(e));
     leaving.clear();
   }
