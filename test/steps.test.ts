@@ -5,7 +5,8 @@
 // they do not fit the job or the job is someone else's, and no task left
 // running once its job has ended or its srun has gone; a raised job limit
 // reaches a step's tasks also when their agent could not be reached at first;
-// a step's tasks survive a restart of their agent (output and exit codes kept).
+// a step's tasks survive a restart of their agent (output and exit codes kept), and
+// of the controller (srun resumes the same step; nobody else may).
 // Every process started here is stopped by its PID.
 
 import assert from 'node:assert/strict';
@@ -111,6 +112,31 @@ describe('srun inside a job, on a real cluster', { skip: notRootReason }, () => 
     }
   };
 
+  /** A new folder of ada's in her home. */
+  const adaDir = (name: string): string => {
+    const dir = join(ada.home, name);
+    mkdirSync(dir);
+    chownSync(dir, ada.uid, ada.gid);
+    return dir;
+  };
+  /** A WebSocket upgrade to the controller as `user` (a token): its status and error, or 'opened' (then closed at once). */
+  const tryUpgrade = async (user: string, path: string): Promise<{ status?: number; error: string }> => {
+    const { token } = await issueToken(loadOrCreateJwtKey(join(work, 'data', 'jwt.key')), user, 600, Date.now());
+    return new Promise((resolveAttempt) => {
+      const socket = new WebSocket(`${url.replace(/^http/, 'ws')}${path}`, { headers: { authorization: `Bearer ${token}` } });
+      socket.once('open', () => {
+        socket.terminate();
+        resolveAttempt({ error: 'opened' });
+      });
+      socket.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => resolveAttempt({ status: res.statusCode, error: (JSON.parse(body) as { error: string }).error }));
+      });
+      socket.once('error', (error) => resolveAttempt({ error: error.message }));
+    });
+  };
+
   it('runs every task on the job\'s nodes as the job\'s user, with its ranks; -l labels lines; the exit code is the highest; stdin reaches every task', async () => {
     const out = join(ada.home, 'steps.out');
     const id = await sbatch(ada, `#!/bin/sh
@@ -156,22 +182,9 @@ srun -l -O -n 12 -N 3 sh -c 'echo "x$SLURM_PROCID"' | sort -k2 -t x -n
       const first = await api.post<{ stepId: number }>(`/jobs/${id}/steps`, step);
       await api.post(`/jobs/${id}/steps`, step);
       // Another user attaching to ada's waiting step is told it is not theirs (403), not that it does not exist (red team: 404).
-      const bobToken = (await issueToken(loadOrCreateJwtKey(join(work, 'data', 'jwt.key')), bob.name, 600, Date.now())).token;
-      const attempt = await new Promise<{ status?: number; body: string }>((resolveAttempt) => {
-        const socket = new WebSocket(`${url.replace(/^http/, 'ws')}/jobs/${id}/steps/${first.stepId}/attach`, { headers: { authorization: `Bearer ${bobToken}` } });
-        socket.once('open', () => {
-          socket.terminate();
-          resolveAttempt({ body: 'opened' });
-        });
-        socket.once('unexpected-response', (_req, res) => {
-          let body = '';
-          res.on('data', (chunk: Buffer) => (body += chunk.toString()));
-          res.on('end', () => resolveAttempt({ status: res.statusCode, body }));
-        });
-        socket.once('error', (error) => resolveAttempt({ body: error.message }));
-      });
-      assert.equal(attempt.status, 403, attempt.body);
-      assert.equal(JSON.parse(attempt.body).error, `step ${first.stepId} of job ${id} was asked for by ${ada.name}: only they may run it`);
+      const attempt = await tryUpgrade(bob.name, `/jobs/${id}/steps/${first.stepId}/attach`);
+      assert.equal(attempt.status, 403, attempt.error);
+      assert.equal(attempt.error, `step ${first.stepId} of job ${id} was asked for by ${ada.name}: only they may run it`);
       const refused = await api.post(`/jobs/${id}/steps`, { ...step, ntasks: 1 }).then(() => null, (error: ApiRequestError) => error);
       assert.equal(refused?.status, 429);
       assert.match(refused?.error ?? '', new RegExp(`^job ${id} runs 256 step tasks; with 1 more it would pass 256, the most one job runs at once$`));
@@ -289,9 +302,7 @@ srun -n 1 sh -c 'touch ${started}; sleep ${taskSeconds}; echo survived'; echo "s
   });
 
   it('a step\'s tasks survive their agent\'s restart (SIGKILL, started again): srun gets all their output and their real exit code, also of a task that ended while the agent was down', async () => {
-    const dir = join(ada.home, 'agent-restart');
-    mkdirSync(dir);
-    chownSync(dir, ada.uid, ada.gid);
+    const dir = adaDir('agent-restart');
     const id = await sbatch(ada, `#!/bin/sh
 #SBATCH -N 1 -n 2 -t 1 -o ${dir}/job.out
 (srun -n 1 sh -c 'echo a1; touch ${dir}/a; while [ ! -e ${dir}/b ]; do sleep 0.1; done; sleep 2; echo a2; exit 3' > ${dir}/a.out; echo "srun rc=$?" >> ${dir}/a.out) &
@@ -309,6 +320,48 @@ wait
     assert.equal(readFileSync(join(dir, 'b.out'), 'utf8'), 'b1\nb2\nsrun rc=0\n', why);
     assert.equal(await state(id), 'COMPLETED', why);
     assert.match(controller.log(), new RegExp(`job ${id} step \\d: reattached to task 0 on node01`));
+  });
+
+  it('a step survives a restart of the controller (SIGKILL, started again on its data): srun resumes the same step and gets every line and the real exit code, also of a task that ended meanwhile; a later step takes a new id; another user cannot resume it', async () => {
+    const dir = adaDir('controller-restart');
+    const id = await sbatch(ada, `#!/bin/sh
+#SBATCH -N 1 -n 2 -t 2 -o ${dir}/job.out
+(srun -n 1 sh -c 'echo a1; touch ${dir}/a; while [ ! -e ${dir}/down ]; do sleep 0.1; done; sleep 1; echo a2; exit 3' > ${dir}/a.out; echo "srun rc=$?" >> ${dir}/a.out) &
+(for i in 1 2 3 4 5 6; do echo in$i; sleep 1; done) | srun -n 1 sh -c 'echo b1; touch ${dir}/b; for i in 2 3 4 5 6 7 8; do sleep 1; echo b$i; done; echo "stdin: $(cat | tr "\\n" " ")"' > ${dir}/b.out; echo "srun rc=$?" >> ${dir}/b.out
+wait
+srun -n 1 sh -c 'echo "later step $SLURM_STEP_ID"'
+`);
+    await waitFor('both tasks to start', () => existsSync(join(dir, 'a')) && existsSync(join(dir, 'b')));
+    const port = new URL(url).port;
+    const config = join(work, 'cluster.toml');
+    await killHard(controller.child);
+    // Task a ends while the controller is down (its supervisor keeps its output and end); task b prints on.
+    writeFileSync(join(dir, 'down'), '');
+    await sleep(2500);
+    controller = await startDaemon(taras, started, ['controller', '--config', config, '--port', port], /listening on (http:\/\/127\.0\.0\.1:\d+)/, work);
+    assert.equal(controller.match[1], url);
+    // Another user cannot take ada's step up (whether or not her srun has yet), nor can ada with a made-up layout.
+    const bobs = await tryUpgrade(bob.name, `/jobs/${id}/steps/1/resume/node01`);
+    assert.equal(bobs.status, 403, bobs.error);
+    assert.equal(bobs.error, `job ${id} belongs to ${ada.name}: only its owner may run steps in it`);
+    const elsewhere = await tryUpgrade(ada.name, `/jobs/${id}/steps/1/resume/node01,node02`);
+    assert.equal(elsewhere.status, 400, elsewhere.error);
+    assert.match(elsewhere.error, new RegExp(`^job ${id} has no node 'node02'`));
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED'].includes(await state(id)), 40_000);
+    const why = `job.out:\n${readFileSync(join(dir, 'job.out'), 'utf8')}\ncontroller:\n${controller.log().slice(-2000)}`;
+    assert.equal(readFileSync(join(dir, 'a.out'), 'utf8'), 'a1\na2\nsrun rc=3\n', why);
+    assert.equal(readFileSync(join(dir, 'b.out'), 'utf8'), 'b1\nb2\nb3\nb4\nb5\nb6\nb7\nb8\nstdin: in1 in2 in3 in4 in5 in6 \nsrun rc=0\n', why);
+    assert.equal(await state(id), 'COMPLETED', why);
+    assert.match(readFileSync(join(dir, 'job.out'), 'utf8'), /srun: lost the connection to the controller during step \d+\.[01]; reconnecting for up to 30 s\n/);
+    assert.match(readFileSync(join(dir, 'job.out'), 'utf8'), /later step 2\n$/, why);
+    assert.match(controller.log(), new RegExp(`job ${id}: step 0 \\(1 task\\(s\\) on node01\\) resumed by ${ada.name}`));
+    assert.match(controller.log(), new RegExp(`job ${id}: step 1 \\(1 task\\(s\\) on node01\\) resumed by ${ada.name}`));
+    // A step that is not on the agents cannot be resumed (nothing is started for it).
+    const idle = await sbatch(ada, '#!/bin/sh\nsleep 120\n', '-t', '5');
+    await waitFor(`job ${idle} to run`, async () => (await state(idle)) === 'RUNNING');
+    const nothing = await tryUpgrade(ada.name, `/jobs/${idle}/steps/0/resume/${(JSON.parse((await runAs(ada, [taras, 'show', String(idle), '--json', '--controller', url])).stdout) as { nodes: string[] }).nodes[0]}`);
+    assert.equal(nothing.status, 404, nothing.error);
+    await runAs(ada, [taras, 'cancel', String(idle), '--controller', url]);
   });
 
   it('a step\'s tasks end with their job (scancel), also a task that ignores SIGTERM, and when their srun is killed', async () => {

@@ -37,7 +37,7 @@ export interface StepTaskOrder {
  * A task with no client (its controller's stream) is killed after this long, and one that ended with none keeps
  * its output and end this long for the next. Longer than the controller's reattach window (STEP_REATTACH_MS in
  * src/controller/steps.ts, 30 s): an agent restart closes the stream, and the controller opens it again through the
- * restarted agent. srun going away kills the task at once (`POST /steps/kill`); a controller gone for good leaves
+ * restarted agent; a controller restart closes it too, and srun's resume of the step opens it again. srun going away kills the task at once (`POST /steps/kill`); a controller gone for good leaves
  * it running this long.
  */
 const STEP_GRACE_SECONDS = 40;

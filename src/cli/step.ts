@@ -5,7 +5,9 @@
 // SIGTERM go to every task (srun's defaults). Failed tasks are named on stderr as srun
 // names them (`srun: error: n1: task 1: Exited with exit code 3`), and the
 // exit code is the highest of the tasks' (128 + N for a task killed by
-// signal N).
+// signal N). A connection that drops before the step's end (the controller
+// restarted) is resumed: the same step, asked for every 0.5 s for up to 30 s,
+// stdin kept meanwhile (1 MiB).
 
 import type { Command } from 'commander';
 import type { WebSocket } from 'ws';
@@ -87,6 +89,12 @@ interface TaskEnd {
 /** Slurm's words for a task killed by a signal. */
 const SIGNAL_WORDS: Readonly<Record<string, string>> = { SIGKILL: 'Killed', SIGTERM: 'Terminated', SIGSEGV: 'Segmentation fault', SIGABRT: 'Aborted', SIGINT: 'Interrupt', SIGBUS: 'Bus error' };
 
+/** srun's connection dropped before its step's end (the controller restarted): it resumes the step, asking this often for this long. */
+const RESUME_EVERY_MS = 500;
+const RESUME_WITHIN_MS = 30_000;
+/** Input and signals kept while it does; stdin is read no further past this (the rest waits in its pipe). */
+const HELD_INPUT_BYTES = 1024 * 1024;
+
 /** Runs the step; returns srun's exit code. */
 export async function runStep(job: number, command: readonly string[], flags: Flags, cmd: Command): Promise<number> {
   const body = await stepBody(command, flags, cmd);
@@ -106,10 +114,14 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
   } finally {
     api.close();
   }
+  const path = `/jobs/${job}/steps/${created.stepId}`;
+  const open = async (suffix: string, timeoutMs = 15_000): Promise<WebSocket> => {
+    const { target, credentials } = await connection(controller);
+    return openWebSocket(target, `${path}/${suffix}`, { credentials, timeoutMs });
+  };
   let socket: WebSocket;
   try {
-    const { target, credentials } = await connection(controller);
-    socket = await openWebSocket(target, `/jobs/${job}/steps/${created.stepId}/attach`, { credentials, timeoutMs: 15_000 });
+    socket = await open('attach');
   } catch (error) {
     return explain(error);
   }
@@ -137,16 +149,31 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
     }
     partial.clear();
   };
+  /** Input and signals while the controller is away (it restarted): sent once the step is resumed (bounded; stdin waits past it). */
+  const held: string[] = [];
+  let heldBytes = 0;
+  let connected = false;
+  const stdin = process.stdin;
   const send = (frame: object): void => {
-    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
+    const text = JSON.stringify(frame);
+    if (connected && socket.readyState === socket.OPEN) {
+      socket.send(text);
+      return;
+    }
+    held.push(text);
+    heldBytes += text.length;
+    if (heldBytes >= HELD_INPUT_BYTES) stdin.pause(); // the rest waits in the pipe until the step is resumed
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const) process.on(signal, () => send({ t: 'signal', sig: signal }));
-  const stdin = process.stdin;
   stdin.on('data', (data: Buffer) => send({ t: 'in', d: data.toString('base64') }));
   stdin.on('end', () => send({ t: 'eof' }));
   stdin.on('error', () => send({ t: 'eof' }));
   let ends: TaskEnd[] | null = null;
-  await new Promise<void>((resolveEnd) => {
+  let stdinEnded = false;
+  stdin.once('end', () => (stdinEnded = true));
+  /** Relays the step over `socket` until it closes; true once the step has said hello (it is live at the controller). */
+  const relay = (): Promise<boolean> => new Promise<boolean>((resolveEnd) => {
+    let greeted = false;
     socket.on('message', (data) => {
       let frame: { t?: string; d?: string; text?: string; task?: number; tasks?: TaskEnd[] };
       try {
@@ -155,19 +182,65 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
         return;
       }
       if ((frame.t === 'out' || frame.t === 'err') && frame.d !== undefined) write(frame.t, frame.task ?? 0, Buffer.from(frame.d, 'base64'));
-      else if (frame.t === 'hello') stdin.resume();
-      else if (frame.t === 'note' && frame.text !== undefined) process.stderr.write(`srun: ${frame.text}\n`);
+      else if (frame.t === 'hello') {
+        greeted = true;
+        connected = true;
+        for (const text of held.splice(0)) socket.send(text);
+        heldBytes = 0;
+        if (!stdinEnded) stdin.resume();
+      } else if (frame.t === 'note' && frame.text !== undefined) process.stderr.write(`srun: ${frame.text}\n`);
       else if (frame.t === 'exit') ends = frame.tasks ?? [];
     });
-    socket.on('close', () => resolveEnd());
-    socket.on('error', () => resolveEnd());
+    const closed = (): void => {
+      connected = false;
+      resolveEnd(greeted);
+    };
+    socket.on('close', closed);
+    socket.on('error', closed);
     socket.resume(); // opened paused, so that no frame is missed
   });
+  const layout = created.tasks.map((task) => task.node).join(',');
+  let lost: string | null = null;
+  for (;;) {
+    const greeted = await relay();
+    if (ends !== null) break;
+    if (!greeted) {
+      lost = 'the controller closed the connection before the step started';
+      break;
+    }
+    // The connection dropped before the step's end (the controller restarted): the tasks run on at their agents; take
+    // the same step up again for a while, the user's input kept meanwhile.
+    process.stderr.write(`srun: lost the connection to the controller during step ${job}.${created.stepId}; reconnecting for up to ${RESUME_WITHIN_MS / 1000} s\n`);
+    const deadline = Date.now() + RESUME_WITHIN_MS;
+    let resumed: WebSocket | null = null;
+    let last = 'the controller did not answer';
+    let refused = false;
+    while (Date.now() < deadline) {
+      await new Promise((resolveWait) => setTimeout(resolveWait, RESUME_EVERY_MS));
+      try {
+        resumed = await open(`resume/${encodeURIComponent(layout)}`, Math.max(1000, deadline - Date.now()));
+        break;
+      } catch (error) {
+        last = (error as Error).message;
+        // Refused outright (not yours, no such step, the job ended): asking again changes nothing.
+        if (error instanceof ApiRequestError && error.status !== 503 && error.status < 500) {
+          last = `${error.error}${error.fix ? ` (${error.fix})` : ''}`;
+          refused = true;
+          break;
+        }
+      }
+    }
+    if (resumed === null) {
+      lost = refused ? `the controller refused to resume it: ${last}` : `could not resume it within ${RESUME_WITHIN_MS / 1000} s (${last})`;
+      break;
+    }
+    socket = resumed;
+  }
   stdin.pause();
   flush();
   const finished = ends as TaskEnd[] | null;
   if (finished === null) {
-    process.stderr.write(`srun: error: lost the connection to step ${job}.${created.stepId}: its tasks are killed\n`);
+    process.stderr.write(`srun: error: lost the connection to step ${job}.${created.stepId}: ${lost ?? 'closed before its end'}; its tasks are killed\n`);
     return 1;
   }
   const { constants } = await import('node:os');

@@ -566,7 +566,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   let closing: (() => Promise<void>) | null = null;
   const steps = new JobSteps({
     engine: () => engine, findJob, parseId: (raw) => parseId({ params: { id: raw } } as unknown as RequestContext), link: agents,
-    killGraceSeconds: () => engine.config.killGraceSeconds, log,
+    killGraceSeconds: () => engine.config.killGraceSeconds, log, stepIdsFile: join(config.dataDir, 'step-ids.json'),
   });
   /** The engine's ties to the job steps (again for a new engine: a reconfigure). */
   const tieSteps = (to: ControllerEngine): void => {
@@ -1184,7 +1184,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const server = createApiServer({
     routes: durableRoutes,
     upgrades: [attachRoute({ engine: () => engine, findJob, parseId: (raw) => parseId({ params: { id: raw } } as unknown as RequestContext), openStream: (node, id, run) => agents.openStream(node, id, run),
-      graceSeconds: () => engine.config.interactive.graceSeconds }), steps.attachRoute()],
+      graceSeconds: () => engine.config.interactive.graceSeconds }), steps.attachRoute(), steps.resumeRoute()],
     clusterKey: options.clusterKey ?? undefined,
     requireKeyFor: options.clusterKey ? (route) => route.path.startsWith('/agent/') : undefined,
     authenticator: createAuthenticator({ jwtKey, mungeSocket: config.mungeSocket }),

@@ -13,7 +13,11 @@
 // retries that order until the agent has carried it out). A task's stream
 // that closes before its end (its agent restarted) is opened again once the
 // agent is back (STEP_REATTACH_MS); the task's supervisor ran on meanwhile.
+// A restart of the controller does not end a step either: srun asks to resume
+// it (resumeRoute, authorised as an attach), and its tasks' streams are opened
+// again; step ids are kept on the disk so that none is given twice.
 
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { WebSocket } from 'ws';
 import type { StepBody } from '../api/schema.js';
 import { compressHostlist } from '../config/hostlist.js';
@@ -116,6 +120,8 @@ export interface StepDeps {
   readonly link: StepLink;
   readonly killGraceSeconds: () => number;
   readonly log: (line: string) => void;
+  /** Where the next step id of each running job is kept across restarts of the controller (none: in memory only). */
+  readonly stepIdsFile?: string;
 }
 
 /** A task's end as srun reports it. */
@@ -144,6 +150,8 @@ interface Step {
   /** Whether its limit changed after its tasks' orders were made: resendLimits sends it again. */
   limitChanged: boolean;
   attached: boolean;
+  /** Taken up again after a restart of the controller (resumeRoute): its tasks run already, and its start is not known here. */
+  readonly resumed?: boolean;
   /** Set once srun is attached: ends the step (kills its tasks) with a note to srun. */
   stop?: (note: string) => void;
 }
@@ -174,6 +182,14 @@ export class JobSteps {
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly deps: StepDeps) {
+    if (deps.stepIdsFile !== undefined && existsSync(deps.stepIdsFile)) {
+      try {
+        const kept = JSON.parse(readFileSync(deps.stepIdsFile, 'utf8')) as Record<string, unknown>;
+        for (const [job, next] of Object.entries(kept)) if (Number.isSafeInteger(next) && (next as number) > 0) this.nextStep.set(Number(job) as JobId, next as number);
+      } catch (error) {
+        deps.log(`could not read the step ids of ${deps.stepIdsFile} (${(error as Error).message}): new steps may be refused by agents holding a step of the same id`);
+      }
+    }
     this.sweeper = setInterval(() => this.sweep(), 1000);
     this.sweeper.unref();
   }
@@ -183,13 +199,19 @@ export class JobSteps {
     for (const step of this.steps.values()) step.stop?.('the controller is stopping');
   }
 
-  /** POST /jobs/:id/steps: checks and lays out the step; nothing runs until srun attaches. */
-  create(caller: Caller, id: JobId, body: StepBody): { jobId: JobId; stepId: number; nodes: string; tasks: readonly StepTask[] } {
+  /** The job a step of `caller` runs in (creating or resuming it): theirs (or root's to use), and RUNNING. */
+  private runningJobOf(caller: Caller, id: JobId): JobRecord {
     const record = this.deps.findJob(id);
     if (!mayRunSteps(caller, record.user)) throw new RouteError(403, `job ${id} belongs to ${record.user}: only its owner may run steps in it`, 'run srun inside your own jobs');
     if (record.state !== 'RUNNING') {
       throw new RouteError(409, `job ${id} is ${record.state}, not RUNNING: steps run inside a running job`, record.state === 'PENDING' ? `wait for its start (taras when ${id})` : 'submit a new job');
     }
+    return record;
+  }
+
+  /** POST /jobs/:id/steps: checks and lays out the step; nothing runs until srun attaches. */
+  create(caller: Caller, id: JobId, body: StepBody): { jobId: JobId; stepId: number; nodes: string; tasks: readonly StepTask[] } {
+    const record = this.runningJobOf(caller, id);
     // A step's environment is held until srun attaches (30 s), once per task: its size is bounded as a program's is.
     const environmentSize = Object.entries(body.env ?? {}).reduce((sum, [name, value]) => sum + name.length + value.length + 2, 0);
     if (environmentSize > MAX_STEP_ENVIRONMENT_CHARS) {
@@ -223,6 +245,7 @@ export class JobSteps {
     }
     const stepId = this.nextStep.get(id) ?? 0;
     this.nextStep.set(id, stepId + 1);
+    this.keepStepIds();
     const memory = body.memoryMiB ?? (allocation.memoryMiBPerNode > 0 ? allocation.memoryMiBPerNode : null);
     const step: Step = {
       jobId: id, run: record.requeueCount, stepId, user: caller.user, layout, createdMs: nowMs, attached: false, ownLimitSeconds: body.timeLimitSeconds, limitSeconds: limit, limitChanged: false,
@@ -235,6 +258,29 @@ export class JobSteps {
     this.steps.set(`${id}.${stepId}`, step);
     this.deps.log(`job ${id}: step ${stepId} (${layout.tasks.length} task(s) on ${compressHostlist(layout.nodes)}) for ${caller.user}: ${body.command.join(' ').slice(0, 200)}`);
     return { jobId: id, stepId, nodes: compressHostlist(layout.nodes), tasks: layout.tasks };
+  }
+
+  /**
+   * The next step id of every running job, on the disk before the step is answered: a restarted controller gives
+   * none of a live step's ids again (its srun resumes it: resumeRoute). Jobs no longer running are left out.
+   */
+  private keepStepIds(): void {
+    const file = this.deps.stepIdsFile;
+    if (file === undefined) return;
+    const kept: Record<string, number> = {};
+    for (const [job, next] of [...this.nextStep]) {
+      let running = false;
+      try {
+        running = this.deps.findJob(job).state === 'RUNNING';
+      } catch {
+        running = false;
+      }
+      if (running) kept[String(job)] = next;
+      else this.nextStep.delete(job);
+    }
+    const temporary = `${file}.tmp`;
+    writeFileSync(temporary, JSON.stringify(kept), { mode: 0o600 });
+    renameSync(temporary, file);
   }
 
   /**
@@ -253,7 +299,8 @@ export class JobSteps {
     }
     const { endsAtMs } = this.deps.engine().allocationOf(record);
     for (const step of this.steps.values()) {
-      if (step.jobId !== id || step.run !== record.requeueCount) continue;
+      // A resumed step's start is not known here (a limit from now would be wrong): its tasks keep theirs, within the job's.
+      if (step.jobId !== id || step.run !== record.requeueCount || step.resumed === true) continue;
       const left = endsAtMs === null ? null : Math.max(1, Math.ceil((endsAtMs - step.createdMs) / 1000));
       const limit = stepLimit(step.ownLimitSeconds, left);
       if (limit === step.limitSeconds) continue;
@@ -310,13 +357,18 @@ export class JobSteps {
     }
   }
 
+  /** The verified caller of a step's route (401 without one) and the job it names. */
+  private stepRequest(ctx: RequestContext, doing: string): { caller: Caller; id: JobId } {
+    const caller = ctx.caller;
+    if (caller === null) throw new RouteError(401, `no verified identity: ${doing} a job step needs to know who you are`, HOW_TO_AUTHENTICATE);
+    return { caller, id: this.deps.parseId(ctx.params.id) };
+  }
+
   attachRoute(): UpgradeRoute {
     return {
       method: 'GET', path: '/jobs/:id/steps/:step/attach',
       handler: async (ctx: RequestContext, accept) => {
-        const caller = ctx.caller;
-        if (caller === null) throw new RouteError(401, 'no verified identity: running a job step needs to know who you are', HOW_TO_AUTHENTICATE);
-        const id = this.deps.parseId(ctx.params.id);
+        const { caller, id } = this.stepRequest(ctx, 'running');
         const key = `${id}.${Number(ctx.params.step)}`;
         const step = this.steps.get(key);
         // Another user's step is theirs, whether it waits or runs: 403 before anything else is said of it.
@@ -335,9 +387,85 @@ export class JobSteps {
     };
   }
 
+  /**
+   * `GET /jobs/:id/steps/:step/resume/:nodes` (a WebSocket): srun, whose connection dropped before its step's end (the
+   * controller restarted), takes the same step up again. `:nodes` is each task's node in rank order, as srun was told at
+   * the step's creation. It is authorised as an attach is: a verified caller, the job's owner or root, the job RUNNING;
+   * the nodes must be the job's, and the step must not be live here. Its tasks run already: each one's stream is
+   * opened at its agent (signed, as every order) before srun is answered, and a task the agent has no session for
+   * (404/409: no such step there) refuses the resume. So a caller reaches only tasks of their own job, which run as
+   * the job's user. An agent not registered again yet is a 503: srun asks again (every 0.5 s, for 30 s).
+   */
+  resumeRoute(): UpgradeRoute {
+    return {
+      method: 'GET', path: '/jobs/:id/steps/:step/resume/:nodes',
+      handler: async (ctx: RequestContext, accept) => {
+        const { caller, id } = this.stepRequest(ctx, 'resuming');
+        const record = this.runningJobOf(caller, id);
+        const stepText = ctx.params.step;
+        if (!/^\d{1,9}$/.test(stepText)) throw new RouteError(400, `'${stepText}' is not a step id`);
+        const stepId = Number(stepText);
+        const key = `${id}.${stepId}`;
+        if (this.steps.has(key)) throw new RouteError(409, `step ${stepId} of job ${id} is live here already: it cannot be resumed`, 'srun resumes only a step whose controller restarted');
+        const nodeNames = decodeURIComponent(ctx.params.nodes).split(',');
+        if (nodeNames.length === 0 || nodeNames.length > MAX_STEP_TASKS_PER_JOB) throw new RouteError(400, `a step has 1 to ${MAX_STEP_TASKS_PER_JOB} tasks, not ${nodeNames.length}`);
+        const stray = nodeNames.find((node) => !record.nodes.includes(node));
+        if (stray !== undefined) throw new RouteError(400, `job ${id} has no node '${stray.slice(0, 64)}': a step's tasks run on its job's nodes`);
+        const nodes = record.nodes.filter((node) => nodeNames.includes(node));
+        const seen = new Map<string, number>();
+        const tasks = nodeNames.map((node, task): StepTask => {
+          const localId = seen.get(node) ?? 0;
+          seen.set(node, localId + 1);
+          return { task, node, nodeId: nodes.indexOf(node), localId };
+        });
+        const run = record.requeueCount;
+        // Every task's stream, open before anything is said to srun: the step must really be on the agents.
+        const upstreams = new Map<number, WebSocket>();
+        const closeAll = (): void => {
+          for (const upstream of upstreams.values()) upstream.terminate();
+        };
+        try {
+          for (const task of tasks) upstreams.set(task.task, await this.deps.link.openTaskStream(task.node, id, run, stepId, task.task));
+        } catch (error) {
+          closeAll();
+          const status = (error as { status?: unknown }).status;
+          if (status === 404 || status === 409) {
+            throw new RouteError(404, `no step ${stepId} of job ${id} runs on its nodes with this layout: nothing to resume (${(error as Error).message})`);
+          }
+          throw new RouteError(503, `the agents of step ${stepId} of job ${id} cannot be reached yet (${(error as Error).message})`, 'ask again in a moment: agents register again within seconds of a controller restart',
+            { 'retry-after': '1' });
+        }
+        if (this.steps.has(key)) {
+          closeAll();
+          throw new RouteError(409, `step ${stepId} of job ${id} was resumed meanwhile`);
+        }
+        const step: Step = {
+          jobId: id, run, stepId, user: record.user, layout: { nodes, tasks, cpusPerTask: 0 }, orders: () => [], createdMs: Date.now(), ownLimitSeconds: undefined,
+          limitSeconds: null, limitChanged: false, attached: true, resumed: true,
+        };
+        this.steps.set(key, step);
+        if ((this.nextStep.get(id) ?? 0) <= stepId) {
+          this.nextStep.set(id, stepId + 1);
+          this.keepStepIds();
+        }
+        let client: WebSocket;
+        try {
+          client = await accept();
+        } catch (error) {
+          this.steps.delete(key);
+          closeAll();
+          throw error;
+        }
+        this.deps.log(`job ${id}: step ${stepId} (${tasks.length} task(s) on ${compressHostlist(nodes)}) resumed by ${caller.user}`);
+        this.run(key, step, client, upstreams);
+      },
+    };
+  }
+
   /** Starts the tasks, merges their streams for srun, and ends the step when every task has ended. */
-  private run(key: string, step: Step, client: WebSocket): void {
-    const orders = step.orders();
+  private run(key: string, step: Step, client: WebSocket, resumed?: ReadonlyMap<number, WebSocket>): void {
+    const orders = resumed === undefined ? step.orders() : [];
+    const tasks = step.layout.tasks;
     const { link } = this.deps;
     const ends = new Map<number, TaskEnd>();
     const upstreams = new Map<number, WebSocket>();
@@ -354,11 +482,10 @@ export class JobSteps {
       if (client.bufferedAmount >= HIGH_WATER_BYTES) for (const upstream of upstreams.values()) upstream.pause();
     };
     const finish = (): void => {
-      if (finished || ends.size < orders.length) return;
+      if (finished || ends.size < tasks.length) return;
       finished = true;
       this.steps.delete(key);
-      const tasks = [...ends.values()].sort((a, b) => a.task - b.task);
-      send({ t: 'exit', tasks });
+      send({ t: 'exit', tasks: [...ends.values()].sort((a, b) => a.task - b.task) });
       client.close();
     };
     const ended = (end: TaskEnd): void => {
@@ -374,8 +501,8 @@ export class JobSteps {
       this.killTasks(step, note);
       // Tasks that never report (their agent is away) end here, a little after the kill was asked.
       setTimeout(() => {
-        for (const order of orders) {
-          if (!ends.has(order.task)) ended({ task: order.task, node: step.layout.tasks[order.task].node, state: 'CANCELLED', exitCode: null, signal: null, reason: note });
+        for (const task of tasks) {
+          if (!ends.has(task.task)) ended({ task: task.task, node: task.node, state: 'CANCELLED', exitCode: null, signal: null, reason: note });
         }
         for (const upstream of upstreams.values()) upstream.terminate();
       }, 5000).unref();
@@ -404,7 +531,7 @@ export class JobSteps {
         // srun's stdin goes to every task (Slurm's default), also to those whose stream opens later.
         for (const upstream of upstreams.values()) if (upstream.readyState === upstream.OPEN) upstream.send(text);
         keepForReattach(text);
-        if (opened < orders.length && earlyBytes + text.length <= HIGH_WATER_BYTES) {
+        if (opened < tasks.length && earlyBytes + text.length <= HIGH_WATER_BYTES) {
           early.push(text);
           earlyBytes += text.length;
         }
@@ -443,8 +570,8 @@ export class JobSteps {
         return;
       }
       for (const text of early) upstream.send(text);
-      if (++opened === orders.length) early.length = 0;
-      wire(order, node, upstream, fail);
+      if (++opened === tasks.length) early.length = 0;
+      wire(order.task, node, upstream, fail);
     };
     /**
      * The task's stream closed before its end: its agent went away (a crash, an upgrade). The task runs on under
@@ -453,17 +580,17 @@ export class JobSteps {
      * kept and, if the task ended meanwhile, its end. Only an agent that does not come back in time, or one that has
      * no session for the task (its supervisor is gone), ends it as FAILED.
      */
-    const reattach = async (order: StepTaskOrder, node: string, fail: (reason: string) => void): Promise<void> => {
+    const reattach = async (task: number, node: string, fail: (reason: string) => void): Promise<void> => {
       const deadline = Date.now() + STEP_REATTACH_MS;
-      pending.set(order.task, { texts: [], bytes: 0 });
-      this.deps.log(`job ${step.jobId} step ${step.stepId}: lost the stream of task ${order.task} on ${node}; reattaching for up to ${STEP_REATTACH_MS / 1000} s`);
+      pending.set(task, { texts: [], bytes: 0 });
+      this.deps.log(`job ${step.jobId} step ${step.stepId}: lost the stream of task ${task} on ${node}; reattaching for up to ${STEP_REATTACH_MS / 1000} s`);
       let last = 'its agent did not come back';
-      while (!finished && !ends.has(order.task) && Date.now() < deadline) {
+      while (!finished && !ends.has(task) && Date.now() < deadline) {
         await new Promise((resolveWait) => setTimeout(resolveWait, REATTACH_EVERY_MS));
-        if (finished || ends.has(order.task)) break;
+        if (finished || ends.has(task)) break;
         let upstream: WebSocket;
         try {
-          upstream = await link.openTaskStream(node, step.jobId, step.run, step.stepId, order.task);
+          upstream = await link.openTaskStream(node, step.jobId, step.run, step.stepId, task);
         } catch (error) {
           last = (error as Error).message;
           const status = (error as { status?: unknown }).status;
@@ -471,21 +598,21 @@ export class JobSteps {
           if (status === 404 || status === 409) break;
           continue;
         }
-        if (finished || ends.has(order.task)) {
+        if (finished || ends.has(task)) {
           upstream.terminate();
           break;
         }
-        for (const text of pending.get(order.task)?.texts ?? []) upstream.send(text);
-        pending.delete(order.task);
-        this.deps.log(`job ${step.jobId} step ${step.stepId}: reattached to task ${order.task} on ${node}`);
-        wire(order, node, upstream, fail);
+        for (const text of pending.get(task)?.texts ?? []) upstream.send(text);
+        pending.delete(task);
+        this.deps.log(`job ${step.jobId} step ${step.stepId}: reattached to task ${task} on ${node}`);
+        wire(task, node, upstream, fail);
         return;
       }
-      pending.delete(order.task);
-      if (!ends.has(order.task)) fail(`lost the connection to the task before its end, and could not reattach within ${STEP_REATTACH_MS / 1000} s (${last})`);
+      pending.delete(task);
+      if (!ends.has(task)) fail(`lost the connection to the task before its end, and could not reattach within ${STEP_REATTACH_MS / 1000} s (${last})`);
     };
-    const wire = (order: StepTaskOrder, node: string, upstream: WebSocket, fail: (reason: string) => void): void => {
-      upstreams.set(order.task, upstream);
+    const wire = (task: number, node: string, upstream: WebSocket, fail: (reason: string) => void): void => {
+      upstreams.set(task, upstream);
       upstream.on('message', (data, isBinary) => {
         if (isBinary) return;
         let frame: { t?: unknown; d?: unknown; text?: unknown; state?: unknown; exitCode?: unknown; signal?: unknown; reason?: unknown };
@@ -494,23 +621,36 @@ export class JobSteps {
         } catch {
           return;
         }
-        if ((frame.t === 'out' || frame.t === 'err') && typeof frame.d === 'string') send({ t: frame.t, task: order.task, d: frame.d });
-        else if (frame.t === 'note' && typeof frame.text === 'string') send({ t: 'note', task: order.task, text: frame.text });
+        if ((frame.t === 'out' || frame.t === 'err') && typeof frame.d === 'string') send({ t: frame.t, task: task, d: frame.d });
+        else if (frame.t === 'note' && typeof frame.text === 'string') send({ t: 'note', task: task, text: frame.text });
         else if (frame.t === 'exit') {
           ended({
-            task: order.task, node, state: typeof frame.state === 'string' ? frame.state : 'FAILED', exitCode: typeof frame.exitCode === 'number' ? frame.exitCode : null,
+            task: task, node, state: typeof frame.state === 'string' ? frame.state : 'FAILED', exitCode: typeof frame.exitCode === 'number' ? frame.exitCode : null,
             signal: typeof frame.signal === 'string' ? frame.signal : null, reason: typeof frame.reason === 'string' ? frame.reason : null,
           });
         }
       });
       upstream.on('close', () => {
-        if (upstreams.get(order.task) === upstream) upstreams.delete(order.task);
-        if (!ends.has(order.task) && !finished) void reattach(order, node, fail);
+        if (upstreams.get(task) === upstream) upstreams.delete(task);
+        if (!ends.has(task) && !finished) void reattach(task, node, fail);
       });
       upstream.on('error', () => undefined);
       if (client.bufferedAmount < HIGH_WATER_BYTES) upstream.resume();
       else upstream.pause();
     };
-    for (const order of orders) void startTask(order);
+    if (resumed === undefined) {
+      for (const order of orders) void startTask(order);
+      return;
+    }
+    // A resumed step (the controller restarted): its tasks run already and their streams are open; each sends what it kept.
+    opened = tasks.length;
+    for (const task of tasks) {
+      const upstream = resumed.get(task.task)!;
+      const fail = (reason: string): void => {
+        send({ t: 'note', task: task.task, text: `task ${task.task} on ${task.node}: ${reason}` });
+        ended({ task: task.task, node: task.node, state: 'FAILED', exitCode: null, signal: null, reason });
+      };
+      wire(task.task, task.node, upstream, fail);
+    }
   }
 }
