@@ -407,7 +407,7 @@ export class JobSteps {
         const stepId = Number(stepText);
         const key = `${id}.${stepId}`;
         if (this.steps.has(key)) throw new RouteError(409, `step ${stepId} of job ${id} is live here already: it cannot be resumed`, 'srun resumes only a step whose controller restarted');
-        const nodeNames = decodeURIComponent(ctx.params.nodes).split(',');
+        const nodeNames = ctx.params.nodes.split(','); // decoded by the router already
         if (nodeNames.length === 0 || nodeNames.length > MAX_STEP_TASKS_PER_JOB) throw new RouteError(400, `a step has 1 to ${MAX_STEP_TASKS_PER_JOB} tasks, not ${nodeNames.length}`);
         const stray = nodeNames.find((node) => !record.nodes.includes(node));
         if (stray !== undefined) throw new RouteError(400, `job ${id} has no node '${stray.slice(0, 64)}': a step's tasks run on its job's nodes`);
