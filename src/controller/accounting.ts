@@ -76,7 +76,7 @@ function windowOf(ctx: RequestContext, nowMs: number): { fromMs: number; toMs: n
 
 export const apiAcctJob = (row: AccountingRow): ApiAcctJob => row as ApiAcctJob;
 
-/** The report of the window [startMs, endMs] from each user's sums (Store.usageTotals): the same as usageReport's. */
+/** The report of the window [startMs, endMs] (`taras report`) from each user's sums (Store.usageTotals), most CPU-hours first. */
 export function usageReportOf(totals: readonly UsageTotals[], startMs: number, endMs: number, totalCpus: number): ApiUsageReport {
   const cpuSecondsAvailable = (totalCpus * Math.max(0, endMs - startMs)) / 1000;
   const users = totals.map((u): ApiUserUsage => ({

@@ -268,14 +268,10 @@ export class JobSteps {
     const file = this.deps.stepIdsFile;
     if (file === undefined) return;
     const kept: Record<string, number> = {};
+    // Running jobs are the engine's active ones: no read of the store for those that ended.
+    const active = this.deps.engine().active;
     for (const [job, next] of [...this.nextStep]) {
-      let running = false;
-      try {
-        running = this.deps.findJob(job).state === 'RUNNING';
-      } catch {
-        running = false;
-      }
-      if (running) kept[String(job)] = next;
+      if (active.get(job)?.state === 'RUNNING') kept[String(job)] = next;
       else this.nextStep.delete(job);
     }
     const temporary = `${file}.tmp`;

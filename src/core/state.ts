@@ -156,28 +156,40 @@ export class SchedulerState {
    * stays in front (searching from the back; none: at the front).
    */
   private insert(job: JobRequest, reservation: Seconds, goesAhead: (ahead: JobRequest) => boolean, inOrder = false): QueueEntry {
-    const entry: QueueEntry = { job, seq: this.arrivals++, reservation, plannedNodes: NO_NODES, previous: NaN,
-      gainFrom: Infinity, gainTo: -Infinity, freedFrom: Infinity, freedTo: -Infinity };
+    const entry = this.newEntry(job, reservation);
     if (this.queuedById.has(job.id) || this.runningById.has(job.id)) throw new Error(`job ${job.id} is already known`);
     const queue = this.queue;
     let at = queue.length;
-    if (inOrder && this.inKeyOrder()) {
-      // In key order, the entries that go ahead are a prefix: its end by bisection, the place the walk from
-      // the back finds (a released job among 50,000 younger ones: 16 looks, not 50,000).
-      let lo = 0;
-      while (lo < at) {
-        const mid = (lo + at) >>> 1;
-        if (goesAhead(queue[mid].job)) lo = mid + 1;
-        else at = mid;
-      }
-    } else {
-      while (at > 0 && !goesAhead(queue[at - 1].job)) at--;
-    }
+    // In key order (and `goesAhead` is keyBefore), the place the walk from the back finds is found by bisection.
+    if (inOrder && this.inKeyOrder()) at = this.keyPlace(job);
+    else while (at > 0 && !goesAhead(queue[at - 1].job)) at--;
     if (this.ordered === true && ((at > 0 && !keyBefore(queue[at - 1].job, job)) || (at < queue.length && !keyBefore(job, queue[at].job)))) this.ordered = false;
     if (at === queue.length) queue.push(entry);
     else queue.splice(at, 0, entry);
     this.queuedById.set(job.id, entry);
     return entry;
+  }
+
+  private newEntry(job: JobRequest, reservation: Seconds): QueueEntry {
+    return { job, seq: this.arrivals++, reservation, plannedNodes: NO_NODES, previous: NaN,
+      gainFrom: Infinity, gainTo: -Infinity, freedFrom: Infinity, freedTo: -Infinity };
+  }
+
+  /**
+   * In a queue in key order, the first place whose entry does not go ahead of `job` (bisection): where it goes,
+   * or where it is. The entries that go ahead are a prefix: a released job among 50,000 younger ones takes 16
+   * looks, not 50,000.
+   */
+  private keyPlace(job: JobRequest): number {
+    const queue = this.queue;
+    let lo = 0;
+    let hi = queue.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (keyBefore(queue[mid].job, job)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   /** Whether the queue is in key order (keyBefore), found by one walk after a policy set it. */
@@ -226,17 +238,10 @@ export class SchedulerState {
     const was = old.job;
     if ((was.priority ?? 0) === (job.priority ?? 0) && was.submitTime === job.submitTime && this.inKeyOrder()) {
       const queue = this.queue;
-      let lo = 0;
-      let hi = queue.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if (keyBefore(queue[mid].job, was)) lo = mid + 1;
-        else hi = mid;
-      }
-      if (queue[lo] === old) {
-        const entry: QueueEntry = { job, seq: this.arrivals++, reservation: NaN, plannedNodes: NO_NODES, previous: NaN,
-          gainFrom: Infinity, gainTo: -Infinity, freedFrom: Infinity, freedTo: -Infinity };
-        queue[lo] = entry;
+      const at = this.keyPlace(was);
+      if (queue[at] === old) {
+        const entry = this.newEntry(job, NaN);
+        queue[at] = entry;
         this.queuedById.set(job.id, entry);
         return { old, entry };
       }

@@ -482,7 +482,7 @@ export class Store {
   /**
    * Each user's use of the window [fromMs, toMs] (`taras report`), from the jobs `accounting` lists for it, summed
    * by SQLite: no row reaches JavaScript, so a window of 100,000 jobs does not hold the controller for their
-   * rows. Jobs still running count to `nowMs`. Only `user`'s when given. The same sums as usageReport's.
+   * rows. Jobs still running count to `nowMs`. Only `user`'s when given.
    */
   usageTotals(fromMs: EpochMs, toMs: EpochMs, nowMs: EpochMs, user?: string): UsageTotals[] {
     const statement = this.prepared(`SELECT user_name AS user, count(*) AS jobs,
