@@ -16,6 +16,7 @@ import { jobId, type JobId } from '../src/core/types.js';
 import { replay, TransitionError, type JobRecord, type NewJob, type TransitionEvent } from '../src/store/events.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION } from '../src/store/schema.js';
 import { openStore, StoreError, type Store } from '../src/store/store.js';
+import { recordToRow } from '../src/store/rows.js';
 
 const CHILD_ENV = 'TARAS_STORE_CRASH_CHILD';
 const T0 = 1_767_225_600_000; // 2026-01-01T00:00:00Z, in ms
@@ -29,6 +30,11 @@ function newJob(name: string, user = 'ada'): NewJob {
     script: `#!/bin/sh\n#TARAS --nodes=2\nsrun ./${name}\n`,
     request: { nodes: 2, cpusPerTask: 4, memoryMiB: 2048, timeLimitMinutes: 30, output: 'out-%j.txt', features: ['ib'] },
   };
+}
+
+/** A jobs row as SQLite holds it, every column. */
+function rawRow(store: Store, id: JobId): Record<string, unknown> {
+  return (store as unknown as { db: { prepare(sql: string): { get(id: number): Record<string, unknown> } } }).db.prepare('SELECT * FROM jobs WHERE id = ?').get(id);
 }
 
 /** The row the store keeps must be exactly what its log replays to. */
@@ -339,17 +345,22 @@ if (process.env[CHILD_ENV] !== undefined) {
       ],
     };
 
-    for (const [life, steps] of Object.entries(lives)) {
-      it(`a job's row equals the replay of its log after every event: ${life}`, () => {
+    // `known`: each append is given the record the last one returned, as the controller gives its active
+    // jobs' records (only the changed columns are written either way: the raw row is checked too).
+    for (const [life, steps] of Object.entries(lives)) for (const known of [false, true]) {
+      it(`a job's row equals the replay of its log after every event: ${life}${known ? ', the caller knowing the record' : ''}`, () => {
         const store = openStore(freshPath());
         const id = store.submit(newJob('life'), T0);
         const first = assertRowIsReplay(store, id);
         assert.equal(first.state, 'PENDING');
         assert.equal(first.submitTimeMs, T0);
+        let last = first;
         for (const [index, [event, expected]] of steps.entries()) {
           const at = T0 + 1000 * (index + 1);
-          const returned = store.append(id, event, at);
+          const returned = store.append(id, event, at, known ? last : undefined);
+          last = returned;
           const row = assertRowIsReplay(store, id);
+          assert.deepEqual(rawRow(store, id), { ...recordToRow(replay(store.events(id))), purged_ms: null }, `after '${event.type}': every column as the replay makes it`);
           assert.deepEqual(returned, row, 'append returns the committed record');
           assert.deepEqual({ ...row, ...expected }, row, `after '${event.type}'`);
           assert.equal(row.lastSeq, index + 2);
@@ -392,6 +403,24 @@ if (process.env[CHILD_ENV] !== undefined) {
         assert.equal(store.jobs({ states: Array.from({ length }, () => 'PENDING' as const) }).length, 3);
       }
       assert.ok(kept() <= 4, `${kept()} statements kept`);
+      store.close();
+    });
+
+    it("a caller's record is used only while the job's row is still at its sequence number", () => {
+      const store = openStore(freshPath());
+      const [id, other] = store.submitMany([newJob('kept'), newJob('other')], T0);
+      const before = store.job(id)!;
+      store.append(id, { type: 'held', reason: 'user hold' }, T0 + 1);
+      // The caller's copy is behind the log (changed since it was read): the row is read, so the release fits.
+      const released = store.append(id, { type: 'released' }, T0 + 2, before);
+      assert.deepEqual([released.held, released.lastSeq], [false, 3]);
+      assertRowIsReplay(store, id);
+      // Another job's record under this id is not taken for it.
+      const held = store.append(id, { type: 'held' }, T0 + 3, store.job(other)!);
+      assert.deepEqual([held.id, held.held, held.lastSeq, held.name], [id, true, 4, 'kept']);
+      // Up to date: used as it is (its fields, not the row's, make the next record).
+      const marked = { ...held, name: 'as the caller holds it' };
+      assert.equal(store.append(id, { type: 'released' }, T0 + 4, marked).name, 'as the caller holds it');
       store.close();
     });
 

@@ -2028,7 +2028,7 @@ export class ControllerEngine {
     });
     const asked = outcomes.filter((outcome): outcome is CheckedUpdate => 'event' in outcome);
     if (asked.length === 0) return outcomes as (JobRecord | SubmitRefused)[];
-    const stored = new Map(this.store.appendMany(asked.map(({ id, event }) => ({ jobId: id, event })), this.clockMs()).map((record) => [record.id, record]));
+    const stored = new Map(this.store.appendMany(asked.map(({ id, event }) => ({ jobId: id, event })), this.clockMs(), (id) => this.active.get(id)).map((record) => [record.id, record]));
     let reorder = false;
     for (const { id, delta, readmitted } of asked) {
       const record = stored.get(id)!;
@@ -2152,7 +2152,7 @@ export class ControllerEngine {
     const by = admin && first.user !== user ? 'admin' : 'user';
     const stored = this.store.appendMany(live.map((record) => ({
       jobId: record.id, event: { type: 'updated', changes: { array: { ...(record.request.array as JsonObject), text } }, by } as const,
-    })), this.clockMs());
+    })), this.clockMs(), (id) => this.active.get(id));
     for (const record of stored) this.active.set(record.id, record);
     // Out of the core and the old slots, then in again in task order, as at a restart.
     const pending = stored.filter((record) => record.state === 'PENDING');
@@ -2530,7 +2530,9 @@ export class ControllerEngine {
 
   /** Stores an event of a job and notes it in the in-memory marks of its run. */
   private append(id: JobId, event: TransitionEvent, timeMs: number): JobRecord {
-    const record = this.store.append(id, event, timeMs);
+    // The store takes the active record rather than read the job's whole request, except for a start: its
+    // record goes to the agent with the submit environment, which active records leave out (ActiveJobs).
+    const record = this.store.append(id, event, timeMs, event.type === 'started' ? undefined : this.active.get(id));
     this.marks.note(id, event, timeMs);
     if (event.type !== 'suspended' && event.type !== 'signalled' && event.type !== 'checkpointed' && event.type !== 'deadline') this.extendedWhileSuspended.delete(id);
     return record;

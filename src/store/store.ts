@@ -15,7 +15,7 @@ import {
   applyEvent, replay, submittedEvent,
   type EpochMs, type JobRecord, type JobState, type JsonValue, type NewJob, type StoredJobEvent, type TransitionEvent,
 } from './events.js';
-import { ACCOUNTING_COLUMNS, ACCOUNTING_FIELDS, accountingRow, eventPayload, JOB_COLUMNS, recordToRow, rowToEvent, rowToRecord, SELECT_JOBS, type AccountingRow, type EventRow, type JoinedJobRow } from './rows.js';
+import { ACCOUNTING_COLUMNS, ACCOUNTING_FIELDS, accountingRow, eventPayload, JOB_COLUMNS, recordToRow, rowToEvent, rowToRecord, SELECT_JOBS, type AccountingRow, type EventRow, type JobRow, type JoinedJobRow } from './rows.js';
 import { migrate, MIGRATIONS, SCHEMA_VERSION, schemaVersionOf } from './schema.js';
 
 /** A problem with the database file itself; the message names the file and the fix. */
@@ -117,7 +117,8 @@ export interface JobTransition {
 }
 
 const INSERT_JOB = `INSERT INTO jobs (${JOB_COLUMNS.join(', ')}) VALUES (${JOB_COLUMNS.map((c) => `@${c}`).join(', ')})`;
-const UPDATE_JOB = `UPDATE jobs SET ${JOB_COLUMNS.filter((c) => c !== 'id').map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`;
+/** The columns an append may change (updateRow): all but the id. last_seq changes with every event. */
+const UPDATED_COLUMNS = JOB_COLUMNS.filter((column) => column !== 'id');
 const INSERT_EVENT = 'INSERT INTO job_events (job_id, seq, time_ms, type, payload) VALUES (?, ?, ?, ?, ?)';
 
 /** Recomputes every jobs row from job_events; runs inside the caller's transaction. */
@@ -225,9 +226,11 @@ const MAX_FILTER_STATEMENTS = 256;
 
 export class Store {
   private readonly insertJob: Statement;
-  private readonly updateJob: Statement;
+  /** UPDATE statements by the columns they set (updateRow). */
+  private readonly rowUpdates = new Map<string, Statement>();
   private readonly insertEvent: Statement;
   private readonly selectJob: Statement;
+  private readonly selectLastSeq: Statement;
   private readonly selectEvents: Statement;
   private readonly selectPending: Statement;
   private readonly selectRunning: Statement;
@@ -263,9 +266,9 @@ export class Store {
     private readonly syncInPlaceBelowMs = SYNC_IN_PLACE_BELOW_MS,
   ) {
     this.insertJob = db.prepare(INSERT_JOB);
-    this.updateJob = db.prepare(UPDATE_JOB);
     this.insertEvent = db.prepare(INSERT_EVENT);
     this.selectJob = db.prepare(`${SELECT_JOBS} WHERE jobs.id = ?`);
+    this.selectLastSeq = db.prepare('SELECT last_seq FROM jobs WHERE id = ?').pluck();
     this.selectEvents = db.prepare('SELECT job_id, seq, time_ms, type, payload FROM job_events WHERE job_id = ? ORDER BY seq');
     this.selectPending = db.prepare(`${SELECT_JOBS} WHERE jobs.state = 'PENDING' ORDER BY jobs.submit_time_ms, jobs.id`);
     this.selectRunning = db.prepare(`${SELECT_JOBS} WHERE jobs.state IN ('RUNNING', 'COMPLETING', 'SUSPENDED') ORDER BY jobs.start_time_ms, jobs.id`);
@@ -354,34 +357,67 @@ export class Store {
    * Appends events to existing jobs in one transaction and returns each job's
    * record after its event. An event that does not fit its job's state throws
    * a TransitionError and nothing of the batch is stored.
+   *
+   * `known`: the caller's copy of a job's record, as this store returned it
+   * last (the controller's active jobs). It is used when the job's row is
+   * still at that record's sequence number, which costs one read of an
+   * integer instead of the row with its request (the submitted JSON, the
+   * environment included: most of an append's time). Else the row is read.
+   * The records returned are made from it, so they hold what it holds (the
+   * controller's leave the submit environment out: it does not pass them
+   * for a start). The row's columns do not depend on what it leaves out.
    */
-  appendMany(transitions: readonly JobTransition[], atMs: EpochMs): JobRecord[] {
+  appendMany(transitions: readonly JobTransition[], atMs: EpochMs, known?: (id: JobId) => JobRecord | undefined): JobRecord[] {
     checkTime(this.path, atMs);
     // Every check (the job exists, the event fits its state) before the first write: a refusal leaves nothing
     // to take back, so inside a batch the writes need no savepoint of their own (checkedWrite).
     const check = () => {
       const latest = new Map<JobId, JobRecord>();
       return transitions.map(({ jobId, event }) => {
-        const current = latest.get(jobId) ?? this.job(jobId);
+        const current = latest.get(jobId) ?? this.current(jobId, known?.(jobId));
         if (current === undefined) throw new StoreError(this.path, `job ${jobId} does not exist`);
         const next = applyEvent(current, { jobId, seq: current.lastSeq + 1, timeMs: atMs, event });
         latest.set(jobId, next);
-        return next;
+        return { current, next };
       });
     };
-    return this.checkedWrite(check, (records) => {
-      records.forEach((next, at) => {
-        const { jobId, event } = transitions[at];
-        this.insertEvent.run(jobId, next.lastSeq, atMs, event.type, eventPayload(event));
-        this.updateJob.run(recordToRow(next));
-        if (this.committedListeners.length > 0) this.committed.push([{ jobId, seq: next.lastSeq, timeMs: atMs, event }, next]);
-      });
-      return records;
-    });
+    return this.checkedWrite(check, (changes) => changes.map(({ current, next }, at) => {
+      const { jobId, event } = transitions[at];
+      this.insertEvent.run(jobId, next.lastSeq, atMs, event.type, eventPayload(event));
+      this.updateRow(recordToRow(current), recordToRow(next));
+      if (this.committedListeners.length > 0) this.committed.push([{ jobId, seq: next.lastSeq, timeMs: atMs, event }, next]);
+      return next;
+    }));
   }
 
-  append(jobId: JobId, event: TransitionEvent, atMs: EpochMs): JobRecord {
-    return this.appendMany([{ jobId, event }], atMs)[0];
+  /**
+   * Writes the columns of a jobs row that differ between `before` (the row as
+   * stored) and `after`. A row's every column takes part in some index, and
+   * SQLite rewrites the entries of each index whose columns an UPDATE sets,
+   * changed or not: setting only the changed ones halves an append's write.
+   */
+  private updateRow(before: JobRow, after: JobRow): void {
+    const changed: (typeof UPDATED_COLUMNS)[number][] = [];
+    for (const column of UPDATED_COLUMNS) if (before[column] !== after[column]) changed.push(column);
+    const key = changed.join(',');
+    let statement = this.rowUpdates.get(key);
+    if (statement === undefined) {
+      // Each kind of event changes a few columns, the same each time: few statements (bounded all the same).
+      if (this.rowUpdates.size >= MAX_FILTER_STATEMENTS) this.rowUpdates.clear();
+      statement = this.db.prepare(`UPDATE jobs SET ${changed.map((column) => `${column} = ?`).join(', ')} WHERE id = ?`);
+      this.rowUpdates.set(key, statement);
+    }
+    statement.run(...changed.map((column) => after[column]), after.id);
+  }
+
+  append(jobId: JobId, event: TransitionEvent, atMs: EpochMs, known?: JobRecord): JobRecord {
+    return this.appendMany([{ jobId, event }], atMs, known === undefined ? undefined : () => known)[0];
+  }
+
+  /** A job's record: `known` if its row is still at that record's sequence number, else read. */
+  private current(id: JobId, known: JobRecord | undefined): JobRecord | undefined {
+    if (known !== undefined && known.id === id && this.selectLastSeq.get(id) === known.lastSeq) return known;
+    return this.job(id);
   }
 
   /** The id the next job will get (AUTOINCREMENT's sequence + 1): what sbatch --test-only names. */
