@@ -413,6 +413,30 @@ describe('SchedulerState: jobs that leave the queue without starting', () => {
     assert.deepEqual(ids(other), [1, 5, 3, 4], 'behind 3, the last that goes ahead of 4 (bisection would put it behind 1)');
   });
 
+  it('jobs put back in a queue in key order wait for its next read and go in together, even under an order a policy sets meanwhile', () => {
+    const state = new SchedulerState(4);
+    for (const id of [2, 4, 6, 8]) state.enqueue(job(id));
+    const built = [...state.queue].reverse(); // a policy's order, built from a read
+    assert.ok(state.isLast(state.reinsert(job(10))), 'goes behind every queued job and every other put back');
+    assert.ok(!state.isLast(state.reinsert(job(9))), 'behind every queued job, but not behind 10, put back before it');
+    state.removeQueued(10 as JobId);
+    assert.ok(!state.isLast(state.reinsert(job(5))));
+    state.reinsert(job(7));
+    state.removeQueued(7 as JobId); // put back and gone again before any read
+    assert.ok(!state.isLast(state.reinsert(job(1))));
+    assert.deepEqual(ids(state), [1, 2, 4, 5, 6, 8, 9]);
+    // Put back after the policy read the queue, before it set its order: walked in from the back of that order.
+    state.removeQueued(1 as JobId);
+    state.removeQueued(5 as JobId);
+    state.removeQueued(9 as JobId);
+    const order = [...state.queue].reverse();
+    state.reinsert(job(5));
+    state.reinsert(job(3));
+    state.queue = order;
+    assert.deepEqual(ids(state), [8, 6, 4, 2, 3, 5], 'behind 2, the last of the order that goes ahead of 3 and of 5');
+    assert.deepEqual(built.map((entry) => entry.job.id), [8, 6, 4, 2]);
+  });
+
   it('takes the same places as one walk per job, over a seeded mix of arrivals, removals, jobs put back, changed requests and policy orders', () => {
     const random = new SeededRandom(20261128);
     const state = new SchedulerState(4);
@@ -438,8 +462,10 @@ describe('SchedulerState: jobs that leave the queue without starting', () => {
         gone.push(request);
       } else if (roll < 90 && gone.length > 0) {
         const request = gone.splice(random.int(0, gone.length - 1), 1)[0];
-        state.reinsert(request);
+        const entry = state.reinsert(request);
         walkInsert(request, (ahead) => before(ahead, request));
+        // Asked before the queue is read (Scheduler.submit asks it at once): put back but not merged in yet.
+        assert.equal(state.isLast(entry), model[model.length - 1] === request, `step ${step}: job ${request.id} last or not`);
       } else if (roll < 88) {
         // A request changed (scontrol update): most keep their key, some get another priority.
         const was = model[random.int(0, model.length - 1)];
