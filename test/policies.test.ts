@@ -435,6 +435,15 @@ describe('SchedulerState: jobs that leave the queue without starting', () => {
     state.queue = order;
     assert.deepEqual(ids(state), [8, 6, 4, 2, 3, 5], 'behind 2, the last of the order that goes ahead of 3 and of 5');
     assert.deepEqual(built.map((entry) => entry.job.id), [8, 6, 4, 2]);
+    // The same with more than two jobs gone meanwhile (taken out in one walk, into a new array).
+    const other = new SchedulerState(4);
+    for (const id of [2, 4, 6, 8, 10, 12]) other.enqueue(job(id));
+    const reversed = [...other.queue].reverse();
+    for (const id of [4, 8, 12]) other.removeQueued(id as JobId);
+    other.reinsert(job(7));
+    other.reinsert(job(1));
+    other.queue = reversed;
+    assert.deepEqual(ids(other), [1, 10, 6, 2, 7], '7 behind 2; 1 walks to the front of that order');
   });
 
   it('takes the same places as one walk per job, over a seeded mix of arrivals, removals, jobs put back, changed requests and policy orders', () => {

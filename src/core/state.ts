@@ -79,10 +79,11 @@ export class SchedulerState {
     this.ordered = null;
     // An order built before a removal must not bring the removed entry back.
     if (this.leaving.size > 0) this.compact();
+    const order = this.entries; // compact may have made a new array
     for (const entry of arriving) {
-      let at = entries.length;
-      while (at > 0 && !keyBefore(entries[at - 1].job, entry.job)) at--;
-      entries.splice(at, 0, entry);
+      let at = order.length;
+      while (at > 0 && !keyBefore(order[at - 1].job, entry.job)) at--;
+      order.splice(at, 0, entry);
     }
   }
 

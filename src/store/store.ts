@@ -392,9 +392,9 @@ export class Store {
 
   /**
    * Writes the columns of a jobs row that differ between `before` (the row as
-   * stored) and `after`. A row's every column takes part in some index, and
-   * SQLite rewrites the entries of each index whose columns an UPDATE sets,
-   * changed or not: setting only the changed ones halves an append's write.
+   * stored) and `after`. SQLite rewrites the entries of each index on a
+   * column an UPDATE sets, changed or not, and every index of the table is on
+   * some column: setting only the changed ones halves an append's write.
    */
   private updateRow(before: JobRow, after: JobRow): void {
     const changed: (typeof UPDATED_COLUMNS)[number][] = [];
