@@ -332,6 +332,10 @@ wait
 srun -n 1 sh -c 'echo "later step $SLURM_STEP_ID"'
 `);
     await waitFor('both tasks to start', () => existsSync(join(dir, 'a')) && existsSync(join(dir, 'b')));
+    // Their first lines reached srun: output still on its way through the controller when it dies is lost
+    // (README, Limits), and that is not what this test is about.
+    const has = (file: string, text: string) => existsSync(file) && readFileSync(file, 'utf8').includes(text);
+    await waitFor('srun to have the first lines', () => has(join(dir, 'a.out'), 'a1\n') && has(join(dir, 'b.out'), 'b1\n'));
     const port = new URL(url).port;
     const config = join(work, 'cluster.toml');
     await killHard(controller.child);
