@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
-import { notRootReason, removeOrphanedTestUsers } from './unix-users.js';
+import { notRootReason, removeOrphanedTestUsers, startTicks } from './unix-users.js';
 
 const made: string[] = [];
 after(() => {
@@ -23,15 +23,14 @@ function userWithComment(comment: string | undefined): string {
 }
 
 const exists = (name: string) => readFileSync('/etc/passwd', 'utf8').split('\n').some((line) => line.startsWith(`${name}:`));
-const ticks = (pid: number | 'self') => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[19];
 
 describe('test users of a killed run', { skip: notRootReason }, () => {
   it('are removed with their homes; those of a live run, a reused PID, and users without the comment stay', () => {
     const gone = spawnSync('true');
     const orphan = userWithComment(`taras test user of pid ${gone.pid} started at 12345`);
     // This process's PID with another start time: the PID was reused, the user's run is gone.
-    const reused = userWithComment(`taras test user of pid ${process.pid} started at ${Number(ticks('self')) + 1}`);
-    const live = userWithComment(`taras test user of pid ${process.pid} started at ${ticks('self')}`);
+    const reused = userWithComment(`taras test user of pid ${process.pid} started at ${Number(startTicks('self')) + 1}`);
+    const live = userWithComment(`taras test user of pid ${process.pid} started at ${startTicks('self')}`);
     const foreign = userWithComment(undefined);
     const removed = removeOrphanedTestUsers();
     assert.deepEqual([orphan, reused].filter((name) => removed.includes(name)).sort(), [orphan, reused].sort());

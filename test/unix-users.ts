@@ -30,7 +30,7 @@ function run(command: string, args: string[]): string {
 }
 
 /** A process's start time (clock ticks after boot, /proc/PID/stat field 22); undefined when it is gone. */
-function startTicks(pid: number | 'self'): string | undefined {
+export function startTicks(pid: number | 'self'): string | undefined {
   try {
     return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[19];
   } catch {

@@ -37,6 +37,13 @@ function keyBefore(a: JobRequest, b: JobRequest): boolean {
   return pa > pb || (pa === pb && (a.submitTime < b.submitTime || (a.submitTime === b.submitTime && a.id < b.id)));
 }
 
+/** The place behind the last entry whose job `goesAhead` says stays in front, searching from the back (none: 0). */
+function walkPlace(queue: readonly QueueEntry[], goesAhead: (ahead: JobRequest) => boolean): number {
+  let at = queue.length;
+  while (at > 0 && !goesAhead(queue[at - 1].job)) at--;
+  return at;
+}
+
 const byEndThenId = (a: RunningJob, b: RunningJob): number =>
   predictedEnd(a) - predictedEnd(b) || a.job.id - b.job.id;
 
@@ -80,11 +87,7 @@ export class SchedulerState {
     // An order built before a removal must not bring the removed entry back.
     if (this.leaving.size > 0) this.compact();
     const order = this.entries; // compact may have made a new array
-    for (const entry of arriving) {
-      let at = order.length;
-      while (at > 0 && !keyBefore(order[at - 1].job, entry.job)) at--;
-      order.splice(at, 0, entry);
-    }
+    for (const entry of arriving) order.splice(walkPlace(order, (ahead) => keyBefore(ahead, entry.job)), 0, entry);
   }
 
   /** The entries put back since the last read, in their places (the queue and they are in key order). */
@@ -213,8 +216,7 @@ export class SchedulerState {
       return entry;
     }
     const queue = this.queue;
-    let at = queue.length;
-    while (at > 0 && !goesAhead(queue[at - 1].job)) at--;
+    const at = walkPlace(queue, goesAhead);
     if (this.ordered === true && ((at > 0 && !keyBefore(queue[at - 1].job, job)) || (at < queue.length && !keyBefore(job, queue[at].job)))) this.ordered = false;
     if (at === queue.length) queue.push(entry);
     else queue.splice(at, 0, entry);

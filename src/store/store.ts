@@ -226,8 +226,6 @@ const MAX_FILTER_STATEMENTS = 256;
 
 export class Store {
   private readonly insertJob: Statement;
-  /** UPDATE statements by the columns they set (updateRow). */
-  private readonly rowUpdates = new Map<string, Statement>();
   private readonly insertEvent: Statement;
   private readonly selectJob: Statement;
   private readonly selectLastSeq: Statement;
@@ -399,14 +397,8 @@ export class Store {
   private updateRow(before: JobRow, after: JobRow): void {
     const changed: (typeof UPDATED_COLUMNS)[number][] = [];
     for (const column of UPDATED_COLUMNS) if (before[column] !== after[column]) changed.push(column);
-    const key = changed.join(',');
-    let statement = this.rowUpdates.get(key);
-    if (statement === undefined) {
-      // Each kind of event changes a few columns, the same each time: few statements (bounded all the same).
-      if (this.rowUpdates.size >= MAX_FILTER_STATEMENTS) this.rowUpdates.clear();
-      statement = this.db.prepare(`UPDATE jobs SET ${changed.map((column) => `${column} = ?`).join(', ')} WHERE id = ?`);
-      this.rowUpdates.set(key, statement);
-    }
+    // Each kind of event changes a few columns, the same each time: few statements (prepared keeps them, bounded).
+    const statement = this.prepared(`UPDATE jobs SET ${changed.map((column) => `${column} = ?`).join(', ')} WHERE id = ?`);
     statement.run(...changed.map((column) => after[column]), after.id);
   }
 
