@@ -65,6 +65,10 @@ describe('interactive session (supervisor side)', () => {
     assert.equal(parseClientFrame('{"t":"signal","sig":"SIGKILL"}'), null); // only what a terminal could send
     assert.equal(parseClientFrame('{"t":"size","cols":0,"rows":40}'), null);
     assert.equal(parseClientFrame('{"t":"exit"}'), null);
+    assert.deepEqual(parseClientFrame('{"t":"ack","n":12}'), { t: 'ack', n: 12 });
+    assert.equal(parseClientFrame('{"t":"ack","n":-1}'), null);
+    assert.equal(parseClientFrame('{"t":"ack","n":1.5}'), null);
+    assert.equal(parseClientFrame('{"t":"ack"}'), null);
     assert.equal(parseClientFrame('not json'), null);
     // Frames are flat: a nested one is dropped unread (JSON.parse held 4 MiB of brackets for 2 s).
     assert.equal(parseClientFrame(`{"t":"in","d":"aGk=","x":${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}}`), null);
@@ -89,6 +93,63 @@ describe('interactive session (supervisor side)', () => {
     s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
     await s.close(1000);
     assert.deepEqual(client.frames().at(-1), { t: 'exit', state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
+  });
+
+  it('output frames are numbered and kept until the client acknowledges them: the next client gets again those not acknowledged, then the new', async () => {
+    const s = session({ bufferBytes: 1024 });
+    await s.listen();
+    const path = join(work, `s${count}.sock`);
+    const first = await connect(path);
+    await s.waitForClient();
+    for (let i = 1; i <= 5; i++) s.output('out', Buffer.from(`a${i}\n`));
+    await sleep(100);
+    assert.deepEqual(first.frames().filter((f) => f.t === 'out').map((f) => f.n), [1, 2, 3, 4, 5]);
+    first.socket.write('{"t":"ack","n":3}\n');
+    await sleep(100);
+    first.socket.destroy(); // 4 and 5 may never have reached whoever reads through it
+    await sleep(100);
+    s.note('a warning');
+    s.output('out', Buffer.from('a7\n'));
+    const second = await connect(path);
+    await sleep(100);
+    const frames = second.frames();
+    assert.deepEqual(frames[0], { t: 'hello', pty: false, jobId: 7 });
+    assert.deepEqual(frames.slice(1).map((f) => f.n), [4, 5, 6, 7]);
+    assert.equal(outputOf(frames), 'a4\na5\na7\n');
+    assert.deepEqual(frames[3], { t: 'note', text: 'a warning', n: 6 });
+    // Acknowledged: not sent again. An acknowledgement may come late or twice.
+    second.socket.write('{"t":"ack","n":7}\n{"t":"ack","n":5}\n');
+    await sleep(100);
+    second.socket.destroy();
+    await sleep(100);
+    const third = await connect(path);
+    await sleep(100);
+    assert.deepEqual(third.frames(), [{ t: 'hello', pty: false, jobId: 7 }]);
+    s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
+    await s.close(1000);
+  });
+
+  it('frames sent and not acknowledged leave within bufferBytes too, without a "dropped" note (they were sent); numbers stay in order', async () => {
+    const s = session({ bufferBytes: 1024 });
+    await s.listen();
+    const path = join(work, `s${count}.sock`);
+    const first = await connect(path);
+    await s.waitForClient();
+    for (let i = 0; i < 40; i++) s.output('out', Buffer.from(`line-${String(i).padStart(2, '0')}\n`));
+    await sleep(100);
+    assert.equal(first.frames().filter((f) => f.t === 'out').length, 40);
+    first.socket.destroy();
+    await sleep(100);
+    const second = await connect(path);
+    await sleep(100);
+    const frames = second.frames();
+    assert.ok(!frames.some((f) => f.t === 'note'), JSON.stringify(frames));
+    const numbers = frames.filter((f) => f.t === 'out').map((f) => f.n as number);
+    assert.ok(numbers.length > 5 && numbers.length < 40, String(numbers));
+    assert.deepEqual(numbers, numbers.map((_, i) => 40 - numbers.length + 1 + i));
+    assert.ok(outputOf(frames).endsWith('line-39\n'));
+    s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
+    await s.close(1000);
   });
 
   it('a second client takes over: the first is told and closed; input reaches the handler', async () => {

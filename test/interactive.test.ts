@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { terminalSize } from '../src/cli/interactive.js';
 import { tmpdir } from 'node:os';
@@ -418,53 +418,58 @@ describe('interactive = "queued": waits its turn, showing its planned start', ()
   });
 });
 
-describe('the session lives in the job\'s supervisor: an agent restart does not end it', () => {
-  it('kill -9 of the agent: taras run reconnects once a new agent is up, and the job goes on to its exit code', { timeout: 90_000 }, async () => {
-    const data = join(work, 'restart');
-    dataDirs.push(data);
-    const file = join(work, 'restart.toml');
-    writeFileSync(file, '[cluster]\nname = "restart"\ninteractive_grace = "60s"\n\n[[nodes]]\nnames = "n[1-2]"\ncpus = 2\nmemory = "2G"\n\n'
-      + '[[partitions]]\nname = "main"\nnodes = "n[1-2]"\ndefault = true\ndefault_time = "10m"\n');
-    const controller = spawn(process.execPath, [taras, 'controller', '--config', file, '--data', data, '--port', '0'], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
-    started.push(controller);
-    let controllerLog = '';
-    const url = await new Promise<string>((resolveUrl, reject) => {
-      const timer = setTimeout(() => reject(new Error(`controller not ready:\n${controllerLog}`)), 15_000);
-      controller.stderr!.on('data', (chunk: Buffer) => {
-        controllerLog += chunk.toString();
-        const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(controllerLog);
-        if (match) {
+/** A controller and an agent in processes of their own (the agent can be killed and started again), on two nodes. */
+async function startSplitCluster(name: string): Promise<{ cluster: Cluster; agent: ChildProcess; startAgent: () => Promise<ChildProcess> }> {
+  const data = join(work, name);
+  dataDirs.push(data);
+  const file = join(work, `${name}.toml`);
+  writeFileSync(file, `[cluster]\nname = "${name}"\ninteractive_grace = "60s"\n\n[[nodes]]\nnames = "n[1-2]"\ncpus = 2\nmemory = "2G"\n\n`
+    + '[[partitions]]\nname = "main"\nnodes = "n[1-2]"\ndefault = true\ndefault_time = "10m"\n');
+  const controller = spawn(process.execPath, [taras, 'controller', '--config', file, '--data', data, '--port', '0'], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+  started.push(controller);
+  let controllerLog = '';
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const timer = setTimeout(() => reject(new Error(`controller not ready:\n${controllerLog}`)), 15_000);
+    controller.stderr!.on('data', (chunk: Buffer) => {
+      controllerLog += chunk.toString();
+      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(controllerLog);
+      if (match) {
+        clearTimeout(timer);
+        resolveUrl(match[1]);
+      }
+    });
+  });
+  const startAgent = async (): Promise<ChildProcess> => {
+    const agent = spawn(process.execPath, [taras, 'agent', '--controller', url, '--nodes', 'n[1-2]', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')],
+      { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+    started.push(agent);
+    let log = '';
+    await new Promise<void>((resolveReady, reject) => {
+      const timer = setTimeout(() => reject(new Error(`agent not ready:\n${log}`)), 15_000);
+      agent.stderr!.on('data', (chunk: Buffer) => {
+        log += chunk.toString();
+        if (/registered 2 node/.test(log)) {
           clearTimeout(timer);
-          resolveUrl(match[1]);
+          resolveReady();
         }
       });
     });
-    const startAgent = async (): Promise<ChildProcess> => {
-      const agent = spawn(process.execPath, [taras, 'agent', '--controller', url, '--nodes', 'n[1-2]', '--data', join(data, 'agent'), '--key', join(data, 'cluster.key')],
-        { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
-      started.push(agent);
-      let log = '';
-      await new Promise<void>((resolveReady, reject) => {
-        const timer = setTimeout(() => reject(new Error(`agent not ready:\n${log}`)), 15_000);
-        agent.stderr!.on('data', (chunk: Buffer) => {
-          log += chunk.toString();
-          if (/registered 2 node/.test(log)) {
-            clearTimeout(timer);
-            resolveReady();
-          }
-        });
-      });
-      return agent;
-    };
-    const agent = await startAgent();
-    const cluster: Cluster = { data, socket: join(data, 'taras.sock'), agentUrl: '', api: createApiClient({ socketPath: join(data, 'taras.sock') }, { timeoutMs: 10_000 }) };
-    for (let tries = 0; ; tries++) {
-      const nodes = await cluster.api.get<{ state: string }[]>('/nodes');
-      if (nodes.every((node) => node.state === 'idle')) break;
-      assert.ok(tries < 100, JSON.stringify(nodes));
-      await sleep(100);
-    }
+    return agent;
+  };
+  const agent = await startAgent();
+  const cluster: Cluster = { data, socket: join(data, 'taras.sock'), agentUrl: '', api: createApiClient({ socketPath: join(data, 'taras.sock') }, { timeoutMs: 10_000 }) };
+  for (let tries = 0; ; tries++) {
+    const nodes = await cluster.api.get<{ state: string }[]>('/nodes');
+    if (nodes.every((node) => node.state === 'idle')) break;
+    assert.ok(tries < 100, JSON.stringify(nodes));
+    await sleep(100);
+  }
+  return { cluster, agent, startAgent };
+}
 
+describe('the session lives in the job\'s supervisor: an agent restart does not end it', () => {
+  it('kill -9 of the agent: taras run reconnects once a new agent is up, and the job goes on to its exit code', { timeout: 90_000 }, async () => {
+    const { cluster, agent, startAgent } = await startSplitCluster('restart');
     const run = onTerminal(cluster, ['run', '-t', '5', '--', 'sh', '-i']);
     await run.waitFor(/\$ $/);
     run.terminal.write('echo before-$((1+2))\r');
@@ -481,5 +486,37 @@ describe('the session lives in the job\'s supervisor: an agent restart does not 
     await run.waitFor(/after-5/, 20_000, mark);
     run.terminal.write('exit 9\r');
     assert.equal(await run.exited, 9, run.output());
+  });
+
+  it('output on its way through the agent when it dies is not lost: the session keeps it until taras run acknowledges it, and each line is shown once, in order', { timeout: 90_000 }, async () => {
+    const { cluster, agent, startAgent } = await startSplitCluster('in-flight');
+    const dir = join(work, 'in-flight-files');
+    mkdirSync(dir);
+    const run = withPipes(cluster, ['run', '-t', '5', '--', 'sh', '-c',
+      `echo start; while [ ! -e ${dir}/go ]; do sleep 0.05; done; seq 1 20000; touch ${dir}/printed; while [ ! -e ${dir}/down ]; do sleep 0.05; done; seq 20001 20100`]);
+    for (let tries = 0; !run.stdout().startsWith('start\n'); tries++) {
+      assert.ok(tries < 200, `no first line: ${run.stderr()}`);
+      await sleep(100);
+    }
+    // The agent stops reading: the job's 109 KB reach its socket and go no further, then it dies with them.
+    process.kill(agent.pid!, 'SIGSTOP');
+    writeFileSync(join(dir, 'go'), '');
+    for (let tries = 0; !existsSync(join(dir, 'printed')); tries++) {
+      assert.ok(tries < 200, 'the job did not print its lines');
+      await sleep(100);
+    }
+    await sleep(500);
+    agent.kill('SIGKILL');
+    await new Promise((resolveExit) => agent.once('exit', resolveExit));
+    writeFileSync(join(dir, 'down'), '');
+    await startAgent();
+    assert.equal(await run.exited, 0, run.stderr());
+    const expected = `start\n${Array.from({ length: 20_100 }, (_, i) => `${i + 1}\n`).join('')}`;
+    const gotLines = run.stdout().split('\n');
+    const firstWrong = expected.split('\n').findIndex((line, i) => gotLines[i] !== line);
+    assert.equal(firstWrong, -1, `line ${firstWrong + 1} is ${JSON.stringify(gotLines[firstWrong])}; stderr:\n${run.stderr()}`);
+    assert.equal(run.stdout(), expected);
+    assert.match(run.stderr(), /lost the connection to job \d+: reconnecting/);
+    assert.doesNotMatch(run.stderr(), /were lost/);
   });
 });

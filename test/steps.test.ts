@@ -332,10 +332,7 @@ wait
 srun -n 1 sh -c 'echo "later step $SLURM_STEP_ID"'
 `);
     await waitFor('both tasks to start', () => existsSync(join(dir, 'a')) && existsSync(join(dir, 'b')));
-    // Their first lines reached srun: output still on its way through the controller when it dies is lost
-    // (README, Limits), and that is not what this test is about.
-    const has = (file: string, text: string) => existsSync(file) && readFileSync(file, 'utf8').includes(text);
-    await waitFor('srun to have the first lines', () => has(join(dir, 'a.out'), 'a1\n') && has(join(dir, 'b.out'), 'b1\n'));
+    // (Output still on its way through the controller when it dies comes again from the supervisors: the next test.)
     const port = new URL(url).port;
     const config = join(work, 'cluster.toml');
     await killHard(controller.child);
@@ -366,6 +363,37 @@ srun -n 1 sh -c 'echo "later step $SLURM_STEP_ID"'
     const nothing = await tryUpgrade(ada.name, `/jobs/${idle}/steps/0/resume/${(JSON.parse((await runAs(ada, [taras, 'show', String(idle), '--json', '--controller', url])).stdout) as { nodes: string[] }).nodes[0]}`);
     assert.equal(nothing.status, 404, nothing.error);
     await runAs(ada, [taras, 'cancel', String(idle), '--controller', url]);
+  });
+
+  it('output on its way through the controller when it dies is not lost: the supervisor keeps it until srun acknowledges it, and srun shows each line once, in order', async () => {
+    const dir = adaDir('in-flight');
+    const id = await sbatch(ada, `#!/bin/sh
+#SBATCH -N 1 -n 1 -t 2 -o ${dir}/job.out
+srun -n 1 sh -c 'echo start; while [ ! -e ${dir}/go ]; do sleep 0.05; done; seq 1 20000; touch ${dir}/printed; while [ ! -e ${dir}/down ]; do sleep 0.05; done; seq 20001 20100' > ${dir}/lines.out
+echo "srun rc=$?" >> ${dir}/lines.out
+`);
+    const lines = join(dir, 'lines.out');
+    await waitFor('srun to have the first line', () => existsSync(lines) && readFileSync(lines, 'utf8').startsWith('start\n'));
+    // The controller stops reading: the task's 109 KB reach its socket and go no further, then it dies with them.
+    const stopped = controller.child;
+    process.kill(stopped.pid!, 'SIGSTOP');
+    writeFileSync(join(dir, 'go'), '');
+    await waitFor('the task to print its lines', () => existsSync(join(dir, 'printed')));
+    await sleep(500);
+    await killHard(stopped);
+    writeFileSync(join(dir, 'down'), '');
+    controller = await startDaemon(taras, started, ['controller', '--config', join(work, 'cluster.toml'), '--port', new URL(url).port], /listening on (http:\/\/127\.0\.0\.1:\d+)/, work);
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED'].includes(await state(id)), 40_000);
+    const expected = `start\n${Array.from({ length: 20_100 }, (_, i) => `${i + 1}\n`).join('')}srun rc=0\n`;
+    const got = readFileSync(lines, 'utf8');
+    // Compared line by line first: a failure names the first line missing or doubled, not 100 KB of text.
+    const gotLines = got.split('\n');
+    const firstWrong = expected.split('\n').findIndex((line, i) => gotLines[i] !== line);
+    assert.equal(firstWrong, -1, `line ${firstWrong + 1} is ${JSON.stringify(gotLines[firstWrong])}; job.out:\n${readFileSync(join(dir, 'job.out'), 'utf8')}`);
+    assert.equal(got, expected);
+    assert.equal(await state(id), 'COMPLETED');
+    assert.match(readFileSync(join(dir, 'job.out'), 'utf8'), /srun: lost the connection to the controller during step \d+\.0; reconnecting for up to 30 s\n/);
+    assert.doesNotMatch(readFileSync(join(dir, 'job.out'), 'utf8'), /lost \(more than/);
   });
 
   it('a step\'s tasks end with their job (scancel), also a task that ignores SIGTERM, and when their srun is killed', async () => {

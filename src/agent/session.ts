@@ -7,10 +7,20 @@
 // One client at a time: a new one (`taras attach` after a lost connection)
 // takes the session over from the old. Node built-ins only.
 //
+// Output frames are numbered (n = 1, 2, ...) and kept after they are sent
+// until the client acknowledges them ({"t":"ack","n":N}), within the same
+// bound: a client (the agent, the controller, srun) that dies with frames in
+// flight loses nothing, because the next client is sent every frame not
+// acknowledged, and its reader drops the numbers it already has (a number
+// skipped means output was lost past the bound). A client that never
+// acknowledges gets the last bufferBytes of output again on its next attach.
+//
 // Frames are JSON lines. To the job: {"t":"in","d":BASE64}, {"t":"eof"},
-// {"t":"size","cols":N,"rows":N}, {"t":"signal","sig":"SIGINT"}. From it:
-// {"t":"hello","pty":BOOL,"jobId":N}, {"t":"out"|"err","d":BASE64},
-// {"t":"note","text":"..."} (Taras's own lines: warnings, replay notices),
+// {"t":"size","cols":N,"rows":N}, {"t":"signal","sig":"SIGINT"},
+// {"t":"ack","n":N} (the client has every output frame up to N). From it:
+// {"t":"hello","pty":BOOL,"jobId":N}, {"t":"out"|"err","d":BASE64,"n":N},
+// {"t":"note","text":"...","n":N} (Taras's own lines: warnings),
+// {"t":"note","text":"..."} (replay notices),
 // {"t":"detached","text":"..."} (another client took the session over),
 // {"t":"exit","state":S,"exitCode":N|null,"signal":S|null,"reason":S|null}.
 
@@ -42,10 +52,16 @@ export type ClientFrame =
   | { readonly t: 'size'; readonly cols: number; readonly rows: number }
   | { readonly t: 'signal'; readonly sig: NodeJS.Signals };
 
+/** The client has every output frame numbered up to n (handled by the session itself, never by its handlers). */
+export interface AckFrame {
+  readonly t: 'ack';
+  readonly n: number;
+}
+
 const isDimension = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 10_000;
 
 /** A client's frame, checked; null for anything else (ignored). */
-export function parseClientFrame(line: string): ClientFrame | null {
+export function parseClientFrame(line: string): ClientFrame | AckFrame | null {
   // Every frame is one flat object (base64 has no brackets): refused before JSON.parse, which a deep one would hold for seconds.
   if (line.indexOf('[') >= 0 || line.indexOf('{', 1) >= 0) return null;
   let frame: unknown;
@@ -60,6 +76,7 @@ export function parseClientFrame(line: string): ClientFrame | null {
   if (f.t === 'eof') return { t: 'eof' };
   if (f.t === 'size' && isDimension(f.cols) && isDimension(f.rows)) return { t: 'size', cols: f.cols, rows: f.rows };
   if (f.t === 'signal' && CLIENT_SIGNALS.includes(f.sig as NodeJS.Signals)) return { t: 'signal', sig: f.sig as NodeJS.Signals };
+  if (f.t === 'ack' && Number.isSafeInteger(f.n) && (f.n as number) >= 0) return { t: 'ack', n: f.n as number };
   return null;
 }
 
@@ -86,8 +103,12 @@ const OUTPUT_HIGH_WATER_BYTES = 1024 * 1024;
 export class InteractiveSession {
   private server: Server | null = null;
   private client: Socket | null = null;
-  private readonly kept: string[] = [];
+  /** Output frames not acknowledged yet, oldest first: sent to a client (`sent`) or waiting for one. */
+  private readonly kept: { n: number; line: string; sent: boolean }[] = [];
   private keptBytes = 0;
+  /** The last output frame's number. */
+  private lastN = 0;
+  /** Bytes of output dropped from `kept` before any client got them. */
   private droppedBytes = 0;
   private lastActivityMs = Date.now();
   private graceTimer: NodeJS.Timeout | null = null;
@@ -174,8 +195,11 @@ export class InteractiveSession {
     this.log(`job ${this.jobId}: a client attached`);
     this.send(socket, { t: 'hello', pty: this.spec.pty, jobId: this.jobId });
     if (this.droppedBytes > 0) this.send(socket, { t: 'note', text: `${this.droppedBytes} bytes of output produced while detached were dropped (the buffer keeps ${this.spec.bufferBytes})` });
-    for (const line of this.kept.splice(0)) socket.write(line);
-    this.keptBytes = 0;
+    // Every frame not acknowledged: those the last client may have lost in flight, then those none got.
+    for (const frame of this.kept) {
+      socket.write(frame.line);
+      frame.sent = true;
+    }
     this.droppedBytes = 0;
     if (this.ended !== null) {
       this.send(socket, { t: 'exit', ...this.ended });
@@ -193,6 +217,10 @@ export class InteractiveSession {
         const frame = parseClientFrame(buffer.slice(0, newline));
         buffer = buffer.slice(newline + 1);
         if (frame === null) continue;
+        if (frame.t === 'ack') {
+          this.acknowledged(frame.n);
+          continue;
+        }
         if (frame.t === 'in') this.lastActivityMs = Date.now();
         this.handlers.input(frame);
       }
@@ -210,9 +238,25 @@ export class InteractiveSession {
     socket.write(`${JSON.stringify(frame)}\n`);
   }
 
-  /** A frame for the client, or kept for the next one (bounded: the oldest output goes first). */
+  /** Forgets the output frames up to n: the client has them. */
+  private acknowledged(n: number): void {
+    let done = 0;
+    while (done < this.kept.length && this.kept[done].n <= n) this.keptBytes -= this.kept[done++].line.length;
+    if (done > 0) this.kept.splice(0, done);
+  }
+
+  /** An output frame, numbered: sent to the client and kept until it acknowledges it, or kept for the next one (bounded: the oldest output goes first). */
   private deliver(frame: object): void {
-    const line = `${JSON.stringify(frame)}\n`;
+    const n = ++this.lastN;
+    const line = `${JSON.stringify({ ...frame, n })}\n`;
+    const sent = this.client !== null;
+    this.kept.push({ n, line, sent });
+    this.keptBytes += line.length;
+    while (this.keptBytes > this.spec.bufferBytes && this.kept.length > 1) {
+      const dropped = this.kept.shift()!;
+      this.keptBytes -= dropped.line.length;
+      if (!dropped.sent) this.droppedBytes += dropped.line.length;
+    }
     if (this.client !== null) {
       const client = this.client;
       if (!client.write(line) && client.writableLength > OUTPUT_HIGH_WATER_BYTES && !this.outputPaused) {
@@ -228,14 +272,6 @@ export class InteractiveSession {
         client.on('drain', resume);
         client.on('close', resume);
       }
-      return;
-    }
-    this.kept.push(line);
-    this.keptBytes += line.length;
-    while (this.keptBytes > this.spec.bufferBytes && this.kept.length > 1) {
-      const dropped = this.kept.shift()!;
-      this.keptBytes -= dropped.length;
-      this.droppedBytes += dropped.length;
     }
   }
 

@@ -15,6 +15,7 @@ import type { ApiJob } from '../api/types.js';
 import type { JobSpec } from '../jobspec/types.js';
 import { fail, parseImmediateFlag } from './flags.js';
 import { client, connection, controllerOption, parseJobIds, withRetries } from './controller-client.js';
+import { OutputCursor } from '../net/output-cursor.js';
 
 type Flags = Record<string, string | boolean | undefined>;
 
@@ -197,18 +198,29 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
     });
     stdin.resume();
   };
+  // The session numbers its output and keeps it until acknowledged: after a reconnect what was in flight comes
+  // again, and what this terminal already shows is dropped (src/net/output-cursor.ts). Any first number will do:
+  // another client may have read the start.
+  const cursor = new OutputCursor((n) => send({ t: 'ack', n }), null);
+  const fresh = (n: number | undefined, bytes: number): boolean => {
+    const taken = cursor.take(n, bytes);
+    if (taken.lost > 0) say(`${taken.lost} piece(s) of output were lost (more than the job's node keeps while the connection is down)`, raw);
+    return taken.fresh;
+  };
   const follow = (current: WebSocket): Promise<void> => new Promise<void>((resolveEnd) => {
     current.on('message', (data) => {
-      let frame: { t?: string; d?: string; text?: string; pty?: boolean } & Partial<ExitFrame>;
+      let frame: { t?: string; d?: string; text?: string; pty?: boolean; n?: number } & Partial<ExitFrame>;
       try {
         frame = JSON.parse(data.toString());
       } catch {
         return;
       }
       if (frame.t === 'hello') startInput(frame.pty === true);
-      else if (frame.t === 'out' && frame.d !== undefined) process.stdout.write(Buffer.from(frame.d, 'base64'));
-      else if (frame.t === 'err' && frame.d !== undefined) process.stderr.write(Buffer.from(frame.d, 'base64'));
-      else if (frame.t === 'note' && frame.text !== undefined) say(frame.text, raw);
+      else if ((frame.t === 'out' || frame.t === 'err') && frame.d !== undefined) {
+        if (fresh(frame.n, frame.d.length)) (frame.t === 'out' ? process.stdout : process.stderr).write(Buffer.from(frame.d, 'base64'));
+      } else if (frame.t === 'note' && frame.text !== undefined) {
+        if (fresh(frame.n, frame.text.length)) say(frame.text, raw);
+      }
       else if (frame.t === 'detached') takenOver = frame.text ?? 'another client attached';
       else if (frame.t === 'exit') ended = { state: frame.state ?? 'FAILED', exitCode: frame.exitCode ?? null, signal: frame.signal ?? null, reason: frame.reason ?? null };
     });

@@ -7,13 +7,16 @@
 // exit code is the highest of the tasks' (128 + N for a task killed by
 // signal N). A connection that drops before the step's end (the controller
 // restarted) is resumed: the same step, asked for every 0.5 s for up to 30 s,
-// stdin kept meanwhile (1 MiB).
+// stdin kept meanwhile (1 MiB). Output is acknowledged to the tasks'
+// supervisors, which keep it until then: output in flight when the connection
+// dropped comes again, and srun shows each piece once.
 
 import type { Command } from 'commander';
 import type { WebSocket } from 'ws';
 import type { StepBody } from '../api/schema.js';
 import { fail } from './flags.js';
 import { client, connection, withRetries } from './controller-client.js';
+import { OutputCursor } from '../net/output-cursor.js';
 
 type Flags = Record<string, string | boolean | undefined>;
 
@@ -171,24 +174,46 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
   let ends: TaskEnd[] | null = null;
   let stdinEnded = false;
   stdin.once('end', () => (stdinEnded = true));
+  // Each task's output is numbered by its supervisor and kept there until srun acknowledges it: after a
+  // resume, what was in flight comes again, and what srun already has is dropped here (src/net/output-cursor.ts).
+  const cursors = new Map<number, OutputCursor>();
+  const cursorOf = (task: number): OutputCursor => {
+    let cursor = cursors.get(task);
+    if (cursor === undefined) {
+      cursor = new OutputCursor((n) => {
+        if (connected && socket.readyState === socket.OPEN) socket.send(JSON.stringify({ t: 'ack', task, n }));
+      });
+      cursors.set(task, cursor);
+    }
+    return cursor;
+  };
+  /** Whether a task's frame is new; output skipped before it (lost past what its node keeps) is said on stderr. */
+  const fresh = (task: number, n: number | undefined, bytes: number): boolean => {
+    const taken = cursorOf(task).take(n, bytes);
+    if (taken.lost > 0) process.stderr.write(`srun: task ${task}: ${taken.lost} piece(s) of output were lost (more than its node keeps while the connection is down)\n`);
+    return taken.fresh;
+  };
   /** Relays the step over `socket` until it closes; true once the step has said hello (it is live at the controller). */
   const relay = (): Promise<boolean> => new Promise<boolean>((resolveEnd) => {
     let greeted = false;
     socket.on('message', (data) => {
-      let frame: { t?: string; d?: string; text?: string; task?: number; tasks?: TaskEnd[] };
+      let frame: { t?: string; d?: string; text?: string; task?: number; n?: number; tasks?: TaskEnd[] };
       try {
         frame = JSON.parse(data.toString());
       } catch {
         return;
       }
-      if ((frame.t === 'out' || frame.t === 'err') && frame.d !== undefined) write(frame.t, frame.task ?? 0, Buffer.from(frame.d, 'base64'));
-      else if (frame.t === 'hello') {
+      if ((frame.t === 'out' || frame.t === 'err') && frame.d !== undefined) {
+        if (fresh(frame.task ?? 0, frame.n, frame.d.length)) write(frame.t, frame.task ?? 0, Buffer.from(frame.d, 'base64'));
+      } else if (frame.t === 'hello') {
         greeted = true;
         connected = true;
         for (const text of held.splice(0)) socket.send(text);
         heldBytes = 0;
         if (!stdinEnded) stdin.resume();
-      } else if (frame.t === 'note' && frame.text !== undefined) process.stderr.write(`srun: ${frame.text}\n`);
+      } else if (frame.t === 'note' && frame.text !== undefined) {
+        if (frame.task === undefined || fresh(frame.task, frame.n, frame.text.length)) process.stderr.write(`srun: ${frame.text}\n`);
+      }
       else if (frame.t === 'exit') ends = frame.tasks ?? [];
     });
     const closed = (): void => {

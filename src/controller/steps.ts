@@ -5,7 +5,10 @@
 // caller then opens `GET /jobs/:id/steps/:step/attach` (a WebSocket), and the
 // controller starts every task at its node's agent (src/agent/steps.ts),
 // connects to each task's stream and merges them for srun: output frames
-// carry their task, input and signals go to every task (srun's defaults), and the last frame lists every task's end. Only the job's owner (and
+// carry their task and their number in the task's stream (each passed on
+// once; srun's acknowledgements go back to the task's supervisor, which keeps
+// what srun has not acknowledged for a reattach or a resume), input and
+// signals go to every task (srun's defaults), and the last frame lists every task's end. Only the job's owner (and
 // root) may run steps in it, and every task runs as the job's user. A task
 // never outlives its job: when the job ends (any way) or srun goes away, the
 // agents kill the step's tasks; each task's time limit is what is left of the
@@ -534,6 +537,11 @@ export class JobSteps {
       } else if (frame.t === 'signal') {
         for (const upstream of upstreams.values()) if (upstream.readyState === upstream.OPEN) upstream.send(text);
         keepForReattach(text);
+      } else if (frame.t === 'ack') {
+        // srun has a task's output up to n: its supervisor may forget it (it keeps it until then, for a resume).
+        const { task, n } = frame as { task?: unknown; n?: unknown };
+        const upstream = typeof task === 'number' ? upstreams.get(task) : undefined;
+        if (upstream !== undefined && Number.isSafeInteger(n) && (n as number) >= 0 && upstream.readyState === upstream.OPEN) upstream.send(JSON.stringify({ t: 'ack', n }));
       }
     });
     client.on('close', () => {
@@ -607,18 +615,27 @@ export class JobSteps {
       pending.delete(task);
       if (!ends.has(task)) fail(`lost the connection to the task before its end, and could not reattach within ${STEP_REATTACH_MS / 1000} s (${last})`);
     };
+    /** Per task, the number of the last output frame passed to srun: a reattached supervisor sends again what srun has not acknowledged. */
+    const passed = new Map<number, number>();
     const wire = (task: number, node: string, upstream: WebSocket, fail: (reason: string) => void): void => {
       upstreams.set(task, upstream);
       upstream.on('message', (data, isBinary) => {
         if (isBinary) return;
-        let frame: { t?: unknown; d?: unknown; text?: unknown; state?: unknown; exitCode?: unknown; signal?: unknown; reason?: unknown };
+        let frame: { t?: unknown; d?: unknown; text?: unknown; n?: unknown; state?: unknown; exitCode?: unknown; signal?: unknown; reason?: unknown };
         try {
           frame = JSON.parse(data.toString());
         } catch {
           return;
         }
-        if ((frame.t === 'out' || frame.t === 'err') && typeof frame.d === 'string') send({ t: frame.t, task: task, d: frame.d });
-        else if (frame.t === 'note' && typeof frame.text === 'string') send({ t: 'note', task: task, text: frame.text });
+        // Numbered output (the supervisor's): passed on once, with its number, for srun to acknowledge and to resume from.
+        const n = Number.isSafeInteger(frame.n) ? frame.n as number : undefined;
+        if (n !== undefined) {
+          if (n <= (passed.get(task) ?? 0)) return;
+          passed.set(task, n);
+        }
+        const numbered = n === undefined ? {} : { n };
+        if ((frame.t === 'out' || frame.t === 'err') && typeof frame.d === 'string') send({ t: frame.t, task: task, d: frame.d, ...numbered });
+        else if (frame.t === 'note' && typeof frame.text === 'string') send({ t: 'note', task: task, text: frame.text, ...numbered });
         else if (frame.t === 'exit') {
           ended({
             task: task, node, state: typeof frame.state === 'string' ? frame.state : 'FAILED', exitCode: typeof frame.exitCode === 'number' ? frame.exitCode : null,
