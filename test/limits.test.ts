@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readClusterConfig } from '../src/config/load.js';
 import { startController, type RunningController } from '../src/controller/daemon.js';
 import { HeavyReads, LimitRefused, UserTurns } from '../src/controller/limits.js';
@@ -26,6 +27,7 @@ import { createApiServer, JsonPieces } from '../src/net/server.js';
 import { createAuthenticator } from '../src/net/identity.js';
 import { signRequest } from '../src/net/hmac.js';
 import type { JsonObject } from '../src/store/events.js';
+import type { ApiCancelResult } from '../src/api/types.js';
 import { openStore } from '../src/store/store.js';
 import { eventually } from './poll.js';
 
@@ -404,6 +406,62 @@ describe('a cluster of 100,000 nodes', () => {
       assert.equal((await api.get<{ jobs: { id: number; state: string }[] }>('/jobs')).jobs[0].id, id);
     } finally {
       api.close();
+      await controller.close();
+    }
+  });
+});
+
+describe('actions on many jobs', () => {
+  it('a cancel of 30,000 jobs, and a hold and release of 10,000, go in slices: another user is answered meanwhile; each job gets its answer once, in the order named', async () => {
+    const controller = await controllerWith('max_submit_rate = 0\nmax_pending_per_user = 0\nmax_array_size = 30001');
+    const daemon = await as(controller, 'daemon');
+    const bin = await as(controller, 'bin');
+    try {
+      const array = (await daemon.post<{ id: number }>('/jobs', { spec: { ...spec, array: { text: '0-29999' } } })).id;
+      const others = (await bin.post<{ id: number }>('/jobs', { spec })).id;
+      /** Runs `action` while bin asks for /status every 5 ms: how long it took, and bin's waits meanwhile. */
+      const meanwhile = async <T>(action: () => Promise<T>): Promise<{ answer: T; tookMs: number; waits: number[] }> => {
+        const began = performance.now();
+        let over = false;
+        const running = action().finally(() => (over = true));
+        const waits: number[] = [];
+        while (!over) {
+          const asked = performance.now();
+          await bin.get('/status');
+          if (!over) waits.push(performance.now() - asked);
+          await sleep(5);
+        }
+        return { answer: await running, tookMs: performance.now() - began, waits };
+      };
+      type Answers = { jobs: ApiCancelResult[] };
+      // Not the first task: its id is the array's too, which names all its tasks.
+      const ids = (await daemon.get<{ jobs: { id: number }[] }>('/jobs?user=daemon&limit=1001')).jobs.map((job) => job.id).slice(1, 1001);
+      // A range in reverse, some named twice: answered once each, in the order first named.
+      const named = [...ids.slice(0, 10).reverse(), ids[3], ...ids.slice(10, 1000)];
+      const held = await meanwhile(() => daemon.post<Answers>('/jobs/hold', { ids: [`${array}_[0-9999]`] }));
+      assert.equal(held.answer.jobs.length, 10_000);
+      assert.ok(held.answer.jobs.every((job) => job.result !== 'refused'), JSON.stringify(held.answer.jobs.find((job) => job.result === 'refused')));
+      const small = await daemon.post<Answers>('/jobs/release', { ids: named });
+      assert.deepEqual(small.jobs.map((job) => job.id), [...ids.slice(0, 10).reverse(), ...ids.slice(10, 1000)]);
+      assert.ok(small.jobs.every((job) => job.result !== 'refused'), JSON.stringify(small.jobs.find((job) => job.result === 'refused')));
+      const released = await meanwhile(() => daemon.post<Answers>('/jobs/release', { ids: [`${array}_[0-9999]`] }));
+      assert.equal(released.answer.jobs.filter((job) => job.result !== 'refused').length, 9_001, 'the 1,000 released before (tasks 1 to 1,000) are not held');
+      assert.ok(released.answer.jobs.filter((job) => job.result === 'refused').every((job) => /is not held/.test(job.message)));
+      const cancelled = await meanwhile(() => daemon.post<Answers>('/jobs/cancel', { all: true }));
+      assert.equal(cancelled.answer.jobs.length, 30_000);
+      assert.ok(cancelled.answer.jobs.every((job) => job.result === 'cancelled' && job.state === 'CANCELLED'), JSON.stringify(cancelled.answer.jobs.find((job) => job.result !== 'cancelled')));
+      // Every job of the array once, in id order (as named by --all).
+      assert.deepEqual(cancelled.answer.jobs.map((job) => job.id), [...cancelled.answer.jobs.map((job) => job.id)].sort((a, b) => a - b));
+      assert.equal(new Set(cancelled.answer.jobs.map((job) => job.id)).size, 30_000);
+      // In one turn, bin waited for the whole cancel (1 to 5 s); in slices, for one slice at most.
+      const why = `cancel took ${Math.round(cancelled.tookMs)} ms; bin's waits: ${cancelled.waits.map(Math.round).join(' ')}`;
+      assert.ok(cancelled.waits.length >= 3, why);
+      assert.ok(Math.max(...cancelled.waits) < cancelled.tookMs / 3, why);
+      assert.equal((await daemon.get<{ jobs: unknown[] }>('/jobs?user=daemon&state=PENDING')).jobs.length, 0);
+      assert.equal((await bin.get<{ state: string }>(`/jobs/${others}`)).state, 'PENDING');
+    } finally {
+      daemon.close();
+      bin.close();
       await controller.close();
     }
   });
