@@ -571,7 +571,7 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
       measured: `${round(holdMs / 1000, 2)} / ${round(releaseMs / 1000, 2)} / ${round(updateMs / 1000, 2)} s`, target: '-',
       note: 'one request each, the oldest pending jobs of the 50,000: a released job goes back to its place in the queue; update: TimeLimit=0:30',
     });
-    // `taras cancel --all` of every job at once: one request, 2,500 jobs a turn of the event loop (a commit each);
+    // `taras cancel --all` of every job at once: one request, 1,000 jobs a turn of the event loop (a commit each);
     // meanwhile another client asks for /status every 5 ms, and its longest wait is what others wait for at most.
     const other = client(controller);
     const cancelBegan = performance.now();
@@ -589,7 +589,7 @@ async function concurrentAndQueue(rows: Row[]): Promise<void> {
     other.close();
     rows.push({
       what: `\`taras cancel --all\`, ${cancelled.jobs.length.toLocaleString('en')} jobs`, measured: `${round(cancelMs / 1000, 2)} s`, target: '-',
-      note: 'one request: every pending job ended CANCELLED, 2,500 a turn, the 16 running ones signalled; the request to its answer',
+      note: 'one request: every pending job ended CANCELLED, 1,000 a turn, the 16 running ones signalled; the request to its answer',
     });
     rows.push({
       what: '  another client\'s longest wait meanwhile', measured: ms(Math.max(...waits)), target: '-',
