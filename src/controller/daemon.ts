@@ -342,12 +342,12 @@ export async function startController(options: ControllerOptions): Promise<Runni
   // of submissions one pass plans every job that arrived since the last, instead of one per commit.
   let scheduled: NodeJS.Timeout | NodeJS.Immediate | null = null;
   let lastPassAt = -Infinity;
-  /** Actions on many jobs in progress (inSlices): no pass until the last is done, so no job of their sets starts meanwhile. */
-  let slicedActions = 0;
+  /** An action on many jobs is in progress (inSlices, one at a time): no pass until it is done, so no job of its set starts meanwhile. */
+  let slicing = false;
   let passWaiting = false;
   const pass = () => {
     scheduled = null;
-    if (slicedActions > 0) {
+    if (slicing) {
       passWaiting = true;
       return;
     }
@@ -381,7 +381,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
     const sliced = async (): Promise<R[]> => {
       const ordered = order(unique);
       const results = new Map<JobId, R>();
-      slicedActions++;
+      slicing = true;
       try {
         for (let at = 0; at < ordered.length; at += BULK_SLICE) {
           if (at > 0) await new Promise((resolveTurn) => setImmediate(resolveTurn));
@@ -390,8 +390,8 @@ export async function startController(options: ControllerOptions): Promise<Runni
           slice.forEach((id, index) => results.set(id, answers[index]));
         }
       } finally {
-        slicedActions--;
-        if (slicedActions === 0 && passWaiting) {
+        slicing = false;
+        if (passWaiting) {
           passWaiting = false;
           pass(); // before the next such action begins
         }
@@ -984,11 +984,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         const ids = body.ids !== undefined ? resolveIds(body.ids) : engine.activeJobsOf(body.user ?? caller.user);
         // One commit per slice (an array's 10,000 tasks: one, not 10,000), pending jobs first in the whole set,
         // as cancelMany orders them within one: a job whose nodes a cancel frees finds no job of the set to take them.
-        const pendingFirst = (all: readonly JobId[]) => {
-          const isPending = (id: JobId) => engine.active.get(id)?.state === 'PENDING';
-          return [...all.filter(isPending), ...all.filter((id) => !isPending(id))];
-        };
-        const results = await inSlices(ids, (slice) => engine.cancelMany(slice, caller.user, admin(caller)), pendingFirst);
+        const results = await inSlices(ids, (slice) => engine.cancelMany(slice, caller.user, admin(caller)), (all) => engine.pendingFirst(all));
         kick();
         return { status: 200, body: { jobs: results } };
       },

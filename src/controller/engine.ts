@@ -2884,9 +2884,15 @@ export class ControllerEngine {
    * ones are being signalled. Each job has its own outcome (a job that is not
    * the caller's, or does not exist, does not stop the others).
    */
-  cancelMany(ids: readonly JobId[], user: string, admin = user === 'root'): ApiCancelResult[] {
+  /** `ids`, each once, pending jobs first (in their order), then the others: the order a set of cancels goes in. */
+  pendingFirst(ids: readonly JobId[]): JobId[] {
+    const unique = [...new Set(ids)];
     const isPending = (id: JobId) => this.active.get(id)?.state === 'PENDING';
-    const ordered = [...new Set(ids)].sort((a, b) => Number(isPending(b)) - Number(isPending(a)));
+    return [...unique.filter(isPending), ...unique.filter((id) => !isPending(id))];
+  }
+
+  cancelMany(ids: readonly JobId[], user: string, admin = user === 'root'): ApiCancelResult[] {
+    const ordered = this.pendingFirst(ids);
     const results = new Map<JobId, ApiCancelResult>();
     for (const id of ordered) {
       const access = this.access(id, user, admin, 'cancel');
