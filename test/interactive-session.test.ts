@@ -92,7 +92,88 @@ describe('interactive session (supervisor side)', () => {
     assert.ok(replayed.length < 1024);
     s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
     await s.close(1000);
-    assert.deepEqual(client.frames().at(-1), { t: 'exit', state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
+    assert.deepEqual(client.frames().at(-1), { t: 'exit', state: 'COMPLETED', exitCode: 0, signal: null, reason: null, n: 41 });
+  });
+
+  it('the job\'s end is numbered and kept until a client acknowledges it: one that leaves without doing so leaves it for the next, and the session closes on the acknowledgement', async () => {
+    const s = session({ graceSeconds: 30 });
+    await s.listen();
+    const path = join(work, `s${count}.sock`);
+    const first = await connect(path);
+    await s.waitForClient();
+    first.socket.write('{"t":"ack","n":0}\n'); // a reader that acknowledges says so at once
+    s.output('out', Buffer.from('last words\n'));
+    await sleep(50);
+    s.finish({ state: 'FAILED', exitCode: 3, signal: null, reason: 'exit code 3' });
+    let closed = false;
+    const closing = s.close(1000).then(() => (closed = true));
+    await sleep(1500); // past the second after which a client that never acknowledged is taken to have the end
+    assert.deepEqual(first.frames().at(-1), { t: 'exit', state: 'FAILED', exitCode: 3, signal: null, reason: 'exit code 3', n: 2 });
+    assert.equal(first.socket.readyState, 'open', 'the session waits for the acknowledgement');
+    assert.equal(closed, false);
+    first.socket.destroy(); // gone with the end in flight (the controller died)
+    await sleep(100);
+    const second = await connect(path);
+    await sleep(100);
+    assert.deepEqual(second.frames().map((f) => f.n ?? f.t), ['hello', 1, 2]);
+    assert.equal(outputOf(second.frames()), 'last words\n');
+    assert.equal(closed, false);
+    const ended = new Promise((resolveEnd) => second.socket.once('end', resolveEnd));
+    second.socket.write('{"t":"ack","n":2}\n');
+    await ended;
+    await closing;
+    assert.equal(closed, true);
+  });
+
+  it('a client that never acknowledges (an older reader) is taken to have the end after a second; with no client at all, the end waits the grace', async () => {
+    const s = session({ graceSeconds: 1 });
+    await s.listen();
+    const path = join(work, `s${count}.sock`);
+    const old = await connect(path);
+    await s.waitForClient();
+    const ended = new Promise((resolveEnd) => old.socket.once('end', resolveEnd));
+    const startMs = Date.now();
+    s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
+    await ended;
+    await s.close(1000);
+    const tookMs = Date.now() - startMs;
+    assert.ok(tookMs >= 900 && tookMs < 1800, `${tookMs} ms`);
+    assert.deepEqual(old.frames().at(-1), { t: 'exit', state: 'COMPLETED', exitCode: 0, signal: null, reason: null, n: 1 });
+    // Nobody attached: the end waits the grace (1 s here) for a client, then the session closes.
+    const alone = session({ graceSeconds: 1 });
+    await alone.listen();
+    alone.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
+    const aloneStartMs = Date.now();
+    await alone.close(0);
+    const aloneMs = Date.now() - aloneStartMs;
+    assert.ok(aloneMs >= 900 && aloneMs < 1800, `${aloneMs} ms`);
+  });
+
+  it('thousands of frames pushed out by the bound or acknowledged keep their numbers in order (the kept frames are cut now and then, not copied for each)', async () => {
+    const s = session({ bufferBytes: 4096 });
+    await s.listen();
+    const path = join(work, `s${count}.sock`);
+    for (let i = 1; i <= 5000; i++) s.output('out', Buffer.from(`${i}\n`));
+    const first = await connect(path);
+    await s.waitForClient();
+    await sleep(100);
+    let numbers = first.frames().filter((f) => f.t === 'out').map((f) => f.n as number);
+    assert.ok(numbers.length > 50 && numbers.length < 200, String(numbers.length));
+    assert.deepEqual(numbers, numbers.map((_, i) => 5000 - numbers.length + 1 + i));
+    for (let i = 5001; i <= 8000; i++) {
+      s.output('out', Buffer.from(`${i}\n`));
+      if (i % 500 === 0) first.socket.write(`{"t":"ack","n":${i - 10}}\n`);
+    }
+    await sleep(100);
+    first.socket.destroy();
+    await sleep(100);
+    const second = await connect(path);
+    await sleep(100);
+    numbers = second.frames().filter((f) => f.t === 'out').map((f) => f.n as number);
+    assert.deepEqual(numbers, Array.from({ length: 10 }, (_, i) => 7991 + i), 'what the last acknowledgement left');
+    s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
+    second.socket.destroy();
+    await s.close(0);
   });
 
   it('output frames are numbered and kept until the client acknowledges them: the next client gets again those not acknowledged, then the new', async () => {

@@ -519,4 +519,29 @@ describe('the session lives in the job\'s supervisor: an agent restart does not 
     assert.match(run.stderr(), /lost the connection to job \d+: reconnecting/);
     assert.doesNotMatch(run.stderr(), /were lost/);
   });
+
+  it('the job\'s end on its way through the agent when it dies is not lost: the session keeps it until taras run acknowledges it, and taras run exits with the job\'s code', { timeout: 90_000 }, async () => {
+    const { cluster, agent, startAgent } = await startSplitCluster('end-in-flight');
+    const dir = join(work, 'end-in-flight-files');
+    mkdirSync(dir);
+    const run = withPipes(cluster, ['run', '-t', '5', '--', 'sh', '-c', `echo start; while [ ! -e ${dir}/go ]; do sleep 0.05; done; echo bye; touch ${dir}/ending; exit 7`]);
+    for (let tries = 0; !run.stdout().startsWith('start\n'); tries++) {
+      assert.ok(tries < 200, `no first line: ${run.stderr()}`);
+      await sleep(100);
+    }
+    // The agent stops reading: the job's last line and its end reach its socket and go no further, then it dies with them.
+    process.kill(agent.pid!, 'SIGSTOP');
+    writeFileSync(join(dir, 'go'), '');
+    for (let tries = 0; !existsSync(join(dir, 'ending')); tries++) {
+      assert.ok(tries < 200, 'the job did not end');
+      await sleep(100);
+    }
+    await sleep(2500); // past the 2 s a supervisor used to wait for its client before leaving
+    agent.kill('SIGKILL');
+    await new Promise((resolveExit) => agent.once('exit', resolveExit));
+    await startAgent();
+    assert.equal(await run.exited, 7, run.stderr());
+    assert.equal(run.stdout(), 'start\nbye\n');
+    assert.match(run.stderr(), /lost the connection to job \d+: reconnecting/);
+  });
 });

@@ -396,6 +396,73 @@ echo "srun rc=$?" >> ${dir}/lines.out
     assert.doesNotMatch(readFileSync(join(dir, 'job.out'), 'utf8'), /lost \(more than/);
   });
 
+  /** The status of task `task` of the first step of `id` on the agent (null: none yet, or gone). */
+  const taskStatus = (id: number, task: number): { state: string; supervisorPid: number } | null => {
+    const file = join(work, 'data', 'agent', 'jobs', `step-${id}.0.0.${task}`, 'status.json');
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as { state: string; supervisorPid: number };
+    } catch {
+      return null;
+    }
+  };
+  /** A two-task step: task 0 ends with exit code 3 once `go` exists, task 1 once `down` exists. */
+  const twoTaskJob = (dir: string): string => `#!/bin/sh
+#SBATCH -N 1 -n 2 -t 2 -o ${dir}/job.out
+srun -n 2 sh -c 'if [ $SLURM_PROCID = 0 ]; then while [ ! -e ${dir}/go ]; do sleep 0.05; done; echo zero-done; touch ${dir}/zero-ended; exit 3; fi; echo one-start; while [ ! -e ${dir}/down ]; do sleep 0.05; done; echo one-done' > ${dir}/lines.out
+echo "srun rc=$?" >> ${dir}/lines.out
+`;
+  const restartController = async (): Promise<void> => {
+    controller = await startDaemon(taras, started, ['controller', '--config', join(work, 'cluster.toml'), '--port', new URL(url).port], /listening on (http:\/\/127\.0\.0\.1:\d+)/, work);
+  };
+  /** The step's end as srun told it: both tasks' lines, task 0's exit code named, srun's exit code 3. */
+  const assertEndsKept = async (id: number, dir: string): Promise<void> => {
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED'].includes(await state(id)), 40_000);
+    const jobOut = readFileSync(join(dir, 'job.out'), 'utf8');
+    const why = `job.out:\n${jobOut}\ncontroller:\n${controller.log().slice(-1500)}`;
+    assert.deepEqual(readFileSync(join(dir, 'lines.out'), 'utf8').split('\n').sort(), ['', 'one-done', 'one-start', 'srun rc=3', 'zero-done'], why);
+    assert.match(readFileSync(join(dir, 'lines.out'), 'utf8'), /srun rc=3\n$/, why);
+    assert.match(jobOut, /srun: error: node01: task 0: Exited with exit code 3\n/, why);
+    assert.doesNotMatch(jobOut, /task 1:|could not reattach|refused to resume/, why);
+    assert.match(jobOut, /srun: lost the connection to the controller during step \d+\.0; reconnecting for up to 30 s\n/, why);
+  };
+
+  it('a task\'s end on its way through the controller when it dies is not lost: its supervisor keeps it until srun acknowledges it, and srun reports the real exit code', async () => {
+    const dir = adaDir('end-in-flight');
+    const id = await sbatch(ada, twoTaskJob(dir));
+    await waitFor('both tasks to run', () => existsSync(join(dir, 'lines.out')) && readFileSync(join(dir, 'lines.out'), 'utf8').includes('one-start'));
+    // The controller stops reading: task 0's end reaches its socket and goes no further, then it dies with it.
+    const stopped = controller.child;
+    process.kill(stopped.pid!, 'SIGSTOP');
+    writeFileSync(join(dir, 'go'), '');
+    await waitFor('task 0 to end', () => existsSync(join(dir, 'zero-ended')));
+    await sleep(300);
+    await killHard(stopped);
+    await sleep(1500); // past the second in which a client that never acknowledges is taken to have the end
+    const status = taskStatus(id, 0);
+    assert.ok(status?.state === 'FAILED' && alive(status.supervisorPid), `task 0's supervisor keeps its end: nobody acknowledged it (${JSON.stringify(status)})`);
+    await restartController();
+    writeFileSync(join(dir, 'down'), '');
+    await assertEndsKept(id, dir);
+  });
+
+  it('a task whose end srun has is left alone when srun resumes its step: its supervisor has left, and the other tasks are resumed', async () => {
+    const dir = adaDir('end-acknowledged');
+    const id = await sbatch(ada, twoTaskJob(dir));
+    await waitFor('both tasks to run', () => existsSync(join(dir, 'lines.out')) && readFileSync(join(dir, 'lines.out'), 'utf8').includes('one-start'));
+    writeFileSync(join(dir, 'go'), '');
+    // srun acknowledges task 0's end: its supervisor leaves at once, not after a grace.
+    await waitFor('task 0 to end', () => existsSync(join(dir, 'zero-ended')));
+    await waitFor('task 0\'s supervisor to leave', () => {
+      const status = taskStatus(id, 0);
+      return status === null || (status.state === 'FAILED' && !alive(status.supervisorPid));
+    }, 5000);
+    await killHard(controller.child);
+    await restartController();
+    writeFileSync(join(dir, 'down'), '');
+    await assertEndsKept(id, dir);
+    assert.match(controller.log(), new RegExp(`job ${id}: step 0 \\(2 task\\(s\\) on node01\\) resumed by ${ada.name}`));
+  });
+
   it('a step\'s tasks end with their job (scancel), also a task that ignores SIGTERM, and when their srun is killed', async () => {
     const pids = join(ada.home, 'pids');
     mkdirSync(pids);

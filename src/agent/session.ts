@@ -15,6 +15,13 @@
 // skipped means output was lost past the bound). A client that never
 // acknowledges gets the last bufferBytes of output again on its next attach.
 //
+// The job's end is numbered too, and kept the same way: the session waits for
+// a client to acknowledge it (srun's controller may die with it in flight),
+// up to graceSeconds after the end, or after the last client left. A client
+// that has acknowledged nothing within a second of getting the end is taken
+// for an older one, which never does: the end counts as delivered to it.
+// New readers acknowledge at once on hello, so they are known from the start.
+//
 // Frames are JSON lines. To the job: {"t":"in","d":BASE64}, {"t":"eof"},
 // {"t":"size","cols":N,"rows":N}, {"t":"signal","sig":"SIGINT"},
 // {"t":"ack","n":N} (the client has every output frame up to N). From it:
@@ -22,7 +29,7 @@
 // {"t":"note","text":"...","n":N} (Taras's own lines: warnings),
 // {"t":"note","text":"..."} (replay notices),
 // {"t":"detached","text":"..."} (another client took the session over),
-// {"t":"exit","state":S,"exitCode":N|null,"signal":S|null,"reason":S|null}.
+// {"t":"exit","state":S,"exitCode":N|null,"signal":S|null,"reason":S|null,"n":N}.
 
 import { chmodSync, existsSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -99,12 +106,22 @@ export interface SessionHandlers {
 const MAX_LINE_BYTES = 1024 * 1024;
 /** Past this much output unsent to the client, the job's output is no longer read until it is sent (its writes then block). */
 const OUTPUT_HIGH_WATER_BYTES = 1024 * 1024;
+/** A client that acknowledged nothing this long after it got the job's end is an older one: the end counts as delivered. */
+export const OLDER_CLIENT_MS = 1000;
+
+interface KeptFrame {
+  readonly n: number;
+  readonly line: string;
+  sent: boolean;
+}
 
 export class InteractiveSession {
   private server: Server | null = null;
   private client: Socket | null = null;
-  /** Output frames not acknowledged yet, oldest first: sent to a client (`sent`) or waiting for one. */
-  private readonly kept: { n: number; line: string; sent: boolean }[] = [];
+  /** Output frames not acknowledged yet, oldest first from keptHead on: sent to a client (`sent`) or waiting for one. */
+  private kept: KeptFrame[] = [];
+  /** The oldest frame kept (those before it are gone: the array is cut only now and then, so that dropping one costs no copy). */
+  private keptHead = 0;
   private keptBytes = 0;
   /** The last output frame's number. */
   private lastN = 0;
@@ -114,12 +131,20 @@ export class InteractiveSession {
   private graceTimer: NodeJS.Timeout | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
   private ended: SessionEnd | null = null;
+  /** The job's end as a numbered frame, once it ended; its number. */
+  private exitLine: string | null = null;
+  private exitN = 0;
+  private endedAtMs = 0;
+  /** The current client has acknowledged something: it will acknowledge the end too. */
+  private clientAcks = false;
+  private lastDetachMs = 0;
   handlers: SessionHandlers = { input: () => undefined, expire: () => undefined };
   private outputPaused = false;
   private firstClient: (() => void) | null = null;
-  /** A client got the job's end. */
+  /** A client acknowledged the job's end (or an older client, which never does, got it). */
   private delivered = false;
-  private lateClient: (() => void) | null = null;
+  /** close()'s wait: told when the end is delivered or a client leaves. */
+  private waiting: (() => void) | null = null;
 
   constructor(private readonly socketPath: string, private readonly jobId: number, readonly spec: InteractiveSpec, private readonly log: (line: string) => void) {}
 
@@ -188,6 +213,7 @@ export class InteractiveSession {
       this.client.end();
     }
     this.client = socket;
+    this.clientAcks = false;
     this.firstClient?.();
     this.firstClient = null;
     if (this.graceTimer !== null) clearTimeout(this.graceTimer);
@@ -196,18 +222,13 @@ export class InteractiveSession {
     this.send(socket, { t: 'hello', pty: this.spec.pty, jobId: this.jobId });
     if (this.droppedBytes > 0) this.send(socket, { t: 'note', text: `${this.droppedBytes} bytes of output produced while detached were dropped (the buffer keeps ${this.spec.bufferBytes})` });
     // Every frame not acknowledged: those the last client may have lost in flight, then those none got.
-    for (const frame of this.kept) {
+    for (let i = this.keptHead; i < this.kept.length; i++) {
+      const frame = this.kept[i];
       socket.write(frame.line);
       frame.sent = true;
     }
     this.droppedBytes = 0;
-    if (this.ended !== null) {
-      this.send(socket, { t: 'exit', ...this.ended });
-      this.delivered = true;
-      socket.end();
-      this.lateClient?.();
-      return;
-    }
+    if (this.ended !== null) this.sendEnd(socket);
     let buffer = '';
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => {
@@ -218,9 +239,10 @@ export class InteractiveSession {
         buffer = buffer.slice(newline + 1);
         if (frame === null) continue;
         if (frame.t === 'ack') {
-          this.acknowledged(frame.n);
+          this.acknowledged(socket, frame.n);
           continue;
         }
+        if (this.ended !== null) continue; // the job is over: nothing takes input
         if (frame.t === 'in') this.lastActivityMs = Date.now();
         this.handlers.input(frame);
       }
@@ -229,8 +251,11 @@ export class InteractiveSession {
     socket.on('close', () => {
       if (this.client !== socket) return;
       this.client = null;
+      this.clientAcks = false;
       this.log(`job ${this.jobId}: the client detached`);
-      this.armGrace();
+      this.lastDetachMs = Date.now();
+      if (this.ended === null) this.armGrace();
+      this.waiting?.();
     });
   }
 
@@ -238,11 +263,39 @@ export class InteractiveSession {
     socket.write(`${JSON.stringify(frame)}\n`);
   }
 
-  /** Forgets the output frames up to n: the client has them. */
-  private acknowledged(n: number): void {
-    let done = 0;
-    while (done < this.kept.length && this.kept[done].n <= n) this.keptBytes -= this.kept[done++].line.length;
-    if (done > 0) this.kept.splice(0, done);
+  /** Forgets the output frames up to n: the client has them (and the end, when n is its number). */
+  private acknowledged(socket: Socket, n: number): void {
+    this.clientAcks = true;
+    while (this.keptHead < this.kept.length && this.kept[this.keptHead].n <= n) this.keptBytes -= this.kept[this.keptHead++].line.length;
+    this.compactKept();
+    if (this.ended !== null && n >= this.exitN) this.endDelivered(socket);
+  }
+
+  /** Cuts the frames gone from the front once they are at least half the array (each frame is copied at most once on average). */
+  private compactKept(): void {
+    if (this.keptHead === this.kept.length) {
+      this.kept = [];
+      this.keptHead = 0;
+    } else if (this.keptHead >= 1024 && this.keptHead * 2 >= this.kept.length) {
+      this.kept = this.kept.slice(this.keptHead);
+      this.keptHead = 0;
+    }
+  }
+
+  /** Sends the job's end to a client: it stays connected until it acknowledges it (an older client: a moment). */
+  private sendEnd(socket: Socket): void {
+    socket.write(this.exitLine!);
+    if (this.clientAcks) return;
+    setTimeout(() => {
+      if (this.client === socket && !this.clientAcks) this.endDelivered(socket);
+    }, OLDER_CLIENT_MS).unref();
+  }
+
+  private endDelivered(socket: Socket): void {
+    if (this.delivered) return;
+    this.delivered = true;
+    socket.end();
+    this.waiting?.();
   }
 
   /** An output frame, numbered: sent to the client and kept until it acknowledges it, or kept for the next one (bounded: the oldest output goes first). */
@@ -252,11 +305,12 @@ export class InteractiveSession {
     const sent = this.client !== null;
     this.kept.push({ n, line, sent });
     this.keptBytes += line.length;
-    while (this.keptBytes > this.spec.bufferBytes && this.kept.length > 1) {
-      const dropped = this.kept.shift()!;
+    while (this.keptBytes > this.spec.bufferBytes && this.kept.length - this.keptHead > 1) {
+      const dropped = this.kept[this.keptHead++];
       this.keptBytes -= dropped.line.length;
       if (!dropped.sent) this.droppedBytes += dropped.line.length;
     }
+    this.compactKept();
     if (this.client !== null) {
       const client = this.client;
       if (!client.write(line) && client.writableLength > OUTPUT_HIGH_WATER_BYTES && !this.outputPaused) {
@@ -294,35 +348,46 @@ export class InteractiveSession {
     this.deliver({ t: 'note', text });
   }
 
-  /** The job has ended: the client (or the next one, while the supervisor lives) gets the end. */
+  /** The job has ended: the client (or the next one, while the supervisor lives) gets the end, numbered, to acknowledge. */
   finish(end: SessionEnd): void {
+    if (this.ended !== null) return;
     this.ended = end;
+    this.endedAtMs = Date.now();
+    this.exitN = ++this.lastN;
+    this.exitLine = `${JSON.stringify({ t: 'exit', ...end, n: this.exitN })}\n`;
     if (this.graceTimer !== null) clearTimeout(this.graceTimer);
     if (this.idleTimer !== null) clearInterval(this.idleTimer);
     this.graceTimer = null;
     this.idleTimer = null;
-    if (this.client !== null) {
-      this.send(this.client, { t: 'exit', ...end });
-      this.delivered = true;
-      this.client.end();
-    }
+    if (this.client !== null) this.sendEnd(this.client);
   }
 
   /**
-   * Waits (bounded) for the client to take the last frames, then stops
-   * listening. A job that ended while nobody was attached keeps its session
-   * for the grace: `taras attach` then gets the output and the exit code.
+   * Waits (bounded) for a client to acknowledge the job's end and to take the
+   * last frames, then stops listening. The end waits for a client up to the
+   * grace after it, or after the last client left: `taras attach`, or srun's
+   * step resumed after a controller restart, then gets the output and the
+   * exit code.
    */
   async close(waitMs: number): Promise<void> {
-    if (this.ended !== null && !this.delivered && this.client === null) {
-      this.log(`job ${this.jobId}: ended while detached; its output waits up to ${this.spec.graceSeconds} s for taras attach`);
-      await new Promise<void>((resolveLate) => {
-        const timer = setTimeout(resolveLate, this.spec.graceSeconds * 1000);
-        this.lateClient = () => {
-          clearTimeout(timer);
-          resolveLate();
+    if (this.ended !== null && !this.delivered) {
+      if (this.client === null) this.log(`job ${this.jobId}: ended while detached; its output and end wait up to ${this.spec.graceSeconds} s for a client`);
+      await new Promise<void>((resolveWait) => {
+        let timer: NodeJS.Timeout | null = null;
+        const wake = (): void => {
+          if (timer !== null) clearTimeout(timer);
+          const untilMs = Math.max(this.endedAtMs, this.client === null ? this.lastDetachMs : 0) + this.spec.graceSeconds * 1000;
+          if (this.delivered || Date.now() >= untilMs) {
+            this.waiting = null;
+            resolveWait();
+            return;
+          }
+          timer = setTimeout(wake, untilMs - Date.now());
         };
+        this.waiting = wake;
+        wake();
       });
+      if (!this.delivered) this.log(`job ${this.jobId}: no client acknowledged the job's end within ${this.spec.graceSeconds} s`);
     }
     const client = this.client;
     if (client !== null && !client.destroyed) {

@@ -215,14 +215,22 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
       } catch {
         return;
       }
-      if (frame.t === 'hello') startInput(frame.pty === true);
+      if (frame.t === 'hello') {
+        // Said at once: the session then keeps the job's end until this command has it (an older one never says).
+        send({ t: 'ack', n: cursor.position ?? 0 });
+        startInput(frame.pty === true);
+      }
       else if ((frame.t === 'out' || frame.t === 'err') && frame.d !== undefined) {
         if (fresh(frame.n, frame.d.length)) (frame.t === 'out' ? process.stdout : process.stderr).write(Buffer.from(frame.d, 'base64'));
       } else if (frame.t === 'note' && frame.text !== undefined) {
         if (fresh(frame.n, frame.text.length)) say(frame.text, raw);
       }
       else if (frame.t === 'detached') takenOver = frame.text ?? 'another client attached';
-      else if (frame.t === 'exit') ended = { state: frame.state ?? 'FAILED', exitCode: frame.exitCode ?? null, signal: frame.signal ?? null, reason: frame.reason ?? null };
+      else if (frame.t === 'exit') {
+        ended = { state: frame.state ?? 'FAILED', exitCode: frame.exitCode ?? null, signal: frame.signal ?? null, reason: frame.reason ?? null };
+        cursor.take(frame.n, 0);
+        cursor.flush(); // the session closes once it knows the end arrived
+      }
     });
     current.on('close', () => resolveEnd());
     current.on('error', () => resolveEnd());

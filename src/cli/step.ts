@@ -9,7 +9,10 @@
 // restarted) is resumed: the same step, asked for every 0.5 s for up to 30 s,
 // stdin kept meanwhile (1 MiB). Output is acknowledged to the tasks'
 // supervisors, which keep it until then: output in flight when the connection
-// dropped comes again, and srun shows each piece once.
+// dropped comes again, and srun shows each piece once. Each task's end comes
+// as it happens, and is acknowledged and kept here: a resume names the tasks
+// srun has the end of (their supervisors may have left), and a step whose
+// every end srun has needs no resume.
 
 import type { Command } from 'commander';
 import type { WebSocket } from 'ws';
@@ -172,6 +175,8 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
   stdin.on('end', () => send({ t: 'eof' }));
   stdin.on('error', () => send({ t: 'eof' }));
   let ends: TaskEnd[] | null = null;
+  /** Each task's end as it came (acknowledged to its supervisor, which may then leave). */
+  const ownEnds = new Map<number, TaskEnd>();
   let stdinEnded = false;
   stdin.once('end', () => (stdinEnded = true));
   // Each task's output is numbered by its supervisor and kept there until srun acknowledges it: after a
@@ -197,7 +202,7 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
   const relay = (): Promise<boolean> => new Promise<boolean>((resolveEnd) => {
     let greeted = false;
     socket.on('message', (data) => {
-      let frame: { t?: string; d?: string; text?: string; task?: number; n?: number; tasks?: TaskEnd[] };
+      let frame: { t?: string; d?: string; text?: string; task?: number; n?: number; tasks?: TaskEnd[] } & Partial<TaskEnd>;
       try {
         frame = JSON.parse(data.toString());
       } catch {
@@ -208,13 +213,29 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
       } else if (frame.t === 'hello') {
         greeted = true;
         connected = true;
+        // Told at once: the tasks' supervisors then keep each one's end until srun has it (an older srun never says).
+        for (const { task } of created.tasks) socket.send(JSON.stringify({ t: 'ack', task, n: cursorOf(task).position ?? 0 }));
         for (const text of held.splice(0)) socket.send(text);
         heldBytes = 0;
         if (!stdinEnded) stdin.resume();
       } else if (frame.t === 'note' && frame.text !== undefined) {
         if (frame.task === undefined || fresh(frame.task, frame.n, frame.text.length)) process.stderr.write(`srun: ${frame.text}\n`);
       }
-      else if (frame.t === 'exit') ends = frame.tasks ?? [];
+      else if (frame.t === 'ended' && typeof frame.task === 'number') {
+        const task = frame.task;
+        fresh(task, frame.n, 0);
+        if (!ownEnds.has(task)) {
+          ownEnds.set(task, {
+            task, node: frame.node ?? created.tasks[task]?.node ?? '?', state: frame.state ?? 'FAILED', exitCode: frame.exitCode ?? null, signal: frame.signal ?? null, reason: frame.reason ?? null,
+          });
+        }
+        cursorOf(task).flush(); // the supervisor may leave now
+      } else if (frame.t === 'exit') {
+        // The controller's list, and the ends srun had before a resume (which it leaves out).
+        const all = new Map(ownEnds);
+        for (const end of frame.tasks ?? []) if (!all.has(end.task)) all.set(end.task, end);
+        ends = [...all.values()].sort((a, b) => a.task - b.task);
+      }
     });
     const closed = (): void => {
       connected = false;
@@ -228,6 +249,7 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
   let lost: string | null = null;
   for (;;) {
     const greeted = await relay();
+    if (ends === null && ownEnds.size === created.tasks.length) ends = [...ownEnds.values()].sort((a, b) => a.task - b.task); // the last frame was lost, not an end
     if (ends !== null) break;
     if (!greeted) {
       lost = 'the controller closed the connection before the step started';
@@ -243,7 +265,8 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
     while (Date.now() < deadline) {
       await new Promise((resolveWait) => setTimeout(resolveWait, RESUME_EVERY_MS));
       try {
-        resumed = await open(`resume/${encodeURIComponent(layout)}`, Math.max(1000, deadline - Date.now()));
+        const endedQuery = ownEnds.size === 0 ? '' : `?ended=${[...ownEnds.keys()].sort((a, b) => a - b).join(',')}`;
+        resumed = await open(`resume/${encodeURIComponent(layout)}${endedQuery}`, Math.max(1000, deadline - Date.now()));
         break;
       } catch (error) {
         last = (error as Error).message;

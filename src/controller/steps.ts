@@ -8,7 +8,9 @@
 // carry their task and their number in the task's stream (each passed on
 // once; srun's acknowledgements go back to the task's supervisor, which keeps
 // what srun has not acknowledged for a reattach or a resume), input and
-// signals go to every task (srun's defaults), and the last frame lists every task's end. Only the job's owner (and
+// signals go to every task (srun's defaults); each task's end goes to srun
+// as it comes (`ended`, numbered in the task's stream: its supervisor keeps it
+// until srun acknowledges it), and the last frame lists every task's end. Only the job's owner (and
 // root) may run steps in it, and every task runs as the job's user. A task
 // never outlives its job: when the job ends (any way) or srun goes away, the
 // agents kill the step's tasks; each task's time limit is what is left of the
@@ -18,7 +20,9 @@
 // agent is back (STEP_REATTACH_MS); the task's supervisor ran on meanwhile.
 // A restart of the controller does not end a step either: srun asks to resume
 // it (resumeRoute, authorised as an attach), and its tasks' streams are opened
-// again; step ids are kept on the disk so that none is given twice.
+// again (those srun has the end of already are named in `?ended=`, and left
+// alone: their supervisors may be gone); step ids are kept on the disk so
+// that none is given twice.
 
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { WebSocket } from 'ws';
@@ -411,6 +415,14 @@ export class JobSteps {
         const stray = nodeNames.find((node) => !record.nodes.includes(node));
         if (stray !== undefined) throw new RouteError(400, `job ${id} has no node '${stray.slice(0, 64)}': a step's tasks run on its job's nodes`);
         const nodes = record.nodes.filter((node) => nodeNames.includes(node));
+        // Tasks whose end srun has already (it acknowledged it, so their supervisors may have left): not opened again.
+        const endedText = ctx.query.get('ended') ?? '';
+        const endedBySrun = new Set<number>();
+        for (const part of endedText === '' ? [] : endedText.split(',')) {
+          if (!/^\d{1,4}$/.test(part) || Number(part) >= nodeNames.length) throw new RouteError(400, `'${part.slice(0, 16)}' in ?ended= is not a task of this step (0 to ${nodeNames.length - 1})`);
+          endedBySrun.add(Number(part));
+        }
+        if (endedBySrun.size === nodeNames.length) throw new RouteError(400, `every task of step ${stepId} of job ${id} has ended: nothing to resume`, 'srun has every end already');
         const seen = new Map<string, number>();
         const tasks = nodeNames.map((node, task): StepTask => {
           const localId = seen.get(node) ?? 0;
@@ -424,7 +436,7 @@ export class JobSteps {
           for (const upstream of upstreams.values()) upstream.terminate();
         };
         try {
-          for (const task of tasks) upstreams.set(task.task, await this.deps.link.openTaskStream(task.node, id, run, stepId, task.task));
+          for (const task of tasks) if (!endedBySrun.has(task.task)) upstreams.set(task.task, await this.deps.link.openTaskStream(task.node, id, run, stepId, task.task));
         } catch (error) {
           closeAll();
           const status = (error as { status?: unknown }).status;
@@ -456,18 +468,20 @@ export class JobSteps {
           throw error;
         }
         this.deps.log(`job ${id}: step ${stepId} (${tasks.length} task(s) on ${compressHostlist(nodes)}) resumed by ${caller.user}`);
-        this.run(key, step, client, upstreams);
+        this.run(key, step, client, { upstreams, endedBySrun });
       },
     };
   }
 
   /** Starts the tasks, merges their streams for srun, and ends the step when every task has ended. */
-  private run(key: string, step: Step, client: WebSocket, resumed?: ReadonlyMap<number, WebSocket>): void {
+  private run(key: string, step: Step, client: WebSocket, resumed?: { upstreams: ReadonlyMap<number, WebSocket>; endedBySrun: ReadonlySet<number> }): void {
     const orders = resumed === undefined ? step.orders() : [];
     const tasks = step.layout.tasks;
     const { link } = this.deps;
     const ends = new Map<number, TaskEnd>();
     const upstreams = new Map<number, WebSocket>();
+    /** Per task, the last output (or end) srun acknowledged: given to the task's stream whenever it is opened (again). */
+    const srunAcked = new Map<number, number>();
     let finished = false;
     /** srun's input so far, for the tasks whose stream is not open yet (bounded; dropped once every task has it). */
     const early: string[] = [];
@@ -484,12 +498,15 @@ export class JobSteps {
       if (finished || ends.size < tasks.length) return;
       finished = true;
       this.steps.delete(key);
-      send({ t: 'exit', tasks: [...ends.values()].sort((a, b) => a.task - b.task) });
+      // The ends srun has already (a resume named them) are its own to tell.
+      send({ t: 'exit', tasks: [...ends.values()].filter((end) => resumed?.endedBySrun.has(end.task) !== true).sort((a, b) => a.task - b.task) });
       client.close();
     };
-    const ended = (end: TaskEnd): void => {
+    /** A task's end (n: its number in the task's stream, from its supervisor): srun gets it now, to keep across a resume and to acknowledge. */
+    const ended = (end: TaskEnd, n?: number): void => {
       if (ends.has(end.task)) return;
       ends.set(end.task, end);
+      send({ t: 'ended', ...end, ...(n === undefined ? {} : { n }) });
       finish();
     };
     let stopping = false;
@@ -540,8 +557,10 @@ export class JobSteps {
       } else if (frame.t === 'ack') {
         // srun has a task's output up to n: its supervisor may forget it (it keeps it until then, for a resume).
         const { task, n } = frame as { task?: unknown; n?: unknown };
-        const upstream = typeof task === 'number' ? upstreams.get(task) : undefined;
-        if (upstream !== undefined && Number.isSafeInteger(n) && (n as number) >= 0 && upstream.readyState === upstream.OPEN) upstream.send(JSON.stringify({ t: 'ack', n }));
+        if (typeof task !== 'number' || !Number.isSafeInteger(n) || (n as number) < 0 || task < 0 || task >= tasks.length) return;
+        if ((n as number) >= (srunAcked.get(task) ?? 0)) srunAcked.set(task, n as number);
+        const upstream = upstreams.get(task);
+        if (upstream !== undefined && upstream.readyState === upstream.OPEN) upstream.send(JSON.stringify({ t: 'ack', n }));
       }
     });
     client.on('close', () => {
@@ -637,10 +656,13 @@ export class JobSteps {
         if ((frame.t === 'out' || frame.t === 'err') && typeof frame.d === 'string') send({ t: frame.t, task: task, d: frame.d, ...numbered });
         else if (frame.t === 'note' && typeof frame.text === 'string') send({ t: 'note', task: task, text: frame.text, ...numbered });
         else if (frame.t === 'exit') {
-          ended({
+          const end: TaskEnd = {
             task: task, node, state: typeof frame.state === 'string' ? frame.state : 'FAILED', exitCode: typeof frame.exitCode === 'number' ? frame.exitCode : null,
             signal: typeof frame.signal === 'string' ? frame.signal : null, reason: typeof frame.reason === 'string' ? frame.reason : null,
-          });
+          };
+          ended(end, n);
+          // srun is gone (the step is being killed for it): nobody will acknowledge the end, so the supervisor may leave now.
+          if (n !== undefined && client.readyState !== client.OPEN && upstream.readyState === upstream.OPEN) upstream.send(JSON.stringify({ t: 'ack', n }));
         }
       });
       upstream.on('close', () => {
@@ -648,6 +670,9 @@ export class JobSteps {
         if (!ends.has(task) && !finished) void reattach(task, node, fail);
       });
       upstream.on('error', () => undefined);
+      // What srun has of this task (0: nothing, but it acknowledges): the supervisor forgets it, and waits for srun's word on its end.
+      const acked = srunAcked.get(task);
+      if (acked !== undefined) upstream.send(JSON.stringify({ t: 'ack', n: acked }));
       if (client.bufferedAmount < HIGH_WATER_BYTES) upstream.resume();
       else upstream.pause();
     };
@@ -658,7 +683,11 @@ export class JobSteps {
     // A resumed step (the controller restarted): its tasks run already and their streams are open; each sends what it kept.
     opened = tasks.length;
     for (const task of tasks) {
-      const upstream = resumed.get(task.task)!;
+      if (resumed.endedBySrun.has(task.task)) {
+        ends.set(task.task, { task: task.task, node: task.node, state: 'ENDED', exitCode: null, signal: null, reason: null });
+        continue;
+      }
+      const upstream = resumed.upstreams.get(task.task)!;
       const fail = (reason: string): void => {
         send({ t: 'note', task: task.task, text: `task ${task.task} on ${task.node}: ${reason}` });
         ended({ task: task.task, node: task.node, state: 'FAILED', exitCode: null, signal: null, reason });
