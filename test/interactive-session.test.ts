@@ -84,7 +84,7 @@ describe('interactive session (supervisor side)', () => {
     const client = await connect(path);
     await sleep(100);
     const frames = client.frames();
-    assert.deepEqual(frames[0], { t: 'hello', pty: false, jobId: 7 });
+    assert.deepEqual(frames[0], { t: 'hello', pty: false, jobId: 7, inputTaken: 0 });
     assert.match(String(frames[1].text), /^\d+ bytes of output produced while detached were dropped \(the buffer keeps 1024\)$/);
     const replayed = outputOf(frames);
     assert.ok(replayed.endsWith('line-39\n'), replayed);
@@ -150,7 +150,7 @@ describe('interactive session (supervisor side)', () => {
   });
 
   it('thousands of frames pushed out by the bound or acknowledged keep their numbers in order (the kept frames are cut now and then, not copied for each)', async () => {
-    const s = session({ bufferBytes: 4096 });
+    const s = session({ bufferBytes: 4096, graceSeconds: 1 });
     await s.listen();
     const path = join(work, `s${count}.sock`);
     for (let i = 1; i <= 5000; i++) s.output('out', Buffer.from(`${i}\n`));
@@ -194,7 +194,7 @@ describe('interactive session (supervisor side)', () => {
     const second = await connect(path);
     await sleep(100);
     const frames = second.frames();
-    assert.deepEqual(frames[0], { t: 'hello', pty: false, jobId: 7 });
+    assert.deepEqual(frames[0], { t: 'hello', pty: false, jobId: 7, inputTaken: 0 });
     assert.deepEqual(frames.slice(1).map((f) => f.n), [4, 5, 6, 7]);
     assert.equal(outputOf(frames), 'a4\na5\na7\n');
     assert.deepEqual(frames[3], { t: 'note', text: 'a warning', n: 6 });
@@ -205,7 +205,7 @@ describe('interactive session (supervisor side)', () => {
     await sleep(100);
     const third = await connect(path);
     await sleep(100);
-    assert.deepEqual(third.frames(), [{ t: 'hello', pty: false, jobId: 7 }]);
+    assert.deepEqual(third.frames(), [{ t: 'hello', pty: false, jobId: 7, inputTaken: 0 }]);
     s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
     await s.close(1000);
   });
@@ -231,6 +231,39 @@ describe('interactive session (supervisor side)', () => {
     assert.ok(outputOf(frames).endsWith('line-39\n'));
     s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
     await s.close(1000);
+  });
+
+  it('numbered input is taken once: the session says what it took (in its hello, then after each read), and input sent again after a reconnect is dropped', async () => {
+    const s = session({ graceSeconds: 1 });
+    const inputs: unknown[] = [];
+    s.handlers = { ...s.handlers, input: (frame) => inputs.push(frame) };
+    await s.listen();
+    const path = join(work, `s${count}.sock`);
+    const first = await connect(path);
+    await s.waitForClient();
+    first.socket.write('{"t":"in","d":"YQ==","i":1}\n{"t":"in","d":"Yg==","i":2}\n');
+    await sleep(100);
+    assert.deepEqual(first.frames(), [{ t: 'hello', pty: false, jobId: 7, inputTaken: 0 }, { t: 'inack', i: 2 }]);
+    first.socket.write('{"t":"signal","sig":"SIGINT","i":3}\n');
+    await sleep(100);
+    first.socket.destroy(); // the writer may not have heard of 3
+    await sleep(100);
+    const second = await connect(path);
+    await sleep(100);
+    assert.deepEqual(second.frames(), [{ t: 'hello', pty: false, jobId: 7, inputTaken: 3 }]);
+    // Sent again from 2 (what the writer did not know was taken), then new input; unnumbered input (an older writer) always counts.
+    second.socket.write('{"t":"in","d":"Yg==","i":2}\n{"t":"signal","sig":"SIGINT","i":3}\n{"t":"in","d":"Yw==","i":4}\n{"t":"eof","i":5}\n{"t":"in","d":"ZA=="}\n');
+    await sleep(100);
+    assert.deepEqual(inputs, [
+      { t: 'in', d: Buffer.from('a'), i: 1 }, { t: 'in', d: Buffer.from('b'), i: 2 }, { t: 'signal', sig: 'SIGINT', i: 3 },
+      { t: 'in', d: Buffer.from('c'), i: 4 }, { t: 'eof', i: 5 }, { t: 'in', d: Buffer.from('d') },
+    ]);
+    assert.deepEqual(second.frames().at(-1), { t: 'inack', i: 5 });
+    assert.equal(parseClientFrame('{"t":"in","d":"YQ==","i":0}'), null, 'numbers start at 1');
+    assert.equal(parseClientFrame('{"t":"eof","i":"7"}'), null);
+    second.socket.destroy();
+    s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
+    await s.close(0);
   });
 
   it('a second client takes over: the first is told and closed; input reaches the handler', async () => {

@@ -80,8 +80,8 @@ const onTerminal = (cluster: Cluster, args: string[], size = { cols: 100, rows: 
   ...size, cwd: work, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/root', TERM: 'xterm', TARAS_CONTROLLER: `unix:${cluster.socket}`, PS1: '$ ' },
 }, terminals);
 
-/** A CLI command with plain pipes: stdin given (then closed), stdout and stderr apart, and its exit code. */
-function withPipes(cluster: Cluster, args: string[], stdin: string | null = null) {
+/** A CLI command with plain pipes: stdin given (then closed; 'open': left to the caller), stdout and stderr apart, and its exit code. */
+function withPipes(cluster: Cluster, args: string[], stdin: string | null | 'open' = null) {
   const child = spawn(process.execPath, [taras, ...args], { cwd: work, env: { ...process.env, TARAS_CONTROLLER: `unix:${cluster.socket}` }, stdio: ['pipe', 'pipe', 'pipe'] });
   started.push(child);
   let stdout = '';
@@ -89,7 +89,7 @@ function withPipes(cluster: Cluster, args: string[], stdin: string | null = null
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   if (stdin === null) child.stdin!.end();
-  else child.stdin!.end(stdin);
+  else if (stdin !== 'open') child.stdin!.end(stdin);
   const exited = new Promise<number | null>((resolveExit) => child.on('close', (code) => resolveExit(code)));
   return { child, stdout: () => stdout, stderr: () => stderr, exited };
 }
@@ -542,6 +542,32 @@ describe('the session lives in the job\'s supervisor: an agent restart does not 
     await startAgent();
     assert.equal(await run.exited, 7, run.stderr());
     assert.equal(run.stdout(), 'start\nbye\n');
+    assert.match(run.stderr(), /lost the connection to job \d+: reconnecting/);
+  });
+
+  it('input on its way through the agent when it dies is not lost: taras run keeps it until the session has taken it, sends it again, and the job reads it once', { timeout: 90_000 }, async () => {
+    const { cluster, agent, startAgent } = await startSplitCluster('input-in-flight');
+    const dir = join(work, 'input-in-flight-files');
+    mkdirSync(dir);
+    const run = withPipes(cluster, ['run', '-t', '5', '--', 'sh', '-c', `cat > ${dir}/got; echo read all`], 'open');
+    const got = (): string => (existsSync(join(dir, 'got')) ? readFileSync(join(dir, 'got'), 'utf8') : '');
+    run.child.stdin!.write('part1\n');
+    for (let tries = 0; got() !== 'part1\n'; tries++) {
+      assert.ok(tries < 200, `the job did not read part1: ${run.stderr()}`);
+      await sleep(100);
+    }
+    // The agent stops reading: the next input reaches its socket and goes no further, then it dies with it.
+    process.kill(agent.pid!, 'SIGSTOP');
+    run.child.stdin!.write('part2\n');
+    await sleep(500);
+    agent.kill('SIGKILL');
+    await new Promise((resolveExit) => agent.once('exit', resolveExit));
+    run.child.stdin!.write('part3\n'); // typed while nothing is connected
+    await startAgent();
+    run.child.stdin!.end('part4\n');
+    assert.equal(await run.exited, 0, run.stderr());
+    assert.equal(got(), 'part1\npart2\npart3\npart4\n', run.stderr());
+    assert.equal(run.stdout(), 'read all\n');
     assert.match(run.stderr(), /lost the connection to job \d+: reconnecting/);
   });
 });

@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -461,6 +462,39 @@ echo "srun rc=$?" >> ${dir}/lines.out
     writeFileSync(join(dir, 'down'), '');
     await assertEndsKept(id, dir);
     assert.match(controller.log(), new RegExp(`job ${id}: step 0 \\(2 task\\(s\\) on node01\\) resumed by ${ada.name}`));
+  });
+
+  it('srun\'s input on its way through the controller when it dies is not lost: srun keeps it until every task has taken it, sends it again after the resume, and each task takes it once', async () => {
+    const dir = adaDir('input-in-flight');
+    const id = await sbatch(ada, `#!/bin/sh
+#SBATCH -N 1 -n 2 -t 2 -o ${dir}/job.out
+mkfifo ${dir}/in
+srun -n 2 sh -c 'cat > ${dir}/got.$SLURM_PROCID; echo "task $SLURM_PROCID read all"' < ${dir}/in > ${dir}/lines.out
+echo "srun rc=$?" >> ${dir}/lines.out
+`);
+    await waitFor('the job to make its pipe', () => existsSync(join(dir, 'in')));
+    const writer = await open(join(dir, 'in'), 'w'); // srun's stdin: opened once srun's shell opens it
+    const got = (task: number): string => (existsSync(join(dir, `got.${task}`)) ? readFileSync(join(dir, `got.${task}`), 'utf8') : '');
+    try {
+      await writer.write('part1\n');
+      await waitFor('both tasks to take part1', () => got(0) === 'part1\n' && got(1) === 'part1\n');
+      // The controller stops reading: srun's next input reaches its socket and goes no further, then it dies with it.
+      const stopped = controller.child;
+      process.kill(stopped.pid!, 'SIGSTOP');
+      await writer.write('part2\n');
+      await sleep(500);
+      await killHard(stopped);
+      await restartController();
+      await writer.write('part3\n');
+    } finally {
+      await writer.close(); // end of input: the tasks' cat ends
+    }
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED'].includes(await state(id)), 40_000);
+    const why = `job.out:\n${readFileSync(join(dir, 'job.out'), 'utf8')}\nlines.out:\n${readFileSync(join(dir, 'lines.out'), 'utf8')}`;
+    assert.equal(got(0), 'part1\npart2\npart3\n', why);
+    assert.equal(got(1), 'part1\npart2\npart3\n', why);
+    assert.deepEqual(readFileSync(join(dir, 'lines.out'), 'utf8').split('\n').sort(), ['', 'srun rc=0', 'task 0 read all', 'task 1 read all'], why);
+    assert.match(readFileSync(join(dir, 'job.out'), 'utf8'), /srun: lost the connection to the controller during step \d+\.0; reconnecting/, why);
   });
 
   it('a step\'s tasks end with their job (scancel), also a task that ignores SIGTERM, and when their srun is killed', async () => {

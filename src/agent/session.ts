@@ -22,10 +22,18 @@
 // for an older one, which never does: the end counts as delivered to it.
 // New readers acknowledge at once on hello, so they are known from the start.
 //
-// Frames are JSON lines. To the job: {"t":"in","d":BASE64}, {"t":"eof"},
-// {"t":"size","cols":N,"rows":N}, {"t":"signal","sig":"SIGINT"},
+// Input may be numbered too ("i": 1, 2, ... on in, eof and signal, as srun
+// does): the session takes each number once (a frame sent again after a
+// reconnect is dropped) and says what it has taken (`inputTaken` in its
+// hello, then {"t":"inack","i":N} after each read that took some), so the
+// writer keeps its input until then.
+//
+// Frames are JSON lines. To the job: {"t":"in","d":BASE64,"i"?:N},
+// {"t":"eof","i"?:N}, {"t":"size","cols":N,"rows":N},
+// {"t":"signal","sig":"SIGINT","i"?:N},
 // {"t":"ack","n":N} (the client has every output frame up to N). From it:
-// {"t":"hello","pty":BOOL,"jobId":N}, {"t":"out"|"err","d":BASE64,"n":N},
+// {"t":"inack","i":N} (every numbered input up to N is taken),
+// {"t":"hello","pty":BOOL,"jobId":N,"inputTaken":N}, {"t":"out"|"err","d":BASE64,"n":N},
 // {"t":"note","text":"...","n":N} (Taras's own lines: warnings),
 // {"t":"note","text":"..."} (replay notices),
 // {"t":"detached","text":"..."} (another client took the session over),
@@ -54,10 +62,10 @@ export interface InteractiveSpec {
 export const CLIENT_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
 
 export type ClientFrame =
-  | { readonly t: 'in'; readonly d: Buffer }
-  | { readonly t: 'eof' }
+  | { readonly t: 'in'; readonly d: Buffer; readonly i?: number }
+  | { readonly t: 'eof'; readonly i?: number }
   | { readonly t: 'size'; readonly cols: number; readonly rows: number }
-  | { readonly t: 'signal'; readonly sig: NodeJS.Signals };
+  | { readonly t: 'signal'; readonly sig: NodeJS.Signals; readonly i?: number };
 
 /** The client has every output frame numbered up to n (handled by the session itself, never by its handlers). */
 export interface AckFrame {
@@ -79,10 +87,12 @@ export function parseClientFrame(line: string): ClientFrame | AckFrame | null {
   }
   if (typeof frame !== 'object' || frame === null) return null;
   const f = frame as Record<string, unknown>;
-  if (f.t === 'in' && typeof f.d === 'string') return { t: 'in', d: Buffer.from(f.d, 'base64') };
-  if (f.t === 'eof') return { t: 'eof' };
+  if (f.i !== undefined && !(Number.isSafeInteger(f.i) && (f.i as number) >= 1)) return null;
+  const numbered = f.i === undefined ? {} : { i: f.i as number };
+  if (f.t === 'in' && typeof f.d === 'string') return { t: 'in', d: Buffer.from(f.d, 'base64'), ...numbered };
+  if (f.t === 'eof') return { t: 'eof', ...numbered };
   if (f.t === 'size' && isDimension(f.cols) && isDimension(f.rows)) return { t: 'size', cols: f.cols, rows: f.rows };
-  if (f.t === 'signal' && CLIENT_SIGNALS.includes(f.sig as NodeJS.Signals)) return { t: 'signal', sig: f.sig as NodeJS.Signals };
+  if (f.t === 'signal' && CLIENT_SIGNALS.includes(f.sig as NodeJS.Signals)) return { t: 'signal', sig: f.sig as NodeJS.Signals, ...numbered };
   if (f.t === 'ack' && Number.isSafeInteger(f.n) && (f.n as number) >= 0) return { t: 'ack', n: f.n as number };
   return null;
 }
@@ -138,6 +148,8 @@ export class InteractiveSession {
   /** The current client has acknowledged something: it will acknowledge the end too. */
   private clientAcks = false;
   private lastDetachMs = 0;
+  /** The last numbered input taken (a client sends again what it was not told of: those up to here are dropped). */
+  private lastInput = 0;
   handlers: SessionHandlers = { input: () => undefined, expire: () => undefined };
   private outputPaused = false;
   private firstClient: (() => void) | null = null;
@@ -219,7 +231,7 @@ export class InteractiveSession {
     if (this.graceTimer !== null) clearTimeout(this.graceTimer);
     this.graceTimer = null;
     this.log(`job ${this.jobId}: a client attached`);
-    this.send(socket, { t: 'hello', pty: this.spec.pty, jobId: this.jobId });
+    this.send(socket, { t: 'hello', pty: this.spec.pty, jobId: this.jobId, inputTaken: this.lastInput });
     if (this.droppedBytes > 0) this.send(socket, { t: 'note', text: `${this.droppedBytes} bytes of output produced while detached were dropped (the buffer keeps ${this.spec.bufferBytes})` });
     // Every frame not acknowledged: those the last client may have lost in flight, then those none got.
     for (let i = this.keptHead; i < this.kept.length; i++) {
@@ -233,6 +245,7 @@ export class InteractiveSession {
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => {
       if (this.client !== socket) return; // taken over by a newer client: its input no longer counts
+      const inputBefore = this.lastInput;
       buffer += chunk;
       for (let newline = buffer.indexOf('\n'); newline >= 0; newline = buffer.indexOf('\n')) {
         const frame = parseClientFrame(buffer.slice(0, newline));
@@ -243,9 +256,14 @@ export class InteractiveSession {
           continue;
         }
         if (this.ended !== null) continue; // the job is over: nothing takes input
+        if (frame.t !== 'size' && frame.i !== undefined) {
+          if (frame.i <= this.lastInput) continue; // sent again after a reconnect: taken already
+          this.lastInput = frame.i;
+        }
         if (frame.t === 'in') this.lastActivityMs = Date.now();
         this.handlers.input(frame);
       }
+      if (this.lastInput > inputBefore) this.send(socket, { t: 'inack', i: this.lastInput });
       if (buffer.length > MAX_LINE_BYTES) socket.destroy();
     });
     socket.on('close', () => {
@@ -399,6 +417,11 @@ export class InteractiveSession {
         });
       });
     }
+    // Nothing is left to expire: a grace or idle timer would only keep the process up.
+    if (this.graceTimer !== null) clearTimeout(this.graceTimer);
+    if (this.idleTimer !== null) clearInterval(this.idleTimer);
+    this.graceTimer = null;
+    this.idleTimer = null;
     this.server?.close();
     if (existsSync(this.socketPath)) unlinkSync(this.socketPath);
   }

@@ -130,6 +130,8 @@ async function exitCodeOf(end: ExitFrame): Promise<number> {
 
 /** How long a lost connection (an agent or controller restart) is retried before giving up. */
 const RECONNECT_FOR_MS = 30_000;
+/** Input kept until the session takes it; stdin is read no further past this. */
+const HELD_INPUT_BYTES = 1024 * 1024;
 
 /**
  * Joins the terminal to the job's session until it ends (its exit code). A
@@ -168,6 +170,34 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
   const send = (frame: object): void => {
     if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(frame));
   };
+  /**
+   * Input, end of input and signals are numbered (`i`) and kept until the session says it took them (`inputTaken`
+   * in its hello, then `inack`): after a reconnect they are sent again and the session takes each number once, so
+   * what was typed while the agent or controller was away, or on its way through one that died, is not lost. An
+   * older session says nothing: input is then kept only while disconnected. Bounded: stdin is read no further past
+   * HELD_INPUT_BYTES kept.
+   */
+  const held: { i: number; text: string }[] = [];
+  let heldBytes = 0;
+  let inputNumber = 0;
+  let sessionTakes = false;
+  const sendInput = (frame: object): void => {
+    const i = ++inputNumber;
+    const text = JSON.stringify({ ...frame, i });
+    const live = socket.readyState === socket.OPEN;
+    if (live) socket.send(text);
+    if (live && !sessionTakes) return;
+    held.push({ i, text });
+    heldBytes += text.length;
+    if (heldBytes >= HELD_INPUT_BYTES) stdin.pause();
+  };
+  const taken = (upTo: number): void => {
+    let gone = 0;
+    while (gone < held.length && held[gone].i <= upTo) heldBytes -= held[gone++].text.length;
+    if (gone === 0) return;
+    held.splice(0, gone);
+    if (inputStarted && !inputEnded && heldBytes < HELD_INPUT_BYTES) stdin.resume();
+  };
   const sendSize = (): void => send({ t: 'size', ...terminalSize() });
   let ended: ExitFrame | null = null;
   let takenOver: string | null = null;
@@ -176,7 +206,6 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
   const startInput = (pty: boolean): void => {
     if (inputStarted) {
       if (raw) sendSize(); // a new connection: the session may have missed a resize
-      if (inputEnded) send({ t: 'eof' });
       return;
     }
     inputStarted = true;
@@ -189,12 +218,12 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
       }
     } else {
       // Pipes: Ctrl-C of this command goes to the job as SIGINT.
-      process.on('SIGINT', () => send({ t: 'signal', sig: 'SIGINT' }));
+      process.on('SIGINT', () => sendInput({ t: 'signal', sig: 'SIGINT' }));
     }
-    stdin.on('data', (data: Buffer) => send({ t: 'in', d: data.toString('base64') }));
+    stdin.on('data', (data: Buffer) => sendInput({ t: 'in', d: data.toString('base64') }));
     stdin.on('end', () => {
       inputEnded = true;
-      send({ t: 'eof' });
+      sendInput({ t: 'eof' });
     });
     stdin.resume();
   };
@@ -209,7 +238,7 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
   };
   const follow = (current: WebSocket): Promise<void> => new Promise<void>((resolveEnd) => {
     current.on('message', (data) => {
-      let frame: { t?: string; d?: string; text?: string; pty?: boolean; n?: number } & Partial<ExitFrame>;
+      let frame: { t?: string; d?: string; text?: string; pty?: boolean; n?: number; i?: number; inputTaken?: number } & Partial<ExitFrame>;
       try {
         frame = JSON.parse(data.toString());
       } catch {
@@ -218,8 +247,16 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
       if (frame.t === 'hello') {
         // Said at once: the session then keeps the job's end until this command has it (an older one never says).
         send({ t: 'ack', n: cursor.position ?? 0 });
+        sessionTakes = typeof frame.inputTaken === 'number';
+        if (sessionTakes) taken(frame.inputTaken!);
+        for (const entry of held) current.send(entry.text);
+        if (!sessionTakes) {
+          held.length = 0;
+          heldBytes = 0;
+          if (inputEnded) send({ t: 'eof' }); // an older session may have lost it with the last connection
+        }
         startInput(frame.pty === true);
-      }
+      } else if (frame.t === 'inack' && typeof frame.i === 'number') taken(frame.i);
       else if ((frame.t === 'out' || frame.t === 'err') && frame.d !== undefined) {
         if (fresh(frame.n, frame.d.length)) (frame.t === 'out' ? process.stdout : process.stderr).write(Buffer.from(frame.d, 'base64'));
       } else if (frame.t === 'note' && frame.text !== undefined) {

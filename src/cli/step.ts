@@ -7,7 +7,8 @@
 // exit code is the highest of the tasks' (128 + N for a task killed by
 // signal N). A connection that drops before the step's end (the controller
 // restarted) is resumed: the same step, asked for every 0.5 s for up to 30 s,
-// stdin kept meanwhile (1 MiB). Output is acknowledged to the tasks'
+// stdin kept meanwhile, and until every task has taken it (1 MiB): input on
+// its way through a dying controller is sent again. Output is acknowledged to the tasks'
 // supervisors, which keep it until then: output in flight when the connection
 // dropped comes again, and srun shows each piece once. Each task's end comes
 // as it happens, and is acknowledged and kept here: a resume names the tasks
@@ -155,29 +156,51 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
     }
     partial.clear();
   };
-  /** Input and signals while the controller is away (it restarted): sent once the step is resumed (bounded; stdin waits past it). */
-  const held: string[] = [];
+  /** Each task's end as it came (acknowledged to its supervisor, which may then leave). */
+  const ownEnds = new Map<number, TaskEnd>();
+  /**
+   * Input and signals, numbered (`i`), kept until every task that has not ended has taken them (its supervisor says
+   * so: `inack`, passed on by a controller whose hello has `inputAcks`; an older controller: kept only while it is
+   * away). After a resume they are sent again, and each supervisor takes each number once: input on its way through
+   * a dying controller is not lost. Bounded: stdin is read no further past HELD_INPUT_BYTES kept (the rest waits in
+   * its pipe).
+   */
+  const held: { i: number; text: string }[] = [];
   let heldBytes = 0;
+  let inputNumber = 0;
   let connected = false;
+  let inputAcks = false;
+  const inputTaken = new Map<number, number>();
   const stdin = process.stdin;
+  let stdinEnded = false;
+  const resumeStdin = (): void => {
+    if (connected && !stdinEnded && heldBytes < HELD_INPUT_BYTES) stdin.resume();
+  };
   const send = (frame: object): void => {
-    const text = JSON.stringify(frame);
-    if (connected && socket.readyState === socket.OPEN) {
-      socket.send(text);
-      return;
-    }
-    held.push(text);
+    const i = ++inputNumber;
+    const text = JSON.stringify({ ...frame, i });
+    const live = connected && socket.readyState === socket.OPEN;
+    if (live) socket.send(text);
+    if (live && !inputAcks) return; // an older controller: nothing would say it was taken
+    held.push({ i, text });
     heldBytes += text.length;
-    if (heldBytes >= HELD_INPUT_BYTES) stdin.pause(); // the rest waits in the pipe until the step is resumed
+    if (heldBytes >= HELD_INPUT_BYTES) stdin.pause(); // the rest waits in the pipe until the tasks take some
+  };
+  /** What every task still running has taken leaves `held`. */
+  const trimHeld = (): void => {
+    let upTo = Infinity;
+    for (const { task } of created.tasks) if (!ownEnds.has(task)) upTo = Math.min(upTo, inputTaken.get(task) ?? 0);
+    let gone = 0;
+    while (gone < held.length && held[gone].i <= upTo) heldBytes -= held[gone++].text.length;
+    if (gone === 0) return;
+    held.splice(0, gone);
+    resumeStdin();
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const) process.on(signal, () => send({ t: 'signal', sig: signal }));
   stdin.on('data', (data: Buffer) => send({ t: 'in', d: data.toString('base64') }));
   stdin.on('end', () => send({ t: 'eof' }));
   stdin.on('error', () => send({ t: 'eof' }));
   let ends: TaskEnd[] | null = null;
-  /** Each task's end as it came (acknowledged to its supervisor, which may then leave). */
-  const ownEnds = new Map<number, TaskEnd>();
-  let stdinEnded = false;
   stdin.once('end', () => (stdinEnded = true));
   // Each task's output is numbered by its supervisor and kept there until srun acknowledges it: after a
   // resume, what was in flight comes again, and what srun already has is dropped here (src/net/output-cursor.ts).
@@ -213,15 +236,23 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
       } else if (frame.t === 'hello') {
         greeted = true;
         connected = true;
+        inputAcks = (frame as { inputAcks?: unknown }).inputAcks === true;
         // Told at once: the tasks' supervisors then keep each one's end until srun has it (an older srun never says).
         for (const { task } of created.tasks) socket.send(JSON.stringify({ t: 'ack', task, n: cursorOf(task).position ?? 0 }));
-        for (const text of held.splice(0)) socket.send(text);
-        heldBytes = 0;
-        if (!stdinEnded) stdin.resume();
+        for (const entry of held) socket.send(entry.text);
+        if (!inputAcks) {
+          held.length = 0;
+          heldBytes = 0;
+        }
+        resumeStdin();
       } else if (frame.t === 'note' && frame.text !== undefined) {
         if (frame.task === undefined || fresh(frame.task, frame.n, frame.text.length)) process.stderr.write(`srun: ${frame.text}\n`);
       }
-      else if (frame.t === 'ended' && typeof frame.task === 'number') {
+      else if (frame.t === 'inack' && typeof frame.task === 'number' && typeof (frame as { i?: unknown }).i === 'number') {
+        const taken = (frame as { i: number }).i;
+        if (taken > (inputTaken.get(frame.task) ?? 0)) inputTaken.set(frame.task, taken);
+        trimHeld();
+      } else if (frame.t === 'ended' && typeof frame.task === 'number') {
         const task = frame.task;
         fresh(task, frame.n, 0);
         if (!ownEnds.has(task)) {
@@ -230,6 +261,7 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
           });
         }
         cursorOf(task).flush(); // the supervisor may leave now
+        trimHeld(); // an ended task takes no more input
       } else if (frame.t === 'exit') {
         // The controller's list, and the ends srun had before a resume (which it leaves out).
         const all = new Map(ownEnds);

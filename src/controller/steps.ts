@@ -180,6 +180,8 @@ export const STEP_REATTACH_MS = 30_000;
 const REATTACH_EVERY_MS = 500;
 /** Past this many bytes unsent to srun, the tasks' streams are no longer read until it takes them. */
 const HIGH_WATER_BYTES = 1024 * 1024;
+/** srun's input kept for tasks that have not taken it (srun itself stops reading stdin at 1 MiB not taken by all). */
+const INPUT_LOG_BYTES = 2 * 1024 * 1024;
 
 const mayRunSteps = (caller: Caller, owner: string): boolean => caller.uid === 0 || caller.user === owner;
 
@@ -483,10 +485,49 @@ export class JobSteps {
     /** Per task, the last output (or end) srun acknowledged: given to the task's stream whenever it is opened (again). */
     const srunAcked = new Map<number, number>();
     let finished = false;
-    /** srun's input so far, for the tasks whose stream is not open yet (bounded; dropped once every task has it). */
-    const early: string[] = [];
-    let earlyBytes = 0;
-    let opened = 0;
+    /**
+     * srun's input and signals, numbered (`i`: by srun; here for an older srun), kept until every task that has not
+     * ended has taken them: a task whose stream opens (its start) or opens again (its agent restarted) is sent what
+     * it has not taken. A supervisor that says what it took (`inputTaken` in its hello, then `inack` frames) is sent
+     * again what it did not say; an older one, what was not sent to it. srun hears each task's word (`inack`) and
+     * keeps its input until then, for a resume. Bounded: srun stops reading stdin at 1 MiB not taken, and past
+     * INPUT_LOG_BYTES the oldest go.
+     */
+    const inputLog: { i: number; text: string }[] = [];
+    let inputLogBytes = 0;
+    let ownInputNumber = 0;
+    /** Tasks whose supervisor says what input it took, and what it said; those whose (older) one does not; the last input sent to each. */
+    const takesInput = new Set<number>();
+    const olderSupervisor = new Set<number>();
+    const inputTaken = new Map<number, number>();
+    const inputSent = new Map<number, number>();
+    const tellTaken = (task: number, i: number): void => send({ t: 'inack', task, i });
+    /** Whether srun numbers its input (an older one does not: the supervisors' word is then about nothing it sent). */
+    let srunNumbers: boolean | null = null;
+    /** The last input a task has: what its supervisor said it took, else (an older supervisor or srun) what was sent to it. */
+    const takenBy = (task: number): number => {
+      if (takesInput.has(task) && srunNumbers !== false) return inputTaken.get(task) ?? 0;
+      if (olderSupervisor.has(task) || srunNumbers === false) return inputSent.get(task) ?? 0;
+      return 0; // not heard from yet (its stream's hello): nothing
+    };
+    /** Input every task still running has taken leaves the log (and what is past its bound). */
+    const trimInput = (): void => {
+      let upTo = Infinity;
+      for (const { task } of tasks) if (!ends.has(task)) upTo = Math.min(upTo, takenBy(task));
+      let gone = 0;
+      while (gone < inputLog.length && (inputLog[gone].i <= upTo || inputLogBytes > INPUT_LOG_BYTES)) inputLogBytes -= inputLog[gone++].text.length;
+      if (gone > 0) inputLog.splice(0, gone);
+    };
+    /** Sends a task's stream the input it has not taken (all of it, for a stream opened the first time). */
+    const sendInput = (task: number, upstream: WebSocket): void => {
+      const from = takenBy(task);
+      for (const entry of inputLog) {
+        if (entry.i <= from) continue;
+        upstream.send(entry.text);
+        inputSent.set(task, entry.i);
+      }
+      if (olderSupervisor.has(task) && inputSent.has(task)) tellTaken(task, inputSent.get(task)!); // an older supervisor: sent is taken
+    };
     const send = (frame: object): void => {
       if (client.readyState !== client.OPEN) return;
       client.send(JSON.stringify(frame), () => {
@@ -507,6 +548,7 @@ export class JobSteps {
       if (ends.has(end.task)) return;
       ends.set(end.task, end);
       send({ t: 'ended', ...end, ...(n === undefined ? {} : { n }) });
+      trimInput(); // it takes no more
       finish();
     };
     let stopping = false;
@@ -523,15 +565,6 @@ export class JobSteps {
         for (const upstream of upstreams.values()) upstream.terminate();
       }, 5000).unref();
     };
-    /** srun's input for a task whose stream is being opened again (its agent restarted): sent once it is (bounded). */
-    const pending = new Map<number, { texts: string[]; bytes: number }>();
-    const keepForReattach = (text: string): void => {
-      for (const kept of pending.values()) {
-        if (kept.bytes + text.length > HIGH_WATER_BYTES) continue;
-        kept.texts.push(text);
-        kept.bytes += text.length;
-      }
-    };
     client.on('message', (data, isBinary) => {
       if (isBinary) return;
       let frame: { t?: unknown };
@@ -542,18 +575,29 @@ export class JobSteps {
       } catch {
         return;
       }
-      const text = JSON.stringify(frame);
-      if (frame.t === 'in' || frame.t === 'eof') {
-        // srun's stdin goes to every task (Slurm's default), also to those whose stream opens later.
-        for (const upstream of upstreams.values()) if (upstream.readyState === upstream.OPEN) upstream.send(text);
-        keepForReattach(text);
-        if (opened < tasks.length && earlyBytes + text.length <= HIGH_WATER_BYTES) {
-          early.push(text);
-          earlyBytes += text.length;
+      if (frame.t === 'in' || frame.t === 'eof' || frame.t === 'signal') {
+        // srun's stdin and signals go to every task (Slurm's default), also to those whose stream opens later.
+        const given = (frame as { i?: unknown }).i;
+        const numbered = Number.isSafeInteger(given) && (given as number) >= 1;
+        srunNumbers ??= numbered;
+        let i: number;
+        if (numbered) {
+          if ((given as number) <= ownInputNumber) return; // once each
+          i = given as number;
+        } else {
+          i = ownInputNumber + 1; // an older srun: numbered here only, its frames passed on as they are
         }
-      } else if (frame.t === 'signal') {
-        for (const upstream of upstreams.values()) if (upstream.readyState === upstream.OPEN) upstream.send(text);
-        keepForReattach(text);
+        ownInputNumber = i;
+        const text = JSON.stringify(frame);
+        inputLog.push({ i, text });
+        inputLogBytes += text.length;
+        for (const [task, upstream] of upstreams) {
+          if (upstream.readyState !== upstream.OPEN) continue;
+          upstream.send(text);
+          inputSent.set(task, i);
+          if (olderSupervisor.has(task)) tellTaken(task, i);
+        }
+        trimInput();
       } else if (frame.t === 'ack') {
         // srun has a task's output up to n: its supervisor may forget it (it keeps it until then, for a resume).
         const { task, n } = frame as { task?: unknown; n?: unknown };
@@ -568,7 +612,8 @@ export class JobSteps {
     });
     client.on('error', () => undefined);
     client.resume();
-    send({ t: 'hello', pty: false, jobId: step.jobId, stepId: step.stepId, nodes: compressHostlist(step.layout.nodes), tasks: step.layout.tasks });
+    // inputAcks: the tasks' word on srun's input (inack) comes through, so srun may keep its input until then.
+    send({ t: 'hello', pty: false, jobId: step.jobId, stepId: step.stepId, nodes: compressHostlist(step.layout.nodes), tasks: step.layout.tasks, inputAcks: true });
     const startTask = async (order: StepTaskOrder): Promise<void> => {
       const node = step.layout.tasks[order.task].node;
       const fail = (reason: string): void => {
@@ -592,8 +637,6 @@ export class JobSteps {
         upstream.terminate();
         return;
       }
-      for (const text of early) upstream.send(text);
-      if (++opened === tasks.length) early.length = 0;
       wire(order.task, node, upstream, fail);
     };
     /**
@@ -605,7 +648,6 @@ export class JobSteps {
      */
     const reattach = async (task: number, node: string, fail: (reason: string) => void): Promise<void> => {
       const deadline = Date.now() + STEP_REATTACH_MS;
-      pending.set(task, { texts: [], bytes: 0 });
       this.deps.log(`job ${step.jobId} step ${step.stepId}: lost the stream of task ${task} on ${node}; reattaching for up to ${STEP_REATTACH_MS / 1000} s`);
       let last = 'its agent did not come back';
       while (!finished && !ends.has(task) && Date.now() < deadline) {
@@ -625,13 +667,10 @@ export class JobSteps {
           upstream.terminate();
           break;
         }
-        for (const text of pending.get(task)?.texts ?? []) upstream.send(text);
-        pending.delete(task);
         this.deps.log(`job ${step.jobId} step ${step.stepId}: reattached to task ${task} on ${node}`);
         wire(task, node, upstream, fail);
         return;
       }
-      pending.delete(task);
       if (!ends.has(task)) fail(`lost the connection to the task before its end, and could not reattach within ${STEP_REATTACH_MS / 1000} s (${last})`);
     };
     /** Per task, the number of the last output frame passed to srun: a reattached supervisor sends again what srun has not acknowledged. */
@@ -640,7 +679,7 @@ export class JobSteps {
       upstreams.set(task, upstream);
       upstream.on('message', (data, isBinary) => {
         if (isBinary) return;
-        let frame: { t?: unknown; d?: unknown; text?: unknown; n?: unknown; state?: unknown; exitCode?: unknown; signal?: unknown; reason?: unknown };
+        let frame: { t?: unknown; d?: unknown; text?: unknown; n?: unknown; i?: unknown; inputTaken?: unknown; state?: unknown; exitCode?: unknown; signal?: unknown; reason?: unknown };
         try {
           frame = JSON.parse(data.toString());
         } catch {
@@ -653,7 +692,21 @@ export class JobSteps {
           passed.set(task, n);
         }
         const numbered = n === undefined ? {} : { n };
-        if ((frame.t === 'out' || frame.t === 'err') && typeof frame.d === 'string') send({ t: frame.t, task: task, d: frame.d, ...numbered });
+        if (frame.t === 'hello' || frame.t === 'inack') {
+          // What the supervisor took of srun's input (in its hello: it will say so from now on); an older one says nothing.
+          const taken = frame.t === 'hello' ? frame.inputTaken : frame.i;
+          if (Number.isSafeInteger(taken) && (taken as number) >= 0) {
+            takesInput.add(task);
+            olderSupervisor.delete(task);
+            if ((taken as number) >= (inputTaken.get(task) ?? 0)) inputTaken.set(task, taken as number);
+            tellTaken(task, taken as number);
+            trimInput();
+          } else if (frame.t === 'hello' && !takesInput.has(task)) {
+            olderSupervisor.add(task);
+            if (inputSent.has(task)) tellTaken(task, inputSent.get(task)!);
+            trimInput();
+          }
+        } else if ((frame.t === 'out' || frame.t === 'err') && typeof frame.d === 'string') send({ t: frame.t, task: task, d: frame.d, ...numbered });
         else if (frame.t === 'note' && typeof frame.text === 'string') send({ t: 'note', task: task, text: frame.text, ...numbered });
         else if (frame.t === 'exit') {
           const end: TaskEnd = {
@@ -673,6 +726,7 @@ export class JobSteps {
       // What srun has of this task (0: nothing, but it acknowledges): the supervisor forgets it, and waits for srun's word on its end.
       const acked = srunAcked.get(task);
       if (acked !== undefined) upstream.send(JSON.stringify({ t: 'ack', n: acked }));
+      sendInput(task, upstream);
       if (client.bufferedAmount < HIGH_WATER_BYTES) upstream.resume();
       else upstream.pause();
     };
@@ -681,7 +735,6 @@ export class JobSteps {
       return;
     }
     // A resumed step (the controller restarted): its tasks run already and their streams are open; each sends what it kept.
-    opened = tasks.length;
     for (const task of tasks) {
       if (resumed.endedBySrun.has(task.task)) {
         ends.set(task.task, { task: task.task, node: task.node, state: 'ENDED', exitCode: null, signal: null, reason: null });
