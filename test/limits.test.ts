@@ -412,7 +412,7 @@ describe('a cluster of 100,000 nodes', () => {
 });
 
 describe('actions on many jobs', () => {
-  it('a cancel of 30,000 jobs, and a hold and release of 10,000, go in slices: another user is answered meanwhile; each job gets its answer once, in the order named', async () => {
+  it('a cancel of 30,000 jobs, and a hold, release and update of 10,000, go in slices: another user is answered meanwhile; each job gets its answer once, in the order named', async () => {
     const controller = await controllerWith('max_submit_rate = 0\nmax_pending_per_user = 0\nmax_array_size = 30001');
     const daemon = await as(controller, 'daemon');
     const bin = await as(controller, 'bin');
@@ -447,6 +447,15 @@ describe('actions on many jobs', () => {
       const released = await meanwhile(() => daemon.post<Answers>('/jobs/release', { ids: [`${array}_[0-9999]`] }));
       assert.equal(released.answer.jobs.filter((job) => job.result !== 'refused').length, 9_001, 'the 1,000 released before (tasks 1 to 1,000) are not held');
       assert.ok(released.answer.jobs.filter((job) => job.result === 'refused').every((job) => /is not held/.test(job.message)));
+      const updated = await meanwhile(() => daemon.post<Answers>('/jobs/update', { ids: [`${array}_[0-9999]`], timeLimitSeconds: 1800 }));
+      assert.equal(updated.answer.jobs.length, 10_000);
+      assert.ok(updated.answer.jobs.every((job) => job.result === 'cancelled' && job.message === `job ${job.id}: updated`), JSON.stringify(updated.answer.jobs.find((job) => job.result !== 'cancelled')));
+      assert.deepEqual(updated.answer.jobs.map((job) => job.id), Array.from({ length: 10_000 }, (_, i) => array + i), 'each task once, in order');
+      for (const id of [array, array + 4_999, array + 9_999]) assert.equal((await daemon.get<{ timeLimitSeconds: number }>(`/jobs/${id}`)).timeLimitSeconds, 1800);
+      assert.equal((await daemon.get<{ timeLimitSeconds: number }>(`/jobs/${array + 10_000}`)).timeLimitSeconds, spec.timeLimitSeconds, 'a task not named keeps its limit');
+      const whyUpdate = `update took ${Math.round(updated.tookMs)} ms; bin's waits: ${updated.waits.map(Math.round).join(' ')}`;
+      assert.ok(updated.waits.length >= 3, whyUpdate);
+      assert.ok(Math.max(...updated.waits) < updated.tookMs / 3, whyUpdate);
       const cancelled = await meanwhile(() => daemon.post<Answers>('/jobs/cancel', { all: true }));
       assert.equal(cancelled.answer.jobs.length, 30_000);
       assert.ok(cancelled.answer.jobs.every((job) => job.result === 'cancelled' && job.state === 'CANCELLED'), JSON.stringify(cancelled.answer.jobs.find((job) => job.result !== 'cancelled')));

@@ -684,7 +684,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
       {
         // scontrol update JobId=12 ...: an array's id stands for its tasks not ended (as Slurm), each with its own answer;
         // ArrayTaskThrottle (arrayThrottle) only on an array's id. Every id is resolved before anything changes.
-        method: 'POST', path: '/jobs/update', handler: (ctx) => {
+        method: 'POST', path: '/jobs/update', handler: async (ctx) => {
           const caller = callerOf(ctx);
           const { ids, arrayThrottle, ...changes } = bodyOf(UpdateJobsBodySchema, ctx, '{"ids": [12, "12_3"], "timeLimitSeconds": 1800} or {"ids": [12], "arrayThrottle": 4}') as
             { ids: (number | string)[]; arrayThrottle?: number; name?: string; partition?: string; timeLimitSeconds?: number | 'UNLIMITED' };
@@ -710,19 +710,23 @@ export async function startController(options: ControllerOptions): Promise<Runni
             return { id, state, result: ended ? 'ended' : 'refused', message: outcome.message };
           };
           const results: ApiCancelResult[] = [];
-          store.batch(() => {
-            for (const arrayId of arrayThrottle === undefined ? [] : wholeArrays) {
-              let outcome: unknown = null;
-              try {
-                engine.setArrayThrottle(jobId(arrayId), arrayThrottle!, caller.user, admin(caller));
-              } catch (error) {
-                if (!(error instanceof SubmitRefused)) throw error;
-                outcome = error;
+          if (arrayThrottle !== undefined) {
+            store.batch(() => {
+              for (const arrayId of wholeArrays) {
+                let outcome: unknown = null;
+                try {
+                  engine.setArrayThrottle(jobId(arrayId), arrayThrottle, caller.user, admin(caller));
+                } catch (error) {
+                  if (!(error instanceof SubmitRefused)) throw error;
+                  outcome = error;
+                }
+                results.push(answer(arrayId, outcome, `array ${arrayId}: ArrayTaskThrottle=${arrayThrottle}`, engine.active.activeTasksOf(arrayId).size === 0));
               }
-              results.push(answer(arrayId, outcome, `array ${arrayId}: ArrayTaskThrottle=${arrayThrottle}`, engine.active.activeTasksOf(arrayId).size === 0));
-            }
-            engine.updateMany(jobs, changes, caller.user, admin(caller)).forEach((outcome, i) => results.push(answer(jobs[i], outcome, `job ${jobs[i]}: updated`)));
-          });
+            });
+          }
+          // Many jobs (an array's 10,000 tasks) go in slices, as a cancel does: others are answered in between.
+          const outcomes = await inSlices(jobs, (slice) => engine.updateMany(slice, changes, caller.user, admin(caller)));
+          outcomes.forEach((outcome, i) => results.push(answer(jobs[i], outcome, `job ${jobs[i]}: updated`)));
           kick();
           return { status: 200, body: { jobs: namedTasks(results) } };
         },
