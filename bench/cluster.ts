@@ -6,7 +6,7 @@
 // PID, and the whole run is bounded by a deadline.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { closeSync, createWriteStream, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, createWriteStream, existsSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -655,6 +655,58 @@ async function startLatency(rows: Row[]): Promise<void> {
   }
 }
 
+/** Bytes each srun run prints through its step, in all. */
+const STEP_OUTPUT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * srun's output throughput: a batch job runs `srun -n N` whose tasks print STEP_OUTPUT_BYTES in all (supervisor,
+ * agent, controller, srun: each piece a numbered JSON frame, acknowledged every 32 KiB), into `wc -c`; against the
+ * same command run in the job without srun. Timed inside the job, so the job's own start is not counted.
+ */
+async function stepOutput(rows: Row[]): Promise<void> {
+  const controller = await startController('stepio');
+  const agent = await startAgent(controller);
+  const api = client(controller);
+  const srun = join(root, 'bin', 'srun');
+  const runs: [label: string, tasks: number][] = [['1 task', 1], ['4 tasks', 4]];
+  const lines = runs.map(([, tasks], k) => {
+    const each = STEP_OUTPUT_BYTES / tasks;
+    const print = `head -c ${each} /dev/zero | tr "\\0" "x"`;
+    return `t0=$(date +%s%N); ${srun} -n ${tasks} sh -c '${print}' | wc -c > ${join(work, `stepio-${k}.bytes`)}; t1=$(date +%s%N); echo $((t1 - t0)) > ${join(work, `stepio-${k}.ns`)}\n`
+      + `t0=$(date +%s%N); for i in $(seq ${tasks}); do sh -c '${print}'; done | wc -c > ${join(work, `bare-${k}.bytes`)}; t1=$(date +%s%N); echo $((t1 - t0)) > ${join(work, `bare-${k}.ns`)}\n`;
+  }).join('');
+  const script = `#!/bin/sh\n${lines}`;
+  try {
+    say(`srun output: ${STEP_OUTPUT_BYTES / 1024 / 1024} MiB through a step, ${runs.map(([label]) => label).join(' and ')}...`);
+    const { id } = await api.post<{ id: number }>('/jobs', {
+      spec: { ...tinySpec('stepio', { script: { path: join(work, 'stepio.sh'), text: script, args: [] }, output: 'stepio-%j.out', nodes: { min: 1, max: 1 }, ntasks: 4, cpusPerTask: 1, timeLimitSeconds: 300 }), submitEnv: { ...process.env }, submitDir: work },
+    });
+    let job = await api.get<ApiJob>(`/jobs/${id}`);
+    const giveUp = performance.now() + 280_000;
+    while (job.endTime === null && performance.now() < giveUp) {
+      await sleep(200);
+      job = await api.get<ApiJob>(`/jobs/${id}`);
+    }
+    const read = (name: string): number => Number(readFileSync(join(work, name), 'utf8').trim());
+    runs.forEach(([label], k) => {
+      if (!existsSync(join(work, `stepio-${k}.ns`))) throw new Error(`the step job ${id} did not run its srun (${job.state}): ${readFileSync(join(work, `stepio-${id}.out`), 'utf8').slice(0, 2000)}`);
+      const bytes = read(`stepio-${k}.bytes`);
+      if (bytes !== STEP_OUTPUT_BYTES) throw new Error(`srun ${label} gave ${bytes} bytes, not ${STEP_OUTPUT_BYTES}: ${readFileSync(join(work, `stepio-${id}.out`), 'utf8').slice(0, 2000)}`);
+      const seconds = read(`stepio-${k}.ns`) / 1e9;
+      const bare = read(`bare-${k}.ns`) / 1e9;
+      const mibs = (s: number) => `${round(STEP_OUTPUT_BYTES / 1024 / 1024 / s, 1)} MiB/s`;
+      rows.push({
+        what: `srun output, ${label} (${STEP_OUTPUT_BYTES / 1024 / 1024} MiB in all)`, measured: mibs(seconds), target: '-',
+        note: `${round(seconds, 2)} s for srun ... | wc -c inside the job; the same command without srun ${mibs(bare)}`,
+      });
+    });
+  } finally {
+    api.close();
+    await stop(agent.child);
+    await stop(controller.child);
+  }
+}
+
 /** A ClusterConfig like the default one, with `count` nodes of 8 CPUs in one partition. */
 function clusterOf(count: number, dataDir: string): ClusterConfig {
   const base = defaultClusterConfig(dataDir);
@@ -998,7 +1050,7 @@ async function submitLead(other: string, otherEntry: string, start: (side: 'this
 /** Each part by name; `node dist/bench/cluster.js pass latency` runs only those. */
 const parts: Record<string, (rows: Row[]) => void | Promise<void>> = {
   submit: submissions, queue: concurrentAndQueue, latency: startLatency, pass: schedulingPass, status: bigCluster, loops: cliLoops,
-  lead: submissionLead,
+  stepio: stepOutput, lead: submissionLead,
 };
 
 async function main(): Promise<void> {

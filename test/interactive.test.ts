@@ -545,6 +545,19 @@ describe('the session lives in the job\'s supervisor: an agent restart does not 
     assert.match(run.stderr(), /lost the connection to job \d+: reconnecting/);
   });
 
+  it('taras run\'s output into a slow pipe is all written before it exits (writes to a pipe are asynchronous: process.exit dropped what was queued)', { timeout: 60_000 }, async () => {
+    const { cluster } = await startSplitCluster('slow-reader');
+    const count = join(work, 'slow-reader-count');
+    const shell = spawn('/bin/sh', ['-c', `"${process.execPath}" "${taras}" run -t 5 -- sh -c 'head -c 3000000 /dev/zero | tr "\\\\0" x' | (sleep 2; wc -c) > ${count}`],
+      { cwd: work, env: { ...process.env, TARAS_CONTROLLER: `unix:${cluster.socket}` }, stdio: ['ignore', 'ignore', 'pipe'] });
+    started.push(shell);
+    let stderr = '';
+    shell.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolveExit) => shell.on('close', resolveExit));
+    assert.equal(code, 0, stderr);
+    assert.equal(readFileSync(count, 'utf8').trim(), '3000000', stderr);
+  });
+
   it('input on its way through the agent when it dies is not lost: taras run keeps it until the session has taken it, sends it again, and the job reads it once', { timeout: 90_000 }, async () => {
     const { cluster, agent, startAgent } = await startSplitCluster('input-in-flight');
     const dir = join(work, 'input-in-flight-files');

@@ -208,6 +208,17 @@ srun --mem 40M sh -c 'echo within'; echo "within rc=$?"
     assert.match(text, /\nwithin\nwithin rc=0\n$/);
   });
 
+  it('srun\'s output into a slow pipe is all written before srun exits (writes to a pipe are asynchronous: process.exit dropped what was queued)', async () => {
+    const dir = adaDir('slow-reader');
+    const id = await sbatch(ada, `#!/bin/sh
+#SBATCH -N 1 -n 2 -t 2 -o ${dir}/job.out
+srun -n 2 sh -c 'head -c 2000000 /dev/zero | tr "\\\\0" x' | (sleep 2; wc -c) > ${dir}/count
+`);
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED'].includes(await state(id)), 40_000);
+    assert.equal(readFileSync(join(dir, 'count'), 'utf8').trim(), '4000000', readFileSync(join(dir, 'job.out'), 'utf8'));
+    assert.equal(await state(id), 'COMPLETED');
+  });
+
   it('only the job\'s owner runs steps in it: another user is refused, and nothing runs', async () => {
     const id = await sbatch(ada, '#!/bin/sh\nsleep 120\n', '-t', '5');
     await waitFor(`job ${id} to run`, async () => (await state(id)) === 'RUNNING');

@@ -27,6 +27,20 @@ export function parseImmediateFlag(raw: string | boolean): FlagResult<number> {
   return raw === true ? { ok: true, value: 0 } : parseIntegerFlag('--immediate', String(raw), 0, 86_400, 'a number of seconds from 0 to 86400');
 }
 
+/** Resolves once everything written to the stream before has been handed to the system (or failed). */
+export function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return stream.writableLength === 0 ? Promise.resolve() : new Promise((resolve) => stream.write('', () => resolve()));
+}
+
+/**
+ * Exits once stdout and stderr have been handed to the system: writes to a pipe are asynchronous on Linux, and
+ * process.exit() drops what is still queued (srun's output into `| wc -c` lost its last pieces under load).
+ */
+export async function exitAfterOutput(code: number): Promise<never> {
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+  process.exit(code);
+}
+
 /** Ends the command with one line on stderr and an exit code (2: bad input). */
 export function fail(message: string, exitCode = USAGE_EXIT_CODE): never {
   process.stderr.write(message.endsWith('\n') ? message : `${message}\n`);

@@ -13,7 +13,7 @@ import type { Command } from 'commander';
 import type { WebSocket } from 'ws';
 import type { ApiJob } from '../api/types.js';
 import type { JobSpec } from '../jobspec/types.js';
-import { fail, parseImmediateFlag } from './flags.js';
+import { exitAfterOutput, fail, parseImmediateFlag } from './flags.js';
 import { client, connection, controllerOption, parseJobIds, withRetries } from './controller-client.js';
 import { OutputCursor } from '../net/output-cursor.js';
 
@@ -316,7 +316,7 @@ async function runInteractive(command: readonly string[], flags: Flags, cmd: Com
   if (cmd.name() === 'run') {
     const { stepJobId, runStep } = await import('./step.js');
     const job = stepJobId(flags);
-    if (job !== null) process.exit(await runStep(job, command, flags, cmd));
+    if (job !== null) return exitAfterOutput(await runStep(job, command, flags, cmd));
   }
   const spec = await interactiveSpec(command, flags, cmd);
   const controller = flags.controller as string | undefined;
@@ -337,9 +337,9 @@ async function runInteractive(command: readonly string[], flags: Flags, cmd: Com
   const job = await waitForStart(controller, id);
   if (job.state !== 'RUNNING') {
     say(`job ${id} ${job.state === 'CANCELLED' || job.state === 'FAILED' ? 'did not start' : 'ended'}: ${job.state}${job.reason ? ` (${job.reason})` : ''}`, false);
-    process.exit(job.exitCode ?? 1);
+    return exitAfterOutput(job.exitCode ?? 1);
   }
-  process.exit(await attach(controller, id));
+  return exitAfterOutput(await attach(controller, id));
 }
 
 export function registerInteractiveCommands(program: Command): void {
@@ -397,7 +397,7 @@ Examples:
 `)
     .action(async (raw: string, flags: { controller?: string }) => {
       const [id] = parseJobIds([raw]);
-      process.exit(await attach(flags.controller, id));
+      await exitAfterOutput(await attach(flags.controller, id));
     });
 }
 

@@ -4,6 +4,7 @@
 // simulator.
 
 import type { Command } from 'commander';
+import { flushed } from './flags.js';
 
 const modules: Record<string, () => Promise<(program: Command) => void>> = {
   simulate: async () => (await import('./simulate.js')).registerSimulateCommand,
@@ -111,10 +112,6 @@ function outputFailed(error: NodeJS.ErrnoException): never {
   process.exit(1);
 }
 
-/** Resolves once everything written to the stream before has been handed to the system (or failed). */
-function flushed(stream: NodeJS.WriteStream): Promise<void> {
-  return stream.writableLength === 0 ? Promise.resolve() : new Promise((resolve) => stream.write('', () => resolve()));
-}
 
 main().catch((error: unknown) => {
   // A socket found by itself that another user listens on (net/client.ts), from any command (attach and srun
