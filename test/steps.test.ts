@@ -508,6 +508,30 @@ echo "srun rc=$?" >> ${dir}/lines.out
     assert.match(readFileSync(join(dir, 'job.out'), 'utf8'), /srun: lost the connection to the controller during step \d+\.0; reconnecting/, why);
   });
 
+  it('a controller that never comes back: srun gives up after 30 s, naming why, and its task is killed when its supervisor\'s 40 s grace runs out', { timeout: 150_000 }, async () => {
+    const dir = adaDir('never-back');
+    const id = await sbatch(ada, `#!/bin/sh
+#SBATCH -N 1 -n 1 -t 3 -o ${dir}/job.out
+srun -n 1 sh -c 'echo $$ > ${dir}/task.pid; exec sleep 300'
+echo "srun rc=$?" > ${dir}/rc
+`);
+    await waitFor('the task to start', () => existsSync(join(dir, 'task.pid')) && readFileSync(join(dir, 'task.pid'), 'utf8').trim() !== '');
+    const task = Number(readFileSync(join(dir, 'task.pid'), 'utf8').trim());
+    const goneMs = Date.now();
+    await killHard(controller.child);
+    await waitFor('srun to give up', () => existsSync(join(dir, 'rc')), 50_000);
+    const gaveUpMs = Date.now() - goneMs;
+    const jobOut = readFileSync(join(dir, 'job.out'), 'utf8');
+    assert.equal(readFileSync(join(dir, 'rc'), 'utf8'), 'srun rc=1\n', jobOut);
+    assert.match(jobOut, /srun: error: lost the connection to step \d+\.0: could not resume it within 30 s \(.+\); its tasks are killed\n/, jobOut);
+    assert.ok(gaveUpMs >= 29_000, `srun gave up after ${gaveUpMs} ms`);
+    assert.ok(alive(task), 'the task runs on within its supervisor\'s grace');
+    await waitFor('the task to be killed', () => !alive(task), 30_000);
+    assert.ok(Date.now() - goneMs >= 39_000, `killed ${Date.now() - goneMs} ms after the controller went`);
+    await restartController();
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED'].includes(await state(id)), 40_000);
+  });
+
   it('a step\'s tasks end with their job (scancel), also a task that ignores SIGTERM, and when their srun is killed', async () => {
     const pids = join(ada.home, 'pids');
     mkdirSync(pids);
