@@ -101,7 +101,7 @@ describe('interactive session (supervisor side)', () => {
     const path = join(work, `s${count}.sock`);
     const first = await connect(path);
     await s.waitForClient();
-    first.socket.write('{"t":"ack","n":0}\n'); // a reader that acknowledges says so at once
+    first.socket.write('{"t":"ack","n":0,"ends":true}\n'); // a reader that acknowledges the end says so at once
     s.output('out', Buffer.from('last words\n'));
     await sleep(50);
     s.finish({ state: 'FAILED', exitCode: 3, signal: null, reason: 'exit code 3' });
@@ -114,6 +114,7 @@ describe('interactive session (supervisor side)', () => {
     first.socket.destroy(); // gone with the end in flight (the controller died)
     await sleep(100);
     const second = await connect(path);
+    second.socket.write('{"t":"ack","n":0,"ends":true}\n');
     await sleep(100);
     assert.deepEqual(second.frames().map((f) => f.n ?? f.t), ['hello', 1, 2]);
     assert.equal(outputOf(second.frames()), 'last words\n');
@@ -125,12 +126,15 @@ describe('interactive session (supervisor side)', () => {
     assert.equal(closed, true);
   });
 
-  it('a client that never acknowledges (an older reader) is taken to have the end after a second; with no client at all, the end waits the grace', async () => {
-    const s = session({ graceSeconds: 1 });
+  it('a client that does not say it acknowledges the end (an older reader, which acknowledges output only) is taken to have it after a second; with no client at all, the end waits the grace', async () => {
+    const s = session({ graceSeconds: 5 });
     await s.listen();
     const path = join(work, `s${count}.sock`);
     const old = await connect(path);
     await s.waitForClient();
+    s.output('out', Buffer.from('x\n'));
+    old.socket.write('{"t":"ack","n":1}\n');
+    await sleep(50);
     const ended = new Promise((resolveEnd) => old.socket.once('end', resolveEnd));
     const startMs = Date.now();
     s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
@@ -138,7 +142,7 @@ describe('interactive session (supervisor side)', () => {
     await s.close(1000);
     const tookMs = Date.now() - startMs;
     assert.ok(tookMs >= 900 && tookMs < 1800, `${tookMs} ms`);
-    assert.deepEqual(old.frames().at(-1), { t: 'exit', state: 'COMPLETED', exitCode: 0, signal: null, reason: null, n: 1 });
+    assert.deepEqual(old.frames().at(-1), { t: 'exit', state: 'COMPLETED', exitCode: 0, signal: null, reason: null, n: 2 });
     // Nobody attached: the end waits the grace (1 s here) for a client, then the session closes.
     const alone = session({ graceSeconds: 1 });
     await alone.listen();
@@ -171,6 +175,9 @@ describe('interactive session (supervisor side)', () => {
     await sleep(100);
     numbers = second.frames().filter((f) => f.t === 'out').map((f) => f.n as number);
     assert.deepEqual(numbers, Array.from({ length: 10 }, (_, i) => 7991 + i), 'what the last acknowledgement left');
+    // Frames gone keep no text while they wait for the array to be cut (64 KiB pieces would stay in memory).
+    const internals = s as unknown as { kept: { line: string }[]; keptHead: number };
+    assert.ok(internals.kept.slice(0, internals.keptHead).every((frame) => frame.line === ''));
     s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
     second.socket.destroy();
     await s.close(0);

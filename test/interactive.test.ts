@@ -558,6 +558,27 @@ describe('the session lives in the job\'s supervisor: an agent restart does not 
     assert.equal(readFileSync(count, 'utf8').trim(), '3000000', stderr);
   });
 
+  it('taras attach after a client that typed more: its input is numbered on from the session\'s, and the job reads all of it once', { timeout: 60_000 }, async () => {
+    const { cluster } = await startSplitCluster('attach-input');
+    const dir = join(work, 'attach-input-files');
+    mkdirSync(dir);
+    const got = (): string => (existsSync(join(dir, 'got')) ? readFileSync(join(dir, 'got'), 'utf8') : '');
+    const first = withPipes(cluster, ['run', '-t', '5', '--', 'sh', '-c', `cat > ${dir}/got; echo read all`], 'open');
+    for (const line of ['a1', 'a2', 'a3', 'a4']) first.child.stdin!.write(`${line}\n`);
+    for (let tries = 0; got() !== 'a1\na2\na3\na4\n'; tries++) {
+      assert.ok(tries < 200, `the job did not read a1 to a4: ${JSON.stringify(got())} ${first.stderr()}`);
+      await sleep(100);
+    }
+    const id = (await latestJob(cluster.api)).id;
+    first.child.kill('SIGKILL'); // the job runs on, detached, within interactive_grace
+    await first.exited;
+    const second = withPipes(cluster, ['attach', String(id)], 'open');
+    second.child.stdin!.end('b1\n');
+    assert.equal(await second.exited, 0, second.stderr());
+    assert.equal(got(), 'a1\na2\na3\na4\nb1\n');
+    assert.equal(second.stdout(), 'read all\n');
+  });
+
   it('input on its way through the agent when it dies is not lost: taras run keeps it until the session has taken it, sends it again, and the job reads it once', { timeout: 90_000 }, async () => {
     const { cluster, agent, startAgent } = await startSplitCluster('input-in-flight');
     const dir = join(work, 'input-in-flight-files');

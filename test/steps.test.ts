@@ -554,6 +554,8 @@ srun -N 2 sh -c 'trap "" TERM; echo $$ > ${pids}/task-$SLURM_PROCID; exec sleep 
     assert.equal(cancel.status, 0, cancel.stderr);
     await waitFor('the tasks of the cancelled job to end', () => !alive(task0) && !alive(task1));
     // Their step directories are removed once the tasks are over.
-    await waitFor('the step directories to go', () => !readdirSync(join(work, 'data', 'agent', 'jobs')).some((name) => name.startsWith('step-')));
+    const stepDirs = (): string[] => readdirSync(join(work, 'data', 'agent', 'jobs')).filter((name) => name.startsWith('step-'));
+    await eventually(() => `the step directories to go: ${stepDirs().map((name) => `${name} ${readFileSync(join(work, 'data', 'agent', 'jobs', name, 'status.json'), 'utf8').slice(0, 300)}`).join('; ')}`,
+      () => stepDirs().length === 0, 20_000);
   });
 });

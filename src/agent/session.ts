@@ -17,10 +17,10 @@
 //
 // The job's end is numbered too, and kept the same way: the session waits for
 // a client to acknowledge it (srun's controller may die with it in flight),
-// up to graceSeconds after the end, or after the last client left. A client
-// that has acknowledged nothing within a second of getting the end is taken
-// for an older one, which never does: the end counts as delivered to it.
-// New readers acknowledge at once on hello, so they are known from the start.
+// up to graceSeconds after the end, or after the last client came or left.
+// Readers that do say so at hello ({"t":"ack","n":N,"ends":true}); a client
+// that has not said so a second after it got the end is an older reader
+// (those acknowledge output only): the end counts as delivered to it.
 //
 // Input may be numbered too ("i": 1, 2, ... on in, eof and signal, as srun
 // does): the session takes each number once (a frame sent again after a
@@ -31,7 +31,8 @@
 // Frames are JSON lines. To the job: {"t":"in","d":BASE64,"i"?:N},
 // {"t":"eof","i"?:N}, {"t":"size","cols":N,"rows":N},
 // {"t":"signal","sig":"SIGINT","i"?:N},
-// {"t":"ack","n":N} (the client has every output frame up to N). From it:
+// {"t":"ack","n":N,"ends"?:true} (the client has every output frame up to N;
+// ends: it acknowledges the end too). From it:
 // {"t":"inack","i":N} (every numbered input up to N is taken),
 // {"t":"hello","pty":BOOL,"jobId":N,"inputTaken":N}, {"t":"out"|"err","d":BASE64,"n":N},
 // {"t":"note","text":"...","n":N} (Taras's own lines: warnings),
@@ -71,6 +72,8 @@ export type ClientFrame =
 export interface AckFrame {
   readonly t: 'ack';
   readonly n: number;
+  /** The client acknowledges the job's end too (readers since the end was numbered say so at hello; older ones acknowledge output only). */
+  readonly ends?: boolean;
 }
 
 const isDimension = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 1 && (value as number) <= 10_000;
@@ -93,7 +96,7 @@ export function parseClientFrame(line: string): ClientFrame | AckFrame | null {
   if (f.t === 'eof') return { t: 'eof', ...numbered };
   if (f.t === 'size' && isDimension(f.cols) && isDimension(f.rows)) return { t: 'size', cols: f.cols, rows: f.rows };
   if (f.t === 'signal' && CLIENT_SIGNALS.includes(f.sig as NodeJS.Signals)) return { t: 'signal', sig: f.sig as NodeJS.Signals, ...numbered };
-  if (f.t === 'ack' && Number.isSafeInteger(f.n) && (f.n as number) >= 0) return { t: 'ack', n: f.n as number };
+  if (f.t === 'ack' && Number.isSafeInteger(f.n) && (f.n as number) >= 0) return { t: 'ack', n: f.n as number, ...(f.ends === true ? { ends: true } : {}) };
   return null;
 }
 
@@ -125,6 +128,9 @@ interface KeptFrame {
   sent: boolean;
 }
 
+/** What a kept frame's slot holds once the frame is gone (before the array is cut). */
+const GONE: KeptFrame = { n: 0, line: '', sent: true };
+
 export class InteractiveSession {
   private server: Server | null = null;
   private client: Socket | null = null;
@@ -145,9 +151,12 @@ export class InteractiveSession {
   private exitLine: string | null = null;
   private exitN = 0;
   private endedAtMs = 0;
-  /** The current client has acknowledged something: it will acknowledge the end too. */
+  /** The current client said it acknowledges the job's end (`ends` on an ack): the end waits for its word. */
   private clientAcks = false;
   private lastDetachMs = 0;
+  private lastAttachMs = 0;
+  /** No client came within the grace, which ended the job: nobody is waited for after its end either. */
+  private abandoned = false;
   /** The last numbered input taken (a client sends again what it was not told of: those up to here are dropped). */
   private lastInput = 0;
   handlers: SessionHandlers = { input: () => undefined, expire: () => undefined };
@@ -214,6 +223,7 @@ export class InteractiveSession {
   private armGrace(): void {
     if (this.graceTimer !== null || this.ended !== null) return;
     this.graceTimer = setTimeout(() => {
+      this.abandoned = true;
       this.handlers.expire('CANCELLED', `no client attached to the interactive session for ${this.spec.graceSeconds} s (interactive_grace); reattach sooner with taras attach`);
     }, this.spec.graceSeconds * 1000);
   }
@@ -226,6 +236,7 @@ export class InteractiveSession {
     }
     this.client = socket;
     this.clientAcks = false;
+    this.lastAttachMs = Date.now();
     this.firstClient?.();
     this.firstClient = null;
     if (this.graceTimer !== null) clearTimeout(this.graceTimer);
@@ -252,6 +263,7 @@ export class InteractiveSession {
         buffer = buffer.slice(newline + 1);
         if (frame === null) continue;
         if (frame.t === 'ack') {
+          if (frame.ends === true) this.clientAcks = true;
           this.acknowledged(socket, frame.n);
           continue;
         }
@@ -283,10 +295,16 @@ export class InteractiveSession {
 
   /** Forgets the output frames up to n: the client has them (and the end, when n is its number). */
   private acknowledged(socket: Socket, n: number): void {
-    this.clientAcks = true;
-    while (this.keptHead < this.kept.length && this.kept[this.keptHead].n <= n) this.keptBytes -= this.kept[this.keptHead++].line.length;
+    while (this.keptHead < this.kept.length && this.kept[this.keptHead].n <= n) this.keptBytes -= this.dropOldest().line.length;
     this.compactKept();
     if (this.ended !== null && n >= this.exitN) this.endDelivered(socket);
+  }
+
+  /** The oldest frame kept, taken out: its slot keeps no text (a job's 64 KiB pieces would stay in memory until the next cut). */
+  private dropOldest(): KeptFrame {
+    const frame = this.kept[this.keptHead];
+    this.kept[this.keptHead++] = GONE;
+    return frame;
   }
 
   /** Cuts the frames gone from the front once they are at least half the array (each frame is copied at most once on average). */
@@ -324,7 +342,7 @@ export class InteractiveSession {
     this.kept.push({ n, line, sent });
     this.keptBytes += line.length;
     while (this.keptBytes > this.spec.bufferBytes && this.kept.length - this.keptHead > 1) {
-      const dropped = this.kept[this.keptHead++];
+      const dropped = this.dropOldest();
       this.keptBytes -= dropped.line.length;
       if (!dropped.sent) this.droppedBytes += dropped.line.length;
     }
@@ -388,13 +406,13 @@ export class InteractiveSession {
    * exit code.
    */
   async close(waitMs: number): Promise<void> {
-    if (this.ended !== null && !this.delivered) {
+    if (this.ended !== null && !this.delivered && !(this.abandoned && this.client === null)) {
       if (this.client === null) this.log(`job ${this.jobId}: ended while detached; its output and end wait up to ${this.spec.graceSeconds} s for a client`);
       await new Promise<void>((resolveWait) => {
         let timer: NodeJS.Timeout | null = null;
         const wake = (): void => {
           if (timer !== null) clearTimeout(timer);
-          const untilMs = Math.max(this.endedAtMs, this.client === null ? this.lastDetachMs : 0) + this.spec.graceSeconds * 1000;
+          const untilMs = Math.max(this.endedAtMs, this.client === null ? this.lastDetachMs : this.lastAttachMs) + this.spec.graceSeconds * 1000;
           if (this.delivered || Date.now() >= untilMs) {
             this.waiting = null;
             resolveWait();

@@ -27,6 +27,16 @@ export function parseImmediateFlag(raw: string | boolean): FlagResult<number> {
   return raw === true ? { ok: true, value: 0 } : parseIntegerFlag('--immediate', String(raw), 0, 86_400, 'a number of seconds from 0 to 86400');
 }
 
+/**
+ * `taras queue | head`: the reader left, so the output is done: exit quietly (as squeue
+ * does). Any other failed write loses output: say so and exit 1.
+ */
+export function outputFailed(error: NodeJS.ErrnoException): never {
+  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  process.stderr.write(`error: could not write the output: ${error.message}\n`);
+  process.exit(1);
+}
+
 /** Resolves once everything written to the stream before has been handed to the system (or failed). */
 export function flushed(stream: NodeJS.WriteStream): Promise<void> {
   return stream.writableLength === 0 ? Promise.resolve() : new Promise((resolve) => stream.write('', () => resolve()));

@@ -13,7 +13,7 @@ import type { Command } from 'commander';
 import type { WebSocket } from 'ws';
 import type { ApiJob } from '../api/types.js';
 import type { JobSpec } from '../jobspec/types.js';
-import { exitAfterOutput, fail, parseImmediateFlag } from './flags.js';
+import { exitAfterOutput, fail, outputFailed, parseImmediateFlag } from './flags.js';
 import { client, connection, controllerOption, parseJobIds, withRetries } from './controller-client.js';
 import { OutputCursor } from '../net/output-cursor.js';
 
@@ -177,7 +177,7 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
    * older session says nothing: input is then kept only while disconnected. Bounded: stdin is read no further past
    * HELD_INPUT_BYTES kept.
    */
-  const held: { i: number; text: string }[] = [];
+  let held: { i: number; frame: object; text: string }[] = [];
   let heldBytes = 0;
   let inputNumber = 0;
   let sessionTakes = false;
@@ -187,9 +187,25 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
     const live = socket.readyState === socket.OPEN;
     if (live) socket.send(text);
     if (live && !sessionTakes) return;
-    held.push({ i, text });
+    held.push({ i, frame, text });
     heldBytes += text.length;
     if (heldBytes >= HELD_INPUT_BYTES) stdin.pause();
+  };
+  /**
+   * The session has taken numbered input up to `upTo`, maybe from another client (a `taras attach` after one
+   * that typed more): past our own numbers, ours go on from there (what is held is numbered again), so that
+   * none is taken for input the session has already.
+   */
+  const sessionAt = (upTo: number): void => {
+    if (upTo <= inputNumber) {
+      taken(upTo);
+      return;
+    }
+    held = held.map((entry, k) => {
+      const i = upTo + 1 + k;
+      return { i, frame: entry.frame, text: JSON.stringify({ ...entry.frame, i }) };
+    });
+    inputNumber = upTo + held.length;
   };
   const taken = (upTo: number): void => {
     let gone = 0;
@@ -246,14 +262,15 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
       }
       if (frame.t === 'hello') {
         // Said at once: the session then keeps the job's end until this command has it (an older one never says).
-        send({ t: 'ack', n: cursor.position ?? 0 });
+        send({ t: 'ack', n: cursor.position ?? 0, ends: true });
         sessionTakes = typeof frame.inputTaken === 'number';
-        if (sessionTakes) taken(frame.inputTaken!);
+        if (sessionTakes) sessionAt(frame.inputTaken!);
         for (const entry of held) current.send(entry.text);
         if (!sessionTakes) {
           held.length = 0;
           heldBytes = 0;
           if (inputEnded) send({ t: 'eof' }); // an older session may have lost it with the last connection
+          else if (inputStarted) stdin.resume(); // paused while disconnected with a megabyte held
         }
         startInput(frame.pty === true);
       } else if (frame.t === 'inack' && typeof frame.i === 'number') taken(frame.i);
@@ -312,6 +329,7 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
 
 /** Submits the interactive job, waits for its start and attaches: the process exits with the job's exit code. */
 async function runInteractive(command: readonly string[], flags: Flags, cmd: Command): Promise<never> {
+  process.stdout.on('error', outputFailed); // `srun ... | head`: the reader left
   // Inside a job (SLURM_JOB_ID set) or with --jobid: srun runs a step of that job on its nodes.
   if (cmd.name() === 'run') {
     const { stepJobId, runStep } = await import('./step.js');
@@ -397,6 +415,7 @@ Examples:
 `)
     .action(async (raw: string, flags: { controller?: string }) => {
       const [id] = parseJobIds([raw]);
+      process.stdout.on('error', outputFailed);
       await exitAfterOutput(await attach(flags.controller, id));
     });
 }

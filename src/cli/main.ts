@@ -4,7 +4,7 @@
 // simulator.
 
 import type { Command } from 'commander';
-import { flushed } from './flags.js';
+import { flushed, outputFailed } from './flags.js';
 
 const modules: Record<string, () => Promise<(program: Command) => void>> = {
   simulate: async () => (await import('./simulate.js')).registerSimulateCommand,
@@ -102,15 +102,6 @@ const SLURM_NAMES: ReadonlySet<string> = new Set(['squeue', 'sinfo', 'scancel', 
 /** The commands that talk to the controller and return: they may exit as soon as they are done (not daemons, not `up`). */
 const CLIENT_MODULES: ReadonlySet<string> = new Set(['jobs', 'admin', 'plan', 'checkpoint', 'acct']);
 
-/**
- * `taras queue | head`: the reader left, so the output is done: exit quietly (as squeue
- * does). Any other failed write loses output: say so and exit 1.
- */
-function outputFailed(error: NodeJS.ErrnoException): never {
-  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-  process.stderr.write(`error: could not write the output: ${error.message}\n`);
-  process.exit(1);
-}
 
 
 main().catch((error: unknown) => {

@@ -238,7 +238,7 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
         connected = true;
         inputAcks = (frame as { inputAcks?: unknown }).inputAcks === true;
         // Told at once: the tasks' supervisors then keep each one's end until srun has it (an older srun never says).
-        for (const { task } of created.tasks) socket.send(JSON.stringify({ t: 'ack', task, n: cursorOf(task).position ?? 0 }));
+        for (const { task } of created.tasks) socket.send(JSON.stringify({ t: 'ack', task, n: cursorOf(task).position ?? 0, ends: true }));
         for (const entry of held) socket.send(entry.text);
         if (!inputAcks) {
           held.length = 0;

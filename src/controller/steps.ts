@@ -180,8 +180,11 @@ export const STEP_REATTACH_MS = 30_000;
 const REATTACH_EVERY_MS = 500;
 /** Past this many bytes unsent to srun, the tasks' streams are no longer read until it takes them. */
 const HIGH_WATER_BYTES = 1024 * 1024;
-/** srun's input kept for tasks that have not taken it (srun itself stops reading stdin at 1 MiB not taken by all). */
+/** srun's input kept for tasks that have not taken it (srun itself stops reading stdin at 1 MiB not taken by all), in bytes and in frames. */
 const INPUT_LOG_BYTES = 2 * 1024 * 1024;
+const INPUT_LOG_ENTRIES = 65_536;
+/** What an input log entry's slot holds once it is gone. */
+const INPUT_GONE = { i: 0, text: '' };
 
 const mayRunSteps = (caller: Caller, owner: string): boolean => caller.uid === 0 || caller.user === owner;
 
@@ -484,6 +487,11 @@ export class JobSteps {
     const upstreams = new Map<number, WebSocket>();
     /** Per task, the last output (or end) srun acknowledged: given to the task's stream whenever it is opened (again). */
     const srunAcked = new Map<number, number>();
+    /** srun acknowledges task ends (its acks say `ends`; an older srun's do not: the controller acknowledges them as it passes them on). */
+    let srunAcksEnds = false;
+    /** Per task, the number of its end passed to srun and not acknowledged yet: acknowledged here if srun goes away first. */
+    const endsUnacked = new Map<number, number>();
+    const ackFrame = (n: number): string => JSON.stringify({ t: 'ack', n, ...(srunAcksEnds ? { ends: true } : {}) });
     let finished = false;
     /**
      * srun's input and signals, numbered (`i`: by srun; here for an older srun), kept until every task that has not
@@ -494,6 +502,8 @@ export class JobSteps {
      * INPUT_LOG_BYTES the oldest go.
      */
     const inputLog: { i: number; text: string }[] = [];
+    /** The oldest entry kept (those before it are gone; the array is cut now and then, not for each). */
+    let inputHead = 0;
     let inputLogBytes = 0;
     let ownInputNumber = 0;
     /** Tasks whose supervisor says what input it took, and what it said; those whose (older) one does not; the last input sent to each. */
@@ -514,14 +524,23 @@ export class JobSteps {
     const trimInput = (): void => {
       let upTo = Infinity;
       for (const { task } of tasks) if (!ends.has(task)) upTo = Math.min(upTo, takenBy(task));
-      let gone = 0;
-      while (gone < inputLog.length && (inputLog[gone].i <= upTo || inputLogBytes > INPUT_LOG_BYTES)) inputLogBytes -= inputLog[gone++].text.length;
-      if (gone > 0) inputLog.splice(0, gone);
+      while (inputHead < inputLog.length && (inputLog[inputHead].i <= upTo || inputLogBytes > INPUT_LOG_BYTES || inputLog.length - inputHead > INPUT_LOG_ENTRIES)) {
+        inputLogBytes -= inputLog[inputHead].text.length;
+        inputLog[inputHead++] = INPUT_GONE;
+      }
+      if (inputHead === inputLog.length) {
+        inputLog.length = 0;
+        inputHead = 0;
+      } else if (inputHead >= 1024 && inputHead * 2 >= inputLog.length) {
+        inputLog.splice(0, inputHead);
+        inputHead = 0;
+      }
     };
     /** Sends a task's stream the input it has not taken (all of it, for a stream opened the first time). */
     const sendInput = (task: number, upstream: WebSocket): void => {
       const from = takenBy(task);
-      for (const entry of inputLog) {
+      for (let k = inputHead; k < inputLog.length; k++) {
+        const entry = inputLog[k];
         if (entry.i <= from) continue;
         upstream.send(entry.text);
         inputSent.set(task, entry.i);
@@ -600,14 +619,22 @@ export class JobSteps {
         trimInput();
       } else if (frame.t === 'ack') {
         // srun has a task's output up to n: its supervisor may forget it (it keeps it until then, for a resume).
-        const { task, n } = frame as { task?: unknown; n?: unknown };
+        const { task, n, ends: saysEnds } = frame as { task?: unknown; n?: unknown; ends?: unknown };
         if (typeof task !== 'number' || !Number.isSafeInteger(n) || (n as number) < 0 || task < 0 || task >= tasks.length) return;
+        if (saysEnds === true) srunAcksEnds = true;
         if ((n as number) >= (srunAcked.get(task) ?? 0)) srunAcked.set(task, n as number);
+        if ((endsUnacked.get(task) ?? Infinity) <= (n as number)) endsUnacked.delete(task);
         const upstream = upstreams.get(task);
-        if (upstream !== undefined && upstream.readyState === upstream.OPEN) upstream.send(JSON.stringify({ t: 'ack', n }));
+        if (upstream !== undefined && upstream.readyState === upstream.OPEN) upstream.send(ackFrame(n as number));
       }
     });
     client.on('close', () => {
+      // Ends passed to srun that it did not acknowledge: nobody will, so their supervisors may leave now.
+      for (const [task, n] of endsUnacked) {
+        const upstream = upstreams.get(task);
+        if (upstream !== undefined && upstream.readyState === upstream.OPEN) upstream.send(JSON.stringify({ t: 'ack', n }));
+      }
+      endsUnacked.clear();
       if (!finished) step.stop?.(`srun went away: step ${step.stepId} of job ${step.jobId} is killed`);
     });
     client.on('error', () => undefined);
@@ -713,9 +740,14 @@ export class JobSteps {
             task: task, node, state: typeof frame.state === 'string' ? frame.state : 'FAILED', exitCode: typeof frame.exitCode === 'number' ? frame.exitCode : null,
             signal: typeof frame.signal === 'string' ? frame.signal : null, reason: typeof frame.reason === 'string' ? frame.reason : null,
           };
+          // Asked before ended(): the step's last end closes srun's connection (finish), and srun's word on it still comes.
+          const srunLive = client.readyState === client.OPEN;
+          const endedHere = ends.has(task); // by the controller (a kill it gave up on): srun is told no other end
           ended(end, n);
-          // srun is gone (the step is being killed for it): nobody will acknowledge the end, so the supervisor may leave now.
-          if (n !== undefined && client.readyState !== client.OPEN && upstream.readyState === upstream.OPEN) upstream.send(JSON.stringify({ t: 'ack', n }));
+          if (n === undefined) return;
+          // srun gone (the step is being killed for it), or an older srun: nobody will acknowledge the end, so the supervisor may leave now.
+          if (!srunLive || !srunAcksEnds || endedHere) upstream.send(JSON.stringify({ t: 'ack', n }));
+          else endsUnacked.set(task, n);
         }
       });
       upstream.on('close', () => {
@@ -725,7 +757,7 @@ export class JobSteps {
       upstream.on('error', () => undefined);
       // What srun has of this task (0: nothing, but it acknowledges): the supervisor forgets it, and waits for srun's word on its end.
       const acked = srunAcked.get(task);
-      if (acked !== undefined) upstream.send(JSON.stringify({ t: 'ack', n: acked }));
+      if (acked !== undefined) upstream.send(ackFrame(acked));
       sendInput(task, upstream);
       if (client.bufferedAmount < HIGH_WATER_BYTES) upstream.resume();
       else upstream.pause();
