@@ -128,7 +128,7 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
   };
   let socket: WebSocket;
   try {
-    socket = await open('attach');
+    socket = await open('attach?acks=ends'); // this srun acknowledges its tasks' ends: their supervisors are told at once
   } catch (error) {
     return explain(error);
   }
@@ -297,8 +297,8 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
     while (Date.now() < deadline) {
       await new Promise((resolveWait) => setTimeout(resolveWait, RESUME_EVERY_MS));
       try {
-        const endedQuery = ownEnds.size === 0 ? '' : `?ended=${[...ownEnds.keys()].sort((a, b) => a - b).join(',')}`;
-        resumed = await open(`resume/${encodeURIComponent(layout)}${endedQuery}`, Math.max(1000, deadline - Date.now()));
+        const endedQuery = ownEnds.size === 0 ? '' : `&ended=${[...ownEnds.keys()].sort((a, b) => a - b).join(',')}`;
+        resumed = await open(`resume/${encodeURIComponent(layout)}?acks=ends${endedQuery}`, Math.max(1000, deadline - Date.now()));
         break;
       } catch (error) {
         last = (error as Error).message;

@@ -390,7 +390,7 @@ export class JobSteps {
           this.steps.delete(key);
           throw error;
         }
-        this.run(key, step, client);
+        this.run(key, step, client, undefined, ctx.query.get('acks') === 'ends');
       },
     };
   }
@@ -440,8 +440,15 @@ export class JobSteps {
         const closeAll = (): void => {
           for (const upstream of upstreams.values()) upstream.terminate();
         };
+        // srun acknowledges ends (?acks=ends): each supervisor is told at once, before it could take the controller for an older reader.
+        const acksEnds = ctx.query.get('acks') === 'ends';
         try {
-          for (const task of tasks) if (!endedBySrun.has(task.task)) upstreams.set(task.task, await this.deps.link.openTaskStream(task.node, id, run, stepId, task.task));
+          for (const task of tasks) {
+            if (endedBySrun.has(task.task)) continue;
+            const upstream = await this.deps.link.openTaskStream(task.node, id, run, stepId, task.task);
+            upstreams.set(task.task, upstream);
+            if (acksEnds) upstream.send(JSON.stringify({ t: 'ack', n: 0, ends: true }));
+          }
         } catch (error) {
           closeAll();
           const status = (error as { status?: unknown }).status;
@@ -473,13 +480,13 @@ export class JobSteps {
           throw error;
         }
         this.deps.log(`job ${id}: step ${stepId} (${tasks.length} task(s) on ${compressHostlist(nodes)}) resumed by ${caller.user}`);
-        this.run(key, step, client, { upstreams, endedBySrun });
+        this.run(key, step, client, { upstreams, endedBySrun }, acksEnds);
       },
     };
   }
 
   /** Starts the tasks, merges their streams for srun, and ends the step when every task has ended. */
-  private run(key: string, step: Step, client: WebSocket, resumed?: { upstreams: ReadonlyMap<number, WebSocket>; endedBySrun: ReadonlySet<number> }): void {
+  private run(key: string, step: Step, client: WebSocket, resumed: { upstreams: ReadonlyMap<number, WebSocket>; endedBySrun: ReadonlySet<number> } | undefined, acksEnds: boolean): void {
     const orders = resumed === undefined ? step.orders() : [];
     const tasks = step.layout.tasks;
     const { link } = this.deps;
@@ -488,7 +495,7 @@ export class JobSteps {
     /** Per task, the last output (or end) srun acknowledged: given to the task's stream whenever it is opened (again). */
     const srunAcked = new Map<number, number>();
     /** srun acknowledges task ends (its acks say `ends`; an older srun's do not: the controller acknowledges them as it passes them on). */
-    let srunAcksEnds = false;
+    let srunAcksEnds = acksEnds;
     /** Per task, the number of its end passed to srun and not acknowledged yet: acknowledged here if srun goes away first. */
     const endsUnacked = new Map<number, number>();
     const ackFrame = (n: number): string => JSON.stringify({ t: 'ack', n, ...(srunAcksEnds ? { ends: true } : {}) });
@@ -756,7 +763,7 @@ export class JobSteps {
       });
       upstream.on('error', () => undefined);
       // What srun has of this task (0: nothing, but it acknowledges): the supervisor forgets it, and waits for srun's word on its end.
-      const acked = srunAcked.get(task);
+      const acked = srunAcked.get(task) ?? (srunAcksEnds ? 0 : undefined);
       if (acked !== undefined) upstream.send(ackFrame(acked));
       sendInput(task, upstream);
       if (client.bufferedAmount < HIGH_WATER_BYTES) upstream.resume();
