@@ -273,6 +273,37 @@ describe('interactive session (supervisor side)', () => {
     await s.close(0);
   });
 
+  it('each writer numbers its own input: a second client\'s numbers are not taken for the first\'s, and the first\'s sent again are taken once', async () => {
+    const s = session({ graceSeconds: 1 });
+    const inputs: string[] = [];
+    s.handlers = { ...s.handlers, input: (frame) => inputs.push(frame.t === 'in' ? frame.d.toString() : frame.t) };
+    await s.listen();
+    const path = join(work, `s${count}.sock`);
+    const a = await connect(path);
+    await s.waitForClient();
+    a.socket.write('{"t":"in","d":"YTE=","i":1,"w":"a"}\n{"t":"in","d":"YTI=","i":2,"w":"a"}\n{"t":"in","d":"YTM=","i":3,"w":"a"}\n');
+    await sleep(100);
+    assert.deepEqual(a.frames().at(-1), { t: 'inack', i: 3, w: 'a' });
+    a.socket.destroy();
+    await sleep(100);
+    const b = await connect(path);
+    await sleep(100);
+    assert.deepEqual(b.frames()[0], { t: 'hello', pty: false, jobId: 7, inputTaken: 3, inputWriter: 'a' });
+    b.socket.write('{"t":"in","d":"YjE=","i":1,"w":"b"}\n{"t":"in","d":"YjI=","i":2,"w":"b"}\n');
+    await sleep(100);
+    assert.deepEqual(b.frames().at(-1), { t: 'inack', i: 2, w: 'b' });
+    b.socket.destroy();
+    await sleep(100);
+    const again = await connect(path);
+    again.socket.write('{"t":"in","d":"YTM=","i":3,"w":"a"}\n{"t":"in","d":"YTQ=","i":4,"w":"a"}\n');
+    await sleep(100);
+    assert.deepEqual(inputs, ['a1', 'a2', 'a3', 'b1', 'b2', 'a4']);
+    assert.equal(parseClientFrame('{"t":"in","d":"YQ==","i":1,"w":"a b"}'), null, 'a writer id is letters, digits, - and _');
+    again.socket.destroy();
+    s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
+    await s.close(0);
+  });
+
   it('a second client takes over: the first is told and closed; input reaches the handler', async () => {
     const s = session();
     const inputs: unknown[] = [];

@@ -23,18 +23,19 @@
 // (those acknowledge output only): the end counts as delivered to it.
 //
 // Input may be numbered too ("i": 1, 2, ... on in, eof and signal, as srun
-// does): the session takes each number once (a frame sent again after a
-// reconnect is dropped) and says what it has taken (`inputTaken` in its
-// hello, then {"t":"inack","i":N} after each read that took some), so the
-// writer keeps its input until then.
+// and taras run do), each writer its own numbers ("w": its id): the session
+// takes each writer's number once (a frame sent again after a reconnect is
+// dropped) and says what it has taken (`inputTaken` and `inputWriter`, the
+// last writer's, in its hello; {"t":"inack","i":N,"w":W} after each read
+// that took some), so the writer keeps its input until then.
 //
-// Frames are JSON lines. To the job: {"t":"in","d":BASE64,"i"?:N},
-// {"t":"eof","i"?:N}, {"t":"size","cols":N,"rows":N},
-// {"t":"signal","sig":"SIGINT","i"?:N},
+// Frames are JSON lines. To the job: {"t":"in","d":BASE64,"i"?:N,"w"?:W},
+// {"t":"eof","i"?:N,"w"?:W}, {"t":"size","cols":N,"rows":N},
+// {"t":"signal","sig":"SIGINT","i"?:N,"w"?:W},
 // {"t":"ack","n":N,"ends"?:true} (the client has every output frame up to N;
 // ends: it acknowledges the end too). From it:
-// {"t":"inack","i":N} (every numbered input up to N is taken),
-// {"t":"hello","pty":BOOL,"jobId":N,"inputTaken":N}, {"t":"out"|"err","d":BASE64,"n":N},
+// {"t":"inack","i":N,"w"?:W} (every numbered input of W up to N is taken),
+// {"t":"hello","pty":BOOL,"jobId":N,"inputTaken":N,"inputWriter"?:W}, {"t":"out"|"err","d":BASE64,"n":N},
 // {"t":"note","text":"...","n":N} (Taras's own lines: warnings),
 // {"t":"note","text":"..."} (replay notices),
 // {"t":"detached","text":"..."} (another client took the session over),
@@ -62,11 +63,16 @@ export interface InteractiveSpec {
 /** Signals a client may ask for (pipes mode: Ctrl-C of the CLI; a terminal sends its own bytes). */
 export const CLIENT_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
 
+/** A writer's id on its numbered input: each writer numbers its own. */
+const WRITER = /^[A-Za-z0-9_-]{1,64}$/;
+/** Writers whose last number a session keeps (the oldest forgotten past it). */
+const MAX_WRITERS = 64;
+
 export type ClientFrame =
-  | { readonly t: 'in'; readonly d: Buffer; readonly i?: number }
-  | { readonly t: 'eof'; readonly i?: number }
+  | { readonly t: 'in'; readonly d: Buffer; readonly i?: number; readonly w?: string }
+  | { readonly t: 'eof'; readonly i?: number; readonly w?: string }
   | { readonly t: 'size'; readonly cols: number; readonly rows: number }
-  | { readonly t: 'signal'; readonly sig: NodeJS.Signals; readonly i?: number };
+  | { readonly t: 'signal'; readonly sig: NodeJS.Signals; readonly i?: number; readonly w?: string };
 
 /** The client has every output frame numbered up to n (handled by the session itself, never by its handlers). */
 export interface AckFrame {
@@ -91,7 +97,8 @@ export function parseClientFrame(line: string): ClientFrame | AckFrame | null {
   if (typeof frame !== 'object' || frame === null) return null;
   const f = frame as Record<string, unknown>;
   if (f.i !== undefined && !(Number.isSafeInteger(f.i) && (f.i as number) >= 1)) return null;
-  const numbered = f.i === undefined ? {} : { i: f.i as number };
+  if (f.w !== undefined && !(typeof f.w === 'string' && WRITER.test(f.w))) return null;
+  const numbered = { ...(f.i === undefined ? {} : { i: f.i as number }), ...(f.w === undefined ? {} : { w: f.w as string }) };
   if (f.t === 'in' && typeof f.d === 'string') return { t: 'in', d: Buffer.from(f.d, 'base64'), ...numbered };
   if (f.t === 'eof') return { t: 'eof', ...numbered };
   if (f.t === 'size' && isDimension(f.cols) && isDimension(f.rows)) return { t: 'size', cols: f.cols, rows: f.rows };
@@ -158,7 +165,9 @@ export class InteractiveSession {
   /** No client came within the grace, which ended the job: nobody is waited for after its end either. */
   private abandoned = false;
   /** The last numbered input taken (a client sends again what it was not told of: those up to here are dropped). */
-  private lastInput = 0;
+  private readonly inputTaken = new Map<string, number>();
+  /** The writer whose numbered input came last ('': one without an id). */
+  private lastWriter = '';
   handlers: SessionHandlers = { input: () => undefined, expire: () => undefined };
   private outputPaused = false;
   private firstClient: (() => void) | null = null;
@@ -242,7 +251,8 @@ export class InteractiveSession {
     if (this.graceTimer !== null) clearTimeout(this.graceTimer);
     this.graceTimer = null;
     this.log(`job ${this.jobId}: a client attached`);
-    this.send(socket, { t: 'hello', pty: this.spec.pty, jobId: this.jobId, inputTaken: this.lastInput });
+    // What the last writer's input taken is, and who it is: a client that is that writer sends again only what follows.
+    this.send(socket, { t: 'hello', pty: this.spec.pty, jobId: this.jobId, inputTaken: this.inputTaken.get(this.lastWriter) ?? 0, ...(this.lastWriter === '' ? {} : { inputWriter: this.lastWriter }) });
     if (this.droppedBytes > 0) this.send(socket, { t: 'note', text: `${this.droppedBytes} bytes of output produced while detached were dropped (the buffer keeps ${this.spec.bufferBytes})` });
     // Every frame not acknowledged: those the last client may have lost in flight, then those none got.
     for (let i = this.keptHead; i < this.kept.length; i++) {
@@ -256,7 +266,7 @@ export class InteractiveSession {
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => {
       if (this.client !== socket) return; // taken over by a newer client: its input no longer counts
-      const inputBefore = this.lastInput;
+      const told = new Set<string>();
       buffer += chunk;
       for (let newline = buffer.indexOf('\n'); newline >= 0; newline = buffer.indexOf('\n')) {
         const frame = parseClientFrame(buffer.slice(0, newline));
@@ -269,13 +279,18 @@ export class InteractiveSession {
         }
         if (this.ended !== null) continue; // the job is over: nothing takes input
         if (frame.t !== 'size' && frame.i !== undefined) {
-          if (frame.i <= this.lastInput) continue; // sent again after a reconnect: taken already
-          this.lastInput = frame.i;
+          const writer = frame.w ?? '';
+          if (frame.i <= (this.inputTaken.get(writer) ?? 0)) continue; // sent again after a reconnect: taken already
+          this.inputTaken.delete(writer); // kept in the order of use: the oldest writer is forgotten first
+          this.inputTaken.set(writer, frame.i);
+          if (this.inputTaken.size > MAX_WRITERS) this.inputTaken.delete(this.inputTaken.keys().next().value!);
+          this.lastWriter = writer;
+          told.add(writer);
         }
         if (frame.t === 'in') this.lastActivityMs = Date.now();
         this.handlers.input(frame);
       }
-      if (this.lastInput > inputBefore) this.send(socket, { t: 'inack', i: this.lastInput });
+      for (const writer of told) this.send(socket, { t: 'inack', i: this.inputTaken.get(writer) ?? 0, ...(writer === '' ? {} : { w: writer }) });
       if (buffer.length > MAX_LINE_BYTES) socket.destroy();
     });
     socket.on('close', () => {

@@ -177,35 +177,21 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
    * older session says nothing: input is then kept only while disconnected. Bounded: stdin is read no further past
    * HELD_INPUT_BYTES kept.
    */
-  let held: { i: number; frame: object; text: string }[] = [];
+  const held: { i: number; text: string }[] = [];
   let heldBytes = 0;
   let inputNumber = 0;
   let sessionTakes = false;
+  /** This command's id on its input: the session keeps each writer's numbers apart (another client may have typed too). */
+  const writer = `${process.pid.toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
   const sendInput = (frame: object): void => {
     const i = ++inputNumber;
-    const text = JSON.stringify({ ...frame, i });
+    const text = JSON.stringify({ ...frame, i, w: writer });
     const live = socket.readyState === socket.OPEN;
     if (live) socket.send(text);
     if (live && !sessionTakes) return;
-    held.push({ i, frame, text });
+    held.push({ i, text });
     heldBytes += text.length;
     if (heldBytes >= HELD_INPUT_BYTES) stdin.pause();
-  };
-  /**
-   * The session has taken numbered input up to `upTo`, maybe from another client (a `taras attach` after one
-   * that typed more): past our own numbers, ours go on from there (what is held is numbered again), so that
-   * none is taken for input the session has already.
-   */
-  const sessionAt = (upTo: number): void => {
-    if (upTo <= inputNumber) {
-      taken(upTo);
-      return;
-    }
-    held = held.map((entry, k) => {
-      const i = upTo + 1 + k;
-      return { i, frame: entry.frame, text: JSON.stringify({ ...entry.frame, i }) };
-    });
-    inputNumber = upTo + held.length;
   };
   const taken = (upTo: number): void => {
     let gone = 0;
@@ -254,7 +240,7 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
   };
   const follow = (current: WebSocket): Promise<void> => new Promise<void>((resolveEnd) => {
     current.on('message', (data) => {
-      let frame: { t?: string; d?: string; text?: string; pty?: boolean; n?: number; i?: number; inputTaken?: number } & Partial<ExitFrame>;
+      let frame: { t?: string; d?: string; text?: string; pty?: boolean; n?: number; i?: number; w?: string; inputTaken?: number; inputWriter?: string } & Partial<ExitFrame>;
       try {
         frame = JSON.parse(data.toString());
       } catch {
@@ -264,7 +250,7 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
         // Said at once: the session then keeps the job's end until this command has it (an older one never says).
         send({ t: 'ack', n: cursor.position ?? 0, ends: true });
         sessionTakes = typeof frame.inputTaken === 'number';
-        if (sessionTakes) sessionAt(frame.inputTaken!);
+        if (sessionTakes && frame.inputWriter === writer) taken(frame.inputTaken!);
         for (const entry of held) current.send(entry.text);
         if (!sessionTakes) {
           held.length = 0;
@@ -273,7 +259,7 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
           else if (inputStarted) stdin.resume(); // paused while disconnected with a megabyte held
         }
         startInput(frame.pty === true);
-      } else if (frame.t === 'inack' && typeof frame.i === 'number') taken(frame.i);
+      } else if (frame.t === 'inack' && typeof frame.i === 'number' && frame.w === writer) taken(frame.i);
       else if ((frame.t === 'out' || frame.t === 'err') && frame.d !== undefined) {
         if (fresh(frame.n, frame.d.length)) (frame.t === 'out' ? process.stdout : process.stderr).write(Buffer.from(frame.d, 'base64'));
       } else if (frame.t === 'note' && frame.text !== undefined) {

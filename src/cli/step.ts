@@ -176,9 +176,11 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
   const resumeStdin = (): void => {
     if (connected && !stdinEnded && heldBytes < HELD_INPUT_BYTES) stdin.resume();
   };
+  /** srun's id on its input (the tasks' sessions keep each writer's numbers apart). */
+  const writer = `${process.pid.toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
   const send = (frame: object): void => {
     const i = ++inputNumber;
-    const text = JSON.stringify({ ...frame, i });
+    const text = JSON.stringify({ ...frame, i, w: writer });
     const live = connected && socket.readyState === socket.OPEN;
     if (live) socket.send(text);
     if (live && !inputAcks) return; // an older controller: nothing would say it was taken
