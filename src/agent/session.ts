@@ -5,7 +5,8 @@
 // and the next client is told how many), and the session's own ends: no
 // client past the grace, or no input and no output past the idle limit.
 // One client at a time: a new one (`taras attach` after a lost connection)
-// takes the session over from the old. Node built-ins only.
+// takes the session over from the old. Node built-ins only (and the
+// dependency-free src/net/frame-queue.ts).
 //
 // Output frames are numbered (n = 1, 2, ...) and kept after they are sent
 // until the client acknowledges them ({"t":"ack","n":N}), within the same
@@ -43,6 +44,7 @@
 
 import { chmodSync, existsSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { FrameQueue } from '../net/frame-queue.js';
 
 /** spec.json's `interactive`: how the supervisor runs and streams an interactive job. */
 export interface InteractiveSpec {
@@ -126,8 +128,8 @@ export interface SessionHandlers {
 const MAX_LINE_BYTES = 1024 * 1024;
 /** Past this much output unsent to the client, the job's output is no longer read until it is sent (its writes then block). */
 const OUTPUT_HIGH_WATER_BYTES = 1024 * 1024;
-/** A client that acknowledged nothing this long after it got the job's end is an older one: the end counts as delivered. */
-export const OLDER_CLIENT_MS = 1000;
+/** A client that has not said it acknowledges ends this long after it got the job's end is an older one: the end counts as delivered. */
+const OLDER_CLIENT_MS = 1000;
 
 interface KeptFrame {
   readonly n: number;
@@ -135,17 +137,12 @@ interface KeptFrame {
   sent: boolean;
 }
 
-/** What a kept frame's slot holds once the frame is gone (before the array is cut). */
-const GONE: KeptFrame = { n: 0, line: '', sent: true };
 
 export class InteractiveSession {
   private server: Server | null = null;
   private client: Socket | null = null;
-  /** Output frames not acknowledged yet, oldest first from keptHead on: sent to a client (`sent`) or waiting for one. */
-  private kept: KeptFrame[] = [];
-  /** The oldest frame kept (those before it are gone: the array is cut only now and then, so that dropping one costs no copy). */
-  private keptHead = 0;
-  private keptBytes = 0;
+  /** Output frames not acknowledged yet, oldest first: sent to a client (`sent`) or waiting for one. */
+  private readonly kept = new FrameQueue<KeptFrame>((frame) => frame.line.length);
   /** The last output frame's number. */
   private lastN = 0;
   /** Bytes of output dropped from `kept` before any client got them. */
@@ -164,7 +161,7 @@ export class InteractiveSession {
   private lastAttachMs = 0;
   /** No client came within the grace, which ended the job: nobody is waited for after its end either. */
   private abandoned = false;
-  /** The last numbered input taken (a client sends again what it was not told of: those up to here are dropped). */
+  /** Each writer's last numbered input taken (a client sends again what it was not told of: those up to here are dropped). */
   private readonly inputTaken = new Map<string, number>();
   /** The writer whose numbered input came last ('': one without an id). */
   private lastWriter = '';
@@ -255,8 +252,7 @@ export class InteractiveSession {
     this.send(socket, { t: 'hello', pty: this.spec.pty, jobId: this.jobId, inputTaken: this.inputTaken.get(this.lastWriter) ?? 0, ...(this.lastWriter === '' ? {} : { inputWriter: this.lastWriter }) });
     if (this.droppedBytes > 0) this.send(socket, { t: 'note', text: `${this.droppedBytes} bytes of output produced while detached were dropped (the buffer keeps ${this.spec.bufferBytes})` });
     // Every frame not acknowledged: those the last client may have lost in flight, then those none got.
-    for (let i = this.keptHead; i < this.kept.length; i++) {
-      const frame = this.kept[i];
+    for (const frame of this.kept) {
       socket.write(frame.line);
       frame.sent = true;
     }
@@ -310,27 +306,8 @@ export class InteractiveSession {
 
   /** Forgets the output frames up to n: the client has them (and the end, when n is its number). */
   private acknowledged(socket: Socket, n: number): void {
-    while (this.keptHead < this.kept.length && this.kept[this.keptHead].n <= n) this.keptBytes -= this.dropOldest().line.length;
-    this.compactKept();
+    this.kept.dropWhile((frame) => frame.n <= n);
     if (this.ended !== null && n >= this.exitN) this.endDelivered(socket);
-  }
-
-  /** The oldest frame kept, taken out: its slot keeps no text (a job's 64 KiB pieces would stay in memory until the next cut). */
-  private dropOldest(): KeptFrame {
-    const frame = this.kept[this.keptHead];
-    this.kept[this.keptHead++] = GONE;
-    return frame;
-  }
-
-  /** Cuts the frames gone from the front once they are at least half the array (each frame is copied at most once on average). */
-  private compactKept(): void {
-    if (this.keptHead === this.kept.length) {
-      this.kept = [];
-      this.keptHead = 0;
-    } else if (this.keptHead >= 1024 && this.keptHead * 2 >= this.kept.length) {
-      this.kept = this.kept.slice(this.keptHead);
-      this.keptHead = 0;
-    }
   }
 
   /** Sends the job's end to a client: it stays connected until it acknowledges it (an older client: a moment). */
@@ -355,13 +332,10 @@ export class InteractiveSession {
     const line = `${JSON.stringify({ ...frame, n })}\n`;
     const sent = this.client !== null;
     this.kept.push({ n, line, sent });
-    this.keptBytes += line.length;
-    while (this.keptBytes > this.spec.bufferBytes && this.kept.length - this.keptHead > 1) {
-      const dropped = this.dropOldest();
-      this.keptBytes -= dropped.line.length;
+    while (this.kept.bytes > this.spec.bufferBytes && this.kept.length > 1) {
+      const dropped = this.kept.shift()!;
       if (!dropped.sent) this.droppedBytes += dropped.line.length;
     }
-    this.compactKept();
     if (this.client !== null) {
       const client = this.client;
       if (!client.write(line) && client.writableLength > OUTPUT_HIGH_WATER_BYTES && !this.outputPaused) {

@@ -16,6 +16,7 @@ import type { JobSpec } from '../jobspec/types.js';
 import { exitAfterOutput, fail, outputFailed, parseImmediateFlag } from './flags.js';
 import { client, connection, controllerOption, parseJobIds, withRetries } from './controller-client.js';
 import { OutputCursor } from '../net/output-cursor.js';
+import { HeldInput } from '../net/held-input.js';
 
 type Flags = Record<string, string | boolean | undefined>;
 
@@ -177,28 +178,19 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
    * older session says nothing: input is then kept only while disconnected. Bounded: stdin is read no further past
    * HELD_INPUT_BYTES kept.
    */
-  const held: { i: number; text: string }[] = [];
-  let heldBytes = 0;
-  let inputNumber = 0;
+  const held = new HeldInput(HELD_INPUT_BYTES);
   let sessionTakes = false;
-  /** This command's id on its input: the session keeps each writer's numbers apart (another client may have typed too). */
-  const writer = `${process.pid.toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
   const sendInput = (frame: object): void => {
-    const i = ++inputNumber;
-    const text = JSON.stringify({ ...frame, i, w: writer });
+    const numbered = held.next(frame);
     const live = socket.readyState === socket.OPEN;
-    if (live) socket.send(text);
+    if (live) socket.send(numbered.text);
     if (live && !sessionTakes) return;
-    held.push({ i, text });
-    heldBytes += text.length;
-    if (heldBytes >= HELD_INPUT_BYTES) stdin.pause();
+    held.hold(numbered);
+    if (held.full) stdin.pause();
   };
+  /** The session took this command's input up to `upTo` (its word on another writer's is not about ours). */
   const taken = (upTo: number): void => {
-    let gone = 0;
-    while (gone < held.length && held[gone].i <= upTo) heldBytes -= held[gone++].text.length;
-    if (gone === 0) return;
-    held.splice(0, gone);
-    if (inputStarted && !inputEnded && heldBytes < HELD_INPUT_BYTES) stdin.resume();
+    if (held.taken(upTo) && inputStarted && !inputEnded && !held.full) stdin.resume();
   };
   const sendSize = (): void => send({ t: 'size', ...terminalSize() });
   let ended: ExitFrame | null = null;
@@ -250,16 +242,15 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
         // Said at once: the session then keeps the job's end until this command has it (an older one never says).
         send({ t: 'ack', n: cursor.position ?? 0, ends: true });
         sessionTakes = typeof frame.inputTaken === 'number';
-        if (sessionTakes && frame.inputWriter === writer) taken(frame.inputTaken!);
-        for (const entry of held) current.send(entry.text);
+        if (sessionTakes && frame.inputWriter === held.writer) taken(frame.inputTaken!);
+        for (const text of held.texts()) current.send(text);
         if (!sessionTakes) {
-          held.length = 0;
-          heldBytes = 0;
+          held.clear();
           if (inputEnded) send({ t: 'eof' }); // an older session may have lost it with the last connection
           else if (inputStarted) stdin.resume(); // paused while disconnected with a megabyte held
         }
         startInput(frame.pty === true);
-      } else if (frame.t === 'inack' && typeof frame.i === 'number' && frame.w === writer) taken(frame.i);
+      } else if (frame.t === 'inack' && typeof frame.i === 'number' && frame.w === held.writer) taken(frame.i);
       else if ((frame.t === 'out' || frame.t === 'err') && frame.d !== undefined) {
         if (fresh(frame.n, frame.d.length)) (frame.t === 'out' ? process.stdout : process.stderr).write(Buffer.from(frame.d, 'base64'));
       } else if (frame.t === 'note' && frame.text !== undefined) {

@@ -21,6 +21,7 @@ import type { StepBody } from '../api/schema.js';
 import { fail } from './flags.js';
 import { client, connection, withRetries } from './controller-client.js';
 import { OutputCursor } from '../net/output-cursor.js';
+import { HeldInput } from '../net/held-input.js';
 
 type Flags = Record<string, string | boolean | undefined>;
 
@@ -165,38 +166,28 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
    * a dying controller is not lost. Bounded: stdin is read no further past HELD_INPUT_BYTES kept (the rest waits in
    * its pipe).
    */
-  const held: { i: number; text: string }[] = [];
-  let heldBytes = 0;
-  let inputNumber = 0;
+  const held = new HeldInput(HELD_INPUT_BYTES);
   let connected = false;
   let inputAcks = false;
   const inputTaken = new Map<number, number>();
   const stdin = process.stdin;
   let stdinEnded = false;
   const resumeStdin = (): void => {
-    if (connected && !stdinEnded && heldBytes < HELD_INPUT_BYTES) stdin.resume();
+    if (connected && !stdinEnded && !held.full) stdin.resume();
   };
-  /** srun's id on its input (the tasks' sessions keep each writer's numbers apart). */
-  const writer = `${process.pid.toString(36)}-${Math.random().toString(36).slice(2, 12)}`;
   const send = (frame: object): void => {
-    const i = ++inputNumber;
-    const text = JSON.stringify({ ...frame, i, w: writer });
+    const numbered = held.next(frame);
     const live = connected && socket.readyState === socket.OPEN;
-    if (live) socket.send(text);
+    if (live) socket.send(numbered.text);
     if (live && !inputAcks) return; // an older controller: nothing would say it was taken
-    held.push({ i, text });
-    heldBytes += text.length;
-    if (heldBytes >= HELD_INPUT_BYTES) stdin.pause(); // the rest waits in the pipe until the tasks take some
+    held.hold(numbered);
+    if (held.full) stdin.pause(); // the rest waits in the pipe until the tasks take some
   };
   /** What every task still running has taken leaves `held`. */
   const trimHeld = (): void => {
     let upTo = Infinity;
     for (const { task } of created.tasks) if (!ownEnds.has(task)) upTo = Math.min(upTo, inputTaken.get(task) ?? 0);
-    let gone = 0;
-    while (gone < held.length && held[gone].i <= upTo) heldBytes -= held[gone++].text.length;
-    if (gone === 0) return;
-    held.splice(0, gone);
-    resumeStdin();
+    if (held.taken(upTo)) resumeStdin();
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const) process.on(signal, () => send({ t: 'signal', sig: signal }));
   stdin.on('data', (data: Buffer) => send({ t: 'in', d: data.toString('base64') }));
@@ -241,11 +232,8 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
         inputAcks = (frame as { inputAcks?: unknown }).inputAcks === true;
         // Told at once: the tasks' supervisors then keep each one's end until srun has it (an older srun never says).
         for (const { task } of created.tasks) socket.send(JSON.stringify({ t: 'ack', task, n: cursorOf(task).position ?? 0, ends: true }));
-        for (const entry of held) socket.send(entry.text);
-        if (!inputAcks) {
-          held.length = 0;
-          heldBytes = 0;
-        }
+        for (const text of held.texts()) socket.send(text);
+        if (!inputAcks) held.clear();
         resumeStdin();
       } else if (frame.t === 'note' && frame.text !== undefined) {
         if (frame.task === undefined || fresh(frame.task, frame.n, frame.text.length)) process.stderr.write(`srun: ${frame.text}\n`);

@@ -2878,12 +2878,6 @@ export class ControllerEngine {
     return record;
   }
 
-  /**
-   * Cancels a set of jobs in one request: the pending ones first, all in this
-   * one turn of the event loop, so none of them starts while the running
-   * ones are being signalled. Each job has its own outcome (a job that is not
-   * the caller's, or does not exist, does not stop the others).
-   */
   /** `ids`, each once, pending jobs first (in their order), then the others: the order a set of cancels goes in. */
   pendingFirst(ids: readonly JobId[]): JobId[] {
     const unique = [...new Set(ids)];
@@ -2891,6 +2885,12 @@ export class ControllerEngine {
     return [...unique.filter(isPending), ...unique.filter((id) => !isPending(id))];
   }
 
+  /**
+   * Cancels a set of jobs in one request: the pending ones first, all in this
+   * one turn of the event loop, so none of them starts while the running
+   * ones are being signalled. Each job has its own outcome (a job that is not
+   * the caller's, or does not exist, does not stop the others).
+   */
   cancelMany(ids: readonly JobId[], user: string, admin = user === 'root'): ApiCancelResult[] {
     const ordered = this.pendingFirst(ids);
     const results = new Map<JobId, ApiCancelResult>();

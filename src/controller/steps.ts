@@ -33,6 +33,7 @@ import { HOW_TO_AUTHENTICATE, type Caller } from '../net/identity.js';
 import { MAX_BODY_DEPTH, nestedDeeperThan, RouteError, type RequestContext, type UpgradeRoute } from '../net/server.js';
 import type { JobRecord } from '../store/events.js';
 import type { ControllerEngine } from './engine.js';
+import { FrameQueue } from '../net/frame-queue.js';
 import type { StepTaskOrder } from '../agent/steps.js';
 
 /** One task of a step: its rank, node, the node's index in the step and the task's rank on that node. */
@@ -183,8 +184,6 @@ const HIGH_WATER_BYTES = 1024 * 1024;
 /** srun's input kept for tasks that have not taken it (srun itself stops reading stdin at 1 MiB not taken by all), in bytes and in frames. */
 const INPUT_LOG_BYTES = 2 * 1024 * 1024;
 const INPUT_LOG_ENTRIES = 65_536;
-/** What an input log entry's slot holds once it is gone. */
-const INPUT_GONE = { i: 0, text: '' };
 
 const mayRunSteps = (caller: Caller, owner: string): boolean => caller.uid === 0 || caller.user === owner;
 
@@ -508,10 +507,7 @@ export class JobSteps {
      * keeps its input until then, for a resume. Bounded: srun stops reading stdin at 1 MiB not taken, and past
      * INPUT_LOG_BYTES the oldest go.
      */
-    const inputLog: { i: number; text: string }[] = [];
-    /** The oldest entry kept (those before it are gone; the array is cut now and then, not for each). */
-    let inputHead = 0;
-    let inputLogBytes = 0;
+    const inputLog = new FrameQueue<{ i: number; text: string }>((entry) => entry.text.length);
     let ownInputNumber = 0;
     /** Tasks whose supervisor says what input it took, and what it said; those whose (older) one does not; the last input sent to each. */
     const takesInput = new Set<number>();
@@ -531,23 +527,12 @@ export class JobSteps {
     const trimInput = (): void => {
       let upTo = Infinity;
       for (const { task } of tasks) if (!ends.has(task)) upTo = Math.min(upTo, takenBy(task));
-      while (inputHead < inputLog.length && (inputLog[inputHead].i <= upTo || inputLogBytes > INPUT_LOG_BYTES || inputLog.length - inputHead > INPUT_LOG_ENTRIES)) {
-        inputLogBytes -= inputLog[inputHead].text.length;
-        inputLog[inputHead++] = INPUT_GONE;
-      }
-      if (inputHead === inputLog.length) {
-        inputLog.length = 0;
-        inputHead = 0;
-      } else if (inputHead >= 1024 && inputHead * 2 >= inputLog.length) {
-        inputLog.splice(0, inputHead);
-        inputHead = 0;
-      }
+      inputLog.dropWhile((entry) => entry.i <= upTo || inputLog.bytes > INPUT_LOG_BYTES || inputLog.length > INPUT_LOG_ENTRIES);
     };
     /** Sends a task's stream the input it has not taken (all of it, for a stream opened the first time). */
     const sendInput = (task: number, upstream: WebSocket): void => {
       const from = takenBy(task);
-      for (let k = inputHead; k < inputLog.length; k++) {
-        const entry = inputLog[k];
+      for (const entry of inputLog) {
         if (entry.i <= from) continue;
         upstream.send(entry.text);
         inputSent.set(task, entry.i);
@@ -616,7 +601,6 @@ export class JobSteps {
         ownInputNumber = i;
         const text = JSON.stringify(frame);
         inputLog.push({ i, text });
-        inputLogBytes += text.length;
         for (const [task, upstream] of upstreams) {
           if (upstream.readyState !== upstream.OPEN) continue;
           upstream.send(text);
