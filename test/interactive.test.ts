@@ -558,6 +558,27 @@ describe('the session lives in the job\'s supervisor: an agent restart does not 
     assert.equal(readFileSync(count, 'utf8').trim(), '3000000', stderr);
   });
 
+  it('taras run holds no more than about a megabyte of output for a slow reader: the rest waits at the node (it held all of it)', { timeout: 90_000 }, async () => {
+    const { cluster } = await startSplitCluster('paced-reader');
+    const dir = join(work, 'paced-reader-files');
+    mkdirSync(dir);
+    // 150 MB into a reader that starts after 5 s: taras run's peak memory is read then, from /proc.
+    const script = `mkfifo ${dir}/fifo
+"${process.execPath}" "${taras}" run -t 5 -- sh -c 'head -c 150000000 /dev/zero | tr "\\\\0" x' > ${dir}/fifo &
+pid=$!
+(sleep 5; grep VmHWM /proc/$pid/status > ${dir}/peak; wc -c) < ${dir}/fifo > ${dir}/count
+wait $pid`;
+    const shell = spawn('/bin/sh', ['-c', script], { cwd: work, env: { ...process.env, TARAS_CONTROLLER: `unix:${cluster.socket}` }, stdio: ['ignore', 'ignore', 'pipe'] });
+    started.push(shell);
+    let stderr = '';
+    shell.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolveExit) => shell.on('close', resolveExit));
+    assert.equal(code, 0, stderr);
+    assert.equal(readFileSync(join(dir, 'count'), 'utf8').trim(), '150000000', stderr);
+    const peakKiB = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(join(dir, 'peak'), 'utf8'))?.[1]);
+    assert.ok(peakKiB > 0 && peakKiB < 120 * 1024, `taras run's peak memory ${peakKiB} KiB while its reader waited: it held the output itself`);
+  });
+
   it('taras attach after a client that typed more: its input is numbered on from the session\'s, and the job reads all of it once', { timeout: 60_000 }, async () => {
     const { cluster } = await startSplitCluster('attach-input');
     const dir = join(work, 'attach-input-files');

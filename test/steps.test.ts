@@ -219,6 +219,25 @@ srun -n 2 sh -c 'head -c 2000000 /dev/zero | tr "\\\\0" x' | (sleep 2; wc -c) > 
     assert.equal(await state(id), 'COMPLETED');
   });
 
+  it('srun holds no more than about a megabyte of output for a slow reader: the rest waits at the node (it held all of it)', async () => {
+    const dir = adaDir('paced-reader');
+    // 150 MB into a reader that starts after 5 s: srun's peak memory is read then, from /proc.
+    const id = await sbatch(ada, `#!/bin/sh
+#SBATCH -N 1 -n 1 -t 3 -o ${dir}/job.out
+mkfifo ${dir}/fifo
+srun -n 1 sh -c 'head -c 150000000 /dev/zero | tr "\\\\0" x' > ${dir}/fifo &
+pid=$!
+(sleep 5; grep VmHWM /proc/$pid/status > ${dir}/peak; wc -c) < ${dir}/fifo > ${dir}/count
+wait $pid; echo "srun rc=$?"
+`);
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT'].includes(await state(id)), 120_000);
+    const log = readFileSync(join(dir, 'job.out'), 'utf8');
+    assert.equal(readFileSync(join(dir, 'count'), 'utf8').trim(), '150000000', log);
+    assert.match(log, /srun rc=0\n$/);
+    const peakKiB = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(join(dir, 'peak'), 'utf8'))?.[1]);
+    assert.ok(peakKiB > 0 && peakKiB < 120 * 1024, `srun's peak memory ${peakKiB} KiB while its reader waited: it held the output itself`);
+  });
+
   it('only the job\'s owner runs steps in it: another user is refused, and nothing runs', async () => {
     const id = await sbatch(ada, '#!/bin/sh\nsleep 120\n', '-t', '5');
     await waitFor(`job ${id} to run`, async () => (await state(id)) === 'RUNNING');

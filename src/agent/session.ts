@@ -133,7 +133,8 @@ const OLDER_CLIENT_MS = 1000;
 
 interface KeptFrame {
   readonly n: number;
-  readonly line: string;
+  /** The frame's line; output's as bytes (written as they are, outside V8's heap), a note's as text. */
+  readonly line: string | Buffer;
   sent: boolean;
 }
 
@@ -326,10 +327,10 @@ export class InteractiveSession {
     this.waiting?.();
   }
 
-  /** An output frame, numbered: sent to the client and kept until it acknowledges it, or kept for the next one (bounded: the oldest output goes first). */
-  private deliver(frame: object): void {
+  /** An output frame, numbered (its line written by `lineOf`): sent to the client and kept until it acknowledges it, or kept for the next one (bounded: the oldest output goes first). */
+  private deliver(lineOf: (n: number) => string | Buffer): void {
     const n = ++this.lastN;
-    const line = `${JSON.stringify({ ...frame, n })}\n`;
+    const line = lineOf(n);
     const sent = this.client !== null;
     this.kept.push({ n, line, sent });
     while (this.kept.bytes > this.spec.bufferBytes && this.kept.length > 1) {
@@ -356,7 +357,17 @@ export class InteractiveSession {
 
   output(stream: 'out' | 'err', data: Buffer): void {
     this.lastActivityMs = Date.now();
-    this.deliver({ t: stream, d: data.toString('base64') });
+    // JSON.stringify({t, d, n}) as bytes, without its passes over every one: base64 needs no escapes (src/net/output-frame.ts reads it so).
+    const d = data.toString('base64');
+    this.deliver((n) => {
+      const head = `{"t":"${stream}","d":"`;
+      const tail = `","n":${n}}\n`;
+      const line = Buffer.allocUnsafe(head.length + d.length + tail.length);
+      line.write(head, 0, 'latin1');
+      line.write(d, head.length, 'latin1');
+      line.write(tail, head.length + d.length, 'latin1');
+      return line;
+    });
   }
 
   /** Stops reading the client's frames (input the job does not take yet), until `resumeInput`. */
@@ -370,7 +381,7 @@ export class InteractiveSession {
 
   /** A line from Taras itself (a warning before the time limit). */
   note(text: string): void {
-    this.deliver({ t: 'note', text });
+    this.deliver((n) => `${JSON.stringify({ t: 'note', text, n })}\n`);
   }
 
   /** The job has ended: the client (or the next one, while the supervisor lives) gets the end, numbered, to acknowledge. */

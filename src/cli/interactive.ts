@@ -13,10 +13,11 @@ import type { Command } from 'commander';
 import type { WebSocket } from 'ws';
 import type { ApiJob } from '../api/types.js';
 import type { JobSpec } from '../jobspec/types.js';
-import { exitAfterOutput, fail, outputFailed, parseImmediateFlag } from './flags.js';
+import { exitAfterOutput, fail, OutputPacer, outputFailed, parseImmediateFlag } from './flags.js';
 import { client, connection, controllerOption, parseJobIds, withRetries } from './controller-client.js';
 import { OutputCursor } from '../net/output-cursor.js';
 import { HeldInput } from '../net/held-input.js';
+import { outputBytes, readOutputFrame } from '../net/output-frame.js';
 
 type Flags = Record<string, string | boolean | undefined>;
 
@@ -230,8 +231,15 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
     if (taken.lost > 0) say(`${taken.lost} piece(s) of output were lost (more than the job's node keeps while the connection is down)`, raw);
     return taken.fresh;
   };
+  const pacer = new OutputPacer();
   const follow = (current: WebSocket): Promise<void> => new Promise<void>((resolveEnd) => {
     current.on('message', (data) => {
+      // Output, almost every frame: read without JSON.parse (src/net/output-frame.ts).
+      const output = Buffer.isBuffer(data) ? readOutputFrame(data) : null;
+      if (output !== null) {
+        if (fresh(output.n, output.d.length)) pacer.write(output.t === 'out' ? process.stdout : process.stderr, outputBytes(output));
+        return;
+      }
       let frame: { t?: string; d?: string; text?: string; pty?: boolean; n?: number; i?: number; w?: string; inputTaken?: number; inputWriter?: string } & Partial<ExitFrame>;
       try {
         frame = JSON.parse(data.toString());
@@ -252,7 +260,7 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
         startInput(frame.pty === true);
       } else if (frame.t === 'inack' && typeof frame.i === 'number' && frame.w === held.writer) taken(frame.i);
       else if ((frame.t === 'out' || frame.t === 'err') && frame.d !== undefined) {
-        if (fresh(frame.n, frame.d.length)) (frame.t === 'out' ? process.stdout : process.stderr).write(Buffer.from(frame.d, 'base64'));
+        if (fresh(frame.n, frame.d.length)) pacer.write(frame.t === 'out' ? process.stdout : process.stderr, Buffer.from(frame.d, 'base64'));
       } else if (frame.t === 'note' && frame.text !== undefined) {
         if (fresh(frame.n, frame.text.length)) say(frame.text, raw);
       }
@@ -265,7 +273,7 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
     });
     current.on('close', () => resolveEnd());
     current.on('error', () => resolveEnd());
-    current.resume();
+    pacer.attach(current); // read from now on, unless output waits for a slow terminal or pipe
   });
   await follow(socket);
   while (ended === null) {

@@ -18,10 +18,11 @@
 import type { Command } from 'commander';
 import type { WebSocket } from 'ws';
 import type { StepBody } from '../api/schema.js';
-import { fail } from './flags.js';
+import { fail, OutputPacer } from './flags.js';
 import { client, connection, withRetries } from './controller-client.js';
 import { OutputCursor } from '../net/output-cursor.js';
 import { HeldInput } from '../net/held-input.js';
+import { outputBytes, readOutputFrame } from '../net/output-frame.js';
 
 type Flags = Record<string, string | boolean | undefined>;
 
@@ -137,17 +138,18 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
   const width = String(Math.max(0, created.tasks.length - 1)).length;
   /** Partial lines per task and stream, for -l. */
   const partial = new Map<string, string>();
+  const pacer = new OutputPacer();
   const write = (stream: 'out' | 'err', task: number, data: Buffer): void => {
     const to = stream === 'out' ? process.stdout : process.stderr;
     if (!label) {
-      to.write(data);
+      pacer.write(to, data);
       return;
     }
     const key = `${stream}${task}`;
     const text = (partial.get(key) ?? '') + data.toString('utf8');
     const lines = text.split('\n');
     partial.set(key, lines.pop()!);
-    if (lines.length > 0) to.write(lines.map((line) => `${String(task).padStart(width)}: ${line}\n`).join(''));
+    if (lines.length > 0) pacer.write(to, lines.map((line) => `${String(task).padStart(width)}: ${line}\n`).join(''));
   };
   const flush = (): void => {
     for (const [key, rest] of partial) {
@@ -218,6 +220,12 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
   const relay = (): Promise<boolean> => new Promise<boolean>((resolveEnd) => {
     let greeted = false;
     socket.on('message', (data) => {
+      // Output, almost every frame: read without JSON.parse (src/net/output-frame.ts).
+      const output = Buffer.isBuffer(data) ? readOutputFrame(data) : null;
+      if (output !== null) {
+        if (fresh(output.task ?? 0, output.n, output.d.length)) write(output.t, output.task ?? 0, outputBytes(output));
+        return;
+      }
       let frame: { t?: string; d?: string; text?: string; task?: number; n?: number; tasks?: TaskEnd[] } & Partial<TaskEnd>;
       try {
         frame = JSON.parse(data.toString());
@@ -265,7 +273,7 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
     };
     socket.on('close', closed);
     socket.on('error', closed);
-    socket.resume(); // opened paused, so that no frame is missed
+    pacer.attach(socket); // opened paused, so that no frame is missed: read from now on, unless output waits
   });
   const layout = created.tasks.map((task) => task.node).join(',');
   let lost: string | null = null;

@@ -34,6 +34,7 @@ import { MAX_BODY_DEPTH, nestedDeeperThan, RouteError, type RequestContext, type
 import type { JobRecord } from '../store/events.js';
 import type { ControllerEngine } from './engine.js';
 import { FrameQueue } from '../net/frame-queue.js';
+import { readOutputFrame, writeOutputFrame } from '../net/output-frame.js';
 import type { StepTaskOrder } from '../agent/steps.js';
 
 /** One task of a step: its rank, node, the node's index in the step and the task's rank on that node. */
@@ -539,13 +540,15 @@ export class JobSteps {
       }
       if (olderSupervisor.has(task) && inputSent.has(task)) tellTaken(task, inputSent.get(task)!); // an older supervisor: sent is taken
     };
-    const send = (frame: object): void => {
+    /** A frame to srun, as text; every task's stream waits while srun has more than HIGH_WATER_BYTES to take. */
+    const sendBytes = (text: string | Buffer): void => {
       if (client.readyState !== client.OPEN) return;
-      client.send(JSON.stringify(frame), () => {
+      client.send(text, { binary: false }, () => {
         if (client.bufferedAmount < HIGH_WATER_BYTES) for (const upstream of upstreams.values()) upstream.resume();
       });
       if (client.bufferedAmount >= HIGH_WATER_BYTES) for (const upstream of upstreams.values()) upstream.pause();
     };
+    const send = (frame: object): void => sendBytes(JSON.stringify(frame));
     const finish = (): void => {
       if (finished || ends.size < tasks.length) return;
       finished = true;
@@ -697,6 +700,16 @@ export class JobSteps {
       upstreams.set(task, upstream);
       upstream.on('message', (data, isBinary) => {
         if (isBinary) return;
+        // Output, almost every frame: passed on as bytes, with the task's number put in (src/net/output-frame.ts).
+        const output = Buffer.isBuffer(data) ? readOutputFrame(data) : null;
+        if (output !== null) {
+          if (output.n !== undefined) {
+            if (output.n <= (passed.get(task) ?? 0)) return;
+            passed.set(task, output.n);
+          }
+          sendBytes(writeOutputFrame({ ...output, task }));
+          return;
+        }
         let frame: { t?: unknown; d?: unknown; text?: unknown; n?: unknown; i?: unknown; inputTaken?: unknown; state?: unknown; exitCode?: unknown; signal?: unknown; reason?: unknown };
         try {
           frame = JSON.parse(data.toString());

@@ -5,7 +5,12 @@
 // reads the frames.
 
 import type { Socket } from 'node:net';
-import type { WebSocket } from 'ws';
+import type { RawData, WebSocket } from 'ws';
+
+const NEWLINE = 0x0a;
+
+/** A message's bytes as one Buffer (ws hands a text message over as one). */
+const asBuffer = (data: RawData): Buffer => (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
 
 /** Largest frame relayed; a longer line or message closes both ends. */
 const MAX_FRAME_BYTES = 4 * 1024 * 1024;
@@ -16,9 +21,9 @@ const MAX_FRAME_BYTES = 4 * 1024 * 1024;
  */
 const HIGH_WATER_BYTES = 1024 * 1024;
 
-/** Sends on `to`; pauses `source` while `to` has more than HIGH_WATER_BYTES waiting, resuming once it has sent them. */
-function sendPacing(to: WebSocket, text: string, source: { pause(): void; resume(): void }): void {
-  to.send(text, () => {
+/** Sends `data` on `to` as a text message; pauses `source` while `to` has more than HIGH_WATER_BYTES waiting, resuming once it has sent them. */
+function sendPacing(to: WebSocket, data: Buffer, source: { pause(): void; resume(): void }): void {
+  to.send(data, { binary: false }, () => {
     if (to.bufferedAmount < HIGH_WATER_BYTES) source.resume();
   });
   if (to.bufferedAmount >= HIGH_WATER_BYTES) source.pause();
@@ -28,7 +33,8 @@ function sendPacing(to: WebSocket, text: string, source: { pause(): void; resume
 export function relaySockets(a: WebSocket, b: WebSocket): void {
   const forward = (from: WebSocket, to: WebSocket): void => {
     from.on('message', (data, isBinary) => {
-      if (!isBinary && to.readyState === to.OPEN) sendPacing(to, data.toString(), from);
+      // As bytes: a frame is relayed, never read (most are a job's output, src/net/output-frame.ts).
+      if (!isBinary && to.readyState === to.OPEN) sendPacing(to, asBuffer(data), from);
     });
     from.on('close', () => to.close());
     from.on('error', () => to.terminate());
@@ -41,16 +47,27 @@ export function relaySockets(a: WebSocket, b: WebSocket): void {
 
 /** WebSocket <-> JSON lines on a Unix socket (the agent and the supervisor's stream.sock). */
 export function relayLines(webSocket: WebSocket, socket: Socket): void {
-  let buffer = '';
+  // Lines as bytes, never decoded: a line's pieces wait in `pending` until its newline comes.
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
   let waitingForDrain = false;
-  socket.setEncoding('utf8');
-  socket.on('data', (chunk: string) => {
-    buffer += chunk;
-    for (let newline = buffer.indexOf('\n'); newline >= 0; newline = buffer.indexOf('\n')) {
-      if (webSocket.readyState === webSocket.OPEN) sendPacing(webSocket, buffer.slice(0, newline), socket);
-      buffer = buffer.slice(newline + 1);
+  socket.on('data', (chunk: Buffer) => {
+    let from = 0;
+    for (let newline = chunk.indexOf(NEWLINE); newline >= 0; newline = chunk.indexOf(NEWLINE, from)) {
+      let line = chunk.subarray(from, newline);
+      if (pendingBytes > 0) {
+        line = Buffer.concat([...pending, line]);
+        pending = [];
+        pendingBytes = 0;
+      }
+      if (webSocket.readyState === webSocket.OPEN) sendPacing(webSocket, line, socket);
+      from = newline + 1;
     }
-    if (buffer.length > MAX_FRAME_BYTES) socket.destroy();
+    if (from < chunk.length) {
+      pending.push(chunk.subarray(from));
+      pendingBytes += chunk.length - from;
+    }
+    if (pendingBytes > MAX_FRAME_BYTES) socket.destroy();
   });
   socket.on('close', () => webSocket.close());
   socket.on('error', () => webSocket.terminate());
