@@ -29,7 +29,8 @@ async function connect(path: string): Promise<{ socket: Socket; frames: () => Re
   socket.setEncoding('utf8');
   socket.on('data', (chunk: string) => (text += chunk));
   await new Promise((resolveConnect) => socket.once('connect', resolveConnect));
-  return { socket, frames: () => text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) };
+  // Whole lines only: the last may still be on its way.
+  return { socket, frames: () => text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) };
 }
 
 const outputOf = (frames: Record<string, unknown>[]) => frames.filter((f) => f.t === 'out').map((f) => Buffer.from(f.d as string, 'base64').toString()).join('');
@@ -124,6 +125,41 @@ describe('interactive session (supervisor side)', () => {
     await ended;
     await closing;
     assert.equal(closed, true);
+  });
+
+  it('after the end, a client still attached that takes its output slowly is waited for past the grace (srun into a slow reader): it gets every byte and the end (the session gave up at the grace, the rest lost with the supervisor)', async () => {
+    const s = session({ graceSeconds: 1, bufferBytes: 64 * 1024 });
+    await s.listen();
+    const path = join(work, `s${count}.sock`);
+    const client = await connect(path);
+    await s.waitForClient();
+    client.socket.write('{"t":"ack","n":0,"ends":true}\n');
+    await sleep(50);
+    client.socket.pause(); // its reader waits: it takes nothing more for now
+    const chunk = Buffer.alloc(64 * 1024, 0x62);
+    for (let i = 0; i < 64; i++) s.output('out', chunk); // 4 MiB: more than the socket holds, most of it waits here
+    s.finish({ state: 'COMPLETED', exitCode: 0, signal: null, reason: null });
+    let closed = false;
+    const closing = s.close(1000).then(() => (closed = true));
+    try {
+      await sleep(2500); // past the 1 s grace
+      assert.equal(closed, false, 'the session still waits for its client');
+      client.socket.resume();
+      // The client reads on, acknowledging as srun does, until it has the end.
+      for (let tries = 0; client.frames().at(-1)?.t !== 'exit'; tries++) {
+        assert.ok(tries < 300, 'the end did not come');
+        const last = client.frames().filter((f) => typeof f.n === 'number').at(-1);
+        if (last !== undefined) client.socket.write(`{"t":"ack","n":${last.n as number}}\n`);
+        await sleep(20);
+      }
+      assert.equal(outputOf(client.frames()).length, 64 * chunk.length);
+      client.socket.write(`{"t":"ack","n":${client.frames().at(-1)!.n as number}}\n`);
+      await closing;
+      assert.equal(closed, true);
+    } finally {
+      client.socket.destroy();
+      await closing;
+    }
   });
 
   it('a client that does not say it acknowledges the end (an older reader, which acknowledges output only) is taken to have it after a second; with no client at all, the end waits the grace', async () => {

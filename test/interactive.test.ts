@@ -562,11 +562,11 @@ describe('the session lives in the job\'s supervisor: an agent restart does not 
     const { cluster } = await startSplitCluster('paced-reader');
     const dir = join(work, 'paced-reader-files');
     mkdirSync(dir);
-    // 150 MB into a reader that starts after 5 s: taras run's peak memory is read then, from /proc.
+    // 150 MB into a reader that takes one byte, then waits 5 s: taras run's peak memory is read then, from /proc.
     const script = `mkfifo ${dir}/fifo
 "${process.execPath}" "${taras}" run -t 5 -- sh -c 'head -c 150000000 /dev/zero | tr "\\\\0" x' > ${dir}/fifo &
 pid=$!
-(sleep 5; grep VmHWM /proc/$pid/status > ${dir}/peak; wc -c) < ${dir}/fifo > ${dir}/count
+(dd bs=1 count=1 status=none > /dev/null; sleep 5; grep VmHWM /proc/$pid/status > ${dir}/peak; wc -c) < ${dir}/fifo > ${dir}/count
 wait $pid`;
     const shell = spawn('/bin/sh', ['-c', script], { cwd: work, env: { ...process.env, TARAS_CONTROLLER: `unix:${cluster.socket}` }, stdio: ['ignore', 'ignore', 'pipe'] });
     started.push(shell);
@@ -574,7 +574,7 @@ wait $pid`;
     shell.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise<number | null>((resolveExit) => shell.on('close', resolveExit));
     assert.equal(code, 0, stderr);
-    assert.equal(readFileSync(join(dir, 'count'), 'utf8').trim(), '150000000', stderr);
+    assert.equal(readFileSync(join(dir, 'count'), 'utf8').trim(), '149999999', stderr);
     const peakKiB = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(join(dir, 'peak'), 'utf8'))?.[1]);
     assert.ok(peakKiB > 0 && peakKiB < 120 * 1024, `taras run's peak memory ${peakKiB} KiB while its reader waited: it held the output itself`);
   });

@@ -221,21 +221,38 @@ srun -n 2 sh -c 'head -c 2000000 /dev/zero | tr "\\\\0" x' | (sleep 2; wc -c) > 
 
   it('srun holds no more than about a megabyte of output for a slow reader: the rest waits at the node (it held all of it)', async () => {
     const dir = adaDir('paced-reader');
-    // 150 MB into a reader that starts after 5 s: srun's peak memory is read then, from /proc.
+    // 150 MB into a reader that takes one byte, then waits 5 s: srun's peak memory is read then, from /proc.
     const id = await sbatch(ada, `#!/bin/sh
 #SBATCH -N 1 -n 1 -t 3 -o ${dir}/job.out
 mkfifo ${dir}/fifo
 srun -n 1 sh -c 'head -c 150000000 /dev/zero | tr "\\\\0" x' > ${dir}/fifo &
 pid=$!
-(sleep 5; grep VmHWM /proc/$pid/status > ${dir}/peak; wc -c) < ${dir}/fifo > ${dir}/count
+(dd bs=1 count=1 status=none > /dev/null; sleep 5; grep VmHWM /proc/$pid/status > ${dir}/peak; wc -c) < ${dir}/fifo > ${dir}/count
 wait $pid; echo "srun rc=$?"
 `);
     await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT'].includes(await state(id)), 120_000);
     const log = readFileSync(join(dir, 'job.out'), 'utf8');
-    assert.equal(readFileSync(join(dir, 'count'), 'utf8').trim(), '150000000', log);
+    assert.equal(readFileSync(join(dir, 'count'), 'utf8').trim(), '149999999', log);
     assert.match(log, /srun rc=0\n$/);
     const peakKiB = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(join(dir, 'peak'), 'utf8'))?.[1]);
     assert.ok(peakKiB > 0 && peakKiB < 120 * 1024, `srun's peak memory ${peakKiB} KiB while its reader waited: it held the output itself`);
+  });
+
+  it('a task that ends while its output waits for a reader that pauses 45 s (past the supervisor\'s 40 s grace and ws\'s 30 s close): every byte and the exit code reach the reader (they were lost, srun rc 1)', { timeout: 150_000 }, async () => {
+    const dir = adaDir('paused-reader');
+    // 1.5 MB: more than srun holds (1 MiB), so the rest waits on the way while the task has ended.
+    const id = await sbatch(ada, `#!/bin/sh
+#SBATCH -N 1 -n 1 -t 3 -o ${dir}/job.out
+mkfifo ${dir}/fifo
+srun -n 1 sh -c 'head -c 1500000 /dev/zero | tr "\\\\0" x; exit 5' > ${dir}/fifo &
+pid=$!
+(dd bs=1 count=1 status=none > /dev/null; sleep 45; wc -c) < ${dir}/fifo > ${dir}/count
+wait $pid; echo "srun rc=$?"
+`);
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT'].includes(await state(id)), 140_000);
+    const log = readFileSync(join(dir, 'job.out'), 'utf8');
+    assert.equal(readFileSync(join(dir, 'count'), 'utf8').trim(), '1499999', log);
+    assert.match(log, /srun: error: node\d+: task 0: Exited with exit code 5\nsrun rc=5\n$/);
   });
 
   it('only the job\'s owner runs steps in it: another user is refused, and nothing runs', async () => {
@@ -330,6 +347,25 @@ srun -n 1 sh -c 'touch ${started}; sleep ${taskSeconds}; echo survived'; echo "s
     assert.match(controller.log(), new RegExp(`job ${id}: could not give step 0's tasks their new time limit on ${node} \\(.*not reachable.*\\); will retry`));
     assert.equal(limitOf(), oldLimit! + 45, 'what is left of the job\'s 60 s from the step\'s start (45 s more than of its 15 s)');
     await stepRanToItsEnd(job, 'the task ran its 18 s, past the job\'s old end (15 s)');
+  });
+
+  it('a step resumed after a restart of the controller takes its job\'s raised limit: the step\'s start is kept on the disk with its id (its tasks kept the old one)', async () => {
+    const job = await jobWithSleepingStep('resumed-limit', 14, 20);
+    const port = new URL(url).port;
+    await killHard(controller.child);
+    controller = await startDaemon(taras, started, ['controller', '--config', join(work, 'cluster.toml'), '--port', port], /listening on (http:\/\/127\.0\.0\.1:\d+)/, work);
+    await waitFor('srun to resume its step', () => new RegExp(`job ${job.id}: step 0 \\(1 task\\(s\\) on node\\d+\\) resumed by ${ada.name}`).test(controller.log()), 10_000);
+    const api = await rootApi();
+    try {
+      await api.post('/jobs/update', { ids: [job.id], timeLimitSeconds: 60 });
+    } finally {
+      api.close();
+    }
+    await waitFor(`job ${job.id} to end`, async () => ['COMPLETED', 'FAILED', 'TIMEOUT'].includes(await state(job.id)), 40_000);
+    const why = `controller:\n${controller.log().slice(-1500)}`;
+    // Before: 'srun: error: node01: task 0: SIGHUP', rc 129, at the old end.
+    assert.equal(readFileSync(job.out, 'utf8'), `srun: lost the connection to the controller during step ${job.id}.0; reconnecting for up to 30 s\nsurvived\nsrun rc=0\n`, why);
+    assert.equal(await state(job.id), 'COMPLETED', why);
   });
 
   it('a step\'s tasks survive their agent\'s restart (SIGKILL, started again): srun gets all their output and their real exit code, also of a task that ended while the agent was down', async () => {

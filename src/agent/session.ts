@@ -128,6 +128,13 @@ export interface SessionHandlers {
 const MAX_LINE_BYTES = 1024 * 1024;
 /** Past this much output unsent to the client, the job's output is no longer read until it is sent (its writes then block). */
 const OUTPUT_HIGH_WATER_BYTES = 1024 * 1024;
+/**
+ * After the job's end, an attached client that has not acknowledged it is waited for this long after its last
+ * acknowledgement (or the grace, if longer): one whose reader is slow (`srun ... | less`) takes output only as fast
+ * as it can write it, and the output not yet taken would be lost with this process. A client that leaves is waited
+ * for the grace, as before.
+ */
+const ATTACHED_END_WAIT_MS = 15 * 60 * 1000;
 /** A client that has not said it acknowledges ends this long after it got the job's end is an older one: the end counts as delivered. */
 const OLDER_CLIENT_MS = 1000;
 
@@ -160,6 +167,8 @@ export class InteractiveSession {
   private clientAcks = false;
   private lastDetachMs = 0;
   private lastAttachMs = 0;
+  /** When the client last acknowledged output (it is still taking it). */
+  private lastAckMs = 0;
   /** No client came within the grace, which ended the job: nobody is waited for after its end either. */
   private abandoned = false;
   /** Each writer's last numbered input taken (a client sends again what it was not told of: those up to here are dropped). */
@@ -307,6 +316,7 @@ export class InteractiveSession {
 
   /** Forgets the output frames up to n: the client has them (and the end, when n is its number). */
   private acknowledged(socket: Socket, n: number): void {
+    this.lastAckMs = Date.now();
     this.kept.dropWhile((frame) => frame.n <= n);
     if (this.ended !== null && n >= this.exitN) this.endDelivered(socket);
   }
@@ -412,7 +422,11 @@ export class InteractiveSession {
         let timer: NodeJS.Timeout | null = null;
         const wake = (): void => {
           if (timer !== null) clearTimeout(timer);
-          const untilMs = Math.max(this.endedAtMs, this.client === null ? this.lastDetachMs : this.lastAttachMs) + this.spec.graceSeconds * 1000;
+          // A client attached may be taking its output slowly (srun into a reader that waits: it reads no more than it
+          // can write): it is waited for while connected, up to ATTACHED_END_WAIT_MS after its last acknowledgement.
+          const untilMs = this.client === null
+            ? Math.max(this.endedAtMs, this.lastDetachMs) + this.spec.graceSeconds * 1000
+            : Math.max(this.endedAtMs, this.lastAttachMs, this.lastAckMs) + Math.max(this.spec.graceSeconds * 1000, ATTACHED_END_WAIT_MS);
           if (this.delivered || Date.now() >= untilMs) {
             this.waiting = null;
             resolveWait();

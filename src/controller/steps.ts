@@ -22,7 +22,8 @@
 // it (resumeRoute, authorised as an attach), and its tasks' streams are opened
 // again (those srun has the end of already are named in `?ended=`, and left
 // alone: their supervisors may be gone); step ids are kept on the disk so
-// that none is given twice.
+// that none is given twice, with each live step's start and limits, so that
+// a resumed step still takes its job's raised limit.
 
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { WebSocket } from 'ws';
@@ -35,6 +36,7 @@ import type { JobRecord } from '../store/events.js';
 import type { ControllerEngine } from './engine.js';
 import { FrameQueue } from '../net/frame-queue.js';
 import { readOutputFrame, writeOutputFrame } from '../net/output-frame.js';
+import { closeWhenSent, sendTracked } from '../net/stream.js';
 import type { StepTaskOrder } from '../agent/steps.js';
 
 /** One task of a step: its rank, node, the node's index in the step and the task's rank on that node. */
@@ -159,8 +161,8 @@ interface Step {
   /** Whether its limit changed after its tasks' orders were made: resendLimits sends it again. */
   limitChanged: boolean;
   attached: boolean;
-  /** Taken up again after a restart of the controller (resumeRoute): its tasks run already, and its start is not known here. */
-  readonly resumed?: boolean;
+  /** Taken up again after a restart of the controller (resumeRoute) with no record of its start (a step-ids.json of an older controller): its tasks keep their limit. */
+  readonly startUnknown?: boolean;
   /** Set once srun is attached: ends the step (kills its tasks) with a note to srun. */
   stop?: (note: string) => void;
 }
@@ -188,8 +190,34 @@ const INPUT_LOG_ENTRIES = 65_536;
 
 const mayRunSteps = (caller: Caller, owner: string): boolean => caller.uid === 0 || caller.user === owner;
 
+/** step-ids.json's key for the live steps' starts (an older controller reads only its job ids' numbers, and skips it). */
+const STEP_STARTS_KEY = 'steps';
+
+/** What a restarted controller needs of a live step to give it its job's raised limit: as create() made it. */
+interface StepStart {
+  readonly run: number;
+  readonly createdMs: number;
+  readonly ownLimitSeconds: number | undefined;
+  readonly limitSeconds: number | null;
+  /** Its limit changed after its tasks started (an order that may have been on its way when the controller stopped). */
+  readonly limitChanged: boolean;
+}
+
+/** A StepStart read from step-ids.json, or null when it is not one (the step then resumes with its start unknown). */
+function keptStepStart(value: unknown): StepStart | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const { run, createdMs, own, limit, changed } = value as Record<string, unknown>;
+  const positive = (x: unknown): boolean => Number.isSafeInteger(x) && (x as number) > 0;
+  if (!Number.isSafeInteger(run) || (run as number) < 0 || !positive(createdMs)) return null;
+  if (own !== undefined && !positive(own)) return null;
+  if (limit !== null && !positive(limit)) return null;
+  return { run: run as number, createdMs: createdMs as number, ownLimitSeconds: own as number | undefined, limitSeconds: limit as number | null, limitChanged: changed === true };
+}
+
 export class JobSteps {
   private readonly nextStep = new Map<JobId, number>();
+  /** Live steps' starts read from step-ids.json at this controller's start, by `job.step`, for their resume. */
+  private readonly stepStarts = new Map<string, StepStart>();
   private readonly steps = new Map<string, Step>();
   private readonly sweeper: NodeJS.Timeout;
 
@@ -198,6 +226,14 @@ export class JobSteps {
       try {
         const kept = JSON.parse(readFileSync(deps.stepIdsFile, 'utf8')) as Record<string, unknown>;
         for (const [job, next] of Object.entries(kept)) if (Number.isSafeInteger(next) && (next as number) > 0) this.nextStep.set(Number(job) as JobId, next as number);
+        // Each live step's start and limits (an older file has none: those steps resume with their start unknown).
+        const steps = kept[STEP_STARTS_KEY];
+        if (typeof steps === 'object' && steps !== null && !Array.isArray(steps)) {
+          for (const [key, start] of Object.entries(steps as Record<string, unknown>)) {
+            const known = keptStepStart(start);
+            if (/^\d+\.\d+$/.test(key) && known !== null) this.stepStarts.set(key, known);
+          }
+        }
       } catch (error) {
         deps.log(`could not read the step ids of ${deps.stepIdsFile} (${(error as Error).message}): new steps may be refused by agents holding a step of the same id`);
       }
@@ -257,7 +293,6 @@ export class JobSteps {
     }
     const stepId = this.nextStep.get(id) ?? 0;
     this.nextStep.set(id, stepId + 1);
-    this.keepStepIds();
     const memory = body.memoryMiB ?? (allocation.memoryMiBPerNode > 0 ? allocation.memoryMiBPerNode : null);
     const step: Step = {
       jobId: id, run: record.requeueCount, stepId, user: caller.user, layout, createdMs: nowMs, attached: false, ownLimitSeconds: body.timeLimitSeconds, limitSeconds: limit, limitChanged: false,
@@ -268,6 +303,7 @@ export class JobSteps {
       })),
     };
     this.steps.set(`${id}.${stepId}`, step);
+    this.keepStepIds(); // its id and its start, on the disk before the answer
     this.deps.log(`job ${id}: step ${stepId} (${layout.tasks.length} task(s) on ${compressHostlist(layout.nodes)}) for ${caller.user}: ${body.command.join(' ').slice(0, 200)}`);
     return { jobId: id, stepId, nodes: compressHostlist(layout.nodes), tasks: layout.tasks };
   }
@@ -279,13 +315,21 @@ export class JobSteps {
   private keepStepIds(): void {
     const file = this.deps.stepIdsFile;
     if (file === undefined) return;
-    const kept: Record<string, number> = {};
+    const kept: Record<string, unknown> = {};
     // Running jobs are the engine's active ones: no read of the store for those that ended.
     const active = this.deps.engine().active;
     for (const [job, next] of [...this.nextStep]) {
       if (active.get(job)?.state === 'RUNNING') kept[String(job)] = next;
       else this.nextStep.delete(job);
     }
+    const starts: Record<string, unknown> = {};
+    for (const [key, step] of this.steps) {
+      if (step.startUnknown === true || active.get(step.jobId)?.state !== 'RUNNING') continue;
+      starts[key] = {
+        run: step.run, createdMs: step.createdMs, ...(step.ownLimitSeconds === undefined ? {} : { own: step.ownLimitSeconds }), limit: step.limitSeconds, ...(step.limitChanged ? { changed: true } : {}),
+      };
+    }
+    kept[STEP_STARTS_KEY] = starts;
     const temporary = `${file}.tmp`;
     writeFileSync(temporary, JSON.stringify(kept), { mode: 0o600 });
     renameSync(temporary, file);
@@ -306,17 +350,20 @@ export class JobSteps {
       return;
     }
     const { endsAtMs } = this.deps.engine().allocationOf(record);
+    let changed = false;
     for (const step of this.steps.values()) {
-      // A resumed step's start is not known here (a limit from now would be wrong): its tasks keep theirs, within the job's.
-      if (step.jobId !== id || step.run !== record.requeueCount || step.resumed === true) continue;
+      // A resumed step whose start is not known (a limit from now would be wrong): its tasks keep theirs, within the job's.
+      if (step.jobId !== id || step.run !== record.requeueCount || step.startUnknown === true) continue;
       const left = endsAtMs === null ? null : Math.max(1, Math.ceil((endsAtMs - step.createdMs) / 1000));
       const limit = stepLimit(step.ownLimitSeconds, left);
       if (limit === step.limitSeconds) continue;
       step.limitSeconds = limit;
+      changed = true;
       if (!step.attached) continue; // its tasks start with it
       step.limitChanged = true;
       this.giveLimit(step, step.layout.nodes);
     }
+    if (changed) this.keepStepIds(); // a step resumed after a restart compares the next change with this one
   }
 
   /** The limit of a step's tasks as it stands; undefined once the step is over (the engine's retries stop). */
@@ -462,15 +509,20 @@ export class JobSteps {
           closeAll();
           throw new RouteError(409, `step ${stepId} of job ${id} was resumed meanwhile`);
         }
+        // Its start and limits as the controller before this one made them: its tasks then take the job's raised limit.
+        const known = this.stepStarts.get(key);
+        this.stepStarts.delete(key);
+        const start = known !== undefined && known.run === run ? known : undefined;
         const step: Step = {
-          jobId: id, run, stepId, user: record.user, layout: { nodes, tasks, cpusPerTask: 0 }, orders: () => [], createdMs: Date.now(), ownLimitSeconds: undefined,
-          limitSeconds: null, limitChanged: false, attached: true, resumed: true,
+          jobId: id, run, stepId, user: record.user, layout: { nodes, tasks, cpusPerTask: 0 }, orders: () => [], createdMs: start?.createdMs ?? Date.now(),
+          ownLimitSeconds: start?.ownLimitSeconds, limitSeconds: start?.limitSeconds ?? null, limitChanged: start?.limitChanged ?? false, attached: true,
+          ...(start === undefined ? { startUnknown: true } : {}),
         };
         this.steps.set(key, step);
-        if ((this.nextStep.get(id) ?? 0) <= stepId) {
-          this.nextStep.set(id, stepId + 1);
-          this.keepStepIds();
-        }
+        if ((this.nextStep.get(id) ?? 0) <= stepId) this.nextStep.set(id, stepId + 1);
+        this.keepStepIds();
+        // A raised limit whose order may have been on its way when the controller stopped: given again (a task takes one it has as done).
+        if (step.limitChanged) this.giveLimit(step, nodes);
         let client: WebSocket;
         try {
           client = await accept();
@@ -543,7 +595,7 @@ export class JobSteps {
     /** A frame to srun, as text; every task's stream waits while srun has more than HIGH_WATER_BYTES to take. */
     const sendBytes = (text: string | Buffer): void => {
       if (client.readyState !== client.OPEN) return;
-      client.send(text, { binary: false }, () => {
+      sendTracked(client, text, () => {
         if (client.bufferedAmount < HIGH_WATER_BYTES) for (const upstream of upstreams.values()) upstream.resume();
       });
       if (client.bufferedAmount >= HIGH_WATER_BYTES) for (const upstream of upstreams.values()) upstream.pause();
@@ -555,7 +607,8 @@ export class JobSteps {
       this.steps.delete(key);
       // The ends srun has already (a resume named them) are its own to tell.
       send({ t: 'exit', tasks: [...ends.values()].filter((end) => resumed?.endedBySrun.has(end.task) !== true).sort((a, b) => a.task - b.task) });
-      client.close();
+      closeWhenSent(client); // srun may be taking its output slowly: what ws holds is not dropped by close()'s 30 s
+
     };
     /** A task's end (n: its number in the task's stream, from its supervisor): srun gets it now, to keep across a resume and to acknowledge. */
     const ended = (end: TaskEnd, n?: number): void => {

@@ -8,7 +8,11 @@
 // until srun or `taras run` writes it. The wire format is unchanged: these
 // lines are exactly what JSON.stringify gives for the same objects, and any
 // other line (a note, an exit, a frame with escapes) goes through JSON.parse
-// as before. Node built-ins only.
+// as before. A line with raw control characters or non-ASCII bytes inside
+// `d` (which no supervisor writes) is taken too: it decodes to the same bytes
+// as JSON.parse's `d` would (the base64 characters in it; Buffer.from(d,
+// 'base64') skips the others), and one JSON.parse would refuse is decoded
+// instead of dropped. Node built-ins only.
 
 export interface OutputFrame {
   readonly t: 'out' | 'err';
@@ -50,7 +54,7 @@ const startsWithAt = (data: Buffer, prefix: Buffer, at: number): boolean =>
 
 /**
  * An output frame read from a line or message (without its newline), or null when `data` is anything else
- * (the caller then parses it as JSON): nothing that JSON.parse would read differently is taken here.
+ * (the caller then parses it as JSON): nothing JSON.parse would read differently is taken (but see above on bytes inside d).
  */
 export function readOutputFrame(data: Buffer): OutputFrame | null {
   let t: 'out' | 'err';

@@ -21,9 +21,37 @@ const MAX_FRAME_BYTES = 4 * 1024 * 1024;
  */
 const HIGH_WATER_BYTES = 1024 * 1024;
 
+/** Messages handed to ws and not yet to the system, per socket; and the close asked for once they are. */
+const unsent = new WeakMap<WebSocket, number>();
+const closeWhenDone = new WeakSet<WebSocket>();
+
+/** Sends `data` on `to` as a text message, counted until ws has handed it to the system (closeWhenSent waits for it); then `done`. */
+export function sendTracked(to: WebSocket, data: string | Buffer, done?: () => void): void {
+  unsent.set(to, (unsent.get(to) ?? 0) + 1);
+  to.send(data, { binary: false }, () => {
+    const left = unsent.get(to)! - 1;
+    unsent.set(to, left);
+    done?.();
+    if (left === 0 && closeWhenDone.has(to)) {
+      closeWhenDone.delete(to);
+      to.close();
+    }
+  });
+}
+
+/**
+ * Closes `ws` once every message sent on it is with the system. ws's close() gives the far end 30 s to answer before
+ * it destroys the socket, and a destroy drops what ws still holds: a reader that takes its output slowly (srun into
+ * `less`, which reads no more than it can write) would lose the end of it. What the system holds still goes out.
+ */
+export function closeWhenSent(ws: WebSocket): void {
+  if ((unsent.get(ws) ?? 0) === 0) ws.close();
+  else closeWhenDone.add(ws);
+}
+
 /** Sends `data` on `to` as a text message; pauses `source` while `to` has more than HIGH_WATER_BYTES waiting, resuming once it has sent them. */
 function sendPacing(to: WebSocket, data: Buffer, source: { pause(): void; resume(): void }): void {
-  to.send(data, { binary: false }, () => {
+  sendTracked(to, data, () => {
     if (to.bufferedAmount < HIGH_WATER_BYTES) source.resume();
   });
   if (to.bufferedAmount >= HIGH_WATER_BYTES) source.pause();
@@ -36,7 +64,7 @@ export function relaySockets(a: WebSocket, b: WebSocket): void {
       // As bytes: a frame is relayed, never read (most are a job's output, src/net/output-frame.ts).
       if (!isBinary && to.readyState === to.OPEN) sendPacing(to, asBuffer(data), from);
     });
-    from.on('close', () => to.close());
+    from.on('close', () => closeWhenSent(to));
     from.on('error', () => to.terminate());
   };
   forward(a, b);
@@ -69,7 +97,7 @@ export function relayLines(webSocket: WebSocket, socket: Socket): void {
     }
     if (pendingBytes > MAX_FRAME_BYTES) socket.destroy();
   });
-  socket.on('close', () => webSocket.close());
+  socket.on('close', () => closeWhenSent(webSocket));
   socket.on('error', () => webSocket.terminate());
   webSocket.on('message', (data, isBinary) => {
     const text = data.toString();
