@@ -219,39 +219,38 @@ srun -n 2 sh -c 'head -c 2000000 /dev/zero | tr "\\\\0" x' | (sleep 2; wc -c) > 
     assert.equal(await state(id), 'COMPLETED');
   });
 
-  it('srun holds no more than about a megabyte of output for a slow reader: the rest waits at the node (it held all of it)', async () => {
-    const dir = adaDir('paced-reader');
-    // 150 MB into a reader that takes one byte, then waits 5 s: srun's peak memory is read then, from /proc.
+  /**
+   * A job whose srun prints `bytes` (then exits with `code`) into a FIFO whose reader takes one byte, then waits
+   * `pauseSeconds` (then runs `meanwhile(dir)`, srun's pid in $pid) before it counts the rest; resolves to srun's log and
+   * the count, once the job has ended.
+   */
+  const pausedReaderJob = async (name: string, bytes: number, code: number, pauseSeconds: number, meanwhile = (_dir: string): string => ''): Promise<{ log: string; count: string; dir: string }> => {
+    const dir = adaDir(name);
     const id = await sbatch(ada, `#!/bin/sh
 #SBATCH -N 1 -n 1 -t 3 -o ${dir}/job.out
 mkfifo ${dir}/fifo
-srun -n 1 sh -c 'head -c 150000000 /dev/zero | tr "\\\\0" x' > ${dir}/fifo &
+srun -n 1 sh -c 'head -c ${bytes} /dev/zero | tr "\\\\0" x; exit ${code}' > ${dir}/fifo &
 pid=$!
-(dd bs=1 count=1 status=none > /dev/null; sleep 5; grep VmHWM /proc/$pid/status > ${dir}/peak; wc -c) < ${dir}/fifo > ${dir}/count
+(dd bs=1 count=1 status=none > /dev/null; sleep ${pauseSeconds}; ${meanwhile(dir)} wc -c) < ${dir}/fifo > ${dir}/count
 wait $pid; echo "srun rc=$?"
 `);
-    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT'].includes(await state(id)), 120_000);
-    const log = readFileSync(join(dir, 'job.out'), 'utf8');
-    assert.equal(readFileSync(join(dir, 'count'), 'utf8').trim(), '149999999', log);
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT'].includes(await state(id)), 140_000);
+    return { log: readFileSync(join(dir, 'job.out'), 'utf8'), count: readFileSync(join(dir, 'count'), 'utf8').trim(), dir };
+  };
+
+  it('srun holds no more than about a megabyte of output for a slow reader: the rest waits at the node (it held all of it)', { timeout: 150_000 }, async () => {
+    // 150 MB; srun's peak memory is read from /proc while the reader waits.
+    const { log, count, dir } = await pausedReaderJob('paced-reader', 150_000_000, 0, 5, (dir) => `grep VmHWM /proc/$pid/status > ${dir}/peak;`);
+    assert.equal(count, '149999999', log);
     assert.match(log, /srun rc=0\n$/);
     const peakKiB = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(join(dir, 'peak'), 'utf8'))?.[1]);
     assert.ok(peakKiB > 0 && peakKiB < 120 * 1024, `srun's peak memory ${peakKiB} KiB while its reader waited: it held the output itself`);
   });
 
   it('a task that ends while its output waits for a reader that pauses 45 s (past the supervisor\'s 40 s grace and ws\'s 30 s close): every byte and the exit code reach the reader (they were lost, srun rc 1)', { timeout: 150_000 }, async () => {
-    const dir = adaDir('paused-reader');
     // 1.5 MB: more than srun holds (1 MiB), so the rest waits on the way while the task has ended.
-    const id = await sbatch(ada, `#!/bin/sh
-#SBATCH -N 1 -n 1 -t 3 -o ${dir}/job.out
-mkfifo ${dir}/fifo
-srun -n 1 sh -c 'head -c 1500000 /dev/zero | tr "\\\\0" x; exit 5' > ${dir}/fifo &
-pid=$!
-(dd bs=1 count=1 status=none > /dev/null; sleep 45; wc -c) < ${dir}/fifo > ${dir}/count
-wait $pid; echo "srun rc=$?"
-`);
-    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT'].includes(await state(id)), 140_000);
-    const log = readFileSync(join(dir, 'job.out'), 'utf8');
-    assert.equal(readFileSync(join(dir, 'count'), 'utf8').trim(), '1499999', log);
+    const { log, count } = await pausedReaderJob('paused-reader', 1_500_000, 5, 45);
+    assert.equal(count, '1499999', log);
     assert.match(log, /srun: error: node\d+: task 0: Exited with exit code 5\nsrun rc=5\n$/);
   });
 
