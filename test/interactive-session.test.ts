@@ -22,6 +22,19 @@ function session(spec: Partial<InteractiveSpec> = {}): InteractiveSession {
   return new InteractiveSession(join(work, `s${++count}.sock`), 7, { ...SPEC, ...spec }, () => undefined);
 }
 
+/** Starts the session listening; its socket's path. */
+async function listen(s: InteractiveSession): Promise<string> {
+  await s.listen();
+  return join(work, `s${count}.sock`);
+}
+
+/** A client attached to `s` (connected, and taken by the session). */
+async function attach(s: InteractiveSession, path: string): Promise<Awaited<ReturnType<typeof connect>>> {
+  const client = await connect(path);
+  await s.waitForClient();
+  return client;
+}
+
 /** A client: the frames it got so far. */
 async function connect(path: string): Promise<{ socket: Socket; frames: () => Record<string, unknown>[] }> {
   const socket = createConnection(path);
@@ -38,13 +51,10 @@ const outputOf = (frames: Record<string, unknown>[]) => frames.filter((f) => f.t
 describe('interactive session (supervisor side)', () => {
   it('a client that stops reading pauses the job\'s output past a megabyte unsent, and it goes on once the client reads', async () => {
     const s = session();
-    await s.listen();
-    const path = join(work, `s${count}.sock`);
+    const path = await listen(s);
     const flow: string[] = [];
     s.handlers = { ...s.handlers, pauseOutput: () => flow.push('pause'), resumeOutput: () => flow.push('resume') };
-    const client = await connect(path);
-    const waiting = s.waitForClient();
-    await waiting;
+    const client = await attach(s, path);
     client.socket.pause(); // it stops reading
     const chunk = Buffer.alloc(64 * 1024, 0x61);
     for (let i = 0; i < 200 && !flow.includes('pause'); i++) {
@@ -78,8 +88,7 @@ describe('interactive session (supervisor side)', () => {
 
   it('its socket is 0600; output while detached is kept within bufferBytes (the oldest dropped, counted) and replayed to the next client', async () => {
     const s = session({ bufferBytes: 1024 });
-    await s.listen();
-    const path = join(work, `s${count}.sock`);
+    const path = await listen(s);
     assert.equal(statSync(path).mode & 0o777, 0o600);
     for (let i = 0; i < 40; i++) s.output('out', Buffer.from(`line-${String(i).padStart(2, '0')}\n`)); // about 40 frames of 40 bytes
     const client = await connect(path);
@@ -98,10 +107,8 @@ describe('interactive session (supervisor side)', () => {
 
   it('the job\'s end is numbered and kept until a client acknowledges it: one that leaves without doing so leaves it for the next, and the session closes on the acknowledgement', async () => {
     const s = session({ graceSeconds: 30 });
-    await s.listen();
-    const path = join(work, `s${count}.sock`);
-    const first = await connect(path);
-    await s.waitForClient();
+    const path = await listen(s);
+    const first = await attach(s, path);
     first.socket.write('{"t":"ack","n":0,"ends":true}\n'); // a reader that acknowledges the end says so at once
     s.output('out', Buffer.from('last words\n'));
     await sleep(50);
@@ -129,10 +136,8 @@ describe('interactive session (supervisor side)', () => {
 
   it('after the end, a client still attached that takes its output slowly is waited for past the grace (srun into a slow reader): it gets every byte and the end (the session gave up at the grace, the rest lost with the supervisor)', async () => {
     const s = session({ graceSeconds: 1, bufferBytes: 64 * 1024 });
-    await s.listen();
-    const path = join(work, `s${count}.sock`);
-    const client = await connect(path);
-    await s.waitForClient();
+    const path = await listen(s);
+    const client = await attach(s, path);
     client.socket.write('{"t":"ack","n":0,"ends":true}\n');
     await sleep(50);
     client.socket.pause(); // its reader waits: it takes nothing more for now
@@ -164,10 +169,8 @@ describe('interactive session (supervisor side)', () => {
 
   it('a client that does not say it acknowledges the end (an older reader, which acknowledges output only) is taken to have it after a second; with no client at all, the end waits the grace', async () => {
     const s = session({ graceSeconds: 5 });
-    await s.listen();
-    const path = join(work, `s${count}.sock`);
-    const old = await connect(path);
-    await s.waitForClient();
+    const path = await listen(s);
+    const old = await attach(s, path);
     s.output('out', Buffer.from('x\n'));
     old.socket.write('{"t":"ack","n":1}\n');
     await sleep(50);
@@ -191,11 +194,9 @@ describe('interactive session (supervisor side)', () => {
 
   it('thousands of frames pushed out by the bound or acknowledged keep their numbers in order (the kept frames are cut now and then, not copied for each)', async () => {
     const s = session({ bufferBytes: 4096, graceSeconds: 1 });
-    await s.listen();
-    const path = join(work, `s${count}.sock`);
+    const path = await listen(s);
     for (let i = 1; i <= 5000; i++) s.output('out', Buffer.from(`${i}\n`));
-    const first = await connect(path);
-    await s.waitForClient();
+    const first = await attach(s, path);
     await sleep(100);
     let numbers = first.frames().filter((f) => f.t === 'out').map((f) => f.n as number);
     assert.ok(numbers.length > 50 && numbers.length < 200, String(numbers.length));
@@ -221,10 +222,8 @@ describe('interactive session (supervisor side)', () => {
 
   it('output frames are numbered and kept until the client acknowledges them: the next client gets again those not acknowledged, then the new', async () => {
     const s = session({ bufferBytes: 1024 });
-    await s.listen();
-    const path = join(work, `s${count}.sock`);
-    const first = await connect(path);
-    await s.waitForClient();
+    const path = await listen(s);
+    const first = await attach(s, path);
     for (let i = 1; i <= 5; i++) s.output('out', Buffer.from(`a${i}\n`));
     await sleep(100);
     assert.deepEqual(first.frames().filter((f) => f.t === 'out').map((f) => f.n), [1, 2, 3, 4, 5]);
@@ -255,10 +254,8 @@ describe('interactive session (supervisor side)', () => {
 
   it('frames sent and not acknowledged leave within bufferBytes too, without a "dropped" note (they were sent); numbers stay in order', async () => {
     const s = session({ bufferBytes: 1024 });
-    await s.listen();
-    const path = join(work, `s${count}.sock`);
-    const first = await connect(path);
-    await s.waitForClient();
+    const path = await listen(s);
+    const first = await attach(s, path);
     for (let i = 0; i < 40; i++) s.output('out', Buffer.from(`line-${String(i).padStart(2, '0')}\n`));
     await sleep(100);
     assert.equal(first.frames().filter((f) => f.t === 'out').length, 40);
@@ -280,10 +277,8 @@ describe('interactive session (supervisor side)', () => {
     const s = session({ graceSeconds: 1 });
     const inputs: unknown[] = [];
     s.handlers = { ...s.handlers, input: (frame) => inputs.push(frame) };
-    await s.listen();
-    const path = join(work, `s${count}.sock`);
-    const first = await connect(path);
-    await s.waitForClient();
+    const path = await listen(s);
+    const first = await attach(s, path);
     first.socket.write('{"t":"in","d":"YQ==","i":1}\n{"t":"in","d":"Yg==","i":2}\n');
     await sleep(100);
     assert.deepEqual(first.frames(), [{ t: 'hello', pty: false, jobId: 7, inputTaken: 0 }, { t: 'inack', i: 2 }]);
@@ -313,10 +308,8 @@ describe('interactive session (supervisor side)', () => {
     const s = session({ graceSeconds: 1 });
     const inputs: string[] = [];
     s.handlers = { ...s.handlers, input: (frame) => inputs.push(frame.t === 'in' ? frame.d.toString() : frame.t) };
-    await s.listen();
-    const path = join(work, `s${count}.sock`);
-    const a = await connect(path);
-    await s.waitForClient();
+    const path = await listen(s);
+    const a = await attach(s, path);
     a.socket.write('{"t":"in","d":"YTE=","i":1,"w":"a"}\n{"t":"in","d":"YTI=","i":2,"w":"a"}\n{"t":"in","d":"YTM=","i":3,"w":"a"}\n');
     await sleep(100);
     assert.deepEqual(a.frames().at(-1), { t: 'inack', i: 3, w: 'a' });
@@ -344,8 +337,7 @@ describe('interactive session (supervisor side)', () => {
     const s = session();
     const inputs: unknown[] = [];
     s.handlers = { ...s.handlers, input: (frame) => inputs.push(frame) };
-    await s.listen();
-    const path = join(work, `s${count}.sock`);
+    const path = await listen(s);
     const first = await connect(path);
     const closed = new Promise((resolveClose) => first.socket.once('close', resolveClose));
     const second = await connect(path);

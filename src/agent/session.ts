@@ -6,7 +6,8 @@
 // client past the grace, or no input and no output past the idle limit.
 // One client at a time: a new one (`taras attach` after a lost connection)
 // takes the session over from the old. Node built-ins only (and the
-// dependency-free src/net/frame-queue.ts).
+// dependency-free src/net/frame-queue.ts and src/net/output-frame.ts, which
+// writes its output lines).
 //
 // Output frames are numbered (n = 1, 2, ...) and kept after they are sent
 // until the client acknowledges them ({"t":"ack","n":N}), within the same
@@ -45,6 +46,7 @@
 import { chmodSync, existsSync, unlinkSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { FrameQueue } from '../net/frame-queue.js';
+import { outputLine } from '../net/output-frame.js';
 
 /** spec.json's `interactive`: how the supervisor runs and streams an interactive job. */
 export interface InteractiveSpec {
@@ -367,17 +369,9 @@ export class InteractiveSession {
 
   output(stream: 'out' | 'err', data: Buffer): void {
     this.lastActivityMs = Date.now();
-    // JSON.stringify({t, d, n}) as bytes, without its passes over every one: base64 needs no escapes (src/net/output-frame.ts reads it so).
+    // JSON.stringify({t, d, n}) as bytes, without its passes over every one: base64 needs no escapes.
     const d = data.toString('base64');
-    this.deliver((n) => {
-      const head = `{"t":"${stream}","d":"`;
-      const tail = `","n":${n}}\n`;
-      const line = Buffer.allocUnsafe(head.length + d.length + tail.length);
-      line.write(head, 0, 'latin1');
-      line.write(d, head.length, 'latin1');
-      line.write(tail, head.length + d.length, 'latin1');
-      return line;
-    });
+    this.deliver((n) => outputLine(stream, d, n));
   }
 
   /** Stops reading the client's frames (input the job does not take yet), until `resumeInput`. */

@@ -13,7 +13,8 @@ import type { Command } from 'commander';
 import type { WebSocket } from 'ws';
 import type { ApiJob } from '../api/types.js';
 import type { JobSpec } from '../jobspec/types.js';
-import { exitAfterOutput, fail, OutputPacer, outputFailed, parseImmediateFlag } from './flags.js';
+import { fail, parseImmediateFlag } from './flags.js';
+import { exitAfterOutput, OutputPacer, outputFailed } from './output.js';
 import { client, connection, controllerOption, parseJobIds, withRetries } from './controller-client.js';
 import { OutputCursor } from '../net/output-cursor.js';
 import { HeldInput } from '../net/held-input.js';
@@ -182,12 +183,8 @@ async function attach(flag: string | undefined, id: number): Promise<number> {
   const held = new HeldInput(HELD_INPUT_BYTES);
   let sessionTakes = false;
   const sendInput = (frame: object): void => {
-    const numbered = held.next(frame);
-    const live = socket.readyState === socket.OPEN;
-    if (live) socket.send(numbered.text);
-    if (live && !sessionTakes) return;
-    held.hold(numbered);
-    if (held.full) stdin.pause();
+    const live = socket.readyState === socket.OPEN ? (text: string) => socket.send(text) : null;
+    if (held.offer(frame, live, sessionTakes)) stdin.pause();
   };
   /** The session took this command's input up to `upTo` (its word on another writer's is not about ours). */
   const taken = (upTo: number): void => {

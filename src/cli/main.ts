@@ -4,7 +4,7 @@
 // simulator.
 
 import type { Command } from 'commander';
-import { flushed, outputFailed } from './flags.js';
+import { flushed, outputFailed } from './output.js';
 
 const modules: Record<string, () => Promise<(program: Command) => void>> = {
   simulate: async () => (await import('./simulate.js')).registerSimulateCommand,
@@ -101,8 +101,6 @@ const SLURM_NAMES: ReadonlySet<string> = new Set(['squeue', 'sinfo', 'scancel', 
 
 /** The commands that talk to the controller and return: they may exit as soon as they are done (not daemons, not `up`). */
 const CLIENT_MODULES: ReadonlySet<string> = new Set(['jobs', 'admin', 'plan', 'checkpoint', 'acct']);
-
-
 
 main().catch((error: unknown) => {
   // A socket found by itself that another user listens on (net/client.ts), from any command (attach and srun

@@ -18,7 +18,8 @@
 import type { Command } from 'commander';
 import type { WebSocket } from 'ws';
 import type { StepBody } from '../api/schema.js';
-import { fail, OutputPacer } from './flags.js';
+import { fail } from './flags.js';
+import { OutputPacer } from './output.js';
 import { client, connection, withRetries } from './controller-client.js';
 import { OutputCursor } from '../net/output-cursor.js';
 import { HeldInput } from '../net/held-input.js';
@@ -178,12 +179,9 @@ export async function runStep(job: number, command: readonly string[], flags: Fl
     if (connected && !stdinEnded && !held.full) stdin.resume();
   };
   const send = (frame: object): void => {
-    const numbered = held.next(frame);
-    const live = connected && socket.readyState === socket.OPEN;
-    if (live) socket.send(numbered.text);
-    if (live && !inputAcks) return; // an older controller: nothing would say it was taken
-    held.hold(numbered);
-    if (held.full) stdin.pause(); // the rest waits in the pipe until the tasks take some
+    // An older controller (no inputAcks): nothing would say it was taken, so it is held only while disconnected.
+    const live = connected && socket.readyState === socket.OPEN ? (text: string) => socket.send(text) : null;
+    if (held.offer(frame, live, inputAcks)) stdin.pause(); // the rest waits in the pipe until the tasks take some
   };
   /** What every task still running has taken leaves `held`. */
   const trimHeld = (): void => {

@@ -608,7 +608,6 @@ export class JobSteps {
       // The ends srun has already (a resume named them) are its own to tell.
       send({ t: 'exit', tasks: [...ends.values()].filter((end) => resumed?.endedBySrun.has(end.task) !== true).sort((a, b) => a.task - b.task) });
       closeWhenSent(client); // srun may be taking its output slowly: what ws holds is not dropped by close()'s 30 s
-
     };
     /** A task's end (n: its number in the task's stream, from its supervisor): srun gets it now, to keep across a resume and to acknowledge. */
     const ended = (end: TaskEnd, n?: number): void => {
@@ -749,6 +748,13 @@ export class JobSteps {
     };
     /** Per task, the number of the last output frame passed to srun: a reattached supervisor sends again what srun has not acknowledged. */
     const passed = new Map<number, number>();
+    /** Whether a task's frame numbered n (undefined: an unnumbered one) is new to srun; noted as passed if so. */
+    const firstPass = (task: number, n: number | undefined): boolean => {
+      if (n === undefined) return true;
+      if (n <= (passed.get(task) ?? 0)) return false;
+      passed.set(task, n);
+      return true;
+    };
     const wire = (task: number, node: string, upstream: WebSocket, fail: (reason: string) => void): void => {
       upstreams.set(task, upstream);
       upstream.on('message', (data, isBinary) => {
@@ -756,11 +762,7 @@ export class JobSteps {
         // Output, almost every frame: passed on as bytes, with the task's number put in (src/net/output-frame.ts).
         const output = Buffer.isBuffer(data) ? readOutputFrame(data) : null;
         if (output !== null) {
-          if (output.n !== undefined) {
-            if (output.n <= (passed.get(task) ?? 0)) return;
-            passed.set(task, output.n);
-          }
-          sendBytes(writeOutputFrame({ ...output, task }));
+          if (firstPass(task, output.n)) sendBytes(writeOutputFrame({ ...output, task }));
           return;
         }
         let frame: { t?: unknown; d?: unknown; text?: unknown; n?: unknown; i?: unknown; inputTaken?: unknown; state?: unknown; exitCode?: unknown; signal?: unknown; reason?: unknown };
@@ -771,10 +773,7 @@ export class JobSteps {
         }
         // Numbered output (the supervisor's): passed on once, with its number, for srun to acknowledge and to resume from.
         const n = Number.isSafeInteger(frame.n) ? frame.n as number : undefined;
-        if (n !== undefined) {
-          if (n <= (passed.get(task) ?? 0)) return;
-          passed.set(task, n);
-        }
+        if (!firstPass(task, n)) return;
         const numbered = n === undefined ? {} : { n };
         if (frame.t === 'hello' || frame.t === 'inack') {
           // What the supervisor took of srun's input (in its hello: it will say so from now on); an older one says nothing.

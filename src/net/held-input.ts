@@ -20,14 +20,22 @@ export class HeldInput {
 
   constructor(private readonly limitBytes: number) {}
 
-  /** The next frame, numbered and as sent (not held yet: `hold` it unless nothing will say it was taken). */
-  next(frame: object): HeldFrame {
+  /** The next frame, numbered and as sent. */
+  private next(frame: object): HeldFrame {
     const i = ++this.number;
     return { i, text: JSON.stringify({ ...frame, i, w: this.writer }) };
   }
 
-  hold(frame: HeldFrame): void {
-    this.held.push(frame);
+  /**
+   * Numbers `frame`, sends it with `send` (null: no live connection now) and holds it, unless it was sent to a
+   * reader that never says what it took (`readerAcknowledges` false: an older one). Whether the bound is reached
+   * (the caller then stops reading its input).
+   */
+  offer(frame: object, send: ((text: string) => void) | null, readerAcknowledges: boolean): boolean {
+    const numbered = this.next(frame);
+    send?.(numbered.text);
+    if (send === null || readerAcknowledges) this.held.push(numbered);
+    return this.full;
   }
 
   /** The reader took every frame up to `upTo`: they are let go; whether any was. */

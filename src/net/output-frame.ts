@@ -85,11 +85,24 @@ export function readOutputFrame(data: Buffer): OutputFrame | null {
   return { t, ...(task === undefined ? {} : { task }), d: data.subarray(from, quote), ...(n === undefined ? {} : { n }) };
 }
 
-/** A frame's line as JSON.stringify({t, task?, d, n?}) writes it (d: base64 text), without a newline. */
+/** What comes before a frame's base64 text, and after it, as JSON.stringify({t, task?, d, n?}) writes them. */
+const headOf = (t: 'out' | 'err', task: number | undefined): string => `{"t":"${t}",${task === undefined ? '' : `"task":${task},`}"d":"`;
+const tailOf = (n: number | undefined): string => (n === undefined ? '"}' : `","n":${n}}`);
+
+/** A frame's line as JSON.stringify({t, task?, d, n?}) writes it (d: base64 text, as bytes), without a newline. */
 export function writeOutputFrame(frame: OutputFrame): Buffer {
-  const head = `{"t":"${frame.t}",${frame.task === undefined ? '' : `"task":${frame.task},`}"d":"`;
-  const tail = frame.n === undefined ? '"}' : `","n":${frame.n}}`;
-  return Buffer.concat([Buffer.from(head), frame.d, Buffer.from(tail)]);
+  return Buffer.concat([Buffer.from(headOf(frame.t, frame.task)), frame.d, Buffer.from(tailOf(frame.n))]);
+}
+
+/** The supervisor's line of a piece of output (d: its base64 text), newline included: written into one Buffer. */
+export function outputLine(t: 'out' | 'err', d: string, n: number): Buffer {
+  const head = headOf(t, undefined);
+  const tail = `${tailOf(n)}\n`;
+  const line = Buffer.allocUnsafe(head.length + d.length + tail.length);
+  line.write(head, 0, 'latin1');
+  line.write(d, head.length, 'latin1');
+  line.write(tail, head.length + d.length, 'latin1');
+  return line;
 }
 
 /** The bytes a frame carries (its base64 decoded). */
