@@ -11,7 +11,7 @@
 
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
@@ -252,6 +252,37 @@ wait $pid; echo "srun rc=$?"
     const { log, count } = await pausedReaderJob('paused-reader', 1_500_000, 5, 45);
     assert.equal(count, '1499999', log);
     assert.match(log, /srun: error: node\d+: task 0: Exited with exit code 5\nsrun rc=5\n$/);
+  });
+
+  it('a step killed while srun waits for a slow reader: the output its task wrote and the task\'s real end still reach the reader (they were dropped after 5 s, the task reported CANCELLED)', { timeout: 120_000 }, async () => {
+    const dir = adaDir('killed-paced');
+    const id = await sbatch(ada, '#!/bin/sh\nsleep 300\n', '-N', '1', '-t', '5');
+    await waitFor(`job ${id} to run`, async () => (await state(id)) === 'RUNNING');
+    // srun from ada's own shell (not inside the job, which the cancel kills): 2 MB, all of it on its way while the reader waits.
+    const shell = `mkfifo ${dir}/fifo
+srun --jobid ${id} -n 1 sh -c 'head -c 4000000 /dev/zero | tr "\\\\0" x; touch ${dir}/written; sleep 100' > ${dir}/fifo 2> ${dir}/srun.err &
+pid=$!
+(dd bs=1 count=1 status=none > /dev/null; while [ ! -e ${dir}/cancelled ]; do sleep 0.2; done; sleep 15; wc -c) < ${dir}/fifo > ${dir}/count
+wait $pid; echo "srun rc=$?" >> ${dir}/srun.err
+`;
+    const child = spawn('setpriv', ['--reuid', ada.name, '--regid', ada.name, '--init-groups', 'sh', '-c', shell], {
+      cwd: ada.home, env: { PATH: `${join(root, 'bin')}:/usr/bin:/bin`, HOME: ada.home, TARAS_CONTROLLER: url }, stdio: 'ignore',
+    });
+    started.push(child);
+    const done = new Promise((resolveExit) => child.once('exit', resolveExit));
+    try {
+      await waitFor('the task to have written its 2 MB', () => existsSync(join(dir, 'written')), 30_000);
+      const cancel = await runAs(ada, [taras, 'cancel', String(id), '--controller', url]);
+      assert.equal(cancel.status, 0, cancel.stderr);
+      writeFileSync(join(dir, 'cancelled'), '');
+      await Promise.race([done, sleep(90_000)]);
+      const log = readFileSync(join(dir, 'srun.err'), 'utf8');
+      assert.equal(readFileSync(join(dir, 'count'), 'utf8').trim(), '3999999', log);
+      assert.doesNotMatch(log, /task 0: CANCELLED/);
+      assert.match(log, /srun: error: node\d+: task 0: (Terminated|Killed|Hangup)\n(?:.*\n)*srun rc=(143|137|129)\n$/);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
   });
 
   it('only the job\'s owner runs steps in it: another user is refused, and nothing runs', async () => {

@@ -184,6 +184,13 @@ export const STEP_REATTACH_MS = 30_000;
 const REATTACH_EVERY_MS = 500;
 /** Past this many bytes unsent to srun, the tasks' streams are no longer read until it takes them. */
 const HIGH_WATER_BYTES = 1024 * 1024;
+/** A step being killed: how long its tasks' ends are waited for before those not heard from are ended here (their agent is away). */
+const STOP_WAIT_MS = 5000;
+/**
+ * ...unless srun is still attached and taking their output slowly (a slow reader behind it): then they are waited for
+ * while srun makes progress, up to this long after its last (as each supervisor waits for it, src/agent/session.ts).
+ */
+const PACED_STOP_WAIT_MS = 15 * 60 * 1000;
 /** srun's input kept for tasks that have not taken it (srun itself stops reading stdin at 1 MiB not taken by all), in bytes and in frames. */
 const INPUT_LOG_BYTES = 2 * 1024 * 1024;
 const INPUT_LOG_ENTRIES = 65_536;
@@ -592,10 +599,15 @@ export class JobSteps {
       }
       if (olderSupervisor.has(task) && inputSent.has(task)) tellTaken(task, inputSent.get(task)!); // an older supervisor: sent is taken
     };
+    /** Frames given to srun's connection, and when it last took one (ws handed it to the system) or acknowledged output. */
+    let framesToSrun = 0;
+    let srunProgressMs = Date.now();
     /** A frame to srun, as text; every task's stream waits while srun has more than HIGH_WATER_BYTES to take. */
     const sendBytes = (text: string | Buffer): void => {
       if (client.readyState !== client.OPEN) return;
+      framesToSrun++;
       sendTracked(client, text, () => {
+        srunProgressMs = Date.now();
         if (client.bufferedAmount < HIGH_WATER_BYTES) for (const upstream of upstreams.values()) upstream.resume();
       });
       if (client.bufferedAmount >= HIGH_WATER_BYTES) for (const upstream of upstreams.values()) upstream.pause();
@@ -623,13 +635,29 @@ export class JobSteps {
       stopping = true;
       send({ t: 'note', text: note });
       this.killTasks(step, note);
-      // Tasks that never report (their agent is away) end here, a little after the kill was asked.
-      setTimeout(() => {
+      // Tasks that never report (their agent is away) end here, a little after the kill was asked. Those whose streams
+      // wait for srun, attached and taking their output slowly, are waited for while it does: their output and real ends
+      // are on the way (they were ended CANCELLED and their streams cut after 5 s, dropping the rest of the output).
+      let framesBefore = framesToSrun;
+      const giveUpOnSilent = (): void => {
+        if (finished) return;
+        const waitingForSrun = client.readyState === client.OPEN && Date.now() - srunProgressMs < PACED_STOP_WAIT_MS
+          && (client.bufferedAmount >= HIGH_WATER_BYTES || framesToSrun !== framesBefore)
+          && tasks.some((task) => {
+            const upstream = upstreams.get(task.task);
+            return !ends.has(task.task) && upstream !== undefined && upstream.readyState === upstream.OPEN;
+          });
+        framesBefore = framesToSrun;
+        if (waitingForSrun) {
+          setTimeout(giveUpOnSilent, STOP_WAIT_MS).unref();
+          return;
+        }
         for (const task of tasks) {
           if (!ends.has(task.task)) ended({ task: task.task, node: task.node, state: 'CANCELLED', exitCode: null, signal: null, reason: note });
         }
         for (const upstream of upstreams.values()) upstream.terminate();
-      }, 5000).unref();
+      };
+      setTimeout(giveUpOnSilent, STOP_WAIT_MS).unref();
     };
     client.on('message', (data, isBinary) => {
       if (isBinary) return;
@@ -668,6 +696,7 @@ export class JobSteps {
         const { task, n, ends: saysEnds } = frame as { task?: unknown; n?: unknown; ends?: unknown };
         if (typeof task !== 'number' || !Number.isSafeInteger(n) || (n as number) < 0 || task < 0 || task >= tasks.length) return;
         if (saysEnds === true) srunAcksEnds = true;
+        srunProgressMs = Date.now();
         if ((n as number) >= (srunAcked.get(task) ?? 0)) srunAcked.set(task, n as number);
         if ((endsUnacked.get(task) ?? Infinity) <= (n as number)) endsUnacked.delete(task);
         const upstream = upstreams.get(task);
