@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -98,6 +98,30 @@ describe('mistakes on the command line', () => {
     refused(run('taras.js', ['controller', '--data', ' ', '--port', '0']), 'error: --data is empty: give the daemon\'s data folder (default ./taras-data)');
     assert.deepEqual(readdirSync(work), ['not-a-folder'], 'nothing was created in the current folder');
     assert.equal(existsSync(join(work, 'taras.db')), false);
+  });
+
+  it('a shared data folder (as /tmp) or another user\'s is refused in one line and left as it was (it was made 0711 for good); one under /proc is one line (it spun for ever)', () => {
+    const shared = join(work, 'shared');
+    mkdirSync(shared);
+    chmodSync(shared, 0o1777);
+    const isShared = `error: data folder ${shared} is a folder other users may write (mode 1777): making it private would lock them out of it, `
+      + `and they may have put files in it: give the daemon a data folder of its own (it is made if missing), such as ${shared}/taras`;
+    refused(run('taras.js', ['controller', '--data', shared, '--port', '0']), isShared);
+    refused(run('taras.js', ['up', '--data', shared, '--port', '0']), isShared);
+    refused(run('taras.js', ['agent', '--virtual', '2x2', '--data', shared]), isShared);
+    assert.equal(statSync(shared).mode & 0o7777, 0o1777);
+    assert.deepEqual(readdirSync(shared), [], 'nothing made in it: no key, no database');
+    if (process.getuid?.() === 0) {
+      const foreign = join(work, 'foreign');
+      mkdirSync(foreign, { mode: 0o755 });
+      chownSync(foreign, 65534, 65534);
+      refused(run('taras.js', ['controller', '--data', foreign, '--port', '0']), `error: data folder ${foreign} belongs to uid 65534, not to this daemon's user (uid 0), `
+        + `who could change it under the daemon: give the daemon a data folder of its own (it is made if missing), such as ${foreign}/taras`);
+      assert.deepEqual(readdirSync(foreign), []);
+    }
+    const proc = `/proc/taras-${process.pid}`;
+    refused(run('taras.js', ['controller', '--data', proc, '--port', '0']),
+      `error: cannot create or read the cluster key ${proc}/cluster.key (ENOENT: no such file or directory, mkdir '${proc}'); give another --key or --data`);
   });
 
   it('a cluster key that cannot be made is one line naming it, and the data folder is not created', () => {

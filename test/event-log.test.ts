@@ -44,15 +44,59 @@ describe('event log', () => {
     mkdirSync(shared, { mode: 0o777 });
     chmodSync(shared, 0o1777); // as /tmp
     assert.throws(() => new EventLog(settings(join(shared, 'events.log'))),
-      /^Error: event log .*shared\/events\.log: its folder .*shared may be written by other users \(owner uid \d+, mode 1777\), who could put a link there to another file: set event_log\.path/);
+      /^Error: event log .*shared\/events\.log: its folder .*shared may be written by other users \(owner uid \d+, mode 1777\), who could put a link there to another file: set event_log in cluster\.toml/);
     const own = join(work, 'own');
     mkdirSync(own, { mode: 0o755 });
     const victim = join(work, 'victim');
     writeFileSync(victim, 'untouched\n', { mode: 0o644 });
     symlinkSync(victim, join(own, 'events.log'));
-    assert.throws(() => new EventLog(settings(join(own, 'events.log'))), /events\.log is a symbolic link: the log is only written to a regular file of its own/);
+    assert.throws(() => new EventLog(settings(join(own, 'events.log'))), /events\.log is a symbolic link: the log is written, rotated and removed by name only as a file of its own/);
     assert.equal(readFileSync(victim, 'utf8'), 'untouched\n');
     assert.equal(statSync(victim).mode & 0o777, 0o644, 'not made 0600 either');
+  });
+
+  it('is never a file that is not an event log, nor are its rotated copies: the database, or anyone\'s file, is refused in one line and left as it was (it was appended to, made 0600 and rotated away)', async () => {
+    const dir = join(work, 'foreign');
+    mkdirSync(dir, { mode: 0o700 });
+    const file = join(dir, 'cluster.toml');
+    const config = (eventLog: string) => `[cluster]\nname = "fl"\ndata_dir = "data"\nevent_log = "${eventLog}"\nevent_log_max_size = "1M"\nevent_log_keep = 2\n`
+      + '[[nodes]]\nnames = "n[1-2]"\ncpus = 2\nmemory = "1G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\n';
+    // A cluster with jobs in its database, then the database named as the event log.
+    writeFileSync(file, config('events.log'));
+    const first = await readClusterConfig(file);
+    assert.ok(first.ok, JSON.stringify(first));
+    const controller = await startController({ config: first.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
+    await promisify(execFile)(process.execPath, [join(root, 'bin/taras.js'), ...withController(['submit', '-t', '5', '--wrap', 'true'], `unix:${controller.socketPath}`)], { cwd: dir });
+    await controller.close();
+    const database = join(dir, 'data', 'taras.db');
+    const before = readFileSync(database);
+    const notes = join(dir, 'data', 'notes.txt');
+    writeFileSync(notes, 'keep me\n', { mode: 0o644 });
+    const refused = async (eventLog: string, named: string, problem: RegExp): Promise<void> => {
+      writeFileSync(file, config(eventLog));
+      const run = await promisify(execFile)(process.execPath, [join(root, 'bin/taras.js'), 'controller', '--config', file, '--port', '0'], { cwd: dir, timeout: 20_000 })
+        .then(() => ({ code: 0, stderr: '' }), (error: { code: number; stderr: string }) => error);
+      assert.equal(run.code, 1, run.stderr);
+      const lines = run.stderr.trimEnd().split('\n');
+      assert.equal(lines.length, 1, run.stderr);
+      assert.match(lines[0], new RegExp(`^error: event log ${named.replace(/[.]/g, '\\.')} is `));
+      assert.match(lines[0], problem);
+      assert.match(lines[0], /set event_log in cluster\.toml to a new file name, or move this file aside$/);
+    };
+    await refused('taras.db', database, /is not an event log \(its first line is not one of the log's entries\)/);
+    assert.deepEqual(readFileSync(database), before, 'the database untouched');
+    await refused('notes.txt', notes, /is not an event log/);
+    assert.equal(readFileSync(notes, 'utf8'), 'keep me\n');
+    assert.equal(statSync(notes).mode & 0o777, 0o644, 'not made 0600 either');
+    // A rotated copy the log would overwrite: refused too. A log of its own (the one written above) is taken.
+    writeFileSync(join(dir, 'data', 'events.log.2'), 'precious\n');
+    await refused('events.log', join(dir, 'data', 'events.log.2'), /is not an event log/);
+    assert.equal(readFileSync(join(dir, 'data', 'events.log.2'), 'utf8'), 'precious\n');
+    rmSync(join(dir, 'data', 'events.log.2'));
+    assert.ok(lines(join(dir, 'data', 'events.log')).length >= 2);
+    new EventLog({ path: join(dir, 'data', 'events.log'), kinds: ['submit'], maxBytes: 1024 * 1024, keep: 2 }).close();
+    // A folder, or a place no file can be made: one line, not a stack trace.
+    await refused('.', join(dir, 'data'), /is not a regular file/);
   });
 
   it('writes startup, submit, remove and shutdown as JSON lines, and only the kinds asked for', async () => {

@@ -30,6 +30,7 @@ export function registerDaemonCommands(program: Command): void {
     .action(async (flags: { config?: string; data?: string; key?: string; port?: string }) => {
       const port = flags.port === undefined ? undefined : portNumber(flags.port);
       const config = await daemonConfig(flags);
+      await checkOwnDataFolder(config.dataDir);
       const key = await clusterKey(flags.key ?? `${config.dataDir}/cluster.key`, true);
       const running = await startOrExplain({ config, configPath: flags.config ?? null, clusterKey: key, port, log: (line) => logLine('', line) });
       const stop = () => void running.close().then(() => process.exit(0));
@@ -63,6 +64,8 @@ Examples:
       const config = await daemonConfig(flags, shape);
       const { DEFAULT_LISTEN } = await import('../config/cluster.js');
       const { startAgent } = await import('../agent/agent.js');
+      await checkOwnDataFolder(config.dataDir);
+      await checkOwnDataFolder(`${config.dataDir}/agent`);
       const key = await clusterKey(`${config.dataDir}/cluster.key`, true);
       const log = (line: string) => logLine('', line);
       const controller = await startOrExplain({ config, configPath: flags.config ?? null, clusterKey: key, log, port });
@@ -120,6 +123,7 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
         fail('error: say which nodes this agent serves: --virtual 16x8 or --nodes node[01-04]');
       }
       await checkDataFolder(flags.data);
+      await checkOwnDataFolder(flags.data);
       const key = await clusterKey(flags.key, false);
       const address = controllerAddress(flags.controller);
       const { startAgent } = await import('../agent/agent.js');
@@ -169,6 +173,17 @@ async function checkDataFolder(path: string): Promise<void> {
   if (stats !== undefined && !stats.isDirectory()) fail(`error: the data folder ${path} exists and is not a folder: give another --data (or data_dir in cluster.toml)`);
 }
 
+/** A data folder that exists and that the daemon may not take as its own (shared, another user's): one line, before anything is made in it. */
+async function checkOwnDataFolder(path: string): Promise<void> {
+  const { checkOwnFolder, FolderError } = await import('../net/private-files.js');
+  try {
+    checkOwnFolder(path, 'data folder');
+  } catch (error) {
+    if (error instanceof FolderError) fail(`error: ${error.message}`);
+    throw error;
+  }
+}
+
 /** "4 nodes in 2 partitions from cluster.toml (a: n[1-2], 16 CPUs, the default; b: n[3-4], 8 CPUs)". */
 async function describeCluster(config: ClusterConfig, file: string): Promise<string> {
   const { compressHostlist } = await import('../config/hostlist.js');
@@ -187,14 +202,15 @@ async function describeCluster(config: ClusterConfig, file: string): Promise<str
  * line and exit 1, never a stack trace.
  */
 async function startOrExplain(options: import('../controller/daemon.js').ControllerOptions) {
-  const [{ startController }, { ListenError }, { StoreError }, { DataDirInUse }] = await Promise.all([
-    import('../controller/daemon.js'), import('../net/listen.js'), import('../store/store.js'), import('../controller/lock.js'),
+  const [{ startController }, { ListenError }, { StoreError }, { DataDirInUse }, { EventLogError }, { FolderError }] = await Promise.all([
+    import('../controller/daemon.js'), import('../net/listen.js'), import('../store/store.js'), import('../controller/lock.js'), import('../controller/event-log.js'),
+    import('../net/private-files.js'),
   ]);
   try {
     return await startController(options);
   } catch (error) {
     if (error instanceof ListenError) fail(`error: ${error.message}: ${error.fix}`, 1);
-    if (error instanceof StoreError || error instanceof DataDirInUse) fail(`error: ${error.message}`, 1);
+    if (error instanceof StoreError || error instanceof DataDirInUse || error instanceof EventLogError || error instanceof FolderError) fail(`error: ${error.message}`, 1);
     throw error;
   }
 }
@@ -216,13 +232,14 @@ function portNumber(text: string): number {
 
 /** Loads the cluster key, creating it when asked to and missing. */
 async function clusterKey(path: string, create: boolean) {
-  const { existsSync, mkdirSync } = await import('node:fs');
+  const { existsSync } = await import('node:fs');
   const { dirname } = await import('node:path');
   const { loadClusterKey, generateClusterKey, ClusterKeyError } = await import('../net/hmac.js');
+  const { makeFolders } = await import('../net/private-files.js');
   try {
     if (!existsSync(path) && create) {
       // 0700: the controller opens the folder up to 0711 when its socket is in it; it never has to tighten a new one.
-      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      makeFolders(dirname(path), 0o700);
       return generateClusterKey(path);
     }
     return loadClusterKey(path);

@@ -267,7 +267,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
   // Private (every user's scripts are in the database); searchable only when it holds the socket users must reach.
   makeFolder(config.dataDir, dirname(config.socketPath) === config.dataDir ? 0o711 : 0o700, log, 'data folder');
   // A folder others may write would let them aim the event log at a file of root's: refused before anything starts.
-  if (config.eventLog !== undefined) checkEventLogPath(config.eventLog.path);
+  if (config.eventLog !== undefined) checkEventLogPath(config.eventLog);
   // Before the database is opened: a second controller on it is refused with the first one's pid.
   const lock = lockDataDir(config.dataDir);
   const storePath = join(config.dataDir, 'taras.db');

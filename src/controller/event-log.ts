@@ -5,7 +5,7 @@
 // Job events come from the store once committed; startup, shutdown and
 // errors from the daemon.
 
-import { chmodSync, existsSync, lstatSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, lstatSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { EventKind, EventLogSettings } from '../config/cluster.js';
@@ -64,32 +64,69 @@ export function jobEntry(stored: StoredJobEvent, record: JobRecord): { kind: Eve
 
 const EVENT_LOG_MODE = 0o600;
 
+/** A refusal of `event_log`'s file, in one line with its fix: the controller does not start. */
+export class EventLogError extends Error {}
+
+/** How much of an existing file is read for its first line. */
+const FIRST_LINE_BYTES = 64 * 1024;
+
+/**
+ * Whether a file's first line is one of the log's entries (pino's JSON: level, time, kind). The log is appended
+ * to, chmodded and rotated away by name: a file that is not one (the database, a key, anyone's file of root's)
+ * must never be taken for it.
+ */
+function isEventLogFile(path: string): boolean {
+  const buffer = Buffer.alloc(FIRST_LINE_BYTES);
+  const fd = openSync(path, 'r');
+  let length: number;
+  try {
+    length = readSync(fd, buffer, 0, FIRST_LINE_BYTES, 0);
+  } finally {
+    closeSync(fd);
+  }
+  const newline = buffer.subarray(0, length).indexOf(0x0a);
+  if (newline < 0) return false;
+  try {
+    const entry = JSON.parse(buffer.subarray(0, newline).toString('utf8')) as Record<string, unknown> | null;
+    return typeof entry === 'object' && entry !== null && typeof entry.level === 'number' && typeof entry.time === 'string' && typeof entry.kind === 'string';
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The controller (root, usually) writes, renames and reopens the event log by
  * name: its folder must be one no other user can write to (else a user could
  * put a link there to a file of root's, which the log would then append to
- * and chmod), and the file, if there, a regular file of ours. Throws the one
- * line saying which and what to do.
+ * and chmod), and the file and its rotated copies (FILE.1 ... FILE.keep), if
+ * there, regular files of ours that are event logs (else the log would append
+ * to any file of root's named in cluster.toml, such as the database, and
+ * rotate it away). Throws the one line saying which and what to do.
  */
-export function checkEventLogPath(path: string): void {
+export function checkEventLogPath(settings: Pick<EventLogSettings, 'path' | 'keep'>): void {
+  const { path, keep } = settings;
   const euid = process.geteuid?.() ?? 0;
   // The nearest folder that exists (pino makes the rest, as ours).
   let folder = dirname(path);
   while (!existsSync(folder) && dirname(folder) !== folder) folder = dirname(folder);
   const where = statSync(folder);
   if ((where.uid !== euid && where.uid !== 0) || (where.mode & 0o022) !== 0) {
-    throw new Error(`event log ${path}: its folder ${folder} may be written by other users (owner uid ${where.uid}, mode ${(where.mode & 0o7777).toString(8)}), `
-      + 'who could put a link there to another file: set event_log.path in cluster.toml to a folder only you can write, such as the data folder');
+    throw new EventLogError(`event log ${path}: its folder ${folder} may be written by other users (owner uid ${where.uid}, mode ${(where.mode & 0o7777).toString(8)}), `
+      + 'who could put a link there to another file: set event_log in cluster.toml to a file in a folder only you can write, such as the data folder');
   }
-  let stats;
-  try {
-    stats = lstatSync(path);
-  } catch {
-    return; // not there yet: made ours, 0600
-  }
-  if (stats.isSymbolicLink() || !stats.isFile() || stats.uid !== euid) {
-    throw new Error(`event log ${path} is ${stats.isSymbolicLink() ? 'a symbolic link' : !stats.isFile() ? 'not a regular file' : `owned by uid ${stats.uid}`}: `
-      + 'the log is only written to a regular file of its own; move it aside or set another event_log.path');
+  for (const file of [path, ...Array.from({ length: keep }, (_, index) => `${path}.${index + 1}`)]) {
+    let stats;
+    try {
+      stats = lstatSync(file);
+    } catch {
+      continue; // not there yet: made ours, 0600
+    }
+    const problem = stats.isSymbolicLink() ? 'a symbolic link' : !stats.isFile() ? 'not a regular file' : stats.uid !== euid ? `owned by uid ${stats.uid}`
+      : stats.size > 0 && !isEventLogFile(file) ? 'not an event log (its first line is not one of the log\'s entries)' : null;
+    if (problem !== null) {
+      throw new EventLogError(`event log ${file} is ${problem}: the log is written, rotated and removed by name only as a file of its own; `
+        + 'set event_log in cluster.toml to a new file name, or move this file aside');
+    }
   }
 }
 
@@ -104,10 +141,14 @@ export class EventLog {
     this.kinds = new Set(settings.kinds);
     // Owner only, as the database: entries name users' jobs, scripts and why they ended. A file
     // left by an older Taras (0644) is narrowed; rotated files keep the mode.
-    checkEventLogPath(settings.path);
-    this.destination = pino.destination({ dest: settings.path, sync: true, mkdir: true, mode: EVENT_LOG_MODE });
-    chmodSync(settings.path, EVENT_LOG_MODE);
-    this.size = statSync(settings.path).size; // the synchronous destination has just opened (or created) it
+    checkEventLogPath(settings);
+    try {
+      this.destination = pino.destination({ dest: settings.path, sync: true, mkdir: true, mode: EVENT_LOG_MODE });
+      chmodSync(settings.path, EVENT_LOG_MODE);
+      this.size = statSync(settings.path).size; // the synchronous destination has just opened (or created) it
+    } catch (error) {
+      throw new EventLogError(`event log ${settings.path}: cannot open it (${(error as Error).message}): set event_log in cluster.toml to a file in a folder you can write, such as the data folder`);
+    }
     const counting = {
       write: (line: string) => {
         this.destination.write(line);

@@ -3,8 +3,8 @@
 // modes at every start, tightening what an older Taras or a careless umask
 // left open, with a log line saying what changed.
 
-import { chmodSync, closeSync, constants, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 /**
  * Creates `path` with mode 0600 and writes `text`: exclusively (an existing
@@ -54,15 +54,66 @@ export function tightenMode(path: string, allowed: number, log: (line: string) =
   log(`tightened ${what} ${path} from mode ${octal(current)} to ${octal(current & allowed)}`);
 }
 
-/** Creates a folder if missing (its missing parents as mkdir -p would) and gives it exactly `mode`, whatever the umask. */
+/** A folder a daemon will not make or take as its own, in one line with the fix: the daemon does not start. */
+export class FolderError extends Error {}
+
+/**
+ * Makes the missing folders on the way to `folder` (and it), one at a time, as mkdir -p would, each with
+ * `mode` (less the umask). Node's own recursive mkdir loops for ever where the kernel answers ENOENT to a
+ * folder whose parent exists (under /proc): this one throws that error.
+ */
+export function makeFolders(folder: string, mode = 0o777): void {
+  const missing: string[] = [];
+  let at = folder;
+  for (; !existsSync(at) && dirname(at) !== at; at = dirname(at)) missing.unshift(at);
+  if (!statSync(at).isDirectory()) mkdirSync(at); // EEXIST, naming the file in the way, as mkdir -p says
+  for (const at of missing) {
+    try {
+      mkdirSync(at, { mode });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
+}
+
+/**
+ * Creates a folder if missing (its missing parents as mkdir -p would) and gives it exactly `mode`, whatever the umask.
+ * An existing folder must be this process's own and not one others may write (such as /tmp): its mode is then
+ * set as any other's. A shared folder made private would lock its users out, and one another user owns or may
+ * write could have files planted in it or be changed under the daemon: both are refused.
+ */
 export function makeFolder(path: string, mode: number, log: (line: string) => void, what: string): void {
-  mkdirSync(dirname(path), { recursive: true });
+  checkOwnFolder(path, what);
   try {
-    mkdirSync(path, { mode });
+    makeFolders(dirname(path));
+    try {
+      mkdirSync(path, { mode });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    throw new FolderError(`cannot make the ${what} ${path} (${(error as Error).message}): ${ownFolderFix(path, what)}`);
   }
   setMode(path, mode, log, what);
+}
+
+const ownFolderFix = (path: string, what: string): string => `give the daemon a ${what} of its own (it is made if missing), such as ${join(path, 'taras')}`;
+
+/** Throws the FolderError makeFolder would for an existing `path` it may not take as its own (see there); nothing for a missing one. */
+export function checkOwnFolder(path: string, what: string): void {
+  let stats;
+  try {
+    stats = lstatSync(path);
+  } catch {
+    return;
+  }
+  const fix = ownFolderFix(path, what);
+  const euid = process.geteuid?.() ?? 0;
+  if (!stats.isDirectory()) throw new FolderError(`${what} ${path} is not a folder: ${fix}`);
+  if (stats.uid !== euid) throw new FolderError(`${what} ${path} belongs to uid ${stats.uid}, not to this daemon's user (uid ${euid}), who could change it under the daemon: ${fix}`);
+  if ((stats.mode & 0o1002) !== 0) {
+    throw new FolderError(`${what} ${path} is a folder other users may write (mode ${octal(stats.mode & 0o7777)}): making it private would lock them out of it, and they may have put files in it: ${fix}`);
+  }
 }
 
 /**
