@@ -210,6 +210,11 @@ for (const policy of ['easy', 'conservative'] as const) {
       assert.match(refusal({ ...base, nodes: ['node09'] }), /no node named node09/);
       assert.match(refusal({ ...base, name: 'bad name' }), /not a reservation name/);
       assert.match(refusal({ ...base, nodeCount: 5 }), /only 4 of the 5 nodes are free for the whole window/);
+      // Nodes and a count that disagree (the count was ignored): refused; a count that matches is taken.
+      assert.match(refusal({ ...base, nodes: ['node01', 'node02'], nodeCount: 3 }), /the nodes \(--nodelist\) name 2 node\(s\) and the count \(--nodes\) says 3: give one of them, or a count that matches/);
+      engine.createReservation({ ...base, nodes: ['node01'], nodeCount: 1 });
+      assert.deepEqual(engine.listReservations().map((r) => r.nodes), [['node01']]);
+      engine.deleteReservation('r');
       engine.createReservation({ ...base, nodes: ['node01'] });
       assert.match(refusal({ ...base, name: 'r2', nodes: ['node01'] }), /node01 is in another reservation then/);
       assert.match(refusal({ ...base, nodes: ['node02'] }), /a reservation named r exists/);

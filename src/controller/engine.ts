@@ -563,6 +563,10 @@ export class ControllerEngine {
     let nodes: string[];
     if (request.nodes !== undefined && request.nodes.length > 0) {
       nodes = [...new Set(request.nodes)];
+      // Both: they must agree (the count was ignored: a reservation of other size than asked for).
+      if (request.nodeCount !== undefined && request.nodeCount !== nodes.length) {
+        throw new SubmitRefused([`the nodes (--nodelist) name ${nodes.length} node(s) and the count (--nodes) says ${request.nodeCount}: give one of them, or a count that matches`]);
+      }
       const taken = nodes.filter(clashes);
       if (taken.length > 0) throw new SubmitRefused([`${taken.join(', ')} ${taken.length === 1 ? 'is' : 'are'} in another reservation then; pick other nodes or another time`]);
     } else {
