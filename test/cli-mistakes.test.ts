@@ -105,7 +105,7 @@ describe('mistakes on the command line', () => {
     mkdirSync(shared);
     chmodSync(shared, 0o1777);
     const isShared = `error: data folder ${shared} is a folder other users may write (mode 1777): making it private would lock them out of it, `
-      + `and they may have put files in it: give the daemon a data folder of its own (it is made if missing), such as ${shared}/taras`;
+      + 'and they may have put files in it: give the daemon a data folder of its own (it is made if missing, private to the daemon\'s user)';
     refused(run('taras.js', ['controller', '--data', shared, '--port', '0']), isShared);
     refused(run('taras.js', ['up', '--data', shared, '--port', '0']), isShared);
     refused(run('taras.js', ['agent', '--virtual', '2x2', '--data', shared]), isShared);
@@ -116,9 +116,15 @@ describe('mistakes on the command line', () => {
       mkdirSync(foreign, { mode: 0o755 });
       chownSync(foreign, 65534, 65534);
       refused(run('taras.js', ['controller', '--data', foreign, '--port', '0']), `error: data folder ${foreign} belongs to uid 65534, not to this daemon's user (uid 0), `
-        + `who could change it under the daemon: give the daemon a data folder of its own (it is made if missing), such as ${foreign}/taras`);
+        + 'who could change it under the daemon: give the daemon a data folder of its own (it is made if missing, private to the daemon\'s user)');
       assert.deepEqual(readdirSync(foreign), []);
     }
+    // Group-writable: refused as well (its group was locked out); a sticky bit alone is no reason.
+    const grouped = join(work, 'grouped');
+    mkdirSync(grouped);
+    chmodSync(grouped, 0o775);
+    assert.match(run('taras.js', ['controller', '--data', grouped, '--port', '0']).stderr, new RegExp(`^error: data folder ${grouped} is a folder other users may write \\(mode 0775\\)`));
+    assert.equal(statSync(grouped).mode & 0o7777, 0o775);
     const proc = `/proc/taras-${process.pid}`;
     refused(run('taras.js', ['controller', '--data', proc, '--port', '0']),
       `error: cannot create or read the cluster key ${proc}/cluster.key (ENOENT: no such file or directory, mkdir '${proc}'); give another --key or --data`);

@@ -83,7 +83,7 @@ describe('event log', () => {
       assert.match(lines[0], problem);
       assert.match(lines[0], /set event_log in cluster\.toml to a new file name, or move this file aside$/);
     };
-    await refused('taras.db', database, /is not an event log \(its first line is not one of the log's entries\)/);
+    await refused('taras.db', database, /is not an event log \(it does not begin with one of the log's entries\)/);
     assert.deepEqual(readFileSync(database), before, 'the database untouched');
     await refused('notes.txt', notes, /is not an event log/);
     assert.equal(readFileSync(notes, 'utf8'), 'keep me\n');
@@ -95,6 +95,15 @@ describe('event log', () => {
     rmSync(join(dir, 'data', 'events.log.2'));
     assert.ok(lines(join(dir, 'data', 'events.log')).length >= 2);
     new EventLog({ path: join(dir, 'data', 'events.log'), kinds: ['submit'], maxBytes: 1024 * 1024, keep: 2 }).close();
+    // Its own log whose first entry is longer than what is read of it (a startup listing 20,000 jobs), or cut short by
+    // a crash, or after zeroed bytes from a power loss: taken (the first was refused).
+    const own = join(dir, 'data', 'events.log');
+    writeFileSync(own, `{"level":30,"time":"2026-11-29T07:00:00.000Z","kind":"startup","jobs":[${Array.from({ length: 20_000 }, (_, i) => i + 1).join(',')}],"message":"startup"}\n`);
+    new EventLog({ path: own, kinds: ['submit'], maxBytes: 1024 * 1024, keep: 2 }).close();
+    writeFileSync(own, '{"level":30,"time":"2026-11-29T07:00:00.000Z","kind":"sta');
+    new EventLog({ path: own, kinds: ['submit'], maxBytes: 1024 * 1024, keep: 2 }).close();
+    writeFileSync(own, Buffer.concat([Buffer.alloc(4096), Buffer.from('{"level":30,"time":"2026-11-29T07:00:00.000Z","kind":"startup"}\n')]));
+    new EventLog({ path: own, kinds: ['submit'], maxBytes: 1024 * 1024, keep: 2 }).close();
     // A folder, or a place no file can be made: one line, not a stack trace.
     await refused('.', join(dir, 'data'), /is not a regular file/);
   });

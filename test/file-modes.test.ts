@@ -9,12 +9,12 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { unreachableFolderOf } from '../src/net/private-files.js';
+import { makeFolder, unreachableFolderOf } from '../src/net/private-files.js';
 import { createTestUser, notRootReason, removeTestUsers, type TestUser } from './unix-users.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -142,6 +142,28 @@ describe('modes of the files Taras keeps', { skip: notRootReason }, () => {
     assert.match(running.logged(), new RegExp(`tightened database file ${data}/taras.db from mode 0644 to 0600`));
     assert.match(running.logged(), new RegExp(`tightened job directory ${data}/agent/jobs/1.0 from mode 0755 to 0700`));
     await stop(running.child);
+  });
+});
+
+describe('a data folder through a symbolic link', () => {
+  it('is the folder the link leads to: taken (it was refused as "not a folder" once links were looked at), its mode set there, the link left', () => {
+    const place = mkdtempSync(join(tmpdir(), 'taras-link-'));
+    try {
+      const real = join(place, 'real');
+      mkdirSync(real, { mode: 0o755 });
+      chmodSync(real, 0o755);
+      const link = join(place, 'data');
+      symlinkSync(real, link);
+      const lines: string[] = [];
+      makeFolder(link, 0o700, (line) => lines.push(line), 'data folder');
+      assert.equal(modeOf(real), '0700');
+      assert.deepEqual(lines, [`tightened data folder ${real} from mode 0755 to 0700`]);
+      assert.ok(lstatSync(link).isSymbolicLink());
+      makeFolder(link, 0o700, (line) => lines.push(line), 'data folder');
+      assert.equal(lines.length, 1, 'nothing to tighten the second time');
+    } finally {
+      rmSync(place, { recursive: true, force: true });
+    }
   });
 });
 

@@ -258,7 +258,7 @@ wait $pid; echo "srun rc=$?"
     const dir = adaDir('killed-paced');
     const id = await sbatch(ada, '#!/bin/sh\nsleep 300\n', '-N', '1', '-t', '5');
     await waitFor(`job ${id} to run`, async () => (await state(id)) === 'RUNNING');
-    // srun from ada's own shell (not inside the job, which the cancel kills): 2 MB, all of it on its way while the reader waits.
+    // srun from ada's own shell (not inside the job, which the cancel kills): 4 MB, all of it on its way while the reader waits.
     const shell = `mkfifo ${dir}/fifo
 srun --jobid ${id} -n 1 sh -c 'head -c 4000000 /dev/zero | tr "\\\\0" x; touch ${dir}/written; sleep 100' > ${dir}/fifo 2> ${dir}/srun.err &
 pid=$!

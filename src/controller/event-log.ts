@@ -67,31 +67,31 @@ const EVENT_LOG_MODE = 0o600;
 /** A refusal of `event_log`'s file, in one line with its fix: the controller does not start. */
 export class EventLogError extends Error {}
 
-/** How much of an existing file is read for its first line. */
-const FIRST_LINE_BYTES = 64 * 1024;
+/** How much of an existing file is read to tell whether it is an event log. */
+const FIRST_BYTES = 64 * 1024;
+
+/** How every entry of the log begins (pino writes its level, then its time): what a file of its own starts with. */
+const ENTRY_START = /^\{"level":\d+,"time":"/;
 
 /**
- * Whether a file's first line is one of the log's entries (pino's JSON: level, time, kind). The log is appended
+ * Whether a file starts as the log does: with an entry's beginning (pino's `{"level":N,"time":"`). The first line
+ * itself need not be whole: a startup entry listing 20,000 jobs is over 100 kB, and a crash can cut one short.
+ * NUL bytes before it (a file the disk gave back zeroed after a power loss) are passed over. The log is appended
  * to, chmodded and rotated away by name: a file that is not one (the database, a key, anyone's file of root's)
  * must never be taken for it.
  */
 function isEventLogFile(path: string): boolean {
-  const buffer = Buffer.alloc(FIRST_LINE_BYTES);
+  const buffer = Buffer.alloc(FIRST_BYTES);
   const fd = openSync(path, 'r');
   let length: number;
   try {
-    length = readSync(fd, buffer, 0, FIRST_LINE_BYTES, 0);
+    length = readSync(fd, buffer, 0, FIRST_BYTES, 0);
   } finally {
     closeSync(fd);
   }
-  const newline = buffer.subarray(0, length).indexOf(0x0a);
-  if (newline < 0) return false;
-  try {
-    const entry = JSON.parse(buffer.subarray(0, newline).toString('utf8')) as Record<string, unknown> | null;
-    return typeof entry === 'object' && entry !== null && typeof entry.level === 'number' && typeof entry.time === 'string' && typeof entry.kind === 'string';
-  } catch {
-    return false;
-  }
+  let from = 0;
+  while (from < length && buffer[from] === 0) from++;
+  return from === length || ENTRY_START.test(buffer.subarray(from, length).toString('latin1'));
 }
 
 /**
@@ -122,7 +122,7 @@ export function checkEventLogPath(settings: Pick<EventLogSettings, 'path' | 'kee
       continue; // not there yet: made ours, 0600
     }
     const problem = stats.isSymbolicLink() ? 'a symbolic link' : !stats.isFile() ? 'not a regular file' : stats.uid !== euid ? `owned by uid ${stats.uid}`
-      : stats.size > 0 && !isEventLogFile(file) ? 'not an event log (its first line is not one of the log\'s entries)' : null;
+      : stats.size > 0 && !isEventLogFile(file) ? 'not an event log (it does not begin with one of the log\'s entries)' : null;
     if (problem !== null) {
       throw new EventLogError(`event log ${file} is ${problem}: the log is written, rotated and removed by name only as a file of its own; `
         + 'set event_log in cluster.toml to a new file name, or move this file aside');

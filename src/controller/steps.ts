@@ -188,7 +188,8 @@ const HIGH_WATER_BYTES = 1024 * 1024;
 const STOP_WAIT_MS = 5000;
 /**
  * ...unless srun is still attached and taking their output slowly (a slow reader behind it): then they are waited for
- * while srun makes progress, up to this long after its last (as each supervisor waits for it, src/agent/session.ts).
+ * while srun makes progress, up to this long after its last (as each supervisor waits for it, src/agent/session.ts),
+ * and never longer than this after the kill. Meanwhile the step still counts toward the caps on step tasks.
  */
 const PACED_STOP_WAIT_MS = 15 * 60 * 1000;
 /** srun's input kept for tasks that have not taken it (srun itself stops reading stdin at 1 MiB not taken by all), in bytes and in frames. */
@@ -639,9 +640,11 @@ export class JobSteps {
       // wait for srun, attached and taking their output slowly, are waited for while it does: their output and real ends
       // are on the way (they were ended CANCELLED and their streams cut after 5 s, dropping the rest of the output).
       let framesBefore = framesToSrun;
+      const killedMs = Date.now();
       const giveUpOnSilent = (): void => {
         if (finished) return;
-        const waitingForSrun = client.readyState === client.OPEN && Date.now() - srunProgressMs < PACED_STOP_WAIT_MS
+        const nowMs = Date.now();
+        const waitingForSrun = client.readyState === client.OPEN && nowMs - srunProgressMs < PACED_STOP_WAIT_MS && nowMs - killedMs < PACED_STOP_WAIT_MS
           && (client.bufferedAmount >= HIGH_WATER_BYTES || framesToSrun !== framesBefore)
           && tasks.some((task) => {
             const upstream = upstreams.get(task.task);

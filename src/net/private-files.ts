@@ -3,8 +3,8 @@
 // modes at every start, tightening what an older Taras or a careless umask
 // left open, with a log line saying what changed.
 
-import { chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, realpathSync, statSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 /**
  * Creates `path` with mode 0600 and writes `text`: exclusively (an existing
@@ -92,26 +92,29 @@ export function makeFolder(path: string, mode: number, log: (line: string) => vo
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
   } catch (error) {
-    throw new FolderError(`cannot make the ${what} ${path} (${(error as Error).message}): ${ownFolderFix(path, what)}`);
+    throw new FolderError(`cannot make the ${what} ${path} (${(error as Error).message}): ${ownFolderFix(what)}`);
   }
-  setMode(path, mode, log, what);
+  setMode(realpathSync(path), mode, log, what); // a link's folder, not the link
 }
 
-const ownFolderFix = (path: string, what: string): string => `give the daemon a ${what} of its own (it is made if missing), such as ${join(path, 'taras')}`;
+const ownFolderFix = (what: string): string => `give the daemon a ${what} of its own (it is made if missing, private to the daemon's user)`;
 
-/** Throws the FolderError makeFolder would for an existing `path` it may not take as its own (see there); nothing for a missing one. */
+/**
+ * Throws the FolderError makeFolder would for an existing `path` it may not take as its own (see there); nothing
+ * for a missing one. A symbolic link is followed: the folder it leads to is the one judged.
+ */
 export function checkOwnFolder(path: string, what: string): void {
   let stats;
   try {
-    stats = lstatSync(path);
+    stats = statSync(path);
   } catch {
     return;
   }
-  const fix = ownFolderFix(path, what);
+  const fix = ownFolderFix(what);
   const euid = process.geteuid?.() ?? 0;
   if (!stats.isDirectory()) throw new FolderError(`${what} ${path} is not a folder: ${fix}`);
   if (stats.uid !== euid) throw new FolderError(`${what} ${path} belongs to uid ${stats.uid}, not to this daemon's user (uid ${euid}), who could change it under the daemon: ${fix}`);
-  if ((stats.mode & 0o1002) !== 0) {
+  if ((stats.mode & 0o022) !== 0) {
     throw new FolderError(`${what} ${path} is a folder other users may write (mode ${octal(stats.mode & 0o7777)}): making it private would lock them out of it, and they may have put files in it: ${fix}`);
   }
 }
