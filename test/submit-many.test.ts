@@ -26,7 +26,7 @@ let api: ApiClient;
 
 before(async () => {
   const file = join(work, 'cluster.toml');
-  writeFileSync(file, `[cluster]\nname = "many"\npolicy = "easy"\ndata_dir = "data"\n[[nodes]]\nnames = "n1"\ncpus = 4\nmemory = "1G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\n`);
+  writeFileSync(file, `[cluster]\nname = "many"\npolicy = "easy"\ndata_dir = "data"\n[[nodes]]\nnames = "n1"\ncpus = 4\nmemory = "1G"\n[[partitions]]\nname = "batch"\nnodes = "ALL"\ndefault = true\n[[partitions]]\nname = "short"\nnodes = "ALL"\ndefault_time = "7"\n`);
   const parsed = await readClusterConfig(file);
   assert.ok(parsed.ok);
   controller = await startController({ config: parsed.config, configPath: file, clusterKey: null, port: 0, log: () => {} });
@@ -97,7 +97,7 @@ describe('taras submit --many', () => {
       '{"script": "a.sh", time: 10}',
       JSON.stringify({ script: 'a.sh', time: 10, cpu_per_task: 2 }),
       JSON.stringify({ script: 'missing.sh', time: 10 }),
-      JSON.stringify({ script: 'b.sh' }),
+      JSON.stringify({ script: 'b.sh', time: 'soon' }),
       JSON.stringify({ time: 10 }),
     ].join('\n'));
     const run = await taras(['--many', 'bad.jsonl']);
@@ -105,7 +105,7 @@ describe('taras submit --many', () => {
     assert.match(run.stderr, /^error: bad\.jsonl:2: not JSON /m);
     assert.match(run.stderr, /^error: bad\.jsonl:3: cpu_per_task: unknown key; did you mean cpus_per_task\?/m);
     assert.match(run.stderr, /^error: bad\.jsonl:4: cannot read the script missing\.sh/m);
-    assert.match(run.stderr, /^error: bad\.jsonl:5: .*time limit/m);
+    assert.match(run.stderr, /^error: bad\.jsonl:5: time: got 'soon': expected minutes, /m);
     assert.match(run.stderr, /^error: bad\.jsonl:6: no "script"/m);
     assert.match(run.stderr, /nothing was submitted\n$/);
     assert.equal((await jobs()).length, before);
@@ -126,10 +126,47 @@ describe('taras submit --many', () => {
     const run = await taras(['--many', 'cluster-bad.jsonl']);
     assert.equal(run.code, 2, run.stderr);
     assert.equal(run.stdout, '');
-    assert.equal(run.stderr, 'error: cluster-bad.jsonl:2: no such partition nope (partitions: batch)\n'
+    assert.equal(run.stderr, 'error: cluster-bad.jsonl:2: no such partition nope (partitions: batch, short)\n'
       + 'error: cluster-bad.jsonl:3: more CPUs per node than any node has: the job asks for 9 per task, the largest has 4 (and 2 more lines like it: 4-5)\n'
       + 'nothing was submitted\n');
     assert.equal((await jobs()).length, before, 'not even line 1');
+  });
+
+  it('a line is one `taras submit`: --begin and --deadline (keys, #SBATCH lines, flags) count from the submission, no time limit is the partition\'s default_time', async () => {
+    writeFileSync(join(work, 'later.sh'), '#!/bin/sh\n#SBATCH --begin=now+2hours\necho later\n');
+    writeFileSync(join(work, 'timed.jsonl'), [
+      JSON.stringify({ script: 'b.sh', time: 5, begin: 'now+1hour', job_name: 'begin-key' }),
+      JSON.stringify({ script: 'b.sh', time: 5, deadline: 'now+3hours', job_name: 'deadline-key' }),
+      JSON.stringify({ script: 'later.sh', time: 5, job_name: 'begin-directive' }),
+      JSON.stringify({ script: 'b.sh', hold: true, partition: 'short', job_name: 'default-time' }),
+    ].join('\n'));
+    const sentMs = Date.now();
+    const run = await taras(['--many', 'timed.jsonl', '--json']);
+    assert.equal(run.code, 0, run.stderr);
+    const ids = (JSON.parse(run.stdout) as { id: number }[]).map((a) => a.id);
+    const [beginKey, deadlineKey, beginDirective, defaultTime] = await Promise.all(ids.map((id) => api.get<ApiJob>(`/jobs/${id}`)));
+    const hoursAfter = (iso: string | null) => Math.round((Date.parse(iso!) - sentMs) / 360_000) / 10;
+    assert.deepEqual([beginKey.name, hoursAfter(beginKey.plannedStart)], ['begin-key', 1]);
+    assert.match(beginKey.reason!, /^BeginTime: /);
+    assert.deepEqual([deadlineKey.type, hoursAfter(deadlineKey.deadline)], ['priority', 3]);
+    assert.deepEqual([beginDirective.name, hoursAfter(beginDirective.plannedStart)], ['begin-directive', 2]);
+    assert.deepEqual([defaultTime.partition, defaultTime.timeLimitSeconds, defaultTime.state], ['short', 420, 'PENDING']);
+    assert.match(defaultTime.reason!, /held/i);
+
+    // The flags too, for every line.
+    writeFileSync(join(work, 'plain.jsonl'), `${JSON.stringify({ script: 'b.sh', time: 5 })}\n`);
+    const flagged = await taras(['--many', 'plain.jsonl', '-b', 'now+1hour', '--deadline', 'now+4hours', '--json']);
+    assert.equal(flagged.code, 0, flagged.stderr);
+    const job = await api.get<ApiJob>(`/jobs/${(JSON.parse(flagged.stdout) as { id: number }[])[0].id}`);
+    assert.deepEqual([hoursAfter(job.plannedStart), job.type, hoursAfter(job.deadline)], [1, 'priority', 4]);
+
+    // A partition without default_time: the controller's refusal, by file:line, and nothing is stored.
+    const before = (await jobs()).length;
+    writeFileSync(join(work, 'untimed.jsonl'), `${JSON.stringify({ script: 'b.sh' })}\n`);
+    const untimed = await taras(['--many', 'untimed.jsonl']);
+    assert.equal(untimed.code, 2);
+    assert.match(untimed.stderr, /^error: untimed\.jsonl:1: the job gives no time limit and partition batch has no default_time: give one /);
+    assert.equal((await jobs()).length, before);
   });
 
   it('a refusal midway (a per-user cap) stops the sending and names what went in, line by line', { skip: notRootReason }, async () => {

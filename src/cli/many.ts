@@ -2,7 +2,9 @@
 // one JSON object per line with job.toml's keys (`script`, `arguments`,
 // `time`, `nodes`, `job_name`, ...). Each line is read like a job.toml, then
 // its script's #TARAS lines, then the command's flags, which apply to every
-// job. Every line is checked before anything is sent: one bad line refuses the
+// job. As for one `taras submit`, a line without a time limit takes its
+// partition's default_time; --begin and --deadline count from one submission
+// time for the whole file. Every line is checked before anything is sent: one bad line refuses the
 // whole file, naming file:line; so does a line the controller would refuse
 // (each shape of job is checked through sbatch --test-only's route first).
 // The jobs then go over one connection, eight requests in flight, each with
@@ -61,6 +63,8 @@ export async function submitMany(source: string, options: ManyOptions): Promise<
   const bodies: { line: number; body: unknown }[] = [];
   const submitEnv = { ...process.env } as Record<string, string>;
   const submitDir = process.cwd();
+  // One submission time for the whole file: --begin and --deadline of every line (now+1hour, 18:00) count from it.
+  const nowMs = Date.now();
   const base = `${Date.now().toString(36)}-${process.pid.toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
   const lines = text.split('\n');
   for (let index = 0; index < lines.length && errors.length < 20; index++) {
@@ -99,7 +103,7 @@ export async function submitMany(source: string, options: ManyOptions): Promise<
       errors.push(...directives.errors.map(types.formatError));
       continue;
     }
-    const built = mergeModule.buildJobSpec(mergeModule.mergeJobSpec(layer.value, directives.value, flagLayer.value), { scriptText, submitDir });
+    const built = mergeModule.buildJobSpec(mergeModule.mergeJobSpec(layer.value, directives.value, flagLayer.value), { scriptText, submitDir, nowMs, timeFromPartition: true });
     if (!built.ok) {
       errors.push(...built.errors.map((e) => `${at}: ${types.formatError(e)}`));
       continue;
