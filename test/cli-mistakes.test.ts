@@ -72,6 +72,20 @@ describe('mistakes on the command line', () => {
     rmSync(scripts, { recursive: true, force: true });
   });
 
+  it('a job id is digits only: hex, exponents and binary are refused before anything is sent, not read as another job\'s id (scancel\'s and the controller\'s rule)', () => {
+    const nowhere = 'http://127.0.0.1:9';
+    const digits = (text: string) => `error: '${text}' is not a job id: give its digits, as \`taras queue\` shows them (e.g. 42)`;
+    const orTask = (text: string) => `error: '${text}' is not a job id: give its digits, as \`taras queue\` shows them (42; 12_3 for task 3 of array 12)`;
+    refused(run('taras.js', ['cancel', '0xbf2'], nowhere), orTask('0xbf2'));
+    refused(run('taras.js', ['cancel', '7', '3.059e3'], nowhere), orTask('3.059e3'));
+    refused(run('taras.js', ['show', '1e3'], nowhere), orTask('1e3'));
+    refused(run('taras.js', ['when', '-1'], nowhere), orTask('-1'));
+    refused(run('taras.js', ['wait', '0b1'], nowhere), digits('0b1'));
+    refused(run('taras.js', ['hold', '0o7'], nowhere), digits('0o7'));
+    refused(run('taras.js', ['move', '5', '--after', '1e1'], nowhere), digits('1e1'));
+    refused(run('taras.js', ['requeue', '0'], nowhere), digits('0'));
+  });
+
   it('a bad --signal names the part at fault and the forms sbatch takes, with an example', () => {
     const forms = 'write [B:]SIG[@TIME]: a signal name or number (USR1, SIGUSR1, 10), B: for the batch shell only, '
       + 'TIME seconds before the time limit (0 to 65535, default 60), e.g. --signal=B:USR1@120';

@@ -360,13 +360,18 @@ export const printJson = (value: unknown) => print(JSON.stringify(value, null, 2
 
 /** Job ids as `taras cancel`, `show` and `when` take them: N, or ARRAYID_TASK for one task of a job array (12_3); cancel also ARRAYID_[TASKS] (12_[1-3]). */
 export function parseJobRefs(raw: readonly string[]): (number | string)[] {
-  return raw.map((text) => (/^\d+_(\d+|\[[0-9,:-]+\])$/.test(text.trim()) ? text.trim() : parseJobIds([text])[0]));
+  return raw.map((text) => {
+    if (/^\d+_(\d+|\[[0-9,:-]+\])$/.test(text.trim())) return text.trim();
+    return jobIdOf(text) ?? fail(`error: '${text}' is not a job id: give its digits, as \`taras queue\` shows them (42; 12_3 for task 3 of array 12)`);
+  });
 }
 
+/** Job ids: digits only, as the controller takes them (Number() would read 0xbf2, 1e3 and 0b1 as other jobs' ids). */
 export function parseJobIds(raw: readonly string[]): number[] {
-  return raw.map((text) => {
-    const id = Number(text);
-    if (!Number.isSafeInteger(id) || id <= 0) fail(`error: '${text}' is not a job id: job ids are positive integers, as \`taras queue\` shows them`);
-    return id;
-  });
+  return raw.map((text) => jobIdOf(text) ?? fail(`error: '${text}' is not a job id: give its digits, as \`taras queue\` shows them (e.g. 42)`));
+}
+
+function jobIdOf(text: string): number | undefined {
+  const id = /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
+  return Number.isSafeInteger(id) && id > 0 ? id : undefined;
 }
