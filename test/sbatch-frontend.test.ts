@@ -174,6 +174,26 @@ describe('an unchanged Slurm script through taras submit', () => {
     assert.equal(noScript.code, 2);
     assert.match(noScript.stderr, /taras submit needs a batch script/);
   });
+
+  it('--requeue and --no-requeue on the command line win over #SBATCH lines; neither leaves the script\'s', () => {
+    writeFileSync(join(work, 'requeue.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH --requeue\ntrue\n');
+    writeFileSync(join(work, 'no-requeue.sh'), '#!/bin/sh\n#SBATCH -t 1\n#SBATCH --no-requeue\ntrue\n');
+    const sbatch = (...args: string[]) => {
+      const run = spawnSync(join(root, 'bin/sbatch'), args, { cwd: work, encoding: 'utf8', timeout: 30_000, env: { ...process.env, TARAS_CONTROLLER: url, TARAS_JOB_ID: '' } });
+      return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+    };
+    // Held, so that none of them runs: only what was stored counts.
+    const ids = [
+      submitted(sbatch('-H', '--no-requeue', 'requeue.sh')),
+      submitted(cli('submit', '-H', '--no-requeue', 'requeue.sh')),
+      submitted(cli('submit', '-H', 'requeue.sh')),
+      submitted(sbatch('-H', '--requeue', 'no-requeue.sh')),
+      submitted(cli('submit', '-H', 'no-requeue.sh')),
+    ];
+    const requeue = ids.map((id) => (JSON.parse(cli('show', '--json', String(id)).stdout) as { requeue: boolean }).requeue);
+    assert.deepEqual(requeue, [false, false, true, true, false]);
+    assert.equal(cli('cancel', ...ids.map(String)).code, 0);
+  });
 });
 
 describe('sbatch options: parsing and building', () => {
@@ -399,6 +419,14 @@ describe('the README\'s table of sbatch options', () => {
       }
     }
     assert.ok(table.length > 60, `${table.length} rows`);
+  });
+
+  it('takes on the command line every option it marks supported (--no-requeue was refused as unknown)', () => {
+    const help = cli('submit', '--help').stdout;
+    const known = new Set(help.match(/(?<![\w-])--?[A-Za-z][\w-]*/g));
+    for (const row of table.filter((r) => r.supported === 'yes')) {
+      for (const name of row.names) assert.ok(known.has(name.replace(/[[=].*$/, '')), `${name} is an option of taras submit`);
+    }
   });
 
   it('an unsupported option is refused by name on the command line and in a script', () => {

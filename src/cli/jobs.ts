@@ -29,6 +29,8 @@ export function registerJobCommands(program: Command): void {
     .option('--export <spec>', 'ALL, NONE or a list of variables')
     .option('-C, --constraint <features>', 'node features, a&b')
     .option('--requeue', 'requeue the job if its node fails')
+    // Defined after --requeue, --no-requeue leaves the default unset (commander), so an #SBATCH line still counts when neither is given.
+    .option('--no-requeue', 'never requeue the job (the default)')
     .option('--signal <[B:]sig[@time]>', 'send SIG TIME seconds (default 60) before the time limit; B: to the batch shell only')
     .option('--reservation <name>', 'run in this advance reservation (taras reserve list)')
     .option('--checkpoint-interval <time>', 'send the periodic checkpoint signal this often (needs --checkpoint-duration)')

@@ -10,7 +10,7 @@ const camelCase = (long: string) => long.replace(/-([a-z])/g, (_, letter: string
 
 function optionForFlagKey(key: string, value: string | boolean): JobOption | undefined {
   // commander folds --requeue and --no-requeue into one boolean `requeue`
-  if (key === 'requeue' && typeof value === 'boolean') return JOB_OPTIONS.find((o) => o.switchValue === value);
+  if (key === 'requeue' && typeof value === 'boolean') return JOB_OPTIONS.find((o) => o.key === 'requeue' && o.switchValue === value);
   return JOB_OPTIONS.find((o) => o.long === key || camelCase(o.long) === key);
 }
 
