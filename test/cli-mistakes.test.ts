@@ -101,6 +101,35 @@ describe('mistakes on the command line', () => {
     rmSync(scripts, { recursive: true, force: true });
   });
 
+  it('an unknown job state is squeue -t\'s one line and exit code, not a stack trace', () => {
+    const line = 'invalid job state specified: bogus (give names or codes such as PENDING,RUNNING or PD,R, or all)';
+    refused(run('taras.js', ['queue', '--state', 'bogus'], 'http://127.0.0.1:9'), `taras queue: error: ${line}`, 1);
+    refused(run('taras.js', ['queue', '-t', 'PD,bogus'], 'http://127.0.0.1:9'), `taras queue: error: ${line}`, 1);
+    refused(run('squeue', ['-t', 'bogus'], 'http://127.0.0.1:9'), `squeue: error: ${line}`, 1);
+  });
+
+  it('a jwt_key the controller cannot use (a folder, in a missing folder, short, readable by others) is one line naming it and the fix, exit 1', () => {
+    const cluster = mkdtempSync(join(tmpdir(), 'taras-mistakes-jwt-'));
+    const data = join(cluster, 'data');
+    mkdirSync(join(data, 'folder.key'), { recursive: true, mode: 0o700 });
+    writeFileSync(join(data, 'short.key'), `${Buffer.alloc(16, 1).toString('base64')}\n`, { mode: 0o600 });
+    writeFileSync(join(data, 'open.key'), `${Buffer.alloc(32, 1).toString('base64')}\n`);
+    chmodSync(join(data, 'open.key'), 0o644);
+    const start = (jwtKey: string) => {
+      writeFileSync(join(cluster, 'cluster.toml'), `[cluster]\nname = "jwt"\ndata_dir = "${data}"\njwt_key = "${jwtKey}"\n[[nodes]]\nnames = "n1"\ncpus = 1\nmemory = "1G"\n[[partitions]]\nname = "p"\nnodes = "ALL"\n`);
+      return run('taras.js', ['controller', '--config', join(cluster, 'cluster.toml'), '--port', '0']);
+    };
+    const key = (name: string) => `error: the token key ${join(data, name)} (jwt_key)`;
+    refused(start('folder.key'), `${key('folder.key')} is a folder, not a file: remove it (the controller creates a new key), or set jwt_key in cluster.toml to a file`, 1);
+    refused(start('gone/jwt.key'), `${key('gone/jwt.key')} cannot be created: its folder ${join(data, 'gone')} does not exist: `
+      + 'create the folder (mode 700), or set jwt_key in cluster.toml to a file in an existing one', 1);
+    refused(start('short.key'), `${key('short.key')} holds 16 bytes, fewer than 32: remove it and restart the controller to make a new one (tokens issued before stop working)`, 1);
+    refused(start('open.key'), `${key('open.key')} is readable by others (mode 644): anyone who reads it can sign tokens for any user: run \`chmod 600 ${join(data, 'open.key')}\``, 1);
+    // Refused before the database is opened, and the data folder's lock let go: no taras.db.
+    assert.equal(existsSync(join(data, 'taras.db')), false);
+    rmSync(cluster, { recursive: true, force: true });
+  });
+
   it('a data folder that is empty or a file is refused before anything is created', () => {
     const file = join(work, 'not-a-folder');
     writeFileSync(file, 'x');

@@ -198,19 +198,21 @@ async function describeCluster(config: ClusterConfig, file: string): Promise<str
 
 /**
  * Starts the controller; what stops it from starting (another controller on
- * the data directory, a port in use, an empty or damaged database) is one
- * line and exit 1, never a stack trace.
+ * the data directory, a port in use, an empty or damaged database, a jwt_key
+ * it cannot use) is one line and exit 1, never a stack trace.
  */
 async function startOrExplain(options: import('../controller/daemon.js').ControllerOptions) {
-  const [{ startController }, { ListenError }, { StoreError }, { DataDirInUse }, { EventLogError }, { FolderError }] = await Promise.all([
+  const [{ startController }, { ListenError }, { StoreError }, { DataDirInUse }, { EventLogError }, { FolderError }, { JwtKeyError }] = await Promise.all([
     import('../controller/daemon.js'), import('../net/listen.js'), import('../store/store.js'), import('../controller/lock.js'), import('../controller/event-log.js'),
-    import('../net/private-files.js'),
+    import('../net/private-files.js'), import('../net/identity.js'),
   ]);
   try {
     return await startController(options);
   } catch (error) {
     if (error instanceof ListenError) fail(`error: ${error.message}: ${error.fix}`, 1);
-    if (error instanceof StoreError || error instanceof DataDirInUse || error instanceof EventLogError || error instanceof FolderError) fail(`error: ${error.message}`, 1);
+    if (error instanceof StoreError || error instanceof DataDirInUse || error instanceof EventLogError || error instanceof FolderError || error instanceof JwtKeyError) {
+      fail(`error: ${error.message}`, 1);
+    }
     throw error;
   }
 }

@@ -278,7 +278,7 @@ export function registerJobCommands(program: Command): void {
       const state = flags.state ?? flags.states;
       // As squeue: only jobs that are still in the system, unless finished ones are asked for.
       // Names or squeue's codes (PD, R, CA...), as squeue -t takes them.
-      if (state) query.set('state', parseJobStates(state, 'taras queue').join(','));
+      if (state) query.set('state', jobStatesOrFail(state).join(','));
       else if (!flags.all) query.set('state', 'PENDING,RUNNING,COMPLETING,SUSPENDED');
       await withClient(flags.controller, async (api) => {
         // --json: the full vocabulary; the table: compact rows in queue order (GET /queue).
@@ -549,6 +549,15 @@ function bareOptionalValues(submit: Command, argv: string[]): void {
     if (arg === '--' || !arg.startsWith('-') || arg === '-') return;
     if (arg === '--nice') argv[i] = '--nice=100';
     else if (!arg.includes('=') && submit.options.find((o) => o.long === arg || (arg.length === 2 && o.short === arg))?.required) i++; // its value
+  }
+}
+
+/** --state's names or codes; an unknown one is squeue -t's line and exit code (1), not a stack trace. */
+function jobStatesOrFail(text: string): ReturnType<typeof parseJobStates> {
+  try {
+    return parseJobStates(text, 'taras queue');
+  } catch (error) {
+    fail((error as Error).message, 1);
   }
 }
 

@@ -272,13 +272,14 @@ export async function startController(options: ControllerOptions): Promise<Runni
   const lock = lockDataDir(config.dataDir);
   const storePath = join(config.dataDir, 'taras.db');
   let store: Store;
+  let jwtKey: Uint8Array;
   try {
+    jwtKey = loadOrCreateJwtKey(config.jwtKeyPath);
     store = openPrivateStore(storePath, log);
   } catch (error) {
     lock.release();
     throw error;
   }
-  const jwtKey = loadOrCreateJwtKey(config.jwtKeyPath);
   // A disk that refuses a sync stops the controller: nothing it holds in memory may be acknowledged any more.
   const durable = (options?: { now?: boolean }) => store.durable(options).catch((error: unknown) => {
     if (store.isOpen) { // not a controller that is shutting down

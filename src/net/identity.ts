@@ -18,9 +18,10 @@
 // The client side is local-user.ts (who runs the CLI, for display only).
 // jose loads on the first token, so a controller without tokens never pays for it.
 
-import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import { dirname } from 'node:path';
 import type { Identity } from './local-user.js';
 import { MUNGE_HEADER } from './headers.js';
 import { nativeAddon } from './native.js';
@@ -55,27 +56,40 @@ export const HOW_TO_AUTHENTICATE = 'run taras on the controller\'s machine (it u
 
 const KEY_BYTES = 32;
 
+/** A token key (cluster.toml's jwt_key) the controller cannot use: the message names the file, the problem and the fix. */
+export class JwtKeyError extends Error {
+  override readonly name = 'JwtKeyError';
+}
+
 /**
  * The HS256 key of bearer tokens: read from `path`, or created there (random,
  * 0600, never replaced) on first start. A key file others can read would let
  * them sign tokens for anyone: refused.
  */
 export function loadOrCreateJwtKey(path: string): Uint8Array {
+  const refuse = (problem: string, fix: string) => new JwtKeyError(`the token key ${path} (jwt_key) ${problem}: ${fix}`);
   try {
     writeSecretFile(path, Buffer.from(globalThis.crypto.getRandomValues(new Uint8Array(KEY_BYTES))).toString('base64') + '\n');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
-      throw new Error(`cannot create the token key ${path}: ${(error as Error).message}; check that the data directory is writable by the controller's user`);
-    }
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw refuse(`cannot be created: its folder ${dirname(path)} does not exist`, 'create the folder (mode 700), or set jwt_key in cluster.toml to a file in an existing one');
+    if (code !== 'EEXIST') throw refuse(`cannot be created (${code ?? (error as Error).message})`, 'make its folder writable by the controller\'s user, or set jwt_key in cluster.toml to another file');
   }
-  const fd = openSync(path, 'r');
+  let fd: number;
+  try {
+    // O_NONBLOCK: a FIFO put there is refused below rather than waited on.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    throw refuse(`cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, 'make it a file the controller\'s user can read, or set jwt_key in cluster.toml to another file');
+  }
   try {
     const stat = fstatSync(fd);
+    if (!stat.isFile()) throw refuse(`is a ${stat.isDirectory() ? 'folder' : 'device or FIFO'}, not a file`, 'remove it (the controller creates a new key), or set jwt_key in cluster.toml to a file');
     if ((stat.mode & 0o077) !== 0) {
-      throw new Error(`the token key ${path} is readable by others (mode ${(stat.mode & 0o777).toString(8)}): anyone who reads it can sign tokens for any user; run \`chmod 600 ${path}\``);
+      throw refuse(`is readable by others (mode ${(stat.mode & 0o777).toString(8)}): anyone who reads it can sign tokens for any user`, `run \`chmod 600 ${path}\``);
     }
     const key = Buffer.from(readFileSync(fd, 'utf8').trim(), 'base64');
-    if (key.length < KEY_BYTES) throw new Error(`the token key ${path} holds ${key.length} bytes, fewer than ${KEY_BYTES}; remove it and restart the controller to make a new one (tokens issued before stop working)`);
+    if (key.length < KEY_BYTES) throw refuse(`holds ${key.length} bytes, fewer than ${KEY_BYTES}`, 'remove it and restart the controller to make a new one (tokens issued before stop working)');
     return key;
   } finally {
     closeSync(fd);
