@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -128,6 +128,34 @@ describe('mistakes on the command line', () => {
     // Refused before the database is opened, and the data folder's lock let go: no taras.db.
     assert.equal(existsSync(join(data, 'taras.db')), false);
     rmSync(cluster, { recursive: true, force: true });
+  });
+
+  it('a script larger than a submission takes, or not a file, is refused before it is read (a 1.5 GB one took 2.1 GB of memory)', () => {
+    const scripts = mkdtempSync(join(tmpdir(), 'taras-mistakes-big-'));
+    const nowhere = 'http://127.0.0.1:9';
+    const big = join(scripts, 'big.sh');
+    writeFileSync(big, '#!/bin/sh\n');
+    truncateSync(big, 1536 * 1024 * 1024); // sparse: nothing is written
+    const tooLarge = 'more than a submission takes (1048576 bytes, 1 MiB): keep the script small and its data in files it reads';
+    refused(run('taras.js', ['submit', '-t', '5', big], nowhere), `error: the script ${big} is 1610612736 bytes, ${tooLarge}`);
+    refused(run('sbatch', ['-t', '5', big], nowhere), `error: the script ${big} is 1610612736 bytes, ${tooLarge}`);
+    writeFileSync(join(scripts, 'many.jsonl'), `${JSON.stringify({ script: big, time: 5 })}\n`);
+    refused(run('taras.js', ['submit', '--many', join(scripts, 'many.jsonl')], nowhere),
+      `error: ${join(scripts, 'many.jsonl')}:1: the script ${big} is 1610612736 bytes, ${tooLarge}\nnothing was submitted`);
+    // One byte past the limit; and from standard input, where no size is known before reading.
+    const over = join(scripts, 'over.sh');
+    writeFileSync(over, `#!/bin/sh\n${'#'.repeat(1024 * 1024 - 10)}\n`);
+    refused(run('taras.js', ['submit', '-t', '5', over], nowhere), `error: the script ${over} is 1048577 bytes, ${tooLarge}`);
+    const piped = spawnSync(process.execPath, [join(root, 'bin/taras.js'), 'submit', '-t', '5'], { cwd: work, input: readFileSync(over), encoding: 'utf8', timeout: 30_000, env: { ...process.env, TARAS_CONTROLLER: nowhere } });
+    assert.deepEqual([piped.status, piped.stdout, piped.stderr], [2, '', `error: the batch script on standard input is ${tooLarge}\n`]);
+    // A file that says 0 bytes and reads 5 MB (as one that grows while read): the read stops at the limit.
+    if (existsSync('/proc/kallsyms')) refused(run('taras.js', ['submit', '-t', '5', '/proc/kallsyms'], nowhere), `error: the script /proc/kallsyms is ${tooLarge}`);
+    refused(run('taras.js', ['submit', '-H', '/dev/zero'], nowhere), 'error: the script /dev/zero is a character device, not a file: give the path of a batch script');
+    refused(run('taras.js', ['submit', '-t', '5', scripts], nowhere), `error: the script ${scripts} is a folder, not a file: give the path of a batch script`);
+    const fifo = join(scripts, 'fifo');
+    assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+    refused(run('taras.js', ['submit', '-t', '5', fifo], nowhere), `error: the script ${fifo} is a FIFO, not a file: give the path of a batch script`);
+    rmSync(scripts, { recursive: true, force: true });
   });
 
   it('a data folder that is empty or a file is refused before anything is created', () => {

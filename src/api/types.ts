@@ -20,6 +20,9 @@ export type JobState =
   /** Slurm's: a job with --deadline-policy cancel that could no longer end by its deadline. */
   | 'DEADLINE';
 
+/** The largest request body the controller takes (413 past it): a submission, its script included, must fit. */
+export const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
+
 export const finishedStates: readonly JobState[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY', 'PREEMPTED', 'DEADLINE'];
 
 /** Seed 000 2.1.3's job types (one letter in `taras queue`: N, P, I). */

@@ -119,13 +119,12 @@ export function registerJobCommands(program: Command): void {
       if (wrap !== undefined && script !== undefined) fail(`error: --wrap is the whole script: leave out the script ${script} (sbatch allows no script with --wrap)`);
       // No script named (or -) and standard input not a terminal: the script comes from there, as sbatch reads it
       // (sbatch <<EOF ... EOF, or a pipe); the job is named sbatch, as Slurm names it.
+      const { readScript } = await import('./script-file.js');
       let stdinScript: string | undefined;
       if (wrap === undefined && (script === '-' || (script === undefined && process.stdin.isTTY !== true))) {
-        try {
-          stdinScript = readFileSync(0, 'utf8');
-        } catch {
-          stdinScript = '';
-        }
+        const read = readScript(0, 'the batch script on standard input');
+        if (!read.ok && read.unreadable !== true) fail(`error: ${read.message}`);
+        stdinScript = read.ok ? read.text : '';
         if (stdinScript === '' && script === undefined) stdinScript = undefined;
         else script = 'sbatch';
       }
@@ -138,11 +137,9 @@ export function registerJobCommands(program: Command): void {
         if (stdinScript === '') fail('error: the batch script on standard input is empty (sbatch - reads the script from there)');
         scriptText = stdinScript;
       } else {
-        try {
-          scriptText = readFileSync(script!, 'utf8');
-        } catch {
-          fail(`error: cannot read the script ${script}: give the path of a batch script`);
-        }
+        const read = readScript(script!, `the script ${script}`);
+        if (!read.ok) fail(`error: ${read.message}`);
+        scriptText = read.text;
       }
       const directives = layer(jobspec.parseDirectives(scriptText, script));
       const flagLayer = layer(jobspec.parseFlagValues(given, { script, args }));

@@ -18,6 +18,7 @@ import type { ApiSubmitted } from '../api/types.js';
 import { ApiRequestError, type ApiClient } from '../net/client.js';
 import { withClient, withRetries } from './controller-client.js';
 import { fail } from './flags.js';
+import { readScript, type ScriptRead } from './script-file.js';
 import { formatTaskIds } from '../jobspec/array.js';
 
 /** Requests in flight at once: enough to keep the controller's group commit full, few enough to be polite. */
@@ -48,15 +49,9 @@ export async function submitMany(source: string, options: ManyOptions): Promise<
   }
   const flagLayer = flagsModule.parseFlagValues(options.given);
   if (!flagLayer.ok) fail(flagLayer.errors.map((e) => `error: ${types.formatError(e)}`).join('\n'));
-  const scripts = new Map<string, string | Error>();
-  const readScript = (path: string): string | Error => {
-    if (!scripts.has(path)) {
-      try {
-        scripts.set(path, readFileSync(path, 'utf8'));
-      } catch (error) {
-        scripts.set(path, error as Error);
-      }
-    }
+  const scripts = new Map<string, ScriptRead>();
+  const scriptOf = (path: string): ScriptRead => {
+    if (!scripts.has(path)) scripts.set(path, readScript(path, `the script ${path}`));
     return scripts.get(path)!;
   };
   const errors: string[] = [];
@@ -93,11 +88,12 @@ export async function submitMany(source: string, options: ManyOptions): Promise<
       errors.push(`${at}: no "script": every line names its batch script`);
       continue;
     }
-    const scriptText = readScript(script);
-    if (scriptText instanceof Error) {
-      errors.push(`${at}: cannot read the script ${script}: give the path of a batch script`);
+    const read = scriptOf(script);
+    if (!read.ok) {
+      errors.push(`${at}: ${read.message}`);
       continue;
     }
+    const scriptText = read.text;
     const directives = directivesModule.parseDirectives(scriptText, script);
     if (!directives.ok) {
       errors.push(...directives.errors.map(types.formatError));

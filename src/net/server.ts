@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
-import type { ApiError } from '../api/types.js';
+import { MAX_REQUEST_BODY_BYTES, type ApiError } from '../api/types.js';
 import { bodyMatchesDigest, carriesSignature, CONTROLLER_DESTINATION, missingSignature, NonceCache, REFUSED_HEADER, verifyDeclaredBody, verifyRequest, type ClusterKey, type Refusal } from './hmac.js';
 import { MUNGE_HEADER } from './headers.js';
 import { HOW_TO_AUTHENTICATE, type Authenticator, type BeforeBody, type Caller, type Identified, type Transport } from './identity.js';
@@ -135,7 +135,6 @@ export interface ApiServer {
   close(graceMs?: number): Promise<void>;
 }
 
-const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** Past this much discarded body after a 413, the connection is cut rather than drained. */
 const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
 const KEEP_ALIVE_TIMEOUT_MS = 30_000;
@@ -346,7 +345,7 @@ export function createApiServer(options: ApiServerOptions): ApiServer {
     throw new Error('createApiServer: requireKeyFor is given but no clusterKey: routes meant to need the key would be open to anyone');
   }
   const requireKeyFor = options.requireKeyFor ?? (() => true);
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxBodyBytes = options.maxBodyBytes ?? MAX_REQUEST_BODY_BYTES;
   const clock = options.clock ?? Date.now;
   const seenNonces = new NonceCache(options.nonceCacheCapacity, clock());
   const destination = options.destination ?? (() => CONTROLLER_DESTINATION);
