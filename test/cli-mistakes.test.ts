@@ -87,7 +87,7 @@ describe('mistakes on the command line', () => {
   });
 
   it('a bad --signal names the part at fault and the forms sbatch takes, with an example', () => {
-    const forms = 'write [B:]SIG[@TIME]: a signal name or number (USR1, SIGUSR1, 10), B: for the batch shell only, '
+    const forms = 'write [B:]SIG[@TIME]: a signal name or a number from 1 to 31 (USR1, SIGUSR1, 10), B: for the batch shell only, '
       + 'TIME seconds before the time limit (0 to 65535, default 60), e.g. --signal=B:USR1@120';
     // Outside the empty folder the commands run in; nothing is sent (no controller listens there).
     const scripts = mkdtempSync(join(tmpdir(), 'taras-mistakes-scripts-'));
@@ -98,6 +98,8 @@ describe('mistakes on the command line', () => {
     refused(run('sbatch', ['-t', '5', '--signal=FOO', job], 'http://127.0.0.1:9'), `error: --signal: 'FOO' is not a signal name (kill -l lists them); ${forms}`);
     refused(run('taras.js', ['submit', '-t', '5', '--signal', 'B:USR1@abc', job], 'http://127.0.0.1:9'), `error: --signal: 'abc' after @ is not a number of seconds; ${forms}`);
     refused(run('sbatch', ['-t', '5', directive], 'http://127.0.0.1:9'), `error: ${directive}:2: --signal: no TIME after @ (or leave out @ for 60 s); ${forms}`);
+    // A real-time signal: accepted before, and the job then FAILED at its start (no agent can send one).
+    refused(run('sbatch', ['-t', '1', '--signal=40@30', job], 'http://127.0.0.1:9'), `error: --signal: '40' is a real-time signal (32 to 64), which Taras cannot send to a job; ${forms}`);
     rmSync(scripts, { recursive: true, force: true });
   });
 

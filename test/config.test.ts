@@ -19,6 +19,7 @@ const toml = (...lines: string[]): string => `${lines.join('\n')}\n`;
 function configOf(text: string): ClusterConfig {
   const result = parseClusterConfig(text, FILE);
   if (!result.ok) assert.fail(`expected a valid file, got:\n${result.errors.map(formatConfigError).join('\n')}`);
+  assert.deepEqual(result.ignored, [], 'nothing ignored');
   return result.config;
 }
 
@@ -382,12 +383,31 @@ describe('cluster.toml: each mistake names file, line, key and fix', () => {
     ]);
     assert.equal(errors[0].fix, 'say which unit: node_timeout = "60s" or "60m"');
     assert.match(errors[5].fix, /^write max_time = "1-00:00:00" \(forms: minutes, MM:SS, HH:MM:SS, D-HH/);
-    assert.match(errors[4].fix, /^write \[B:\]SIG\[@TIME\]: a signal name or number/);
+    assert.match(errors[4].fix, /^write \[B:\]SIG\[@TIME\]: a signal name or a number from 1 to 31/);
     assert.deepEqual(onlyError(toml('[cluster]', 'node_timeout = "0s"', ...MINIMAL)), {
       line: 2,
       key: 'cluster.node_timeout',
       message: '"0s" is too short: must be at least 1 s',
     });
+  });
+
+  it('a real-time warn_signal (32 to 64, which no agent can send) is set aside with the fix: a start goes on without it; with another mistake it is listed as one', () => {
+    const result = parseClusterConfig(toml('[cluster]', 'warn_signal = "B:40@30"', ...MINIMAL), FILE);
+    assert.ok(result.ok);
+    // Before, it was taken, and every job that did not give its own --signal FAILED at its start.
+    assert.equal(result.config.warnSignal, null);
+    assert.deepEqual(result.ignored.map(formatConfigError), [
+      `${FILE}:2: cluster.warn_signal: "B:40@30" is not a signal request: '40' is a real-time signal (32 to 64), which Taras cannot send to a job `
+        + '(fix: write [B:]SIG[@TIME]: a signal name or a number from 1 to 31 (USR1, SIGUSR1, 10), B: for the batch shell only, '
+        + 'TIME seconds before the time limit (0 to 65535, default 60), e.g. B:USR1@120)',
+    ]);
+    const errors = errorsOf(toml('[cluster]', 'warn_signal = "64"', 'node_timeout = "60"', ...MINIMAL));
+    assert.deepEqual(errors.map(({ line, key }) => [line, key]), [[2, 'cluster.warn_signal'], [3, 'cluster.node_timeout']]);
+    // Past 64 it is no signal at all: an error as before.
+    assert.deepEqual(onlyError(toml('[cluster]', 'warn_signal = "65"', ...MINIMAL)), {
+      line: 2, key: 'cluster.warn_signal', message: '"65" is not a signal request: \'65\': signal numbers go from 1 to 31',
+    });
+    assert.deepEqual(configOf(toml('[cluster]', 'warn_signal = "31@10"', ...MINIMAL)).warnSignal, { signal: '31', beforeSeconds: 10, batchOnly: false });
   });
 
   it('bad sizes and counts: memory form, no memory, CPUs and max_nodes out of range', () => {

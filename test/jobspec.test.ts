@@ -135,7 +135,7 @@ describe('#TARAS directives', () => {
     assert.deepEqual(errors.map((e) => [e.line, e.option]), [[2, '--signal'], [3, '--signal'], [4, '--signal']]);
     assert.match(errors[0].message, /'R:' is not supported \(only B:\)/);
     // Each message names the part at fault, then the forms with an example (sbatch only says "Invalid --signal specification").
-    const forms = 'write [B:]SIG[@TIME]: a signal name or number (USR1, SIGUSR1, 10), B: for the batch shell only, '
+    const forms = 'write [B:]SIG[@TIME]: a signal name or a number from 1 to 31 (USR1, SIGUSR1, 10), B: for the batch shell only, '
       + 'TIME seconds before the time limit (0 to 65535, default 60), e.g. --signal=B:USR1@120';
     assert.deepEqual(errors.map((e) => e.message), [
       `'R:' is not supported (only B:); ${forms}`, `'USR9' is not a signal name (kill -l lists them); ${forms}`, `'soon' after @ is not a number of seconds; ${forms}`,
@@ -143,8 +143,21 @@ describe('#TARAS directives', () => {
     const why = (text: string) => { const parsed = parseFlagValues({ signal: text }); assert.ok(!parsed.ok); return parsed.errors[0].message.replace(`; ${forms}`, ''); };
     assert.deepEqual(['FOO', 'B:USR1@abc', 'B:USR1@', '@10', 'B:', '99', 'USR1@70000'].map(why), [
       "'FOO' is not a signal name (kill -l lists them)", "'abc' after @ is not a number of seconds", 'no TIME after @ (or leave out @ for 60 s)', 'no signal before @', 'no signal',
-      "'99': signal numbers go from 1 to 64", "'70000' after @: TIME is at most 65535 seconds",
+      "'99': signal numbers go from 1 to 31", "'70000' after @: TIME is at most 65535 seconds",
     ]);
+  });
+
+  it('--signal refuses the real-time signals 32 to 64, which the agent cannot send (they were accepted and every such job FAILED at its start)', () => {
+    const why = (text: string) => { const parsed = parseFlagValues({ signal: text }); assert.ok(!parsed.ok); return parsed.errors[0].message; };
+    assert.deepEqual(['40@30', 'B:32', 'sig64'].map(why).map((message) => message.replace(/; write .*/, '')), [
+      "'40' is a real-time signal (32 to 64), which Taras cannot send to a job", "'32' is a real-time signal (32 to 64), which Taras cannot send to a job",
+      "'sig64' is a real-time signal (32 to 64), which Taras cannot send to a job",
+    ]);
+    assert.match(why('40'), /; write \[B:\]SIG\[@TIME\]: a signal name or a number from 1 to 31 \(USR1, SIGUSR1, 10\)/);
+    assert.equal(errorsOf(parseDirectives(script('#SBATCH --signal=B:40@30'), 'run.sh'))[0].option, '--signal');
+    // The highest number Taras sends, and each name's number, are accepted as before.
+    assert.deepEqual(valueOf(parseFlagValues({ signal: '31@5' })).values, { signal: { signal: '31', beforeSeconds: 5, batchOnly: false } });
+    assert.deepEqual(valueOf(parseFlagValues({ signal: 'SYS' })).values, { signal: { signal: 'SYS', beforeSeconds: 60, batchOnly: false } });
   });
 
   it('stops at the first command: later #TARAS lines are ignored with a warning naming them', () => {

@@ -158,6 +158,9 @@ const BAD_SUBMISSIONS: [what: string, body: unknown, field: RegExp][] = [
   ['no spec', {}, /spec: required field missing/],
   ['a bad umask', { spec: spec({ umask: 0o1000 }) }, /spec\.umask: expected an integer from 0 to 511/],
   ['a signal with a bad name', { spec: spec({ signal: { signal: 'usr1; rm', beforeSeconds: 60, batchOnly: false } }) }, /spec\.signal\.signal/],
+  // A real-time signal: stored, and the job FAILED at its start (no agent can send one).
+  ['a real-time signal', { spec: spec({ signal: { signal: '64', beforeSeconds: 60, batchOnly: false } }) },
+    /^the request body is not valid: spec\.signal\.signal: expected a signal name without SIG, such as USR1, or a number from 1 to 31$/],
   // Refused from the bytes, before JSON.parse (which took 0.4 s over a 1 MiB body of brackets).
   ['nesting 100,000 deep as the spec', { spec: deep(100_000) }, /request body nests arrays and objects more than 64 levels deep/],
   ['nesting 100,000 deep in the environment', { spec: spec({ submitEnv: { A: deep(100_000) } }) }, /more than 64 levels deep/],
@@ -576,6 +579,37 @@ describe('with real controller processes', () => {
     await killHard(controller.child);
     controller = await controllerAt(dir, controller.port);
     assert.doesNotMatch(controller.log(), /ended FAILED at start-up/);
+    await killHard(controller.child);
+  });
+
+  it('a real-time warn_signal and a stored job with a real-time --signal (both taken before) never stop the controller; reconfigure refuses the file', async () => {
+    const dir = prepare('realtime');
+    let controller = await controllerAt(dir);
+    await killHard(controller.child);
+    const store = openStore(join(dir, 'data', 'taras.db'));
+    const [old] = store.submitRecords([{ user: 'root', name: 'old', partition: 'batch', scriptPath: null, script: '#!/bin/sh\n',
+      request: spec({ signal: { signal: '40', beforeSeconds: 30, batchOnly: false } }) as never }], Date.now());
+    store.close();
+    writeFileSync(join(dir, 'cluster.toml'), clusterToml(join(dir, 'data')).replace('policy = "easy"', 'policy = "easy"\nwarn_signal = "B:40@30"'));
+    controller = await controllerAt(dir, controller.port);
+    const file = join(dir, 'cluster.toml');
+    const words = `${file}:5: cluster.warn_signal: "B:40@30" is not a signal request: '40' is a real-time signal (32 to 64), which Taras cannot send to a job (fix: write [B:]SIG[@TIME]: `;
+    assert.ok(controller.log().includes(`warning: ${words}`), controller.log());
+    assert.match(controller.log(), /e\.g\. B:USR1@120\); this start goes on without it \(taras admin reconfigure refuses the file until it is fixed\)/);
+    const shown = JSON.parse(cli(dir, controller.url, ['show', String(old.id), '--json']).stdout) as ApiJobWithEvents;
+    assert.equal(shown.state, 'FAILED');
+    assert.match(shown.reason ?? '', /^this cluster can no longer run it: its stored request is not valid \(request\.signal\.signal: expected a signal name without SIG, such as USR1, or a number from 1 to 31\)$/);
+    const api = await rootClient(controller.url);
+    try {
+      const refused = await refusal(api.post('/admin/reconfigure', {}));
+      assert.equal(refused.status, 400);
+      assert.ok(refused.error.startsWith(words), refused.error);
+      assert.equal(refused.fix, 'fix the file; the old configuration stays in force');
+      writeFileSync(file, clusterToml(join(dir, 'data')).replace('policy = "easy"', 'policy = "easy"\nwarn_signal = "B:USR1@30"'));
+      await api.post('/admin/reconfigure', {});
+    } finally {
+      api.close();
+    }
     await killHard(controller.child);
   });
 

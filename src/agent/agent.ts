@@ -24,6 +24,7 @@ import { relayLines } from '../net/stream.js';
 import { detectCgroupMode } from './cgroup.js';
 import { jobLaunch } from './environment.js';
 import type { WarnSignal } from '../jobspec/types.js';
+import { MAX_SIGNAL_NUMBER } from '../api/types.js';
 import {
   cancelStartingSupervisor, hasEnded, isAlive, isPositiveOrNull, isSignalName, jobFiles, prepareJobDir, processStartTicks, readStatus, recordNotStarted, requestSignal, requestTimeLimit, SupervisorLauncher, type Result, type SignalName,
   type CheckpointSignals, type SupervisorSpec,
@@ -93,7 +94,8 @@ export function warningOf(signal: WarnSignal | null | undefined): Result<Pick<Su
   const name = /^\d+$/.test(signal.signal)
     ? Object.entries(osConstants.signals).find(([, number]) => number === Number(signal.signal))?.[0]
     : `SIG${signal.signal}`;
-  if (name === undefined || !isSignalName(name)) return { ok: false, error: `--signal ${signal.signal}: this node knows no such signal; use a name such as USR1` };
+  // Only an order from before real-time signals were refused at submission (MAX_SIGNAL_NUMBER) gets here.
+  if (name === undefined || !isSignalName(name)) return { ok: false, error: `--signal ${signal.signal}: not a signal Taras can send; use a name such as USR1 or a number from 1 to ${MAX_SIGNAL_NUMBER}` };
   // 0 s before the limit means no warning to the supervisor; sbatch sends it at the limit, so do it a moment before.
   return { ok: true, value: { warnSignal: name, warnBeforeSeconds: Math.max(signal.beforeSeconds, 0.001), warnBatchOnly: signal.batchOnly } };
 }

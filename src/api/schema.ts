@@ -8,7 +8,7 @@
 // its path and says what it takes.
 
 import * as v from 'valibot';
-import { isSpecSignal, NODE_POLICIES, RESERVATION_NAME, RESERVATION_NAME_RULE } from './types.js';
+import { isSpecSignal, MAX_SIGNAL_NUMBER, NODE_POLICIES, RESERVATION_NAME, RESERVATION_NAME_RULE } from './types.js';
 
 /** Largest figures a request may carry; far above any real cluster, small enough that no sum overflows or stalls. */
 export const LIMITS = {
@@ -133,7 +133,7 @@ export const JobSpecSchema = strict({
   /** sbatch --signal=[B:]SIG[@TIME] (contracts.md). */
   signal: v.optional(strict({
     // The form the CLI stores (src/config/units.ts readWarnSignal): anything else would only fail at the agent.
-    signal: v.pipe(text(16, 1), v.check(isSpecSignal, 'expected a signal name without SIG, such as USR1, or a number from 1 to 64')),
+    signal: v.pipe(text(16, 1), v.check(isSpecSignal, `expected a signal name without SIG, such as USR1, or a number from 1 to ${MAX_SIGNAL_NUMBER}`)),
     beforeSeconds: int(0, 65_535),
     batchOnly: bool(),
   })),

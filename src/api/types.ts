@@ -317,8 +317,14 @@ export interface ApiCancelResult {
 export const SIGNAL_NAMES: readonly string[] = ['HUP', 'INT', 'QUIT', 'ILL', 'TRAP', 'ABRT', 'BUS', 'FPE', 'KILL', 'USR1', 'SEGV', 'USR2', 'PIPE', 'ALRM',
   'TERM', 'STKFLT', 'CHLD', 'CONT', 'STOP', 'TSTP', 'TTIN', 'TTOU', 'URG', 'XCPU', 'XFSZ', 'VTALRM', 'PROF', 'WINCH', 'IO', 'PWR', 'SYS'];
 
-/** A signal as a job spec keeps it: one of SIGNAL_NAMES, or a number from 1 to 64 written plainly. */
-export const isSpecSignal = (text: string): boolean => SIGNAL_NAMES.includes(text) || (/^[1-9]\d?$/.test(text) && Number(text) <= 64);
+/**
+ * The highest signal number a job may ask for: Linux's standard signals, SIGNAL_NAMES in order. Not the
+ * real-time ones (32 to 64): Node reports a death by one as exit 0, so the supervisor would record it COMPLETED.
+ */
+export const MAX_SIGNAL_NUMBER = SIGNAL_NAMES.length;
+
+/** A signal as a job spec keeps it: one of SIGNAL_NAMES, or a number from 1 to MAX_SIGNAL_NUMBER written plainly. */
+export const isSpecSignal = (text: string): boolean => SIGNAL_NAMES.includes(text) || (/^[1-9]\d?$/.test(text) && Number(text) <= MAX_SIGNAL_NUMBER);
 
 /** A reservation's name: 1 to 64 letters, digits, _ . - (the API, the job option, the store). */
 export const RESERVATION_NAME = /^[A-Za-z0-9_.-]{1,64}$/;

@@ -157,6 +157,8 @@ async function daemonConfig(flags: { config?: string; data?: string }, shape?: {
     const [{ readClusterConfig }, { formatConfigError }] = await Promise.all([import('../config/load.js'), import('../config/errors.js')]);
     const parsed = await readClusterConfig(flags.config);
     if (!parsed.ok) fail(parsed.errors.map(formatConfigError).join('\n'));
+    // What an older version took and this one cannot honour: said, and the daemon starts without it (reconfigure refuses it).
+    for (const ignored of parsed.ignored) logLine('', `warning: ${formatConfigError(ignored)}; this start goes on without it (taras admin reconfigure refuses the file until it is fixed)`);
     config = flags.data === undefined ? parsed.config : withDataDir(parsed.config, flags.data);
   }
   const problem = socketPathProblem(config.socketPath);

@@ -161,8 +161,13 @@ export interface InteractiveSettings {
 
 export const INTERACTIVE_DEFAULTS: InteractiveSettings = { policy: 'immediate', graceSeconds: 300, idleSeconds: 0, maxTimeSeconds: null, warnSeconds: 600 };
 
+/**
+ * `ignored`: settings an older version took that this one cannot honour (a real-time warn_signal); the
+ * config goes without them. A daemon's start says so and goes on (a file that started before must start
+ * again); a reconfigure refuses the file.
+ */
 export type ClusterConfigResult =
-  | { readonly ok: true; readonly config: ClusterConfig }
+  | { readonly ok: true; readonly config: ClusterConfig; readonly ignored: readonly ConfigError[] }
   | { readonly ok: false; readonly errors: readonly ConfigError[] };
 
 export const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 6817 };
@@ -239,10 +244,11 @@ export function parseClusterConfig(text: string, file: string): ClusterConfigRes
   const dayNightTable = root.has('day_night') ? root.subTable('day_night') : undefined;
   const dayNight = dayNightTable === undefined ? undefined : readDayNight(new TableReader('day_night', dayNightTable, errors));
   if (errors.size > 0 || settings === undefined || partitions.defaultName === undefined) {
-    return { ok: false, errors: errors.sorted() };
+    return { ok: false, errors: [...errors.sorted(), ...errors.ignoredSorted()].sort((a, b) => a.line - b.line) };
   }
   return {
     ok: true,
+    ignored: errors.ignoredSorted(),
     config: { ...settings, nodes: nodes.specs, partitions: partitions.specs, defaultPartition: partitions.defaultName, ...(programClasses === undefined ? {} : { programClasses }), ...(dayNight === undefined ? {} : { dayNight }) },
   };
 }
@@ -357,7 +363,9 @@ function readWarnSignal(reader: TableReader, defaultSeconds: number): WarnSignal
   if (text === undefined) return null;
   const parsed = parseWarnSignal(text, defaultSeconds);
   if (parsed.ok) return parsed.value;
-  reader.error('warn_signal', parsed.message, parsed.fix);
+  // Older versions took a real-time signal (and every job then failed at its start): a start goes on without it.
+  if (parsed.realTime === true) reader.ignore('warn_signal', parsed.message, parsed.fix);
+  else reader.error('warn_signal', parsed.message, parsed.fix);
   return null;
 }
 

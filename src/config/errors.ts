@@ -19,14 +19,22 @@ export function formatConfigError(error: ConfigError): string {
   return `${place}:${key} ${error.message} (fix: ${error.fix})`;
 }
 
-/** Collects errors with their lines; sorted by line for the report. */
+/**
+ * Collects errors with their lines; sorted by line for the report. Apart: settings an older version took
+ * that this one cannot honour (`ignore`), which a start goes on without and a reconfigure refuses.
+ */
 export class ErrorList {
   private readonly errors: ConfigError[] = [];
+  private readonly ignored: ConfigError[] = [];
 
   constructor(private readonly file: string, private readonly lineOf: (key: string) => number) {}
 
   add(key: string, message: string, fix: string, line = this.lineOf(key)): void {
     this.errors.push({ file: this.file, line, key, message, fix });
+  }
+
+  ignore(key: string, message: string, fix: string, line = this.lineOf(key)): void {
+    this.ignored.push({ file: this.file, line, key, message, fix });
   }
 
   get size(): number {
@@ -35,5 +43,9 @@ export class ErrorList {
 
   sorted(): ConfigError[] {
     return [...this.errors].sort((a, b) => a.line - b.line);
+  }
+
+  ignoredSorted(): ConfigError[] {
+    return [...this.ignored].sort((a, b) => a.line - b.line);
   }
 }

@@ -70,6 +70,11 @@ export class TableReader {
     this.errors.add(this.keyPath(key), message, fix);
   }
 
+  /** A value an older version took that this one cannot honour: read as if absent (ErrorList.ignore). */
+  ignore(key: string, message: string, fix: string): void {
+    this.errors.ignore(this.keyPath(key), message, fix);
+  }
+
   /** A value that must be present; reports it missing otherwise. */
   private required(key: string, example: string): unknown {
     const value = this.table[key];

@@ -3,7 +3,7 @@
 // "30:00" or "16G" means the same thing everywhere; job options take only the
 // forms sbatch itself takes (`sbatchOnly`).
 
-import { SIGNAL_NAMES } from '../api/types.js';
+import { MAX_SIGNAL_NUMBER, SIGNAL_NAMES } from '../api/types.js';
 
 export type UnitResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly message: string; readonly fix: string };
 
@@ -103,15 +103,17 @@ export interface WarnSignal {
 }
 
 /** sbatch's --signal forms, what each part takes (cluster.toml's warn_signal and the job option add their own example). */
-export const WARN_SIGNAL_FORMS = '[B:]SIG[@TIME]: a signal name or number (USR1, SIGUSR1, 10), B: for the batch shell only, TIME seconds before the time limit (0 to 65535, default 60)';
+export const WARN_SIGNAL_FORMS = `[B:]SIG[@TIME]: a signal name or a number from 1 to ${MAX_SIGNAL_NUMBER} (USR1, SIGUSR1, 10), B: for the batch shell only, TIME seconds before the time limit (0 to 65535, default 60)`;
 
 /**
  * sbatch's --signal=[{R|B}:]SIG[@TIME] read part by part: the value, or what
  * is wrong, naming the part at fault. SIG a name (USR1, SIGUSR1, any case) or
- * a number 1-64, TIME 0 to 65535 seconds (default `defaultSeconds`, 60 as
- * sbatch). `R:` (reservations) is not supported.
+ * a number 1-31, TIME 0 to 65535 seconds (default `defaultSeconds`, 60 as
+ * sbatch). `R:` (reservations) is not supported. A real-time signal (32-64,
+ * which Slurm takes) is refused with `realTime` set when nothing else is wrong:
+ * Taras cannot send it (MAX_SIGNAL_NUMBER), and an older version accepted it.
  */
-export function readWarnSignal(text: string, defaultSeconds = 60): { readonly ok: true; readonly value: WarnSignal } | { readonly ok: false; readonly why: string } {
+export function readWarnSignal(text: string, defaultSeconds = 60): { readonly ok: true; readonly value: WarnSignal } | { readonly ok: false; readonly why: string; readonly realTime?: true } {
   const bad = (why: string) => ({ ok: false as const, why });
   const trimmed = text.trim();
   if (trimmed === '') return bad('it is empty');
@@ -125,7 +127,7 @@ export function readWarnSignal(text: string, defaultSeconds = 60): { readonly ok
   if (signal === '') return bad(`no signal${at < 0 ? '' : ' before @'}`);
   let name = signal.toUpperCase().replace(/^SIG/, '');
   if (/^\d+$/.test(name)) {
-    if (Number(name) < 1 || Number(name) > 64) return bad(`'${signal}': signal numbers go from 1 to 64`);
+    if (Number(name) < 1 || Number(name) > 64) return bad(`'${signal}': signal numbers go from 1 to ${MAX_SIGNAL_NUMBER}`);
     name = String(Number(name));
   } else if (!SIGNAL_NAMES.includes(name)) {
     return bad(`'${signal}' is not a signal name (kill -l lists them)`);
@@ -134,11 +136,15 @@ export function readWarnSignal(text: string, defaultSeconds = 60): { readonly ok
   if (time !== undefined && !/^\d+$/.test(time)) return bad(`'${time}' after @ is not a number of seconds`);
   const beforeSeconds = time === undefined ? defaultSeconds : Number(time);
   if (beforeSeconds > 65535) return bad(`'${time}' after @: TIME is at most 65535 seconds`);
+  if (Number(name) > MAX_SIGNAL_NUMBER) {
+    return { ok: false, realTime: true, why: `'${signal}' is a real-time signal (32 to 64), which Taras cannot send to a job` };
+  }
   return { ok: true, value: { signal: name, beforeSeconds, batchOnly: flag !== undefined } };
 }
 
 /** readWarnSignal with the words of a setting (cluster.toml's warn_signal). */
-export function parseWarnSignal(text: string, defaultSeconds = 60): UnitResult<WarnSignal> {
+export function parseWarnSignal(text: string, defaultSeconds = 60): UnitResult<WarnSignal> & { readonly realTime?: true } {
   const read = readWarnSignal(text, defaultSeconds);
-  return read.ok ? read : { ok: false, message: `"${text}" is not a signal request: ${read.why}`, fix: `write ${WARN_SIGNAL_FORMS}, e.g. B:USR1@120` };
+  if (read.ok) return read;
+  return { ok: false, message: `"${text}" is not a signal request: ${read.why}`, fix: `write ${WARN_SIGNAL_FORMS}, e.g. B:USR1@120`, ...(read.realTime ? { realTime: true } : {}) };
 }

@@ -1076,8 +1076,9 @@ export async function startController(options: ControllerOptions): Promise<Runni
         const { readClusterConfig } = await import('../config/load.js');
         const { formatConfigError } = await import('../config/errors.js');
         const parsed = await readClusterConfig(options.configPath);
-        if (!parsed.ok) {
-          throw new RouteError(400, parsed.errors.map(formatConfigError).join('\n'), 'fix the file; the old configuration stays in force');
+        // A setting a start ignores (one an older version took) is refused here, with the errors.
+        if (!parsed.ok || parsed.ignored.length > 0) {
+          throw new RouteError(400, (parsed.ok ? parsed.ignored : parsed.errors).map(formatConfigError).join('\n'), 'fix the file; the old configuration stays in force');
         }
         let next: ControllerEngine;
         try {
