@@ -72,6 +72,32 @@ describe('deadlines in the controller engine', () => {
     assert.deepEqual(store.jobs().map((job) => job.id), [running]);
   });
 
+  it('--test-only refuses the deadlines a submission refuses, in the same words, storing nothing', () => {
+    const { store, engine } = setup();
+    const [running] = engine.submit([{ user: 'alice', spec: spec(600) }]);
+    engine.schedule();
+    const [normal] = engine.submit([{ user: 'carol', spec: spec(300) }]);
+    const refusalOf = (attempt: () => unknown): string => {
+      try {
+        attempt();
+      } catch (error) {
+        assert.ok(error instanceof SubmitRefused, String(error));
+        return error.message;
+      }
+      return assert.fail('accepted');
+    };
+    // Before, --test-only answered a start for both (it never checked the deadline).
+    for (const refused of [spec(600, 100), spec(300, 800, 'cancel')]) {
+      const words = refusalOf(() => engine.testOnly(refused, { user: 'bob' }));
+      assert.equal(words, refusalOf(() => engine.submit([{ user: 'bob', spec: refused }])));
+      assert.match(words, /^the deadline 2026-11-22T12:\d\d:\d\d\.000Z (can never be met|cannot be met)/);
+    }
+    assert.deepEqual(store.jobs().map((job) => job.id), [running, normal]);
+    // A deadline it can meet is answered with a start, as before.
+    assert.deepEqual(engine.testOnly(spec(300, 1000), { user: 'bob' }).partition, 'batch');
+    assert.deepEqual(store.jobs().map((job) => job.id), [running, normal]);
+  });
+
   it('keeps the guarantee across a restart; at its latest start with its node still busy no job may be preempted for it (logged once); policy cancel ends DEADLINE', () => {
     const first = setup();
     const [running] = first.engine.submit([{ user: 'alice', spec: spec(600) }]);

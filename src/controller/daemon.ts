@@ -971,7 +971,7 @@ export async function startController(options: ControllerOptions): Promise<Runni
         }
         let answer: ApiTestOnly;
         try {
-          const plan = engine.testOnly(body.spec as JobSpec, caller.uid, (users) => admin(caller) || isAdmin(caller, users));
+          const plan = engine.testOnly(body.spec as JobSpec, caller, (users) => admin(caller) || isAdmin(caller, users));
           answer = { ...plan, start: plan.startMs === null ? null : isoTime(plan.startMs), nodes: [...plan.nodes], nextId: engine.nextJobId() };
         } catch (error) {
           return refused(error);

@@ -963,13 +963,13 @@ export class ControllerEngine {
    * sbatch --test-only: the checks of a submission, then where the plan would start the job if it were
    * submitted now. Nothing is stored. Throws SubmitRefused as `submit` does.
    */
-  testOnly(spec: JobSpec, uid?: number, mayUseReservation: (users: readonly string[]) => boolean = () => true): { startMs: number | null; nodes: readonly string[]; processors: number; partition: string } {
+  testOnly(spec: JobSpec, caller: { user: string; uid?: number }, mayUseReservation: (users: readonly string[]) => boolean = () => true): { startMs: number | null; nodes: readonly string[]; processors: number; partition: string } {
     const reasons = this.submissionRefusals(spec);
-    // The checks a real submission meets, the reservation's included: --test-only answers what sbatch would.
+    // The checks a real submission meets, the reservation's and the deadline's included: --test-only answers what sbatch would.
     if (reasons.length === 0) reasons.push(...this.reservationRefusals(spec, mayUseReservation));
     if (reasons.length > 0) throw new SubmitRefused(reasons);
-    const completed = this.complete(spec);
-    const request = this.coreRequest(this.draftRecord(completed, DRAFT_ID, uid, undefined));
+    const { spec: completed, admission } = this.admitAtSubmission(caller.user, this.complete(spec), () => []);
+    const request = this.coreRequest(this.draftRecord(completed, DRAFT_ID, caller.uid, admission?.guaranteed));
     const slot = this.scheduler.probe(request, this.nowSeconds());
     return { startMs: slot === undefined ? null : slot.start * 1000, nodes: slot?.nodes ?? [], processors: request.size, partition: this.partitionOf(completed).name };
   }
@@ -1129,22 +1129,12 @@ export class ControllerEngine {
           return;
         }
         if (keyed !== undefined) arrayKeys.set(keyed, index);
-        let spec = this.complete(submission.spec);
-        this.resourcesOf(spec); // throws for a job no node set can hold
+        const completed = this.complete(submission.spec);
+        this.resourcesOf(completed); // throws for a job no node set can hold
         // Checked again at the commit: the reservation may have been deleted since the submission was checked.
-        const inReservation = this.reservationRefusals(spec, submission.mayUseReservation ?? (() => true));
+        const inReservation = this.reservationRefusals(completed, submission.mayUseReservation ?? (() => true));
         if (inReservation.length > 0) throw new SubmitRefused(inReservation);
-        let admission: DeadlineAdmission | undefined;
-        if (spec.deadline !== undefined) {
-          const quota = priorityQuotaAllows(submission.user, spec);
-          if (!quota.allowed) {
-            const { deadline: _dropped, ...normal } = spec;
-            spec = normal;
-            admission = { guaranteed: false, plannedEndMs: null, shortfallSeconds: null, warning: `${quota.warning}: it runs as a normal job` };
-          } else {
-            admission = this.admitDeadline(spec, aheadOf());
-          }
-        }
+        const { spec, admission } = this.admitAtSubmission(submission.user, completed, aheadOf);
         // The jobs admitted ahead of it in this batch count in the next one's deadline check.
         if (this.scheduler.plansOnNodes) drafts.push(() => this.coreRequest(this.draftRecord(spec, DRAFT_ID - jobs.length + index, submission.uid, admission?.guaranteed)));
         admitted.push({ index, submission, spec, admission });
@@ -1219,6 +1209,19 @@ export class ControllerEngine {
   private draftRecord(spec: JobSpec, id: number, uid: number | undefined, guaranteed: boolean | undefined): JobRecord {
     const request = storedRequest(spec, uid, spec.reservation === undefined ? undefined : this.reservations.get(spec.reservation), guaranteed === undefined ? undefined : { guaranteed, warning: null });
     return { id: id as JobId, request, state: 'PENDING', nodes: [], submitTimeMs: this.clockMs() } as unknown as JobRecord;
+  }
+
+  /**
+   * A submission's deadline (none: nothing to admit): the priority quota's say, then admitDeadline with the
+   * jobs `batchAhead` of it. Returns the spec as it is stored (without its deadline if the quota refuses
+   * it) and what the submitter is told; throws SubmitRefused for a deadline the cluster refuses.
+   */
+  private admitAtSubmission(user: string, spec: JobSpec, batchAhead: () => readonly JobRequest[]): { spec: JobSpec; admission?: DeadlineAdmission } {
+    if (spec.deadline === undefined) return { spec };
+    const quota = priorityQuotaAllows(user, spec);
+    if (quota.allowed) return { spec, admission: this.admitDeadline(spec, batchAhead()) };
+    const { deadline: _dropped, ...normal } = spec;
+    return { spec: normal, admission: { guaranteed: false, plannedEndMs: null, shortfallSeconds: null, warning: `${quota.warning}: it runs as a normal job` } };
   }
 
   /**
