@@ -45,6 +45,8 @@ interface Cluster {
   readonly socket: string;
   readonly agentUrl: string;
   readonly api: ApiClient;
+  /** What the controller wrote to standard error so far (with `taras up`, the agent's log too). */
+  readonly log: () => string;
 }
 
 /** `taras up --config` with these [cluster] lines, on two nodes of two CPUs; resolves once both nodes are idle. */
@@ -68,7 +70,7 @@ async function startCluster(name: string, clusterLines: string): Promise<Cluster
     assert.ok(tries < 100, `the agent did not register: ${JSON.stringify(nodes)}\n${log}`);
     await sleep(100);
   }
-  return { data, socket, agentUrl, api };
+  return { data, socket, agentUrl, api, log: () => log };
 }
 
 /**
@@ -351,6 +353,8 @@ describe('interactive = "immediate" (the default): at once or not at all, ahead 
     const job = await latestJob(cluster.api);
     assert.match(refused.stderr(), new RegExp(`job ${job.id} did not start: CANCELLED \\(not started within 0 s \\(--immediate=0\\)`));
     assert.equal(job.state, 'CANCELLED');
+    // Logged as what it is (it was "job N (interactive): not started...").
+    assert.match(cluster.log(), new RegExp(`Z job ${job.id} \\(batch\\): not started within 0 s \\(--immediate=0\\); try again later or ask for fewer resources\n`));
     assert.equal((await cluster.api.get<ApiJob>(`/jobs/${holder}`)).state, 'RUNNING', 'a batch job preempts nothing');
     await cluster.api.delete(`/jobs/${holder}`);
     await waitForState(cluster.api, holder, ['CANCELLED'], 40_000);
@@ -457,7 +461,7 @@ async function startSplitCluster(name: string): Promise<{ cluster: Cluster; agen
     return agent;
   };
   const agent = await startAgent();
-  const cluster: Cluster = { data, socket: join(data, 'taras.sock'), agentUrl: '', api: createApiClient({ socketPath: join(data, 'taras.sock') }, { timeoutMs: 10_000 }) };
+  const cluster: Cluster = { data, socket: join(data, 'taras.sock'), agentUrl: '', api: createApiClient({ socketPath: join(data, 'taras.sock') }, { timeoutMs: 10_000 }), log: () => controllerLog };
   for (let tries = 0; ; tries++) {
     const nodes = await cluster.api.get<{ state: string }[]>('/nodes');
     if (nodes.every((node) => node.state === 'idle')) break;

@@ -1796,7 +1796,8 @@ export class ControllerEngine {
           + 'try again later, ask for fewer nodes or CPUs, or submit a batch job with taras submit';
       this.mustStartBy.delete(id);
       this.waitingReasons.delete(id);
-      this.log(`job ${id} (interactive): ${reason}`);
+      // sbatch --immediate ends a batch job here too.
+      this.log(`job ${id} (${this.specOf(record).interactive === undefined ? 'batch' : 'interactive'}): ${reason}`);
       this.append(id, { type: 'ended', state: 'CANCELLED', exitCode: null, reason }, nowMs);
       this.scheduler.cancel(id);
       this.active.delete(id);
