@@ -421,7 +421,8 @@ describe('API server and client over TCP and a Unix socket', () => {
     const error = await apiError(api.post('/jobs/1/notes/x', { text: 'y'.repeat(10_000) }));
     assert.equal(error.status, 413);
     assert.equal(error.error, 'request body is larger than the limit of 4096 bytes');
-    assert.match(error.fix ?? '', /split a large submission/);
+    // It named "the controller's body limit", which no setting changes.
+    assert.equal(error.fix, 'send less in one request: a job\'s script and environment together must stay under it (keep large data in files the script reads), and many jobs go in several requests');
     assert.deepEqual(await api.get('/status'), { up: true });
 
     const streamed = await new Promise<number>((resolve, reject) => {

@@ -268,8 +268,9 @@ type BodyRead = { ok: true; bytes: Buffer } | { ok: false };
  */
 function readBody(req: IncomingMessage, res: ServerResponse, limit: number, guard: ConnectionGuard, holder: string): Promise<BodyRead> {
   const tooLarge = (): void => {
+    // The limit is not a setting (createApiServer's maxBodyBytes): the fix is the sender's.
     send(res, 413, errorBody(`request body is larger than the limit of ${limit} bytes`,
-      'send less per request (split a large submission into several), or raise the controller\'s body limit'));
+      'send less in one request: a job\'s script and environment together must stay under it (keep large data in files the script reads), and many jobs go in several requests'));
   };
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
