@@ -208,6 +208,32 @@ srun --mem 40M sh -c 'echo within'; echo "within rc=$?"
     assert.match(text, /\nwithin\nwithin rc=0\n$/);
   });
 
+  it('srun checks its flags first, in the flags\' words, up to what a step request takes (it answered with the API\'s field names and a JSON example)', async () => {
+    const out = join(ada.home, 'step-flags.out');
+    const id = await sbatch(ada, `#!/bin/sh
+#SBATCH -N 1 -t 5 -o ${out}
+srun -J "" true; echo "rc=$?"
+srun -t 99999999 true; echo "rc=$?"
+srun -n 500 true; echo "rc=$?"
+srun -c 200000 true; echo "rc=$?"
+srun -N 100001 true; echo "rc=$?"
+srun --mem 2000T true; echo "rc=$?"
+srun -J "$(printf '%02000d' 0)" true; echo "rc=$?"
+srun -J named -t 1 sh -c 'echo "ran $SLURM_STEP_ID"'; echo "rc=$?"
+`);
+    await waitFor(`job ${id} to end`, async () => ['COMPLETED', 'FAILED'].includes(await state(id)));
+    assert.equal(readFileSync(out, 'utf8'), [
+      "srun: error: -J/--job-name: got '': expected a non-empty name (or leave -J out)", 'rc=2',
+      "srun: error: -t 99999999: 5999999940 s is past the longest time limit (3153600000 s, 100 years); give a shorter one, or leave -t out to run to the job's end", 'rc=2',
+      'srun: error: -n 500: the number of tasks of one step is at most 128', 'rc=2',
+      'srun: error: -c 200000: the number of CPUs per task is at most 100000', 'rc=2',
+      'srun: error: -N 100001: the number of nodes is at most 100000', 'rc=2',
+      'srun: error: --mem 2000T: 2097152000 MiB is past the most a node may have (1073741824 MiB, 1 PiB)', 'rc=2',
+      'srun: error: -J/--job-name: a name of 2000 characters; give one of at most 1024', 'rc=2',
+      'ran 0', 'rc=0', '',
+    ].join('\n'));
+  });
+
   it('srun\'s output into a slow pipe is all written before srun exits (writes to a pipe are asynchronous: process.exit dropped what was queued)', async () => {
     const dir = adaDir('slow-reader');
     const id = await sbatch(ada, `#!/bin/sh

@@ -230,13 +230,15 @@ export const JobIdsBodySchema = strict({ ids: jobRefs });
 export const MoveBodySchema = strict({ after: int(0, Number.MAX_SAFE_INTEGER) });
 /** Most tasks one job step may have: each task runs under a supervisor process of its own on its node. */
 export const MAX_STEP_TASKS = 128;
+/** Most words (the program and its arguments) one step's command may have. */
+export const STEP_COMMAND_WORDS = 4096;
 /**
  * POST /jobs/:id/steps (srun inside a job): the command, how many tasks on how
  * many of the job's nodes, the caller's environment and directory. Absent
  * counts: the job's own (sbatch's -n and its nodes).
  */
 export const StepBodySchema = strict({
-  command: list(text(LIMITS.envValueChars, 1), 4096, 1),
+  command: list(text(LIMITS.envValueChars, 1), STEP_COMMAND_WORDS, 1),
   ntasks: v.optional(int(1, MAX_STEP_TASKS)),
   nodes: v.optional(int(1, LIMITS.nodes)),
   cpusPerTask: v.optional(int(1, LIMITS.cpusPerTask)),

@@ -40,21 +40,31 @@ export function stepJobId(flags: Flags): number | null {
   return Number(given);
 }
 
-const positive = (value: string | boolean | undefined, flag: string): number | undefined => {
+/** A count flag's value: a whole number from 1 to `max` (what the step request takes), else srun's error naming the flag. */
+const count = (value: string | boolean | undefined, flag: string, max: number, what: string): number | undefined => {
   if (value === undefined) return undefined;
   const text = String(value);
   if (!/^\d+$/.test(text) || Number(text) < 1) fail(`srun: error: ${flag} ${text}: expected a whole number of at least 1`, 2);
+  if (Number(text) > max) fail(`srun: error: ${flag} ${text}: ${what} is at most ${max}`, 2);
   return Number(text);
 };
 
-/** The step request from run's flags (validated here; the controller checks it against the job). */
+/**
+ * The step request from run's flags, each checked here in the flag's words (as sbatch checks its own) up to
+ * what the request takes (StepBodySchema); the controller checks it against the job.
+ */
 async function stepBody(command: readonly string[], flags: Flags, cmd: Command): Promise<StepBody> {
   for (const [key, flag] of JOB_ONLY_FLAGS) {
     if (cmd.getOptionValueSource(key) === 'cli') fail(`srun: error: ${flag} is for a new job, not a step inside job ${stepJobId(flags)}: a step runs in its job's allocation (leave it out, or unset SLURM_JOB_ID to submit a new job)`, 2);
   }
   if (command.length === 0) fail('srun: error: no command given: srun [options] CMD [ARGS]', 2);
+  const { LIMITS, MAX_STEP_TASKS, STEP_COMMAND_WORDS } = await import('../api/schema.js');
+  if (command.length > STEP_COMMAND_WORDS) fail(`srun: error: the command has ${command.length} words, more than a step takes (${STEP_COMMAND_WORDS}): pass a list in a file, or run it from a script`, 2);
   const nodesText = flags.nodes === undefined ? undefined : String(flags.nodes);
   if (nodesText !== undefined && !/^\d+$/.test(nodesText)) fail(`srun: error: -N ${nodesText}: a step takes a node count, not a range`, 2);
+  const name = typeof flags.jobName === 'string' ? flags.jobName : undefined;
+  if (name === '') fail(`srun: error: -J/--job-name: got '': expected a non-empty name (or leave -J out)`, 2);
+  if (name !== undefined && name.length > LIMITS.nameChars) fail(`srun: error: -J/--job-name: a name of ${name.length} characters; give one of at most ${LIMITS.nameChars}`, 2);
   let timeLimitSeconds: number | undefined;
   let memoryMiB: number | undefined;
   if (flags.time !== undefined || flags.mem !== undefined) {
@@ -62,24 +72,28 @@ async function stepBody(command: readonly string[], flags: Flags, cmd: Command):
     if (flags.time !== undefined) {
       const parsed = parseTime(String(flags.time));
       if (!parsed.ok) fail(`srun: error: -t ${String(flags.time)}: ${parsed.message}`, 2);
+      if (parsed.value !== 'UNLIMITED' && parsed.value > LIMITS.timeLimitSeconds) {
+        fail(`srun: error: -t ${String(flags.time)}: ${parsed.value} s is past the longest time limit (${LIMITS.timeLimitSeconds} s, 100 years); give a shorter one, or leave -t out to run to the job's end`, 2);
+      }
       if (parsed.value !== 'UNLIMITED') timeLimitSeconds = parsed.value;
     }
     if (flags.mem !== undefined) {
       const parsed = parseMemory(String(flags.mem));
       if (!parsed.ok) fail(`srun: error: --mem ${String(flags.mem)}: ${parsed.message}`, 2);
+      if (parsed.value > LIMITS.memoryMiB) fail(`srun: error: --mem ${String(flags.mem)}: ${parsed.value} MiB is past the most a node may have (${LIMITS.memoryMiB} MiB, 1 PiB)`, 2);
       if (parsed.value > 0) memoryMiB = parsed.value;
     }
   }
   const { resolve } = await import('node:path');
   const body: StepBody = {
     command: [...command],
-    ...(flags.ntasks === undefined ? {} : { ntasks: positive(flags.ntasks, '-n') }),
-    ...(nodesText === undefined ? {} : { nodes: positive(nodesText, '-N') }),
-    ...(flags.cpusPerTask === undefined ? {} : { cpusPerTask: positive(flags.cpusPerTask, '-c') }),
+    ...(flags.ntasks === undefined ? {} : { ntasks: count(flags.ntasks, '-n', MAX_STEP_TASKS, 'the number of tasks of one step') }),
+    ...(nodesText === undefined ? {} : { nodes: count(nodesText, '-N', LIMITS.nodes, 'the number of nodes') }),
+    ...(flags.cpusPerTask === undefined ? {} : { cpusPerTask: count(flags.cpusPerTask, '-c', LIMITS.cpusPerTask, 'the number of CPUs per task') }),
     ...(flags.overcommit === true ? { overcommit: true } : {}),
     ...(timeLimitSeconds === undefined ? {} : { timeLimitSeconds }),
     ...(memoryMiB === undefined ? {} : { memoryMiB }),
-    ...(typeof flags.jobName === 'string' ? { name: flags.jobName } : {}),
+    ...(name === undefined ? {} : { name }),
     workingDir: typeof flags.chdir === 'string' ? resolve(flags.chdir) : process.cwd(),
     umask: process.umask(),
     env: { ...process.env } as Record<string, string>,
