@@ -30,7 +30,6 @@ export function registerDaemonCommands(program: Command): void {
     .action(async (flags: { config?: string; data?: string; key?: string; port?: string }) => {
       const port = flags.port === undefined ? undefined : portNumber(flags.port);
       const config = await daemonConfig(flags);
-      await checkOwnDataFolder(config.dataDir);
       const key = await clusterKey(flags.key ?? `${config.dataDir}/cluster.key`, true);
       const running = await startOrExplain({ config, configPath: flags.config ?? null, clusterKey: key, port, log: (line) => logLine('', line) });
       const stop = () => void running.close().then(() => process.exit(0));
@@ -64,8 +63,7 @@ Examples:
       const config = await daemonConfig(flags, shape);
       const { DEFAULT_LISTEN } = await import('../config/cluster.js');
       const { startAgent } = await import('../agent/agent.js');
-      await checkOwnDataFolder(config.dataDir);
-      await checkOwnDataFolder(`${config.dataDir}/agent`);
+      await checkDataFolder(`${config.dataDir}/agent`);
       const key = await clusterKey(`${config.dataDir}/cluster.key`, true);
       const log = (line: string) => logLine('', line);
       const controller = await startOrExplain({ config, configPath: flags.config ?? null, clusterKey: key, log, port });
@@ -123,7 +121,6 @@ Ctrl-C stops the controller and the agent (running jobs keep running; they are r
         fail('error: say which nodes this agent serves: --virtual 16x8 or --nodes node[01-04]');
       }
       await checkDataFolder(flags.data);
-      await checkOwnDataFolder(flags.data);
       const key = await clusterKey(flags.key, false);
       const address = controllerAddress(flags.controller);
       const { startAgent } = await import('../agent/agent.js');
@@ -167,16 +164,13 @@ async function daemonConfig(flags: { config?: string; data?: string }, shape?: {
   return config;
 }
 
-/** A daemon's data folder must be one: an empty --data (a script's unset variable) would fill the current folder. */
+/** A daemon's data folder must be one (an empty --data, a script's unset variable, would fill the current folder), and one it may take as its own. */
 async function checkDataFolder(path: string): Promise<void> {
   if (path.trim() === '') fail(`error: --data is empty: give the daemon's data folder (default ./${DEFAULT_DATA_DIR})`);
   const { statSync } = await import('node:fs');
   const stats = statSync(path, { throwIfNoEntry: false });
   if (stats !== undefined && !stats.isDirectory()) fail(`error: the data folder ${path} exists and is not a folder: give another --data (or data_dir in cluster.toml)`);
-}
-
-/** A data folder that exists and that the daemon may not take as its own (shared, another user's): one line, before anything is made in it. */
-async function checkOwnDataFolder(path: string): Promise<void> {
+  // One the daemon may not take as its own (shared, another user's): said before anything is made in it.
   const { checkOwnFolder, FolderError } = await import('../net/private-files.js');
   try {
     checkOwnFolder(path, 'data folder');

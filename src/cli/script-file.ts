@@ -3,7 +3,8 @@
 // one larger than the controller takes, or anything that is not a file (a
 // device, a FIFO, a folder), is refused before it is read into memory.
 
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { fileKind } from '../net/private-files.js';
 import { MAX_REQUEST_BODY_BYTES } from '../api/types.js';
 
 /** The most bytes a script may have: it must fit in a submission's body with the rest of the job. */
@@ -32,7 +33,7 @@ export function readScript(path: string | 0, what: string): ScriptRead {
   }
   try {
     const stats = fstatSync(fd);
-    if (path !== 0 && !stats.isFile()) return { ok: false, message: `${what} is ${kindOf(stats)}, not a file: give the path of a batch script` };
+    if (path !== 0 && !stats.isFile()) return { ok: false, message: `${what} is ${fileKind(stats)}, not a file: give the path of a batch script` };
     if (stats.isFile() && stats.size > MAX_SCRIPT_BYTES) return { ok: false, message: `${what} is ${stats.size} bytes, ${TOO_LARGE}` };
     const buffer = Buffer.alloc(MAX_SCRIPT_BYTES + 1);
     let length = 0;
@@ -66,12 +67,3 @@ function readSome(fd: number, buffer: Buffer, offset: number): number {
 }
 
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
-
-function kindOf(stats: Stats): string {
-  if (stats.isDirectory()) return 'a folder';
-  if (stats.isCharacterDevice()) return 'a character device';
-  if (stats.isBlockDevice()) return 'a block device';
-  if (stats.isFIFO()) return 'a FIFO';
-  if (stats.isSocket()) return 'a socket';
-  return 'an unusual kind of file';
-}

@@ -25,7 +25,7 @@ import { dirname } from 'node:path';
 import type { Identity } from './local-user.js';
 import { MUNGE_HEADER } from './headers.js';
 import { nativeAddon } from './native.js';
-import { writeSecretFile } from './private-files.js';
+import { fileKind, writeSecretFile } from './private-files.js';
 
 export { localIdentity, type Identity } from './local-user.js';
 
@@ -84,7 +84,7 @@ export function loadOrCreateJwtKey(path: string): Uint8Array {
   }
   try {
     const stat = fstatSync(fd);
-    if (!stat.isFile()) throw refuse(`is a ${stat.isDirectory() ? 'folder' : 'device or FIFO'}, not a file`, 'remove it (the controller creates a new key), or set jwt_key in cluster.toml to a file');
+    if (!stat.isFile()) throw refuse(`is ${fileKind(stat)}, not a file`, 'remove it (the controller creates a new key), or set jwt_key in cluster.toml to a file');
     if ((stat.mode & 0o077) !== 0) {
       throw refuse(`is readable by others (mode ${(stat.mode & 0o777).toString(8)}): anyone who reads it can sign tokens for any user`, `run \`chmod 600 ${path}\``);
     }

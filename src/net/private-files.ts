@@ -3,7 +3,7 @@
 // modes at every start, tightening what an older Taras or a careless umask
 // left open, with a log line saying what changed.
 
-import { chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, realpathSync, statSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, realpathSync, statSync, writeSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 
 /**
@@ -138,3 +138,14 @@ export function unreachableFolderOf(path: string): { folder: string; mode: numbe
   return null;
 }
 
+
+/** What a file that is not a regular one is, for a refusal: "a folder", "a FIFO", ... */
+export function fileKind(stats: Stats): string {
+  if (stats.isDirectory()) return 'a folder';
+  if (stats.isCharacterDevice()) return 'a character device';
+  if (stats.isBlockDevice()) return 'a block device';
+  if (stats.isFIFO()) return 'a FIFO';
+  if (stats.isSocket()) return 'a socket';
+  if (stats.isSymbolicLink()) return 'a symbolic link';
+  return stats.isFile() ? 'a regular file' : 'an unusual kind of file';
+}
